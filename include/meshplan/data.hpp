@@ -1,0 +1,33 @@
+#pragma once
+/// \file data.hpp
+/// The model presets (models/) and hardware database (hwdb/) compiled into the binary
+/// by cmake/embed_data.cmake, so that meshplan runs from any directory.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshplan::data {
+
+/// One embedded file: path relative to the repository root ("hwdb/gpus/h100-sxm.yaml").
+struct EmbeddedFile {
+  const char* path;
+  const char* content;
+};
+
+/// Every embedded file, sorted by path.
+std::span<const EmbeddedFile> EmbeddedFiles();
+
+/// The content of the embedded file at `path`, or nullopt.
+std::optional<std::string_view> FindEmbedded(std::string_view path);
+
+/// Names (file stem, no extension) of embedded files directly under `dir`
+/// ("models", "hwdb/systems"), sorted.
+std::vector<std::string> ListEmbedded(std::string_view dir);
+
+/// Reads a file from disk. Throws InputError (naming the path) if it cannot be read.
+std::string ReadFileOrThrow(const std::string& path);
+
+}  // namespace meshplan::data

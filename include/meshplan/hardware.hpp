@@ -1,0 +1,62 @@
+#pragma once
+/// \file hardware.hpp
+/// GPUs and systems of the hardware database hwdb/ (hwdb/gpus/*.yaml, hwdb/systems/*.yaml).
+/// Units inside meshplan are SI: bytes, bytes/s, FLOP/s, seconds. The YAML files use the
+/// published units (GB, TB/s, TFLOP/s, GB/s, Gb/s, microseconds) and the loader converts.
+
+#include <string>
+#include <vector>
+
+namespace meshplan {
+
+/// One accelerator. Rates are dense (no sparsity).
+struct GpuSpec {
+  std::string name;             ///< file stem, e.g. "h100-sxm"
+  std::string display_name;     ///< e.g. "NVIDIA H100 SXM5 80GB"
+  double bf16_flops = 0;        ///< FLOP/s, dense BF16 peak
+  double fp8_flops = 0;         ///< FLOP/s, dense FP8 peak; 0 if unsupported
+  double fp4_flops = 0;         ///< FLOP/s, dense FP4 peak; 0 if unsupported
+  double memory_bytes = 0;      ///< HBM capacity in bytes as the framework sees it
+  double hbm_bandwidth = 0;     ///< bytes/s
+  double matmul_efficiency_bf16 = 0;  ///< best achievable GEMM rate / bf16 peak (MAMF)
+  double matmul_efficiency_fp8 = 0;   ///< best achievable GEMM rate / fp8 peak (MAMF)
+};
+
+/// A system: nodes of identical GPUs, a scale-up (NVLink/NVSwitch) domain and a
+/// scale-out (InfiniBand/RoCE) network of one NIC rail per GPU or fewer.
+struct SystemSpec {
+  std::string name;                  ///< file stem, e.g. "dgx-h100"
+  std::string display_name;
+  GpuSpec gpu;
+  int gpus_per_node = 0;
+  int scaleup_domain_gpus = 0;       ///< GPUs sharing one NVLink domain (8 on DGX, 72 on NVL72)
+  double scaleup_bandwidth = 0;      ///< bytes/s per GPU, one direction (NVLink4: 450e9)
+  double scaleup_latency = 0;        ///< seconds per collective step inside the domain
+  int nics_per_node = 0;             ///< compute NICs (storage NICs excluded)
+  double nic_bandwidth = 0;          ///< bytes/s per NIC, one direction (400 Gb/s -> 50e9)
+  double scaleout_latency = 0;       ///< seconds per collective step across nodes
+  double scaleup_busbw_efficiency = 0;   ///< measured large-message busbw / scaleup_bandwidth
+  double scaleout_busbw_efficiency = 0;  ///< measured large-message busbw / NIC line rate
+  double compute_efficiency = 0;     ///< end-to-end achieved fraction of the matmul rate
+                                     ///< for large GEMMs (used by the cost model)
+  /// Scale-out bandwidth each GPU gets, bytes/s, one direction.
+  double NicBandwidthPerGpu() const { return nic_bandwidth * nics_per_node / gpus_per_node; }
+};
+
+/// Parses one GPU YAML held in `text` (`filename` for messages). Throws InputError.
+GpuSpec ParseGpu(const std::string& text, const std::string& filename);
+
+/// Loads a system by name (hwdb/systems/NAME.yaml, from `hwdb_dir` if given, else the
+/// embedded database) or by path to a system YAML. The system's `gpu:` names a file of
+/// hwdb/gpus/ in the same database. Throws InputError for an unknown name (listing the
+/// known ones) or a malformed file (file, line, field).
+SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir = "");
+
+/// Loads a GPU by name from hwdb/gpus/ (embedded or `hwdb_dir`). Throws InputError.
+GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");
+
+/// Names of the systems / GPUs of the embedded database, sorted.
+std::vector<std::string> ListSystems();
+std::vector<std::string> ListGpus();
+
+}  // namespace meshplan

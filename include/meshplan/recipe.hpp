@@ -1,0 +1,32 @@
+#pragma once
+/// \file recipe.hpp
+/// Output: the ranked table, AutoModel YAML recipes (with predictions as comments),
+/// JSON, and whole-or-nothing file writing.
+
+#include <string>
+
+#include "meshplan/search.hpp"
+
+namespace meshplan {
+
+/// One AutoModel recipe fragment: `distributed:` (with `pipeline:` / `moe:` when used)
+/// and `step_scheduler:`; only keys AutoModel's strategy dataclass accepts
+/// (automodel.md 1.2: no sequence_parallel / defer_fsdp_grad_sync outside fsdp2).
+/// Predictions are YAML comments. `rank` is 1-based.
+std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
+
+/// All top recipes as one YAML stream (documents separated by ---).
+std::string RecipesYaml(const PlanResult& result, const PlanRequest& req);
+
+/// Ranked table for a terminal.
+std::string RankTable(const PlanResult& result, const PlanRequest& req);
+
+/// The whole result as JSON (request, counts, each candidate's layout, memory, time).
+std::string ResultJson(const PlanResult& result, const PlanRequest& req);
+
+/// Writes `content` to `path` through a temporary file in the same directory and a
+/// rename, so the file is whole or absent. An existing file is replaced only if `force`.
+/// Throws InputError (field "--out") when the file exists without force or on I/O failure.
+void WriteFileAtomically(const std::string& path, const std::string& content, bool force);
+
+}  // namespace meshplan

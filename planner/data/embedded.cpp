@@ -1,0 +1,40 @@
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "meshplan/data.hpp"
+#include "meshplan/diag.hpp"
+
+namespace meshplan::data {
+
+std::optional<std::string_view> FindEmbedded(std::string_view path) {
+  for (const EmbeddedFile& f : EmbeddedFiles()) {
+    if (path == f.path) return std::string_view(f.content);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ListEmbedded(std::string_view dir) {
+  std::vector<std::string> names;
+  std::string prefix = std::string(dir) + "/";
+  for (const EmbeddedFile& f : EmbeddedFiles()) {
+    std::string_view p = f.path;
+    if (p.substr(0, prefix.size()) != prefix) continue;
+    std::string_view rest = p.substr(prefix.size());
+    if (rest.find('/') != std::string_view::npos) continue;
+    names.emplace_back(rest.substr(0, rest.rfind('.')));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string ReadFileOrThrow(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "file", "cannot open file for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError({path, 0, 0}, "file", "read error");
+  return ss.str();
+}
+
+}  // namespace meshplan::data

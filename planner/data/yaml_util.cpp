@@ -1,0 +1,227 @@
+#include "data/yaml_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+namespace meshplan::yamlutil {
+namespace {
+
+void CheckDuplicates(const YAML::Node& node, const std::string& filename, int depth) {
+  if (depth > 64) {
+    throw InputError(LocOf(node, filename), "", "nesting deeper than 64 levels");
+  }
+  if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const std::string& k = kv.first.Scalar();
+        if (!keys.insert(k).second) {
+          throw InputError(LocOf(kv.first, filename), k, "duplicate key");
+        }
+      }
+      CheckDuplicates(kv.second, filename, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) CheckDuplicates(item, filename, depth + 1);
+  }
+}
+
+std::string Shown(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "null";
+  if (n.IsScalar()) {
+    std::string s = n.Scalar();
+    if (s.size() > 40) s = s.substr(0, 40) + "...";
+    return "'" + s + "'";
+  }
+  if (n.IsSequence()) return "a list";
+  return "a map";
+}
+
+}  // namespace
+
+SourceLoc LocOf(const YAML::Node& node, const std::string& filename) {
+  SourceLoc loc{filename, 0, 0};
+  if (node.IsDefined()) {
+    YAML::Mark m = node.Mark();
+    if (!m.is_null()) {
+      loc.line = m.line + 1;
+      loc.column = m.column + 1;
+    }
+  }
+  return loc;
+}
+
+YAML::Node ParseMap(std::string_view text, const std::string& filename) {
+  if (text.find('\0') != std::string_view::npos) {
+    throw InputError({filename, 0, 0}, "", "file contains NUL bytes; expected YAML or JSON text");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    SourceLoc loc{filename, e.mark.is_null() ? 0 : e.mark.line + 1,
+                  e.mark.is_null() ? 0 : e.mark.column + 1};
+    throw InputError(loc, "", "malformed YAML/JSON: " + e.msg);
+  }
+  if (!root.IsMap()) {
+    throw InputError(LocOf(root, filename), "",
+                     "expected a map of keys at the top level, found " + Shown(root));
+  }
+  CheckDuplicates(root, filename, 0);
+  return root;
+}
+
+MapReader::MapReader(YAML::Node map, std::string filename, std::string path)
+    : map_(std::move(map)), filename_(std::move(filename)), path_(std::move(path)) {}
+
+void MapReader::Mark(const std::string& key) const {
+  if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) seen_.push_back(key);
+}
+
+bool MapReader::Has(const std::string& key) const {
+  Mark(key);
+  return map_[key].IsDefined();
+}
+
+bool MapReader::HasValue(const std::string& key) const {
+  Mark(key);
+  YAML::Node n = map_[key];
+  return n.IsDefined() && !n.IsNull();
+}
+
+YAML::Node MapReader::Get(const std::string& key) const {
+  Mark(key);
+  return map_[key];
+}
+
+std::string MapReader::Field(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+SourceLoc MapReader::Loc(const std::string& key) const {
+  YAML::Node n = map_[key];
+  if (n.IsDefined()) {
+    // Point at the key itself when we can find it.
+    for (const auto& kv : map_) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == key) return LocOf(kv.first, filename_);
+    }
+    return LocOf(n, filename_);
+  }
+  return LocOf(map_, filename_);
+}
+
+void MapReader::Fail(const std::string& key, const std::string& message) const {
+  throw InputError(Loc(key), Field(key), message);
+}
+
+int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::optional<int64_t> fallback) {
+  Mark(key);
+  YAML::Node n = map_[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (fallback) return *fallback;
+    Fail(key, "missing; expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  std::string s = n.IsScalar() ? n.Scalar() : "";
+  char* end = nullptr;
+  errno = 0;
+  long long v = n.IsScalar() && !s.empty() ? std::strtoll(s.c_str(), &end, 10) : 0;
+  if (!n.IsScalar() || s.empty() || *end != '\0' || errno == ERANGE) {
+    // Accept integral floats such as 8.0 written by some tools.
+    double d = 0;
+    if (n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d) &&
+        std::fabs(d) < 9.0e15) {
+      v = static_cast<long long>(d);
+    } else {
+      Fail(key, "expected an integer, found " + Shown(n));
+    }
+  }
+  if (v < min || v > max) {
+    Fail(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " +
+                  std::to_string(v));
+  }
+  return v;
+}
+
+double MapReader::Num(const std::string& key, double min, double max, std::optional<double> fallback) {
+  Mark(key);
+  YAML::Node n = map_[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (fallback) return *fallback;
+    Fail(key, "missing; expected a number");
+  }
+  double d = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, d)) Fail(key, "expected a number, found " + Shown(n));
+  if (!std::isfinite(d)) Fail(key, "expected a finite number, found " + Shown(n));
+  if (d < min || d > max) {
+    std::ostringstream os;
+    os << "expected a number in [" << min << ", " << max << "], found " << d;
+    Fail(key, os.str());
+  }
+  return d;
+}
+
+bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
+  Mark(key);
+  YAML::Node n = map_[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (fallback) return *fallback;
+    Fail(key, "missing; expected true or false");
+  }
+  bool b = false;
+  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b)) Fail(key, "expected true or false, found " + Shown(n));
+  return b;
+}
+
+std::string MapReader::Str(const std::string& key, std::optional<std::string> fallback) {
+  Mark(key);
+  YAML::Node n = map_[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (fallback) return *fallback;
+    Fail(key, "missing; expected a string");
+  }
+  if (!n.IsScalar()) Fail(key, "expected a string, found " + Shown(n));
+  return n.Scalar();
+}
+
+void MapReader::Ignore(std::initializer_list<const char*> keys) {
+  for (const char* k : keys) Mark(k);
+}
+
+void MapReader::RejectUnknown() const {
+  std::vector<std::string> known(seen_.begin(), seen_.end());
+  for (const auto& kv : map_) {
+    if (!kv.first.IsScalar()) throw InputError(LocOf(kv.first, filename_), path_, "keys must be strings");
+    const std::string& k = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+    std::string hint = DidYouMean(k, known);
+    throw InputError(LocOf(kv.first, filename_), Field(k),
+                     "unknown key" + (hint.empty() ? std::string() : "; did you mean '" + hint + "'?"));
+  }
+}
+
+std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == c[j - 1] ? 0 : 1)});
+      }
+      std::swap(prev, cur);
+    }
+    if (prev[c.size()] < best_d) {
+      best_d = prev[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace meshplan::yamlutil

@@ -1,0 +1,66 @@
+#pragma once
+// Shared helpers for reading YAML / JSON input with yaml-cpp, turning every problem into
+// an InputError that names file, line, column and field. Used by model/, hardware/ and
+// recipe readers; nothing else includes yaml-cpp for input.
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "meshplan/diag.hpp"
+
+namespace meshplan::yamlutil {
+
+/// Parses `text`; a syntax error becomes InputError at the parser's position. A document
+/// that is not a map is an error too. Duplicate keys at any depth are errors.
+YAML::Node ParseMap(std::string_view text, const std::string& filename);
+
+/// 1-based position of `node` in `filename` (line 0 if the node has no mark).
+SourceLoc LocOf(const YAML::Node& node, const std::string& filename);
+
+/// Reader for one map node: typed getters with range checks, and a final check that
+/// every key was known. `path` prefixes field names in messages ("gpu" -> "gpu.bf16_tflops").
+class MapReader {
+ public:
+  MapReader(YAML::Node map, std::string filename, std::string path = "");
+
+  bool Has(const std::string& key) const;
+  /// Value present and not null.
+  bool HasValue(const std::string& key) const;
+  YAML::Node Get(const std::string& key) const;
+
+  /// Integer in [min, max]. Missing: `fallback` if given, else an error.
+  int64_t Int(const std::string& key, int64_t min, int64_t max,
+              std::optional<int64_t> fallback = std::nullopt);
+  /// Finite number in [min, max].
+  double Num(const std::string& key, double min, double max,
+             std::optional<double> fallback = std::nullopt);
+  bool Bool(const std::string& key, std::optional<bool> fallback = std::nullopt);
+  std::string Str(const std::string& key, std::optional<std::string> fallback = std::nullopt);
+
+  /// Marks keys as known without reading them (keys the planner ignores).
+  void Ignore(std::initializer_list<const char*> keys);
+  /// Throws for the first key never read nor ignored ("unknown key; did you mean ...").
+  void RejectUnknown() const;
+
+  SourceLoc Loc(const std::string& key) const;   ///< key's position, or the map's
+  std::string Field(const std::string& key) const;  ///< "path.key"
+  [[noreturn]] void Fail(const std::string& key, const std::string& message) const;
+  const std::string& filename() const { return filename_; }
+
+ private:
+  YAML::Node map_;
+  std::string filename_;
+  std::string path_;
+  mutable std::vector<std::string> seen_;
+  void Mark(const std::string& key) const;
+};
+
+/// The closest of `candidates` to `word` by edit distance (empty if none is close).
+std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace meshplan::yamlutil
