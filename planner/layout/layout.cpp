@@ -1,0 +1,100 @@
+#include "meshplan/layout.hpp"
+
+#include <algorithm>
+
+namespace meshplan {
+
+// Source: AutoModel components/distributed/pipelining/functional.py
+//   calculate_virtual_stages: layers_per_stage null -> pp (single-stage schedules) or
+//   2*pp (multi-stage); else S = ceil(L / lps), rounded up/down to a multiple of pp when
+//   round_virtual_stages_to_pp_multiple is set.
+//   generate_hf_model_fqn_per_model_part: L layers over S stages, the first L % S stages
+//   one layer larger; stage s lives on rank s % pp (looped placement).
+StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
+  StageSplit out;
+  const int64_t pp = std::max<int64_t>(1, layout.pp);
+  const bool multi = layout.pp > 1 && layout.pp_schedule == PpSchedule::kInterleaved1F1B;
+  int64_t s = 0;
+  if (layout.pp <= 1) {
+    s = 1;
+  } else if (layout.layers_per_stage <= 0) {
+    s = multi ? 2 * pp : pp;
+  } else {
+    s = (num_layers + layout.layers_per_stage - 1) / layout.layers_per_stage;
+    if (s % pp != 0) {
+      if (layout.stage_rounding == StageRounding::kUp) s = (s / pp + 1) * pp;
+      if (layout.stage_rounding == StageRounding::kDown) s = (s / pp) * pp;
+    }
+  }
+  out.num_stages = s;
+  if (s <= 0 || num_layers <= 0) {
+    out.num_stages = 0;
+    out.stages_per_rank = 0;
+    return out;
+  }
+  out.stages_per_rank = s / pp;
+  const int64_t base = num_layers / s;
+  const int64_t extra = num_layers % s;
+  int64_t max_layers = 0;
+  for (int64_t r = 0; r < std::min(pp, s); ++r) {
+    int64_t layers = 0;
+    for (int64_t stage = r; stage < s; stage += pp) layers += base + (stage < extra ? 1 : 0);
+    max_layers = std::max(max_layers, layers);
+    if (r == 0) out.first_rank_layers = layers;
+    if (r == pp - 1) out.last_rank_layers = layers;
+  }
+  if (pp == 1) out.last_rank_layers = out.first_rank_layers;
+  out.max_layers_per_rank = max_layers;
+  return out;
+}
+
+const char* StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kFsdp2: return "fsdp2";
+    case Strategy::kMegatronFsdp: return "megatron_fsdp";
+    case Strategy::kDdp: return "ddp";
+  }
+  return "?";
+}
+
+const char* RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+const char* PpScheduleName(PpSchedule s) {
+  return s == PpSchedule::k1F1B ? "1f1b" : "interleaved1f1b";
+}
+
+const char* PrecisionName(Precision p) { return p == Precision::kBf16 ? "bf16" : "fp8"; }
+
+const char* StageRoundingName(StageRounding r) {
+  switch (r) {
+    case StageRounding::kNone: return "null";
+    case StageRounding::kUp: return "up";
+    case StageRounding::kDown: return "down";
+  }
+  return "?";
+}
+
+std::string Describe(const Layout& l) {
+  std::string s = StrategyName(l.strategy);
+  s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " cp" + std::to_string(l.cp) +
+       " ep" + std::to_string(l.ep) + " dp" + std::to_string(l.dp);
+  if (l.dp_replicate > 1) s += " (rep" + std::to_string(l.dp_replicate) + ")";
+  s += " lbs" + std::to_string(l.local_batch_size);
+  if (l.pp > 1) {
+    s += " mb" + std::to_string(l.pp_microbatch_size) + " " + PpScheduleName(l.pp_schedule);
+    if (l.layers_per_stage > 0) s += " lps" + std::to_string(l.layers_per_stage);
+    if (l.stage_rounding != StageRounding::kNone) s += std::string(" round=") + StageRoundingName(l.stage_rounding);
+  }
+  if (l.sequence_parallel) s += " sp";
+  s += std::string(" ac=") + RecomputeName(l.recompute);
+  return s;
+}
+
+}  // namespace meshplan
