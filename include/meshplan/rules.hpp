@@ -27,20 +27,32 @@ struct RuleContext {
   AutoModelVersion version = AutoModelVersion::kV05;
 };
 
+/// Which layout fields a rule reads, so the search can test a rule as soon as those
+/// fields are chosen and skip the whole subtree below a failure.
+enum class RuleStage {
+  kMesh,      ///< strategy and axis sizes (tp, pp, cp, ep, dp, dp_replicate)
+  kFeatures,  ///< + sequence_parallel, recompute
+  kBatch,     ///< + local batch, micro-batch, pipeline schedule and stages
+};
+
 /// One rule. `check` is pure and allocation-free; `explain` builds the message (both
 /// values, spelled as the recipe keys, and a fix where there is one) only on failure.
 struct Rule {
   const char* name;     ///< stable snake_case id, used in counts and tests
   const char* source;   ///< framework file and function the rule comes from
+  RuleStage stage;      ///< the latest-chosen field group the rule reads
   bool (*check)(const RuleContext&);
   std::string (*explain)(const RuleContext&);
 };
 
-/// All AutoModel rules, in the order they are checked (cheap mesh rules first).
+/// All AutoModel rules, in the order they are checked (mesh rules first).
 std::span<const Rule> AutoModelRules();
 
 /// The first rule `ctx` fails, or nullptr if the layout is valid.
 const Rule* FirstFailure(const RuleContext& ctx);
+
+/// The first failing rule among those of exactly `stage`, or nullptr.
+const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage);
 
 /// Every rule `ctx` fails.
 std::vector<const Rule*> AllFailures(const RuleContext& ctx);

@@ -1,0 +1,123 @@
+// `meshplan plan`: model + system + GPU count + training setup -> ranked AutoModel recipes.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "meshplan/recipe.hpp"
+#include "recipe/format.hpp"
+
+namespace meshplan::cli {
+
+void AddPlanCommand(CLI::App& app, PlanOptions& o) {
+  CLI::App* cmd = app.add_subcommand("plan", "search every valid layout and print the best recipes");
+  cmd->add_option("--model", o.model, "preset name (meshplan list models) or path to config.json / model YAML")
+      ->required();
+  cmd->add_option("--system", o.system, "system name (meshplan list systems) or path to a system YAML")->required();
+  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->required();
+  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step")->required();
+  cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--framework", o.framework, "framework whose rules and recipe format apply")
+      ->check(CLI::IsMember({"automodel"}));
+  cmd->add_option("--automodel-version", o.automodel_version,
+                  "AutoModel release whose rules apply (0.5 = current main; 0.4 = v0.3/v0.4 EP rule)")
+      ->check(CLI::IsMember({"0.5", "0.4"}));
+  cmd->add_option("--strategy", o.strategies, "restrict to these strategies (default: all)")
+      ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}))
+      ->delimiter(',');
+  cmd->add_option("--top", o.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
+  cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
+  cmd->add_flag("--force", o.force, "replace --out if it exists");
+  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
+      ->check(CLI::Range(1LL, 1024LL));
+  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
+}
+
+namespace {
+
+int64_t CheckedCount(long long v, const char* flag, long long max) {
+  if (v < 1 || v > max) {
+    throw InputError({"<command line>", 0, 0}, flag,
+                     "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
+  }
+  return v;
+}
+
+Strategy ParseStrategy(const std::string& s) {
+  if (s == "megatron_fsdp") return Strategy::kMegatronFsdp;
+  if (s == "ddp") return Strategy::kDdp;
+  return Strategy::kFsdp2;
+}
+
+std::string TopRules(const PlanResult& r, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < r.rejected_by_rule.size() && i < n; ++i) {
+    if (i) s += ", ";
+    s += r.rejected_by_rule[i].first + " (" + std::to_string(r.rejected_by_rule[i].second) + ")";
+  }
+  return s;
+}
+
+}  // namespace
+
+int RunPlan(const PlanOptions& o) {
+  PlanRequest req;
+  req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
+  req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
+  req.setup.global_batch = CheckedCount(o.global_batch, "--global-batch", 1LL << 30);
+  req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  req.setup.headroom = o.headroom;
+  req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
+  req.top_n = o.top;
+  req.max_micro_batch = o.max_micro_batch;
+  if (!o.strategies.empty()) {
+    req.strategies.clear();
+    for (const std::string& s : o.strategies) req.strategies.push_back(ParseStrategy(s));
+  }
+  req.model = LoadModel(o.model);
+  req.system = LoadSystem(o.system, o.hwdb);
+  const int64_t gpn = req.system.gpus_per_node;
+  if (req.setup.num_gpus > gpn && req.setup.num_gpus % gpn != 0) {
+    throw InputError({"<command line>", 0, 0}, "--gpus",
+                     "expected a multiple of the " + std::to_string(gpn) + " GPUs per node of " + req.system.name +
+                         " (or at most one node), found " + std::to_string(req.setup.num_gpus));
+  }
+  if (req.setup.precision == Precision::kFp8 && req.system.gpu.fp8_flops <= 0) {
+    throw InputError({"<command line>", 0, 0}, "--precision",
+                     "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
+  }
+
+  const PlanResult result = Plan(req);
+  if (result.valid == 0) {
+    std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus
+              << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len
+              << ": every one of the " << result.enumerated << " candidates breaks a rule; most common: "
+              << TopRules(result, 4) << "\n";
+    return 1;
+  }
+  if (result.fitting == 0) {
+    const Candidate& c = *result.least_memory;
+    std::cerr << "meshplan: no layout fits in memory: the smallest need is "
+              << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
+              << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
+              << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
+              << "% headroom kept free); add GPUs, shorten the sequence or lower --headroom\n";
+    return 1;
+  }
+
+  if (o.format == "json") {
+    std::cout << ResultJson(result, req);
+  } else if (o.format == "yaml") {
+    std::cout << RecipesYaml(result, req);
+  } else {
+    std::cout << RankTable(result, req);
+  }
+  if (!o.out.empty()) {
+    WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
+    if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace meshplan::cli

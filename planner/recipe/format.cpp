@@ -1,0 +1,65 @@
+#include "recipe/format.hpp"
+
+#include <cstdio>
+
+namespace meshplan::recipe {
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank) {
+  const Layout& l = c.layout;
+  const MemoryBreakdown& m = c.cost.memory;
+  const TimeBreakdown& t = c.cost.time;
+  nlohmann::json layout = {{"strategy", StrategyName(l.strategy)},
+                           {"tp_size", l.tp},
+                           {"pp_size", l.pp},
+                           {"cp_size", l.cp},
+                           {"ep_size", l.ep},
+                           {"dp_size", l.dp},
+                           {"dp_replicate_size", l.dp_replicate},
+                           {"local_batch_size", l.local_batch_size},
+                           {"micro_batch", l.micro_batch()},
+                           {"grad_accum_steps", l.GradAccumSteps(req.setup)},
+                           {"sequence_parallel", l.sequence_parallel},
+                           {"activation_checkpointing", RecomputeName(l.recompute)}};
+  if (l.pp > 1) {
+    layout["pipeline"] = {{"pp_schedule", PpScheduleName(l.pp_schedule)},
+                          {"pp_microbatch_size", l.pp_microbatch_size},
+                          {"layers_per_stage", l.layers_per_stage > 0 ? nlohmann::json(l.layers_per_stage)
+                                                                      : nlohmann::json(nullptr)},
+                          {"round_virtual_stages_to_pp_multiple", StageRoundingName(l.stage_rounding)},
+                          {"stages_per_rank", SplitStages(req.model.num_layers, l).stages_per_rank}};
+  }
+  return {{"rank", rank},
+          {"layout", layout},
+          {"memory_gib",
+           {{"weights", GiB(m.weights)},
+            {"gradients", GiB(m.gradients)},
+            {"optimizer", GiB(m.optimizer)},
+            {"activations", GiB(m.activations)},
+            {"logits", GiB(m.logits)},
+            {"buffers", GiB(m.buffers)},
+            {"overhead", GiB(m.overhead)},
+            {"total", GiB(m.Total())},
+            {"capacity", GiB(c.cost.capacity_bytes)},
+            {"fits", c.cost.fits}}},
+          {"time_s",
+           {{"compute", t.compute},
+            {"tp_comm", t.tp_comm},
+            {"cp_comm", t.cp_comm},
+            {"dp_comm", t.dp_comm},
+            {"ep_comm", t.ep_comm},
+            {"pp_comm", t.pp_comm},
+            {"bubble", t.bubble},
+            {"optimizer", t.optimizer},
+            {"step", c.cost.step_seconds}}},
+          {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", c.cost.model_tflops_per_gpu},
+          {"mfu", c.cost.mfu}};
+}
+
+}  // namespace meshplan::recipe

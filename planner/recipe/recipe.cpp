@@ -1,0 +1,148 @@
+// Output of a plan: AutoModel recipes, the ranked table, JSON.
+#include "meshplan/recipe.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "recipe/format.hpp"
+
+namespace meshplan {
+
+using recipe::Fixed;
+using recipe::GiB;
+
+namespace {
+
+const char* CheckpointingValue(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "false";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "true";
+  }
+  return "false";
+}
+
+}  // namespace
+
+std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank) {
+  const Layout& l = c.layout;
+  const Cost& k = c.cost;
+  const MemoryBreakdown& m = k.memory;
+  const TimeBreakdown& t = k.time;
+  std::ostringstream y;
+  y << "# meshplan recipe " << rank << ": " << req.model.name << " on " << req.setup.num_gpus << " GPUs of "
+    << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
+    << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
+  y << "# layout: " << Describe(l) << "\n";
+  y << "# predicted memory per GPU: " << Fixed(GiB(m.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
+    << " GiB usable (" << Fixed(GiB(k.capacity_bytes - m.Total()), 1) << " GiB headroom left)\n";
+  y << "#   weights " << Fixed(GiB(m.weights), 2) << ", gradients " << Fixed(GiB(m.gradients), 2) << ", optimizer "
+    << Fixed(GiB(m.optimizer), 2) << ", activations " << Fixed(GiB(m.activations), 2) << ", logits "
+    << Fixed(GiB(m.logits), 2) << ", buffers " << Fixed(GiB(m.buffers), 2) << ", overhead "
+    << Fixed(GiB(m.overhead), 2) << " GiB\n";
+  y << "# predicted step: " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
+    << " tokens/s/GPU, " << Fixed(k.model_tflops_per_gpu, 0) << " model TFLOP/s/GPU, MFU "
+    << Fixed(100 * k.mfu, 1) << "%\n";
+  y << "#   compute " << Fixed(t.compute, 3) << " s, exposed comm: tp " << Fixed(t.tp_comm, 3) << ", cp "
+    << Fixed(t.cp_comm, 3) << ", dp " << Fixed(t.dp_comm, 3) << ", ep " << Fixed(t.ep_comm, 3) << ", pp "
+    << Fixed(t.pp_comm, 3) << "; bubble " << Fixed(t.bubble, 3) << " s; optimizer " << Fixed(t.optimizer, 3)
+    << " s\n";
+  y << "step_scheduler:\n";
+  y << "  global_batch_size: " << req.setup.global_batch << "\n";
+  y << "  local_batch_size: " << l.local_batch_size << "\n";
+  y << "distributed:\n";
+  y << "  strategy: " << StrategyName(l.strategy) << "\n";
+  y << "  dp_size: null  # inferred: " << l.dp << "\n";
+  if (l.dp_replicate > 1) y << "  dp_replicate_size: " << l.dp_replicate << "\n";
+  y << "  tp_size: " << l.tp << "\n";
+  y << "  cp_size: " << l.cp << "\n";
+  y << "  pp_size: " << l.pp << "\n";
+  y << "  ep_size: " << l.ep << "\n";
+  if (l.strategy == Strategy::kFsdp2) {
+    y << "  sequence_parallel: " << (l.sequence_parallel ? "true" : "false") << "\n";
+    // Gradient accumulation with the default deferred reduce-scatter keeps unsharded
+    // gradients across micro-batches (Automodel issue #3960); the cost model assumes it off.
+    if (l.GradAccumSteps(req.setup) > 1) y << "  defer_fsdp_grad_sync: false\n";
+  }
+  y << "  activation_checkpointing: " << CheckpointingValue(l.recompute) << "\n";
+  if (l.pp > 1) {
+    y << "  pipeline:\n";
+    y << "    pp_schedule: " << PpScheduleName(l.pp_schedule) << "\n";
+    y << "    pp_microbatch_size: " << l.pp_microbatch_size << "\n";
+    if (l.layers_per_stage > 0) {
+      y << "    layers_per_stage: " << l.layers_per_stage << "\n";
+    } else {
+      y << "    layers_per_stage: null\n";
+    }
+    if (l.stage_rounding != StageRounding::kNone) {
+      y << "    round_virtual_stages_to_pp_multiple: " << StageRoundingName(l.stage_rounding) << "\n";
+    }
+    y << "    scale_grads_in_schedule: false\n";
+  }
+  return y.str();
+}
+
+std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
+  std::string out;
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    if (i > 0) out += "---\n";
+    out += AutoModelRecipeYaml(result.top[i], req, static_cast<int>(i + 1));
+  }
+  return out;
+}
+
+std::string RankTable(const PlanResult& result, const PlanRequest& req) {
+  std::ostringstream o;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %4s %-15s %-9s %7s %8s %9s %10s %6s\n",
+                "rank", "strategy", "tp", "pp", "cp", "ep", "dp", "rep", "mbs", "ga", "schedule", "recompute",
+                "GiB/GPU", "headroom", "step_s", "tok/s/GPU", "MFU%");
+  o << line;
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    const Candidate& c = result.top[i];
+    const Layout& l = c.layout;
+    std::string sched = l.pp > 1 ? std::string(PpScheduleName(l.pp_schedule)) : "-";
+    if (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) {
+      sched += " v" + std::to_string(SplitStages(req.model.num_layers, l).stages_per_rank);
+    }
+    std::string rc = RecomputeName(l.recompute);
+    if (l.sequence_parallel) rc += "+sp";
+    std::snprintf(line, sizeof line,
+                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %4lld %-15s %-9s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
+                  i + 1, StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
+                  static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.dp),
+                  static_cast<long long>(l.dp_replicate), static_cast<long long>(l.micro_batch()),
+                  static_cast<long long>(l.GradAccumSteps(req.setup)), sched.c_str(), rc.c_str(),
+                  GiB(c.cost.memory.Total()), GiB(c.cost.capacity_bytes - c.cost.memory.Total()),
+                  c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
+    o << line;
+  }
+  o << "searched " << result.enumerated << " layouts: " << result.valid << " valid, " << result.fitting
+    << " fit in " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
+    << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)\n";
+  return o.str();
+}
+
+std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
+  using nlohmann::json;
+  json j;
+  j["request"] = {{"model", req.model.name},           {"system", req.system.name},
+                  {"gpus", req.setup.num_gpus},         {"seq_len", req.setup.seq_len},
+                  {"global_batch", req.setup.global_batch}, {"precision", PrecisionName(req.setup.precision)},
+                  {"headroom", req.setup.headroom},     {"framework", "automodel"}};
+  j["counts"] = {{"enumerated", result.enumerated}, {"valid", result.valid}, {"fitting", result.fitting}};
+  json rej = json::object();
+  for (const auto& [name, n] : result.rejected_by_rule) rej[name] = n;
+  j["rejected_by_rule"] = rej;
+  json arr = json::array();
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    arr.push_back(recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1)));
+  }
+  j["recipes"] = arr;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace meshplan

@@ -1,0 +1,252 @@
+// Every AutoModel rule has a layout it accepts and one it rejects, with the message checked.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "meshplan/rules.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+// Llama-3.1-70B-like dense model: 80 layers, 64 heads, 8 KV heads, untied embeddings.
+ModelSpec Dense() {
+  ModelSpec m;
+  m.name = "dense";
+  m.architecture_name = "LlamaForCausalLM";
+  m.hidden_size = 8192;
+  m.num_layers = 80;
+  m.num_attention_heads = 64;
+  m.num_key_value_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 28672;
+  m.vocab_size = 128256;
+  m.num_dense_layers = 80;
+  return m;
+}
+
+// Qwen3-30B-A3B-like MoE: 48 layers, 128 experts, top-8, 32 heads, 4 KV heads.
+ModelSpec Moe() {
+  ModelSpec m = Dense();
+  m.architecture_name = "Qwen3MoeForCausalLM";
+  m.hidden_size = 2048;
+  m.num_layers = 48;
+  m.num_attention_heads = 32;
+  m.num_key_value_heads = 4;
+  m.num_experts = 128;
+  m.experts_per_token = 8;
+  m.moe_intermediate_size = 768;
+  m.num_dense_layers = 0;
+  return m;
+}
+
+TrainSetup Setup(int64_t gpus = 32, int64_t seq = 8192, int64_t gbs = 512) {
+  TrainSetup s;
+  s.num_gpus = gpus;
+  s.seq_len = seq;
+  s.global_batch = gbs;
+  return s;
+}
+
+// 32 GPUs: fsdp2 tp4 pp2 cp1 dp4, lbs 8, 1f1b.
+Layout Base() {
+  Layout l;
+  l.tp = 4;
+  l.pp = 2;
+  l.dp = 4;
+  l.local_batch_size = 8;
+  return l;
+}
+
+struct Case {
+  const char* rule;
+  const char* fragment;
+  std::function<void(ModelSpec&, TrainSetup&, Layout&)> pass;
+  std::function<void(ModelSpec&, TrainSetup&, Layout&)> fail;
+  AutoModelVersion version = AutoModelVersion::kV05;
+};
+
+void Nothing(ModelSpec&, TrainSetup&, Layout&) {}
+
+const Case kCases[] = {
+    {"axes_positive", "every mesh axis must be >= 1", Nothing, [](auto&, auto&, Layout& l) { l.cp = 0; }},
+    {"world_divisible_by_model_parallel", "world_size (30) must be divisible by tp_size * cp_size * pp_size",
+     Nothing, [](auto&, TrainSetup& s, auto&) { s.num_gpus = 30; }},
+    {"ddp_data_parallel_only", "ddp does not support tensor parallelism",
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kDdp; l.dp = 32; l.local_batch_size = 4; },
+     [](auto&, auto&, Layout& l) { l.strategy = Strategy::kDdp; }},
+    {"megatron_fsdp_no_pp_ep", "megatron_fsdp does not support pipeline parallelism",
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; },
+     [](auto&, auto&, Layout& l) { l.strategy = Strategy::kMegatronFsdp; }},
+    {"megatron_fsdp_pure_dp", "supported for pure data parallelism only",
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; },
+     [](auto&, auto&, Layout& l) { l.strategy = Strategy::kMegatronFsdp; l.pp = 1; l.dp = 8; }},
+    {"hsdp_fsdp2_only", "dp_replicate_size=2 is only supported with strategy fsdp2",
+     [](auto&, auto&, Layout& l) { l.dp_replicate = 2; },
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kDdp; l.dp = 32; l.dp_replicate = 2; }},
+    {"hsdp_divides_dp", "dp_size=4 must be a multiple of dp_replicate_size=3", Nothing,
+     [](auto&, auto&, Layout& l) { l.dp_replicate = 3; }},
+    {"hsdp_not_pure_replication", "dp_replicate_size=4 must be less than dp_size=4",
+     [](auto&, auto&, Layout& l) { l.dp_replicate = 2; }, [](auto&, auto&, Layout& l) { l.dp_replicate = 4; }},
+    {"megatron_fsdp_no_checkpointing", "megatron_fsdp does not apply activation_checkpointing",
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; },
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; l.recompute = Recompute::kFull; }},
+    {"selective_checkpointing_strategy", "selective is supported only for fsdp2, not ddp",
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kDdp; l.dp = 32; l.local_batch_size = 4; l.recompute = Recompute::kSelective; },
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kDdp; l.dp = 32; l.local_batch_size = 4; l.recompute = Recompute::kSelective; },
+     AutoModelVersion::kV04},
+    {"tp_divides_heads", "num_attention_heads (40) must be divisible by tp_size (16)",
+     [](ModelSpec& m, auto&, auto&) { m.num_attention_heads = 40; m.num_key_value_heads = 40; },
+     [](ModelSpec& m, auto&, Layout& l) { m.num_attention_heads = 40; m.num_key_value_heads = 80; l.tp = 16; l.pp = 1; l.dp = 2; }},
+    {"tp_divides_kv_heads", "num_key_value_heads (8) must be divisible by tp_size (16)", Nothing,
+     [](auto&, auto&, Layout& l) { l.tp = 16; l.pp = 1; l.dp = 2; }},
+    {"moe_no_tensor_parallel", "tp_size=4 on MoE model Qwen3MoeForCausalLM",
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.dp = 16; },
+     [](ModelSpec& m, auto&, auto&) { m = Moe(); }},
+    {"ep_requires_moe", "Expert parallelism (ep_size=2) requires a MoE model", Nothing,
+     [](auto&, auto&, Layout& l) { l.ep = 2; }},
+    {"ep_divides_experts", "n_routed_experts 128 must be divisible by expert_parallel_degree (ep_size) 3",
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.pp = 1; l.dp = 32; l.ep = 32; },
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); s.num_gpus = 24; l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 3; }},
+    {"ep_divides_non_pp_ranks", "non_pp_size=dp_size * cp_size * tp_size=4 * 1 * 1 = 4 must be a multiple of ep_size=8",
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); s.num_gpus = 32; l.tp = 1; l.pp = 8; l.dp = 4; l.ep = 4; l.local_batch_size = 8; },
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); s.num_gpus = 32; l.tp = 1; l.pp = 8; l.dp = 4; l.ep = 8; l.local_batch_size = 8; }},
+    {"cp_divides_sequence", "CP sequence length 8200 must be divisible by 2 * cp_size = 4",
+     [](auto&, auto&, Layout& l) { l.cp = 2; l.dp = 2; },
+     [](auto&, TrainSetup& s, Layout& l) { s.seq_len = 8200; l.cp = 2; l.dp = 2; }},
+    {"cp_no_sliding_window", "cp_size=2 with sliding_window=128 on 18 layers",
+     [](ModelSpec& m, auto&, Layout& l) { m.sliding_window = 128; m.num_sliding_window_layers = 18; l.dp = 4; },
+     [](ModelSpec& m, auto&, Layout& l) { m.sliding_window = 128; m.num_sliding_window_layers = 18; l.cp = 2; l.dp = 2; }},
+    {"sequence_parallel_fsdp2_only", "Unknown options for strategy 'megatron_fsdp': ['sequence_parallel']",
+     [](auto&, auto&, Layout& l) { l.sequence_parallel = true; },
+     [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; l.sequence_parallel = true; }},
+    {"sequence_parallel_dense_only", "sequence_parallel=True is not supported by the custom MoE TP path",
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.dp = 16; },
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.dp = 16; l.sequence_parallel = true; }},
+    {"batch_sizes_positive", "local_batch_size (0) and pp_microbatch_size (1) must be >= 1", Nothing,
+     [](auto&, auto&, Layout& l) { l.local_batch_size = 0; }},
+    {"global_batch_divisible", "global_batch_size (500) must be divisible by local_batch_size * dp_size (8 * 4 = 32)",
+     Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 500; }},
+    {"pp_no_tied_embeddings", "does not support tie_word_embeddings=True",
+     [](ModelSpec& m, auto&, Layout& l) { m.tie_word_embeddings = true; l.pp = 1; l.dp = 8; },
+     [](ModelSpec& m, auto&, auto&) { m.tie_word_embeddings = true; }},
+    {"pp_microbatch_divides_local_batch", "Batch size 8 must be divisible by pp_microbatch_size 3",
+     [](auto&, auto&, Layout& l) { l.pp_microbatch_size = 4; },
+     [](auto&, auto&, Layout& l) { l.pp_microbatch_size = 3; }},
+    {"pp_enough_microbatches", "pp_batch_size 8 // pp_microbatch_size 8 must be >= pp_size 2",
+     [](auto&, auto&, Layout& l) { l.pp_microbatch_size = 4; },
+     [](auto&, auto&, Layout& l) { l.pp_microbatch_size = 8; }},
+    {"pp_stages_divisible", "Number of virtual stages (27 = ceil(80 layers / layers_per_stage 3)) must be divisible",
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 4; },
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 3; }},
+    {"pp_stages_fit_layers", "Number of stages (0) cannot exceed number of layers (80)",
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 40; l.stage_rounding = StageRounding::kDown; },
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 41; l.stage_rounding = StageRounding::kDown; l.pp = 4; l.dp = 2; l.local_batch_size = 8; }},
+    {"pp_single_stage_schedule", "Single stage schedule requires exactly 1 stage per rank",
+     [](auto&, auto&, Layout& l) { l.layers_per_stage = 40; },
+     [](auto&, auto&, Layout& l) { l.layers_per_stage = 4; }},
+    {"pp_multi_stage_schedule", "Multi-stage schedule requires at least 2 stages per rank",
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; },
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 40; }},
+};
+
+}  // namespace
+
+TEST_CASE("rules: the base layout is valid") {
+  ModelSpec m = Dense();
+  TrainSetup s = Setup();
+  Layout l = Base();
+  const Rule* r = FirstFailure({m, s, l});
+  CHECK_MESSAGE(r == nullptr, (r ? r->name : ""));
+}
+
+TEST_CASE("rules: every rule accepts one layout and rejects another, with its message") {
+  std::set<std::string> covered;
+  for (const Case& c : kCases) {
+    CAPTURE(c.rule);
+    REQUIRE(FindRule(c.rule) != nullptr);
+    covered.insert(c.rule);
+    {
+      ModelSpec m = Dense();
+      TrainSetup s = Setup();
+      Layout l = Base();
+      c.pass(m, s, l);
+      RuleContext ctx{m, s, l, c.version};
+      const Rule* rule = FindRule(c.rule);
+      CHECK(rule->check(ctx));
+      const Rule* first = FirstFailure(ctx);
+      if (c.version == AutoModelVersion::kV05) CHECK_MESSAGE(first == nullptr, (first ? first->name : ""));
+    }
+    {
+      ModelSpec m = Dense();
+      TrainSetup s = Setup();
+      Layout l = Base();
+      c.fail(m, s, l);
+      RuleContext ctx{m, s, l, c.version};
+      const Rule* rule = FindRule(c.rule);
+      REQUIRE_FALSE(rule->check(ctx));
+      const std::string msg = rule->explain(ctx);
+      CAPTURE(msg);
+      CHECK(msg.find(c.fragment) != std::string::npos);
+      bool listed = false;
+      for (const Rule* f : AllFailures(ctx)) listed = listed || std::string(f->name) == c.rule;
+      CHECK(listed);
+    }
+  }
+  // No rule is left without a case.
+  for (const Rule& r : AutoModelRules()) {
+    CAPTURE(r.name);
+    CHECK(covered.count(r.name) == 1);
+    CHECK(std::string(r.source).size() > 5);
+  }
+}
+
+TEST_CASE("rules: EP rule by AutoModel version") {
+  ModelSpec m = Moe();
+  TrainSetup s = Setup(32);
+  const Rule* r = FindRule("ep_divides_non_pp_ranks");
+  REQUIRE(r != nullptr);
+  // tp 2, dp 16, ep 32: current AutoModel folds tp into the EP ranks (16*1*2 = 32), v0.4 did not.
+  Layout l;
+  l.tp = 2;
+  l.dp = 16;
+  l.ep = 32;
+  CHECK(r->check({m, s, l, AutoModelVersion::kV05}));
+  CHECK_FALSE(r->check({m, s, l, AutoModelVersion::kV04}));
+  CHECK(r->explain({m, s, l, AutoModelVersion::kV04}).find("v0.4 and earlier need tp_size == 1") != std::string::npos);
+  // tp 1, cp 2, dp 16, ep 32: dp*cp = 32, valid in both.
+  l.tp = 1;
+  l.cp = 2;
+  CHECK(r->check({m, s, l, AutoModelVersion::kV05}));
+  CHECK(r->check({m, s, l, AutoModelVersion::kV04}));
+}
+
+TEST_CASE("layout: AutoModel stage split") {
+  Layout l;
+  l.pp = 4;
+  l.pp_schedule = PpSchedule::kInterleaved1F1B;
+  l.layers_per_stage = 4;  // 80 layers -> 20 stages, 5 per rank (automodel.md 1.5 A)
+  StageSplit s = SplitStages(80, l);
+  CHECK(s.num_stages == 20);
+  CHECK(s.stages_per_rank == 5);
+  CHECK(s.max_layers_per_rank == 20);
+  // DeepSeek-V3 recipe: 61 layers, lps 2 -> 31 stages, rounded down to 28 = 7 per rank;
+  // 61 = 28*2 + 5: stages 0..4 hold 3 layers, so rank 0 holds stages 0,4,8,...: 3+3+2*5 = 16.
+  l.layers_per_stage = 2;
+  l.stage_rounding = StageRounding::kDown;
+  s = SplitStages(61, l);
+  CHECK(s.num_stages == 28);
+  CHECK(s.stages_per_rank == 7);
+  CHECK(s.first_rank_layers == 16);
+  CHECK(s.last_rank_layers == 15);
+  CHECK(s.max_layers_per_rank == 16);
+  // 1f1b default: 80 layers over 3 ranks -> 27, 27, 26.
+  Layout one;
+  one.pp = 3;
+  s = SplitStages(80, one);
+  CHECK(s.num_stages == 3);
+  CHECK(s.first_rank_layers == 27);
+  CHECK(s.last_rank_layers == 26);
+}

@@ -1,0 +1,86 @@
+// Search: the enumerator covers the space, and every layout Plan() returns passes every rule.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "meshplan/search.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+PlanRequest Request(const std::string& model, const std::string& system, int64_t gpus, int64_t seq, int64_t gbs) {
+  PlanRequest req;
+  req.model = LoadModel(model);
+  req.system = LoadSystem(system);
+  req.setup.num_gpus = gpus;
+  req.setup.seq_len = seq;
+  req.setup.global_batch = gbs;
+  req.top_n = 20;
+  return req;
+}
+
+void CheckAllValid(const PlanRequest& req, const PlanResult& r) {
+  for (const Candidate& c : r.top) {
+    const Rule* f = FirstFailure({req.model, req.setup, c.layout, req.version});
+    CHECK_MESSAGE(f == nullptr, Describe(c.layout) << " fails " << (f ? f->name : ""));
+    CHECK(c.cost.fits);
+    CHECK(c.layout.tp * c.layout.cp * c.layout.pp * c.layout.dp == req.setup.num_gpus);
+  }
+  CHECK(std::is_sorted(r.top.begin(), r.top.end(), RanksBefore));
+}
+
+}  // namespace
+
+TEST_CASE("search: llama3.1-70b on 32 H100 finds valid, fitting, ranked layouts") {
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+  PlanResult r = Plan(req);
+  CHECK(r.valid > 0);
+  CHECK(r.fitting > 0);
+  REQUIRE(r.top.size() == 20);
+  CheckAllValid(req, r);
+  // A 70B model does not fit unsharded: no DDP layout can be among the fitting ones
+  // (16 bytes/param * 70.6e9 = 1.1 TB per GPU).
+  for (const Candidate& c : r.top) CHECK(c.layout.strategy != Strategy::kDdp);
+  // Rejections are attributed to named rules.
+  CHECK(!r.rejected_by_rule.empty());
+  for (const auto& [name, n] : r.rejected_by_rule) {
+    CHECK(FindRule(name) != nullptr);
+    CHECK(n > 0);
+  }
+}
+
+TEST_CASE("search: the published AutoModel 70B layout is enumerated and valid") {
+  // automodel.md 1.5 A: 32 GPUs, tp 4, pp 4, dp 2, interleaved1f1b, lps 4 (20 stages, 5 per rank).
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 4096, 128);
+  const std::vector<Layout> all = EnumerateLayouts(req);
+  bool found = false;
+  for (const Layout& l : all) {
+    if (l.strategy == Strategy::kFsdp2 && l.tp == 4 && l.pp == 4 && l.cp == 1 && l.dp == 2 &&
+        l.dp_replicate == 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B &&
+        SplitStages(80, l).stages_per_rank == 5 && l.pp_microbatch_size == 1 && l.local_batch_size == 4 &&
+        l.recompute == Recompute::kFull && !l.sequence_parallel) {
+      found = true;
+      CHECK(FirstFailure({req.model, req.setup, l, req.version}) == nullptr);
+    }
+  }
+  CHECK(found);
+}
+
+TEST_CASE("search: MoE layouts use EP and never TP") {
+  PlanRequest req = Request("qwen3-30b-a3b", "dgx-h100", 8, 4096, 512);
+  PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  CheckAllValid(req, r);
+  for (const Candidate& c : r.top) CHECK(c.layout.tp == 1);
+}
+
+TEST_CASE("search: an impossible request has no fitting layout and reports the least memory") {
+  // 405B on one 8-GPU node cannot hold even its sharded optimizer state (16 B/param / 8 = 812 GB).
+  PlanRequest req = Request("llama3.1-405b", "dgx-h100", 8, 8192, 64);
+  PlanResult r = Plan(req);
+  CHECK(r.valid > 0);
+  CHECK(r.fitting == 0);
+  REQUIRE(r.least_memory.has_value());
+  CHECK(r.least_memory->cost.memory.Total() > 405e9 * 16 / 8);
+}
