@@ -1,0 +1,152 @@
+// Finding hardware database files: by name in the embedded hwdb/ or in a --hwdb folder,
+// or by path to a system YAML. Parsing itself is in hwdb_parse.cpp.
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "data/yaml_util.hpp"
+#include "hardware/hwdb_parse.hpp"
+#include "meshplan/data.hpp"
+
+namespace meshplan::hardware {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kEmbeddedPrefix = "<embedded>/";
+
+/// True if `path` names an existing regular file (no exception on errors).
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+/// True when LoadSystem's argument is a path rather than a database name.
+bool LooksLikePath(const std::string& s) {
+  auto ends_with = [&](const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return s.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml");
+}
+
+/// "unknown KIND 'name'; did you mean 'x'? known KINDs: a, b" (suggestion only when close).
+std::string UnknownName(const std::string& kind, const std::string& name, std::vector<std::string> known) {
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  std::string msg = "unknown " + kind + " '" + name + "'";
+  std::string hint = yamlutil::DidYouMean(name, known);
+  msg += hint.empty() ? ";" : "; did you mean '" + hint + "'?";
+  return msg + " known " + kind + "s: " + JoinNames(known);
+}
+
+}  // namespace
+
+/// Stems of DIR/*.yaml, sorted; empty if DIR is missing.
+std::vector<std::string> ListYamlStems(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() == ".yaml" && IsFile(p.string())) names.push_back(p.stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// [A-Za-z0-9._-]+ not starting with '.': no path separators, no "..".
+bool IsPlainName(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+           c == '_';
+  });
+}
+
+/// "a, b, c", or "none".
+std::string JoinNames(const std::vector<std::string>& names) {
+  if (names.empty()) return "none";
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+/// First match of `name` in search.dirs, then the embedded DB; else InputError listing names.
+GpuSpec FindGpu(const std::string& name, const GpuSearch& search, const SourceLoc& where,
+                const std::string& field) {
+  std::vector<std::string> known;
+  if (IsPlainName(name)) {
+    for (const std::string& dir : search.dirs) {
+      std::string path = dir + "/" + name + ".yaml";
+      if (IsFile(path)) return ParseGpu(data::ReadFileOrThrow(path), path);
+    }
+    if (search.embedded) {
+      std::string path = "hwdb/gpus/" + name + ".yaml";
+      if (auto text = data::FindEmbedded(path)) return ParseGpu(std::string(*text), kEmbeddedPrefix + path);
+    }
+  }
+  for (const std::string& dir : search.dirs) {
+    for (std::string& n : ListYamlStems(dir)) known.push_back(std::move(n));
+  }
+  if (search.embedded) {
+    for (std::string& n : ListGpus()) known.push_back(std::move(n));
+  }
+  throw InputError(where, field, UnknownName("GPU", name, known));
+}
+
+}  // namespace meshplan::hardware
+
+namespace meshplan {
+
+using hardware::GpuSearch;
+
+/// Loads a system by database name or by path; see hardware.hpp. For a path, the system's
+/// GPU is looked for in ../gpus/ next to the file, then in `hwdb_dir`/gpus if given, then in
+/// the embedded database. For a name, only the chosen database (hwdb_dir or embedded) is used.
+SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir) {
+  if (hardware::LooksLikePath(name_or_path)) {
+    std::string text = data::ReadFileOrThrow(name_or_path);
+    std::filesystem::path parent = std::filesystem::path(name_or_path).parent_path();
+    GpuSearch search;
+    search.dirs.push_back((parent.empty() ? std::string(".") : parent.string()) + "/../gpus");
+    if (!hwdb_dir.empty()) search.dirs.push_back(hwdb_dir + "/gpus");
+    return hardware::ParseSystem(text, name_or_path, search);
+  }
+  const std::string& name = name_or_path;
+  if (!hwdb_dir.empty()) {
+    std::string dir = hwdb_dir + "/systems";
+    std::string path = dir + "/" + name + ".yaml";
+    if (hardware::IsPlainName(name) && hardware::IsFile(path)) {
+      GpuSearch search{{hwdb_dir + "/gpus"}, /*embedded=*/false};
+      return hardware::ParseSystem(data::ReadFileOrThrow(path), path, search);
+    }
+    throw InputError({dir, 0, 0}, "system", hardware::UnknownName("system", name, hardware::ListYamlStems(dir)));
+  }
+  std::string path = "hwdb/systems/" + name + ".yaml";
+  if (hardware::IsPlainName(name)) {
+    if (auto text = data::FindEmbedded(path)) {
+      return hardware::ParseSystem(std::string(*text), hardware::kEmbeddedPrefix + path, GpuSearch{});
+    }
+  }
+  throw InputError({std::string(hardware::kEmbeddedPrefix) + "hwdb/systems", 0, 0}, "system",
+                   hardware::UnknownName("system", name, ListSystems()));
+}
+
+/// Loads a GPU by name from `hwdb_dir`/gpus if given, else from the embedded hwdb/gpus/.
+GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir) {
+  GpuSearch search;
+  std::string where = std::string(hardware::kEmbeddedPrefix) + "hwdb/gpus";
+  if (!hwdb_dir.empty()) {
+    search = GpuSearch{{hwdb_dir + "/gpus"}, /*embedded=*/false};
+    where = hwdb_dir + "/gpus";
+  }
+  return hardware::FindGpu(name, search, {where, 0, 0}, "gpu");
+}
+
+/// Names of the embedded systems (hwdb/systems/*.yaml), sorted.
+std::vector<std::string> ListSystems() { return data::ListEmbedded("hwdb/systems"); }
+
+/// Names of the embedded GPUs (hwdb/gpus/*.yaml), sorted.
+std::vector<std::string> ListGpus() { return data::ListEmbedded("hwdb/gpus"); }
+
+}  // namespace meshplan

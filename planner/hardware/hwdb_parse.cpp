@@ -1,0 +1,149 @@
+// Parsing of hwdb/gpus/*.yaml and hwdb/systems/*.yaml into GpuSpec / SystemSpec.
+// The files use published units (TFLOP/s, GiB, TB/s, GB/s, Gb/s, microseconds); everything
+// is converted to SI here and only here. Schema: hwdb/README.md.
+
+#include <limits>
+#include <sstream>
+
+#include "data/yaml_util.hpp"
+#include "hardware/hwdb_parse.hpp"
+
+namespace meshplan::hardware {
+namespace {
+
+// Unit conversions, exactly as include/meshplan/hardware.hpp documents them.
+constexpr double kTflops = 1e12;         // 1 TFLOP/s in FLOP/s
+constexpr double kGib = 1073741824.0;    // 2^30 bytes
+constexpr double kTBps = 1e12;           // 1 TB/s in bytes/s
+constexpr double kGBps = 1e9;            // 1 GB/s in bytes/s
+constexpr double kGbit = 1.25e8;         // 1 Gb/s in bytes/s
+constexpr double kMicro = 1e-6;          // 1 us in seconds
+
+// Sane upper bounds, in the file's units. Far above any real part, low enough to catch a
+// value written in the wrong unit (e.g. FLOP/s instead of TFLOP/s).
+constexpr double kMaxTflops = 100000;    // 100 PFLOP/s per GPU
+constexpr double kMaxGib = 16384;        // 16 TiB of HBM
+constexpr double kMaxTBps = 1000;
+constexpr double kMaxGBps = 100000;      // 100 TB/s per GPU of scale-up
+constexpr double kMaxGbit = 100000;      // 100 Tb/s per NIC
+constexpr double kMaxLatencyUs = 100000; // 0.1 s per step
+constexpr int kMaxGpusPerNode = 1024;
+constexpr int kMaxDomainGpus = 1 << 20;
+
+/// `v` as the default ostream format prints it ("1.5", "-450", "9.89e+14").
+std::string Str(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+/// File stem: "a/b/h100-sxm.yaml" -> "h100-sxm".
+std::string Stem(const std::string& filename) {
+  std::string base = filename.substr(filename.find_last_of('/') + 1);
+  size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+/// A required finite number in (0, max] (or [0, max] when `zero_ok`), described as `what`
+/// ("dense BF16 peak in TFLOP/s") in messages. Missing and out-of-range values throw.
+double Number(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what,
+              bool zero_ok = false) {
+  std::string range = (zero_ok ? "[0, " : "(0, ") + Str(max) + "]";
+  if (!r.HasValue(key)) r.Fail(key, "missing; expected " + what + ", a number in " + range);
+  double v = r.Num(key, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
+  if (v < 0 || (v == 0 && !zero_ok) || v > max) {
+    r.Fail(key, "expected " + what + ", a number in " + range + ", found " + Str(v));
+  }
+  return v;
+}
+
+/// An optional number in [0, max]; absent or null reads as 0 (unsupported).
+double OptionalNumber(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what) {
+  if (!r.HasValue(key)) return 0;
+  return Number(r, key, max, what, /*zero_ok=*/true);
+}
+
+/// An efficiency: a fraction in (0, 1].
+double Fraction(yamlutil::MapReader& r, const std::string& key, const std::string& what) {
+  return Number(r, key, 1.0, what + " (a fraction, not a percentage)");
+}
+
+/// Parses a GPU file; see hwdb/README.md for the keys. Unknown keys are reported first (with
+/// a "did you mean"), so that a misspelt key is not reported as a missing one.
+GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  yamlutil::MapReader r(root, filename);
+  r.Ignore({"display_name", "bf16_tflops", "fp8_tflops", "fp4_tflops", "memory_gib", "hbm_tbps",
+            "matmul_efficiency_bf16", "matmul_efficiency_fp8"});
+  r.RejectUnknown();
+
+  GpuSpec g;
+  g.name = Stem(filename);
+  g.display_name = r.Str("display_name");
+  g.bf16_flops = Number(r, "bf16_tflops", kMaxTflops, "the dense BF16 peak in TFLOP/s") * kTflops;
+  g.fp8_flops = OptionalNumber(r, "fp8_tflops", kMaxTflops, "the dense FP8 peak in TFLOP/s (0: none)") * kTflops;
+  g.fp4_flops = OptionalNumber(r, "fp4_tflops", kMaxTflops, "the dense FP4 peak in TFLOP/s (0: none)") * kTflops;
+  g.memory_bytes = Number(r, "memory_gib", kMaxGib, "the HBM capacity torch reports, in GiB") * kGib;
+  g.hbm_bandwidth = Number(r, "hbm_tbps", kMaxTBps, "the HBM bandwidth in TB/s") * kTBps;
+  g.matmul_efficiency_bf16 = Fraction(r, "matmul_efficiency_bf16", "the BF16 MAMF / peak");
+  if (g.fp8_flops > 0) {
+    g.matmul_efficiency_fp8 = Fraction(r, "matmul_efficiency_fp8", "the FP8 MAMF / peak");
+  } else if (r.HasValue("matmul_efficiency_fp8")) {
+    r.Fail("matmul_efficiency_fp8",
+           "given, but fp8_tflops is 0 or absent (no FP8); expected no matmul_efficiency_fp8, "
+           "or a positive fp8_tflops");
+  }
+  return g;
+}
+
+}  // namespace
+
+/// Parses a system file and resolves its GPU through `search`; see hwdb/README.md.
+SystemSpec ParseSystem(const std::string& text, const std::string& filename, const GpuSearch& search) {
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  yamlutil::MapReader r(root, filename);
+  r.Ignore({"display_name", "gpu", "gpus_per_node", "scaleup_domain_gpus", "scaleup_gbps_per_gpu",
+            "scaleup_latency_us", "nics_per_node", "nic_gbit", "scaleout_latency_us",
+            "scaleup_busbw_efficiency", "scaleout_busbw_efficiency", "compute_efficiency"});
+  r.RejectUnknown();
+
+  SystemSpec s;
+  s.name = Stem(filename);
+  s.display_name = r.Str("display_name");
+  std::string gpu = r.Str("gpu");
+  if (!IsPlainName(gpu)) {
+    r.Fail("gpu", "expected the name of a file of hwdb/gpus/ (letters, digits, '.', '-', '_'), found '" +
+                      gpu + "'");
+  }
+  s.gpus_per_node = static_cast<int>(r.Int("gpus_per_node", 1, kMaxGpusPerNode));
+  s.scaleup_domain_gpus = static_cast<int>(r.Int("scaleup_domain_gpus", 1, kMaxDomainGpus));
+  if (s.scaleup_domain_gpus % s.gpus_per_node != 0) {
+    r.Fail("scaleup_domain_gpus", "expected a multiple of gpus_per_node (" + std::to_string(s.gpus_per_node) +
+                                      "), found " + std::to_string(s.scaleup_domain_gpus));
+  }
+  s.scaleup_bandwidth =
+      Number(r, "scaleup_gbps_per_gpu", kMaxGBps, "the scale-up bandwidth per GPU in GB/s, one direction") * kGBps;
+  s.scaleup_latency =
+      Number(r, "scaleup_latency_us", kMaxLatencyUs, "the scale-up latency per collective step in us") * kMicro;
+  s.nics_per_node = static_cast<int>(r.Int("nics_per_node", 1, kMaxGpusPerNode));
+  s.nic_bandwidth = Number(r, "nic_gbit", kMaxGbit, "the line rate per NIC in Gb/s") * kGbit;
+  s.scaleout_latency =
+      Number(r, "scaleout_latency_us", kMaxLatencyUs, "the scale-out latency per collective step in us") * kMicro;
+  s.scaleup_busbw_efficiency =
+      Fraction(r, "scaleup_busbw_efficiency", "the measured scale-up busbw / scaleup_gbps_per_gpu");
+  s.scaleout_busbw_efficiency = Fraction(r, "scaleout_busbw_efficiency", "the measured busbw / NIC line rate");
+  s.compute_efficiency = Fraction(r, "compute_efficiency", "the achieved fraction of the MAMF matmul rate");
+  s.gpu = FindGpu(gpu, search, r.Loc("gpu"), "gpu");
+  return s;
+}
+
+}  // namespace meshplan::hardware
+
+namespace meshplan {
+
+/// Parses one GPU YAML; the GPU's name is the stem of `filename`. Throws InputError.
+GpuSpec ParseGpu(const std::string& text, const std::string& filename) {
+  return hardware::ParseGpuText(text, filename);
+}
+
+}  // namespace meshplan
