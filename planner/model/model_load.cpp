@@ -1,0 +1,110 @@
+// LoadModel and the small lookups of model.hpp: presets (models/, embedded at build time by
+// cmake/embed_data.cmake), architecture names and field locations.
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+
+#include "data/yaml_util.hpp"
+#include "meshplan/data.hpp"
+#include "model/model_internal.hpp"
+
+namespace meshplan {
+namespace model {
+namespace {
+
+constexpr Architecture kAllArchitectures[] = {
+    Architecture::kLlama, Architecture::kMistral,  Architecture::kMixtral,    Architecture::kQwen2,
+    Architecture::kQwen3, Architecture::kQwen3Moe, Architecture::kDeepseekV3, Architecture::kGptOss,
+};
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+/// A path rather than a preset name: an existing file, or anything that looks like a path.
+bool LooksLikePath(const std::string& arg) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(arg, ec)) return true;
+  return arg.find('/') != std::string::npos || EndsWith(arg, ".json") || EndsWith(arg, ".yaml") ||
+         EndsWith(arg, ".yml");
+}
+
+std::optional<Architecture> ArchitectureFromName(const std::string& name) {
+  for (Architecture a : kAllArchitectures) {
+    if (name == ArchitectureName(a)) return a;
+  }
+  return std::nullopt;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace model
+
+/// The HF class names (transformers models/*/modeling_*.py).
+const char* ArchitectureName(Architecture a) {
+  switch (a) {
+    case Architecture::kLlama: return "LlamaForCausalLM";
+    case Architecture::kMistral: return "MistralForCausalLM";
+    case Architecture::kMixtral: return "MixtralForCausalLM";
+    case Architecture::kQwen2: return "Qwen2ForCausalLM";
+    case Architecture::kQwen3: return "Qwen3ForCausalLM";
+    case Architecture::kQwen3Moe: return "Qwen3MoeForCausalLM";
+    case Architecture::kDeepseekV3: return "DeepseekV3ForCausalLM";
+    case Architecture::kGptOss: return "GptOssForCausalLM";
+  }
+  return "?";
+}
+
+/// In declaration order of the Architecture enum.
+std::vector<std::string> SupportedArchitectures() {
+  std::vector<std::string> out;
+  for (Architecture a : model::kAllArchitectures) out.emplace_back(ArchitectureName(a));
+  return out;
+}
+
+/// Stems of models/*.json and models/*.yaml compiled into the binary, sorted, unique.
+std::vector<std::string> ListModelPresets() {
+  std::vector<std::string> names = data::ListEmbedded("models");
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+SourceLoc ModelSpec::Loc(const std::string& field) const {
+  auto it = field_locs.find(field);
+  if (it != field_locs.end()) return it->second;
+  return SourceLoc{source.file, 0, 0};
+}
+
+/// A path is read from disk (messages name the path); a preset is read from the embedded
+/// copy of models/<name>.json (or .yaml), named "<embedded>/models/<name>.json".
+ModelSpec LoadModel(const std::string& name_or_path) {
+  if (model::LooksLikePath(name_or_path)) {
+    std::string text = data::ReadFileOrThrow(name_or_path);
+    ModelSpec spec = ParseModel(text, name_or_path);
+    spec.name = name_or_path;
+    return spec;
+  }
+  for (const char* ext : {".json", ".yaml"}) {
+    std::string path = "models/" + name_or_path + ext;
+    if (auto text = data::FindEmbedded(path)) {
+      ModelSpec spec = ParseModel(*text, "<embedded>/" + path);
+      spec.name = name_or_path;
+      return spec;
+    }
+  }
+  std::vector<std::string> presets = ListModelPresets();
+  std::string hint = yamlutil::DidYouMean(name_or_path, presets);
+  throw InputError(SourceLoc{}, "model",
+                   "unknown model preset '" + name_or_path + "'" +
+                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                       "; expected a path to a config.json / .yaml file or one of: " + model::JoinNames(presets));
+}
+
+}  // namespace meshplan

@@ -1,0 +1,345 @@
+// ParseModel: HF config.json (or meshplan model YAML with the same keys) -> ModelSpec.
+//
+// Input rules (user-facing):
+//  * architectures[0] selects the architecture. meshplan YAML may instead write the single
+//    key `architecture: LlamaForCausalLM`; giving both is an error.
+//  * Keys meshplan does not need (rope_scaling, torch_dtype, bos_token_id, ...) are ignored,
+//    except a key within edit distance 2 of a key that was read (and not itself a known HF
+//    key): that is taken for a misspelling and rejected ("unknown key; did you mean ...").
+//  * Numbers must be unquoted; sizes are range-checked; MoE keys come all together (a dense
+//    architecture must have none; DeepSeek-V3 with none is a dense MLA model, as in HF).
+//  * num_nextn_predict_layers (DeepSeek MTP) is ignored: counts are for the main model.
+// Key names and defaults follow the transformers configuration classes of each
+// architecture (LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config,
+// Qwen3MoeConfig, DeepseekV3Config, GptOssConfig) and the layer-construction code of the
+// matching modeling_*.py files.
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/key_reader.hpp"
+#include "model/model_internal.hpp"
+
+namespace meshplan {
+namespace model {
+namespace {
+
+constexpr int64_t kMaxLayers = 100000;
+constexpr int64_t kMaxHidden = int64_t{1} << 20;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxHeads = int64_t{1} << 16;      // heads, head dims
+constexpr int64_t kMaxWidth = int64_t{1} << 24;      // FFN widths, MLA ranks
+constexpr int64_t kMaxExperts = int64_t{1} << 16;
+constexpr int64_t kMaxPositions = int64_t{1} << 40;  // max_position_embeddings, sliding_window
+constexpr long double kMaxTotalParams = 1e15L;       // 1000x the largest published model
+
+// Every MoE key of every supported architecture; a dense architecture must not carry one.
+const std::vector<std::string> kAllMoeKeys = {
+    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+    "experts_per_token", "moe_intermediate_size", "n_shared_experts"};
+
+/// architectures[0] (HF) or `architecture:` (meshplan YAML alternative spelling).
+Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
+  const std::string supported = "supported: " + JoinNames(SupportedArchitectures());
+  bool has_list = r.HasValue("architectures");
+  bool has_one = r.HasValue("architecture");
+  if (has_list && has_one) {
+    r.Fail("architecture", "expected either 'architectures' (HF list) or 'architecture', found both");
+  }
+  if (!has_list && !has_one) {
+    r.Fail("architectures", "missing; expected a list such as [\"LlamaForCausalLM\"] (or, in meshplan YAML, "
+                            "architecture: LlamaForCausalLM); " + supported);
+  }
+  std::string key = has_list ? "architectures" : "architecture";
+  std::string name;
+  if (has_list) {
+    if (r.Get(key).IsScalar()) {
+      r.Fail(key, "expected a list such as [\"" + r.Get(key).Scalar() + "\"], found a plain string");
+    }
+    auto list = r.StrList(key);
+    if (list->empty()) r.Fail(key, "expected a non-empty list of architecture names, found []");
+    name = list->front();
+  } else {
+    name = r.Str(key);
+  }
+  std::optional<Architecture> a = ArchitectureFromName(name);
+  if (!a) {
+    std::string hint = yamlutil::DidYouMean(name, SupportedArchitectures());
+    r.Fail(key, "unsupported architecture '" + name + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                    "; " + supported);
+  }
+  s.architecture_name = name;
+  return *a;
+}
+
+/// Keys every architecture has (LlamaConfig names; HF defaults noted where used).
+void ReadCommon(KeyReader& r, ModelSpec& s) {
+  s.hidden_size = r.Int("hidden_size", 1, kMaxHidden);
+  s.num_layers = r.Int("num_hidden_layers", 1, kMaxLayers);
+  s.num_attention_heads = r.Int("num_attention_heads", 1, kMaxHeads);
+  // HF: num_key_value_heads defaults to num_attention_heads (no GQA).
+  s.num_key_value_heads = r.Int("num_key_value_heads", 1, kMaxHeads, s.num_attention_heads);
+  if (s.num_attention_heads % s.num_key_value_heads != 0) {
+    r.Fail("num_key_value_heads", "expected a divisor of num_attention_heads (" +
+                                      std::to_string(s.num_attention_heads) + "), found " +
+                                      std::to_string(s.num_key_value_heads));
+  }
+  s.vocab_size = r.Int("vocab_size", 1, kMaxVocab);
+  s.max_position_embeddings = r.Int("max_position_embeddings", 1, kMaxPositions);
+  s.tie_word_embeddings = r.Bool("tie_word_embeddings", false);
+  s.intermediate_size = r.Int("intermediate_size", 1, kMaxWidth);
+}
+
+/// head_dim if given (Qwen3, GPT-OSS, Mistral-Nemo), else hidden_size / num_attention_heads.
+void ReadHeadDim(KeyReader& r, ModelSpec& s) {
+  if (r.HasValue("head_dim")) {
+    s.head_dim = r.Int("head_dim", 1, kMaxHeads);
+    return;
+  }
+  if (s.hidden_size % s.num_attention_heads != 0) {
+    r.Fail("num_attention_heads", "expected a divisor of hidden_size (" + std::to_string(s.hidden_size) +
+                                      ") when head_dim is not given, found " +
+                                      std::to_string(s.num_attention_heads));
+  }
+  s.head_dim = s.hidden_size / s.num_attention_heads;
+}
+
+/// Counts "sliding_attention" entries of layer_types (must list every layer).
+int64_t CountSlidingLayers(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& types) {
+  if (static_cast<int64_t>(types.size()) != s.num_layers) {
+    r.Fail("layer_types", "expected one entry per layer (num_hidden_layers = " + std::to_string(s.num_layers) +
+                              "), found " + std::to_string(types.size()));
+  }
+  int64_t n = 0;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == "sliding_attention") {
+      ++n;
+    } else if (types[i] != "full_attention") {
+      throw InputError(r.ItemLoc("layer_types", i), "layer_types[" + std::to_string(i) + "]",
+                       "expected 'sliding_attention' or 'full_attention', found '" + types[i] + "'");
+    }
+  }
+  return n;
+}
+
+/// Mistral/Mixtral: a non-null sliding_window applies to every layer.
+void ReadMistralWindow(KeyReader& r, ModelSpec& s) {
+  s.sliding_window = r.Int("sliding_window", 1, kMaxPositions, 0);
+  s.num_sliding_window_layers = s.sliding_window > 0 ? s.num_layers : 0;
+}
+
+/// Qwen2/Qwen3(Moe): sliding_window only with use_sliding_window; layers from
+/// max_window_layers on slide (Qwen2Config.layer_types), unless layer_types is given.
+void ReadQwenWindow(KeyReader& r, ModelSpec& s) {
+  bool use = r.Bool("use_sliding_window", false);
+  int64_t window = r.Int("sliding_window", 1, kMaxPositions, 0);
+  int64_t full_layers = r.Int("max_window_layers", 0, kMaxLayers, s.num_layers);
+  auto types = r.StrList("layer_types");
+  if (!use || window == 0) return;
+  int64_t n = types ? CountSlidingLayers(r, s, *types) : std::max<int64_t>(0, s.num_layers - full_layers);
+  s.sliding_window = n > 0 ? window : 0;
+  s.num_sliding_window_layers = n;
+}
+
+/// A dense architecture carrying an expert key is almost certainly the wrong architecture.
+void RejectMoeKeys(KeyReader& r, const ModelSpec& s) {
+  for (const std::string& k : kAllMoeKeys) {
+    if (r.HasValue(k)) {
+      r.Fail(k, "expected no mixture-of-experts keys for the dense architecture " + s.architecture_name +
+                    "; found one (MoE architectures: MixtralForCausalLM, Qwen3MoeForCausalLM, "
+                    "DeepseekV3ForCausalLM, GptOssForCausalLM)");
+    }
+  }
+}
+
+/// The MoE keys of an architecture are given together or (where allowed) not at all.
+/// Returns whether they are present.
+bool MoeGroupPresent(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& keys, bool may_be_absent) {
+  std::vector<std::string> present, missing;
+  for (const std::string& k : keys) (r.HasValue(k) ? present : missing).push_back(k);
+  if (missing.empty()) return true;
+  if (present.empty()) {
+    if (may_be_absent) return false;
+    r.Fail(keys.front(), "missing; " + s.architecture_name + " is a mixture-of-experts architecture and needs " +
+                             JoinNames(keys));
+  }
+  r.Fail(missing.front(), "missing; the mixture-of-experts keys " + JoinNames(keys) + " go together, found " +
+                              present.front() + " without " + missing.front());
+}
+
+/// Number of routed experts and top-k; top-k must not exceed the expert count.
+void ReadExperts(KeyReader& r, ModelSpec& s, const std::string& experts_key) {
+  s.num_experts = r.Int(experts_key, 1, kMaxExperts);
+  s.experts_per_token = r.Int("num_experts_per_tok", 1, kMaxExperts);
+  if (s.experts_per_token > s.num_experts) {
+    r.Fail("num_experts_per_tok", "expected at most " + experts_key + " (" + std::to_string(s.num_experts) +
+                                      "), found " + std::to_string(s.experts_per_token));
+  }
+}
+
+/// Llama: attention_bias on q,k,v,o; mlp_bias must be false (LlamaMLP biases not counted).
+void ReadLlama(KeyReader& r, ModelSpec& s) {
+  ReadHeadDim(r, s);
+  s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", false);
+  if (r.Bool("mlp_bias", false)) r.Fail("mlp_bias", "expected false (MLP biases are not modelled), found true");
+  RejectMoeKeys(r, s);
+}
+
+/// Qwen3: attention_bias on q,k,v,o and per-head RMSNorm on q and k (Qwen3Attention).
+void ReadQwen3Attention(KeyReader& r, ModelSpec& s) {
+  ReadHeadDim(r, s);
+  s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", false);
+  s.qk_norm = true;
+  ReadQwenWindow(r, s);
+}
+
+/// Qwen3MoeSparseMoeBlock on layer i unless i is in mlp_only_layers or
+/// (i + 1) % decoder_sparse_step != 0 (Qwen3MoeDecoderLayer).
+void ReadQwen3Moe(KeyReader& r, ModelSpec& s) {
+  ReadQwen3Attention(r, s);
+  MoeGroupPresent(r, s, {"num_experts", "num_experts_per_tok", "moe_intermediate_size"}, false);
+  ReadExperts(r, s, "num_experts");
+  s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMaxWidth);
+  int64_t step = r.Int("decoder_sparse_step", 1, kMaxLayers, 1);
+  std::vector<int64_t> mlp_only = r.IntList("mlp_only_layers", 0, s.num_layers - 1);
+  int64_t moe = 0;
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    bool only = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end();
+    if (!only && (i + 1) % step == 0) ++moe;
+  }
+  s.num_dense_layers = s.num_layers - moe;
+}
+
+/// DeepSeek-V3: MLA (DeepseekV3Attention) and DeepseekV3MoE on layer i when
+/// i >= first_k_dense_replace and i % moe_layer_freq == 0. MTP layers
+/// (num_nextn_predict_layers) are not part of the main model and are ignored.
+void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
+  s.mla = true;
+  MlaSpec& m = s.mla_spec;
+  m.q_lora_rank = r.HasValue("q_lora_rank") ? r.Int("q_lora_rank", 1, kMaxWidth) : 0;
+  m.kv_lora_rank = r.Int("kv_lora_rank", 1, kMaxWidth);
+  m.qk_nope_head_dim = r.Int("qk_nope_head_dim", 1, kMaxHeads);
+  m.qk_rope_head_dim = r.Int("qk_rope_head_dim", 1, kMaxHeads);
+  m.v_head_dim = r.Int("v_head_dim", 1, kMaxHeads);
+  s.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  r.Get("head_dim");     // derived by newer transformers (= qk_rope_head_dim); ignored
+  r.Get("qk_head_dim");  // derived (= nope + rope); ignored
+  s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", false);
+  int64_t first_dense = r.Int("first_k_dense_replace", 0, kMaxLayers, 0);
+  if (first_dense > s.num_layers) {
+    r.Fail("first_k_dense_replace", "expected at most num_hidden_layers (" + std::to_string(s.num_layers) +
+                                        "), found " + std::to_string(first_dense));
+  }
+  int64_t freq = r.Int("moe_layer_freq", 1, kMaxLayers, 1);
+  int64_t shared = r.Int("n_shared_experts", 0, 1024, 0);
+  if (!MoeGroupPresent(r, s, {"n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"}, true)) {
+    if (shared > 0) r.Fail("n_shared_experts", "expected no shared experts without n_routed_experts, found " + std::to_string(shared));
+    s.num_dense_layers = s.num_layers;  // n_routed_experts: null means every layer is dense
+    return;
+  }
+  ReadExperts(r, s, "n_routed_experts");
+  s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMaxWidth);
+  s.num_shared_experts = shared;
+  s.shared_expert_intermediate_size = shared * s.moe_intermediate_size;
+  s.router_bias = true;  // DeepseekV3TopkRouter.e_score_correction_bias
+  int64_t moe = 0;
+  for (int64_t i = first_dense; i < s.num_layers; ++i) moe += (i % freq == 0);
+  s.num_dense_layers = s.num_layers - moe;
+}
+
+/// GPT-OSS: biased q,k,v,o, one sink logit per head, biased router and experts
+/// (GptOssExperts gate_up_proj_bias, down_proj_bias); layer_types defaults to alternating
+/// sliding/full starting with sliding (GptOssConfig).
+void ReadGptOss(KeyReader& r, ModelSpec& s) {
+  ReadHeadDim(r, s);
+  s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", true);
+  s.attention_sinks = true;
+  MoeGroupPresent(r, s, {"num_local_experts", "num_experts_per_tok"}, false);
+  ReadExperts(r, s, "num_local_experts");
+  if (r.HasValue("experts_per_token") &&
+      r.Int("experts_per_token", 1, kMaxExperts) != s.experts_per_token) {
+    r.Fail("experts_per_token", "expected the same value as num_experts_per_tok (" +
+                                    std::to_string(s.experts_per_token) + ")");
+  }
+  s.moe_intermediate_size = s.intermediate_size;
+  s.num_dense_layers = 0;
+  s.router_bias = s.expert_bias = true;
+  int64_t window = r.Int("sliding_window", 1, kMaxPositions, 0);
+  auto types = r.StrList("layer_types");
+  int64_t n = types ? CountSlidingLayers(r, s, *types) : s.num_layers / 2 + s.num_layers % 2;
+  if (n > 0 && window == 0) {
+    r.Fail("sliding_window", "missing; expected a window size because " + std::to_string(n) +
+                                 " layers use sliding_attention");
+  }
+  s.sliding_window = n > 0 ? window : 0;
+  s.num_sliding_window_layers = n;
+}
+
+}  // namespace
+}  // namespace model
+
+/// Parses and validates one model config; see model.hpp. Every key read gets a field_locs
+/// entry; misspelt keys are rejected after all reading (KeyReader::CheckSpelling).
+ModelSpec ParseModel(std::string_view text, const std::string& filename) {
+  using namespace model;
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  ModelSpec s;
+  s.name = filename;
+  s.source = SourceLoc{filename, 0, 0};
+  KeyReader r(root, filename, s);
+  s.architecture = ReadArchitecture(r, s);
+  ReadCommon(r, s);
+  s.num_dense_layers = s.num_layers;
+  switch (s.architecture) {
+    case Architecture::kLlama:
+      ReadLlama(r, s);
+      break;
+    case Architecture::kMistral:
+      ReadHeadDim(r, s);
+      ReadMistralWindow(r, s);
+      RejectMoeKeys(r, s);
+      break;
+    case Architecture::kMixtral:
+      ReadHeadDim(r, s);
+      ReadMistralWindow(r, s);
+      MoeGroupPresent(r, s, {"num_local_experts", "num_experts_per_tok"}, false);
+      ReadExperts(r, s, "num_local_experts");
+      s.moe_intermediate_size = s.intermediate_size;  // MixtralBlockSparseTop2MLP uses intermediate_size
+      s.num_dense_layers = 0;
+      break;
+    case Architecture::kQwen2:
+      ReadHeadDim(r, s);
+      s.attention_bias = true;  // Qwen2Attention: q,k,v always biased, o never
+      ReadQwenWindow(r, s);
+      RejectMoeKeys(r, s);
+      break;
+    case Architecture::kQwen3:
+      ReadQwen3Attention(r, s);
+      RejectMoeKeys(r, s);
+      break;
+    case Architecture::kQwen3Moe:
+      ReadQwen3Moe(r, s);
+      break;
+    case Architecture::kDeepseekV3:
+      ReadDeepseekV3(r, s);
+      break;
+    case Architecture::kGptOss:
+      ReadGptOss(r, s);
+      break;
+  }
+  r.CheckSpelling();
+  long double total = ApproxTotalParams(s);
+  if (total > kMaxTotalParams) {
+    std::ostringstream os;
+    os << std::setprecision(3) << static_cast<double>(total);
+    throw InputError(yamlutil::LocOf(root, filename), "",
+                     "expected at most 1e15 parameters in total, found about " + os.str() +
+                         " (check hidden_size, intermediate_size, num_hidden_layers and the expert counts)");
+  }
+  return s;
+}
+
+}  // namespace meshplan

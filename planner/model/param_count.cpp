@@ -1,0 +1,115 @@
+// CountParams: parameter counts per component.
+// Base formulas: Megatron-LM theoretical_memory_usage.py::compute_weight_and_optimizer_memory
+// (megatron.md 3.1): attention 2·h·q + 2·h·d_k·g, MLA q_term + kv terms, SwiGLU MLP 3·h·f,
+// router h·E (+E), norms 2·h per layer + h final, embedding h·V (x2 untied).
+// Extended with the biases, q/k norms and sinks of the transformers implementations.
+
+#include "model/model_internal.hpp"
+
+namespace meshplan {
+namespace model {
+namespace {
+
+/// Counts with the same formulas in any arithmetic type (int64_t for results, long double
+/// for the overflow check in the parser).
+template <class T>
+struct Counts {
+  T embedding{}, attention{}, dense_mlp{}, routed_experts{}, shared_experts{}, router{}, norms{},
+      output_head{}, total{}, active{};
+  T attention_per_layer{}, dense_mlp_per_layer{}, expert_per_layer{}, shared_per_layer{},
+      router_per_layer{}, norms_per_layer{};
+};
+
+/// Attention of one layer.
+/// GQA (LlamaAttention and relatives): q h·a·d, k and v h·g·d each, o a·d·h (megatron.md 3.1
+/// `attn`), + biases a·d + 2·g·d on q,k,v and h on o, + 2·d for Qwen3's q_norm/k_norm,
+/// + a sink logits (GptOssAttention.sinks).
+/// MLA (DeepseekV3Attention, megatron.md 3.1 `attn_MLA` with n = 1 for RMSNorm):
+///   q: h·r_q + r_q (q_a_layernorm) + r_q·a·(d_nope+d_rope), or h·a·(d_nope+d_rope) without q_lora
+///   kv: h·(r_kv+d_rope) + r_kv (kv_a_layernorm) + r_kv·a·(d_nope+d_v);  o: a·d_v·h
+///   attention_bias: biases on q_a_proj (r_q), kv_a_proj_with_mqa (r_kv+d_rope), o_proj (h).
+template <class T>
+T AttentionPerLayer(const ModelSpec& m) {
+  const T h = m.hidden_size, a = m.num_attention_heads;
+  if (m.mla) {
+    const MlaSpec& s = m.mla_spec;
+    const T rq = s.q_lora_rank, rkv = s.kv_lora_rank, nope = s.qk_nope_head_dim, rope = s.qk_rope_head_dim,
+            dv = s.v_head_dim;
+    T q = rq > 0 ? h * rq + rq + rq * a * (nope + rope) : h * a * (nope + rope);
+    T kv = h * (rkv + rope) + rkv + rkv * a * (nope + dv);
+    T o = a * dv * h;
+    T bias = m.attention_bias ? (rq > 0 ? rq : T{0}) + rkv + rope : T{0};
+    if (m.attention_out_bias) bias += h;
+    return q + kv + o + bias;
+  }
+  const T d = m.head_dim, g = m.num_key_value_heads;
+  T total = h * a * d + 2 * h * g * d + a * d * h;
+  if (m.attention_bias) total += a * d + 2 * g * d;
+  if (m.attention_out_bias) total += h;
+  if (m.qk_norm) total += 2 * d;
+  if (m.attention_sinks) total += a;
+  return total;
+}
+
+template <class T>
+Counts<T> Compute(const ModelSpec& m) {
+  Counts<T> c;
+  const T h = m.hidden_size, layers = m.num_layers, dense_layers = m.num_dense_layers,
+          moe_layers = m.num_moe_layers(), experts = m.num_experts, topk = m.experts_per_token;
+  c.attention_per_layer = AttentionPerLayer<T>(m);
+  // SwiGLU: gate and up h->f, down f->h = 3·h·f (megatron.md 3.1 dense_mlp with λ = 3/2).
+  c.dense_mlp_per_layer = dense_layers > 0 ? 3 * h * T(m.intermediate_size) : T{0};
+  if (m.is_moe()) {
+    const T fe = m.moe_intermediate_size;
+    c.expert_per_layer = 3 * h * fe;
+    if (m.expert_bias) c.expert_per_layer += 2 * fe + h;  // gate_up_proj_bias 2·f, down_proj_bias h
+    c.shared_per_layer = 3 * h * T(m.shared_expert_intermediate_size);
+    c.router_per_layer = h * experts + (m.router_bias ? experts : T{0});
+  }
+  c.norms_per_layer = 2 * h;  // input_layernorm + post_attention_layernorm (RMSNorm: weight only)
+
+  c.embedding = T(m.vocab_size) * h;
+  c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;
+  c.attention = layers * c.attention_per_layer;
+  c.dense_mlp = dense_layers * c.dense_mlp_per_layer;
+  c.routed_experts = moe_layers * experts * c.expert_per_layer;
+  c.shared_experts = moe_layers * c.shared_per_layer;
+  c.router = moe_layers * c.router_per_layer;
+  c.norms = layers * c.norms_per_layer + h;  // + final norm
+  c.total = c.embedding + c.attention + c.dense_mlp + c.routed_experts + c.shared_experts + c.router +
+            c.norms + c.output_head;
+  // Megatron N_active: routed experts replaced by top-k of them; everything else counts.
+  c.active = c.total - c.routed_experts + moe_layers * topk * c.expert_per_layer;
+  return c;
+}
+
+}  // namespace
+
+long double ApproxTotalParams(const ModelSpec& m) { return Compute<long double>(m).total; }
+
+}  // namespace model
+
+/// See ParamCounts (model.hpp) for each component; formulas in model::Compute above.
+ParamCounts CountParams(const ModelSpec& model) {
+  model::Counts<int64_t> c = model::Compute<int64_t>(model);
+  ParamCounts p;
+  p.embedding = c.embedding;
+  p.attention = c.attention;
+  p.dense_mlp = c.dense_mlp;
+  p.routed_experts = c.routed_experts;
+  p.shared_experts = c.shared_experts;
+  p.router = c.router;
+  p.norms = c.norms;
+  p.output_head = c.output_head;
+  p.total = c.total;
+  p.active = c.active;
+  p.attention_per_layer = c.attention_per_layer;
+  p.dense_mlp_per_layer = c.dense_mlp_per_layer;
+  p.expert_per_layer = c.expert_per_layer;
+  p.shared_per_layer = c.shared_per_layer;
+  p.router_per_layer = c.router_per_layer;
+  p.norms_per_layer = c.norms_per_layer;
+  return p;
+}
+
+}  // namespace meshplan
