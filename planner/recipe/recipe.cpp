@@ -97,7 +97,7 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
 std::string RankTable(const PlanResult& result, const PlanRequest& req) {
   std::ostringstream o;
   char line[512];
-  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %4s %-15s %-9s %7s %8s %9s %10s %6s\n",
+  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %4s %-18s %-12s %7s %8s %9s %10s %6s\n",
                 "rank", "strategy", "tp", "pp", "cp", "ep", "dp", "rep", "mbs", "ga", "schedule", "recompute",
                 "GiB/GPU", "headroom", "step_s", "tok/s/GPU", "MFU%");
   o << line;
@@ -111,7 +111,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     std::string rc = RecomputeName(l.recompute);
     if (l.sequence_parallel) rc += "+sp";
     std::snprintf(line, sizeof line,
-                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %4lld %-15s %-9s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
+                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %4lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
                   i + 1, StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
                   static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.dp),
                   static_cast<long long>(l.dp_replicate), static_cast<long long>(l.micro_batch()),
