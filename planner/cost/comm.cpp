@@ -1,0 +1,84 @@
+// Collective times and group spans. Units: bytes, bytes/s, seconds.
+
+#include "cost/comm.hpp"
+
+#include <algorithm>
+
+namespace meshplan::cost {
+
+/// A group of n ranks with stride k covers a block of n·k consecutive global ranks
+/// (mesh groups tile the ranks in such blocks). It stays inside one scale-up (NVLink)
+/// domain when n·k <= scaleup_domain_gpus and the block cannot straddle two domains,
+/// i.e. domain % (n·k) == 0; it then uses
+///   busbw = scaleup_bandwidth · scaleup_busbw_efficiency,  α = scaleup_latency.
+/// Otherwise the ring crosses the scale-out network and is limited by the NICs:
+///   busbw = NicBandwidthPerGpu() · scaleout_busbw_efficiency,  α = scaleout_latency.
+/// Assumption (documented, not measured): every rank of a node is in some group of the same
+/// kind at the same time (mesh groups of one axis run concurrently), so a rank gets only
+/// its own share of the node's NICs even when several members of its group share a node;
+/// no hierarchical/NVLS speed-up is modelled.
+Link GroupLink(const SystemSpec& sys, Group g) {
+  const int64_t domain = sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : sys.gpus_per_node;
+  const int64_t span = g.n * g.stride;
+  Link link;
+  if (domain > 0 && span <= domain && domain % span == 0) {
+    link.busbw_bytes_per_s = sys.scaleup_bandwidth * sys.scaleup_busbw_efficiency;
+    link.latency_s = sys.scaleup_latency;
+  } else {
+    link.busbw_bytes_per_s = sys.NicBandwidthPerGpu() * sys.scaleout_busbw_efficiency;
+    link.latency_s = sys.scaleout_latency;
+  }
+  return link;
+}
+
+namespace {
+double Transfer(double bytes, Link link) {
+  return link.busbw_bytes_per_s > 0 ? bytes / link.busbw_bytes_per_s : 0.0;
+}
+}  // namespace
+
+double AllReduceSeconds(double bytes, int64_t n, Link link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  const double steps = 2.0 * double(n - 1);
+  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
+}
+
+double AllGatherSeconds(double bytes, int64_t n, Link link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  const double steps = double(n - 1);
+  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
+}
+
+double ReduceScatterSeconds(double bytes, int64_t n, Link link) {
+  return AllGatherSeconds(bytes, n, link);
+}
+
+double AllToAllSeconds(double bytes, int64_t n, Link link) {
+  return AllGatherSeconds(bytes, n, link);
+}
+
+double P2pSeconds(double bytes, Link link) {
+  if (bytes <= 0) return 0.0;
+  return link.latency_s + Transfer(bytes, link);
+}
+
+MeshGroups LayoutGroups(const Layout& l, int64_t world) {
+  MeshGroups g;
+  const int64_t tp = std::max<int64_t>(1, l.tp), cp = std::max<int64_t>(1, l.cp);
+  const int64_t pp = std::max<int64_t>(1, l.pp), ep = std::max<int64_t>(1, l.ep);
+  const int64_t dp = std::max<int64_t>(1, l.dp);
+  const int64_t rep = std::max<int64_t>(1, l.dp_replicate);
+  const int64_t shard = std::max<int64_t>(1, dp / rep);
+  g.tp = {tp, 1};
+  g.cp = {cp, tp};
+  g.dp_shard_cp = {shard * cp, tp};
+  g.dp_replicate = {rep, shard * cp * tp};
+  const int64_t non_pp = dp * cp * tp;
+  g.ep = {ep, 1};
+  g.ep_shard = {std::max<int64_t>(1, non_pp / ep), ep};
+  g.pp = pp > 1 ? Group{2, world / pp} : Group{1, 1};
+  g.ddp = {world, 1};
+  return g;
+}
+
+}  // namespace meshplan::cost

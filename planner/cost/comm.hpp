@@ -1,0 +1,58 @@
+#pragma once
+/// \file comm.hpp
+/// Collective-communication times (alpha-beta, ring algorithms) and the link tier a
+/// process group spans in AutoModel's device mesh. Private to planner/cost.
+
+#include <cstdint>
+
+#include "meshplan/hardware.hpp"
+#include "meshplan/layout.hpp"
+
+namespace meshplan::cost {
+
+/// Effective link of a group: bus bandwidth per rank (bytes/s) and latency per step (s).
+struct Link {
+  double busbw_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+/// A process group: n ranks, global-rank stride between consecutive members.
+struct Group {
+  int64_t n = 1;
+  int64_t stride = 1;
+};
+
+/// Link tier used by `group` on `system`. See comm.cpp for the rule.
+Link GroupLink(const SystemSpec& system, Group group);
+
+/// Ring all-reduce of `bytes` (full buffer) over n ranks:
+/// t = α·2(n−1) + S·2(n−1)/n / busbw. Source: nccl-tests doc/PERFORMANCE.md.
+double AllReduceSeconds(double bytes, int64_t n, Link link);
+/// Ring all-gather / reduce-scatter, S = full (unsharded) size:
+/// t = α·(n−1) + S·(n−1)/n / busbw. Source: nccl-tests doc/PERFORMANCE.md.
+double AllGatherSeconds(double bytes, int64_t n, Link link);
+double ReduceScatterSeconds(double bytes, int64_t n, Link link);
+/// All-to-all, S = bytes one rank sends in total (its own share included):
+/// t = α·(n−1) + S·(n−1)/n / bw. Source: nccl-tests doc/PERFORMANCE.md (alltoall).
+double AllToAllSeconds(double bytes, int64_t n, Link link);
+/// Point-to-point send of `bytes`: t = α + S/bw.
+double P2pSeconds(double bytes, Link link);
+
+/// The process groups of one layout in AutoModel's meshes.
+/// FSDP2 root mesh (pp, dp_replicate, dp_shard, cp, tp), row-major over torchrun ranks
+/// (node-contiguous): components/distributed/mesh_utils.py::_create_fsdp2_device_mesh.
+/// MoE mesh: the non-PP ranks flattened and reshaped to (ep_shard, ep), ep innermost:
+/// mesh_utils.py::_create_moe_mesh (automodel.md 3).
+struct MeshGroups {
+  Group tp;            ///< n = tp, stride 1
+  Group cp;            ///< n = cp, stride tp
+  Group dp_shard_cp;   ///< FSDP shard group of dense params: n = dp_shard·cp, stride tp
+  Group dp_replicate;  ///< HSDP replicas: n = dp_replicate, stride dp_shard·cp·tp
+  Group ep;            ///< n = ep, stride 1 (ep consecutive non-PP ranks)
+  Group ep_shard;      ///< FSDP shard group of experts: n = dp·cp·tp/ep, stride ep
+  Group pp;            ///< PP neighbours: n = 2 (p2p), stride world/pp; n = 1 without PP
+  Group ddp;           ///< DDP: all ranks, stride 1
+};
+MeshGroups LayoutGroups(const Layout& layout, int64_t world);
+
+}  // namespace meshplan::cost

@@ -1,0 +1,74 @@
+// Layout-derived quantities shared by memory and time.
+
+#include "cost/context.hpp"
+
+#include <algorithm>
+
+namespace meshplan::cost {
+
+Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+            const ParamCounts& params, const Layout& layout) {
+  Ctx c{model, system, setup, params, layout, SplitStages(model.num_layers, layout),
+        LayoutGroups(layout, setup.num_gpus)};
+  c.grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
+  c.mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
+  c.mb_per_step = c.grad_accum * c.mb_per_call;
+  c.tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
+                    double(std::max<int64_t>(1, layout.cp));
+  return c;
+}
+
+RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
+  const ModelSpec& m = c.model;
+  const ParamCounts& p = c.params;
+  const LayerMix mix = ModelLayerMix(m);
+  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
+  RankParams r;
+  if (pp == 1 || c.split.num_stages <= 0) {
+    r.dense_layers = mix.dense;
+    r.moe_layers = mix.moe;
+  } else {
+    const int64_t L = m.num_layers, S = c.split.num_stages;
+    const int64_t base = L / S, extra = L % S;
+    for (int64_t s = pp_rank; s < S; s += pp) {
+      const int64_t start = s * base + std::min(s, extra);
+      const int64_t size = base + (s < extra ? 1 : 0);
+      const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
+      r.dense_layers += dense;
+      r.moe_layers += size - dense;
+    }
+  }
+  r.has_embedding = pp_rank == 0;
+  r.has_head = pp_rank == pp - 1;
+  const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);
+  const double dense_layer = attn + double(p.dense_mlp_per_layer) + norms;
+  const double moe_layer = attn + double(p.shared_per_layer) + double(p.router_per_layer) + norms;
+  const double experts_layer = double(p.expert_per_layer) * double(m.num_experts);
+  r.layer_dense = double(r.dense_layers) * dense_layer + double(r.moe_layers) * moe_layer;
+  r.layer_expert = double(r.moe_layers) * experts_layer;
+  r.max_layer_dense = std::max(r.dense_layers > 0 ? dense_layer : 0.0, r.moe_layers > 0 ? moe_layer : 0.0);
+  r.max_layer_expert = r.moe_layers > 0 ? experts_layer : 0.0;
+  const double final_norm = std::max(0.0, double(p.norms) - double(m.num_layers) * norms);
+  if (r.has_embedding) r.root += double(p.embedding);
+  if (r.has_head) r.root += double(p.output_head) + final_norm;
+  return r;
+}
+
+int64_t QDim(const ModelSpec& m) {
+  if (m.mla) return m.num_attention_heads * (m.mla_spec.qk_nope_head_dim + m.mla_spec.qk_rope_head_dim);
+  return m.num_attention_heads * m.head_dim;
+}
+int64_t KDim(const ModelSpec& m) {
+  if (m.mla) return QDim(m);
+  return m.num_key_value_heads * m.head_dim;
+}
+int64_t VDim(const ModelSpec& m) {
+  if (m.mla) return m.num_attention_heads * m.mla_spec.v_head_dim;
+  return m.num_key_value_heads * m.head_dim;
+}
+int64_t AttnOutDim(const ModelSpec& m) {
+  if (m.mla) return m.num_attention_heads * m.mla_spec.v_head_dim;
+  return m.num_attention_heads * m.head_dim;
+}
+
+}  // namespace meshplan::cost

@@ -1,0 +1,57 @@
+#pragma once
+/// \file context.hpp
+/// What the memory and time models share for one layout: the inputs, the process groups,
+/// the micro-batch arithmetic and the parameters held by a pipeline rank. Private to
+/// planner/cost. Nothing here allocates.
+
+#include <cstdint>
+
+#include "cost/comm.hpp"
+#include "cost/flops.hpp"
+#include "meshplan/cost.hpp"
+
+namespace meshplan::cost {
+
+/// Inputs and layout-derived quantities. References must outlive the Ctx.
+struct Ctx {
+  const ModelSpec& model;
+  const SystemSpec& system;
+  const TrainSetup& setup;
+  const ParamCounts& params;
+  const Layout& layout;
+  StageSplit split;
+  MeshGroups groups;
+  int64_t grad_accum = 1;     ///< schedule calls per optimizer step (GradAccumSteps)
+  int64_t mb_per_call = 1;    ///< micro-batches per schedule call (pp_microbatches)
+  int64_t mb_per_step = 1;    ///< grad_accum · mb_per_call
+  double tokens_per_mb = 0;   ///< micro_batch · seq_len / cp: tokens of one forward on a rank
+};
+Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+            const ParamCounts& params, const Layout& layout);
+
+/// Layers and parameters (elements) on one pipeline rank, before any sharding.
+struct RankParams {
+  int64_t dense_layers = 0;
+  int64_t moe_layers = 0;
+  bool has_embedding = false;  ///< PP rank 0
+  bool has_head = false;       ///< PP rank pp-1 (lm_head, or the tied embedding when pp = 1)
+  double layer_dense = 0;      ///< non-expert params of the rank's layers (attention, MLP,
+                               ///< shared experts, router, norms)
+  double layer_expert = 0;     ///< all routed experts of the rank's MoE layers
+  double root = 0;             ///< embedding / final norm / lm_head held by this rank
+  double max_layer_dense = 0;  ///< non-expert params of the largest layer
+  double max_layer_expert = 0; ///< routed experts of the largest (MoE) layer
+  int64_t Layers() const { return dense_layers + moe_layers; }
+};
+/// `pp_rank` in [0, pp). Dense layers are the first num_dense_layers of the model; stage s
+/// holds layers [s·base + min(s, extra), ...) with base = L / S, extra = L % S and rank r
+/// holds stages r, r+pp, ... (SplitStages, AutoModel pipelining/functional.py).
+RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
+
+/// Model dims used by activation and communication terms (elements per token).
+int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA
+int64_t KDim(const ModelSpec& m);        ///< key width: g·d, or a·(d_nope + d_rope) for MLA
+int64_t VDim(const ModelSpec& m);        ///< value width: g·d, or a·d_v for MLA
+int64_t AttnOutDim(const ModelSpec& m);  ///< attention output (o_proj input): a·d or a·d_v
+
+}  // namespace meshplan::cost

@@ -1,0 +1,78 @@
+// Model FLOPs (megatron.md 3.6). Units: FLOP.
+
+#include "cost/flops.hpp"
+
+#include "meshplan/cost.hpp"
+
+namespace meshplan::cost {
+
+LayerMix ModelLayerMix(const ModelSpec& model) {
+  LayerMix mix;
+  if (!model.is_moe()) {
+    mix.dense = model.num_layers;
+    return mix;
+  }
+  mix.dense = model.num_dense_layers;
+  mix.moe = model.num_layers - model.num_dense_layers;
+  return mix;
+}
+
+/// Per-token terms of Megatron-LM's current formula (training.py::transformer_flops,
+/// megatron.md 3.6), without MTP and without linear-attention layers:
+///   F/token = 6·h·(c·f·L_d + c·f_e·k·L_m + c·f_s·L_m) + L·A_lin + 6·h·V + s·L·A_core
+/// with c = 3 (SwiGLU; every supported architecture gates its MLP), and
+///   GQA/MHA: A_lin = 6·[h·(q + 2·d_k·g) + q·h],  A_core = 6·q   (q = a·d_k; causal /2 and
+///            the 2 GEMMs QK^T, PV cancel)
+///   MLA:     A_lin = 6·[q_term + r_kv·(h + a·(d_nope + d_v) + 1) + h·d_rope + a·d_v·h],
+///            q_term = r_q·(h + a·(d_nope + d_rope) + 1), or h·a·(d_nope + d_rope) without q_lora
+///            A_core = 6·[a·(d_nope + d_rope)/2 + a·d_v/2]
+/// Router, norms and embedding lookups are not counted (as in Megatron).
+FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
+  FlopsPerToken f;
+  const double h = double(m.hidden_size);
+  const double a = double(m.num_attention_heads);
+  const double s = double(seq_len);
+  constexpr double c = 3.0;  // SwiGLU
+  if (m.mla) {
+    const MlaSpec& x = m.mla_spec;
+    const double rq = double(x.q_lora_rank), rkv = double(x.kv_lora_rank);
+    const double nope = double(x.qk_nope_head_dim), rope = double(x.qk_rope_head_dim),
+                 dv = double(x.v_head_dim);
+    const double q_term = rq > 0 ? rq * (h + a * (nope + rope) + 1) : h * a * (nope + rope);
+    f.attn_linear_flops = 6.0 * (q_term + rkv * (h + a * (nope + dv) + 1) + h * rope + a * dv * h);
+    f.attn_core_flops = s * 6.0 * (a * (nope + rope) / 2 + a * dv / 2);
+  } else {
+    const double q = a * double(m.head_dim);
+    const double kv = double(m.num_key_value_heads) * double(m.head_dim);
+    f.attn_linear_flops = 6.0 * (h * (q + 2 * kv) + q * h);
+    f.attn_core_flops = s * 6.0 * q;
+  }
+  f.dense_mlp_flops = 6.0 * h * c * double(m.intermediate_size);
+  if (m.is_moe()) {
+    f.shared_flops = 6.0 * h * c * double(m.shared_expert_intermediate_size);
+    f.routed_flops = 6.0 * h * c * double(m.moe_intermediate_size) * double(m.experts_per_token);
+  }
+  f.logits_flops = 6.0 * h * double(m.vocab_size);
+  return f;
+}
+
+double FlopsPerToken::Total(const LayerMix& mix) const {
+  const double layers = double(mix.dense + mix.moe);
+  return double(mix.dense) * dense_mlp_flops + double(mix.moe) * (shared_flops + routed_flops) +
+         layers * (attn_linear_flops + attn_core_flops) + logits_flops;
+}
+
+}  // namespace meshplan::cost
+
+namespace meshplan {
+
+/// F = T · F/token with T = global_batch·seq_len tokens; the attention core term uses
+/// S2 = global_batch·seq_len² (BSHD, no packing). Source: megatron.md 3.6; reproduces the
+/// published Megatron-Bridge "Model TFLOP/s/GPU" rows (see tests/cost/flops_test.cpp).
+double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup) {
+  const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(model, setup.seq_len);
+  const double tokens = double(setup.global_batch) * double(setup.seq_len);
+  return tokens * f.Total(cost::ModelLayerMix(model));
+}
+
+}  // namespace meshplan

@@ -1,0 +1,192 @@
+// Step time of one pipeline rank. Units: FLOP, FLOP/s, bytes, seconds.
+
+#include "cost/time.hpp"
+
+#include "cost/memory.hpp"
+
+#include <algorithm>
+
+namespace meshplan::cost {
+
+double GemmSizeFactor(double tokens, double width) {
+  const double ft = tokens > 0 ? tokens / (tokens + kGemmTokensK0) : 1.0;
+  const double fw = width > 0 ? width / (width + kGemmWidthK0) : 1.0;
+  return ft * fw;
+}
+
+double PeakFlops(const GpuSpec& gpu, Precision precision) {
+  if (precision == Precision::kFp8 && gpu.fp8_flops > 0) return gpu.fp8_flops;
+  return gpu.bf16_flops;
+}
+
+double MatmulEfficiency(const GpuSpec& gpu, Precision precision) {
+  double e = gpu.matmul_efficiency_bf16;
+  if (precision == Precision::kFp8 && gpu.fp8_flops > 0 && gpu.matmul_efficiency_fp8 > 0) {
+    e = gpu.matmul_efficiency_fp8;
+  }
+  return e > 0 ? e : 1.0;
+}
+
+namespace {
+double Positive(double x) { return x > 0 ? x : 1.0; }
+}  // namespace
+
+/// Compute: FLOP of this GPU / achieved rate, per class of work.
+///   FLOP of the rank per step (tokens = micro-batches per step · micro_batch · seq/cp):
+///     linear = tokens · (Σ layers' attention + dense-MLP + shared-expert terms) / tp
+///              + tokens · 6hV / tp on the rank holding lm_head
+///     experts = tokens · moe_layers · 6·h·3·f_e·k   (not / tp: AutoModel replicates routed
+///              experts over TP ranks, so TP ranks repeat the routed work; = the fair share
+///              when tp = 1, expert work spread evenly over EP ranks)
+///     core = tokens · layers · s·A_core / tp        (CP balances the causal work)
+///   Summed over all ranks this is ModelFlopsPerStep (tp = 1, even stages); the most
+///   loaded rank sets the step (uneven stages, lm_head).
+///   Recompute: kFull adds one forward of the layers (1/3 of linear + experts + core);
+///   kSelective (op-level SAC, see memory.cpp) recomputes every other matmul forward
+///   (1/6 of the layers' linear and expert FLOP); attention is saved, not recomputed.
+///   Rate = peak(precision) · matmul_efficiency(precision) · system.compute_efficiency
+///   · GemmSizeFactor; the attention core runs in bf16 (FlashAttention) even under fp8.
+///   GemmSizeFactor(T, h/tp) for the linear work, (T·k·ep/E, f_e) for the experts (tokens
+///   per local expert), (T, ∞) for the core; T = micro_batch·seq/cp.
+/// Communication (exposed parts; groups and links from comm.cpp):
+///   TP (DTensor, no overlap in AutoModel): per layer per micro-batch 2 all-reduces forward
+///     and 2 backward (all-gather + reduce-scatter with SP: same volume) of T·h·2 bytes;
+///     +2 under full recompute (the forward runs again).
+///   CP (ring attention): per layer per micro-batch (cp−1) p2p steps of T·(d_K+d_V)/tp·2
+///     bytes forward and twice that backward (+1 forward under full recompute), overlapped
+///     with the layer's attention core: exposed = max(0, comm − core time).
+///   EP: per MoE layer per micro-batch dispatch + combine all-to-all forward and backward
+///     (+ forward again under full recompute), T·k·h·2 bytes each, fully exposed.
+///   PP: T·h·2 bytes p2p per micro-batch per virtual stage, forward and backward;
+///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · compute (groundtruth.md B.4),
+///     m = micro-batches per schedule call, v = stages per rank, for every schedule call.
+///   FSDP2 / Megatron-FSDP (no deferral): per micro-batch all-gather of bf16 params forward
+///     and again backward (root module and, with moe.reshard_after_forward=false, experts
+///     once), reduce-scatter of fp32 grads, over dp_shard·cp (dense) and ep_shard (experts);
+///     HSDP all-reduces the fp32 shard over dp_replicate with every reduce-scatter.
+///     exposed = max(0, comm − kFsdpOverlapFraction · compute) + first layer's all-gather per
+///     micro-batch. Under PP torch pipelining gathers once per schedule call and
+///     reduce-scatters once after the last backward: that reduce-scatter is fully exposed.
+///   DDP: one all-reduce of fp32 grads per step over all ranks, overlapped with the backward
+///     of the last micro-batch: exposed = max(0, t − backward of one micro-batch) + last
+///     bucket.
+/// Optimizer: Adam reads master params, grads, m, v and writes params, m, v of this rank:
+///   (2·state − grads) bytes / hbm_bandwidth.
+TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  const SystemSpec& sys = c.system;
+  const GpuSpec& gpu = sys.gpu;
+  const RankParams rp = ParamsOfRank(c, pp_rank);
+  const FlopsPerToken f = ComputeFlopsPerToken(m, c.setup.seq_len);
+  const double tp = double(std::max<int64_t>(1, l.tp));
+  const double ep = double(std::max<int64_t>(1, l.ep));
+  const double h = double(m.hidden_size);
+  const double t_mb = c.tokens_per_mb;
+  const double n_mb = double(c.mb_per_step);
+  const double tokens = t_mb * n_mb;
+  const double layers = double(rp.Layers());
+  const double moe_layers = double(rp.moe_layers);
+  TimeBreakdown t;
+
+  // --- compute ---
+  const double linear = tokens * (double(rp.dense_layers) * f.DenseLayerLinear() +
+                                  moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
+  const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
+  const double experts = tokens * moe_layers * f.routed_flops;
+  const double core = tokens * layers * f.attn_core_flops / tp;
+  double extra_mm = 0.0, extra_core = 0.0;
+  if (l.recompute == Recompute::kFull) {
+    extra_mm = 1.0 / 3.0;
+    extra_core = 1.0 / 3.0;
+  } else if (l.recompute == Recompute::kSelective) {
+    extra_mm = 1.0 / 6.0;
+  }
+  const double sys_eff = Positive(sys.compute_efficiency);
+  const double linear_rate = PeakFlops(gpu, c.setup.precision) *
+                             MatmulEfficiency(gpu, c.setup.precision) * sys_eff;
+  const double core_rate = gpu.bf16_flops * MatmulEfficiency(gpu, Precision::kBf16) * sys_eff;
+  const double expert_tokens =
+      m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep / double(m.num_experts) : t_mb;
+  const double linear_s =
+      (linear * (1.0 + extra_mm) + head) / (linear_rate * GemmSizeFactor(t_mb, h / tp));
+  const double expert_s =
+      experts * (1.0 + extra_mm) /
+      (linear_rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size)));
+  const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0);
+  const double core_s = core * (1.0 + extra_core) / core_rate_eff;
+  t.compute = linear_s + expert_s + core_s;
+
+  const bool full = l.recompute == Recompute::kFull;
+  const MeshGroups& g = c.groups;
+  // --- TP ---
+  if (l.tp > 1 && layers > 0) {
+    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, GroupLink(sys, g.tp));
+    t.tp_comm = (full ? 6.0 : 4.0) * layers * n_mb * per;
+  }
+  // --- CP ---
+  if (l.cp > 1 && layers > 0) {
+    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / tp * 2.0;
+    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, GroupLink(sys, g.cp));
+    const double comm = (full ? 4.0 : 3.0) * ring;
+    const double core_layer_mb = t_mb * f.attn_core_flops / tp / core_rate_eff * (full ? 4.0 / 3.0 : 1.0);
+    t.cp_comm = std::max(0.0, comm - core_layer_mb) * layers * n_mb;
+  }
+  // --- EP ---
+  if (l.ep > 1 && moe_layers > 0) {
+    const double bytes = t_mb * double(m.experts_per_token) * h * 2.0;
+    const double per = AllToAllSeconds(bytes, l.ep, GroupLink(sys, g.ep));
+    t.ep_comm = (full ? 6.0 : 4.0) * moe_layers * n_mb * per;
+  }
+  // --- PP ---
+  const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));
+  if (l.pp > 1) {
+    const double per = P2pSeconds(t_mb * h * 2.0, GroupLink(sys, g.pp));
+    t.pp_comm = kPpP2pExposedFraction * 2.0 * v * n_mb * per;
+    t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * t.compute;
+  }
+  // --- DP ---
+  const double dense_local = (rp.layer_dense + rp.root) / tp;
+  const double expert_local = rp.layer_expert / ep;
+  if (l.strategy == Strategy::kDdp) {
+    const Link link = GroupLink(sys, g.ddp);
+    const double ar = AllReduceSeconds(4.0 * (dense_local + expert_local), g.ddp.n, link);
+    const double bwd_mb = t.compute / n_mb * (2.0 / 3.0);
+    t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) +
+                                  AllReduceSeconds(kDdpBucketBytes, g.ddp.n, link)
+                            : 0.0;
+  } else {
+    Group gd = g.dp_shard_cp, ge = g.ep_shard;
+    if (l.strategy == Strategy::kMegatronFsdp) {
+      gd = Group{std::max<int64_t>(1, l.dp) * std::max<int64_t>(1, l.cp), std::max<int64_t>(1, l.tp)};
+      ge = gd;
+    }
+    const Link ld = GroupLink(sys, gd), le = GroupLink(sys, ge);
+    const Link lr = GroupLink(sys, g.dp_replicate);
+    const double layers_dense = rp.layer_dense / tp, root = rp.root / tp;
+    const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
+                            AllGatherSeconds(2.0 * rp.max_layer_expert / ep, ge.n, le);
+    const double rs = ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) +
+                      ReduceScatterSeconds(4.0 * expert_local, ge.n, le) +
+                      AllReduceSeconds(4.0 * dense_local / double(gd.n), g.dp_replicate.n, lr);
+    if (l.pp > 1) {
+      const double calls = double(c.grad_accum);
+      const double ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) +
+                        AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      t.dp_comm = std::max(0.0, calls * ag - kFsdpOverlapFraction * t.compute) + calls * first_ag +
+                  calls * rs;
+    } else {
+      const bool experts_kept = !kMoeReshardAfterForward && l.ep > 1 && ge.n > 1;
+      const double ag = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) +
+                        AllGatherSeconds(2.0 * root, gd.n, ld) +
+                        (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      t.dp_comm = std::max(0.0, n_mb * (ag + rs) - kFsdpOverlapFraction * t.compute) + n_mb * first_ag;
+    }
+  }
+  // --- optimizer ---
+  const double state = mem.weights + mem.gradients + mem.optimizer;
+  t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.gradients) / gpu.hbm_bandwidth : 0.0;
+  return t;
+}
+
+}  // namespace meshplan::cost

@@ -1,0 +1,137 @@
+// CostModel::Evaluate and the time model (planner/cost/time.cpp, cost_model.cpp).
+
+#include <doctest/doctest.h>
+
+#include "cost/cost_fixtures.hpp"
+#include "cost/time.hpp"
+#include "meshplan/cost.hpp"
+
+namespace meshplan {
+namespace {
+
+TEST_CASE("cost: layouts whose memory exceeds capacity do not fit") {
+  // Llama3-70B with DDP on 8 GPUs: 16 B · 70.6e9 params ≈ 1.13 TB > 72 GB.
+  const CostModel cm(test::Llama3_70B(), test::DgxH100(), test::Setup(8, 8192, 8));
+  Layout l;
+  l.strategy = Strategy::kDdp;
+  l.dp = 8;
+  const Cost c = cm.Evaluate(l);
+  CHECK(c.capacity_bytes == doctest::Approx(72e9));  // 80e9 · (1 − 0.10)
+  CHECK(c.memory.weights + c.memory.gradients + c.memory.optimizer > 1.1e12);
+  CHECK_FALSE(c.fits);
+  // The small model with FSDP2 on 8 GPUs fits easily.
+  const CostModel small(test::TinyLlama(), test::DgxH100(), test::Setup(8, 2048, 8));
+  const Cost s = small.Evaluate(Layout{Strategy::kFsdp2, 1, 1, 1, 1, 8});
+  CHECK(s.fits);
+  CHECK(s.memory.Total() < 5e9);
+}
+
+TEST_CASE("cost: full recompute uses less activation memory and more compute time") {
+  const CostModel cm(test::Llama3_70B(), test::DgxH100(), test::Setup(64, 8192, 64));
+  Layout l;
+  l.tp = 8;
+  l.dp = 8;
+  const Cost none = cm.Evaluate(l);
+  l.recompute = Recompute::kSelective;
+  const Cost sel = cm.Evaluate(l);
+  l.recompute = Recompute::kFull;
+  const Cost full = cm.Evaluate(l);
+  CHECK(full.memory.activations < sel.memory.activations);
+  CHECK(sel.memory.activations < none.memory.activations);
+  CHECK(full.time.compute > sel.time.compute);
+  CHECK(sel.time.compute > none.time.compute);
+  // full recompute: the layers' forward again ≈ 4/3 of the layers' compute
+  CHECK(full.time.compute / none.time.compute == doctest::Approx(4.0 / 3.0).epsilon(0.02));
+  CHECK(full.model_flops == none.model_flops);
+  CHECK(full.mfu < none.mfu);
+}
+
+TEST_CASE("cost: compute time worked by hand, one GPU, no communication") {
+  // TinyLlama, 1 GPU, seq 2048, gbs 1, bf16.
+  // FLOP = 611,844,096 · 2048 = 1.25306e12 (layers 4·103,809,024·2048 linear+core).
+  // linear rate 989e12 · 0.803 · 0.7 = 555.917e12 FLOP/s; GEMM factor
+  // 2048/2304 · 1024/1152 = 0.790123; core factor 2048/2304 = 0.888889.
+  // linear+head: (4·(15,728,640 + 75,497,472) + 196,608,000)·2048 = 1.150354e12 FLOP
+  //   -> 1.150354e12 / (555.917e12 · 0.790123) = 2.61893e-3 s
+  // core: 4·12,582,912·2048 = 1.030792e11 -> / (555.917e12 · 0.888889) = 2.08598e-4 s
+  const CostModel cm(test::TinyLlama(), test::DgxH100(), test::Setup(1, 2048, 1));
+  const Cost c = cm.Evaluate(Layout{});
+  CHECK(c.time.compute == doctest::Approx(2.61893e-3 + 2.08598e-4).epsilon(1e-4));
+  CHECK(c.time.tp_comm == 0.0);
+  CHECK(c.time.dp_comm == 0.0);
+  CHECK(c.time.bubble == 0.0);
+  // optimizer: 16 B/param state, (2·16 − 4) = 28 B/param moved at 3.35e12 B/s
+  CHECK(c.time.optimizer == doctest::Approx(28.0 * double(cm.params().total) / 3.35e12));
+  CHECK(c.model_flops == doctest::Approx(611844096.0 * 2048));
+  CHECK(c.tokens_per_s_per_gpu == doctest::Approx(2048 / c.step_seconds));
+  CHECK(c.mfu == doctest::Approx(c.model_flops / c.step_seconds / 989e12));
+}
+
+TEST_CASE("cost: pipeline bubble is (pp−1)/(v·m) of the compute") {
+  const CostModel cm(test::TinyLlama(), test::DgxH100(), test::Setup(4, 2048, 8));
+  Layout l;
+  l.pp = 4;
+  l.dp = 1;
+  l.local_batch_size = 8;  // m = 8 micro-batches of 1
+  const Cost c = cm.Evaluate(l);
+  CHECK(c.time.bubble == doctest::Approx(3.0 / 8.0 * c.time.compute));
+  l.pp_schedule = PpSchedule::kInterleaved1F1B;  // v = 2 (layers_per_stage null)
+  l.pp = 2;
+  const CostModel cm2(test::TinyLlama(), test::DgxH100(), test::Setup(2, 2048, 8));
+  const Cost i = cm2.Evaluate(l);
+  CHECK(i.time.bubble == doctest::Approx(1.0 / 16.0 * i.time.compute));
+}
+
+TEST_CASE("cost: TP all-reduces worked by hand") {
+  // TinyLlama tp 8 on one DGX node, seq 2048, b 1, gbs 1: per layer per micro-batch
+  // 4 all-reduces of 2048·1024·2 = 4,194,304 B over NVLink (360e9 B/s, α 5 µs):
+  // 14·5e-6 + 4,194,304·14/8 / 360e9 = 7e-5 + 2.03890e-5 = 9.03890e-5 s; x 4 x 4 layers.
+  const CostModel cm(test::TinyLlama(), test::DgxH100(), test::Setup(8, 2048, 1));
+  Layout l;
+  l.tp = 8;
+  const Cost c = cm.Evaluate(l);
+  CHECK(c.time.tp_comm == doctest::Approx(16 * 9.03890e-5).epsilon(1e-5));
+}
+
+TEST_CASE("cost: EP all-to-all worked by hand") {
+  // Qwen3-30B-A3B, ep 8 on one node, seq 4096, b 1, gbs 8 (one micro-batch per rank).
+  // Per MoE layer: dispatch + combine, forward + backward = 4 all-to-alls of
+  // 4096·8·2048·2 = 134,217,728 B: 7·5e-6 + 134,217,728·7/8 / 360e9 = 3.61234e-4 s; x 4 x 48.
+  const CostModel cm(test::Qwen3_30B_A3B(), test::DgxH100(), test::Setup(8, 4096, 8));
+  Layout l;
+  l.ep = 8;
+  l.dp = 8;
+  const Cost c = cm.Evaluate(l);
+  CHECK(c.time.ep_comm == doctest::Approx(4 * 48 * 3.61234e-4).epsilon(1e-5));
+}
+
+TEST_CASE("cost: CP ring is hidden behind attention unless the link is slow") {
+  // TinyLlama cp 2, seq 2048, b 1: 1024 tokens per rank; one ring step moves K,V
+  // 1024·(256+256)·2 = 1,048,576 B; comm per layer = 3 steps (forward + 2x backward).
+  // Attention core per layer: 1024 · 12,582,912 FLOP at 989e12·0.803·0.7·(1024/1280) =
+  // 4.44734e14 FLOP/s -> 2.89725e-5 s.
+  SystemSpec sys = test::DgxH100();
+  const TrainSetup setup = test::Setup(2, 2048, 1);
+  Layout l;
+  l.cp = 2;
+  // NVLink 360e9: 3·(5e-6 + 2.91271e-6) = 2.37381e-5 s < 2.89725e-5 s -> fully hidden
+  CHECK(CostModel(test::TinyLlama(), sys, setup).Evaluate(l).time.cp_comm == 0.0);
+  // 1e9 B/s · 0.8: 3·(5e-6 + 1.31072e-3) = 3.94716e-3 s; exposed (3.94716e-3 − 2.89725e-5)
+  // per layer, 4 layers -> 1.567275e-2 s
+  sys.scaleup_bandwidth = 1e9;
+  CHECK(CostModel(test::TinyLlama(), sys, setup).Evaluate(l).time.cp_comm ==
+        doctest::Approx(1.567275e-2).epsilon(1e-5));
+}
+
+TEST_CASE("cost: small-GEMM factor and fp8 fallback") {
+  // 256 tokens, width 128: 1/2 · 1/2
+  CHECK(cost::GemmSizeFactor(256, 128) == doctest::Approx(0.25));
+  GpuSpec g;
+  g.bf16_flops = 312e12;
+  g.matmul_efficiency_bf16 = 0.869;
+  CHECK(cost::PeakFlops(g, Precision::kFp8) == doctest::Approx(312e12));
+  CHECK(cost::MatmulEfficiency(g, Precision::kFp8) == doctest::Approx(0.869));
+}
+
+}  // namespace
+}  // namespace meshplan

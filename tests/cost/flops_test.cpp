@@ -1,0 +1,55 @@
+// ModelFlopsPerStep against the published Megatron-Bridge rows of megatron.md 3.6
+// (Model TFLOP/s/GPU = tokens/s/GPU x FLOP/token), rows in mbridge_perf_dev.csv.
+
+#include <doctest/doctest.h>
+
+#include "cost/cost_fixtures.hpp"
+#include "cost/flops.hpp"
+#include "meshplan/cost.hpp"
+
+namespace meshplan {
+namespace {
+
+/// TFLOP/s/GPU implied by a tokens/s/GPU figure.
+double Tflops(const ModelSpec& m, int64_t seq, double tokens_per_s_per_gpu) {
+  const TrainSetup s = test::Setup(64, seq, 16);
+  const double per_token = ModelFlopsPerStep(m, s) / double(s.global_batch * s.seq_len);
+  return tokens_per_s_per_gpu * per_token / 1e12;
+}
+
+TEST_CASE("cost: Llama3-70B FLOPs reproduce the MB row 4864 tok/s -> 2186 TFLOP/s") {
+  // 26.04.01 GB200 NVFP4, seq 8192. Per token (hand): 6·[80·(8192·(8192+2·1024) + 8192·8192
+  // + 3·8192·28672) + 8192·128256] + 6·8192·80·8192 = 449.22 GFLOP -> 4864 x = 2185.0.
+  const double t = Tflops(test::Llama3_70B(), 8192, 4864);
+  CHECK(t == doctest::Approx(2186).epsilon(0.005));
+  CHECK(t == doctest::Approx(2185.02).epsilon(1e-4));
+}
+
+TEST_CASE("cost: Qwen3-30B-A3B FLOPs reproduce the MB row 8826 tok/s -> 203 TFLOP/s") {
+  // seq 4096; all 48 layers MoE, routed 6·2048·3·768·8 per layer; 23.006 GFLOP/token.
+  const double t = Tflops(test::Qwen3_30B_A3B(), 4096, 8826);
+  CHECK(t == doctest::Approx(203).epsilon(0.005));
+  CHECK(t == doctest::Approx(203.053).epsilon(1e-4));
+}
+
+TEST_CASE("cost: DeepSeek-V3 (no MTP) FLOPs reproduce 4912 tok/s -> 1227 TFLOP/s") {
+  // seq 4096, MLA, 3 dense + 58 MoE layers, shared 2048; megatron.md 3.6 "without MTP: 1227".
+  const double t = Tflops(test::DeepSeekV3(), 4096, 4912);
+  CHECK(t == doctest::Approx(1227).epsilon(0.005));
+  CHECK(t == doctest::Approx(1227.08).epsilon(1e-4));
+}
+
+TEST_CASE("cost: FLOPs per token split into the Megatron terms") {
+  // TinyLlama, s = 2048: A_lin = 6·(1024·(1024+512) + 1024·1024) = 15,728,640;
+  // A_core·s = 6·1024·2048 = 12,582,912; MLP 6·1024·3·4096 = 75,497,472; logits 6·1024·32000.
+  const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(test::TinyLlama(), 2048);
+  CHECK(f.attn_linear_flops == doctest::Approx(15728640.0));
+  CHECK(f.attn_core_flops == doctest::Approx(12582912.0));
+  CHECK(f.dense_mlp_flops == doctest::Approx(75497472.0));
+  CHECK(f.logits_flops == doctest::Approx(196608000.0));
+  // 4·(15,728,640 + 12,582,912 + 75,497,472) + 196,608,000 = 611,844,096
+  CHECK(f.Total(cost::ModelLayerMix(test::TinyLlama())) == doctest::Approx(611844096.0));
+}
+
+}  // namespace
+}  // namespace meshplan
