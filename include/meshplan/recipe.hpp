@@ -30,3 +30,24 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req);
 void WriteFileAtomically(const std::string& path, const std::string& content, bool force);
 
 }  // namespace meshplan
+
+namespace meshplan {
+
+/// An AutoModel recipe read back: its layout (dp inferred from the world size as AutoModel
+/// does) and global batch.
+struct ParsedRecipe {
+  Layout layout;
+  int64_t global_batch = 0;
+};
+
+/// Reads the `distributed:` and `step_scheduler:` sections of an AutoModel recipe (other
+/// top-level sections are ignored) the way recipes/_dist_utils.py::parse_distributed_section
+/// does: size keys default to 1 (null / none mean the default), `strategy` defaults to fsdp2
+/// (aliases megatron-fsdp, mfsdp), activation_checkpointing accepts true/on/full/enabled/yes,
+/// selective, false/off/none/disabled/no, and every other key must be a field of the
+/// strategy's dataclass (components/distributed/config.py) or the recipe is rejected.
+/// `dp_size` null is inferred as num_gpus / (tp*cp*pp) (or left as given).
+/// Throws InputError (file, line, column, field) on a malformed or unknown key.
+ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
+
+}  // namespace meshplan

@@ -3,7 +3,7 @@
 namespace meshplan {
 
 std::string FormatLoc(const SourceLoc& loc) {
-  std::string s = loc.file.empty() ? "<input>" : loc.file;
+  std::string s = loc.file.empty() ? "<command line>" : loc.file;
   if (loc.line > 0) {
     s += ":" + std::to_string(loc.line);
     if (loc.column > 0) s += ":" + std::to_string(loc.column);

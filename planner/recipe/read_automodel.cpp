@@ -1,0 +1,148 @@
+// Reading an AutoModel recipe back into a Layout.
+// Source: nemo_automodel/recipes/_dist_utils.py::parse_distributed_section and
+// components/distributed/config.py (strategy dataclass fields), main / v0.5.
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "data/yaml_util.hpp"
+#include "meshplan/recipe.hpp"
+
+namespace meshplan {
+namespace {
+
+using yamlutil::MapReader;
+
+// Keys of each strategy dataclass that meshplan does not model but accepts as written.
+constexpr std::array kFsdp2Fields = {"tp_plan", "patch_is_packed_sequence", "mp_policy", "offload_policy",
+                                     "autocast_dtype", "activation_checkpointing_scope", "defer_fsdp_grad_sync",
+                                     "reshard_after_forward", "enable_async_tensor_parallel", "enable_compile",
+                                     "enable_fsdp2_prefetch", "fsdp2_backward_prefetch_depth",
+                                     "fsdp2_forward_prefetch_depth", "multimodal"};
+constexpr std::array kMegatronFsdpFields = {
+    "megatron_fsdp_unit_modules", "zero_dp_strategy", "init_fsdp_with_meta_device", "grad_reduce_in_fp32",
+    "preserve_fp32_weights", "overlap_grad_reduce", "overlap_param_gather", "check_for_nan_in_grad",
+    "report_nan_in_param_grad", "average_in_collective", "disable_bucketing", "calculate_per_token_loss",
+    "keep_fp8_transpose_cache", "nccl_ub", "fsdp_double_buffer"};
+constexpr std::array kDdpFields = {"activation_checkpointing_scope", "broadcast_buffers", "find_unused_parameters",
+                                   "static_graph", "bucket_cap_mb", "gradient_as_bucket_view", "autocast_dtype"};
+
+int64_t SizeKey(MapReader& r, const char* key) {
+  if (!r.HasValue(key)) return 1;
+  YAML::Node n = r.Get(key);
+  if (n.IsScalar() && (n.Scalar() == "none" || n.Scalar() == "None")) return 1;
+  return r.Int(key, 1, 1LL << 20);
+}
+
+Recompute ParseCheckpointing(MapReader& r) {
+  if (!r.HasValue("activation_checkpointing")) return Recompute::kNone;
+  std::string v = r.Str("activation_checkpointing");
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (v == "true" || v == "on" || v == "full" || v == "enabled" || v == "yes") return Recompute::kFull;
+  if (v == "selective") return Recompute::kSelective;
+  if (v == "false" || v == "off" || v == "none" || v == "disabled" || v == "no") return Recompute::kNone;
+  r.Fail("activation_checkpointing", "must be a boolean or one of 'full', 'selective', 'false'; found '" + v + "'");
+}
+
+void ReadPipeline(MapReader& d, Layout& l) {
+  if (!d.HasValue("pipeline")) {
+    if (l.pp > 1) {
+      d.Fail("pipeline", "pp_size=" + std::to_string(l.pp) +
+                             " (> 1) enables pipeline parallelism but no distributed.pipeline block was provided; "
+                             "an empty `pipeline: {}` selects defaults");
+    }
+    return;
+  }
+  YAML::Node node = d.Get("pipeline");
+  if (!node.IsMap()) d.Fail("pipeline", "expected a map");
+  MapReader p(node, d.filename(), "distributed.pipeline");
+  if (l.pp > 1) {
+    std::string sched = p.Str("pp_schedule", std::string("1f1b"));
+    std::string lower = sched;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (lower == "1f1b") {
+      l.pp_schedule = PpSchedule::k1F1B;
+    } else if (lower == "interleaved1f1b") {
+      l.pp_schedule = PpSchedule::kInterleaved1F1B;
+    } else {
+      p.Fail("pp_schedule", "meshplan models 1f1b and interleaved1f1b; found '" + sched + "'");
+    }
+    l.pp_microbatch_size = p.Int("pp_microbatch_size", 1, 1LL << 20, 1);
+    l.layers_per_stage = p.HasValue("layers_per_stage") ? p.Int("layers_per_stage", 1, 1LL << 20) : 0;
+    std::string round = p.Str("round_virtual_stages_to_pp_multiple", std::string("null"));
+    if (round == "up") {
+      l.stage_rounding = StageRounding::kUp;
+    } else if (round == "down") {
+      l.stage_rounding = StageRounding::kDown;
+    } else if (round != "null") {
+      p.Fail("round_virtual_stages_to_pp_multiple", "expected up, down or null; found '" + round + "'");
+    }
+  }
+  // A pipeline block with pp_size 1 is ignored by AutoModel (with a warning); other
+  // PipelineConfig fields are accepted as written.
+  p.Ignore({"pp_schedule", "pp_microbatch_size", "layers_per_stage", "round_virtual_stages_to_pp_multiple",
+            "pp_schedule_csv", "pp_batch_size", "module_fqns_per_model_part", "patch_inner_model",
+            "patch_causal_lm_model", "patch_stage_backward_maybe_with_nosync", "dtype", "scale_grads_in_schedule",
+            "loss_fn", "pp_seq_len"});
+  p.RejectUnknown();
+}
+
+}  // namespace
+
+ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  MapReader top(root, filename);
+  if (!top.HasValue("distributed")) top.Fail("distributed", "missing; expected the AutoModel distributed: section");
+  if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map");
+  MapReader d(top.Get("distributed"), filename, "distributed");
+  ParsedRecipe out;
+  Layout& l = out.layout;
+
+  std::string strategy = d.Str("strategy", std::string("fsdp2"));
+  std::transform(strategy.begin(), strategy.end(), strategy.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (strategy == "fsdp2") {
+    l.strategy = Strategy::kFsdp2;
+  } else if (strategy == "megatron_fsdp" || strategy == "megatron-fsdp" || strategy == "mfsdp") {
+    l.strategy = Strategy::kMegatronFsdp;
+  } else if (strategy == "ddp") {
+    l.strategy = Strategy::kDdp;
+  } else {
+    d.Fail("strategy", "Unknown strategy: " + strategy + ". Valid strategies: fsdp2, megatron_fsdp, ddp");
+  }
+  l.tp = SizeKey(d, "tp_size");
+  l.pp = SizeKey(d, "pp_size");
+  l.cp = SizeKey(d, "cp_size");
+  l.ep = SizeKey(d, "ep_size");
+  l.dp_replicate = SizeKey(d, "dp_replicate_size");
+  const int64_t model_ranks = l.tp * l.cp * l.pp;
+  const bool dp_given = d.HasValue("dp_size") && !(d.Get("dp_size").IsScalar() &&
+                                                   (d.Get("dp_size").Scalar() == "none" || d.Get("dp_size").Scalar() == "None"));
+  l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : (num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0);
+  l.recompute = ParseCheckpointing(d);
+  if (d.Has("sequence_parallel")) {
+    if (l.strategy != Strategy::kFsdp2) {
+      throw InputError(d.Loc("sequence_parallel"), "distributed.sequence_parallel",
+                       std::string("Unknown options for strategy '") + StrategyName(l.strategy) +
+                           "': ['sequence_parallel']");
+    }
+    l.sequence_parallel = d.Bool("sequence_parallel", false);
+  }
+  ReadPipeline(d, l);
+  d.Ignore({"moe", "_target_", "_recursive_", "_convert_"});
+  if (l.strategy == Strategy::kFsdp2) {
+    for (const char* k : kFsdp2Fields) d.Ignore({k});
+  } else if (l.strategy == Strategy::kMegatronFsdp) {
+    for (const char* k : kMegatronFsdpFields) d.Ignore({k});
+  } else {
+    for (const char* k : kDdpFields) d.Ignore({k});
+  }
+  d.RejectUnknown();
+
+  if (!top.HasValue("step_scheduler")) top.Fail("step_scheduler", "missing; expected global_batch_size and local_batch_size");
+  MapReader s(top.Get("step_scheduler"), filename, "step_scheduler");
+  out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
+  l.local_batch_size = s.Int("local_batch_size", 1, 1LL << 30);
+  return out;
+}
+
+}  // namespace meshplan
