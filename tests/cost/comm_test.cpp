@@ -8,7 +8,7 @@
 namespace meshplan {
 namespace {
 
-TEST_CASE("cost: ring all-reduce 1e9 bytes, n=8, 1e11 B/s takes 0.0175 s") {
+TEST_CASE("cost: ring all-reduce 1e9 bytes and n=8 and 1e11 B/s takes 0.0175 s") {
   // 1e9 · 2·7/8 / 1e11 = 0.0175 s (no latency)
   const cost::Link link{1e11, 0.0};
   CHECK(cost::AllReduceSeconds(1e9, 8, link) == doctest::Approx(0.0175));
@@ -27,7 +27,7 @@ TEST_CASE("cost: latency terms") {
   CHECK(cost::P2pSeconds(1e8, link) == doctest::Approx(10e-6 + 1e-3));
 }
 
-TEST_CASE("cost: TP=8 inside a DGX node uses NVLink, DP across nodes uses the NIC rate") {
+TEST_CASE("cost: TP=8 inside a DGX node uses NVLink and DP across nodes uses the NIC rate") {
   const SystemSpec sys = test::DgxH100();
   Layout l;
   l.tp = 8;

@@ -46,7 +46,7 @@ TEST_CASE("cost: full recompute uses less activation memory and more compute tim
   CHECK(full.mfu < none.mfu);
 }
 
-TEST_CASE("cost: compute time worked by hand, one GPU, no communication") {
+TEST_CASE("cost: compute time worked by hand and one GPU and no communication") {
   // TinyLlama, 1 GPU, seq 2048, gbs 1, bf16.
   // FLOP = 611,844,096 · 2048 = 1.25306e12 (layers 4·103,809,024·2048 linear+core).
   // linear rate 989e12 · 0.803 · 0.7 = 555.917e12 FLOP/s; GEMM factor

@@ -72,7 +72,7 @@ TEST_CASE("cost: activation bytes per token of a small Llama-like layer") {
         doctest::Approx(15936));
 }
 
-TEST_CASE("cost: activation memory of the small model, one GPU, s 2048, b 1") {
+TEST_CASE("cost: activation memory of the small model and one GPU and s 2048 and b 1") {
   const ModelSpec m = test::TinyLlama();
   const SystemSpec sys = test::DgxH100();
   const TrainSetup setup = test::Setup(1, 2048, 1);

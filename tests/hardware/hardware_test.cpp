@@ -148,7 +148,7 @@ TEST_CASE("other systems: hand-checked key numbers") {
   CHECK(LoadGpu("b200").fp4_flops == Approx(9000e12));
 }
 
-TEST_CASE("ParseGpu reads inline text; the name is the file stem") {
+TEST_CASE("ParseGpu reads inline text - the name is the file stem") {
   GpuSpec g = ParseGpu(kGpuText, "some/dir/test-gpu.yaml");
   CHECK(g.name == "test-gpu");
   CHECK(g.display_name == "Test GPU");
@@ -167,7 +167,7 @@ TEST_CASE("malformed YAML names the right line") {
   CHECK(ErrorOf([] { ParseGpu("- 1\n- 2\n", "list.yaml"); }).find("list.yaml:1:1: error: expected a map") == 0);
 }
 
-TEST_CASE("out-of-range numbers are rejected with file, line, field, expected and found") {
+TEST_CASE("out-of-range numbers are rejected with file and line and field and expected and found") {
   try {
     ParseSys(Edit(kSystemText, "scaleup_gbps_per_gpu: 450", "scaleup_gbps_per_gpu: -450"));
     FAIL("no error");
@@ -250,7 +250,7 @@ TEST_CASE("an unknown system name lists the known ones") {
         std::string::npos);
 }
 
-TEST_CASE("a system file by path finds its GPU in ../gpus/, then in the embedded database") {
+TEST_CASE("a system file by path finds its GPU in ../gpus/ and then in the embedded database") {
   SystemSpec s = LoadSystem(kFixtures + "/systems/tiny-node.yaml");
   CHECK(s.name == "tiny-node");
   CHECK(s.gpu.name == "tiny-gpu");

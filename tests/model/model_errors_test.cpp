@@ -93,7 +93,7 @@ TEST_CASE("model errors: wrong type") {
   CHECK(msg.find("bad.json:10:3: error: tie_word_embeddings: expected true or false, found '3'") != npos);
 }
 
-TEST_CASE("model errors: zero, negative and huge sizes") {
+TEST_CASE("model errors: zero and negative and huge sizes") {
   std::string msg = ErrorOf(Tiny("num_hidden_layers", "  \"num_hidden_layers\": 0,"));
   CHECK(msg.find("bad.json:4:3: error: num_hidden_layers: expected an integer in [1, 100000], found 0") != npos);
   msg = ErrorOf(Tiny("num_hidden_layers", "  \"num_hidden_layers\": -4,"));
@@ -169,7 +169,7 @@ TEST_CASE("model errors: missing and duplicate keys") {
   CHECK(msg.find("bad.json:10:3: error: hidden_size: duplicate key") != npos);
 }
 
-TEST_CASE("model errors: misspelt keys are rejected, unknown HF keys ignored") {
+TEST_CASE("model errors: misspelt keys are rejected and unknown HF keys ignored") {
   std::string msg = ErrorOf(Tiny("rope_theta", "  \"num_attention_head\": 8"));
   CHECK(msg.find("bad.json:10:3: error: num_attention_head: unknown key; did you mean 'num_attention_heads'?") !=
         npos);
@@ -227,7 +227,7 @@ TEST_CASE("model errors: mixture-of-experts consistency") {
   CHECK(msg.find("layer_types: expected one entry per layer (num_hidden_layers = 2), found 1") != npos);
 }
 
-TEST_CASE("model load: presets, paths and unknown names") {
+TEST_CASE("model load: presets and paths and unknown names") {
   std::string msg = LoadError("lama3.1-8b");
   CHECK(msg.find("unknown model preset 'lama3.1-8b'") != npos);
   CHECK(msg.find("did you mean 'llama3.1-8b'?") != npos);

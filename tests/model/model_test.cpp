@@ -135,7 +135,7 @@ TEST_CASE("model presets: list and architectures") {
   CHECK(std::string(ArchitectureName(Architecture::kGptOss)) == "GptOssForCausalLM");
 }
 
-TEST_CASE("model count: tiny dense Llama, by hand") {
+TEST_CASE("model count: tiny dense Llama and by hand") {
   // h=8, L=2, a=2, g=1 (d=4), f=16, V=10, untied.
   // attention: q 8·8=64, k 8·4=32, v 32, o 64 -> 192 per layer
   // mlp: 3·8·16 = 384 per layer; norms 2·8 = 16 per layer
@@ -156,7 +156,7 @@ TEST_CASE("model count: tiny dense Llama, by hand") {
   CHECK(CountParams(m).total == 1272);
 }
 
-TEST_CASE("model count: tiny DeepSeek-V3 (MLA, shared + routed experts), by hand") {
+TEST_CASE("model count: tiny DeepSeek-V3 (MLA and shared + routed experts) and by hand") {
   // h=8, L=3, a=2, r_q=4, r_kv=4, nope=2, rope=2, v=2, E=4 routed + 1 shared, top-2, f_e=4,
   // f=16, first_k_dense_replace=1, V=10.
   // attention: q_a 8·4=32, q_a_norm 4, q_b 4·2·(2+2)=32, kv_a 8·(4+2)=48, kv_a_norm 4,
@@ -200,7 +200,7 @@ num_nextn_predict_layers: 1
   CHECK(CountParams(m).attention_per_layer == 180);
 }
 
-TEST_CASE("model count: tiny GPT-OSS (biases, sinks), by hand") {
+TEST_CASE("model count: tiny GPT-OSS (biases and sinks) and by hand") {
   // h=8, L=2, a=2, g=1, d=4, E=4, top-2, f=8, V=10, attention_bias.
   // attention: q 8·8+8=72, k 8·4+4=36, v 36, o 8·8+8=72, sinks 2 -> 218 per layer, 436
   // expert: 3·8·8 + 2·8 + 8 = 216; routed 2·4·216 = 1728; router 2·(8·4+4) = 72

@@ -162,7 +162,7 @@ TEST_CASE("rules: the base layout is valid") {
   CHECK_MESSAGE(r == nullptr, (r ? r->name : ""));
 }
 
-TEST_CASE("rules: every rule accepts one layout and rejects another, with its message") {
+TEST_CASE("rules: every rule accepts one layout and rejects another and with its message") {
   std::set<std::string> covered;
   for (const Case& c : kCases) {
     const std::string rule_name = c.rule;

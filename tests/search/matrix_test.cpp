@@ -7,7 +7,7 @@
 
 using namespace meshplan;
 
-TEST_CASE("search: every preset x system x GPU count answers; emitted recipes pass every rule") {
+TEST_CASE("search: every preset x system x GPU count answers - emitted recipes pass every rule") {
   const char* models[] = {"llama3.1-8b",  "llama3.1-70b",  "llama3.1-405b",   "mixtral-8x7b", "mixtral-8x22b",
                           "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b"};
   const char* systems[] = {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-8"};

@@ -32,7 +32,7 @@ void CheckAllValid(const PlanRequest& req, const PlanResult& r) {
 
 }  // namespace
 
-TEST_CASE("search: llama3.1-70b on 32 H100 finds valid, fitting, ranked layouts") {
+TEST_CASE("search: llama3.1-70b on 32 H100 finds valid and fitting and ranked layouts") {
   PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
   PlanResult r = Plan(req);
   CHECK(r.valid > 0);
