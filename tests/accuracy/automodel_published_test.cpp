@@ -1,0 +1,85 @@
+// Predicted against published throughput for NeMo AutoModel's own benchmark rows
+// (shared/reference/published_runs_dev.csv ids 117, 118, 119, 121: AutoModel
+// docs/performance-summary, H100 80GB SXM, BF16, FSDP2 + EP, mock data, balanced gate).
+// The published layouts must pass every rule; the error of each prediction is printed.
+// No bound is asserted on the error: the first cost model is uncalibrated (see README,
+// "Known error"); issue "Step-time model ... validated against published runs" owns that.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "meshplan/search.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+struct Row {
+  int id;
+  const char* model;
+  int64_t gpus, seq, gbs;
+  Layout layout;
+  double tokens_per_s_per_gpu;  // published
+  double tflops_per_gpu;        // published model TFLOP/s per GPU
+};
+
+Layout Make(int64_t pp, int64_t ep, int64_t dp, int64_t lbs, Recompute rc, int64_t lps, StageRounding round) {
+  Layout l;
+  l.pp = pp;
+  l.ep = ep;
+  l.dp = dp;
+  l.local_batch_size = lbs;
+  l.recompute = rc;
+  if (pp > 1) {
+    l.pp_schedule = PpSchedule::kInterleaved1F1B;
+    l.layers_per_stage = lps;
+    l.stage_rounding = round;
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("accuracy: AutoModel published H100 rows - layouts valid and throughput error printed") {
+  // Recompute and pipeline settings from the matching example recipes (automodel.md 1.5 C, D, E).
+  const std::vector<Row> rows = {
+      {119, "qwen3-30b-a3b", 8, 4096, 512, Make(1, 8, 8, 4, Recompute::kFull, 0, StageRounding::kNone), 12040, 277},
+      {121, "gpt-oss-120b", 64, 4096, 512, Make(1, 64, 64, 2, Recompute::kNone, 0, StageRounding::kNone), 7626, 231},
+      {117, "deepseek-v3", 256, 4096, 512, Make(4, 64, 64, 8, Recompute::kFull, 2, StageRounding::kDown), 1002, 250},
+      {118, "kimi-k2", 256, 4096, 512, Make(8, 32, 32, 16, Recompute::kFull, 2, StageRounding::kDown), 924, 189},
+  };
+  const SystemSpec h100 = LoadSystem("dgx-h100");
+  std::vector<double> errors;
+  std::printf("\n%-4s %-15s %5s %12s %12s %8s %10s %10s %9s %8s %5s\n", "id", "model", "gpus", "tok/s pub",
+              "tok/s pred", "err%", "TF pub", "TF pred", "FLOPconv", "GiB", "fits");
+  for (const Row& r : rows) {
+    CAPTURE(r.id);
+    const ModelSpec m = LoadModel(r.model);
+    TrainSetup s;
+    s.num_gpus = r.gpus;
+    s.seq_len = r.seq;
+    s.global_batch = r.gbs;
+    const Rule* f = FirstFailure({m, s, r.layout});
+    CHECK_MESSAGE(f == nullptr, std::string(f ? f->name : ""));
+    const Cost c = CostModel(m, h100, s).Evaluate(r.layout);
+    // The model-FLOP convention matches the published one within rounding (megatron.md 3.6):
+    // published TFLOP/s = published tokens/s x FLOP/token. GPT-OSS is the exception: its
+    // published TFLOP/s imply 13% more FLOP per token than Megatron's formula (AutoModel's
+    // own GPT-OSS count differs; not resolved), so it is printed, not checked.
+    const double flop_per_token = ModelFlopsPerStep(m, s) / (r.seq * r.gbs);
+    const double convention = r.tokens_per_s_per_gpu * flop_per_token / 1e12 / r.tflops_per_gpu;
+    if (r.id != 121) CHECK(std::fabs(convention - 1) < 0.05);
+    const double err = (c.tokens_per_s_per_gpu - r.tokens_per_s_per_gpu) / r.tokens_per_s_per_gpu;
+    errors.push_back(std::fabs(err));
+    // These runs trained on 80 GB GPUs, so "fits: no" is a memory-model miss.
+    std::printf("%-4d %-15s %5lld %12.0f %12.0f %+8.1f %10.0f %10.0f %9.3f %8.1f %5s\n", r.id, r.model,
+                static_cast<long long>(r.gpus), r.tokens_per_s_per_gpu, c.tokens_per_s_per_gpu, 100 * err,
+                r.tflops_per_gpu, c.model_tflops_per_gpu, convention, c.memory.Total() / 1073741824.0,
+                c.fits ? "yes" : "no");
+  }
+  std::sort(errors.begin(), errors.end());
+  std::printf("median absolute throughput error: %.1f%%\n", 100 * (errors[1] + errors[2]) / 2);
+}
