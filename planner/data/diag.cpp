@@ -3,18 +3,28 @@
 namespace meshplan {
 
 std::string FormatLoc(const SourceLoc& loc) {
-  std::string s = loc.file.empty() ? "<command line>" : loc.file;
+  std::string s;
+  if (loc.file.empty()) {
+    s = "<command line>";
+  } else {
+    s.append(loc.file);
+  }
   if (loc.line > 0) {
-    s += ":" + std::to_string(loc.line);
-    if (loc.column > 0) s += ":" + std::to_string(loc.column);
+    s.append(":").append(std::to_string(loc.line));
+    if (loc.column > 0) s.append(":").append(std::to_string(loc.column));
   }
   return s;
 }
 
 static std::string Compose(const SourceLoc& loc, const std::string& field, const std::string& message) {
-  std::string s = FormatLoc(loc) + ": error: ";
-  if (!field.empty()) s += field + ": ";
-  return s + message;
+  std::string s = FormatLoc(loc);
+  s.append(": error: ");
+  if (!field.empty()) {
+    s.append(field);
+    s.append(": ");
+  }
+  s.append(message);
+  return s;
 }
 
 InputError::InputError(SourceLoc loc, std::string field, std::string message)

@@ -82,6 +82,18 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     }
     y << "    scale_grads_in_schedule: false\n";
   }
+  if (l.ep > 1) {
+    // MoEParallelizerConfig (components/moe/config): the default keeps gathered experts
+    // resident when ep_shard > 1; the cost model prices exactly that default.
+    y << "  moe:\n";
+    y << "    reshard_after_forward: false\n";
+    if (l.ep > req.system.gpus_per_node) {
+      // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's
+      // internode dispatch times out, issues #2327, #3906).
+      y << "# EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
+        << " nodes: set model.backend.dispatcher: hybridep (deepep is for ep_size <= GPUs per node)\n";
+    }
+  }
   return y.str();
 }
 
