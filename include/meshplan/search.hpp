@@ -3,6 +3,7 @@
 /// Exhaustive search of the AutoModel layout space: enumerate, check every rule, score
 /// the valid layouts with the cost model, rank those that fit.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,12 @@ struct PlanRequest {
   std::vector<Strategy> strategies = {Strategy::kFsdp2, Strategy::kMegatronFsdp, Strategy::kDdp};
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated
+  /// Stop the walk at this time (checked every few hundred layouts) and return the best
+  /// layouts found so far with PlanResult::stopped set. Default: no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Stop after this many layouts (or subtrees) have been tested; bounds time and, for
+  /// EnumerateLayouts, memory. 0 = no limit.
+  int64_t max_layouts = 0;
 };
 
 /// A scored layout.
@@ -44,6 +51,9 @@ struct PlanResult {
   std::vector<std::pair<std::string, int64_t>> rejected_by_rule;
   /// Among valid layouts, the one needing least memory (set when any layout was valid).
   std::optional<Candidate> least_memory;
+  /// Why the walk stopped early ("" = it covered the whole space): "deadline" or
+  /// "max_layouts". The counts and results above are those of the part searched.
+  std::string stopped;
 };
 
 /// Every layout the planner considers for `req` (all strategies, sizes dividing the GPU

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/search.hpp"
+
 namespace meshplan::cli {
 
 struct PlanOptions {
@@ -19,6 +21,7 @@ struct PlanOptions {
   std::string precision = "bf16";
   std::string framework = "automodel";
   std::string automodel_version = "0.5";
+  std::string mbridge_version = "main";
   std::vector<std::string> strategies;
   int top = 5;
   std::string format = "table";
@@ -26,6 +29,22 @@ struct PlanOptions {
   bool force = false;
   double headroom = 0.10;
   long long max_micro_batch = 16;
+  double max_seconds = 300;  ///< search time limit; the best layouts so far are printed
+  long long max_layouts = 0;  ///< search work limit (layouts tested); 0 = none
+};
+
+struct CheckOptions {
+  std::string recipe;
+  std::string model;
+  std::string system;
+  std::string hwdb;
+  long long gpus = 0;
+  long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length)
+  std::string precision = "bf16";
+  std::string framework;  ///< empty: detected from the recipe's keys
+  std::string automodel_version = "0.5";
+  std::string mbridge_version = "main";
+  double headroom = 0.10;
 };
 
 struct ListOptions {
@@ -34,7 +53,12 @@ struct ListOptions {
 };
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
+/// Validates the options and loads model and system (deadline = now + max_seconds).
+/// Throws InputError for unusable input.
+PlanRequest MakePlanRequest(const PlanOptions& o);
 int RunPlan(const PlanOptions& o);
+void AddCheckCommand(CLI::App& app, CheckOptions& o);
+int RunCheck(const CheckOptions& o);
 void AddListCommand(CLI::App& app, ListOptions& o);
 int RunList(const ListOptions& o);
 

@@ -1,4 +1,7 @@
 // `meshplan plan`: model + system + GPU count + training setup -> ranked AutoModel recipes.
+#include <chrono>
+#include <sstream>
+#include <cmath>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -17,10 +20,14 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step")->required();
   cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--framework", o.framework, "framework whose rules and recipe format apply")
-      ->check(CLI::IsMember({"automodel"}));
+      ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
   cmd->add_option("--automodel-version", o.automodel_version,
                   "AutoModel release whose rules apply (0.5 = current main; 0.4 = v0.3/v0.4 EP rule)")
       ->check(CLI::IsMember({"0.5", "0.4"}));
+  cmd->add_option("--mbridge-version", o.mbridge_version,
+                  "Megatron-Bridge release whose rules apply (main = current, on Megatron-Core >= 0.16; core0.15 = "
+                  "a release on Megatron-Core <= 0.15, without KV-head replication)")
+      ->check(CLI::IsMember({"main", "core0.15"}));
   cmd->add_option("--strategy", o.strategies, "restrict to these strategies (default: all)")
       ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}))
       ->delimiter(',');
@@ -32,6 +39,10 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
+  cmd->add_option("--max-seconds", o.max_seconds,
+                  "stop the search after this many seconds and print the best layouts so far (default 300)");
+  cmd->add_option("--max-layouts", o.max_layouts,
+                  "stop the search after testing this many layouts (default: no limit)");
 }
 
 namespace {
@@ -40,6 +51,15 @@ int64_t CheckedCount(long long v, const char* flag, long long max) {
   if (v < 1 || v > max) {
     throw InputError({"<command line>", 0, 0}, flag,
                      "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
+  }
+  return v;
+}
+
+double CheckedReal(double v, const char* flag, double min, double max) {
+  if (!std::isfinite(v) || v < min || v > max) {
+    std::ostringstream os;
+    os << "expected a number in [" << min << ", " << max << "], found " << v;
+    throw InputError({"<command line>", 0, 0}, flag, os.str());
   }
   return v;
 }
@@ -61,16 +81,22 @@ std::string TopRules(const PlanResult& r, size_t n) {
 
 }  // namespace
 
-int RunPlan(const PlanOptions& o) {
+PlanRequest MakePlanRequest(const PlanOptions& o) {
   PlanRequest req;
   req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
   req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
   req.setup.global_batch = CheckedCount(o.global_batch, "--global-batch", 1LL << 30);
   req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
-  req.setup.headroom = o.headroom;
+  req.setup.headroom = CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
+  const double max_seconds = CheckedReal(o.max_seconds, "--max-seconds", 0.001, 1e6);
+  if (o.max_layouts < 0) {
+    throw InputError({"<command line>", 0, 0}, "--max-layouts",
+                     "expected a non-negative integer (0 = no limit), found " + std::to_string(o.max_layouts));
+  }
+  req.max_layouts = o.max_layouts;
   req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
-  req.top_n = o.top;
-  req.max_micro_batch = o.max_micro_batch;
+  req.top_n = static_cast<int>(CheckedCount(o.top, "--top", 1000));
+  req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
   if (!o.strategies.empty()) {
     req.strategies.clear();
     for (const std::string& s : o.strategies) req.strategies.push_back(ParseStrategy(s));
@@ -88,7 +114,22 @@ int RunPlan(const PlanOptions& o) {
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
   }
 
+  req.deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(max_seconds));
+  return req;
+}
+
+int RunPlan(const PlanOptions& o) {
+  const PlanRequest req = MakePlanRequest(o);
+  const double max_seconds = o.max_seconds;
   const PlanResult result = Plan(req);
+  if (!result.stopped.empty()) {
+    std::cerr << "meshplan: warning: search stopped early ("
+              << (result.stopped == "deadline" ? "--max-seconds " + recipe::Fixed(max_seconds, 1) + " reached"
+                                               : "--max-layouts " + std::to_string(o.max_layouts) + " reached")
+              << ") after " << result.enumerated << " layouts; results are the best found so far\n";
+  }
   if (result.valid == 0) {
     std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus
               << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len

@@ -24,7 +24,21 @@ static std::string Compose(const SourceLoc& loc, const std::string& field, const
     s.append(": ");
   }
   s.append(message);
-  return s;
+  // Control characters (newlines, terminal escapes from binary input) are shown as \xNN so
+  // that the message stays one harmless line.
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out.append("\\x");
+      out.push_back(kHex[ch >> 4]);
+      out.push_back(kHex[ch & 15]);
+    } else {
+      out.push_back(static_cast<char>(ch));
+    }
+  }
+  return out;
 }
 
 InputError::InputError(SourceLoc loc, std::string field, std::string message)

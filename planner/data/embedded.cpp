@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,10 @@ std::vector<std::string> ListEmbedded(std::string_view dir) {
 }
 
 std::string ReadFileOrThrow(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError({path, 0, 0}, "file", "is a directory; expected a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0}, "file", "cannot open file for reading");
   std::ostringstream ss;

@@ -1,5 +1,7 @@
 #include "data/yaml_util.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cerrno>
@@ -10,9 +12,19 @@
 namespace meshplan::yamlutil {
 namespace {
 
-void CheckDuplicates(const YAML::Node& node, const std::string& filename, int depth) {
+// Nodes visited by CheckDuplicates. YAML aliases (*a) share their anchor's node, so a small
+// file can describe an exponentially large tree ("billion laughs"); no input meshplan reads
+// comes near this.
+constexpr int64_t kMaxNodes = 1000000;
+
+void CheckDuplicates(const YAML::Node& node, const std::string& filename, int depth, int64_t& visited) {
   if (depth > 64) {
     throw InputError(LocOf(node, filename), "", "nesting deeper than 64 levels");
+  }
+  if (++visited > kMaxNodes) {
+    throw InputError(LocOf(node, filename), "",
+                     "expected at most " + std::to_string(kMaxNodes) +
+                         " values in the document, found more (YAML aliases expanding to a huge tree?)");
   }
   if (node.IsMap()) {
     std::set<std::string> keys;
@@ -23,10 +35,10 @@ void CheckDuplicates(const YAML::Node& node, const std::string& filename, int de
           throw InputError(LocOf(kv.first, filename), k, "duplicate key");
         }
       }
-      CheckDuplicates(kv.second, filename, depth + 1);
+      CheckDuplicates(kv.second, filename, depth + 1, visited);
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) CheckDuplicates(item, filename, depth + 1);
+    for (const auto& item : node) CheckDuplicates(item, filename, depth + 1, visited);
   }
 }
 
@@ -62,6 +74,9 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard; its message is "bad file"
+    throw InputError({filename, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
+                     "", "nesting deeper than 64 levels");
   } catch (const YAML::Exception& e) {
     SourceLoc loc{filename, e.mark.is_null() ? 0 : e.mark.line + 1,
                   e.mark.is_null() ? 0 : e.mark.column + 1};
@@ -71,7 +86,8 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     throw InputError(LocOf(root, filename), "",
                      "expected a map of keys at the top level, found " + Shown(root));
   }
-  CheckDuplicates(root, filename, 0);
+  int64_t visited = 0;
+  CheckDuplicates(root, filename, 0, visited);
   return root;
 }
 
@@ -207,6 +223,9 @@ std::string DidYouMean(const std::string& word, const std::vector<std::string>& 
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const std::string& c : candidates) {
+    // The distance is at least the length difference: skip hopeless (e.g. 1 MB) words fast.
+    const size_t diff = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (diff >= best_d) continue;
     std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
     for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
     for (size_t i = 1; i <= word.size(); ++i) {

@@ -166,6 +166,8 @@ void KeyReader::CheckSpelling() const {
     std::string best;
     size_t best_d = 3;  // only distance <= 2 counts as a misspelling
     for (const std::string& r : read_) {
+      // Distance >= length difference: skip the O(n*m) work for keys that cannot be close.
+      if (key.size() > r.size() + 2 || r.size() > key.size() + 2) continue;
       size_t d = EditDistance(key, r);
       if (d < best_d) {
         best_d = d;

@@ -68,7 +68,8 @@ Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
   std::optional<Architecture> a = ArchitectureFromName(name);
   if (!a) {
     std::string hint = yamlutil::DidYouMean(name, SupportedArchitectures());
-    r.Fail(key, "unsupported architecture '" + name + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+    const std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
+    r.Fail(key, "unsupported architecture '" + shown + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
                     "; " + supported);
   }
   s.architecture_name = name;

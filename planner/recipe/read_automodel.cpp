@@ -114,7 +114,12 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   l.cp = SizeKey(d, "cp_size");
   l.ep = SizeKey(d, "ep_size");
   l.dp_replicate = SizeKey(d, "dp_replicate_size");
-  const int64_t model_ranks = l.tp * l.cp * l.pp;
+  const int64_t model_ranks = l.tp * l.cp * l.pp;  // each <= 2^20: no overflow
+  if (model_ranks > (int64_t{1} << 20)) {
+    d.Fail("tp_size", "expected tp_size * cp_size * pp_size at most 1048576 (the largest world size), found " +
+                          std::to_string(l.tp) + " * " + std::to_string(l.cp) + " * " + std::to_string(l.pp) + " = " +
+                          std::to_string(model_ranks));
+  }
   const bool dp_given = d.HasValue("dp_size") && !(d.Get("dp_size").IsScalar() &&
                                                    (d.Get("dp_size").Scalar() == "none" || d.Get("dp_size").Scalar() == "None"));
   l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : (num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0);

@@ -19,7 +19,9 @@ std::string BatchSizesPositiveMsg(const RuleContext& c) {
 /// Source: components/training/step_scheduler.py ("global_batch_size (G) must be divisible by
 /// local_batch_size * dp_size (L * D)"); recipes/base_recipe.py::_get_dp_group_size.
 bool GlobalBatchDivisible(const RuleContext& c) {
-  return c.setup.global_batch % (L(c).local_batch_size * L(c).dp) == 0;
+  // dp is 0 when a recipe's mesh does not divide the world size (mesh rules report that).
+  const int64_t per_step = L(c).local_batch_size * L(c).dp;
+  return per_step > 0 && c.setup.global_batch % per_step == 0;
 }
 std::string GlobalBatchDivisibleMsg(const RuleContext& c) {
   return Cat("global_batch_size (", c.setup.global_batch, ") must be divisible by local_batch_size * dp_size (",

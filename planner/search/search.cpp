@@ -64,10 +64,28 @@ struct Walker {
   PlanResult result;
   std::map<std::string, int64_t> rejected;
   std::vector<Layout>* collect = nullptr;  // EnumerateLayouts: collect instead of scoring
+  int64_t ticks = 0;                       // layouts tested, for the deadline / budget check
+  bool stop = false;
+
+  // Cheap: a clock read every 256 layouts. Once set, every loop below unwinds.
+  bool Stopped() {
+    if (stop) return true;
+    ++ticks;
+    if (req.max_layouts > 0 && ticks > req.max_layouts) {
+      result.stopped = "max_layouts";
+      stop = true;
+    } else if ((ticks & 255) == 0 && req.deadline != std::chrono::steady_clock::time_point::max() &&
+               std::chrono::steady_clock::now() >= req.deadline) {
+      result.stopped = "deadline";
+      stop = true;
+    }
+    return stop;
+  }
 
   explicit Walker(const PlanRequest& r) : req(r), cost_model(r.model, r.system, r.setup) {}
 
   bool Reject(const Layout& l, RuleStage stage) {
+    if (Stopped()) return true;
     if (collect) return false;
     ++result.enumerated;
     RuleContext ctx{req.model, req.setup, l, req.version};
@@ -79,7 +97,9 @@ struct Walker {
   }
 
   void Score(const Layout& l) {
+    if (stop) return;
     if (collect) {
+      if (Stopped()) return;
       ++result.enumerated;
       collect->push_back(l);
       return;
