@@ -55,3 +55,7 @@ foreach(line IN LISTS bi_lines)
   math(EXPR bi_count "${bi_count} + 1")
 endforeach()
 add_test(NAME bad_input.corpus_size COMMAND test ${bi_count} -ge 60)
+
+# --out killed at any moment, missing / read-only directory, existing file (out_file.sh).
+add_test(NAME bad_input.out_file_whole_or_absent COMMAND ${BI}/out_file.sh $<TARGET_FILE:meshplan>)
+set_tests_properties(bad_input.out_file_whole_or_absent PROPERTIES TIMEOUT 120)
