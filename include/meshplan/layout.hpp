@@ -33,6 +33,64 @@ enum class PpSchedule { k1F1B, kInterleaved1F1B };
 /// `distributed.pipeline.round_virtual_stages_to_pp_multiple`.
 enum class StageRounding { kNone, kUp, kDown };
 
+/// Which framework's rules and recipe format a layout belongs to.
+enum class Framework {
+  kAutoModel,       ///< NeMo AutoModel (`distributed:` + `step_scheduler:`)
+  kMegatronBridge,  ///< Megatron-Bridge ConfigContainer overrides (model:, train:, ddp:, dist:, ...)
+};
+
+/// Megatron-Bridge `ddp.data_parallel_sharding_strategy` (MCore DistributedDataParallelConfig;
+/// megatron.md 1.3). Only read by Megatron FSDP.
+enum class MbSharding { kUnset, kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
+
+/// Megatron-Bridge `checkpoint.ckpt_format` (megatron.md 1.5); kUnset = default torch_dist.
+enum class MbCkptFormat { kUnset, kTorch, kTorchDist, kTorchDcp, kFsdpDtensor };
+
+/// How the decoder layers are split over the pipeline stages (megatron.md 2.3).
+enum class MbPpSplit {
+  kEven,                  ///< num_layers / (pp*vpp) layers per model chunk
+  kAccountEmbeddingLoss,  ///< account_for_embedding_in_pipeline_split and _loss_: (L + 2) / (pp*vpp)
+  kLayout,                ///< explicit pipeline_model_parallel_layout (pp*vpp stages, any split)
+};
+
+/// Megatron `model.moe_token_dispatcher_type` (megatron.md 1.2).
+enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
+
+/// Megatron `model.recompute_method` (full recompute only).
+enum class MbRecomputeMethod { kUnset, kUniform, kBlock };
+
+/// A boolean recipe key that may be absent (then the framework default or derivation applies).
+enum class Tri { kUnset, kFalse, kTrue };
+
+/// Megatron-Bridge settings beyond the mesh axes: what a recipe sets and the Megatron rules
+/// read. The planner fills them with the values it emits; `meshplan check` with the values of
+/// the recipe read. Sources: megatron.md 1.2-1.6, 2.7-2.12.
+struct MbSettings {
+  bool use_megatron_fsdp = false;      ///< ddp.use_megatron_fsdp
+  Tri dist_use_megatron_fsdp = Tri::kUnset;  ///< dist.use_megatron_fsdp (MB forces both equal)
+  bool use_torch_fsdp2 = false;        ///< dist.use_torch_fsdp2
+  bool use_tp_pp_dp_mapping = false;   ///< dist.use_tp_pp_dp_mapping (rank order tp-cp-ep-pp-dp)
+  MbSharding sharding = MbSharding::kUnset;  ///< ddp.data_parallel_sharding_strategy
+  Tri average_in_collective = Tri::kUnset;   ///< ddp.average_in_collective
+  MbCkptFormat ckpt_format = MbCkptFormat::kUnset;  ///< checkpoint.ckpt_format
+  bool checkpointing = false;          ///< checkpoint.save or checkpoint.load is set
+  bool cpu_offloading = false;         ///< model.cpu_offloading
+  bool pipeline_dtype_set = true;      ///< model.pipeline_dtype is not null
+  bool transformer_engine = true;      ///< model.transformer_impl == transformer_engine
+  Tri tp_comm_overlap = Tri::kUnset;   ///< comm_overlap.tp_comm_overlap as requested
+  Tri overlap_p2p_comm = Tri::kUnset;  ///< comm_overlap / model overlap_p2p_comm
+  Tri batch_p2p_comm = Tri::kUnset;    ///< comm_overlap / model batch_p2p_comm
+  Tri overlap_grad_reduce = Tri::kUnset;   ///< ddp / comm_overlap overlap_grad_reduce
+  Tri overlap_param_gather = Tri::kUnset;  ///< ddp / comm_overlap overlap_param_gather
+  Tri ep_a2a_overlap = Tri::kUnset;    ///< comm_overlap.overlap_moe_expert_parallel_comm
+  MbDispatcher token_dispatcher = MbDispatcher::kAllgather;  ///< model.moe_token_dispatcher_type
+  int64_t bucket_size = 0;             ///< ddp.bucket_size in parameters; 0 = unset
+  int64_t num_distributed_optimizer_instances = 1;  ///< ddp.num_distributed_optimizer_instances
+  int64_t recompute_num_layers = 0;    ///< model.recompute_num_layers; 0 = null
+  MbRecomputeMethod recompute_method = MbRecomputeMethod::kUnset;  ///< model.recompute_method
+  int64_t cuda_device_max_connections = 0;  ///< env CUDA_DEVICE_MAX_CONNECTIONS; 0 = not set
+};
+
 /// One layout. Sizes are mesh-axis sizes; all are >= 1.
 /// Mesh order (outer to inner): pp, dp_replicate, dp_shard, cp, tp
 /// (AutoModel components/distributed/mesh_utils.py::_create_fsdp2_device_mesh);
@@ -53,6 +111,22 @@ struct Layout {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
 
+  // --- Megatron-Bridge (framework == kMegatronBridge); AutoModel layouts leave the defaults. ---
+  // A Megatron layout also sets the AutoModel fields above to its nearest equivalent so the
+  // cost model can score it: strategy (Megatron FSDP -> megatron_fsdp, torch FSDP2 -> fsdp2,
+  // DDP -> ddp), pp_schedule / layers_per_stage (interleaved with vpp chunks per rank),
+  // pp_microbatch_size = train.micro_batch_size and local_batch_size = micro_batch_size
+  // (pp = 1) or global_batch / dp (pp > 1), so micro_batch() is Megatron's MBS and
+  // GradAccumSteps() * pp_microbatches() is its number of micro-batches M.
+  Framework framework = Framework::kAutoModel;
+  int64_t vpp = 1;  ///< model.virtual_pipeline_model_parallel_size; 1 = null (non-interleaved)
+  int64_t etp = 0;  ///< model.expert_tensor_parallel_size; 0 = null, which Megatron-Core reads as tp
+  bool use_distributed_optimizer = false;  ///< ddp/optimizer.use_distributed_optimizer
+  MbPpSplit pp_split = MbPpSplit::kEven;
+  MbSettings mb;
+
+  /// Expert tensor parallel size in effect: etp, or tp when unset (MCore model_parallel_config.py:507).
+  int64_t EffectiveEtp() const { return etp > 0 ? etp : tp; }
   int64_t dp_shard() const { return dp / dp_replicate; }
   /// Sequences in one forward pass.
   int64_t micro_batch() const { return pp > 1 ? pp_microbatch_size : local_batch_size; }
@@ -87,7 +161,22 @@ const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
 const char* PrecisionName(Precision p);      ///< "bf16", "fp8"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"
 
-/// One-line description, e.g. "fsdp2 tp4 pp2 cp1 ep1 dp4 (rep1) lbs8 mb1 interleaved1f1b v2 sp ac=full".
+/// Megatron-Bridge data-parallel flavour of a layout: "megatron_fsdp", "torch_fsdp2",
+/// "ddp+distopt" (DDP with the distributed optimizer) or "ddp".
+const char* MbDpFlavourName(const Layout& layout);
+
+/// Sets a Megatron layout's micro-batch size `mbs` (train.micro_batch_size): pp_microbatch_size
+/// = mbs; local_batch_size = mbs without PP, global_batch / dp with PP (all M micro-batches go
+/// through one pipeline schedule call). Call after dp and pp are set.
+void SetMegatronMicroBatch(Layout& layout, int64_t mbs, const TrainSetup& setup);
+
+/// Sets the AutoModel-equivalent fields the cost model reads from a Megatron layout's own
+/// fields: strategy from the DP flavour, interleaved schedule with `vpp` chunks per rank
+/// (layers_per_stage = num_layers / (pp*vpp), rounded to a multiple of pp when uneven).
+void SyncMegatronCostView(Layout& layout, int64_t num_layers);
+
+/// One-line description, e.g. "fsdp2 tp4 pp2 cp1 ep1 dp4 (rep1) lbs8 mb1 interleaved1f1b v2 sp ac=full";
+/// Megatron layouts: "ddp+distopt tp4 pp4 vpp5 cp2 ep1 dp1 mbs1 sp recompute=none".
 std::string Describe(const Layout& layout);
 
 }  // namespace meshplan

@@ -4,6 +4,8 @@
 /// JSON, and whole-or-nothing file writing.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "meshplan/search.hpp"
 
@@ -15,7 +17,23 @@ namespace meshplan {
 /// Predictions are YAML comments. `rank` is 1-based.
 std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
 
-/// All top recipes as one YAML stream (documents separated by ---).
+/// One Megatron-Bridge recipe: YAML overrides of the ConfigContainer (model:, train:, ddp:,
+/// optimizer:, dist:, comm_overlap:, checkpoint:), preceded by comments with the predictions,
+/// the launch environment and the same overrides as one command line. `rank` is 1-based.
+/// Keys and derivations: megatron.md 1.2-1.6, 2.10, 2.11.
+std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
+
+/// The overrides of a Megatron layout as (dotted key, YAML value) pairs in section order,
+/// e.g. {"model.tensor_model_parallel_size", "4"}; `bucket_size` counts parameters.
+std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout& layout, const PlanRequest& req);
+
+/// Environment variables the launcher must set before CUDA starts (MB PR #925: setting them
+/// from Python later has no effect): CUDA_DEVICE_MAX_CONNECTIONS and, where TP overlap is on,
+/// NVTE_FWD/BWD_LAYERNORM_SM_MARGIN (megatron.md 2.11).
+std::vector<std::pair<std::string, std::string>> MegatronLaunchEnv(const Layout& layout);
+
+/// All top recipes as one YAML stream (documents separated by ---); Megatron-Bridge recipes
+/// when req.framework says so.
 std::string RecipesYaml(const PlanResult& result, const PlanRequest& req);
 
 /// Ranked table for a terminal.
@@ -33,11 +51,12 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
 
 namespace meshplan {
 
-/// An AutoModel recipe read back: its layout (dp inferred from the world size as AutoModel
-/// does) and global batch.
+/// An AutoModel or Megatron-Bridge recipe read back: its layout (dp inferred from the world
+/// size as the framework does) and global batch.
 struct ParsedRecipe {
   Layout layout;
   int64_t global_batch = 0;
+  int64_t seq_len = 0;  ///< Megatron model.seq_length if the recipe sets it; 0 otherwise
 };
 
 /// Reads the `distributed:` and `step_scheduler:` sections of an AutoModel recipe (other
@@ -49,5 +68,18 @@ struct ParsedRecipe {
 /// `dp_size` null is inferred as num_gpus / (tp*cp*pp) (or left as given).
 /// Throws InputError (file, line, column, field) on a malformed or unknown key.
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
+
+/// True if the YAML map `text` looks like a Megatron-Bridge override file: it has none of
+/// AutoModel's `distributed:` / `step_scheduler:` and at least one ConfigContainer section
+/// (model, train, ddp, dist, optimizer, comm_overlap, checkpoint). Throws InputError on bad YAML.
+bool IsMegatronRecipe(std::string_view text, const std::string& filename);
+
+/// Reads a Megatron-Bridge override YAML (megatron.md 1.8-1.9): the parallel sizes of model:
+/// (expert_tensor_parallel_size null = unset = TP), its pipeline split keys, recompute keys,
+/// train.global_batch_size / micro_batch_size, ddp:, optimizer:, dist:, comm_overlap:,
+/// checkpoint.ckpt_format and env_vars.CUDA_DEVICE_MAX_CONNECTIONS. Other keys of these
+/// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp) (0 if not whole).
+/// Throws InputError (file, line, column, field) for a value of the wrong type or range.
+ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 
 }  // namespace meshplan

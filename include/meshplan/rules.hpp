@@ -1,13 +1,15 @@
 #pragma once
 /// \file rules.hpp
-/// Validity rules of NeMo AutoModel (main / v0.5; automodel.md section 6), each a named
-/// check citing the framework file it comes from. The rule engine is the single authority
+/// Validity rules of NeMo AutoModel (main / v0.5; automodel.md section 6) and of
+/// Megatron-Bridge / Megatron-Core (megatron.md section 2), each a named check citing the
+/// framework file it comes from. The layout's `framework` selects the rule set. The rule engine is the single authority
 /// on validity: the planner enumerates, the rules decide.
 
 #include <span>
 #include <string>
 #include <vector>
 
+#include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
 
@@ -19,12 +21,23 @@ enum class AutoModelVersion {
   kV04,  ///< v0.3 / v0.4: EP divides dp*cp and needs tp == 1; selective AC fsdp2 only
 };
 
+/// Megatron-Bridge release whose rules apply. Only one rule differs between the two
+/// (megatron.md 2.2 and 7, ms-swift #8219): `mb_tp_query_groups`.
+enum class MBridgeVersion {
+  kMain,     ///< main (2026-08) on Megatron-Core >= 0.16: num_query_groups % tp == 0 or tp % num_query_groups == 0
+  kCore015,  ///< a release on Megatron-Core <= 0.15: num_query_groups % tp == 0 (no KV-head replication)
+};
+
 /// Everything a rule may look at.
 struct RuleContext {
   const ModelSpec& model;
   const TrainSetup& setup;
   const Layout& layout;
   AutoModelVersion version = AutoModelVersion::kV05;
+  MBridgeVersion mb_version = MBridgeVersion::kMain;
+  /// The system, for rules that depend on the GPU generation (CUDA_DEVICE_MAX_CONNECTIONS on
+  /// pre-Blackwell GPUs); nullptr = unknown, and such rules pass.
+  const SystemSpec* system = nullptr;
 };
 
 /// Which layout fields a rule reads, so the search can test a rule as soon as those
@@ -48,6 +61,21 @@ struct Rule {
 /// All AutoModel rules, in the order they are checked (mesh rules first).
 std::span<const Rule> AutoModelRules();
 
+/// All Megatron-Bridge rules (names start with `mb_`), in check order (mesh rules first).
+/// Sources: megatron.md section 2 (2.13 is the checklist).
+std::span<const Rule> MegatronBridgeRules();
+
+/// Megatron conditions that the framework only warns about (empty for AutoModel layouts):
+/// CUDA_DEVICE_MAX_CONNECTIONS != 1 before Blackwell with TP or CP > 1 and neither FSDP nor
+/// EP overlap (asserted by Megatron-LM's own argument parser, arguments.py:1452-1479, not by
+/// Megatron-Bridge), and TP > 1 with EP > 1 without sequence parallelism
+/// (model_parallel_config.py:561-566). Each string is the message with its source.
+std::vector<std::string> MegatronWarnings(const RuleContext& ctx);
+
+/// The rule set of `framework`.
+std::span<const Rule> RulesFor(Framework framework);
+
+/// Every function below checks the rule set of `ctx.layout.framework`.
 /// The first rule `ctx` fails, or nullptr if the layout is valid.
 const Rule* FirstFailure(const RuleContext& ctx);
 
@@ -57,7 +85,7 @@ const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage);
 /// Every rule `ctx` fails.
 std::vector<const Rule*> AllFailures(const RuleContext& ctx);
 
-/// The rule named `name`, or nullptr.
+/// The rule named `name` in either rule set, or nullptr.
 const Rule* FindRule(const std::string& name);
 
 }  // namespace meshplan

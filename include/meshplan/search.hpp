@@ -24,6 +24,10 @@ struct PlanRequest {
   SystemSpec system;
   TrainSetup setup;
   AutoModelVersion version = AutoModelVersion::kV05;
+  /// Which framework's layout space, rules and recipes. Megatron-Bridge searches TP, PP, VPP,
+  /// CP, EP, ETP, micro-batch, SP, recompute and the DP flavour (see EnumerateLayouts).
+  Framework framework = Framework::kAutoModel;
+  MBridgeVersion mb_version = MBridgeVersion::kMain;  ///< Megatron-Bridge rules (framework kMegatronBridge)
   std::vector<Strategy> strategies = {Strategy::kFsdp2, Strategy::kMegatronFsdp, Strategy::kDdp};
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated
@@ -58,11 +62,32 @@ struct PlanResult {
 
 /// Every layout the planner considers for `req` (all strategies, sizes dividing the GPU
 /// count, micro-batch and local batch sizes dividing the per-rank batch, schedules,
-/// VPP degrees, SP, recompute). Not yet filtered by the rules.
+/// VPP degrees, SP, recompute). AutoModel: not yet filtered by the rules.
+/// Megatron-Bridge (req.framework): TP, CP, PP dividing the GPU count; per PP one layer split
+/// (even, else embedding and loss accounted, else an explicit layout) and every VPP it allows;
+/// EP dividing the experts; ETP unset or 1; DP flavour DDP + distributed optimizer, plain DDP,
+/// Megatron FSDP (optim_grads_params) or torch FSDP2; SP exactly when TP > 1; recompute none,
+/// selective or full (uniform, 1 layer); micro-batch powers of two up to max_micro_batch. That
+/// space is too large to list whole at 1000+ GPUs, so subtrees whose mesh or feature choices
+/// already break a rule are not expanded: the list holds the layouts that pass the mesh and
+/// feature rules (batch rules not yet applied).
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req);
 
 /// Runs the search. Never throws for a request whose model and system loaded.
 PlanResult Plan(const PlanRequest& req);
+
+/// A valid layout near a given one (`meshplan check`).
+struct NearbyLayout {
+  Candidate candidate;
+  std::vector<std::string> changes;  ///< "field: old -> new", one per changed layout field
+};
+
+/// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule) nearest
+/// to `from`: fewest changed layout fields first (AutoModel: strategy, sizes, HSDP, batch,
+/// schedule, SP, checkpointing; Megatron: TP, PP, VPP, CP, EP, ETP, DP flavour, micro-batch,
+/// SP, recompute), then the best predicted step time. Layouts that fit in memory come before
+/// those that do not. Never throws for loaded inputs.
+std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
 
 /// Ranking order: faster step first, then less memory, then the simpler layout.
 bool RanksBefore(const Candidate& a, const Candidate& b);

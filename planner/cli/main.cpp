@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "meshplan 0.1.0");
   meshplan::cli::PlanOptions plan;
   meshplan::cli::AddPlanCommand(app, plan);
+  meshplan::cli::CheckOptions check;
+  meshplan::cli::AddCheckCommand(app, check);
   meshplan::cli::ListOptions list;
   meshplan::cli::AddListCommand(app, list);
   try {
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("plan")) return meshplan::cli::RunPlan(plan);
     if (app.got_subcommand("list")) return meshplan::cli::RunList(list);
+    if (app.got_subcommand("check")) return meshplan::cli::RunCheck(check);
   } catch (const meshplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

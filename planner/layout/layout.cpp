@@ -81,7 +81,51 @@ const char* StageRoundingName(StageRounding r) {
   return "?";
 }
 
+const char* MbDpFlavourName(const Layout& l) {
+  if (l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue) return "megatron_fsdp";
+  if (l.mb.use_torch_fsdp2) return "torch_fsdp2";
+  return l.use_distributed_optimizer ? "ddp+distopt" : "ddp";
+}
+
+void SetMegatronMicroBatch(Layout& l, int64_t mbs, const TrainSetup& setup) {
+  l.pp_microbatch_size = mbs;
+  const int64_t d = mbs * l.dp;
+  l.local_batch_size = (l.pp > 1 && d > 0 && setup.global_batch % d == 0) ? setup.global_batch / l.dp : mbs;
+}
+
+void SyncMegatronCostView(Layout& l, int64_t num_layers) {
+  if (l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue) {
+    l.strategy = Strategy::kMegatronFsdp;
+  } else if (l.mb.use_torch_fsdp2) {
+    l.strategy = Strategy::kFsdp2;
+  } else {
+    l.strategy = Strategy::kDdp;
+  }
+  l.dp_replicate = 1;
+  l.layers_per_stage = 0;
+  l.stage_rounding = StageRounding::kNone;
+  l.pp_schedule = PpSchedule::k1F1B;
+  if (l.pp > 1 && l.vpp > 1 && num_layers > 0) {
+    l.pp_schedule = PpSchedule::kInterleaved1F1B;
+    const int64_t target = l.pp * l.vpp;
+    l.layers_per_stage = std::max<int64_t>(1, num_layers / target);
+    const int64_t s = (num_layers + l.layers_per_stage - 1) / l.layers_per_stage;
+    if (s != target) l.stage_rounding = s > target ? StageRounding::kDown : StageRounding::kUp;
+  }
+}
+
 std::string Describe(const Layout& l) {
+  if (l.framework == Framework::kMegatronBridge) {
+    std::string s = MbDpFlavourName(l);
+    s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp);
+    if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
+    s += " cp" + std::to_string(l.cp) + " ep" + std::to_string(l.ep);
+    if (l.etp > 0) s += " etp" + std::to_string(l.etp);
+    s += " dp" + std::to_string(l.dp) + " mbs" + std::to_string(l.micro_batch());
+    if (l.sequence_parallel) s += " sp";
+    s += std::string(" recompute=") + RecomputeName(l.recompute);
+    return s;
+  }
   std::string s = StrategyName(l.strategy);
   s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " cp" + std::to_string(l.cp) +
        " ep" + std::to_string(l.ep) + " dp" + std::to_string(l.dp);

@@ -101,7 +101,8 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
   std::string out;
   for (size_t i = 0; i < result.top.size(); ++i) {
     if (i > 0) out += "---\n";
-    out += AutoModelRecipeYaml(result.top[i], req, static_cast<int>(i + 1));
+    out += req.framework == Framework::kMegatronBridge ? MegatronRecipeYaml(result.top[i], req, static_cast<int>(i + 1))
+                                                       : AutoModelRecipeYaml(result.top[i], req, static_cast<int>(i + 1));
   }
   return out;
 }
@@ -117,14 +118,17 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     const Candidate& c = result.top[i];
     const Layout& l = c.layout;
     std::string sched = l.pp > 1 ? std::string(PpScheduleName(l.pp_schedule)) : "-";
-    if (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) {
+    if (l.framework == Framework::kMegatronBridge) {
+      sched = l.pp > 1 && l.vpp > 1 ? "interleaved v" + std::to_string(l.vpp) : l.pp > 1 ? "1f1b" : "-";
+      if (l.etp > 0) sched += " etp" + std::to_string(l.etp);
+    } else if (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) {
       sched += " v" + std::to_string(SplitStages(req.model.num_layers, l).stages_per_rank);
     }
     std::string rc = RecomputeName(l.recompute);
     if (l.sequence_parallel) rc += "+sp";
     std::snprintf(line, sizeof line,
                   "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %4lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
-                  i + 1, StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
+                  i + 1, l.framework == Framework::kMegatronBridge ? MbDpFlavourName(l) : StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
                   static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.dp),
                   static_cast<long long>(l.dp_replicate), static_cast<long long>(l.micro_batch()),
                   static_cast<long long>(l.GradAccumSteps(req.setup)), sched.c_str(), rc.c_str(),
@@ -144,14 +148,24 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
   j["request"] = {{"model", req.model.name},           {"system", req.system.name},
                   {"gpus", req.setup.num_gpus},         {"seq_len", req.setup.seq_len},
                   {"global_batch", req.setup.global_batch}, {"precision", PrecisionName(req.setup.precision)},
-                  {"headroom", req.setup.headroom},     {"framework", "automodel"}};
+                  {"headroom", req.setup.headroom},
+                  {"framework", req.framework == Framework::kMegatronBridge ? "megatron-bridge" : "automodel"}};
   j["counts"] = {{"enumerated", result.enumerated}, {"valid", result.valid}, {"fitting", result.fitting}};
   json rej = json::object();
   for (const auto& [name, n] : result.rejected_by_rule) rej[name] = n;
   j["rejected_by_rule"] = rej;
   json arr = json::array();
   for (size_t i = 0; i < result.top.size(); ++i) {
-    arr.push_back(recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1)));
+    json cj = recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1));
+    if (req.framework == Framework::kMegatronBridge) {
+      json ov = json::object(), env = json::object();
+      for (const auto& [k, v] : MegatronOverrides(result.top[i].layout, req)) ov[k] = v;
+      for (const auto& [k, v] : MegatronLaunchEnv(result.top[i].layout)) env[k] = v;
+      cj["layout"]["dp_flavour"] = MbDpFlavourName(result.top[i].layout);
+      cj["overrides"] = ov;
+      cj["environment"] = env;
+    }
+    arr.push_back(cj);
   }
   j["recipes"] = arr;
   return j.dump(2) + "\n";

@@ -18,24 +18,30 @@ std::vector<Rule> BuildRegistry() {
   return all;
 }
 
-const std::vector<Rule>& Registry() {
+const std::vector<Rule>& AutoModelRegistry() {
   static const std::vector<Rule> registry = BuildRegistry();
   return registry;
 }
 
+std::span<const Rule> Registry(const RuleContext& ctx) { return RulesFor(ctx.layout.framework); }
+
 }  // namespace
 
-std::span<const Rule> AutoModelRules() { return Registry(); }
+std::span<const Rule> AutoModelRules() { return AutoModelRegistry(); }
+
+std::span<const Rule> RulesFor(Framework framework) {
+  return framework == Framework::kMegatronBridge ? MegatronBridgeRules() : AutoModelRules();
+}
 
 const Rule* FirstFailure(const RuleContext& ctx) {
-  for (const Rule& r : Registry()) {
+  for (const Rule& r : Registry(ctx)) {
     if (!r.check(ctx)) return &r;
   }
   return nullptr;
 }
 
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
-  for (const Rule& r : Registry()) {
+  for (const Rule& r : Registry(ctx)) {
     if (r.stage == stage && !r.check(ctx)) return &r;
   }
   return nullptr;
@@ -44,17 +50,21 @@ const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
 std::vector<const Rule*> AllFailures(const RuleContext& ctx) {
   std::vector<const Rule*> out;
   // A failed mesh-axis check would make later arithmetic meaningless (division by zero).
-  for (const Rule& r : Registry()) {
+  for (const Rule& r : Registry(ctx)) {
     if (!r.check(ctx)) {
       out.push_back(&r);
-      if (std::string_view(r.name) == "axes_positive" || std::string_view(r.name) == "batch_sizes_positive") break;
+      const std::string_view n = r.name;
+      if (n == "axes_positive" || n == "batch_sizes_positive" || n == "mb_axes_positive") break;
     }
   }
   return out;
 }
 
 const Rule* FindRule(const std::string& name) {
-  for (const Rule& r : Registry()) {
+  for (const Rule& r : AutoModelRules()) {
+    if (name == r.name) return &r;
+  }
+  for (const Rule& r : MegatronBridgeRules()) {
     if (name == r.name) return &r;
   }
   return nullptr;

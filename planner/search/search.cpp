@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "meshplan/search.hpp"
+#include "search/megatron_space.hpp"
 
 namespace meshplan {
 namespace {
@@ -212,6 +213,7 @@ bool RanksBefore(const Candidate& a, const Candidate& b) {
 }
 
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req) {
+  if (req.framework == Framework::kMegatronBridge) return search::MegatronEnumerate(req);
   std::vector<Layout> out;
   Walker w(req);
   w.collect = &out;
@@ -220,6 +222,7 @@ std::vector<Layout> EnumerateLayouts(const PlanRequest& req) {
 }
 
 PlanResult Plan(const PlanRequest& req) {
+  if (req.framework == Framework::kMegatronBridge) return search::MegatronPlan(req);
   Walker w(req);
   w.Run();
   return std::move(w.result);

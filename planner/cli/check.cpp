@@ -1,0 +1,130 @@
+// `meshplan check RECIPE`: validate an AutoModel or Megatron-Bridge recipe against the rules,
+// predict its memory, list the overlap settings that will be silently off, and propose the
+// three nearest valid layouts. Exit 0 valid, 1 invalid, 2 unusable input.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "meshplan/data.hpp"
+#include "meshplan/recipe.hpp"
+#include "recipe/format.hpp"
+#include "search/megatron_space.hpp"
+
+namespace meshplan::cli {
+
+void AddCheckCommand(CLI::App& app, CheckOptions& o) {
+  CLI::App* cmd = app.add_subcommand("check", "check a recipe against the framework's rules and memory");
+  cmd->add_option("recipe", o.recipe, "AutoModel recipe or Megatron-Bridge override YAML")->required();
+  cmd->add_option("--model", o.model, "preset name or path to config.json / model YAML")->required();
+  cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
+  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length)");
+  cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--framework", o.framework, "recipe framework (default: detected from its keys)")
+      ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
+  cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
+      ->check(CLI::IsMember({"0.5", "0.4"}));
+  cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
+      ->check(CLI::IsMember({"main", "core0.15"}));
+  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
+}
+
+namespace {
+
+// Overlap settings requested in a Megatron recipe that Megatron-Bridge switches off without error.
+std::vector<std::string> SilentlyOff(const Layout& l) {
+  std::vector<std::string> out;
+  if (l.framework != Framework::kMegatronBridge) return out;
+  if (l.mb.tp_comm_overlap == Tri::kTrue && (l.tp < 2 || !l.sequence_parallel || !l.mb.transformer_engine)) {
+    out.push_back(std::string("comm_overlap.tp_comm_overlap: true is switched off silently: TP overlap needs ") +
+                  (l.tp < 2 ? "tensor_model_parallel_size >= 2 (found " + std::to_string(l.tp) + ")"
+                   : !l.sequence_parallel ? "sequence_parallel: true (its all-gather/reduce-scatter is what overlaps)"
+                                          : "Transformer Engine (transformer_impl: transformer_engine)") +
+                  " [MB training/comm_overlap.py:441-451]");
+  }
+  const bool dist = l.use_distributed_optimizer || l.mb.use_megatron_fsdp;
+  if ((l.mb.overlap_grad_reduce == Tri::kTrue || l.mb.overlap_param_gather == Tri::kTrue) && l.dp == 1) {
+    out.push_back("overlap_grad_reduce / overlap_param_gather have nothing to overlap with data parallel size 1 "
+                  "[MB training/comm_overlap.py:562-591]");
+  } else if (!dist && l.dp > 1 && l.mb.overlap_grad_reduce == Tri::kUnset) {
+    out.push_back("DP overlap (overlap_grad_reduce, overlap_param_gather) is only turned on by default with the "
+                  "distributed optimizer; without it gradients are all-reduced after the backward "
+                  "[MB training/comm_overlap.py:635-643]");
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunCheck(const CheckOptions& o) {
+  const std::string text = data::ReadFileOrThrow(o.recipe);
+  if (o.gpus < 1 || o.gpus > (1LL << 20)) {
+    throw InputError({"<command line>", 0, 0}, "--gpus", "expected an integer in [1, 1048576], found " + std::to_string(o.gpus));
+  }
+  const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";
+  ParsedRecipe parsed =
+      megatron ? ParseMegatronRecipe(text, o.recipe, o.gpus) : ParseAutoModelRecipe(text, o.recipe, o.gpus);
+  PlanRequest req;
+  req.framework = megatron ? Framework::kMegatronBridge : Framework::kAutoModel;
+  req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
+  req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
+  req.setup.num_gpus = o.gpus;
+  req.setup.global_batch = parsed.global_batch;
+  req.setup.seq_len = o.seq_len > 0 ? o.seq_len : parsed.seq_len;
+  if (req.setup.seq_len <= 0) {
+    throw InputError({"<command line>", 0, 0}, "--seq-len",
+                     "required: the recipe does not set model.seq_length; pass --seq-len");
+  }
+  req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  req.setup.headroom = o.headroom;
+  req.model = LoadModel(o.model);
+  req.system = LoadSystem(o.system, o.hwdb);
+  Layout& l = parsed.layout;
+  if (megatron && l.dp > 0) SyncMegatronCostView(l, req.model.num_layers);
+
+  std::cout << o.recipe << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
+            << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
+            << ", global batch " << req.setup.global_batch << "\n  layout: " << Describe(l) << "\n";
+  RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+  const std::vector<const Rule*> failures = AllFailures(ctx);
+  if (failures.empty()) {
+    std::cout << "valid: passes all " << RulesFor(req.framework).size() << " rules\n";
+  } else {
+    std::cout << "INVALID: " << failures.size() << " rule" << (failures.size() > 1 ? "s" : "") << " fail\n";
+    for (const Rule* r : failures) {
+      std::cout << "  " << r->name << ": " << r->explain(ctx) << "\n    source: " << r->source << "\n";
+    }
+  }
+  const bool sane = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == req.setup.num_gpus && l.micro_batch() >= 1 &&
+                    l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1;
+  if (sane) {
+    const Cost c = CostModel(req.model, req.system, req.setup).Evaluate(l);
+    const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
+    std::cout << "memory: " << recipe::Fixed(recipe::GiB(c.memory.Total()), 1) << " GiB per GPU predicted of "
+              << recipe::Fixed(recipe::GiB(c.capacity_bytes), 1) << " GiB usable: "
+              << (gap >= 0 ? "fits with " + recipe::Fixed(gap, 1) + " GiB headroom"
+                           : "out of memory by " + recipe::Fixed(-gap, 1) + " GiB")
+              << "\n";
+  } else {
+    std::cout << "memory: not predicted (the parallel sizes do not divide the GPU count)\n";
+  }
+  for (const std::string& w : MegatronWarnings(ctx)) std::cout << "warning: " << w << "\n";
+  const std::vector<std::string> off = SilentlyOff(l);
+  std::cout << "silently off: " << (off.empty() ? "none" : "") << "\n";
+  for (const std::string& s : off) std::cout << "  " << s << "\n";
+  if (!failures.empty()) {
+    const std::vector<NearbyLayout> near = NearestValidLayouts(req, l, 3);
+    std::cout << "nearest valid layouts (" << near.size() << "):\n";
+    for (size_t i = 0; i < near.size(); ++i) {
+      const NearbyLayout& x = near[i];
+      std::cout << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
+      for (const std::string& ch : x.changes) std::cout << "; " << ch;
+      std::cout << "\n";
+      std::cout << (megatron ? MegatronRecipeYaml(x.candidate, req, static_cast<int>(i + 1))
+                             : AutoModelRecipeYaml(x.candidate, req, static_cast<int>(i + 1)));
+    }
+  }
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,206 @@
+// Reading a Megatron-Bridge override YAML (ConfigContainer sections) into a Layout.
+// Keys: megatron.md 1.2-1.6 (MCore ModelParallelConfig / TransformerConfig /
+// DistributedDataParallelConfig, MB DistributedInitConfig, CommOverlapConfig, CheckpointConfig).
+#include <algorithm>
+#include <string>
+
+#include "data/yaml_util.hpp"
+#include "meshplan/recipe.hpp"
+
+namespace meshplan {
+namespace {
+
+using yamlutil::MapReader;
+
+constexpr const char* kSections[] = {"model", "train", "ddp", "dist", "optimizer", "comm_overlap", "checkpoint"};
+
+bool IsNullish(MapReader& r, const char* key) {
+  if (!r.HasValue(key)) return true;
+  YAML::Node n = r.Get(key);
+  return n.IsScalar() && (n.Scalar() == "None" || n.Scalar() == "none");
+}
+
+int64_t Size(MapReader& r, const char* key, int64_t fallback) {
+  if (IsNullish(r, key)) {
+    r.Ignore({key});
+    return fallback;
+  }
+  return r.Int(key, 1, 1LL << 20);
+}
+
+Tri TriKey(MapReader& r, const char* key) {
+  if (IsNullish(r, key)) {
+    r.Ignore({key});
+    return Tri::kUnset;
+  }
+  return r.Bool(key) ? Tri::kTrue : Tri::kFalse;
+}
+
+void Merge(Tri& into, Tri v) {
+  if (v != Tri::kUnset) into = v;
+}
+
+// A section as a reader; an absent section reads as an empty map.
+MapReader Section(MapReader& top, const char* name, const std::string& filename) {
+  if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name);
+  YAML::Node n = top.Get(name);
+  if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
+  return MapReader(n, filename, name);
+}
+
+void ReadModel(MapReader& m, ParsedRecipe& out) {
+  Layout& l = out.layout;
+  l.tp = Size(m, "tensor_model_parallel_size", 1);
+  l.pp = Size(m, "pipeline_model_parallel_size", 1);
+  l.vpp = Size(m, "virtual_pipeline_model_parallel_size", 1);
+  l.cp = Size(m, "context_parallel_size", 1);
+  l.ep = Size(m, "expert_model_parallel_size", 1);
+  l.etp = Size(m, "expert_tensor_parallel_size", 0);
+  l.sequence_parallel = m.Bool("sequence_parallel", false);
+  // Absent: the recipe's mixed-precision config sets it (MixedPrecisionConfig.setup); null: unset.
+  l.mb.pipeline_dtype_set = !m.Has("pipeline_dtype") || !IsNullish(m, "pipeline_dtype");
+  m.Ignore({"pipeline_dtype"});
+  const bool emb = m.Bool("account_for_embedding_in_pipeline_split", false);
+  const bool loss = m.Bool("account_for_loss_in_pipeline_split", false);
+  if (emb != loss) {
+    m.Fail(emb ? "account_for_loss_in_pipeline_split" : "account_for_embedding_in_pipeline_split",
+           "meshplan models account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split together; "
+           "set both");
+  }
+  if (emb) l.pp_split = MbPpSplit::kAccountEmbeddingLoss;
+  if (!IsNullish(m, "pipeline_model_parallel_layout")) {
+    l.pp_split = MbPpSplit::kLayout;
+    YAML::Node n = m.Get("pipeline_model_parallel_layout");
+    if (n.IsScalar() && !m.Has("virtual_pipeline_model_parallel_size")) {
+      const int64_t stages = 1 + std::count(n.Scalar().begin(), n.Scalar().end(), '|');
+      if (stages % l.pp != 0) {
+        m.Fail("pipeline_model_parallel_layout", "has " + std::to_string(stages) +
+                                                     " stages, not a multiple of pipeline_model_parallel_size " +
+                                                     std::to_string(l.pp));
+      }
+      l.vpp = stages / l.pp;
+    }
+  }
+  m.Ignore({"pipeline_model_parallel_layout"});
+  if (!IsNullish(m, "recompute_granularity")) {
+    const std::string g = m.Str("recompute_granularity");
+    if (g == "full") {
+      l.recompute = Recompute::kFull;
+    } else if (g == "selective") {
+      l.recompute = Recompute::kSelective;
+    } else {
+      m.Fail("recompute_granularity", "expected full, selective or null; found '" + g + "'");
+    }
+  }
+  m.Ignore({"recompute_granularity"});
+  if (!IsNullish(m, "recompute_method")) {
+    const std::string v = m.Str("recompute_method");
+    if (v != "uniform" && v != "block") m.Fail("recompute_method", "expected uniform, block or null; found '" + v + "'");
+    l.mb.recompute_method = v == "block" ? MbRecomputeMethod::kBlock : MbRecomputeMethod::kUniform;
+  }
+  m.Ignore({"recompute_method"});
+  l.mb.recompute_num_layers = IsNullish(m, "recompute_num_layers") ? 0 : m.Int("recompute_num_layers", 1, 1LL << 20);
+  if (!IsNullish(m, "moe_token_dispatcher_type")) {
+    const std::string d = m.Str("moe_token_dispatcher_type");
+    if (d != "allgather" && d != "alltoall" && d != "flex") {
+      m.Fail("moe_token_dispatcher_type", "expected allgather, alltoall or flex; found '" + d + "'");
+    }
+    l.mb.token_dispatcher = d == "flex" ? MbDispatcher::kFlex : d == "alltoall" ? MbDispatcher::kAlltoall
+                                                                                 : MbDispatcher::kAllgather;
+  }
+  l.mb.cpu_offloading = m.Bool("cpu_offloading", false);
+  if (m.HasValue("transformer_impl")) l.mb.transformer_engine = m.Str("transformer_impl") == "transformer_engine";
+  Merge(l.mb.overlap_p2p_comm, TriKey(m, "overlap_p2p_comm"));
+  Merge(l.mb.batch_p2p_comm, TriKey(m, "batch_p2p_comm"));
+  Merge(l.mb.tp_comm_overlap, TriKey(m, "tp_comm_overlap"));
+  out.seq_len = IsNullish(m, "seq_length") ? 0 : m.Int("seq_length", 1, 1LL << 24);
+}
+
+void ReadDdp(MapReader& d, MapReader& opt, Layout& l) {
+  // MB recipes/common.py::_pretrain_common turns the distributed optimizer on; MB config.py:2101
+  // makes ddp. and optimizer. agree (either True makes both True).
+  const Tri a = TriKey(d, "use_distributed_optimizer"), b = TriKey(opt, "use_distributed_optimizer");
+  l.use_distributed_optimizer = (a == Tri::kUnset && b == Tri::kUnset) || a == Tri::kTrue || b == Tri::kTrue;
+  l.mb.use_megatron_fsdp = d.Bool("use_megatron_fsdp", false);
+  if (!IsNullish(d, "data_parallel_sharding_strategy")) {
+    const std::string s = d.Str("data_parallel_sharding_strategy");
+    if (s == "no_shard") l.mb.sharding = MbSharding::kNoShard;
+    else if (s == "optim") l.mb.sharding = MbSharding::kOptim;
+    else if (s == "optim_grads") l.mb.sharding = MbSharding::kOptimGrads;
+    else if (s == "optim_grads_params") l.mb.sharding = MbSharding::kOptimGradsParams;
+    else d.Fail("data_parallel_sharding_strategy", "expected no_shard, optim, optim_grads or optim_grads_params; found '" + s + "'");
+  }
+  d.Ignore({"data_parallel_sharding_strategy"});
+  l.mb.average_in_collective = TriKey(d, "average_in_collective");
+  l.mb.overlap_grad_reduce = TriKey(d, "overlap_grad_reduce");
+  l.mb.overlap_param_gather = TriKey(d, "overlap_param_gather");
+  Merge(l.mb.overlap_param_gather, TriKey(opt, "overlap_param_gather"));
+  if (!IsNullish(d, "bucket_size")) l.mb.bucket_size = d.Int("bucket_size", 1, 1LL << 40);
+  l.mb.num_distributed_optimizer_instances = d.Int("num_distributed_optimizer_instances", 1, 1LL << 20, 1);
+}
+
+void ReadCommOverlap(MapReader& c, Layout& l) {
+  Merge(l.mb.tp_comm_overlap, TriKey(c, "tp_comm_overlap"));
+  Merge(l.mb.overlap_p2p_comm, TriKey(c, "overlap_p2p_comm"));
+  Merge(l.mb.batch_p2p_comm, TriKey(c, "batch_p2p_comm"));
+  Merge(l.mb.overlap_grad_reduce, TriKey(c, "overlap_grad_reduce"));
+  Merge(l.mb.overlap_param_gather, TriKey(c, "overlap_param_gather"));
+  l.mb.ep_a2a_overlap = TriKey(c, "overlap_moe_expert_parallel_comm");
+  if (!IsNullish(c, "bucket_size")) l.mb.bucket_size = c.Int("bucket_size", 1, 1LL << 40);
+}
+
+}  // namespace
+
+bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  if (root["distributed"] || root["step_scheduler"]) return false;
+  for (const char* s : kSections) {
+    if (root[s]) return true;
+  }
+  return false;
+}
+
+ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
+  YAML::Node root = yamlutil::ParseMap(text, filename);
+  MapReader top(root, filename);
+  ParsedRecipe out;
+  Layout& l = out.layout;
+  l.framework = Framework::kMegatronBridge;
+  MapReader model = Section(top, "model", filename);
+  ReadModel(model, out);
+  MapReader train = Section(top, "train", filename);
+  // Absent: MB recipes/common.py::_pretrain_common defaults (GBS 32, MBS 2; megatron.md 1.8).
+  out.global_batch = train.Int("global_batch_size", 1, 1LL << 30, 32);
+  const int64_t mbs = train.Int("micro_batch_size", 1, 1LL << 20, 2);
+  MapReader ddp = Section(top, "ddp", filename);
+  MapReader opt = Section(top, "optimizer", filename);
+  ReadDdp(ddp, opt, l);
+  MapReader dist = Section(top, "dist", filename);
+  l.mb.dist_use_megatron_fsdp = TriKey(dist, "use_megatron_fsdp");
+  l.mb.use_torch_fsdp2 = dist.Bool("use_torch_fsdp2", false);
+  l.mb.use_tp_pp_dp_mapping = dist.Bool("use_tp_pp_dp_mapping", false);
+  MapReader comm = Section(top, "comm_overlap", filename);
+  ReadCommOverlap(comm, l);
+  MapReader ckpt = Section(top, "checkpoint", filename);
+  if (!IsNullish(ckpt, "ckpt_format")) {
+    const std::string f = ckpt.Str("ckpt_format");
+    if (f == "torch") l.mb.ckpt_format = MbCkptFormat::kTorch;
+    else if (f == "torch_dist") l.mb.ckpt_format = MbCkptFormat::kTorchDist;
+    else if (f == "torch_dcp") l.mb.ckpt_format = MbCkptFormat::kTorchDcp;
+    else if (f == "fsdp_dtensor") l.mb.ckpt_format = MbCkptFormat::kFsdpDtensor;
+    else ckpt.Fail("ckpt_format", "expected torch, torch_dist, torch_dcp or fsdp_dtensor; found '" + f + "'");
+  }
+  l.mb.checkpointing = !IsNullish(ckpt, "save") || !IsNullish(ckpt, "load");
+  if (l.mb.dist_use_megatron_fsdp == Tri::kTrue && !ddp.Has("use_megatron_fsdp")) l.mb.use_megatron_fsdp = true;
+  MapReader env = Section(top, "env_vars", filename);
+  if (!IsNullish(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
+    l.mb.cuda_device_max_connections = env.Int("CUDA_DEVICE_MAX_CONNECTIONS", 1, 1024);
+  }
+  const int64_t model_ranks = l.tp * l.pp * l.cp;
+  l.dp = num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0;
+  SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});
+  if (l.dp > 0) SyncMegatronCostView(l, 0);
+  return out;
+}
+
+}  // namespace meshplan

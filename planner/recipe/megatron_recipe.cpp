@@ -1,0 +1,137 @@
+// Megatron-Bridge recipes: ConfigContainer YAML overrides, the same as dotted command-line
+// overrides (model.tensor_model_parallel_size=4), and the launch environment.
+// Keys: megatron.md 1.2-1.6 (MB training/config.py, comm_overlap.py; MCore configs).
+#include <sstream>
+
+#include "meshplan/recipe.hpp"
+#include "recipe/format.hpp"
+
+namespace meshplan {
+
+using recipe::Fixed;
+using recipe::GiB;
+
+namespace {
+
+const char* Bool(bool b) { return b ? "true" : "false"; }
+const char* TriValue(Tri t) { return t == Tri::kTrue ? "true" : "false"; }
+
+const char* RecomputeValue(Recompute r) {
+  return r == Recompute::kFull ? "full" : r == Recompute::kSelective ? "selective" : "null";
+}
+
+// Explicit pipeline_model_parallel_layout: pp*vpp stages, layers spread evenly (the first
+// L % S stages one larger), E on the first stage, L (loss) on the last.
+std::string LayoutString(int64_t num_layers, int64_t stages) {
+  std::string s = "\"";
+  const int64_t base = num_layers / stages, extra = num_layers % stages;
+  for (int64_t i = 0; i < stages; ++i) {
+    if (i) s += "|";
+    if (i == 0) s += "E";
+    s += std::string(static_cast<size_t>(base + (i < extra ? 1 : 0)), 't');
+    if (i == stages - 1) s += "L";
+  }
+  return s + "\"";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout& l, const PlanRequest& req) {
+  const MbSettings& s = l.mb;
+  std::vector<std::pair<std::string, std::string>> o;
+  auto add = [&](const std::string& k, const std::string& v) { o.emplace_back(k, v); };
+  auto num = [](int64_t v) { return std::to_string(v); };
+  add("model.tensor_model_parallel_size", num(l.tp));
+  add("model.pipeline_model_parallel_size", num(l.pp));
+  add("model.virtual_pipeline_model_parallel_size", l.vpp > 1 ? num(l.vpp) : "null");
+  add("model.context_parallel_size", num(l.cp));
+  add("model.expert_model_parallel_size", num(l.ep));
+  add("model.expert_tensor_parallel_size", l.etp > 0 ? num(l.etp) : "null");
+  add("model.sequence_parallel", Bool(l.sequence_parallel));
+  if (l.pp > 1) add("model.pipeline_dtype", "bfloat16");
+  if (l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss) {
+    add("model.account_for_embedding_in_pipeline_split", "true");
+    add("model.account_for_loss_in_pipeline_split", "true");
+  }
+  if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
+    add("model.pipeline_model_parallel_layout", LayoutString(req.model.num_layers, l.pp * l.vpp));
+  }
+  add("model.recompute_granularity", RecomputeValue(l.recompute));
+  if (l.recompute == Recompute::kFull) {
+    add("model.recompute_method", s.recompute_method == MbRecomputeMethod::kBlock ? "block" : "uniform");
+    add("model.recompute_num_layers", num(s.recompute_num_layers));
+  }
+  if (l.ep > 1) add("model.moe_token_dispatcher_type", s.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
+  add("model.seq_length", num(req.setup.seq_len));
+  add("train.global_batch_size", num(req.setup.global_batch));
+  add("train.micro_batch_size", num(l.micro_batch()));
+  add("ddp.use_distributed_optimizer", Bool(l.use_distributed_optimizer));
+  add("ddp.use_megatron_fsdp", Bool(s.use_megatron_fsdp));
+  if (s.use_megatron_fsdp) {
+    add("ddp.data_parallel_sharding_strategy", "optim_grads_params");
+    add("ddp.average_in_collective", "false");
+  }
+  add("ddp.overlap_grad_reduce", TriValue(s.overlap_grad_reduce));
+  add("ddp.overlap_param_gather", TriValue(s.overlap_param_gather));
+  if (s.bucket_size > 0) add("ddp.bucket_size", num(s.bucket_size));
+  add("optimizer.use_distributed_optimizer", Bool(l.use_distributed_optimizer));
+  add("dist.use_megatron_fsdp", Bool(s.use_megatron_fsdp));
+  add("dist.use_torch_fsdp2", Bool(s.use_torch_fsdp2));
+  add("comm_overlap.tp_comm_overlap", TriValue(s.tp_comm_overlap));
+  add("comm_overlap.overlap_p2p_comm", TriValue(s.overlap_p2p_comm));
+  add("comm_overlap.batch_p2p_comm", TriValue(s.batch_p2p_comm));
+  add("comm_overlap.overlap_grad_reduce", TriValue(s.overlap_grad_reduce));
+  add("comm_overlap.overlap_param_gather", TriValue(s.overlap_param_gather));
+  if (s.bucket_size > 0) add("comm_overlap.bucket_size", num(s.bucket_size));
+  add("comm_overlap.align_param_gather", Bool(s.overlap_param_gather == Tri::kTrue && l.pp > 1 && l.vpp > 1));
+  add("checkpoint.ckpt_format", s.ckpt_format == MbCkptFormat::kFsdpDtensor ? "fsdp_dtensor" : "torch_dist");
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> MegatronLaunchEnv(const Layout& l) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (l.mb.cuda_device_max_connections > 0) {
+    env.emplace_back("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(l.mb.cuda_device_max_connections));
+  }
+  if (l.mb.tp_comm_overlap == Tri::kTrue) {  // persistent LayerNorm kernels leave SMs for comm (perf guide)
+    env.emplace_back("NVTE_FWD_LAYERNORM_SM_MARGIN", "16");
+    env.emplace_back("NVTE_BWD_LAYERNORM_SM_MARGIN", "16");
+  }
+  return env;
+}
+
+std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int rank) {
+  const Layout& l = c.layout;
+  const Cost& k = c.cost;
+  std::ostringstream y;
+  y << "# meshplan Megatron-Bridge recipe " << rank << ": " << req.model.name << " on " << req.setup.num_gpus
+    << " GPUs of " << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
+    << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
+  y << "# layout: " << Describe(l) << " (dp " << l.dp << ", expert dp "
+    << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp) << ", " << req.setup.global_batch / (l.micro_batch() * l.dp)
+    << " micro-batches per step)\n";
+  y << "# predicted memory per GPU: " << Fixed(GiB(k.memory.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
+    << " GiB usable; step " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
+    << " tokens/s/GPU, MFU " << Fixed(100 * k.mfu, 1) << "%\n";
+  y << "# launch environment:";
+  for (const auto& [name, value] : MegatronLaunchEnv(l)) y << " " << name << "=" << value;
+  y << "\n# command line:";
+  const auto overrides = MegatronOverrides(l, req);
+  for (const auto& [key, value] : overrides) y << " " << key << "=" << value;
+  y << "\n";
+  std::string section;
+  for (const auto& [key, value] : overrides) {
+    const size_t dot = key.find('.');
+    const std::string sec = key.substr(0, dot);
+    if (sec != section) {
+      y << sec << ":\n";
+      section = sec;
+    }
+    y << "  " << key.substr(dot + 1) << ": " << value;
+    if (key.ends_with("bucket_size")) y << "  # parameters, not bytes";
+    y << "\n";
+  }
+  return y.str();
+}
+
+}  // namespace meshplan

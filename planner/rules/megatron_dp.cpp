@@ -1,0 +1,315 @@
+// Data-parallel flavour (DDP, distributed optimizer, Megatron FSDP, torch FSDP2), checkpoint
+// format, launch environment, overlap, recompute and batch rules of Megatron-Bridge /
+// Megatron-Core (megatron.md 2.6-2.12, 2.13). MB = Megatron-Bridge, MLM = Megatron-LM.
+#include "rules/megatron_util.hpp"
+
+namespace meshplan::rules {
+namespace {
+
+using namespace mb;
+
+const char* CkptName(MbCkptFormat f) {
+  switch (f) {
+    case MbCkptFormat::kUnset: return "unset (torch_dist)";
+    case MbCkptFormat::kTorch: return "torch";
+    case MbCkptFormat::kTorchDist: return "torch_dist";
+    case MbCkptFormat::kTorchDcp: return "torch_dcp";
+    case MbCkptFormat::kFsdpDtensor: return "fsdp_dtensor";
+  }
+  return "?";
+}
+
+/// Source: MB config.py (use_megatron_fsdp and use_torch_fsdp2 are mutually exclusive; megatron.md 1.4).
+bool FsdpExclusive(const RuleContext& c) { return !(Mfsdp(L(c)) && Fsdp2(L(c))); }
+std::string FsdpExclusiveMsg(const RuleContext&) {
+  return "use_megatron_fsdp and use_torch_fsdp2 are both on: they are two different FSDP implementations, pick one";
+}
+
+/// MB sets both flags when either is set; a recipe that writes one true and the other
+/// false says something that will not happen. Source: MB config.py:1065-1069.
+bool MfsdpFlags(const RuleContext& c) {
+  const Layout& l = L(c);
+  return !(l.mb.use_megatron_fsdp && l.mb.dist_use_megatron_fsdp == Tri::kFalse);
+}
+std::string MfsdpFlagsMsg(const RuleContext& c) {
+  return Cat("Megatron FSDP needs dist.use_megatron_fsdp and ddp.use_megatron_fsdp both true; found dist=",
+             TriName(L(c).mb.dist_use_megatron_fsdp), " ddp=", OnOff(L(c).mb.use_megatron_fsdp));
+}
+
+/// Source: MB recipes/common.py::_pretrain_common and perf recipes (megatron.md 1.8, 1.9d):
+/// Megatron FSDP shards optimizer state, gradients and parameters (ZeRO-3).
+bool MfsdpSharding(const RuleContext& c) {
+  const Layout& l = L(c);
+  return !Mfsdp(l) || l.mb.sharding == MbSharding::kUnset || l.mb.sharding == MbSharding::kOptimGradsParams;
+}
+std::string MfsdpShardingMsg(const RuleContext&) {
+  return "Megatron FSDP recipes use ddp.data_parallel_sharding_strategy: optim_grads_params (ZeRO-3); meshplan "
+         "models only that one";
+}
+
+/// Source: MB config.py:1079-1124 (_validate_and_apply_megatron_fsdp_v1_configs turns it off).
+bool MfsdpAverage(const RuleContext& c) { return !Mfsdp(L(c)) || L(c).mb.average_in_collective != Tri::kTrue; }
+std::string MfsdpAverageMsg(const RuleContext&) {
+  return "ddp.average_in_collective: true with Megatron FSDP: Megatron-Bridge switches it off (unless symmetric "
+         "registration is disabled); write average_in_collective: false";
+}
+
+/// Source: MB config.py:1105-1108 (fsdp_dtensor required by Megatron FSDP v1 whenever a
+/// checkpoint is saved or loaded). An unset format passes unless save/load is configured.
+bool MfsdpCkpt(const RuleContext& c) {
+  const MbSettings& s = L(c).mb;
+  if (!Mfsdp(L(c)) || s.ckpt_format == MbCkptFormat::kFsdpDtensor) return true;
+  return s.ckpt_format == MbCkptFormat::kUnset && !s.checkpointing;
+}
+std::string MfsdpCkptMsg(const RuleContext& c) {
+  return Cat("Megatron FSDP saves and loads DTensor checkpoints: checkpoint.ckpt_format must be fsdp_dtensor, found ",
+             CkptName(L(c).mb.ckpt_format));
+}
+
+/// Source: MB config.py:1529-1533 (fsdp_dtensor only with Megatron FSDP).
+bool DtensorNeedsMfsdp(const RuleContext& c) {
+  return L(c).mb.ckpt_format != MbCkptFormat::kFsdpDtensor || Mfsdp(L(c));
+}
+std::string DtensorNeedsMfsdpMsg(const RuleContext&) {
+  return "checkpoint.ckpt_format: fsdp_dtensor is only allowed with Megatron FSDP (use_megatron_fsdp: true); use "
+         "torch_dist";
+}
+
+/// Source: MB config.py:1079-1124 ("use_tp_pp_dp_mapping is not supported" with Megatron FSDP).
+bool MfsdpMapping(const RuleContext& c) { return !Mfsdp(L(c)) || !L(c).mb.use_tp_pp_dp_mapping; }
+std::string MfsdpMappingMsg(const RuleContext&) {
+  return "dist.use_tp_pp_dp_mapping is not supported with Megatron FSDP; remove it";
+}
+
+/// Source: MB skill doc, Megatron FSDP CPU offloading (megatron.md 2.8, marked uncertain there).
+bool MfsdpOffload(const RuleContext& c) {
+  const Layout& l = L(c);
+  return !Mfsdp(l) || !l.mb.cpu_offloading || (l.pp == 1 && l.recompute == Recompute::kNone);
+}
+std::string MfsdpOffloadMsg(const RuleContext& c) {
+  return Cat("cpu_offloading with Megatron FSDP needs pipeline_model_parallel_size 1 and no recompute; found PP ",
+             L(c).pp, ", recompute ", RecomputeName(L(c).recompute));
+}
+
+/// Source: MCore transformer_config.py (cpu_offloading is incompatible with recompute; megatron.md 2.12).
+bool OffloadRecompute(const RuleContext& c) { return !L(c).mb.cpu_offloading || L(c).recompute == Recompute::kNone; }
+std::string OffloadRecomputeMsg(const RuleContext& c) {
+  return Cat("cpu_offloading cannot be combined with recompute_granularity ", RecomputeName(L(c).recompute),
+             ": both try to drop the same activations");
+}
+
+/// Source: MB config.py:1110; MLM arguments.py:1048, 1166 (FSDP needs CUDA_DEVICE_MAX_CONNECTIONS != 1).
+bool FsdpCdmc(const RuleContext& c) {
+  return !(Mfsdp(L(c)) || Fsdp2(L(c))) || L(c).mb.cuda_device_max_connections != 1;
+}
+std::string FsdpCdmcMsg(const RuleContext&) {
+  return "CUDA_DEVICE_MAX_CONNECTIONS=1 with FSDP: FSDP overlaps its all-gathers on a second stream and needs more "
+         "than one connection; use 32 (Blackwell) or 8";
+}
+
+/// Pre-Blackwell, TP or CP > 1 without FSDP or EP overlap: CUDA_DEVICE_MAX_CONNECTIONS must be 1
+/// (kernels queue in order so TP comm is scheduled before the GEMM).
+/// Source: MLM arguments.py:1452-1479; MB scripts/performance/utils/overrides.py:248-263.
+bool HopperCdmc(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (!PreBlackwell(c) || (l.tp == 1 && l.cp == 1)) return true;
+  if (Mfsdp(l) || Fsdp2(l) || l.mb.ep_a2a_overlap == Tri::kTrue) return true;
+  return l.mb.cuda_device_max_connections == 0 || l.mb.cuda_device_max_connections == 1;
+}
+std::string HopperCdmcMsg(const RuleContext& c) {
+  return Cat("CUDA_DEVICE_MAX_CONNECTIONS=", L(c).mb.cuda_device_max_connections, " on ", c.system->gpu.name,
+             " with TP ", L(c).tp, " / CP ", L(c).cp,
+             ": before Blackwell Megatron needs 1 so TP/CP communication is queued ahead of the GEMMs");
+}
+
+/// Source: MLM arguments.py:1031-1063 (torch FSDP2: no pipeline or expert parallelism).
+bool Fsdp2PpEp(const RuleContext& c) { return !Fsdp2(L(c)) || (L(c).pp == 1 && L(c).ep == 1); }
+std::string Fsdp2PpEpMsg(const RuleContext& c) {
+  return Cat("use_torch_fsdp2 does not support pipeline or expert parallelism; found PP ", L(c).pp, ", EP ", L(c).ep,
+             "; use Megatron FSDP");
+}
+
+/// Source: MLM arguments.py:1031-1063 (FSDP2 shards the optimizer itself).
+bool Fsdp2Distopt(const RuleContext& c) { return !Fsdp2(L(c)) || !L(c).use_distributed_optimizer; }
+std::string Fsdp2DistoptMsg(const RuleContext&) {
+  return "use_torch_fsdp2 with use_distributed_optimizer: FSDP2 already shards the optimizer; set "
+         "use_distributed_optimizer: false";
+}
+
+/// Source: MLM arguments.py:1031-1063 (untie_embeddings_and_output_weights).
+bool Fsdp2Untied(const RuleContext& c) { return !Fsdp2(L(c)) || !c.model.tie_word_embeddings; }
+std::string Fsdp2UntiedMsg(const RuleContext& c) {
+  return Cat("use_torch_fsdp2 needs untied embeddings, but ", c.model.name, " ties its input and output embeddings");
+}
+
+/// Source: MLM arguments.py:1031-1063 (ckpt_format torch_dist or torch_dcp).
+bool Fsdp2Ckpt(const RuleContext& c) {
+  const MbCkptFormat f = L(c).mb.ckpt_format;
+  return !Fsdp2(L(c)) || f == MbCkptFormat::kUnset || f == MbCkptFormat::kTorchDist || f == MbCkptFormat::kTorchDcp;
+}
+std::string Fsdp2CkptMsg(const RuleContext& c) {
+  return Cat("use_torch_fsdp2 saves torch_dist or torch_dcp checkpoints; found ckpt_format ", CkptName(L(c).mb.ckpt_format));
+}
+
+/// Source: MLM checkpointing (torch_dcp requires TP <= 1 and PP <= 1, "not tested"; megatron.md 1.5).
+bool DcpNoTpPp(const RuleContext& c) {
+  return L(c).mb.ckpt_format != MbCkptFormat::kTorchDcp || (L(c).tp == 1 && L(c).pp == 1);
+}
+std::string DcpNoTpPpMsg(const RuleContext& c) {
+  return Cat("checkpoint.ckpt_format: torch_dcp needs TP 1 and PP 1; found TP ", L(c).tp, ", PP ", L(c).pp);
+}
+
+/// Source: MCore parallel_state.py:922-926 ((DP*CP) % num_distributed_optimizer_instances).
+bool DistoptInstances(const RuleContext& c) {
+  const int64_t n = L(c).mb.num_distributed_optimizer_instances;
+  return n >= 1 && (L(c).dp * L(c).cp) % n == 0;
+}
+std::string DistoptInstancesMsg(const RuleContext& c) {
+  return Cat("data parallel x context parallel (", L(c).dp, " x ", L(c).cp,
+             ") must be divisible by num_distributed_optimizer_instances (", L(c).mb.num_distributed_optimizer_instances, ")");
+}
+
+/// Source: MLM arguments.py:1024-1029 (overlap_param_gather needs distopt or MFSDP, and overlap_grad_reduce).
+bool ParamGather(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.overlap_param_gather != Tri::kTrue) return true;
+  return (l.use_distributed_optimizer || Mfsdp(l)) && l.mb.overlap_grad_reduce != Tri::kFalse;
+}
+std::string ParamGatherMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (!(l.use_distributed_optimizer || Mfsdp(l))) {
+    return "overlap_param_gather: true needs use_distributed_optimizer: true (plain DDP keeps full parameters, there is "
+           "nothing to gather)";
+  }
+  return "overlap_param_gather: true needs overlap_grad_reduce: true";
+}
+
+/// overlap_p2p_comm only in the interleaved schedule, never with batch_p2p_comm.
+/// Source: MB training/comm_overlap.py:454-462; MLM arguments.py:1001-1017.
+bool P2pFlags(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.overlap_p2p_comm == Tri::kTrue && l.mb.batch_p2p_comm == Tri::kTrue) return false;
+  return l.mb.overlap_p2p_comm != Tri::kTrue || (l.pp > 1 && l.vpp > 1);
+}
+std::string P2pFlagsMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.batch_p2p_comm == Tri::kTrue && l.mb.overlap_p2p_comm == Tri::kTrue) {
+    return "overlap_p2p_comm and batch_p2p_comm are both true: they are mutually exclusive";
+  }
+  return Cat("overlap_p2p_comm: true needs an interleaved pipeline (PP > 1 and VPP > 1); found PP ", l.pp, ", VPP ", l.vpp,
+             "; write overlap_p2p_comm: false, batch_p2p_comm: true");
+}
+
+/// Source: MCore transformer_config.py:1901-1939 (full needs recompute_method and
+/// recompute_num_layers <= layers per PP rank; selective forbids recompute_num_layers).
+bool RecomputeArgs(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.recompute == Recompute::kSelective) return l.mb.recompute_num_layers == 0;
+  if (l.recompute != Recompute::kFull) return true;
+  const int64_t per_rank = (c.model.num_layers + l.pp - 1) / l.pp;
+  return l.mb.recompute_method != MbRecomputeMethod::kUnset && l.mb.recompute_num_layers >= 1 && l.mb.recompute_num_layers <= per_rank;
+}
+std::string RecomputeArgsMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.recompute == Recompute::kSelective) {
+    return Cat("recompute_granularity: selective does not take recompute_num_layers (found ", l.mb.recompute_num_layers, ")");
+  }
+  return Cat("recompute_granularity: full needs recompute_method (uniform or block) and recompute_num_layers between 1 and "
+             "the layers per pipeline rank (", (c.model.num_layers + l.pp - 1) / l.pp, "); found method ",
+             l.mb.recompute_method == MbRecomputeMethod::kUnset ? "unset" : "set", ", num_layers ",
+             l.mb.recompute_num_layers);
+}
+
+/// Source: MB training/comm_overlap.py:478-518; MCore transformer_config.py:3002-3030.
+bool EpOverlap(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.ep_a2a_overlap != Tri::kTrue) return true;
+  const MbDispatcher d = l.mb.token_dispatcher;
+  return l.ep > 1 && d != MbDispatcher::kAllgather && (l.pp == 1 || l.vpp > 1) && l.recompute != Recompute::kFull;
+}
+std::string EpOverlapMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  return Cat("overlap_moe_expert_parallel_comm needs EP > 1 (found ", l.ep, "), moe_token_dispatcher_type alltoall or flex "
+             "(found ", l.mb.token_dispatcher == MbDispatcher::kAllgather ? "allgather" : "alltoall/flex",
+             "), VPP when PP > 1 (PP ", l.pp, ", VPP ", l.vpp, ") and no full recompute");
+}
+
+/// Source: MCore num_microbatches_calculator.py:381-391 (GBS % (MBS*DP) == 0).
+bool GlobalBatch(const RuleContext& c) { return NumMicrobatches(c) >= 1; }
+std::string GlobalBatchMsg(const RuleContext& c) {
+  return Cat("global_batch_size (", c.setup.global_batch, ") must be divisible by micro_batch_size x data parallel (",
+             L(c).micro_batch(), " x ", L(c).dp, " = ", L(c).micro_batch() * L(c).dp, ")");
+}
+
+/// Interleaved schedule with the default group size PP: M >= PP and M % PP == 0.
+/// Source: MCore pipeline_parallel/schedules.py:1160-1180.
+bool Interleaved(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.vpp == 1 || l.pp == 1) return true;
+  const int64_t m = NumMicrobatches(c);
+  return m == 0 || (m >= l.pp && m % l.pp == 0);
+}
+std::string InterleavedMsg(const RuleContext& c) {
+  return Cat("the interleaved schedule needs the number of micro-batches (", NumMicrobatches(c),
+             " = global_batch / (micro_batch_size x DP)) to be a multiple of pipeline_model_parallel_size (", L(c).pp, ")");
+}
+
+const Rule kRules[] = {
+    {"mb_fsdp_exclusive", "MB training/config.py (DistributedInitConfig)", RuleStage::kMesh, FsdpExclusive, FsdpExclusiveMsg},
+    {"mb_megatron_fsdp_flags", "MB training/config.py:1065-1069", RuleStage::kMesh, MfsdpFlags, MfsdpFlagsMsg},
+    {"mb_megatron_fsdp_sharding", "MB recipes/common.py::_pretrain_common", RuleStage::kMesh, MfsdpSharding,
+     MfsdpShardingMsg},
+    {"mb_megatron_fsdp_average_in_collective", "MB training/config.py:1079-1124", RuleStage::kMesh, MfsdpAverage,
+     MfsdpAverageMsg},
+    {"mb_megatron_fsdp_ckpt_format", "MB training/config.py:1105-1108", RuleStage::kMesh, MfsdpCkpt, MfsdpCkptMsg},
+    {"mb_fsdp_dtensor_needs_megatron_fsdp", "MB training/config.py:1529-1533", RuleStage::kMesh, DtensorNeedsMfsdp,
+     DtensorNeedsMfsdpMsg},
+    {"mb_megatron_fsdp_no_tp_pp_dp_mapping", "MB training/config.py:1079-1124", RuleStage::kMesh, MfsdpMapping,
+     MfsdpMappingMsg},
+    {"mb_megatron_fsdp_cdmc", "MB training/config.py:1110; MLM arguments.py:1048,1166", RuleStage::kMesh, FsdpCdmc,
+     FsdpCdmcMsg},
+    {"mb_fsdp2_no_pp_ep", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2PpEp, Fsdp2PpEpMsg},
+    {"mb_fsdp2_no_distributed_optimizer", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2Distopt,
+     Fsdp2DistoptMsg},
+    {"mb_fsdp2_untied_embeddings", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2Untied, Fsdp2UntiedMsg},
+    {"mb_fsdp2_ckpt_format", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2Ckpt, Fsdp2CkptMsg},
+    {"mb_torch_dcp_no_tp_pp", "MLM training/checkpointing (torch_dcp)", RuleStage::kMesh, DcpNoTpPp, DcpNoTpPpMsg},
+    {"mb_distopt_instances_divide_dp_cp", "MCore parallel_state.py:922-926", RuleStage::kMesh, DistoptInstances,
+     DistoptInstancesMsg},
+    {"mb_overlap_param_gather", "MLM training/arguments.py:1024-1029", RuleStage::kMesh, ParamGather, ParamGatherMsg},
+    {"mb_p2p_comm_flags", "MB training/comm_overlap.py:454-462", RuleStage::kMesh, P2pFlags, P2pFlagsMsg},
+    {"mb_megatron_fsdp_cpu_offloading", "MB skill doc (Megatron FSDP CPU offloading)", RuleStage::kFeatures,
+     MfsdpOffload, MfsdpOffloadMsg},
+    {"mb_cpu_offloading_no_recompute", "MCore transformer/transformer_config.py", RuleStage::kFeatures, OffloadRecompute,
+     OffloadRecomputeMsg},
+    {"mb_recompute_arguments", "MCore transformer/transformer_config.py:1901-1939", RuleStage::kFeatures, RecomputeArgs,
+     RecomputeArgsMsg},
+    {"mb_ep_overlap_requirements", "MB training/comm_overlap.py:478-518", RuleStage::kFeatures, EpOverlap, EpOverlapMsg},
+    {"mb_global_batch_divisible", "MCore num_microbatches_calculator.py:381-391", RuleStage::kBatch, GlobalBatch,
+     GlobalBatchMsg},
+    {"mb_interleaved_microbatches", "MCore pipeline_parallel/schedules.py:1160-1180", RuleStage::kBatch, Interleaved,
+     InterleavedMsg},
+};
+
+}  // namespace
+
+std::span<const Rule> MegatronDpRules() { return kRules; }
+
+}  // namespace meshplan::rules
+
+namespace meshplan {
+
+std::vector<std::string> MegatronWarnings(const RuleContext& c) {
+  std::vector<std::string> out;
+  if (c.layout.framework != Framework::kMegatronBridge) return out;
+  if (!rules::HopperCdmc(c)) {
+    out.push_back(rules::HopperCdmcMsg(c) + " [MLM training/arguments.py:1452-1479 asserts it; Megatron-Core only warns, "
+                  "tensor_parallel/layers.py:908-924]");
+  }
+  if (!rules::mb::EpTpNeedsSp(c)) {
+    out.push_back(rules::mb::EpTpNeedsSpMsg(c) + " [MCore model_parallel_config.py:561-566 warns; the Megatron-LM guide says required]");
+  }
+  return out;
+}
+
+}  // namespace meshplan

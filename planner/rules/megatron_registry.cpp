@@ -1,0 +1,25 @@
+// The Megatron-Bridge rule registry: every mb_ rule, in check order (mesh, then features,
+// then batch; mb_axes_positive first, since later rules divide by the sizes).
+#include <algorithm>
+#include <vector>
+
+#include "rules/megatron_util.hpp"
+
+namespace meshplan {
+namespace {
+
+std::vector<Rule> Build() {
+  std::vector<Rule> all;
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronDpRules()}) all.insert(all.end(), part.begin(), part.end());
+  std::stable_sort(all.begin(), all.end(), [](const Rule& a, const Rule& b) { return a.stage < b.stage; });
+  return all;
+}
+
+}  // namespace
+
+std::span<const Rule> MegatronBridgeRules() {
+  static const std::vector<Rule> registry = Build();
+  return registry;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,60 @@
+#pragma once
+// Helpers shared by the Megatron-Bridge rule files (megatron_*.cpp).
+#include <numeric>
+#include <string>
+
+#include "rules/rule_util.hpp"
+
+namespace meshplan::rules {
+
+/// Megatron-Bridge rule groups, concatenated by megatron_registry.cpp in check order.
+std::span<const Rule> MegatronMeshRules();
+std::span<const Rule> MegatronDpRules();
+
+namespace mb {
+
+inline const Layout& L(const RuleContext& c) { return c.layout; }
+
+/// Megatron FSDP is on if either flag is (MB config.py:1065-1069 sets both then).
+inline bool Mfsdp(const Layout& l) { return l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue; }
+inline bool Fsdp2(const Layout& l) { return l.mb.use_torch_fsdp2; }
+
+/// Expert data-parallel size W / (ETP * EP * PP), 0 if it does not divide.
+inline int64_t Edp(const RuleContext& c) {
+  const Layout& l = c.layout;
+  const int64_t n = l.EffectiveEtp() * l.ep * l.pp;
+  return n > 0 && c.setup.num_gpus % n == 0 ? c.setup.num_gpus / n : 0;
+}
+
+/// Decoder layers counted by the pipeline split: L, plus embedding and loss when accounted.
+inline int64_t SplitLayers(const RuleContext& c) {
+  return c.model.num_layers + (c.layout.pp_split == MbPpSplit::kAccountEmbeddingLoss ? 2 : 0);
+}
+
+/// Micro-batches per step M = global_batch / (micro_batch_size * dp) (0 if not whole).
+inline int64_t NumMicrobatches(const RuleContext& c) {
+  const int64_t d = c.layout.micro_batch() * c.layout.dp;
+  return d > 0 && c.setup.global_batch % d == 0 ? c.setup.global_batch / d : 0;
+}
+
+/// GPUs before Blackwell (compute capability < 10), where Megatron needs
+/// CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP (MLM arguments.py:1452-1479).
+inline bool PreBlackwell(const RuleContext& c) {
+  if (!c.system) return false;
+  const std::string& g = c.system->gpu.name;
+  return g.rfind("h100", 0) == 0 || g.rfind("h200", 0) == 0 || g.rfind("a100", 0) == 0;
+}
+
+/// MoE with TP: SP is required by the MLM guide (MCore only warns: a warning, not a rule).
+/// Source: MCore model_parallel_config.py:561-566; megatron.md 2.13.
+inline bool EpTpNeedsSp(const RuleContext& c) { return !(L(c).tp > 1 && L(c).ep > 1) || L(c).sequence_parallel; }
+inline std::string EpTpNeedsSpMsg(const RuleContext& c) {
+  return Cat("tensor_model_parallel_size ", L(c).tp, " with expert_model_parallel_size ", L(c).ep,
+             " should use sequence_parallel: true (the token dispatcher expects sequence-split tokens)");
+}
+
+inline const char* OnOff(bool b) { return b ? "true" : "false"; }
+inline const char* TriName(Tri t) { return t == Tri::kUnset ? "unset" : t == Tri::kTrue ? "true" : "false"; }
+
+}  // namespace mb
+}  // namespace meshplan::rules

@@ -1,0 +1,231 @@
+// Exhaustive walk of the Megatron-Bridge layout space (megatron.md sections 1.2-1.6, 2).
+//
+// Fields are chosen in rule-stage order (mesh: TP, CP, PP, layer split + VPP, EP, ETP, DP
+// flavour; features: SP, recompute; batch: micro-batch); each stage's rules run as soon as
+// its fields are set and a failing subtree is skipped. Every layout that passes all rules is
+// scored with CostModel::Evaluate on its AutoModel-equivalent view (SyncMegatronCostView).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "search/megatron_space.hpp"
+
+namespace meshplan::search {
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d == 0) {
+      out.push_back(d);
+      if (d != n / d) out.push_back(n / d);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+bool PreBlackwellGpu(const SystemSpec& s) {
+  const std::string& g = s.gpu.name;
+  return g.rfind("h100", 0) == 0 || g.rfind("h200", 0) == 0 || g.rfind("a100", 0) == 0;
+}
+
+// One layer split per PP size (even, else embedding + loss accounted, else an explicit
+// layout) and the VPP sizes it allows.
+std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_t pp) {
+  std::vector<std::pair<MbPpSplit, int64_t>> out;
+  if (pp == 1) return {{MbPpSplit::kEven, 1}};
+  MbPpSplit split = MbPpSplit::kLayout;
+  int64_t layers = num_layers;
+  if (num_layers % pp == 0) {
+    split = MbPpSplit::kEven;
+  } else if ((num_layers + 2) % pp == 0) {
+    split = MbPpSplit::kAccountEmbeddingLoss;
+    layers = num_layers + 2;
+  }
+  if (split == MbPpSplit::kLayout) {
+    for (int64_t v = 1; v * pp <= num_layers; ++v) out.push_back({split, v});
+    return out;
+  }
+  for (int64_t v : Divisors(layers / pp)) out.push_back({split, v});
+  return out;
+}
+
+struct Flavour {
+  bool distopt, mfsdp, fsdp2;
+};
+constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {true, true, false}, {false, false, true}};
+
+struct MbWalker {
+  const PlanRequest& req;
+  CostModel cost_model;
+  PlanResult result;
+  std::map<std::string, int64_t> rejected;
+  std::vector<Layout>* collect = nullptr;
+
+  explicit MbWalker(const PlanRequest& r) : req(r), cost_model(r.model, r.system, r.setup) {}
+
+  bool Reject(const Layout& l, RuleStage stage) {
+    ++result.enumerated;
+    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+    if (const Rule* r = FirstFailureAtStage(ctx, stage)) {
+      ++rejected[r->name];
+      return true;
+    }
+    return false;
+  }
+
+  void Leaf(const Layout& l) {
+    if (collect) {
+      collect->push_back(l);
+      return;
+    }
+    if (Reject(l, RuleStage::kBatch)) return;
+    ++result.valid;
+    Candidate c{l, cost_model.Evaluate(l)};
+    if (!result.least_memory || c.cost.memory.Total() < result.least_memory->cost.memory.Total()) {
+      result.least_memory = c;
+    }
+    if (!c.cost.fits) return;
+    ++result.fitting;
+    auto& top = result.top;
+    if (static_cast<int>(top.size()) == req.top_n && !RanksBefore(c, top.back())) return;
+    top.insert(std::upper_bound(top.begin(), top.end(), c, RanksBefore), c);
+    if (static_cast<int>(top.size()) > req.top_n) top.pop_back();
+  }
+
+  void Batches(Layout l) {
+    bool any = false;
+    for (int64_t mbs = 1; mbs <= req.max_micro_batch; mbs *= 2) {
+      if (req.setup.global_batch % (mbs * l.dp) != 0) continue;
+      any = true;
+      SetMegatronMicroBatch(l, mbs, req.setup);
+      SyncMegatronCostView(l, req.model.num_layers);
+      Leaf(l);
+    }
+    if (!any) {  // no micro-batch divides: let mb_global_batch_divisible say so once
+      SetMegatronMicroBatch(l, 1, req.setup);
+      SyncMegatronCostView(l, req.model.num_layers);
+      Leaf(l);
+    }
+  }
+
+  void Features(Layout l) {
+    l.sequence_parallel = l.tp > 1;
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      l.recompute = rc;
+      ApplyEmittedSettings(l, req.system);
+      if (Reject(l, RuleStage::kFeatures)) continue;
+      Batches(l);
+    }
+  }
+
+  void Run() {
+    const int64_t n = req.setup.num_gpus;
+    const int64_t num_layers = req.model.num_layers;
+    std::vector<int64_t> ep_options = {1};
+    if (req.model.is_moe()) {
+      for (int64_t e : Divisors(req.model.num_experts)) {
+        if (e > 1 && e <= n) ep_options.push_back(e);
+      }
+    }
+    for (int64_t tp : Divisors(n)) {
+      for (int64_t cp : Divisors(n / tp)) {
+        for (int64_t pp : Divisors(n / (tp * cp))) {
+          if (pp > num_layers) break;
+          for (const auto& [split, vpp] : VppChoices(num_layers, pp)) {
+            for (int64_t ep : ep_options) {
+              for (int64_t etp : {int64_t{0}, int64_t{1}}) {
+                if (etp == 1 && (tp == 1 || !req.model.is_moe())) continue;  // same as unset
+                for (const Flavour& f : kFlavours) {
+                  Layout l;
+                  l.framework = Framework::kMegatronBridge;
+                  l.tp = tp;
+                  l.cp = cp;
+                  l.pp = pp;
+                  l.dp = n / (tp * cp * pp);
+                  l.vpp = vpp;
+                  l.pp_split = split;
+                  l.ep = ep;
+                  l.etp = etp;
+                  l.use_distributed_optimizer = f.distopt;
+                  l.mb.use_megatron_fsdp = f.mfsdp;
+                  l.mb.use_torch_fsdp2 = f.fsdp2;
+                  l.sequence_parallel = tp > 1;
+                  ApplyEmittedSettings(l, req.system);
+                  if (Reject(l, RuleStage::kMesh)) continue;
+                  Features(l);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    result.rejected_by_rule.assign(rejected.begin(), rejected.end());
+    std::stable_sort(result.rejected_by_rule.begin(), result.rejected_by_rule.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+};
+
+}  // namespace
+
+void ApplyEmittedSettings(Layout& l, const SystemSpec& system) {
+  MbSettings& s = l.mb;
+  const bool mfsdp = s.use_megatron_fsdp || s.dist_use_megatron_fsdp == Tri::kTrue;
+  const bool fsdp2 = s.use_torch_fsdp2;
+  s.use_megatron_fsdp = mfsdp;
+  s.dist_use_megatron_fsdp = mfsdp ? Tri::kTrue : Tri::kFalse;
+  if (mfsdp) l.use_distributed_optimizer = true;  // MB config.py:1079-1124 forces it
+  s.sharding = mfsdp ? MbSharding::kOptimGradsParams : MbSharding::kUnset;
+  s.average_in_collective = mfsdp ? Tri::kFalse : Tri::kUnset;
+  s.ckpt_format = mfsdp ? MbCkptFormat::kFsdpDtensor : MbCkptFormat::kTorchDist;
+  s.use_tp_pp_dp_mapping = false;
+  s.cpu_offloading = false;
+  s.pipeline_dtype_set = true;
+  s.transformer_engine = true;
+  // comm_overlap.py:441-451: TP overlap needs TP >= 2, SP and Transformer Engine.
+  s.tp_comm_overlap = (l.tp >= 2 && l.sequence_parallel) ? Tri::kTrue : Tri::kFalse;
+  // comm_overlap.py:454-462.
+  const bool interleaved = l.pp > 1 && l.vpp > 1;
+  s.overlap_p2p_comm = interleaved ? Tri::kTrue : Tri::kFalse;
+  s.batch_p2p_comm = interleaved ? Tri::kFalse : Tri::kTrue;
+  // comm_overlap.py:562-591, 635-643: DP overlap with the distributed optimizer and DP > 1.
+  const bool dp_overlap = l.use_distributed_optimizer && l.dp > 1 && !fsdp2;
+  s.overlap_grad_reduce = dp_overlap ? Tri::kTrue : Tri::kFalse;
+  s.overlap_param_gather = dp_overlap ? Tri::kTrue : Tri::kFalse;
+  s.bucket_size = dp_overlap ? 128LL * 1024 * 1024 : 0;  // parameters, not bytes
+  s.ep_a2a_overlap = Tri::kFalse;
+  s.token_dispatcher = l.ep > 1 ? MbDispatcher::kAlltoall : MbDispatcher::kAllgather;
+  s.num_distributed_optimizer_instances = 1;
+  s.recompute_method = l.recompute == Recompute::kFull ? MbRecomputeMethod::kUniform : MbRecomputeMethod::kUnset;
+  s.recompute_num_layers = l.recompute == Recompute::kFull ? 1 : 0;
+  // megatron.md 2.11: 32 on Blackwell; 1 before Blackwell with TP or CP > 1 unless FSDP;
+  // never 1 under FSDP (8 = the perf launcher's default otherwise).
+  if (!PreBlackwellGpu(system)) {
+    s.cuda_device_max_connections = 32;
+  } else if (!mfsdp && !fsdp2 && (l.tp > 1 || l.cp > 1)) {
+    s.cuda_device_max_connections = 1;
+  } else {
+    s.cuda_device_max_connections = 8;
+  }
+}
+
+std::vector<Layout> MegatronEnumerate(const PlanRequest& req) {
+  std::vector<Layout> out;
+  MbWalker w(req);
+  w.collect = &out;
+  w.Run();
+  return out;
+}
+
+PlanResult MegatronPlan(const PlanRequest& req) {
+  MbWalker w(req);
+  w.Run();
+  return std::move(w.result);
+}
+
+}  // namespace meshplan::search

@@ -1,0 +1,21 @@
+#pragma once
+// The Megatron-Bridge layout walk (megatron_space.cpp); search.cpp dispatches to it.
+#include <cstdint>
+#include <vector>
+
+#include "meshplan/search.hpp"
+
+namespace meshplan::search {
+
+/// EnumerateLayouts for req.framework == kMegatronBridge.
+std::vector<Layout> MegatronEnumerate(const PlanRequest& req);
+/// Plan for req.framework == kMegatronBridge.
+PlanResult MegatronPlan(const PlanRequest& req);
+/// The recipe settings meshplan emits for a Megatron layout (overlap flags, FSDP flags,
+/// checkpoint format, CUDA_DEVICE_MAX_CONNECTIONS, recompute arguments), derived from its
+/// axes and `system` as megatron.md 1.6, 2.8, 2.10 and 2.11 prescribe. Overwrites layout.mb.
+void ApplyEmittedSettings(Layout& layout, const SystemSpec& system);
+/// Sizes d of n in increasing order.
+std::vector<int64_t> Divisors(int64_t n);
+
+}  // namespace meshplan::search

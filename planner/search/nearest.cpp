@@ -1,0 +1,83 @@
+// The valid layouts nearest to a given one, for `meshplan check`.
+#include <algorithm>
+#include <string>
+
+#include "meshplan/search.hpp"
+
+namespace meshplan {
+namespace {
+
+template <typename T>
+void Diff(std::vector<std::string>& out, const char* field, const T& a, const T& b) {
+  if (a != b) out.push_back(std::string(field) + ": " + a + " -> " + b);
+}
+
+std::string N(int64_t v) { return std::to_string(v); }
+
+std::vector<std::string> Changes(const Layout& a, const Layout& b) {
+  std::vector<std::string> c;
+  if (a.framework == Framework::kMegatronBridge) {
+    Diff(c, "tensor_model_parallel_size", N(a.tp), N(b.tp));
+    Diff(c, "pipeline_model_parallel_size", N(a.pp), N(b.pp));
+    Diff(c, "virtual_pipeline_model_parallel_size", a.vpp > 1 ? N(a.vpp) : "null", b.vpp > 1 ? N(b.vpp) : "null");
+    Diff(c, "context_parallel_size", N(a.cp), N(b.cp));
+    Diff(c, "expert_model_parallel_size", N(a.ep), N(b.ep));
+    if (a.EffectiveEtp() != b.EffectiveEtp()) {
+      Diff(c, "expert_tensor_parallel_size", a.etp > 0 ? N(a.etp) : "null", b.etp > 0 ? N(b.etp) : "null");
+    }
+    Diff(c, "data-parallel flavour", std::string(MbDpFlavourName(a)), std::string(MbDpFlavourName(b)));
+    Diff(c, "micro_batch_size", N(a.micro_batch()), N(b.micro_batch()));
+  } else {
+    Diff(c, "strategy", std::string(StrategyName(a.strategy)), std::string(StrategyName(b.strategy)));
+    Diff(c, "tp_size", N(a.tp), N(b.tp));
+    Diff(c, "pp_size", N(a.pp), N(b.pp));
+    Diff(c, "cp_size", N(a.cp), N(b.cp));
+    Diff(c, "ep_size", N(a.ep), N(b.ep));
+    Diff(c, "dp_replicate_size", N(a.dp_replicate), N(b.dp_replicate));
+    Diff(c, "local_batch_size", N(a.local_batch_size), N(b.local_batch_size));
+    if (a.pp > 1 || b.pp > 1) {
+      Diff(c, "pp_microbatch_size", N(a.pp_microbatch_size), N(b.pp_microbatch_size));
+      Diff(c, "pp_schedule", std::string(PpScheduleName(a.pp_schedule)), std::string(PpScheduleName(b.pp_schedule)));
+      Diff(c, "layers_per_stage", N(a.layers_per_stage), N(b.layers_per_stage));
+    }
+  }
+  Diff(c, "sequence_parallel", std::string(a.sequence_parallel ? "true" : "false"),
+       std::string(b.sequence_parallel ? "true" : "false"));
+  Diff(c, "recompute", std::string(RecomputeName(a.recompute)), std::string(RecomputeName(b.recompute)));
+  return c;
+}
+
+}  // namespace
+
+std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n) {
+  const CostModel cost(req.model, req.system, req.setup);
+  std::vector<std::pair<Layout, std::vector<std::string>>> valid;
+  for (const Layout& l : EnumerateLayouts(req)) {
+    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+    if (FirstFailure(ctx)) continue;
+    valid.emplace_back(l, Changes(from, l));
+  }
+  std::stable_sort(valid.begin(), valid.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  // Score whole groups of equal distance, nearest first, until n layouts that fit are found.
+  std::vector<NearbyLayout> scored;
+  int fitting = 0;
+  for (size_t i = 0; i < valid.size();) {
+    const size_t d = valid[i].second.size();
+    for (; i < valid.size() && valid[i].second.size() == d; ++i) {
+      NearbyLayout x{{valid[i].first, cost.Evaluate(valid[i].first)}, std::move(valid[i].second)};
+      fitting += x.candidate.cost.fits ? 1 : 0;
+      scored.push_back(std::move(x));
+    }
+    if (fitting >= n) break;
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
+    if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
+    if (a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
+    return RanksBefore(a.candidate, b.candidate);
+  });
+  if (scored.size() > static_cast<size_t>(n)) scored.resize(n);
+  return scored;
+}
+
+}  // namespace meshplan
