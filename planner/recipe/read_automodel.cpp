@@ -144,6 +144,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   d.RejectUnknown();
 
   if (!top.HasValue("step_scheduler")) top.Fail("step_scheduler", "missing; expected global_batch_size and local_batch_size");
+  if (!top.Get("step_scheduler").IsMap()) top.Fail("step_scheduler", "expected a map");  // fuzz finding
   MapReader s(top.Get("step_scheduler"), filename, "step_scheduler");
   out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
   l.local_batch_size = s.Int("local_batch_size", 1, 1LL << 30);
