@@ -1,0 +1,313 @@
+// Every Megatron-Bridge rule has a layout it accepts and one it rejects, with the message checked.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "meshplan/rules.hpp"
+#include "search/megatron_space.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+// Llama-3-70B-like dense model: 80 layers, 64 heads, 8 KV heads, untied embeddings.
+ModelSpec Dense() {
+  ModelSpec m;
+  m.name = "dense";
+  m.architecture_name = "LlamaForCausalLM";
+  m.hidden_size = 8192;
+  m.num_layers = 80;
+  m.num_attention_heads = 64;
+  m.num_key_value_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 28672;
+  m.vocab_size = 128256;
+  m.num_dense_layers = 80;
+  return m;
+}
+
+// Qwen3-30B-A3B-like MoE: 48 layers, 128 experts, 32 heads, 4 KV heads, expert width 768.
+ModelSpec Moe() {
+  ModelSpec m = Dense();
+  m.name = "moe";
+  m.architecture_name = "Qwen3MoeForCausalLM";
+  m.hidden_size = 2048;
+  m.num_layers = 48;
+  m.num_attention_heads = 32;
+  m.num_key_value_heads = 4;
+  m.num_experts = 128;
+  m.experts_per_token = 8;
+  m.moe_intermediate_size = 768;
+  m.num_dense_layers = 0;
+  return m;
+}
+
+SystemSpec H100() {
+  SystemSpec s;
+  s.name = "h100-test";
+  s.gpu.name = "h100-sxm";
+  s.gpus_per_node = 8;
+  return s;
+}
+
+// 32 GPUs, seq 8192, GBS 512: DDP + distributed optimizer, tp4 pp2 dp4, SP, mbs 1.
+Layout Base() {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = 4;
+  l.pp = 2;
+  l.dp = 4;
+  l.sequence_parallel = true;
+  l.use_distributed_optimizer = true;
+  search::ApplyEmittedSettings(l, H100());
+  l.mb.overlap_p2p_comm = Tri::kUnset;  // as a recipe that leaves them to CommOverlapConfig
+  l.mb.batch_p2p_comm = Tri::kUnset;
+  l.pp_microbatch_size = 1;
+  return l;
+}
+
+using Edit = std::function<void(ModelSpec&, TrainSetup&, Layout&)>;
+struct Case {
+  const char* rule;
+  const char* fragment;
+  Edit pass;
+  Edit fail;
+  MBridgeVersion version = MBridgeVersion::kMain;
+};
+
+void Nothing(ModelSpec&, TrainSetup&, Layout&) {}
+void MoeEp8(ModelSpec& m, TrainSetup&, Layout& l) {
+  m = Moe();
+  l.ep = 8;
+  l.etp = 1;
+}
+void Mfsdp(ModelSpec&, TrainSetup&, Layout& l) {
+  l.mb.use_megatron_fsdp = true;
+  l.mb.dist_use_megatron_fsdp = Tri::kTrue;
+  l.mb.ckpt_format = MbCkptFormat::kFsdpDtensor;
+  l.mb.average_in_collective = Tri::kFalse;
+  l.mb.cuda_device_max_connections = 8;
+}
+void Fsdp2(ModelSpec&, TrainSetup&, Layout& l) {
+  l.pp = 1;
+  l.dp = 8;
+  l.mb.use_torch_fsdp2 = true;
+  l.use_distributed_optimizer = false;
+  l.mb.overlap_param_gather = Tri::kUnset;
+  l.mb.cuda_device_max_connections = 8;
+}
+
+const Case kCases[] = {
+    {"mb_axes_positive", "every parallel size must be >= 1", Nothing, [](auto&, auto&, Layout& l) { l.cp = 0; }},
+    {"mb_world_divisible_by_tp_pp_cp", "world_size (30) is not divisible by tensor x pipeline x context parallel (4 x 2 x 1 = 8)",
+     Nothing, [](auto&, TrainSetup& s, auto&) { s.num_gpus = 30; }},
+    {"mb_world_divisible_by_etp_ep_pp",
+     "(4 x 8 x 2 = 64); expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size (4)", MoeEp8,
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.etp = 0; }},
+    {"mb_tp_pp_dp_mapping_edp", "needs expert data parallel (2) == data parallel (4)", MoeEp8,
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.use_tp_pp_dp_mapping = true; }},
+    {"mb_tp_divides_heads", "num_attention_heads (66) must be a multiple of tensor_model_parallel_size (4)", Nothing,
+     [](ModelSpec& m, auto&, auto&) { m.num_attention_heads = 66; }},
+    {"mb_tp_query_groups", "num_query_groups (3) and tensor_model_parallel_size (4) must divide one another",
+     [](ModelSpec& m, auto&, auto&) { m.num_key_value_heads = 2; }, [](ModelSpec& m, auto&, auto&) { m.num_key_value_heads = 3; }},
+    {"mb_tp_query_groups", "Megatron-Core <= 0.15 cannot replicate KV heads",
+     Nothing, [](ModelSpec& m, auto&, auto&) { m.num_key_value_heads = 2; }, MBridgeVersion::kCore015},
+    {"mb_tp_divides_ffn", "ffn_hidden_size (28670) must be a multiple of tensor_model_parallel_size (4)", Nothing,
+     [](ModelSpec& m, auto&, auto&) { m.intermediate_size = 28670; }},
+    {"mb_etp_divides_moe_ffn", "moe_ffn_hidden_size (770) must be a multiple of expert_tensor_parallel_size (4, unset so equal to TP)",
+     [](auto& m, auto&, Layout& l) { m = Moe(); l.ep = 4; },
+     [](auto& m, auto&, Layout& l) { m = Moe(); m.moe_intermediate_size = 770; l.ep = 4; }},
+    {"mb_ep_requires_moe", "expert_model_parallel_size=2 needs num_moe_experts, but dense is a dense model", Nothing,
+     [](auto&, auto&, Layout& l) { l.ep = 2; }},
+    {"mb_ep_divides_experts", "num_moe_experts (128) must be a multiple of expert_model_parallel_size (3)", MoeEp8,
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.ep = 3; }},
+    {"mb_expert_bias_etp1", "has biased expert linears (add_bias_linear), which need expert_tensor_parallel_size 1; found 4",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); m.expert_bias = true; },
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); m.expert_bias = true; l.etp = 0; }},
+    {"mb_pipeline_dtype", "pipeline_model_parallel_size 2 needs model.pipeline_dtype", Nothing,
+     [](auto&, auto&, Layout& l) { l.mb.pipeline_dtype_set = false; }},
+    {"mb_vpp_requires_pp", "virtual_pipeline_model_parallel_size 2 with pipeline_model_parallel_size 1", Nothing,
+     [](auto&, auto&, Layout& l) { l.pp = 1; l.dp = 8; l.vpp = 2; }},
+    {"mb_pp_divides_layers", "num_layers 81 = 81 is not divisible by pipeline_model_parallel_size 2", Nothing,
+     [](ModelSpec& m, auto&, auto&) { m.num_layers = 81; }},
+    {"mb_vpp_divides_layers", "layers per pipeline rank (40) must be divisible by virtual_pipeline_model_parallel_size 3",
+     [](auto&, auto&, Layout& l) { l.vpp = 5; }, [](auto&, auto&, Layout& l) { l.vpp = 3; }},
+    {"mb_pp_layout_stages", "pipeline_model_parallel_layout with 2 x 41 = 82 stages",
+     [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 40; },
+     [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 41; }},
+    {"mb_vpp_pp2_needs_p2p_overlap", "at pipeline_model_parallel_size 2 needs overlap_p2p_comm: true",
+     [](auto&, auto&, Layout& l) { l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue; l.mb.batch_p2p_comm = Tri::kFalse; },
+     [](auto&, auto&, Layout& l) { l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kFalse; }},
+    {"mb_cp_divides_sequence", "seq_length 8190 must be divisible by 2 x context_parallel_size = 4",
+     [](auto&, auto&, Layout& l) { l.cp = 2; l.dp = 2; l.sequence_parallel = false; },
+     [](auto&, TrainSetup& s, Layout& l) { l.cp = 2; l.dp = 2; l.sequence_parallel = false; s.seq_len = 8190; }},
+    {"mb_sp_requires_tp", "sequence_parallel: true with tensor_model_parallel_size 1", Nothing,
+     [](auto&, auto&, Layout& l) { l.tp = 1; l.dp = 16; }},
+    {"mb_sp_divides_sequence", "seq_length 8194 must be a multiple of 4 with sequence_parallel", Nothing,
+     [](auto&, TrainSetup& s, auto&) { s.seq_len = 8194; }},
+    {"mb_fsdp_exclusive", "use_megatron_fsdp and use_torch_fsdp2 are both on", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.use_torch_fsdp2 = true; }},
+    {"mb_megatron_fsdp_flags", "found dist=false ddp=true", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.dist_use_megatron_fsdp = Tri::kFalse; }},
+    {"mb_megatron_fsdp_sharding", "data_parallel_sharding_strategy: optim_grads_params", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.sharding = MbSharding::kOptim; }},
+    {"mb_megatron_fsdp_average_in_collective", "write average_in_collective: false", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.average_in_collective = Tri::kTrue; }},
+    {"mb_megatron_fsdp_ckpt_format", "checkpoint.ckpt_format must be fsdp_dtensor, found torch_dist", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.ckpt_format = MbCkptFormat::kTorchDist; }},
+    {"mb_megatron_fsdp_ckpt_format", "must be fsdp_dtensor, found unset (torch_dist)",
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.ckpt_format = MbCkptFormat::kUnset; },
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.ckpt_format = MbCkptFormat::kUnset; l.mb.checkpointing = true; }},
+    {"mb_fsdp_dtensor_needs_megatron_fsdp", "fsdp_dtensor is only allowed with Megatron FSDP", Nothing,
+     [](auto&, auto&, Layout& l) { l.mb.ckpt_format = MbCkptFormat::kFsdpDtensor; }},
+    {"mb_megatron_fsdp_no_tp_pp_dp_mapping", "use_tp_pp_dp_mapping is not supported with Megatron FSDP", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.use_tp_pp_dp_mapping = true; }},
+    {"mb_megatron_fsdp_cdmc", "CUDA_DEVICE_MAX_CONNECTIONS=1 with FSDP", Mfsdp,
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.cuda_device_max_connections = 1; }},
+    {"mb_fsdp2_no_pp_ep", "use_torch_fsdp2 does not support pipeline or expert parallelism; found PP 2, EP 1", Fsdp2,
+     [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); l.pp = 2; l.dp = 4; }},
+    {"mb_fsdp2_no_distributed_optimizer", "FSDP2 already shards the optimizer", Fsdp2,
+     [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); l.use_distributed_optimizer = true; }},
+    {"mb_fsdp2_untied_embeddings", "use_torch_fsdp2 needs untied embeddings, but dense ties", Fsdp2,
+     [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); m.tie_word_embeddings = true; }},
+    {"mb_fsdp2_ckpt_format", "found ckpt_format torch", Fsdp2,
+     [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); l.mb.ckpt_format = MbCkptFormat::kTorch; }},
+    {"mb_torch_dcp_no_tp_pp", "torch_dcp needs TP 1 and PP 1; found TP 4, PP 2", Nothing,
+     [](auto&, auto&, Layout& l) { l.mb.ckpt_format = MbCkptFormat::kTorchDcp; }},
+    {"mb_distopt_instances_divide_dp_cp", "(4 x 1) must be divisible by num_distributed_optimizer_instances (3)",
+     [](auto&, auto&, Layout& l) { l.mb.num_distributed_optimizer_instances = 2; },
+     [](auto&, auto&, Layout& l) { l.mb.num_distributed_optimizer_instances = 3; }},
+    {"mb_overlap_param_gather", "overlap_param_gather: true needs use_distributed_optimizer: true", Nothing,
+     [](auto&, auto&, Layout& l) { l.use_distributed_optimizer = false; l.mb.overlap_param_gather = Tri::kTrue; }},
+    {"mb_p2p_comm_flags", "overlap_p2p_comm: true needs an interleaved pipeline (PP > 1 and VPP > 1); found PP 2, VPP 1",
+     Nothing, [](auto&, auto&, Layout& l) { l.mb.overlap_p2p_comm = Tri::kTrue; l.mb.batch_p2p_comm = Tri::kFalse; }},
+    {"mb_megatron_fsdp_cpu_offloading", "needs pipeline_model_parallel_size 1 and no recompute; found PP 2",
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.pp = 1; l.dp = 8; l.mb.cpu_offloading = true; },
+     [](auto& m, auto& s, Layout& l) { Mfsdp(m, s, l); l.mb.cpu_offloading = true; }},
+    {"mb_cpu_offloading_no_recompute", "cpu_offloading cannot be combined with recompute_granularity selective", Nothing,
+     [](auto&, auto&, Layout& l) { l.mb.cpu_offloading = true; l.recompute = Recompute::kSelective; }},
+    {"mb_recompute_arguments", "recompute_granularity: full needs recompute_method (uniform or block)",
+     [](auto&, auto&, Layout& l) { l.recompute = Recompute::kFull; l.mb.recompute_method = MbRecomputeMethod::kUniform; l.mb.recompute_num_layers = 1; },
+     [](auto&, auto&, Layout& l) { l.recompute = Recompute::kFull; }},
+    {"mb_ep_overlap_requirements", "moe_token_dispatcher_type alltoall or flex (found allgather)",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue;
+                                       l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
+                                       l.mb.token_dispatcher = MbDispatcher::kAlltoall; },
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.ep_a2a_overlap = Tri::kTrue; l.mb.token_dispatcher = MbDispatcher::kAllgather; }},
+    {"mb_global_batch_divisible", "global_batch_size (510) must be divisible by micro_batch_size x data parallel (1 x 4 = 4)",
+     Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 510; }},
+    {"mb_interleaved_microbatches", "the number of micro-batches (1 = global_batch / (micro_batch_size x DP))",
+     [](auto&, auto&, Layout& l) { l.vpp = 5; }, [](auto&, TrainSetup& s, Layout& l) { l.vpp = 5; s.global_batch = 4; }},
+};
+
+TrainSetup Setup() {
+  TrainSetup s;
+  s.num_gpus = 32;
+  s.seq_len = 8192;
+  s.global_batch = 512;
+  return s;
+}
+
+bool Fails(const Case& c, const Edit& e, std::string* msg) {
+  ModelSpec m = Dense();
+  TrainSetup s = Setup();
+  Layout l = Base();
+  e(m, s, l);
+  SetMegatronMicroBatch(l, l.pp_microbatch_size, s);
+  const SystemSpec sys = H100();
+  RuleContext ctx{m, s, l, AutoModelVersion::kV05, c.version, &sys};
+  const Rule* r = FindRule(c.rule);
+  REQUIRE(r != nullptr);
+  const bool failed = !r->check(ctx);
+  if (failed && msg) *msg = r->explain(ctx);
+  if (!failed) {
+    const Rule* first = FirstFailure(ctx);
+    const std::string why = std::string(c.rule) + ": passing layout breaks " + (first ? first->name : "");
+    CHECK_MESSAGE(first == nullptr, why);
+  }
+  return failed;
+}
+
+}  // namespace
+
+TEST_CASE("megatron rules: the base layout is valid and uses the mb_ registry") {
+  ModelSpec m = Dense();
+  TrainSetup s = Setup();
+  Layout l = Base();
+  SetMegatronMicroBatch(l, 1, s);
+  const SystemSpec sys = H100();
+  RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  const Rule* r = FirstFailure(ctx);
+  CHECK_MESSAGE(r == nullptr, (r ? r->name : ""));
+  CHECK(RulesFor(Framework::kMegatronBridge).size() == MegatronBridgeRules().size());
+  for (const Rule& rule : MegatronBridgeRules()) CHECK(std::string(rule.name).rfind("mb_", 0) == 0);
+}
+
+TEST_CASE("megatron rules: every rule accepts one layout and rejects another with its message") {
+  std::set<std::string> covered;
+  for (const Case& c : kCases) {
+    CAPTURE(std::string(c.rule));
+    std::string msg;
+    CHECK_FALSE(Fails(c, c.pass, nullptr));
+    REQUIRE(Fails(c, c.fail, &msg));
+    CHECK_MESSAGE(msg.find(c.fragment) != std::string::npos, msg);
+    covered.insert(c.rule);
+  }
+  for (const Rule& r : MegatronBridgeRules()) CHECK_MESSAGE(covered.count(r.name) == 1, r.name);
+}
+
+TEST_CASE("megatron rules: framework warnings (CUDA_DEVICE_MAX_CONNECTIONS on Hopper, EP with TP without SP)") {
+  ModelSpec m = Dense();
+  TrainSetup s = Setup();
+  Layout l = Base();
+  SetMegatronMicroBatch(l, 1, s);
+  const SystemSpec sys = H100();
+  RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  CHECK(MegatronWarnings(ctx).empty());  // emitted: CDMC 1 for TP 4 on H100
+  l.mb.cuda_device_max_connections = 8;
+  auto w = MegatronWarnings(ctx);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].find("CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm with TP 4") != std::string::npos);
+  SystemSpec b200 = sys;
+  b200.gpu.name = "b200";
+  RuleContext on_b200{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &b200};
+  CHECK(MegatronWarnings(on_b200).empty());
+  m = Moe();
+  l.mb.cuda_device_max_connections = 1;
+  l.ep = 8;
+  l.etp = 1;
+  l.sequence_parallel = false;
+  w = MegatronWarnings(ctx);
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].find("should use sequence_parallel: true") != std::string::npos);
+}
+
+TEST_CASE("megatron rules: ApplyEmittedSettings derives overlap flags and the launch environment") {
+  Layout l = Base();
+  l.vpp = 5;
+  search::ApplyEmittedSettings(l, H100());
+  CHECK(l.mb.overlap_p2p_comm == Tri::kTrue);
+  CHECK(l.mb.batch_p2p_comm == Tri::kFalse);
+  CHECK(l.mb.tp_comm_overlap == Tri::kTrue);
+  CHECK(l.mb.overlap_grad_reduce == Tri::kTrue);
+  CHECK(l.mb.bucket_size == 134217728);
+  CHECK(l.mb.cuda_device_max_connections == 1);
+  l.vpp = 1;
+  l.tp = 1;
+  l.sequence_parallel = false;
+  l.mb.use_megatron_fsdp = true;
+  SystemSpec gb200 = H100();
+  gb200.gpu.name = "gb200";
+  search::ApplyEmittedSettings(l, gb200);
+  CHECK(l.mb.overlap_p2p_comm == Tri::kFalse);
+  CHECK(l.mb.batch_p2p_comm == Tri::kTrue);
+  CHECK(l.mb.tp_comm_overlap == Tri::kFalse);
+  CHECK(l.mb.dist_use_megatron_fsdp == Tri::kTrue);
+  CHECK(l.mb.ckpt_format == MbCkptFormat::kFsdpDtensor);
+  CHECK(l.mb.average_in_collective == Tri::kFalse);
+  CHECK(l.mb.cuda_device_max_connections == 32);
+  search::ApplyEmittedSettings(l, H100());
+  CHECK(l.mb.cuda_device_max_connections == 8);  // never 1 under Megatron FSDP
+}
