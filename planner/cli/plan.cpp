@@ -95,6 +95,8 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
   }
   req.max_layouts = o.max_layouts;
   req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
+  req.framework = o.framework == "megatron-bridge" ? Framework::kMegatronBridge : Framework::kAutoModel;
+  req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   req.top_n = static_cast<int>(CheckedCount(o.top, "--top", 1000));
   req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
   if (!o.strategies.empty()) {

@@ -66,3 +66,49 @@ meshplan_cli_case(bad_system_duplicate_key 2 "dup_system.yaml:4:[0-9]+: error: g
   -- ${MP} plan --model llama3.1-8b --system ${D}/dup_system.yaml --gpus 8 --seq-len 4096 --global-batch 64)
 meshplan_cli_case(bad_format 2 "--format" -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format xml)
 meshplan_cli_case(bad_list_what 2 "what" -- ${MP} list recipes)
+
+# Megatron-Bridge: plan and check (tests/data/recipes: automodel.md 1.5, megatron.md 1.9 and 5.4).
+set(R ${CMAKE_SOURCE_DIR}/tests/data/recipes)
+meshplan_cli_case(mb_plan_llama70b_h100 0 "^rank +strategy" "interleaved v|1f1b|-" "searched [0-9]+ layouts"
+  -- ${MP} plan --framework megatron-bridge --model llama3-70b --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 256)
+meshplan_cli_case(mb_plan_yaml 0 "^model:" "tensor_model_parallel_size:" "^train:" "^ddp:" "^dist:" "^comm_overlap:" "^checkpoint:"
+  "# command line: model.tensor_model_parallel_size=" "# launch environment: CUDA_DEVICE_MAX_CONNECTIONS="
+  -- ${MP} plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-b200 --gpus 8 --seq-len 4096 --global-batch 512 --format yaml --top 2)
+foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096 b_llama3_3_70b_squad_32gpu:llama3.1-70b:32:1024
+          c_deepseek_v3_256gpu:deepseek-v3:256:4096 d_qwen3_30b_a3b_8gpu:qwen3-30b-a3b:8:4096)
+  string(REPLACE ":" ";" p ${f})
+  list(GET p 0 n)
+  list(GET p 1 m)
+  list(GET p 2 g)
+  list(GET p 3 s)
+  meshplan_cli_case(check_automodel_${n} 0 "AutoModel recipe" "valid: passes all" "memory: "
+    -- ${MP} check ${R}/automodel_${n}.yaml --model ${m} --system dgx-h100 --gpus ${g} --seq-len ${s})
+endforeach()
+meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2"
+  -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(check_mb_1_9b 0 "valid: passes all" "tp2 pp16 cp1 ep64 etp1 dp32"
+  -- ${MP} check ${R}/mbridge_1_9b_deepseek_v3_pretrain_1024gpu_h100.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
+meshplan_cli_case(check_mb_1_9c 0 "valid: passes all" "tp4 pp16 cp2 ep8 etp1 dp2"
+  -- ${MP} check ${R}/mbridge_1_9c_qwen3_235b_a22b_pretrain_256gpu_h100.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+meshplan_cli_case(check_mb_1_9d 0 "valid: passes all" "megatron_fsdp tp1 pp1 cp1 ep1 dp64 mbs2"
+  -- ${MP} check ${R}/mbridge_1_9d_llama3_70b_pretrain_64gpu_gb200_fp8cs.yaml --model llama3-70b --system gb200-nvl72 --gpus 64)
+meshplan_cli_case(check_mb_5_4_deepseek_1024 0 "valid: passes all"
+  -- ${MP} check ${R}/mbridge_5_4_deepseek_v3_pretrain_1024gpu_h100_bf16.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
+meshplan_cli_case(check_mb_5_4_deepseek_64 1 "INVALID: 1 rule fail" "mb_world_divisible_by_etp_ep_pp: world_size \\(64\\) is not divisible by expert_tensor x expert x pipeline parallel \\(1 x 64 x 8 = 512\\)"
+  "source: MCore parallel_state.py:870-885" "nearest valid layouts \\(3\\)" "--- 1: [0-9]+ change"
+  -- ${MP} check ${R}/mbridge_5_4_deepseek_v3_pretrain_64gpu_h100_bf16.yaml --model deepseek-v3 --system dgx-h100 --gpus 64)
+meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_pp" "\\(1 x 32 x 8 = 256\\)"
+  -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
+meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
+  -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+meshplan_cli_case(check_mb_broken_moe 1 "expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size \\(4\\): set expert_tensor_parallel_size: 1"
+  "nearest valid layouts" "expert_tensor_parallel_size: null -> 1"
+  -- ${MP} check ${R}/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
+meshplan_cli_case(check_mb_gqa_tp8_main 0 "valid: passes all"
+  -- ${MP} check ${R}/mbridge_gqa_tp8_qwen3_30b.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+meshplan_cli_case(check_mb_gqa_tp8_old_core 1 "mb_tp_query_groups: num_query_groups \\(4\\) must be a multiple of tensor_model_parallel_size \\(8\\); Megatron-Core <= 0.15"
+  -- ${MP} check ${R}/mbridge_gqa_tp8_qwen3_30b.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --mbridge-version core0.15)
+meshplan_cli_case(check_bad_recipe_value 2 "mbridge_bad_value.yaml:2:[0-9]+: error: model.tensor_model_parallel_size"
+  -- ${MP} check ${R}/mbridge_bad_value.yaml --model llama3-70b --system dgx-h100 --gpus 8)
+meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
+  -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)

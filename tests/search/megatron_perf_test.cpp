@@ -1,0 +1,125 @@
+// For every row of mbridge_perf_dev.csv (Megatron-Bridge published performance configurations)
+// whose model has a preset, the published layout (TP, PP, CP, VP, EP, MBS, FSDP or not) passes
+// every Megatron rule and is produced by EnumerateLayouts. Rows without a preset are counted.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshplan/search.hpp"
+#include "search/megatron_space.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+std::vector<std::string> Split(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.push_back("");
+  return out;
+}
+
+// "2 (4)" -> 2; "n/a" or "" -> fallback.
+int64_t Num(const std::string& s, int64_t fallback) {
+  if (s.empty() || s == "n/a") return fallback;
+  return std::stoll(s);
+}
+
+std::string Preset(const std::string& model) {
+  static const std::map<std::string, std::string> k = {
+      {"LLAMA3_70B", "llama3-70b"},          {"LLAMA3.1_405B", "llama3.1-405b"}, {"LLAMA3_8B", "llama3-8b"},
+      {"Qwen3_235B_a22B", "qwen3-235b-a22b"}, {"Qwen3_30B_a3B", "qwen3-30b-a3b"}, {"GPT OSS 120B", "gpt-oss-120b"},
+      {"DeepSeekV3", "deepseek-v3"},          {"Kimi_K2", "kimi-k2"}};
+  std::string base = model.substr(0, model.find(" ("));
+  auto it = k.find(base);
+  return it == k.end() ? "" : it->second;
+}
+
+std::string System(const std::string& s) {
+  if (s == "DGX-H100") return "dgx-h100";
+  if (s == "DGX-B200") return "dgx-b200";
+  if (s == "DGX-B300") return "dgx-b300";
+  if (s == "DGX-GB200") return "gb200-nvl72";
+  if (s == "DGX-GB300") return "gb300-nvl72";
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("megatron search: every published mbridge_perf_dev layout is valid and enumerated") {
+  std::ifstream f(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/mbridge_perf_dev.csv");
+  REQUIRE(f.good());
+  std::string line;
+  std::getline(f, line);
+  int checked = 0, skipped = 0;
+  std::map<std::string, int> skipped_models;
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, SystemSpec> systems;
+  while (std::getline(f, line)) {
+    const std::vector<std::string> c = Split(line);
+    REQUIRE(c.size() >= 16);
+    const std::string preset = Preset(c[2]);
+    if (preset.empty()) {
+      ++skipped;
+      ++skipped_models[c[2]];
+      continue;
+    }
+    CAPTURE(line);
+    if (!models.count(preset)) models[preset] = LoadModel(preset);
+    if (!systems.count(c[3])) systems[c[3]] = LoadSystem(System(c[3]));
+    PlanRequest req;
+    req.framework = Framework::kMegatronBridge;
+    req.model = models[preset];
+    req.system = systems[c[3]];
+    req.setup.num_gpus = Num(c[4], 0);
+    req.setup.global_batch = Num(c[6], 0);
+    req.setup.seq_len = Num(c[8], 0);
+    const bool fsdp = Num(c[9], 0) > 0;
+    Layout l;
+    l.framework = Framework::kMegatronBridge;
+    l.tp = Num(c[10], 1);
+    l.pp = Num(c[11], 1);
+    l.cp = Num(c[12], 1);
+    l.vpp = Num(c[13], 1);
+    l.ep = Num(c[14], 1);
+    l.etp = req.model.is_moe() && l.tp > 1 ? 1 : 0;  // published MoE recipes pin ETP 1
+    l.dp = req.setup.num_gpus / (l.tp * l.pp * l.cp);
+    l.sequence_parallel = l.tp > 1;
+    l.use_distributed_optimizer = true;
+    l.mb.use_megatron_fsdp = fsdp;
+    const int64_t L = req.model.num_layers;
+    l.pp_split = l.pp == 1 || L % l.pp == 0 ? MbPpSplit::kEven
+                 : (L + 2) % l.pp == 0      ? MbPpSplit::kAccountEmbeddingLoss
+                                            : MbPpSplit::kLayout;
+    search::ApplyEmittedSettings(l, req.system);
+    const int64_t mbs = Num(c[7], 1);
+    SetMegatronMicroBatch(l, mbs, req.setup);
+    SyncMegatronCostView(l, L);
+    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+    const Rule* r = FirstFailure(ctx);
+    CHECK_MESSAGE(r == nullptr, (r ? std::string(r->name) + ": " + r->explain(ctx) : std::string()));
+    req.max_micro_batch = std::max<int64_t>(16, mbs);
+    bool found = false;
+    for (const Layout& e : EnumerateLayouts(req)) {
+      if (e.tp == l.tp && e.pp == l.pp && e.cp == l.cp && e.vpp == l.vpp && e.ep == l.ep &&
+          e.micro_batch() == mbs && e.mb.use_megatron_fsdp == fsdp && e.EffectiveEtp() == l.EffectiveEtp()) {
+        found = true;
+        break;
+      }
+    }
+    CHECK(found);
+    ++checked;
+  }
+  std::cout << "mbridge_perf_dev.csv: " << checked << " rows checked, " << skipped << " skipped (no preset):";
+  for (const auto& [m, n] : skipped_models) std::cout << " " << m << " x" << n;
+  std::cout << "\n";
+  CHECK(checked == 134);
+  CHECK(skipped == 34);
+}
