@@ -258,7 +258,7 @@ TEST_CASE("megatron rules: every rule accepts one layout and rejects another wit
   for (const Rule& r : MegatronBridgeRules()) CHECK_MESSAGE(covered.count(r.name) == 1, r.name);
 }
 
-TEST_CASE("megatron rules: framework warnings (CUDA_DEVICE_MAX_CONNECTIONS on Hopper, EP with TP without SP)") {
+TEST_CASE("megatron rules: framework warnings (CUDA_DEVICE_MAX_CONNECTIONS on Hopper and EP with TP without SP)") {
   ModelSpec m = Dense();
   TrainSetup s = Setup();
   Layout l = Base();
