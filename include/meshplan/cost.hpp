@@ -4,24 +4,66 @@
 /// All figures are for the most loaded rank. Units: bytes, seconds, FLOP, FLOP/s.
 /// Formulas and their sources are documented at each function in planner/cost/.
 
+#include <vector>
+
 #include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
 
 namespace meshplan {
 
-/// Per-GPU memory in bytes, most loaded rank (PP rank 0 unless stated).
+/// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
+/// stated). The peak is the larger of the start of backward (every activation and the loss
+/// buffers alive), the recompute of the last layer under full checkpointing and the
+/// optimizer step (gradients + Adam temporaries); `phase` names the one that is larger.
+/// Allocated() is what torch.cuda.max_memory_allocated reports; Total() adds the CUDA
+/// context and NCCL buffers. The caching allocator's reserve over allocated is not a term:
+/// it is covered by TrainSetup::headroom (measured 0.1-9% with expandable_segments on one GPU,
+/// up to 30% with FSDP2 on two, tests/data/measured/). Formulas: planner/cost/memory*.cpp.
 struct MemoryBreakdown {
   double weights = 0;      ///< parameters resident between steps (sharded per strategy)
-  double gradients = 0;    ///< gradient buffers (incl. unsharded grads kept by defer_fsdp_grad_sync)
+  double gradients = 0;    ///< gradient buffers alive at the peak (incl. DDP buckets and the
+                           ///< unsharded grads kept by defer_fsdp_grad_sync)
   double optimizer = 0;    ///< fp32 master copy (if any) + Adam exp_avg + exp_avg_sq
   double activations = 0;  ///< saved activations of the in-flight micro-batches
-  double logits = 0;       ///< logits + fp32 upcast for the loss (ranks holding lm_head)
-  double buffers = 0;      ///< transient: FSDP all-gathered layers, DDP buckets, EP dispatch
-  double overhead = 0;     ///< CUDA context + NCCL workspace
-  double Total() const {
-    return weights + gradients + optimizer + activations + logits + buffers + overhead;
+  double logits = 0;       ///< logits, log-softmax and their gradients (ranks holding lm_head)
+  double buffers = 0;      ///< FSDP all-gathered modules, optimizer foreach temporaries, EP dispatch
+  double workspace = 0;    ///< cuBLAS / cuBLASLt workspaces (inside the caching allocator)
+  double overhead = 0;     ///< CUDA context + NCCL communicator buffers (outside the allocator)
+  double step_gradients = 0;  ///< every gradient at the optimizer step (what Adam reads); not in Total()
+  const char* phase = "";  ///< peak moment: "backward start", "recompute", "optimizer step", "estimate"
+  /// Bytes the caching allocator hands out at the peak (max_memory_allocated).
+  double Allocated() const {
+    return weights + gradients + optimizer + activations + logits + buffers + workspace;
   }
+  double Total() const { return Allocated() + overhead; }
+};
+
+/// Which framework implementation the memory model describes.
+enum class MemoryProfile {
+  kAuto,     ///< kMegatron for Megatron-Bridge layouts, kPyTorch otherwise
+  kPyTorch,  ///< NeMo AutoModel: HF modules, FSDP2 / DDP / DTensor TP, SDPA (measured)
+  kMegatron, ///< Megatron-Core + Transformer Engine: Megatron-LM's theoretical estimate
+             ///< (megatron/training/theoretical_memory_usage.py; megatron.md 3.2-3.4)
+};
+
+/// Options of the memory model. Defaults follow AutoModel recipes and meshplan's emitted YAML.
+struct MemoryOptions {
+  MemoryProfile profile = MemoryProfile::kAuto;
+  /// pytorch: the model is loaded in fp32 (fp32 weights, grads and Adam state; FSDP2's
+  /// MixedPrecisionPolicy computes in bf16). Default false: AutoModel recipes load
+  /// `torch_dtype: bf16` and use torch Adam(W), so weights, grads and Adam state are bf16.
+  bool fp32_params = false;
+  /// pytorch, FSDP2 with gradient accumulation: AutoModel's defer_fsdp_grad_sync (its default
+  /// true keeps unsharded fp32 gradients across micro-batches); meshplan writes false.
+  bool defer_fsdp_grad_sync = false;
+  /// pytorch, TP > 1: the loss is computed on vocabulary-sharded logits (torch loss_parallel,
+  /// as torchtitan does) instead of AutoModel's MaskedCrossEntropy, which gathers the logits
+  /// with full_tensor(). Default false.
+  bool loss_parallel = false;
+  /// megatron: attention scores materialised (no flash attention), adding Korthikanti's
+  /// 5·a·s²·b/t bytes per layer without recompute. Default false (Transformer Engine flash).
+  bool materialized_attention = false;
 };
 
 /// Step time in seconds. Communication fields are the exposed (not overlapped) part.
@@ -62,20 +104,31 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup);
 /// once; Evaluate() then scores a layout without allocating.
 class CostModel {
  public:
-  /// Throws nothing; inputs must be valid (loaders validated them).
-  CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup);
+  /// Throws nothing; inputs must be valid (loaders validated them). `memory` selects the
+  /// memory profile and its options (defaults: see MemoryOptions).
+  CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+            const MemoryOptions& memory = {});
+  /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
+  /// `layout`'s strategy, mesh axes, sequence_parallel and recompute, whatever its local
+  /// batch, micro-batch and pipeline schedule. Used by the search to prune (branch and
+  /// bound); the proof, term by term, is in planner/cost/bounds.cpp. Throws nothing.
+  double StepSecondsLowerBound(const Layout& layout) const;
   /// Scores a layout that has passed the rules.
   Cost Evaluate(const Layout& layout) const;
   const ModelSpec& model() const { return model_; }
   const SystemSpec& system() const { return system_; }
   const TrainSetup& setup() const { return setup_; }
   const ParamCounts& params() const { return params_; }
+  const MemoryOptions& memory_options() const { return memory_; }
+  /// Memory of every pipeline rank (index = PP rank) of `layout`; Evaluate reports the largest.
+  std::vector<MemoryBreakdown> RankMemories(const Layout& layout) const;
 
  private:
   ModelSpec model_;
   SystemSpec system_;
   TrainSetup setup_;
   ParamCounts params_;
+  MemoryOptions memory_;
   double model_flops_ = 0;
   double peak_flops_ = 0;  ///< dense peak FLOP/s for setup_.precision
 };

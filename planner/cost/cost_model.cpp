@@ -9,11 +9,13 @@
 
 namespace meshplan {
 
-CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup)
+CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+                     const MemoryOptions& memory)
     : model_(model),
       system_(system),
       setup_(setup),
       params_(CountParams(model)),
+      memory_(memory),
       model_flops_(ModelFlopsPerStep(model, setup)),
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)) {}
 
@@ -30,7 +32,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   const int64_t pp = std::max<int64_t>(1, layout.pp);
   double best_mem = -1.0, best_step = -1.0;
   for (int64_t r = 0; r < pp; ++r) {
-    const MemoryBreakdown mem = cost::RankMemory(ctx, r);
+    const MemoryBreakdown mem = cost::RankMemory(ctx, r, memory_);
     const TimeBreakdown time = cost::RankTime(ctx, r, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
@@ -53,6 +55,13 @@ Cost CostModel::Evaluate(const Layout& layout) const {
     out.model_tflops_per_gpu = flops_per_s / 1e12;
     out.mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
+  return out;
+}
+
+std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {
+  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout);
+  std::vector<MemoryBreakdown> out;
+  for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) out.push_back(cost::RankMemory(ctx, r, memory_));
   return out;
 }
 

@@ -1,118 +1,24 @@
-// Per-GPU memory of one pipeline rank, "pytorch" profile = NeMo AutoModel: Hugging Face
+// Per-GPU memory of one pipeline rank. "pytorch" profile = NeMo AutoModel: Hugging Face
 // modules, FSDP2 / Megatron-FSDP / DDP, DTensor TP, SDPA flash attention. Units: bytes.
+// Activation formulas: memory_pytorch.cpp; the "megatron" profile: memory_megatron.cpp.
 //
-// Dtype assumptions (AutoModel defaults, automodel.md 1.2):
-//   FSDP2 MixedPrecisionPolicy(param bf16, reduce fp32): sharded parameters are the fp32
-//   master copy, gradients are reduced and kept sharded in fp32, Adam exp_avg/exp_avg_sq fp32;
-//   compute uses bf16 unsharded copies. Activations are bf16 (2 B) except FlashAttention's
-//   softmax statistics (fp32) and router logits (fp32). Logits are upcast to fp32 for the loss.
+// Checked against tests/data/measured/ (H200, torch 2.11, transformers 5.17; AutoModel's
+// parallelisation reproduced by tools/measure/): the peak allocated memory of all 37 cases
+// (1 and 2 GPUs; plain, FSDP2 bf16 and fp32, DDP, TP 2; no / full / selective AC; grad
+// accumulation with and without defer_fsdp_grad_sync) within 0.4%.
+//
+// Dtypes (AutoModel defaults, automodel.md 1.2; AutoModel loads `torch_dtype: bf16` and
+// trains with torch Adam(W), whose state takes the parameter dtype): weights, gradients
+// and exp_avg / exp_avg_sq are bf16 (2 B each), or fp32 with MemoryOptions::fp32_params
+// (then FSDP2's MixedPrecisionPolicy(param bf16, reduce fp32) computes in bf16).
 
 #include "cost/memory.hpp"
 
 #include <algorithm>
 
+#include "cost/memory_megatron.hpp"
+
 namespace meshplan::cost {
-
-namespace {
-
-/// Matmul outputs of one layer (bytes per token), grouped like ActBytes. Used by the
-/// selective policy, which saves every other matmul output.
-ActBytes MatmulOutputs(const ModelSpec& m, bool moe_layer) {
-  const double h = double(m.hidden_size);
-  ActBytes o;
-  if (m.mla) {
-    const MlaSpec& x = m.mla_spec;
-    if (x.q_lora_rank > 0) o.rep += 2.0 * double(x.q_lora_rank);                   // q_a_proj
-    o.rep += 2.0 * double(x.kv_lora_rank + x.qk_rope_head_dim);                     // kv_a_proj
-    o.split += 2.0 * double(QDim(m));                                               // q_b / q_proj
-    o.split += 2.0 * double(m.num_attention_heads) * double(x.qk_nope_head_dim + x.v_head_dim);  // kv_b
-  } else {
-    o.split += 2.0 * double(QDim(m) + KDim(m) + VDim(m));  // q, k, v projections
-  }
-  o.rep += 2.0 * h;  // o_proj (row-parallel: full-width partial sums before the all-reduce)
-  if (moe_layer) {
-    const double k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
-    o.unsplit += 2.0 * double(m.num_experts);         // router linear
-    o.unsplit += 2.0 * k * (2.0 * fe) + 2.0 * k * h;  // routed gate, up, down (top-k copies)
-    o.split += 2.0 * 2.0 * double(m.shared_expert_intermediate_size);
-    if (m.shared_expert_intermediate_size > 0) o.rep += 2.0 * h;  // shared down_proj
-  } else {
-    o.split += 2.0 * 2.0 * double(m.intermediate_size);  // gate, up
-    o.rep += 2.0 * h;                                     // down
-  }
-  return o;
-}
-
-/// All activations of one layer without recompute (bytes per token). Derived modern-model
-/// formula (groundtruth.md B.3, ours): no dropout, RMSNorm, SwiGLU, FlashAttention (no s²
-/// term), bf16:
-///   GQA:  2h norm1-in + 2h QKV-in + 2·h_q Q + 4·h_kv K,V + 2·h_q attn-out + 4·a softmax stats
-///   MLA:  2h + 2h, compressed 2·r_q (q_a out) + 2·r_q (q_b in) + 2·(r_kv + d_rope) (kv_a out)
-///         + 2·r_kv (kv_b in), up-projected Q, K (a·(d_nope+d_rope) each), V (a·d_v),
-///         attn-out 2·a·d_v, stats 4·a
-///   dense FFN: 2h norm2-in + 2h fc1-in + 8f (gate, up, act(gate), fc2-in)
-///   MoE FFN:   2h + 2h + 8·k·f_e (routed, top-k copies) + 8·f_s (shared) + 4·E router logits
-///              (fp32) + 2·(k·h·2) dispatch/combine buffers
-/// TP (Korthikanti Table 2 with DTensor TP): the norm inputs and the inputs of the
-/// column-parallel linears (8h; plus MLA's compressed tensors, produced by replicated
-/// linears) are replicated without sequence parallelism and split with it; per-head and
-/// FFN-width tensors are split; routed-expert tensors are never split by TP (AutoModel keeps
-/// experts EP-owned, automodel.md 2.3). CP divides the tokens (applied by the caller).
-ActBytes NoRecompute(const ModelSpec& m, bool moe_layer) {
-  const double h = double(m.hidden_size), a = double(m.num_attention_heads);
-  ActBytes b;
-  b.rep += 2.0 * h + 2.0 * h;  // norm1 input, attention input
-  if (m.mla) {
-    const MlaSpec& x = m.mla_spec;
-    b.rep += 4.0 * double(x.q_lora_rank);
-    b.rep += 2.0 * double(x.kv_lora_rank + x.qk_rope_head_dim) + 2.0 * double(x.kv_lora_rank);
-  }
-  b.split += 2.0 * double(QDim(m) + KDim(m) + VDim(m)) + 2.0 * double(AttnOutDim(m)) + 4.0 * a;
-  b.rep += 2.0 * h + 2.0 * h;  // norm2 input, FFN input
-  if (moe_layer) {
-    const double k = double(m.experts_per_token);
-    b.unsplit += 8.0 * k * double(m.moe_intermediate_size) + 4.0 * double(m.num_experts) +
-                 2.0 * (k * h * 2.0);
-    b.split += 8.0 * double(m.shared_expert_intermediate_size);
-  } else {
-    b.split += 8.0 * double(m.intermediate_size);
-  }
-  return b;
-}
-
-}  // namespace
-
-/// kNone: NoRecompute above.
-/// kFull: only the checkpointed layer input, 2h per token (replicated without SP, split
-///   with SP; Korthikanti Table 2 "full recompute"). The caller adds one layer's full
-///   activations transiently (the layer being recomputed in backward).
-/// kSelective: AutoModel's selective checkpointing is TorchTitan-style op-level SAC on whole
-///   blocks (components/distributed/activation_checkpointing.py,
-///   make_selective_checkpoint_context_fn): attention (SDPA) outputs, collectives and every
-///   other matmul output are saved, element-wise ops are recomputed. Modelled as: layer input
-///   2h + attention output + softmax stats (4a) + half of all matmul outputs + (MoE) the
-///   all-to-all dispatch/combine buffers. This is our reading of the code, not a
-///   measurement; calibrate against groundtruth.md B.1 (torchtitan selective-AC rows).
-ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, Recompute recompute) {
-  const double h = double(m.hidden_size);
-  ActBytes b;
-  switch (recompute) {
-    case Recompute::kNone:
-      return NoRecompute(m, moe_layer);
-    case Recompute::kFull:
-      b.rep = 2.0 * h;
-      return b;
-    case Recompute::kSelective: {
-      const ActBytes mm = MatmulOutputs(m, moe_layer);
-      b.rep = 2.0 * h + 0.5 * mm.rep;
-      b.split = 2.0 * double(AttnOutDim(m)) + 4.0 * double(m.num_attention_heads) + 0.5 * mm.split;
-      b.unsplit = 0.5 * mm.unsplit;
-      if (moe_layer) b.unsplit += 2.0 * (double(m.experts_per_token) * h * 2.0);
-      return b;
-    }
-  }
-  return b;
-}
 
 /// Source: groundtruth.md B.4 (Korthikanti §4.2.3; Narayanan §2.2). In units of the rank's
 /// whole layer set, for m = micro-batches per schedule call, v = stages per rank:
@@ -129,37 +35,72 @@ double InflightMicrobatches(const Layout& l, const StageSplit& split, int64_t r)
   return std::min(m, (2.0 * (pp - double(r) - 1.0) + (v - 1.0) * pp + 1.0) / v);
 }
 
-/// Model state, by strategy (P_d = non-expert params of the rank's layers plus its
-/// embedding/lm_head, divided by tp; P_e = its routed-expert params divided by ep):
-///   fsdp2 (ZeRO-3, automodel.md 2.4/3): 4 (fp32 master) + 4 (fp32 grad) + 8 (Adam m, v)
-///     = 16 B/param over the shard group: P_d / (dp_shard·cp) + P_e / ep_shard,
-///     ep_shard = dp·cp·tp/ep (HSDP replicates over dp_replicate). Transient buffers:
-///     - no PP: bf16 unsharded params of the layer being computed and the prefetched one,
-///       that layer's unsharded fp32 grad before the reduce-scatter, and the root module
-///       (embedding, final norm, lm_head), which AutoModel wraps with
-///       reshard_after_forward=False (parallelizer.py), in bf16 with its bf16 grad;
-///       with ep > 1 and ep_shard > 1 AutoModel's moe.reshard_after_forward=false keeps all
-///       of the rank's experts gathered in bf16.
-///     - PP: the reshard_after_forward heuristic keeps every layer of the rank unsharded in
-///       bf16 (automodel.md 1.2), and torch pipelining
-///       (stage.py::backward_maybe_with_nosync: set_reshard_after_backward(False),
-///       set_requires_gradient_sync(False), reduce-scatter after the last backward)
-///       accumulates unsharded grads, upcast to the fp32 reduce dtype, across the schedule:
-///       6 B per unsharded param of the rank.
-///     defer_fsdp_grad_sync is assumed false in the emitted recipe (no extra term).
-///   megatron_fsdp (zero_dp_strategy 3, optim_grads_params; megatron.md 3.3): 2 (bf16 param)
-///     + 4 (fp32 grad) + 12 (fp32 master + Adam) = 18 B/param over dp·cp, plus two gathered
-///     bf16 units and one unsharded fp32 grad unit (unit = largest layer or the root module).
-///   ddp: replicated 4 + 4 + 8 = 16 B/param, plus bucket_cap_mb buckets in flight and the
-///     bf16 weight copies autocast keeps for backward (2 B/param). Assumes the recipe sets
-///     gradient_as_bucket_view: true (else torch DDP adds another 4 B/param of buckets).
-/// Activations: LayerActivationBytes · tokens of one micro-batch (micro_batch·seq/cp) ·
-///   in-flight micro-batches, plus one layer's full activations under kFull.
-/// Logits (rank holding lm_head, one micro-batch): bf16 logits 2 + fp32 upcast 4 + its fp32
-///   grad 4 = 10 B per token per vocab entry; vocab / tp when tp > 1 (DTensor TP shards
-///   lm_head's output, Shard(-1)).
-/// Overhead: kRuntimeOverheadBytes + kNcclBytesPerGroup per communicator with > 1 rank.
-MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) {
+namespace {
+
+bool UseMegatron(const Layout& l, const MemoryOptions& o) {
+  if (o.profile == MemoryProfile::kMegatron) return true;
+  if (o.profile == MemoryProfile::kPyTorch) return false;
+  return l.framework == Framework::kMegatronBridge;
+}
+
+/// CUDA context + one NCCL communicator per process group of more than one rank that the
+/// rank uses: the default group, plus (FSDP2 / Megatron-FSDP) the mesh groups. DDP uses the
+/// default group only (AutoModel builds no mesh for it). One GPU: the context alone.
+double Overhead(const Ctx& c) {
+  const Layout& l = c.layout;
+  const MeshGroups& g = c.groups;
+  int groups = 0;
+  if (c.setup.num_gpus > 1) {
+    groups = 1;
+    if (l.strategy != Strategy::kDdp) {
+      for (const Group* x : {&g.tp, &g.cp, &g.dp_shard_cp, &g.dp_replicate, &g.pp}) groups += x->n > 1;
+      if (c.model.is_moe()) groups += (g.ep.n > 1) + (g.ep_shard.n > 1);
+    }
+  }
+  return kCudaContextBytes + kNcclBytesPerGroup * double(groups);
+}
+
+}  // namespace
+
+/// pytorch profile. P_d = non-expert params of the rank's layers plus its embedding /
+/// final norm / lm_head, divided by tp; P_e = its routed-expert params divided by ep;
+/// pb = 2 (bf16 model) or 4 (fp32_params).
+/// Model state, by strategy:
+///   one GPU (any strategy but megatron_fsdp): AutoModel skips FSDP2 and DDP wrapping
+///     (fsdp2.py::fsdp2_sharding_enabled, ddp.py): weights pb·P, Adam 2·pb·P, gradients pb·P
+///     from the backward on.
+///   fsdp2 (ZeRO-3): weights pb, grads pb (reduce-scattered in fp32, cast back), Adam 2·pb per
+///     param of the shard P_d/(dp_shard·cp) + P_e/ep_shard (HSDP replicates over dp_replicate).
+///     Resident during forward and backward (no PP): the root module (embedding, final norm,
+///     lm_head; reshard_after_forward=False, parallelizer.py) and the last layer (the
+///     heuristic reshards all but the last layer) unsharded in bf16: 2·(root + one layer);
+///     with ep > 1 and ep_shard > 1 moe.reshard_after_forward=false keeps every expert
+///     gathered. PP: the heuristic keeps all the rank's layers unsharded (2 B) and torch
+///     pipelining accumulates unsharded fp32 grads over the schedule (4 B).
+///     Gradient accumulation: later micro-batches start with the sharded grads (pb), or with
+///     defer_fsdp_grad_sync unsharded fp32 grads of every param (4·(P_d + P_e); measured).
+///   megatron_fsdp (optim_grads_params; megatron.md 3.3): 2 + 4 + 12 B over dp·cp plus two
+///     gathered bf16 units and one fp32 grad unit (unit = largest layer or the root module).
+///   ddp: replicated pb + 2·pb, gradients pb, plus the persistent bucket copy pb
+///     (AutoModel gradient_as_bucket_view: false). Accumulation keeps param.grad (pb).
+/// Activations: LayerActivationBytes (full AC: whole-layer wrap for FSDP2 and one GPU, the
+///   four-submodule wrap for DDP) · tokens of a micro-batch (micro_batch·seq/cp) · in-flight
+///   micro-batches; plus the final norm and RoPE cos/sin (2·2·d per token) on the head rank.
+/// Logits: LogitsBytesPerTokenVocab(tp) · tokens · vocab on the rank holding lm_head.
+/// Peak = the largest of three moments (each seen as the phase peak in the measurements):
+///   backward start: state + earlier micro-batches' grads + resident + activations + logits;
+///   recompute (full AC): the same with one layer's full activations instead of the loss
+///     buffers (only the bf16 logits are still held);
+///   optimizer step: state + all grads + Adam's foreach temporary (sqrt(exp_avg_sq): one
+///     state-sized copy, pb per param; 4 B for megatron_fsdp).
+/// Every moment adds the cuBLAS workspaces; overhead = Overhead() above.
+MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
+  if (UseMegatron(c.layout, opts)) {
+    MemoryBreakdown mem = MegatronRankMemory(c, opts);
+    mem.overhead = Overhead(c);
+    mem.step_gradients = mem.gradients;
+    return mem;
+  }
   const Layout& l = c.layout;
   const ModelSpec& m = c.model;
   const RankParams rp = ParamsOfRank(c, pp_rank);
@@ -168,70 +109,106 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) {
   const double expert_local = rp.layer_expert / ep;
   const double layer_local = rp.max_layer_dense / tp + rp.max_layer_expert / ep;
   const double root_local = rp.root / tp;
-  MemoryBreakdown mem;
+  const double pb = opts.fp32_params ? 4.0 : 2.0;
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.strategy != Strategy::kMegatronFsdp;
+  const bool accum = c.mb_per_step > 1;
 
-  switch (l.strategy) {
-    case Strategy::kFsdp2: {
-      const double shard = dense_local / double(c.groups.dp_shard_cp.n) +
-                           expert_local / double(c.groups.ep_shard.n);
-      mem.weights = 4.0 * shard;
-      mem.gradients = 4.0 * shard;
-      mem.optimizer = 8.0 * shard;
-      if (l.pp > 1) {
-        mem.buffers = (2.0 + 4.0) * (dense_local + expert_local);
-      } else {
-        mem.buffers = 2.0 * 2.0 * layer_local + 4.0 * layer_local + 2.0 * 2.0 * root_local;
-        if (!kMoeReshardAfterForward && l.ep > 1 && c.groups.ep_shard.n > 1) {
-          mem.buffers += 2.0 * std::max(0.0, expert_local - rp.max_layer_expert / ep);
-        }
+  double weights = 0, optimizer = 0, grads_final = 0, grads_prev = 0, bucket = 0, resident = 0;
+  double temp = 0;
+  if (one_gpu || l.strategy == Strategy::kDdp) {
+    const double p = dense_local + expert_local;
+    weights = pb * p;
+    optimizer = 2.0 * pb * p;
+    grads_final = pb * p;
+    grads_prev = accum ? pb * p : 0.0;
+    bucket = one_gpu ? 0.0 : pb * p;
+    temp = pb * p;
+  } else if (l.strategy == Strategy::kFsdp2) {
+    const double shard = dense_local / double(c.groups.dp_shard_cp.n) + expert_local / double(c.groups.ep_shard.n);
+    weights = pb * shard;
+    optimizer = 2.0 * pb * shard;
+    grads_final = pb * shard;
+    temp = pb * shard;
+    if (l.pp > 1) {
+      resident = 2.0 * (dense_local + expert_local);
+      grads_prev = 4.0 * (dense_local + expert_local);
+    } else {
+      resident = 2.0 * (layer_local + root_local);
+      if (!kMoeReshardAfterForward && l.ep > 1 && c.groups.ep_shard.n > 1) {
+        resident += 2.0 * std::max(0.0, expert_local - rp.max_layer_expert / ep);
       }
-      break;
+      if (accum) grads_prev = opts.defer_fsdp_grad_sync ? 4.0 * (dense_local + expert_local) : grads_final;
     }
-    case Strategy::kMegatronFsdp: {
-      const double n = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-      const double shard = (dense_local + expert_local) / n;
-      mem.weights = 2.0 * shard;
-      mem.gradients = 4.0 * shard;
-      mem.optimizer = 12.0 * shard;
-      const double unit = std::max(layer_local, root_local);
-      mem.buffers = 2.0 * 2.0 * unit + 4.0 * unit;
-      break;
-    }
-    case Strategy::kDdp: {
-      const double p = dense_local + expert_local;
-      mem.weights = 4.0 * p;
-      mem.gradients = 4.0 * p;
-      mem.optimizer = 8.0 * p;
-      mem.buffers = kDdpBucketsInFlight * kDdpBucketBytes + 2.0 * p;
-      break;
-    }
+  } else {  // megatron_fsdp
+    const double n = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+    const double shard = (dense_local + expert_local) / n;
+    weights = 2.0 * shard;
+    grads_final = 4.0 * shard;
+    optimizer = 12.0 * shard;
+    temp = 4.0 * shard;
+    const double unit = std::max(layer_local, root_local);
+    resident = 2.0 * 2.0 * unit + 4.0 * unit;
+    grads_prev = accum ? grads_final : 0.0;
   }
 
+  // Activations of the in-flight micro-batches.
   const double t = c.tokens_per_mb;
   const bool sp = l.sequence_parallel;
-  const double dense_act = LayerActivationBytes(m, false, l.recompute).PerRank(l.tp, sp);
-  const double moe_act = LayerActivationBytes(m, true, l.recompute).PerRank(l.tp, sp);
+  AcWrap wrap = AcWrap::kNone;
+  if (l.recompute == Recompute::kSelective) wrap = AcWrap::kSelective;
+  if (l.recompute == Recompute::kFull) {
+    wrap = (l.strategy == Strategy::kDdp && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
+  }
+  const double dense_act = LayerActivationBytes(m, false, wrap).PerRank(l.tp, sp);
+  const double moe_act = LayerActivationBytes(m, true, wrap).PerRank(l.tp, sp);
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
-  mem.activations =
-      inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act);
-  if (l.recompute == Recompute::kFull && rp.Layers() > 0) {
-    const double full_dense = LayerActivationBytes(m, false, Recompute::kNone).PerRank(l.tp, sp);
-    const double full_moe = LayerActivationBytes(m, true, Recompute::kNone).PerRank(l.tp, sp);
-    mem.activations += t * std::max(rp.dense_layers > 0 ? full_dense : 0.0,
-                                    rp.moe_layers > 0 ? full_moe : 0.0);
+  const double rope_dim = double(m.mla ? m.mla_spec.qk_rope_head_dim : m.head_dim);
+  double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + 4.0 * rope_dim);
+  double logits = 0, held_logits = 0;
+  if (rp.has_head) {
+    acts += t * FinalNormBytesPerToken(m) / (sp ? tp : 1.0);
+    logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel) * t * double(m.vocab_size);
+    held_logits = 2.0 / tp * t * double(m.vocab_size);
   }
-  if (rp.has_head) mem.logits = 10.0 * t * double(m.vocab_size) / tp;
 
-  const MeshGroups& g = c.groups;
-  int groups = 0;
-  if (l.strategy == Strategy::kDdp) {
-    groups = g.ddp.n > 1 ? 1 : 0;
-  } else {
-    for (const Group* x : {&g.tp, &g.cp, &g.dp_shard_cp, &g.dp_replicate, &g.pp}) groups += x->n > 1;
-    if (m.is_moe()) groups += (g.ep.n > 1) + (g.ep_shard.n > 1);
+  const double base = weights + optimizer + bucket + kCublasWorkspaceBytes;
+  MemoryBreakdown mem;
+  mem.weights = weights;
+  mem.optimizer = optimizer;
+  mem.workspace = kCublasWorkspaceBytes;
+  mem.overhead = Overhead(c);
+  mem.step_gradients = grads_final;
+  // Moment 1: start of backward (the loss backward of the last micro-batch).
+  double best = base + grads_prev + resident + acts + logits;
+  mem.gradients = bucket + grads_prev;
+  mem.buffers = resident;
+  mem.activations = acts;
+  mem.logits = logits;
+  mem.phase = "backward start";
+  // Moment 2: recompute of one layer under full checkpointing.
+  if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
+    const double layer_full = t * std::max(rp.dense_layers > 0 ? LayerActivationBytes(m, false, AcWrap::kNone).PerRank(l.tp, sp) : 0.0,
+                                           rp.moe_layers > 0 ? LayerActivationBytes(m, true, AcWrap::kNone).PerRank(l.tp, sp) : 0.0);
+    const double total = base + grads_prev + resident + acts + layer_full + held_logits;
+    if (total > best) {
+      best = total;
+      mem.activations = acts + layer_full;
+      mem.logits = held_logits;
+      mem.phase = "recompute";
+    }
   }
-  mem.overhead = kRuntimeOverheadBytes + kNcclBytesPerGroup * double(groups);
+  // Moment 3: optimizer step.
+  const double total_opt = base + grads_final + temp;
+  if (total_opt > best) {
+    mem.gradients = bucket + grads_final;
+    mem.buffers = temp;
+    mem.activations = 0;
+    mem.logits = 0;
+    mem.phase = "optimizer step";
+  }
   return mem;
 }
+
+MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
 
 }  // namespace meshplan::cost

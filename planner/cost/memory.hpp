@@ -1,6 +1,10 @@
 #pragma once
 /// \file memory.hpp
 /// Per-GPU memory of one pipeline rank (bytes). Private to planner/cost.
+/// Profiles (MemoryProfile in cost.hpp): "pytorch" = NeMo AutoModel with Hugging Face
+/// modules (memory.cpp, memory_pytorch.cpp), calibrated term by term against the H200
+/// measurements of tests/data/measured/; "megatron" = Megatron-LM's theoretical estimate
+/// (memory_megatron.cpp).
 
 #include <cstdint>
 
@@ -20,25 +24,57 @@ struct ActBytes {
   }
 };
 
-/// Bytes per token that one layer keeps for backward under `recompute` (formulas in
-/// memory.cpp). kFull returns only the checkpointed layer input.
+/// How activation checkpointing wraps a layer (AutoModel, activation_checkpointing.py).
+enum class AcWrap {
+  kNone,
+  kLayer,      ///< whole decoder layer checkpointed (FSDP2 full AC; HF gradient checkpointing)
+  kSubmodule,  ///< self_attn, mlp and both norms each checkpointed (DDP full AC)
+  kSelective,  ///< whole layer with the op-level SAC policy (every other mm saved)
+};
+
+/// Bytes per token that one layer of the pytorch profile keeps for backward under `wrap`
+/// (formulas in memory_pytorch.cpp).
+ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap);
+/// Same, by AutoModel recompute setting with whole-layer wrapping (FSDP2 / world 1).
 ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, Recompute recompute);
+
+/// Bytes per token outside the decoder layers on the rank holding the final norm: the HF
+/// RMSNorm keeps its fp32 input copy (4h), the normalised bf16 value (2h), its output
+/// (lm_head input, 2h) and the fp32 rsqrt (4): 8h + 4, replicated over TP (split with SP).
+double FinalNormBytesPerToken(const ModelSpec& model);
+
+/// Bytes per token per vocabulary entry of the logits and the loss on the rank holding
+/// lm_head, at the start of backward (AutoModel MaskedCrossEntropy: logits.float(),
+/// DTensor logits gathered with full_tensor(), F.cross_entropy). Measured (tests/data/measured):
+///   held through backward: bf16 logits (2/tp: lm_head output, Shard(-1) under TP, kept by
+///   the model output) + log_softmax output over the full vocabulary (4);
+///   transient at the loss backward: nll_loss grad (4) + log_softmax grad (4).
+/// Peak = 2/tp + 12 B per token per vocab entry; with loss_parallel the loss buffers are
+/// vocabulary-sharded too: 14/tp.
+double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false);
 
 /// Micro-batches (in units of "all the rank's layers") whose activations PP rank `pp_rank`
 /// holds at its peak. 1 without PP.
 double InflightMicrobatches(const Layout& layout, const StageSplit& split, int64_t pp_rank);
 
-/// Memory of PP rank `pp_rank`.
+/// Memory of PP rank `pp_rank` at its peak moment, with the given options.
+MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
+/// Same with default MemoryOptions.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
 
-/// Fixed per-GPU overhead: CUDA context, cuBLAS and NCCL workspaces. Assumption (not
-/// measured here; typical for PyTorch + NCCL on Hopper): 1 GiB.
-inline constexpr double kRuntimeOverheadBytes = 1024.0 * 1024.0 * 1024.0;
-/// NCCL buffers per communicator actually used (group size > 1). Assumption: 128 MiB.
-inline constexpr double kNcclBytesPerGroup = 128.0 * 1024.0 * 1024.0;
-/// torch DDP default bucket_cap_mb = 25 MiB; two buckets assumed in flight.
+/// CUDA context with the kernels PyTorch loads lazily during training, outside the
+/// caching allocator: measured 767-773 MiB on H200, torch 2.11 / CUDA 13.0 (device in use
+/// minus reserved, tests/data/measured/h200_1gpu.jsonl).
+inline constexpr double kCudaContextBytes = 770.0 * 1024.0 * 1024.0;
+/// NCCL buffers of one communicator with more than one rank (outside the allocator):
+/// measured 2xH200 NVLink, NCCL defaults: 2 communicators 1231 MiB, 3 communicators 1617 MiB
+/// over the context (h200_2gpu.jsonl) -> 576 MiB each.
+inline constexpr double kNcclBytesPerGroup = 576.0 * 1024.0 * 1024.0;
+/// cuBLAS + cuBLASLt workspaces PyTorch allocates through the caching allocator on Hopper
+/// (2 x 32 MiB); measured allocated-at-rest minus model state: 64-67 MiB.
+inline constexpr double kCublasWorkspaceBytes = 64.0 * 1024.0 * 1024.0;
+/// torch DDP default bucket_cap_mb = 25 MiB (used by the time model).
 inline constexpr double kDdpBucketBytes = 25.0 * 1024.0 * 1024.0;
-inline constexpr double kDdpBucketsInFlight = 2.0;
 /// AutoModel `distributed.moe.reshard_after_forward` default (false, automodel.md 1.2):
 /// when ep > 1 and ep_shard > 1 the gathered experts stay resident from forward to backward.
 inline constexpr bool kMoeReshardAfterForward = false;

@@ -184,8 +184,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     }
   }
   // --- optimizer ---
-  const double state = mem.weights + mem.gradients + mem.optimizer;
-  t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.gradients) / gpu.hbm_bandwidth : 0.0;
+  const double state = mem.weights + mem.step_gradients + mem.optimizer;
+  t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.step_gradients) / gpu.hbm_bandwidth : 0.0;
   return t;
 }
 

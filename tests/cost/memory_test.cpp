@@ -1,12 +1,21 @@
-// Memory model (planner/cost/memory.cpp): hand-worked values.
+// Memory model, pytorch profile (planner/cost/memory.cpp, memory_pytorch.cpp): hand-worked values.
 
 #include <doctest/doctest.h>
+
+#include <string>
 
 #include "cost/cost_fixtures.hpp"
 #include "cost/memory.hpp"
 
 namespace meshplan {
 namespace {
+
+MemoryOptions Pytorch(bool fp32 = false) {
+  MemoryOptions o;
+  o.profile = MemoryProfile::kPyTorch;
+  o.fp32_params = fp32;
+  return o;
+}
 
 /// A model whose only parameters are 7.5e9 attention weights in one layer (ZeRO's 7.5B
 /// example), with hand-made ParamCounts so the sharding arithmetic is isolated.
@@ -21,74 +30,144 @@ struct Zero75B {
   }
 };
 
-TEST_CASE("cost: ZeRO-3 16 B/param sharded 64 ways: 7.5B params -> 1.875 GB") {
+TEST_CASE("cost: FSDP2 shards weights and Adam state 64 ways - fp32 4+8 B and bf16 2+4 B per param") {
   Zero75B z;
   const SystemSpec sys = test::DgxH100();
   const TrainSetup setup = test::Setup(64, 2048, 64);
   Layout l;
   l.dp = 64;
   const cost::Ctx c = cost::MakeCtx(z.model, sys, setup, z.params, l);
-  const MemoryBreakdown m = cost::RankMemory(c, 0);
-  // 16 · 7.5e9 / 64 = 1.875e9 B (ZeRO Table 1, P_os+g+p, DP 64: 1.88 GB)
-  CHECK(m.weights + m.gradients + m.optimizer == doctest::Approx(1.875e9));
+  // fp32 params (ZeRO-3 / torchtitan): 4 + 8 B per param over 64 ranks (ZeRO Table 1 P_os+g+p
+  // adds the 4 B gradient at the optimizer step: 16 · 7.5e9 / 64 = 1.875 GB).
+  const MemoryBreakdown m = cost::RankMemory(c, 0, Pytorch(true));
   CHECK(m.weights == doctest::Approx(4 * 7.5e9 / 64));
   CHECK(m.optimizer == doctest::Approx(8 * 7.5e9 / 64));
-  // Transient: the layer (7.5e9 params) unsharded in bf16 twice (current + prefetched)
-  // plus its fp32 grad: (2·2 + 4) · 7.5e9 = 60e9 B.
-  CHECK(m.buffers == doctest::Approx(60e9));
+  // Start of backward: the last (only) layer stays unsharded in bf16 (reshard_after_forward
+  // false for the last layer): 2 · 7.5e9 = 15e9 B; no gradient yet.
+  CHECK(m.buffers == doctest::Approx(15e9));
+  CHECK(m.gradients == 0.0);
+  CHECK(std::string(m.phase) == "backward start");
+  // AutoModel default (bf16 model, torch Adam): 2 + 4 B per param.
+  const MemoryBreakdown b = cost::RankMemory(c, 0, Pytorch());
+  CHECK(b.weights == doctest::Approx(2 * 7.5e9 / 64));
+  CHECK(b.optimizer == doctest::Approx(4 * 7.5e9 / 64));
+  CHECK(b.workspace == doctest::Approx(64.0 * 1024 * 1024));
+}
 
-  // DDP replicates: 16 · 7.5e9 = 120 GB (ZeRO Table 1, DP 1) in weights+grads+optimizer.
-  l.strategy = Strategy::kDdp;
-  const cost::Ctx d = cost::MakeCtx(z.model, sys, setup, z.params, l);
-  const MemoryBreakdown md = cost::RankMemory(d, 0);
-  CHECK(md.weights + md.gradients + md.optimizer == doctest::Approx(120e9));
-
-  // Megatron-FSDP optim_grads_params: (2 + 4 + 12) · 7.5e9 / 64 = 2.109375e9 B.
-  l.strategy = Strategy::kMegatronFsdp;
-  const cost::Ctx f = cost::MakeCtx(z.model, sys, setup, z.params, l);
-  const MemoryBreakdown mf = cost::RankMemory(f, 0);
-  CHECK(mf.weights + mf.gradients + mf.optimizer == doctest::Approx(2.109375e9));
+TEST_CASE("cost: optimizer-step peak of a large model with short sequences") {
+  // Llama3-70B, FSDP2 over 8 GPUs, 128-token sequences: the optimizer step (weights + Adam +
+  // all grads + foreach sqrt temporary, 2 B each in bf16 = 10 B/param over 8 ranks) is above
+  // the start of backward (6 B/param sharded + unsharded root and last layer).
+  const ModelSpec m = test::Llama3_70B();
+  const ParamCounts p = CountParams(m);
+  const TrainSetup setup = test::Setup(8, 128, 8);
+  Layout l;
+  l.dp = 8;
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
+  const double shard = double(p.total) / 8.0;
+  CHECK(std::string(mem.phase) == "optimizer step");
+  CHECK(mem.gradients == doctest::Approx(2 * shard).epsilon(1e-9));
+  CHECK(mem.buffers == doctest::Approx(2 * shard).epsilon(1e-9));
+  CHECK(mem.activations == 0.0);
+  CHECK(mem.Allocated() == doctest::Approx(10 * shard + 64.0 * 1024 * 1024).epsilon(1e-9));
 }
 
 TEST_CASE("cost: activation bytes per token of a small Llama-like layer") {
   // h 1024, h_q 1024, h_kv 256, a 16, f 4096.
-  // replicated (no SP): norm1-in 2h + QKV-in 2h + norm2-in 2h + fc1-in 2h = 8192
-  // split: Q 2048 + K,V 1024 + attn-out 2048 + stats 4·16 + FFN 8·4096 = 37952
+  // replicated: two HF RMSNorms 2·(6h + 4) + their outputs 2·2h = 16h + 8 = 16392
+  // split: q, k after RoPE 2·1024 + 2·256, v 2·256, SDPA out 2·1024, lse 4·16, FFN 8·4096
+  //        = 4·1024 + 4·256 + 64 + 32768 = 37952
   const ModelSpec m = test::TinyLlama();
   const cost::ActBytes none = cost::LayerActivationBytes(m, false, Recompute::kNone);
-  CHECK(none.rep == doctest::Approx(8192));
+  CHECK(none.rep == doctest::Approx(16392));
   CHECK(none.split == doctest::Approx(37952));
   CHECK(none.unsplit == doctest::Approx(0));
-  CHECK(none.PerRank(1, false) == doctest::Approx(46144));
-  CHECK(none.PerRank(2, false) == doctest::Approx(8192 + 18976));  // 27168
-  CHECK(none.PerRank(2, true) == doctest::Approx(23072));          // 46144 / 2
-  // full: layer input 2h = 2048
-  CHECK(cost::LayerActivationBytes(m, false, Recompute::kFull).PerRank(1, false) ==
-        doctest::Approx(2048));
-  // selective (op-level SAC): input 2h + attn-out 2048 + stats 64 + half of the matmul
-  // outputs (q,k,v 3072 + gate,up 16384 split; o, down 4096 replicated):
-  // 2048 + 2048 + 64 + 9728 + 2048 = 15936
-  CHECK(cost::LayerActivationBytes(m, false, Recompute::kSelective).PerRank(1, false) ==
-        doctest::Approx(15936));
+  CHECK(none.PerRank(1, false) == doctest::Approx(54344));
+  CHECK(none.PerRank(2, false) == doctest::Approx(16392 + 18976));
+  CHECK(none.PerRank(2, true) == doctest::Approx(27172));
+  // full (whole layer): input 2h; DDP's four-submodule wrap: 8h
+  CHECK(cost::LayerActivationBytes(m, false, Recompute::kFull).PerRank(1, false) == doctest::Approx(2048));
+  CHECK(cost::LayerActivationBytes(m, false, cost::AcWrap::kSubmodule).PerRank(1, false) == doctest::Approx(8192));
+  // selective (SAC, every other mm saved, 1st saved): input 2048; q 2048 (save), k (recompute),
+  // v 512 (save), o (recompute), gate 8192 (save), up (recompute), down 2048 (save);
+  // SDPA out 2048 + lse 64: 16960 (rep 2048 + 2048, split 12864)
+  const cost::ActBytes sel = cost::LayerActivationBytes(m, false, Recompute::kSelective);
+  CHECK(sel.PerRank(1, false) == doctest::Approx(16960));
+  CHECK(sel.rep == doctest::Approx(4096));
+  // Biased q, k, v (Qwen2) run as addmm: always saved, the alternation starts at o_proj:
+  // 2048 + q 2048 + k 512 + v 512 + o 2048 (save) + up 8192 (gate recomputed) + SDPA 2112
+  ModelSpec q = m;
+  q.attention_bias = true;
+  CHECK(cost::LayerActivationBytes(q, false, Recompute::kSelective).PerRank(1, false) == doctest::Approx(17472));
 }
 
-TEST_CASE("cost: activation memory of the small model and one GPU and s 2048 and b 1") {
+TEST_CASE("cost: activation and logits memory of the small model on one GPU at s 2048 and b 1") {
   const ModelSpec m = test::TinyLlama();
   const SystemSpec sys = test::DgxH100();
   const TrainSetup setup = test::Setup(1, 2048, 1);
   const ParamCounts p = CountParams(m);
   Layout l;
   const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, l);
-  // 4 layers · 2048 tokens · 46144 B = 378,011,648 B
-  CHECK(cost::RankMemory(c, 0).activations == doctest::Approx(378011648.0));
-  // logits: 10 B · 2048 · 32000 = 655,360,000 B
-  CHECK(cost::RankMemory(c, 0).logits == doctest::Approx(655360000.0));
-  // overhead: 1 GiB, no communicators
-  CHECK(cost::RankMemory(c, 0).overhead == doctest::Approx(1073741824.0));
-  // full recompute: 4 · 2048 · 2048 + one layer 2048 · 46144 = 16,777,216 + 94,502,912
+  const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
+  // 2048 tokens · (4 layers · 54344 + cos/sin 4·64 + final norm 8·1024 + 4) = 462,495,744 B
+  CHECK(mem.activations == doctest::Approx(462495744.0));
+  // logits: (2 + 12) B · 2048 · 32000 = 917,504,000 B
+  CHECK(mem.logits == doctest::Approx(917504000.0));
+  // one GPU: plain bf16 model, 2 + 4 B per param, no gradient at the start of backward
+  CHECK(mem.weights == doctest::Approx(2.0 * double(p.total)));
+  CHECK(mem.optimizer == doctest::Approx(4.0 * double(p.total)));
+  CHECK(mem.gradients == 0.0);
+  CHECK(mem.buffers == 0.0);
+  // overhead: the CUDA context alone (770 MiB)
+  CHECK(mem.overhead == doctest::Approx(770.0 * 1024 * 1024));
+  // full recompute: 2048 · (4 · 2048 + 256 + 8196) = 34,086,912 B at the start of backward
   l.recompute = Recompute::kFull;
   const cost::Ctx f = cost::MakeCtx(m, sys, setup, p, l);
-  CHECK(cost::RankMemory(f, 0).activations == doctest::Approx(111280128.0));
+  CHECK(cost::RankMemory(f, 0, Pytorch()).activations == doctest::Approx(34086912.0));
+}
+
+TEST_CASE("cost: TP gathers the logits for the loss unless loss_parallel") {
+  const ModelSpec m = test::TinyLlama();
+  const ParamCounts p = CountParams(m);
+  Layout l;
+  l.tp = 2;
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), test::Setup(2, 2048, 1), p, l);
+  // (2/2 + 12) B · 2048 · 32000 = 851,968,000; loss_parallel: 14/2 B -> 458,752,000
+  CHECK(cost::RankMemory(c, 0, Pytorch()).logits == doctest::Approx(851968000.0));
+  MemoryOptions lp = Pytorch();
+  lp.loss_parallel = true;
+  CHECK(cost::RankMemory(c, 0, lp).logits == doctest::Approx(458752000.0));
+}
+
+TEST_CASE("cost: gradient accumulation with FSDP2 - defer_fsdp_grad_sync keeps unsharded fp32 grads") {
+  const ModelSpec m = test::TinyLlama();
+  const ParamCounts p = CountParams(m);
+  const TrainSetup setup = test::Setup(2, 2048, 4);  // dp 2, lbs 1 -> 2 micro-batches per step
+  Layout l;
+  l.dp = 2;
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  REQUIRE(c.mb_per_step == 2);
+  // sync every micro-batch: the second starts with the sharded bf16 grads, 2 · P / 2
+  CHECK(cost::RankMemory(c, 0, Pytorch()).gradients == doctest::Approx(double(p.total)));
+  // defer (AutoModel default): unsharded fp32 grads of every param, 4 · P (measured +4 B/param)
+  MemoryOptions d = Pytorch();
+  d.defer_fsdp_grad_sync = true;
+  CHECK(cost::RankMemory(c, 0, d).gradients == doctest::Approx(4.0 * double(p.total)));
+}
+
+TEST_CASE("cost: DDP keeps a persistent bucket copy of the gradients") {
+  const ModelSpec m = test::TinyLlama();
+  const ParamCounts p = CountParams(m);
+  Layout l;
+  l.strategy = Strategy::kDdp;
+  l.dp = 2;
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), test::Setup(2, 2048, 2), p, l);
+  const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
+  CHECK(mem.weights == doctest::Approx(2.0 * double(p.total)));
+  CHECK(mem.gradients == doctest::Approx(2.0 * double(p.total)));  // bucket; param.grad not yet
+  // overhead: context + the default process group's NCCL buffers
+  CHECK(mem.overhead == doctest::Approx((770.0 + 576.0) * 1024 * 1024));
 }
 
 TEST_CASE("cost: interleaving factor and in-flight micro-batches") {
@@ -134,9 +213,10 @@ TEST_CASE("cost: PP with FSDP2 keeps the rank's layers unsharded in bf16 with fp
   const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, l);
   const double rank0 = 2.0 * double(p.attention_per_layer + p.dense_mlp_per_layer + p.norms_per_layer) +
                        double(p.embedding);
-  const MemoryBreakdown mem = cost::RankMemory(c, 0);
-  CHECK(mem.weights == doctest::Approx(4.0 * rank0 / 2));
-  CHECK(mem.buffers == doctest::Approx(6.0 * rank0));
+  const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
+  CHECK(mem.weights == doctest::Approx(2.0 * rank0 / 2));
+  CHECK(mem.buffers == doctest::Approx(2.0 * rank0));
+  CHECK(mem.gradients == doctest::Approx(4.0 * rank0));
 }
 
 }  // namespace

@@ -1,0 +1,181 @@
+// "megatron" memory profile: Megatron-LM's theoretical memory estimate, reproduced formula by
+// formula (megatron.md 3.1-3.4), and Korthikanti et al. 2022 Table 2. Units: bytes.
+
+#include "cost/memory_megatron.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cost/memory.hpp"
+
+namespace meshplan::cost {
+
+int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp) {
+  const int64_t mult = std::max<int64_t>(1, divisible_by) * std::max<int64_t>(1, tp);
+  return (vocab + mult - 1) / mult * mult;
+}
+
+/// Parameter counts (megatron.md 3.1, theoretical_memory_usage.py::
+/// compute_weight_and_optimizer_memory), λ = 3/2 with SwiGLU, n = norm_size:
+///   attn     = 2·h·h·((1 + g/a)·(q/h)), q = kv_channels·a        (GQA, no biases)
+///   attn_MLA = q_term + r_kv·(h + a·(d_nope + d_v) + n) + h·d_rope + a·d_v·h,
+///              q_term = h·a·(d_nope + d_rope) without q LoRA, r_q·(h + a·(d_nope + d_rope) + n) with
+///   dense_mlp = 2·h·f·λ, shared = 2·h·f_s·λ, routed = 2·h·f_e·E·λ, layernorms = 2·h·n,
+///   router = h·E (+E with a router bias), final_layernorm = n·h, embedding = h·V (V padded)
+/// Most loaded shard (megatron.md 3.2, current Megatron-LM, first PP stage, no MTP):
+///   P_tp  = ([(attn + dense_mlp)·L_d + (attn + shared)·L_m]/p + h·V)/t   (+ h·V/t untied, p = 1)
+///   P_rep = [layernorms·L_d + (layernorms + router)·L_m + final_layernorm]/p
+///   P_exp = routed·L_m/p / (etp·ep)
+///   weight_and_optimizer = (P_tp + P_rep)·bytes(DP) + P_exp·bytes(EDP), EDP = world/(etp·ep·p)
+///   bytes(d) = 18 without the distributed optimizer, 6 + 12/d with it (megatron.md 3.3)
+/// Activation (megatron.md 3.4, first stage, s = seq_length, b = micro_batch_size):
+///   (A) sequence_parallel and selective:
+///       A = s·b·h·(18 + 4·f/h)·L + 8·s·b·p + s·b·h·p; × (1 + (p−1)/(p·v)) with VPP, else
+///       × min(1, M/p) when p > 1 and M is known; + s·b·h·4·(1 + V/h) when p = 1; A / t
+///   (B) otherwise: A = s·b·h·(10 + 24/t)·L + 8·s·b·p + s·b·h·p; same PP factors;
+///       + 2·(s·b·V/t + s·b·h) when p = 1; × 1.05
+MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArgs& x) {
+  const double h = double(m.hidden_size), a = double(m.num_attention_heads);
+  const double g = double(m.num_key_value_heads);
+  const double n = double(x.norm_size), lambda = x.swiglu ? 1.5 : 1.0;
+  const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
+  MegatronEstimate e;
+  e.padded_vocab = double(MegatronPaddedVocab(m.vocab_size, x.make_vocab_size_divisible_by, x.tp));
+  const double V = e.padded_vocab;
+
+  double attn = 0;
+  if (m.mla) {
+    const MlaSpec& s = m.mla_spec;
+    const double nope = double(s.qk_nope_head_dim), rope = double(s.qk_rope_head_dim);
+    const double q_term = s.q_lora_rank == 0 ? h * a * (nope + rope)
+                                             : double(s.q_lora_rank) * (h + a * (nope + rope) + n);
+    attn = q_term + double(s.kv_lora_rank) * (h + a * (nope + double(s.v_head_dim)) + n) + h * rope +
+           (a * double(s.v_head_dim)) * h;
+  } else {
+    const double q = double(m.head_dim) * a;
+    attn = 2 * h * h * ((1 + (g / a)) * (q / h));
+  }
+  const bool moe = m.is_moe();
+  const double L_d = moe ? double(m.num_dense_layers) : double(m.num_layers);
+  const double L_m = moe ? double(m.num_layers - m.num_dense_layers) : 0.0;
+  const double dense_mlp = 2 * h * double(m.intermediate_size) * lambda;
+  const double shared = 2 * h * double(m.shared_expert_intermediate_size) * lambda;
+  const double routed = moe ? 2 * h * double(m.moe_intermediate_size) * double(m.num_experts) * lambda : 0.0;
+  const double layernorms = 2 * h * n;
+  const double router = moe ? h * double(m.num_experts) + (m.router_bias ? double(m.num_experts) : 0.0) : 0.0;
+  const double final_ln = n * h;
+  const double embedding = h * V;
+
+  e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + embedding) / t;
+  if (!m.tie_word_embeddings && x.pp == 1) e.p_tp += embedding / t;
+  e.p_rep = (layernorms * L_d + (layernorms + router) * L_m + final_ln) / p;
+  const double etp_ep = double(std::max<int64_t>(1, x.etp)) * double(std::max<int64_t>(1, x.ep));
+  e.p_exp = (routed * L_m / p) / etp_ep;
+  const double dp = double(std::max<int64_t>(1, x.dp));
+  const double edp = std::max(1.0, double(x.world) / (etp_ep * p));
+  e.bytes_dense = x.distributed_optimizer ? 6 + (12 / dp) : 18;
+  e.bytes_expert = x.distributed_optimizer ? 6 + (12 / edp) : 18;
+  e.weight_and_optimizer = (e.p_tp + e.p_rep) * e.bytes_dense + e.p_exp * e.bytes_expert;
+
+  const double s = double(x.seq_len), b = double(x.micro_batch);
+  const double L = double(m.num_layers), f = double(m.intermediate_size);
+  const bool branch_a = x.sequence_parallel && x.selective_recompute;
+  double act = branch_a ? (s * b * h) * (18 + (4 * (f / h))) * L : s * b * h * (10 + (24 / t)) * L;
+  act += 8 * s * b * p;
+  act += s * b * h * p;
+  if (x.vpp > 0) {
+    act *= 1 + ((p - 1) / (p * double(x.vpp)));
+  } else if (x.pp > 1 && x.num_microbatches > 0) {
+    act *= std::min(1.0, double(x.num_microbatches) / p);
+  }
+  double out = 0;
+  if (x.pp == 1) out = branch_a ? s * b * h * 4 * (1 + (V / h)) : ((s * b * V) / t + s * b * h) * 2;
+  if (branch_a) {
+    e.activation_layers = act / t;
+    e.activation_output = out / t;
+  } else {
+    e.activation_layers = act * 1.05;
+    e.activation_output = out * 1.05;
+  }
+  e.activation = e.activation_layers + e.activation_output;
+  return e;
+}
+
+double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
+                             Recompute recompute, bool materialized_attention) {
+  const double tsp = sp ? t : 1.0;
+  const double sbh = s * b * h;
+  if (recompute == Recompute::kFull) return 2.0 * sbh / tsp;
+  double bytes = sbh * (10.0 / tsp + (8.0 + 4.0 * f / h) / t);
+  if (recompute == Recompute::kNone && materialized_attention) bytes += 5.0 * a * s * s * b / t;
+  return bytes;
+}
+
+double InterleaveFactor(int64_t pp, int64_t vpp) {
+  if (pp <= 1 || vpp <= 0) return 1.0;
+  return 1.0 + double(pp - 1) / (double(pp) * double(vpp));
+}
+
+/// Layout -> MegatronArgs: vpp from a Megatron layout (vpp > 1) or the interleaved stages
+/// per rank of an AutoModel layout; dp = layout.dp; num_microbatches = micro-batches per
+/// optimizer step; the distributed optimizer as the Megatron layout says (AutoModel
+/// layouts: on). Terms: weights 2 B, gradients 4 B (fp32 main grads), optimizer the rest of
+/// bytes(d) per parameter; activations / logits = the estimator's two activation parts.
+/// Departures from the estimator, each a no-op for the configurations it covers:
+///   - full recompute replaces the per-layer term with Korthikanti's 2·s·b·h (/t with SP)
+///     inside branch (B) (the estimator assumes selective recompute or flash attention);
+///   - MemoryOptions::materialized_attention adds 5·a·s²·b/t per layer without recompute;
+///   - CP divides the activations (Megatron-Bridge's estimator divides by t·CP, megatron.md
+///     3.5; Megatron-LM ignores CP).
+MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
+  const Layout& l = c.layout;
+  const ModelSpec& m = c.model;
+  MegatronArgs x;
+  x.tp = l.tp;
+  x.pp = l.pp;
+  x.cp = l.cp;
+  x.ep = l.ep;
+  x.etp = l.EffectiveEtp();
+  x.dp = l.dp;
+  x.world = c.setup.num_gpus;
+  x.micro_batch = l.micro_batch();
+  x.seq_len = c.setup.seq_len;
+  x.num_microbatches = c.mb_per_step;
+  x.sequence_parallel = l.sequence_parallel;
+  x.selective_recompute = l.recompute == Recompute::kSelective;
+  if (l.framework == Framework::kMegatronBridge) {
+    x.vpp = l.vpp > 1 ? l.vpp : 0;
+    x.distributed_optimizer = l.use_distributed_optimizer || l.mb.use_megatron_fsdp;
+  } else {
+    x.vpp = (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) ? c.split.stages_per_rank : 0;
+  }
+  MegatronEstimate e = MegatronTheoreticalMemory(m, x);
+  const bool full = l.recompute == Recompute::kFull;
+  const bool extra_scores = opts.materialized_attention && l.recompute == Recompute::kNone;
+  if (full || extra_scores) {
+    const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
+    const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
+    const double L = double(m.num_layers);
+    double layer = full ? 2.0 * s * b * h / (x.sequence_parallel ? t : 1.0) : s * b * h * (10 + 24 / t);
+    if (extra_scores) layer += 5.0 * double(m.num_attention_heads) * s * s * b / t;
+    double act = layer * L + 8 * s * b * p + s * b * h * p;
+    if (x.vpp > 0) act *= InterleaveFactor(x.pp, x.vpp);
+    else if (x.pp > 1 && x.num_microbatches > 0) act *= std::min(1.0, double(x.num_microbatches) / p);
+    e.activation_layers = act * 1.05;
+    if (!(x.sequence_parallel && x.selective_recompute) && x.pp == 1) {
+      e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
+    }
+  }
+  const double cp = double(std::max<int64_t>(1, l.cp));
+  MemoryBreakdown mem;
+  const double pd = e.p_tp + e.p_rep, pe = e.p_exp;
+  mem.weights = 2.0 * (pd + pe);
+  mem.gradients = 4.0 * (pd + pe);
+  mem.optimizer = (e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe;
+  mem.activations = e.activation_layers / cp;
+  mem.logits = e.activation_output / cp;
+  mem.phase = "estimate";
+  return mem;
+}
+
+}  // namespace meshplan::cost

@@ -1,0 +1,70 @@
+#pragma once
+/// \file memory_megatron.hpp
+/// The "megatron" memory profile: Megatron-LM's theoretical memory estimate
+/// (megatron/training/theoretical_memory_usage.py; megatron.md 3.1-3.4) and Korthikanti et
+/// al. 2022 Table 2 per-layer activations (groundtruth.md B.3). Private to planner/cost.
+/// Units: bytes (Megatron-LM prints MiB = bytes / 2^20).
+
+#include <cstdint>
+
+#include "cost/context.hpp"
+
+namespace meshplan::cost {
+
+/// The `args` Megatron-LM's estimator reads. Sizes are mesh-axis sizes (>= 1).
+struct MegatronArgs {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 0;     ///< virtual_pipeline_model_parallel_size; 0 = None
+  int64_t cp = 1;      ///< not read by the estimator (kept for the caller)
+  int64_t ep = 1;
+  int64_t etp = 1;     ///< expert_tensor_parallel_size (already resolved: tp when unset)
+  int64_t dp = 1;      ///< data_parallel_size = world / (tp·pp·cp)
+  int64_t world = 1;   ///< world size (for expert DP = world / (etp·ep·pp))
+  int64_t micro_batch = 1;
+  int64_t seq_len = 0;
+  int64_t num_microbatches = 0;  ///< 0 = None
+  int64_t make_vocab_size_divisible_by = 128;
+  bool sequence_parallel = false;
+  bool selective_recompute = false;  ///< recompute_granularity == 'selective'
+  bool distributed_optimizer = true;
+  bool swiglu = true;     ///< gated_linear_unit with SiLU (λ = 3/2)
+  int64_t norm_size = 1;  ///< 1 RMSNorm, 2 LayerNorm
+};
+
+/// The estimate and its parts, bytes.
+struct MegatronEstimate {
+  double padded_vocab = 0;
+  double p_tp = 0, p_rep = 0, p_exp = 0;  ///< parameters on the most loaded shard (megatron.md 3.2)
+  double bytes_dense = 0, bytes_expert = 0;  ///< bytes per parameter, bytes(DP) and bytes(EDP)
+  double weight_and_optimizer = 0;
+  double activation_layers = 0;  ///< activation minus the output-layer term
+  double activation_output = 0;  ///< output layer + loss term (pp == 1 only)
+  double activation = 0;
+  double Total() const { return weight_and_optimizer + activation; }
+};
+
+/// Vocabulary padded as Megatron does: to a multiple of make_vocab_size_divisible_by · tp.
+int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp);
+
+/// Megatron-LM report_theoretical_memory for `model` (formulas at the definition).
+MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& model, const MegatronArgs& args);
+
+/// Korthikanti et al. 2022 Table 2, generalised to an FFN of width f (ffn = 4h gives 34):
+/// bytes of one layer for s·b tokens with t-way TP:
+///   none:      s·b·h·(10/t_sp + (8 + 4f/h)/t) + [5·a·s²·b/t if materialised attention]
+///   selective: s·b·h·(10/t_sp + (8 + 4f/h)/t)
+///   full:      2·s·b·h / t_sp
+/// t_sp = t with sequence parallelism, else 1. (The 10 sbh are the LayerNorm inputs, the
+/// QKV and FFN inputs and the dropout masks that TP replicates and SP splits.)
+double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
+                             Recompute recompute, bool materialized_attention);
+
+/// Interleaved-schedule activation factor 1 + (p − 1)/(p·v) (Korthikanti §4.2.3).
+double InterleaveFactor(int64_t pp, int64_t vpp);
+
+/// Memory of the megatron profile for a layout: the estimate of the most loaded (first) PP
+/// stage for every rank, split into MemoryBreakdown terms (see memory_megatron.cpp).
+MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts);
+
+}  // namespace meshplan::cost

@@ -1,0 +1,110 @@
+// Memory model ("pytorch" profile) against the peak memory measured on H200 GPUs by
+// tools/measure/ (tests/data/measured/*.jsonl; settings recorded per case). Prints one row per
+// case: measured and predicted peak allocated (torch.cuda.max_memory_allocated), the error,
+// the predicted peak moment, and what the caching allocator reserved on top.
+// Bounds (issue 4): every case within 10%, median absolute error <= 5%.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshplan/cost.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+const std::string kDir = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/measured/";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path);
+  REQUIRE_MESSAGE(f.good(), "cannot read " << path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  std::string file, id;
+  double measured_alloc, predicted_alloc, measured_reserved, error;
+  const char* phase;
+};
+
+/// The meshplan layout and options of one measured case (keys: tools/measure/cases.py).
+std::vector<Result> Evaluate(const std::string& file, const SystemSpec& system) {
+  std::vector<Result> out;
+  std::istringstream lines(ReadText(kDir + file));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r.contains("environment")) continue;
+    REQUIRE(r.at("status") == "ok");
+    const std::string model_name = r.at("model");
+    const ModelSpec model = ParseModel(ReadText(kDir + "models/" + model_name + ".json"), model_name);
+    const int64_t world = r.at("world"), tp = r.at("tp"), mb = r.at("mb"), ga = r.at("ga");
+    Layout l;
+    l.strategy = r.at("strategy") == "ddp" ? Strategy::kDdp : Strategy::kFsdp2;
+    l.tp = tp;
+    l.dp = world / tp;
+    l.local_batch_size = mb;
+    const std::string ac = r.at("ac");
+    l.recompute = ac == "full" ? Recompute::kFull : ac == "selective" ? Recompute::kSelective : Recompute::kNone;
+    TrainSetup setup;
+    setup.num_gpus = world;
+    setup.seq_len = r.at("seq");
+    setup.global_batch = mb * ga * l.dp;
+    MemoryOptions opts;
+    opts.profile = MemoryProfile::kPyTorch;
+    opts.fp32_params = r.at("params") == "fp32";
+    opts.defer_fsdp_grad_sync = r.at("defer");
+    const Cost c = CostModel(model, system, setup, opts).Evaluate(l);
+    Result x;
+    x.file = file;
+    x.id = r.at("id");
+    x.measured_alloc = r.at("peak_alloc");
+    x.measured_reserved = r.at("peak_reserved");
+    x.predicted_alloc = c.memory.Allocated();
+    x.error = (x.predicted_alloc - x.measured_alloc) / x.measured_alloc;
+    x.phase = c.memory.phase;
+    out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("accuracy: pytorch memory profile vs peak allocated memory measured on H200") {
+  const SystemSpec h200 = LoadSystem("dgx-h200");
+  std::vector<Result> all;
+  for (const char* f : {"h200_1gpu.jsonl", "h200_2gpu.jsonl", "h200_1gpu_expseg.jsonl", "h200_2gpu_expseg.jsonl"}) {
+    for (const Result& r : Evaluate(f, h200)) all.push_back(r);
+  }
+  REQUIRE(all.size() == 74);
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  std::printf("\nPeak allocated memory per GPU, measured (tests/data/measured) vs predicted (pytorch profile)\n");
+  std::printf("%-24s %-30s %9s %9s %7s  %-15s %9s %8s\n", "file", "case", "meas GiB", "pred GiB", "err%",
+              "peak moment", "resv GiB", "resv/alc");
+  std::vector<double> abs_err;
+  for (const Result& r : all) {
+    std::printf("%-24s %-30s %9.2f %9.2f %+7.2f  %-15s %9.2f %7.1f%%\n", r.file.c_str(), r.id.c_str(),
+                r.measured_alloc / gib, r.predicted_alloc / gib, 100.0 * r.error, r.phase, r.measured_reserved / gib,
+                100.0 * (r.measured_reserved / r.measured_alloc - 1.0));
+    abs_err.push_back(std::fabs(r.error));
+    CAPTURE(r.file);
+    CAPTURE(r.id);
+    CHECK(std::fabs(r.error) <= 0.10);
+  }
+  std::sort(abs_err.begin(), abs_err.end());
+  const double median = 0.5 * (abs_err[(abs_err.size() - 1) / 2] + abs_err[abs_err.size() / 2]);
+  std::printf("cases %zu, median |err| %.2f%%, max |err| %.2f%%\n", abs_err.size(), 100.0 * median,
+              100.0 * abs_err.back());
+  CHECK(median <= 0.05);
+}

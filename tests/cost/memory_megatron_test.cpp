@@ -1,0 +1,156 @@
+// Memory model, megatron profile (planner/cost/memory_megatron.cpp): Megatron-LM's
+// theoretical estimate on the recipes of megatron.md 1.9, worked by hand from the formulas of
+// megatron.md 3.1-3.4, and Korthikanti et al. Table 3 configurations (groundtruth.md B.5).
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "cost/cost_fixtures.hpp"
+#include "cost/memory_megatron.hpp"
+
+namespace meshplan {
+namespace {
+
+TEST_CASE("megatron: vocabulary padding to a multiple of 128 times tp") {
+  CHECK(cost::MegatronPaddedVocab(128256, 128, 4) == 128512);  // 251 · 512
+  CHECK(cost::MegatronPaddedVocab(151936, 128, 4) == 152064);  // 297 · 512
+  CHECK(cost::MegatronPaddedVocab(51200, 128, 8) == 51200);
+}
+
+TEST_CASE("megatron: theoretical memory of Llama-3 70B pretrain TP4 PP4 VPP5 CP2 on 32 GPUs to the byte") {
+  // megatron.md 1.9 (a): tp 4, pp 4, vpp 5, cp 2, dp 1, SP on, no recompute (branch B),
+  // seq 8192, mbs 1, distributed optimizer.
+  const ModelSpec m = test::Llama3_70B();
+  cost::MegatronArgs x;
+  x.tp = 4;
+  x.pp = 4;
+  x.vpp = 5;
+  x.cp = 2;
+  x.dp = 1;
+  x.world = 32;
+  x.seq_len = 8192;
+  x.num_microbatches = 512;
+  x.sequence_parallel = true;
+  const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
+  // attn = 2·8192²·(1 + 8/64)·1 = 150,994,944; dense_mlp = 2·8192·28672·1.5 = 704,643,072
+  // V = 128512; P_tp = ((attn + mlp)·80/4 + 8192·128512)/4 = 4,541,382,656
+  // P_rep = (2·8192·80 + 8192)/4 = 329,728; bytes(1) = 6 + 12 = 18
+  CHECK(e.padded_vocab == 128512);
+  CHECK(e.p_tp == 4541382656.0);
+  CHECK(e.p_rep == 329728.0);
+  CHECK(e.weight_and_optimizer == 81750822912.0);
+  // (B): 8192²·(10 + 24/4)·80 + 8·8192·4 + 8192²·4 = 86,168,043,520; × (1 + 3/20) × 1.05
+  CHECK(std::fabs(e.activation - 104047912550.4) < 1.0);
+  CHECK(e.activation_output == 0.0);
+  CHECK(std::fabs(e.Total() - 185798735462.4) < 1.0);
+  std::printf("Megatron-LM estimate, Llama-3 70B 1.9(a): weight_and_optimizer=%.2f MB, activation=%.2f MB, total=%.2f MB\n",
+              e.weight_and_optimizer / 1048576.0, e.activation / 1048576.0, e.Total() / 1048576.0);
+}
+
+TEST_CASE("megatron: theoretical memory of Qwen3-235B-A22B TP4 PP16 CP2 EP8 with SP and selective recompute") {
+  // megatron.md 1.9 (c) with recompute_granularity selective (branch A): dp = 256/(4·16·2) = 2,
+  // EDP = 256/(1·8·16) = 2, seq 4096, mbs 1, 64 micro-batches.
+  const ModelSpec m = LoadModel("qwen3-235b-a22b");
+  REQUIRE(m.hidden_size == 4096);
+  REQUIRE(m.num_layers == 94);
+  REQUIRE(m.num_dense_layers == 0);
+  REQUIRE(m.num_experts == 128);
+  REQUIRE(m.moe_intermediate_size == 1536);
+  REQUIRE(m.intermediate_size == 12288);
+  cost::MegatronArgs x;
+  x.tp = 4;
+  x.pp = 16;
+  x.cp = 2;
+  x.ep = 8;
+  x.etp = 1;
+  x.dp = 2;
+  x.world = 256;
+  x.seq_len = 4096;
+  x.num_microbatches = 64;
+  x.sequence_parallel = true;
+  x.selective_recompute = true;
+  const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
+  // attn = 2·4096²·(1 + 4/64)·2 = 71,303,168; routed = 2·4096·1536·128·1.5 = 2,415,919,104
+  // P_tp = (attn·94/16 + 4096·152064)/4 = 260,440,064
+  // P_rep = ((8192 + 4096·128)·94 + 4096)/16 = 3,128,576; P_exp = routed·94/16/8 = 1,774,190,592
+  // bytes(2) = 12 for both: 24,453,110,784
+  CHECK(e.p_tp == 260440064.0);
+  CHECK(e.p_rep == 3128576.0);
+  CHECK(e.p_exp == 1774190592.0);
+  CHECK(e.weight_and_optimizer == 24453110784.0);
+  // (A): (4096²·(18 + 4·3)·94 + 8·4096·16 + 4096²·16)/4 = 11,895,177,216
+  CHECK(e.activation == 11895177216.0);
+  CHECK(e.Total() == 36348288000.0);
+}
+
+TEST_CASE("megatron: the profile's MemoryBreakdown adds up to the estimate") {
+  // A Megatron-Bridge layout of Llama-3 70B on 32 GPUs: tp 4, pp 4, vpp 5, dp 2, SP,
+  // distributed optimizer, mbs 1, gbs 32.
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(32, 4096, 32);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = 4;
+  l.pp = 4;
+  l.vpp = 5;
+  l.dp = 2;
+  l.sequence_parallel = true;
+  l.use_distributed_optimizer = true;
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  const CostModel cm(m, test::DgxH100(), setup);  // kAuto: megatron profile for this layout
+  const MemoryBreakdown mem = cm.Evaluate(l).memory;
+  cost::MegatronArgs x;
+  x.tp = 4;
+  x.pp = 4;
+  x.vpp = 5;
+  x.dp = 2;
+  x.world = 32;
+  x.seq_len = 4096;
+  x.num_microbatches = 16;
+  x.sequence_parallel = true;
+  const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
+  CHECK(mem.weights + mem.gradients + mem.optimizer == doctest::Approx(e.weight_and_optimizer).epsilon(1e-12));
+  CHECK(mem.activations + mem.logits == doctest::Approx(e.activation).epsilon(1e-12));
+  CHECK(mem.weights == doctest::Approx(2.0 * (e.p_tp + e.p_rep)).epsilon(1e-12));
+  CHECK(mem.optimizer == doctest::Approx(6.0 * (e.p_tp + e.p_rep)).epsilon(1e-12));  // 12/dp, dp 2
+  CHECK(std::string(mem.phase) == "estimate");
+}
+
+TEST_CASE("megatron: Korthikanti Table 3 configurations reproduce groundtruth.md B.5") {
+  // s 2048; GB = 1e9 B; first stage: L layers × interleave factor.
+  struct Row {
+    const char* name;
+    double h, a, L, t;
+    int64_t p, v;
+    double b;
+    double tp_only, tp_sp, tp_sp_sel, full, factor;
+  };
+  const Row rows[] = {
+      {"22B", 6144, 64, 48, 8, 1, 0, 4, 63.6, 42.5, 10.3, 4.8, 1.000},
+      {"175B", 12288, 96, 96, 8, 8, 3, 1, 71.8, 44.5, 13.3, 6.2, 1.292},
+      {"530B", 20480, 128, 105, 8, 35, 3, 1, 122.4, 71.4, 24.8, 11.7, 1.324},
+      {"1T", 25600, 160, 128, 8, 64, 0, 1, 140.9, 82.2, 28.5, 13.4, 1.000},
+  };
+  for (const Row& r : rows) {
+    CAPTURE(r.name);
+    const double f = cost::InterleaveFactor(r.p, r.v);
+    CHECK(f == doctest::Approx(r.factor).epsilon(5e-4));
+    auto gb = [&](bool sp, Recompute rc) {
+      return cost::KorthikantiLayerBytes(r.h, r.a, 4 * r.h, 2048, r.b, r.t, sp, rc, true) * r.L * f / 1e9;
+    };
+    CHECK(std::fabs(gb(false, Recompute::kNone) - r.tp_only) < 0.05);
+    CHECK(std::fabs(gb(true, Recompute::kNone) - r.tp_sp) < 0.05);
+    CHECK(std::fabs(gb(true, Recompute::kSelective) - r.tp_sp_sel) < 0.05);
+    CHECK(std::fabs(gb(false, Recompute::kFull) - r.full) < 0.05);
+  }
+  // Without materialised scores (flash attention), no recompute costs what selective does.
+  CHECK(cost::KorthikantiLayerBytes(6144, 64, 4 * 6144, 2048, 4, 8, true, Recompute::kNone, false) ==
+        cost::KorthikantiLayerBytes(6144, 64, 4 * 6144, 2048, 4, 8, true, Recompute::kSelective, false));
+}
+
+}  // namespace
+}  // namespace meshplan
