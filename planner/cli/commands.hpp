@@ -47,6 +47,19 @@ struct CheckOptions {
   double headroom = 0.10;
 };
 
+/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe.
+struct ExplainOptions {
+  std::string model, system, hwdb, recipe;
+  long long gpus = 0, seq_len = 0, global_batch = 0;
+  std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
+  long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
+  long long layers_per_stage = 0;
+  bool sequence_parallel = false;
+  std::string precision = "bf16", automodel_version = "0.5", memory_profile = "pytorch";
+  bool fp32_params = false, defer_fsdp_grad_sync = false;
+  double headroom = 0.10;
+};
+
 struct ListOptions {
   std::string what;
   std::string hwdb;
@@ -59,6 +72,8 @@ PlanRequest MakePlanRequest(const PlanOptions& o);
 int RunPlan(const PlanOptions& o);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
+void AddExplainCommand(CLI::App& app, ExplainOptions& o);
+int RunExplain(const ExplainOptions& o);
 void AddListCommand(CLI::App& app, ListOptions& o);
 int RunList(const ListOptions& o);
 

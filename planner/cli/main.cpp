@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   meshplan::cli::AddPlanCommand(app, plan);
   meshplan::cli::CheckOptions check;
   meshplan::cli::AddCheckCommand(app, check);
+  meshplan::cli::ExplainOptions explain;
+  meshplan::cli::AddExplainCommand(app, explain);
   meshplan::cli::ListOptions list;
   meshplan::cli::AddListCommand(app, list);
   try {
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("plan")) return meshplan::cli::RunPlan(plan);
     if (app.got_subcommand("list")) return meshplan::cli::RunList(list);
     if (app.got_subcommand("check")) return meshplan::cli::RunCheck(check);
+    if (app.got_subcommand("explain")) return meshplan::cli::RunExplain(explain);
   } catch (const meshplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
