@@ -37,6 +37,13 @@ struct PlanRequest {
   /// Stop after this many layouts (or subtrees) have been tested; bounds time and, for
   /// EnumerateLayouts, memory. 0 = no limit.
   int64_t max_layouts = 0;
+  /// Search threads; 0 = one per hardware core. Results do not depend on it.
+  int threads = 0;
+  /// Branch-and-bound: skip (mesh, features) subtrees whose least memory exceeds the
+  /// capacity or whose step-time lower bound (CostModel::StepSecondsLowerBound) exceeds the
+  /// k-th best step of a first pass over the most promising subtrees. The top-k is the same
+  /// as without pruning; `valid` and `fitting` then count the layouts actually scored.
+  bool prune = true;
 };
 
 /// A scored layout.
@@ -58,6 +65,8 @@ struct PlanResult {
   /// Why the walk stopped early ("" = it covered the whole space): "deadline" or
   /// "max_layouts". The counts and results above are those of the part searched.
   std::string stopped;
+  /// (mesh, features) subtrees skipped by branch-and-bound (PlanRequest::prune).
+  int64_t pruned = 0;
 };
 
 /// Every layout the planner considers for `req` (all strategies, sizes dividing the GPU

@@ -136,8 +136,8 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
                   c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
     o << line;
   }
-  o << "searched " << result.enumerated << " layouts: " << result.valid << " valid, " << result.fitting
-    << " fit in " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
+  o << "searched " << result.enumerated << " layouts: " << result.valid << " valid and scored, " << result.fitting
+    << " fit, " << result.pruned << " subtrees pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
     << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)\n";
   return o.str();
 }
@@ -150,7 +150,11 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
                   {"global_batch", req.setup.global_batch}, {"precision", PrecisionName(req.setup.precision)},
                   {"headroom", req.setup.headroom},
                   {"framework", req.framework == Framework::kMegatronBridge ? "megatron-bridge" : "automodel"}};
-  j["counts"] = {{"enumerated", result.enumerated}, {"valid", result.valid}, {"fitting", result.fitting}};
+  j["counts"] = {{"enumerated", result.enumerated},
+                 {"valid", result.valid},
+                 {"fitting", result.fitting},
+                 {"pruned_subtrees", result.pruned},
+                 {"stopped", result.stopped}};
   json rej = json::object();
   for (const auto& [name, n] : result.rejected_by_rule) rej[name] = n;
   j["rejected_by_rule"] = rej;

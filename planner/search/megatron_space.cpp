@@ -1,16 +1,17 @@
 // Exhaustive walk of the Megatron-Bridge layout space (megatron.md sections 1.2-1.6, 2).
 //
 // Fields are chosen in rule-stage order (mesh: TP, CP, PP, layer split + VPP, EP, ETP, DP
-// flavour; features: SP, recompute; batch: micro-batch); each stage's rules run as soon as
-// its fields are set and a failing subtree is skipped. Every layout that passes all rules is
-// scored with CostModel::Evaluate on its AutoModel-equivalent view (SyncMegatronCostView).
+// flavour; features: SP, recompute; batch: micro-batch); the search driver (driver.cpp) runs
+// each stage's rules as soon as its fields are set and skips a failing subtree. Every layout
+// that passes all rules is scored with CostModel::Evaluate on its AutoModel-equivalent view
+// (SyncMegatronCostView).
 #include <algorithm>
-#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
 
 #include "search/megatron_space.hpp"
+#include "search/driver.hpp"
 
 namespace meshplan::search {
 
@@ -59,76 +60,16 @@ struct Flavour {
 };
 constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {true, true, false}, {false, false, true}};
 
-struct MbWalker {
-  const PlanRequest& req;
-  CostModel cost_model;
-  PlanResult result;
-  std::map<std::string, int64_t> rejected;
-  std::vector<Layout>* collect = nullptr;
+class MegatronSpace : public Space {
+ public:
+  explicit MegatronSpace(const PlanRequest& r) : req_(r) {}
 
-  explicit MbWalker(const PlanRequest& r) : req(r), cost_model(r.model, r.system, r.setup) {}
-
-  bool Reject(const Layout& l, RuleStage stage) {
-    ++result.enumerated;
-    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
-    if (const Rule* r = FirstFailureAtStage(ctx, stage)) {
-      ++rejected[r->name];
-      return true;
-    }
-    return false;
-  }
-
-  void Leaf(const Layout& l) {
-    if (collect) {
-      collect->push_back(l);
-      return;
-    }
-    if (Reject(l, RuleStage::kBatch)) return;
-    ++result.valid;
-    Candidate c{l, cost_model.Evaluate(l)};
-    if (!result.least_memory || c.cost.memory.Total() < result.least_memory->cost.memory.Total()) {
-      result.least_memory = c;
-    }
-    if (!c.cost.fits) return;
-    ++result.fitting;
-    auto& top = result.top;
-    if (static_cast<int>(top.size()) == req.top_n && !RanksBefore(c, top.back())) return;
-    top.insert(std::upper_bound(top.begin(), top.end(), c, RanksBefore), c);
-    if (static_cast<int>(top.size()) > req.top_n) top.pop_back();
-  }
-
-  void Batches(Layout l) {
-    bool any = false;
-    for (int64_t mbs = 1; mbs <= req.max_micro_batch; mbs *= 2) {
-      if (req.setup.global_batch % (mbs * l.dp) != 0) continue;
-      any = true;
-      SetMegatronMicroBatch(l, mbs, req.setup);
-      SyncMegatronCostView(l, req.model.num_layers);
-      Leaf(l);
-    }
-    if (!any) {  // no micro-batch divides: let mb_global_batch_divisible say so once
-      SetMegatronMicroBatch(l, 1, req.setup);
-      SyncMegatronCostView(l, req.model.num_layers);
-      Leaf(l);
-    }
-  }
-
-  void Features(Layout l) {
-    l.sequence_parallel = l.tp > 1;
-    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-      l.recompute = rc;
-      ApplyEmittedSettings(l, req.system);
-      if (Reject(l, RuleStage::kFeatures)) continue;
-      Batches(l);
-    }
-  }
-
-  void Run() {
-    const int64_t n = req.setup.num_gpus;
-    const int64_t num_layers = req.model.num_layers;
+  void Meshes(std::vector<Layout>& out) const override {
+    const int64_t n = req_.setup.num_gpus;
+    const int64_t num_layers = req_.model.num_layers;
     std::vector<int64_t> ep_options = {1};
-    if (req.model.is_moe()) {
-      for (int64_t e : Divisors(req.model.num_experts)) {
+    if (req_.model.is_moe()) {
+      for (int64_t e : Divisors(req_.model.num_experts)) {
         if (e > 1 && e <= n) ep_options.push_back(e);
       }
     }
@@ -139,7 +80,7 @@ struct MbWalker {
           for (const auto& [split, vpp] : VppChoices(num_layers, pp)) {
             for (int64_t ep : ep_options) {
               for (int64_t etp : {int64_t{0}, int64_t{1}}) {
-                if (etp == 1 && (tp == 1 || !req.model.is_moe())) continue;  // same as unset
+                if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
                 for (const Flavour& f : kFlavours) {
                   Layout l;
                   l.framework = Framework::kMegatronBridge;
@@ -155,9 +96,8 @@ struct MbWalker {
                   l.mb.use_megatron_fsdp = f.mfsdp;
                   l.mb.use_torch_fsdp2 = f.fsdp2;
                   l.sequence_parallel = tp > 1;
-                  ApplyEmittedSettings(l, req.system);
-                  if (Reject(l, RuleStage::kMesh)) continue;
-                  Features(l);
+                  ApplyEmittedSettings(l, req_.system);
+                  out.push_back(l);
                 }
               }
             }
@@ -165,10 +105,46 @@ struct MbWalker {
         }
       }
     }
-    result.rejected_by_rule.assign(rejected.begin(), rejected.end());
-    std::stable_sort(result.rejected_by_rule.begin(), result.rejected_by_rule.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
   }
+
+  void Features(const Layout& mesh, std::vector<Layout>& out) const override {
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      Layout l = mesh;
+      l.sequence_parallel = l.tp > 1;
+      l.recompute = rc;
+      ApplyEmittedSettings(l, req_.system);
+      out.push_back(l);
+    }
+  }
+
+  void Leaves(const Layout& subtree, std::vector<Layout>& out) const override {
+    Layout l = subtree;
+    bool any = false;
+    for (int64_t mbs = 1; mbs <= req_.max_micro_batch; mbs *= 2) {
+      if (req_.setup.global_batch % (mbs * l.dp) != 0) continue;
+      any = true;
+      SetMegatronMicroBatch(l, mbs, req_.setup);
+      SyncMegatronCostView(l, req_.model.num_layers);
+      out.push_back(l);
+    }
+    if (!any) {  // no micro-batch divides: let mb_global_batch_divisible say so once
+      SetMegatronMicroBatch(l, 1, req_.setup);
+      SyncMegatronCostView(l, req_.model.num_layers);
+      out.push_back(l);
+    }
+  }
+
+  // The smallest micro-batch holds the least activation memory; the schedule is fixed by
+  // the subtree (VPP is a mesh field here).
+  void MemoryBoundLayouts(const Layout& subtree, std::vector<Layout>& out) const override {
+    Layout l = subtree;
+    SetMegatronMicroBatch(l, 1, req_.setup);
+    SyncMegatronCostView(l, req_.model.num_layers);
+    out.push_back(l);
+  }
+
+ private:
+  const PlanRequest& req_;
 };
 
 }  // namespace
@@ -214,18 +190,8 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system) {
   }
 }
 
-std::vector<Layout> MegatronEnumerate(const PlanRequest& req) {
-  std::vector<Layout> out;
-  MbWalker w(req);
-  w.collect = &out;
-  w.Run();
-  return out;
-}
+std::vector<Layout> MegatronEnumerate(const PlanRequest& req) { return ListLeaves(req, MegatronSpace(req)); }
 
-PlanResult MegatronPlan(const PlanRequest& req) {
-  MbWalker w(req);
-  w.Run();
-  return std::move(w.result);
-}
+PlanResult MegatronPlan(const PlanRequest& req) { return RunSearch(req, MegatronSpace(req)); }
 
 }  // namespace meshplan::search

@@ -1,30 +1,21 @@
-// Exhaustive search over the AutoModel layout space.
+// The AutoModel layout space, and the search entry points for both frameworks.
 //
-// The walk chooses fields in the order of the rule stages (mesh axes, then features, then
-// batch and pipeline schedule) and tests each stage's rules as soon as its fields are set,
-// so one failing mesh rule removes its whole subtree; `enumerated` counts every layout or
-// subtree tested. Every complete layout that passes all rules is scored by the cost model.
+// Fields are chosen in the order of the rule stages: mesh (strategy, tp, cp, pp, dp,
+// dp_replicate, ep), then features (sequence_parallel, recompute), then batch and pipeline
+// schedule. The driver (driver.cpp) checks each stage's rules as soon as its fields are set,
+// so a failing mesh rule removes its whole subtree, and scores the leaves in parallel with
+// branch-and-bound.
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 #include "meshplan/search.hpp"
+#include "search/driver.hpp"
 #include "search/megatron_space.hpp"
 
 namespace meshplan {
 namespace {
 
-std::vector<int64_t> Divisors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d * d <= n; ++d) {
-    if (n % d == 0) {
-      out.push_back(d);
-      if (d != n / d) out.push_back(n / d);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using search::Divisors;
 
 // Pipeline schedule variants for pp > 1: 1f1b with one stage per rank, interleaved1f1b with
 // the framework default (layers_per_stage null: 2 stages per rank) and, for each larger
@@ -59,124 +50,23 @@ Key(const Layout& l) {
           static_cast<int>(l.pp_schedule), l.layers_per_stage, l.sequence_parallel};
 }
 
-struct Walker {
-  const PlanRequest& req;
-  CostModel cost_model;
-  PlanResult result;
-  std::map<std::string, int64_t> rejected;
-  std::vector<Layout>* collect = nullptr;  // EnumerateLayouts: collect instead of scoring
-  int64_t ticks = 0;                       // layouts tested, for the deadline / budget check
-  bool stop = false;
+class AutoModelSpace : public search::Space {
+ public:
+  explicit AutoModelSpace(const PlanRequest& req) : req_(req) {}
 
-  // Cheap: a clock read every 256 layouts. Once set, every loop below unwinds.
-  bool Stopped() {
-    if (stop) return true;
-    ++ticks;
-    if (req.max_layouts > 0 && ticks > req.max_layouts) {
-      result.stopped = "max_layouts";
-      stop = true;
-    } else if ((ticks & 255) == 0 && req.deadline != std::chrono::steady_clock::time_point::max() &&
-               std::chrono::steady_clock::now() >= req.deadline) {
-      result.stopped = "deadline";
-      stop = true;
-    }
-    return stop;
-  }
-
-  explicit Walker(const PlanRequest& r) : req(r), cost_model(r.model, r.system, r.setup) {}
-
-  bool Reject(const Layout& l, RuleStage stage) {
-    if (Stopped()) return true;
-    if (collect) return false;
-    ++result.enumerated;
-    RuleContext ctx{req.model, req.setup, l, req.version};
-    if (const Rule* r = FirstFailureAtStage(ctx, stage)) {
-      ++rejected[r->name];
-      return true;
-    }
-    return false;
-  }
-
-  void Score(const Layout& l) {
-    if (stop) return;
-    if (collect) {
-      if (Stopped()) return;
-      ++result.enumerated;
-      collect->push_back(l);
-      return;
-    }
-    if (Reject(l, RuleStage::kBatch)) return;
-    ++result.valid;
-    Candidate c{l, cost_model.Evaluate(l)};
-    if (!result.least_memory || c.cost.memory.Total() < result.least_memory->cost.memory.Total()) {
-      result.least_memory = c;
-    }
-    if (!c.cost.fits) return;
-    ++result.fitting;
-    auto& top = result.top;
-    if (static_cast<int>(top.size()) == req.top_n && !RanksBefore(c, top.back())) return;
-    top.insert(std::upper_bound(top.begin(), top.end(), c, RanksBefore), c);
-    if (static_cast<int>(top.size()) > req.top_n) top.pop_back();
-  }
-
-  void Batches(Layout l) {
-    const int64_t dp = l.dp;
-    const int64_t per_rank = req.setup.global_batch % dp == 0 ? req.setup.global_batch / dp : 0;
-    if (per_rank == 0) {  // no local batch can work; let global_batch_divisible say so once
-      l.local_batch_size = 1;
-      Score(l);
-      return;
-    }
-    const std::vector<int64_t> lbs_options = Divisors(per_rank);
-    if (l.pp == 1) {
-      for (int64_t lbs : lbs_options) {
-        if (lbs > req.max_micro_batch) break;
-        l.local_batch_size = lbs;
-        Score(l);
-      }
-      return;
-    }
-    const std::vector<ScheduleChoice> schedules = ScheduleChoices(req.model.num_layers, l.pp);
-    for (int64_t mb = 1; mb <= req.max_micro_batch && mb <= per_rank; mb *= 2) {
-      l.pp_microbatch_size = mb;
-      for (int64_t lbs : lbs_options) {
-        if (lbs % mb != 0 || lbs / mb < l.pp) continue;
-        l.local_batch_size = lbs;
-        for (const ScheduleChoice& s : schedules) {
-          l.pp_schedule = s.schedule;
-          l.layers_per_stage = s.layers_per_stage;
-          l.stage_rounding = s.rounding;
-          Score(l);
-        }
-      }
-    }
-  }
-
-  void Features(Layout l) {
-    for (bool sp : {false, true}) {
-      if (sp && l.tp == 1) continue;  // SP only means something with TP
-      l.sequence_parallel = sp;
-      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-        l.recompute = rc;
-        if (Reject(l, RuleStage::kFeatures)) continue;
-        Batches(l);
-      }
-    }
-  }
-
-  void Run() {
-    const int64_t n = req.setup.num_gpus;
+  void Meshes(std::vector<Layout>& out) const override {
+    const int64_t n = req_.setup.num_gpus;
     std::vector<int64_t> ep_options = {1};
-    if (req.model.is_moe()) {
-      for (int64_t e : Divisors(req.model.num_experts)) {
+    if (req_.model.is_moe()) {
+      for (int64_t e : Divisors(req_.model.num_experts)) {
         if (e > 1 && e <= n) ep_options.push_back(e);
       }
     }
-    for (Strategy strategy : req.strategies) {
+    for (Strategy strategy : req_.strategies) {
       for (int64_t tp : Divisors(n)) {
         for (int64_t cp : Divisors(n / tp)) {
           for (int64_t pp : Divisors(n / (tp * cp))) {
-            if (pp > req.model.num_layers) break;
+            if (pp > req_.model.num_layers) break;
             const int64_t dp = n / (tp * cp * pp);
             const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
             for (int64_t rep : reps) {
@@ -189,18 +79,81 @@ struct Walker {
                 l.dp = dp;
                 l.dp_replicate = rep;
                 l.ep = ep;
-                if (Reject(l, RuleStage::kMesh)) continue;
-                Features(l);
+                out.push_back(l);
               }
             }
           }
         }
       }
     }
-    result.rejected_by_rule.assign(rejected.begin(), rejected.end());
-    std::stable_sort(result.rejected_by_rule.begin(), result.rejected_by_rule.end(),
-                     [](const auto& a, const auto& b) { return a.second > b.second; });
   }
+
+  void Features(const Layout& mesh, std::vector<Layout>& out) const override {
+    for (bool sp : {false, true}) {
+      if (sp && mesh.tp == 1) continue;  // SP only means something with TP
+      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        Layout l = mesh;
+        l.sequence_parallel = sp;
+        l.recompute = rc;
+        out.push_back(l);
+      }
+    }
+  }
+
+  void Leaves(const Layout& subtree, std::vector<Layout>& out) const override {
+    Layout l = subtree;
+    const int64_t dp = l.dp;
+    const int64_t per_rank = req_.setup.global_batch % dp == 0 ? req_.setup.global_batch / dp : 0;
+    if (per_rank == 0) {  // no local batch can work; let global_batch_divisible say so once
+      l.local_batch_size = 1;
+      out.push_back(l);
+      return;
+    }
+    const std::vector<int64_t> lbs_options = Divisors(per_rank);
+    if (l.pp == 1) {
+      for (int64_t lbs : lbs_options) {
+        if (lbs > req_.max_micro_batch) break;
+        l.local_batch_size = lbs;
+        out.push_back(l);
+      }
+      return;
+    }
+    const std::vector<ScheduleChoice> schedules = ScheduleChoices(req_.model.num_layers, l.pp);
+    for (int64_t mb = 1; mb <= req_.max_micro_batch && mb <= per_rank; mb *= 2) {
+      l.pp_microbatch_size = mb;
+      for (int64_t lbs : lbs_options) {
+        if (lbs % mb != 0 || lbs / mb < l.pp) continue;
+        l.local_batch_size = lbs;
+        for (const ScheduleChoice& s : schedules) {
+          l.pp_schedule = s.schedule;
+          l.layers_per_stage = s.layers_per_stage;
+          l.stage_rounding = s.rounding;
+          out.push_back(l);
+        }
+      }
+    }
+  }
+
+  // One micro-batch of one sequence in flight: activations and logits at their least; for
+  // pp > 1 every schedule, since the stage split moves layers (and the head) between ranks.
+  void MemoryBoundLayouts(const Layout& subtree, std::vector<Layout>& out) const override {
+    Layout l = subtree;
+    l.local_batch_size = 1;
+    l.pp_microbatch_size = 1;
+    if (l.pp == 1) {
+      out.push_back(l);
+      return;
+    }
+    for (const ScheduleChoice& s : ScheduleChoices(req_.model.num_layers, l.pp)) {
+      l.pp_schedule = s.schedule;
+      l.layers_per_stage = s.layers_per_stage;
+      l.stage_rounding = s.rounding;
+      out.push_back(l);
+    }
+  }
+
+ private:
+  const PlanRequest& req_;
 };
 
 }  // namespace
@@ -214,18 +167,12 @@ bool RanksBefore(const Candidate& a, const Candidate& b) {
 
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req) {
   if (req.framework == Framework::kMegatronBridge) return search::MegatronEnumerate(req);
-  std::vector<Layout> out;
-  Walker w(req);
-  w.collect = &out;
-  w.Run();
-  return out;
+  return search::ListLeaves(req, AutoModelSpace(req));
 }
 
 PlanResult Plan(const PlanRequest& req) {
   if (req.framework == Framework::kMegatronBridge) return search::MegatronPlan(req);
-  Walker w(req);
-  w.Run();
-  return std::move(w.result);
+  return search::RunSearch(req, AutoModelSpace(req));
 }
 
 }  // namespace meshplan

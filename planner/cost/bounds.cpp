@@ -1,0 +1,71 @@
+// Lower bound of the step time over every batch and schedule choice of a layout whose mesh
+// axes, strategy, sequence parallelism and recompute mode are fixed. Used by the search to
+// skip subtrees that cannot enter the top-k (branch-and-bound).
+//
+// Why it is a bound on CostModel::Evaluate (time.cpp::RankTime), term by term, for the PP
+// rank with the most layers (its step is <= the reported maximum over ranks):
+//   - that rank holds at least L/pp layers (the max is >= the mean) and each of its layers
+//     costs at least min(dense layer, MoE layer) FLOP per token;
+//   - it processes global_batch·seq_len/(dp·cp) tokens per step whatever the micro-batch;
+//   - compute runs at most at peak·matmul_efficiency·compute_efficiency (GemmSizeFactor <= 1),
+//     the attention core at most at the faster of the GEMM and bf16 rates; recompute adds
+//     1/3 (full) or 1/6 of the matmul work (selective) exactly as RankTime does;
+//   - TP all-reduces move at least (4, or 6 under full recompute) · layers · tokens·h·2
+//     bytes · 2(tp−1)/tp at the TP group's bus bandwidth (latency terms dropped), and EP
+//     all-to-alls likewise for the MoE layers; every other term (CP, PP, bubble, DP,
+//     optimizer) is >= 0 and dropped.
+#include <algorithm>
+
+#include "cost/comm.hpp"
+#include "cost/flops.hpp"
+#include "cost/time.hpp"
+#include "meshplan/cost.hpp"
+
+namespace meshplan {
+
+double CostModel::StepSecondsLowerBound(const Layout& l) const {
+  const ModelSpec& m = model_;
+  const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(m, setup_.seq_len);
+  const double tp = double(std::max<int64_t>(1, l.tp));
+  const double dp = double(std::max<int64_t>(1, l.dp));
+  const double cp = double(std::max<int64_t>(1, l.cp));
+  const double pp = double(std::max<int64_t>(1, l.pp));
+  const double tokens = double(setup_.global_batch) * double(setup_.seq_len) / (dp * cp);
+  const double layers = double(m.num_layers) / pp;
+
+  double e_mm = 0, e_core = 0;
+  if (l.recompute == Recompute::kFull) {
+    e_mm = e_core = 1.0 / 3.0;
+  } else if (l.recompute == Recompute::kSelective) {
+    e_mm = 1.0 / 6.0;
+  }
+  const double core = f.attn_core_flops / tp * (1 + e_core);
+  const double dense_layer = f.DenseLayerLinear() / tp * (1 + e_mm) + core;
+  const double moe_layer = (f.attn_linear_flops + f.shared_flops) / tp * (1 + e_mm) + f.routed_flops * (1 + e_mm) + core;
+  double per_layer = dense_layer;
+  if (m.is_moe()) per_layer = m.num_dense_layers > 0 ? std::min(dense_layer, moe_layer) : moe_layer;
+  const GpuSpec& gpu = system_.gpu;
+  const double eff = system_.compute_efficiency > 0 ? system_.compute_efficiency : 1.0;
+  const double rate = std::max(cost::PeakFlops(gpu, setup_.precision) * cost::MatmulEfficiency(gpu, setup_.precision),
+                               gpu.bf16_flops * cost::MatmulEfficiency(gpu, Precision::kBf16)) *
+                      eff;
+  double bound = tokens * layers * per_layer / rate;
+
+  const bool full = l.recompute == Recompute::kFull;
+  const cost::MeshGroups g = cost::LayoutGroups(l, setup_.num_gpus);
+  const double h = double(m.hidden_size);
+  if (l.tp > 1) {
+    const cost::Link link = cost::GroupLink(system_, g.tp);
+    bound += (full ? 6.0 : 4.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+  }
+  if (l.ep > 1 && m.is_moe()) {
+    const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
+    const double ep = double(l.ep);
+    const cost::Link link = cost::GroupLink(system_, g.ep);
+    bound += (full ? 6.0 : 4.0) * moe_layers * tokens * double(m.experts_per_token) * h * 2.0 * (ep - 1) / ep /
+             link.busbw_bytes_per_s;
+  }
+  return bound;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,249 @@
+// Search driver: see driver.hpp.
+//
+// Phase 0 (one thread): the mesh and feature rules cut the space into subtrees.
+// Phase 1: the `kSeedSubtrees` subtrees with the smallest step-time lower bound are scored
+//   exhaustively; the k-th best step found is the pruning threshold.
+// Phase 2: every other subtree is skipped if no leaf can fit (its memory bound exceeds the
+//   capacity) or if its step-time lower bound exceeds the threshold; the rest are scored.
+// Both phases split subtrees over threads by an atomic counter; per-thread results are
+// merged by walk position, so the answer and the counts do not depend on the thread count
+// (the threshold is fixed before phase 2 starts).
+#include "search/driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+namespace meshplan::search {
+namespace {
+
+constexpr size_t kSeedSubtrees = 64;
+
+bool Before(const std::pair<Candidate, uint64_t>& a, const std::pair<Candidate, uint64_t>& b) {
+  if (RanksBefore(a.first, b.first)) return true;
+  if (RanksBefore(b.first, a.first)) return false;
+  return a.second < b.second;
+}
+
+int ThreadCount(const PlanRequest& req, size_t work) {
+  int n = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(n), std::max<size_t>(1, work)));
+}
+
+// Runs fn(index, scorer) for index in [0, n) on `threads` threads; returns the merged scorer.
+template <typename Fn>
+Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, Fn fn) {
+  const int threads = ThreadCount(req, n);
+  std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm));
+  std::atomic<size_t> next{0};
+  auto work = [&](int t) {
+    Scorer& s = scorers[static_cast<size_t>(t)];
+    for (size_t i = next++; i < n; i = next++) {
+      if (s.Stopped()) break;
+      fn(i, s);
+    }
+  };
+  if (threads == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+    for (auto& th : pool) th.join();
+  }
+  for (size_t t = 1; t < scorers.size(); ++t) scorers[0].Merge(scorers[t]);
+  return std::move(scorers[0]);
+}
+
+// Subtrees: layouts that passed the mesh and feature rules. Rejections go to `s`.
+std::vector<Layout> Subtrees(const PlanRequest& req, const Space& space, Scorer& s) {
+  std::vector<Layout> meshes, features, out;
+  space.Meshes(meshes);
+  for (const Layout& mesh : meshes) {
+    if (s.Reject(mesh, RuleStage::kMesh)) continue;
+    features.clear();
+    space.Features(mesh, features);
+    for (const Layout& f : features) {
+      if (!s.Reject(f, RuleStage::kFeatures)) out.push_back(f);
+    }
+  }
+  return out;
+}
+
+void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Scorer& s) {
+  thread_local std::vector<Layout> leaves;
+  leaves.clear();
+  space.Leaves(subtree, leaves);
+  uint64_t leaf = 0;
+  for (Layout& l : leaves) {
+    space.Prepare(l);
+    s.Leaf(l, (static_cast<uint64_t>(index) << 24) | leaf++);
+  }
+}
+
+}  // namespace
+
+Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model) : req_(req), cost_model_(cost_model) {}
+
+bool Scorer::Stopped() {
+  if (!stopped_.empty()) return true;
+  ++ticks_;
+  if (req_.max_layouts > 0 && enumerated_ > req_.max_layouts) {
+    stopped_ = "max_layouts";
+  } else if ((ticks_ & 255) == 0 && req_.deadline != std::chrono::steady_clock::time_point::max() &&
+             std::chrono::steady_clock::now() >= req_.deadline) {
+    stopped_ = "deadline";
+  }
+  return !stopped_.empty();
+}
+
+bool Scorer::Reject(const Layout& l, RuleStage stage) {
+  ++enumerated_;
+  RuleContext ctx{req_.model, req_.setup, l, req_.version, req_.mb_version, &req_.system};
+  const Rule* r = FirstFailureAtStage(ctx, stage);
+  if (r == nullptr) return false;
+  for (auto& [rule, n] : rejected_) {
+    if (rule == r) {
+      ++n;
+      return true;
+    }
+  }
+  rejected_.emplace_back(r, 1);
+  return true;
+}
+
+void Scorer::Leaf(const Layout& l, uint64_t order) {
+  if (Stopped() || Reject(l, RuleStage::kBatch)) return;
+  ++valid_;
+  std::pair<Candidate, uint64_t> c{Candidate{l, cost_model_.Evaluate(l)}, order};
+  const double mem = c.first.cost.memory.Total();
+  if (!has_least_ || mem < least_.first.cost.memory.Total() ||
+      (mem == least_.first.cost.memory.Total() && order < least_.second)) {
+    least_ = c;
+    has_least_ = true;
+  }
+  if (!c.first.cost.fits) return;
+  ++fitting_;
+  const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
+  if (top_.size() == k && !Before(c, top_.back())) return;
+  top_.insert(std::upper_bound(top_.begin(), top_.end(), c, Before), std::move(c));
+  if (top_.size() > k) top_.pop_back();
+}
+
+void Scorer::Merge(const Scorer& o) {
+  enumerated_ += o.enumerated_;
+  valid_ += o.valid_;
+  fitting_ += o.fitting_;
+  for (const auto& [rule, n] : o.rejected_) {
+    auto it = std::find_if(rejected_.begin(), rejected_.end(), [&](const auto& p) { return p.first == rule; });
+    if (it == rejected_.end()) {
+      rejected_.emplace_back(rule, n);
+    } else {
+      it->second += n;
+    }
+  }
+  if (o.has_least_ && (!has_least_ || o.least_.first.cost.memory.Total() < least_.first.cost.memory.Total() ||
+                       (o.least_.first.cost.memory.Total() == least_.first.cost.memory.Total() &&
+                        o.least_.second < least_.second))) {
+    least_ = o.least_;
+    has_least_ = true;
+  }
+  std::vector<std::pair<Candidate, uint64_t>> merged;
+  std::merge(top_.begin(), top_.end(), o.top_.begin(), o.top_.end(), std::back_inserter(merged), Before);
+  merged.resize(std::min(merged.size(), static_cast<size_t>(std::max(1, req_.top_n))));
+  top_ = std::move(merged);
+  if (stopped_.empty()) stopped_ = o.stopped_;
+}
+
+PlanResult Scorer::Finish(int64_t pruned) const {
+  PlanResult r;
+  for (const auto& c : top_) r.top.push_back(c.first);
+  r.enumerated = enumerated_;
+  r.valid = valid_;
+  r.fitting = fitting_;
+  r.pruned = pruned;
+  r.stopped = stopped_;
+  if (has_least_) r.least_memory = least_.first;
+  for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);
+  std::sort(r.rejected_by_rule.begin(), r.rejected_by_rule.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  return r;
+}
+
+PlanResult RunSearch(const PlanRequest& req, const Space& space) {
+  const CostModel cm(req.model, req.system, req.setup);
+  Scorer head(req, cm);
+  const std::vector<Layout> subtrees = Subtrees(req, space, head);
+  const size_t n = subtrees.size();
+
+  if (!req.prune) {
+    Scorer all = Parallel(req, cm, n, [&](size_t i, Scorer& s) { ScoreSubtree(space, subtrees[i], i, s); });
+    head.Merge(all);
+    return head.Finish(0);
+  }
+
+  // Phase 1: the most promising subtrees, by step-time lower bound.
+  std::vector<double> bound(n);
+  for (size_t i = 0; i < n; ++i) bound[i] = cm.StepSecondsLowerBound(subtrees[i]);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  const size_t seeds = std::min(n, kSeedSubtrees);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(seeds), order.end(),
+                    [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
+  Scorer seeded = Parallel(req, cm, seeds, [&](size_t j, Scorer& s) {
+    ScoreSubtree(space, subtrees[order[j]], order[j], s);
+  });
+  const size_t k = static_cast<size_t>(std::max(1, req.top_n));
+  const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
+                                                     : std::numeric_limits<double>::infinity();
+
+  // Phase 2: the rest, pruned.
+  std::vector<char> done(n, 0);
+  for (size_t j = 0; j < seeds; ++j) done[order[j]] = 1;
+  const double capacity = req.system.gpu.memory_bytes * (1.0 - req.setup.headroom);
+  std::atomic<int64_t> pruned{0};
+  Scorer rest = Parallel(req, cm, n, [&](size_t i, Scorer& s) {
+    if (done[i]) return;
+    if (bound[i] > threshold) {
+      ++pruned;
+      return;
+    }
+    thread_local std::vector<Layout> probes;
+    probes.clear();
+    space.MemoryBoundLayouts(subtrees[i], probes);
+    double least = std::numeric_limits<double>::infinity();
+    for (Layout& p : probes) {
+      space.Prepare(p);
+      least = std::min(least, cm.Evaluate(p).memory.Total());
+    }
+    if (!probes.empty() && least > capacity) {
+      ++pruned;
+      return;
+    }
+    ScoreSubtree(space, subtrees[i], i, s);
+  });
+  head.Merge(seeded);
+  head.Merge(rest);
+  // Nothing fits: the least-memory layout may sit in a pruned subtree; walk everything.
+  if (head.fitting() == 0 && pruned > 0) {
+    PlanRequest exhaustive = req;
+    exhaustive.prune = false;
+    return RunSearch(exhaustive, space);
+  }
+  return head.Finish(pruned);
+}
+
+std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
+  const CostModel cm(req.model, req.system, req.setup);
+  Scorer head(req, cm);
+  std::vector<Layout> out;
+  for (const Layout& subtree : Subtrees(req, space, head)) {
+    const size_t before = out.size();
+    space.Leaves(subtree, out);
+    for (size_t i = before; i < out.size(); ++i) space.Prepare(out[i]);
+    if (req.max_layouts > 0 && static_cast<int64_t>(out.size()) > req.max_layouts) break;
+  }
+  return out;
+}
+
+}  // namespace meshplan::search

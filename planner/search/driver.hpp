@@ -1,0 +1,70 @@
+#pragma once
+// The search driver shared by the AutoModel and Megatron-Bridge layout spaces: rule checks
+// with per-rule counts, scoring, top-k, branch-and-bound and the parallel, deterministic
+// walk over subtrees.
+#include <atomic>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "meshplan/search.hpp"
+
+namespace meshplan::search {
+
+/// A layout space split into subtrees. A subtree is a layout whose mesh axes, strategy and
+/// features (sequence parallel, recompute) are set and have passed their rules; its leaves
+/// differ in batch and schedule fields only.
+class Space {
+ public:
+  virtual ~Space() = default;
+  /// Mesh-level layouts in enumeration order (not yet checked by any rule).
+  virtual void Meshes(std::vector<Layout>& out) const = 0;
+  /// The feature variants of a mesh that passed its rules (not yet checked).
+  virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
+  /// Every leaf of a subtree, in enumeration order (batch rules not yet checked).
+  virtual void Leaves(const Layout& subtree, std::vector<Layout>& out) const = 0;
+  /// Layouts whose memory is <= that of every leaf of the subtree (the least memory of the
+  /// subtree is at least the least of theirs); used to prune subtrees that cannot fit.
+  virtual void MemoryBoundLayouts(const Layout& subtree, std::vector<Layout>& out) const = 0;
+  /// Hook run on a leaf before it is checked and scored (Megatron: derived settings).
+  virtual void Prepare(Layout&) const {}
+};
+
+/// Everything one thread gathers. Candidates carry their position in the exhaustive walk
+/// (subtree index, leaf index) so that merging per-thread results in that order gives the
+/// same answer as one thread walking everything.
+class Scorer {
+ public:
+  Scorer(const PlanRequest& req, const CostModel& cost_model);
+
+  /// Tests the rules of `stage`; counts a rejection per rule. True if rejected.
+  bool Reject(const Layout& l, RuleStage stage);
+  /// Checks the batch rules of a complete layout and scores it.
+  void Leaf(const Layout& l, uint64_t order);
+  /// Deadline / budget check (a clock read every 256 calls).
+  bool Stopped();
+
+  void Merge(const Scorer& other);
+  PlanResult Finish(int64_t pruned) const;
+
+  const std::vector<std::pair<Candidate, uint64_t>>& top() const { return top_; }
+  int64_t fitting() const { return fitting_; }
+
+ private:
+  const PlanRequest& req_;
+  const CostModel& cost_model_;
+  std::vector<std::pair<Candidate, uint64_t>> top_;
+  std::vector<std::pair<const Rule*, int64_t>> rejected_;
+  std::pair<Candidate, uint64_t> least_{};
+  bool has_least_ = false;
+  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0;
+  std::string stopped_;
+};
+
+/// Runs the two-phase search over `space` (see PlanRequest::prune) with req.threads threads.
+PlanResult RunSearch(const PlanRequest& req, const Space& space);
+
+/// Every leaf of every subtree that passes the mesh and feature rules, in walk order.
+std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space);
+
+}  // namespace meshplan::search

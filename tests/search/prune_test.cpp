@@ -1,0 +1,98 @@
+// Branch-and-bound and threads change how much is scored, never the answer: the pruned,
+// parallel search returns exactly the top-k of the exhaustive one-thread walk.
+#include <doctest/doctest.h>
+
+#include "meshplan/search.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+PlanRequest Request(const char* model, const char* system, int64_t gpus, int64_t seq, int64_t gbs, Framework fw) {
+  PlanRequest req;
+  req.model = LoadModel(model);
+  req.system = LoadSystem(system);
+  req.setup.num_gpus = gpus;
+  req.setup.seq_len = seq;
+  req.setup.global_batch = gbs;
+  req.framework = fw;
+  req.top_n = 10;
+  return req;
+}
+
+void CheckSame(const PlanResult& a, const PlanResult& b) {
+  REQUIRE(a.top.size() == b.top.size());
+  for (size_t i = 0; i < a.top.size(); ++i) {
+    CAPTURE(i);
+    CHECK(Describe(a.top[i].layout) == Describe(b.top[i].layout));
+    CHECK(a.top[i].cost.step_seconds == b.top[i].cost.step_seconds);
+    CHECK(a.top[i].cost.memory.Total() == b.top[i].cost.memory.Total());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("search: pruned and parallel search returns the exhaustive top-k") {
+  const PlanRequest problems[] = {
+      Request("llama3.1-70b", "dgx-h100", 32, 8192, 512, Framework::kAutoModel),
+      Request("llama3.1-8b", "dgx-a100", 16, 4096, 128, Framework::kAutoModel),
+      Request("mixtral-8x7b", "dgx-h200", 64, 4096, 512, Framework::kAutoModel),
+      Request("qwen3-30b-a3b", "gb200-nvl72", 64, 4096, 1024, Framework::kAutoModel),
+      Request("llama3.1-405b", "dgx-h100", 128, 8192, 256, Framework::kAutoModel),
+      Request("llama3.1-70b", "dgx-h100", 32, 4096, 256, Framework::kMegatronBridge),
+      Request("qwen3-30b-a3b", "dgx-h100", 16, 4096, 512, Framework::kMegatronBridge),
+  };
+  for (const PlanRequest& base : problems) {
+    CAPTURE(base.model.name);
+    CAPTURE(base.setup.num_gpus);
+    PlanRequest exhaustive = base;
+    exhaustive.prune = false;
+    exhaustive.threads = 1;
+    const PlanResult ref = Plan(exhaustive);
+    REQUIRE(ref.fitting > 0);
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      PlanRequest pruned = base;
+      pruned.threads = threads;
+      const PlanResult got = Plan(pruned);
+      CheckSame(ref, got);
+      // Unpruned with several threads: the same answer and the same counts.
+      PlanRequest par = exhaustive;
+      par.threads = threads;
+      const PlanResult all = Plan(par);
+      CheckSame(ref, all);
+      CHECK(all.valid == ref.valid);
+      CHECK(all.fitting == ref.fitting);
+      CHECK(all.enumerated == ref.enumerated);
+      CHECK(all.rejected_by_rule == ref.rejected_by_rule);
+    }
+    // Pruned counts do not depend on the thread count either.
+    PlanRequest one = base, two = base;
+    one.threads = 1;
+    two.threads = 2;
+    const PlanResult r1 = Plan(one), r2 = Plan(two);
+    CHECK(r1.valid == r2.valid);
+    CHECK(r1.pruned == r2.pruned);
+    CHECK(r1.enumerated == r2.enumerated);
+  }
+}
+
+TEST_CASE("search: the step-time lower bound never exceeds a scored layout's step") {
+  PlanRequest req = Request("deepseek-v3", "dgx-h100", 256, 4096, 1024, Framework::kAutoModel);
+  const CostModel cm(req.model, req.system, req.setup);
+  req.max_layouts = 200000;
+  int checked = 0, tight = 0;
+  for (const Layout& l : EnumerateLayouts(req)) {
+    if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) continue;
+    const double bound = cm.StepSecondsLowerBound(l);
+    const double step = cm.Evaluate(l).step_seconds;
+    CHECK_MESSAGE(bound <= step * (1 + 1e-12), Describe(l));
+    CHECK(bound > 0);
+    if (bound > 0.5 * step) ++tight;
+    if (++checked >= 20000) break;
+  }
+  CHECK(checked > 1000);
+  // Not vacuous: for most layouts the bound is within a factor of two of the step.
+  MESSAGE("bound > step/2 for " << tight << " of " << checked << " layouts");
+  CHECK(tight > checked / 2);
+}
