@@ -64,6 +64,10 @@ struct MemoryOptions {
   /// megatron: attention scores materialised (no flash attention), adding Korthikanti's
   /// 5·a·s²·b/t bytes per layer without recompute. Default false (Transformer Engine flash).
   bool materialized_attention = false;
+  /// megatron: use Megatron-Bridge's variant of the estimate (theoretical_memory_utils.py,
+  /// megatron.md 3.5: dense optimizer state sharded over DP·CP, experts over EDP, activation
+  /// formula (A) with the average FFN ratio, divided by TP·CP) instead of Megatron-LM's.
+  bool megatron_bridge_estimator = false;
 };
 
 /// Step time in seconds. Communication fields are the exposed (not overlapped) part.

@@ -44,8 +44,9 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
       ->check(CLI::IsMember({"0.5", "0.4"}));
-  cmd->add_option("--memory-profile", o.memory_profile, "pytorch (AutoModel, measured) or megatron (Megatron-LM estimate)")
-      ->check(CLI::IsMember({"pytorch", "megatron"}));
+  cmd->add_option("--memory-profile", o.memory_profile,
+                  "pytorch (AutoModel, measured), megatron (Megatron-LM estimate) or megatron-bridge (its variant)")
+      ->check(CLI::IsMember({"pytorch", "megatron", "megatron-bridge"}));
   cmd->add_flag("--fp32-params", o.fp32_params, "model loaded in fp32 (default bf16, AutoModel torch_dtype: bf16)");
   cmd->add_flag("--defer-fsdp-grad-sync", o.defer_fsdp_grad_sync,
                 "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
@@ -179,7 +180,8 @@ int RunExplain(const ExplainOptions& o) {
   const ModelSpec model = LoadModel(o.model);
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
   MemoryOptions mo;
-  mo.profile = o.memory_profile == "megatron" ? MemoryProfile::kMegatron : MemoryProfile::kPyTorch;
+  mo.profile = o.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
+  mo.megatron_bridge_estimator = o.memory_profile == "megatron-bridge";
   mo.fp32_params = o.fp32_params;
   mo.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync;
 
@@ -205,7 +207,7 @@ int RunExplain(const ExplainOptions& o) {
   const CostModel cm(model, system, setup, mo);
   const Cost c = cm.Evaluate(l);
   std::cout << "\n";
-  PrintMemory(cm.RankMemories(l), c, mo.profile == MemoryProfile::kMegatron ? "megatron" : "pytorch");
+  PrintMemory(cm.RankMemories(l), c, o.memory_profile.c_str());
   std::cout << "\n";
   PrintTime(c);
   const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());

@@ -34,6 +34,9 @@ int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp) {
 ///       × min(1, M/p) when p > 1 and M is known; + s·b·h·4·(1 + V/h) when p = 1; A / t
 ///   (B) otherwise: A = s·b·h·(10 + 24/t)·L + 8·s·b·p + s·b·h·p; same PP factors;
 ///       + 2·(s·b·V/t + s·b·h) when p = 1; × 1.05
+/// bridge_estimator (Megatron-Bridge theoretical_memory_utils.py, megatron.md 3.5): bytes(d)
+///   with d = DP·CP for dense parameters and EDP = DP·t·CP/(EP·ETP) for experts; activation
+///   always by (A) with f/h replaced by r = (L_d·f + L_m·(f_e·k + f_s))/(L·h), divided by t·CP.
 MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArgs& x) {
   const double h = double(m.hidden_size), a = double(m.num_attention_heads);
   const double g = double(m.num_key_value_heads);
@@ -71,16 +74,23 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   e.p_rep = (layernorms * L_d + (layernorms + router) * L_m + final_ln) / p;
   const double etp_ep = double(std::max<int64_t>(1, x.etp)) * double(std::max<int64_t>(1, x.ep));
   e.p_exp = (routed * L_m / p) / etp_ep;
-  const double dp = double(std::max<int64_t>(1, x.dp));
-  const double edp = std::max(1.0, double(x.world) / (etp_ep * p));
+  const double cp = double(std::max<int64_t>(1, x.cp));
+  const double dp = double(std::max<int64_t>(1, x.dp)) * (x.bridge_estimator ? cp : 1.0);
+  const double edp = x.bridge_estimator ? std::max(1.0, double(std::max<int64_t>(1, x.dp)) * t * cp / etp_ep)
+                                        : std::max(1.0, double(x.world) / (etp_ep * p));
   e.bytes_dense = x.distributed_optimizer ? 6 + (12 / dp) : 18;
   e.bytes_expert = x.distributed_optimizer ? 6 + (12 / edp) : 18;
   e.weight_and_optimizer = (e.p_tp + e.p_rep) * e.bytes_dense + e.p_exp * e.bytes_expert;
 
   const double s = double(x.seq_len), b = double(x.micro_batch);
   const double L = double(m.num_layers), f = double(m.intermediate_size);
-  const bool branch_a = x.sequence_parallel && x.selective_recompute;
-  double act = branch_a ? (s * b * h) * (18 + (4 * (f / h))) * L : s * b * h * (10 + (24 / t)) * L;
+  const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
+  double ffn_ratio = f / h;
+  if (x.bridge_estimator && moe) {
+    ffn_ratio = (L_d * f + L_m * (double(m.moe_intermediate_size) * double(m.experts_per_token) +
+                                  double(m.shared_expert_intermediate_size))) / (L * h);
+  }
+  double act = branch_a ? (s * b * h) * (18 + (4 * ffn_ratio)) * L : s * b * h * (10 + (24 / t)) * L;
   act += 8 * s * b * p;
   act += s * b * h * p;
   if (x.vpp > 0) {
@@ -91,8 +101,9 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   double out = 0;
   if (x.pp == 1) out = branch_a ? s * b * h * 4 * (1 + (V / h)) : ((s * b * V) / t + s * b * h) * 2;
   if (branch_a) {
-    e.activation_layers = act / t;
-    e.activation_output = out / t;
+    const double div = x.bridge_estimator ? t * cp : t;
+    e.activation_layers = act / div;
+    e.activation_output = out / div;
   } else {
     e.activation_layers = act * 1.05;
     e.activation_output = out * 1.05;
@@ -127,6 +138,7 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
 ///   - MemoryOptions::materialized_attention adds 5·a·s²·b/t per layer without recompute;
 ///   - CP divides the activations (Megatron-Bridge's estimator divides by t·CP, megatron.md
 ///     3.5; Megatron-LM ignores CP).
+/// With MemoryOptions::megatron_bridge_estimator the Megatron-Bridge variant is used as is.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   const Layout& l = c.layout;
   const ModelSpec& m = c.model;
@@ -143,6 +155,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   x.num_microbatches = c.mb_per_step;
   x.sequence_parallel = l.sequence_parallel;
   x.selective_recompute = l.recompute == Recompute::kSelective;
+  x.bridge_estimator = opts.megatron_bridge_estimator;
   if (l.framework == Framework::kMegatronBridge) {
     x.vpp = l.vpp > 1 ? l.vpp : 0;
     x.distributed_optimizer = l.use_distributed_optimizer || l.mb.use_megatron_fsdp;
@@ -152,7 +165,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   MegatronEstimate e = MegatronTheoreticalMemory(m, x);
   const bool full = l.recompute == Recompute::kFull;
   const bool extra_scores = opts.materialized_attention && l.recompute == Recompute::kNone;
-  if (full || extra_scores) {
+  if ((full || extra_scores) && !x.bridge_estimator) {
     const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
     const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
     const double L = double(m.num_layers);
@@ -166,7 +179,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
       e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
     }
   }
-  const double cp = double(std::max<int64_t>(1, l.cp));
+  const double cp = x.bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
   MemoryBreakdown mem;
   const double pd = e.p_tp + e.p_rep, pe = e.p_exp;
   mem.weights = 2.0 * (pd + pe);

@@ -30,6 +30,8 @@ struct MegatronArgs {
   bool distributed_optimizer = true;
   bool swiglu = true;     ///< gated_linear_unit with SiLU (λ = 3/2)
   int64_t norm_size = 1;  ///< 1 RMSNorm, 2 LayerNorm
+  /// Megatron-Bridge's estimator (megatron.md 3.5) instead of Megatron-LM's.
+  bool bridge_estimator = false;
 };
 
 /// The estimate and its parts, bytes.

@@ -30,7 +30,7 @@ struct Printed {
   void Row(const char* name, double published, const char* unit, double predicted_bytes) {
     const double scale = std::string(unit) == "GiB" ? kGiB : 1e9;
     const double pred = predicted_bytes / scale;
-    std::printf("%-58s %8.1f %8.1f %-3s %+7.1f%%\n", name, published, pred, unit, 100.0 * (pred - published) / published);
+    std::printf("%-72s %8.1f %8.1f %-3s %+7.1f%%\n", name, published, pred, unit, 100.0 * (pred - published) / published);
     CHECK(pred > 0.3 * published);
     CHECK(pred < 3.0 * published);
     ++rows;
@@ -65,7 +65,7 @@ double PredictTorchtitan(const char* model, int64_t gpus, int64_t gbs, const Lay
   return worst;
 }
 
-double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc) {
+double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool bridge) {
   TrainSetup s;
   s.num_gpus = 32;
   s.seq_len = 4096;
@@ -82,14 +82,17 @@ double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc) {
   const ModelSpec m = LoadModel("llama3-70b");
   SetMegatronMicroBatch(l, 1, s);
   SyncMegatronCostView(l, m.num_layers);
-  return CostModel(m, LoadSystem("dgx-h100"), s).Evaluate(l).memory.Total();
+  MemoryOptions o;
+  o.profile = MemoryProfile::kMegatron;
+  o.megatron_bridge_estimator = bridge;
+  return CostModel(m, LoadSystem("dgx-h100"), s, o).Evaluate(l).memory.Total();
 }
 
 }  // namespace
 
 TEST_CASE("accuracy: memory model vs published measured peak memory (groundtruth.md B.1)") {
   Printed p;
-  std::printf("\n%-58s %8s %8s %-3s %8s\n", "row (groundtruth.md B.1)", "publ.", "pred.", "", "err");
+  std::printf("\n%-72s %8s %8s %-3s %8s\n", "row (groundtruth.md B.1)", "publ.", "pred.", "", "err");
   // torchtitan Table 1 / 3: Llama 3.1 8B, FSDP, selective AC, seq 8192, LBS 2 (no compile).
   p.Row("torchtitan T1 Llama3.1-8B FSDP8 selAC lbs2", 82.4, "GiB",
         PredictTorchtitan("llama3.1-8b", 8, 16, Torchtitan(1, 1, 8, 2, Recompute::kSelective, PpSchedule::k1F1B)));
@@ -108,11 +111,17 @@ TEST_CASE("accuracy: memory model vs published measured peak memory (groundtruth
   p.Row("torchtitan H200 Llama3.1-8B FSDP32 lbs2 (fp8, compile)", 47.96, "GiB",
         PredictTorchtitan("llama3.1-8b", 32, 64, Torchtitan(1, 1, 32, 2, Recompute::kSelective, PpSchedule::k1F1B)));
   // Megatron-Bridge memory-tuning skill: Llama 3 70B SFT, 32 x H100-80GB, seq 4096, MBS 1, GBS 32.
-  p.Row("MB SFT Llama3-70B TP4 PP4 VPP5 DP2 (fp8)", 58.8, "GB", PredictMegatronSft(4, 4, 2, Recompute::kNone));
-  p.Row("MB SFT Llama3-70B TP4 PP8 VPP5 DP1 (fp8)", 53.2, "GB", PredictMegatronSft(4, 8, 1, Recompute::kNone));
-  p.Row("MB SFT Llama3-70B TP8 PP4 VPP5 DP1 (fp8)", 50.2, "GB", PredictMegatronSft(8, 4, 1, Recompute::kNone));
-  p.Row("MB SFT Llama3-70B TP4 PP4 VPP5 DP2 recompute mlp (fp8)", 55.6, "GB",
-        PredictMegatronSft(4, 4, 2, Recompute::kSelective));
+  for (bool bridge : {false, true}) {
+    const std::string est = bridge ? " [MB estimator]" : " [MLM estimator]";
+    p.Row(("MB SFT Llama3-70B TP4 PP4 VPP5 DP2 (fp8)" + est).c_str(), 58.8, "GB",
+          PredictMegatronSft(4, 4, 2, Recompute::kNone, bridge));
+    p.Row(("MB SFT Llama3-70B TP4 PP8 VPP5 DP1 (fp8)" + est).c_str(), 53.2, "GB",
+          PredictMegatronSft(4, 8, 1, Recompute::kNone, bridge));
+    p.Row(("MB SFT Llama3-70B TP8 PP4 VPP5 DP1 (fp8)" + est).c_str(), 50.2, "GB",
+          PredictMegatronSft(8, 4, 1, Recompute::kNone, bridge));
+    p.Row(("MB SFT Llama3-70B TP4 PP4 VPP5 DP2 recompute mlp (fp8)" + est).c_str(), 55.6, "GB",
+          PredictMegatronSft(4, 4, 2, Recompute::kSelective, bridge));
+  }
   // BLOOM 176B: TP4 PP12 DP8, ZeRO-1 equivalent (distributed optimizer), seq 2048, MBS 2.
   {
     ModelSpec bloom;
@@ -137,5 +146,5 @@ TEST_CASE("accuracy: memory model vs published measured peak memory (groundtruth
     p.Row("BLOOM 176B TP4 PP12 DP8 full recompute (estimate)", 60.0, "GB",
           cost::MegatronTheoreticalMemory(bloom, x).Total());
   }
-  CHECK(p.rows == 11);
+  CHECK(p.rows == 15);
 }

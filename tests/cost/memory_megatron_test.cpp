@@ -50,6 +50,29 @@ TEST_CASE("megatron: theoretical memory of Llama-3 70B pretrain TP4 PP4 VPP5 CP2
               e.weight_and_optimizer / 1048576.0, e.activation / 1048576.0, e.Total() / 1048576.0);
 }
 
+TEST_CASE("megatron: Megatron-Bridge's estimator variant on the same Llama-3 70B recipe") {
+  // megatron.md 3.5: dense shard DP·CP = 2 -> bytes 6 + 12/2 = 12; activation always by (A),
+  // f/h = 3.5, divided by t·CP = 8.
+  const ModelSpec m = test::Llama3_70B();
+  cost::MegatronArgs x;
+  x.tp = 4;
+  x.pp = 4;
+  x.vpp = 5;
+  x.cp = 2;
+  x.dp = 1;
+  x.world = 32;
+  x.seq_len = 8192;
+  x.num_microbatches = 512;
+  x.sequence_parallel = true;
+  x.bridge_estimator = true;
+  const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
+  // (4,541,382,656 + 329,728) · 12
+  CHECK(e.weight_and_optimizer == 54500548608.0);
+  // (8192²·(18 + 4·3.5)·80 + 8·8192·4 + 8192²·4) · 1.15 / 8 = 24,734,687,232
+  CHECK(std::fabs(e.activation - 24734687232.0) < 1.0);
+  CHECK(std::fabs(e.Total() - 79235235840.0) < 1.0);
+}
+
 TEST_CASE("megatron: theoretical memory of Qwen3-235B-A22B TP4 PP16 CP2 EP8 with SP and selective recompute") {
   // megatron.md 1.9 (c) with recompute_granularity selective (branch A): dp = 256/(4·16·2) = 2,
   // EDP = 256/(1·8·16) = 2, seq 4096, mbs 1, 64 micro-batches.
