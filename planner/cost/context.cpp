@@ -18,26 +18,32 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
   return c;
 }
 
+LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
+  const ModelSpec& m = c.model;
+  const LayerMix mix = ModelLayerMix(m);
+  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
+  if (pp == 1 || c.split.num_stages <= 0) return mix;
+  LayerMix r{0, 0};
+  const int64_t L = m.num_layers, S = c.split.num_stages;
+  const int64_t base = L / S, extra = L % S;
+  for (int64_t s = pp_rank; s < S; s += pp) {
+    const int64_t start = s * base + std::min(s, extra);
+    const int64_t size = base + (s < extra ? 1 : 0);
+    const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
+    r.dense += dense;
+    r.moe += size - dense;
+  }
+  return r;
+}
+
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   const ModelSpec& m = c.model;
   const ParamCounts& p = c.params;
-  const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, c.layout.pp);
   RankParams r;
-  if (pp == 1 || c.split.num_stages <= 0) {
-    r.dense_layers = mix.dense;
-    r.moe_layers = mix.moe;
-  } else {
-    const int64_t L = m.num_layers, S = c.split.num_stages;
-    const int64_t base = L / S, extra = L % S;
-    for (int64_t s = pp_rank; s < S; s += pp) {
-      const int64_t start = s * base + std::min(s, extra);
-      const int64_t size = base + (s < extra ? 1 : 0);
-      const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
-      r.dense_layers += dense;
-      r.moe_layers += size - dense;
-    }
-  }
+  const LayerMix layers = LayersOfRank(c, pp_rank);
+  r.dense_layers = layers.dense;
+  r.moe_layers = layers.moe;
   r.has_embedding = pp_rank == 0;
   r.has_head = pp_rank == pp - 1;
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);

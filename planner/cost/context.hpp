@@ -47,6 +47,8 @@ struct RankParams {
 /// holds layers [s·base + min(s, extra), ...) with base = L / S, extra = L % S and rank r
 /// holds stages r, r+pp, ... (SplitStages, AutoModel pipelining/functional.py).
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
+/// Dense and MoE decoder layers on `pp_rank` (the layer split of ParamsOfRank alone).
+LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
 
 /// Model dims used by activation and communication terms (elements per token).
 int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA

@@ -31,7 +31,25 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   Cost out;
   const int64_t pp = std::max<int64_t>(1, layout.pp);
   double best_mem = -1.0, best_step = -1.0;
+  // Ranks with the same layers, embedding and head have the same step time, and the first
+  // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
+  // in the rank), hence the most memory: only that one is evaluated.
+  struct Seen {
+    int64_t dense, moe;
+    bool embedding, head;
+  };
+  Seen seen[8];
+  int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
+    const cost::LayerMix mix = cost::LayersOfRank(ctx, r);
+    const Seen sig{mix.dense, mix.moe, r == 0, r == pp - 1};
+    bool dup = false;
+    for (int i = 0; i < n_seen && !dup; ++i) {
+      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
+            seen[i].head == sig.head;
+    }
+    if (dup) continue;
+    if (n_seen < 8) seen[n_seen++] = sig;
     const MemoryBreakdown mem = cost::RankMemory(ctx, r, memory_);
     const TimeBreakdown time = cost::RankTime(ctx, r, mem);
     if (mem.Total() > best_mem) {

@@ -96,3 +96,27 @@ TEST_CASE("search: the step-time lower bound never exceeds a scored layout's ste
   MESSAGE("bound > step/2 for " << tight << " of " << checked << " layouts");
   CHECK(tight > checked / 2);
 }
+
+TEST_CASE("cost: Evaluate reports the largest memory of all pipeline ranks") {
+  // Evaluate skips ranks whose layers, embedding and head repeat an earlier rank's; the
+  // skipped ranks hold fewer in-flight micro-batches. Check against every rank.
+  for (const char* model : {"deepseek-v3", "llama3.1-70b", "qwen3-235b-a22b"}) {
+    PlanRequest req;
+    req.model = LoadModel(model);
+    req.system = LoadSystem("dgx-h100");
+    req.setup.num_gpus = 256;
+    req.setup.seq_len = 4096;
+    req.setup.global_batch = 512;
+    req.max_layouts = 30000;
+    const CostModel cm(req.model, req.system, req.setup);
+    int checked = 0;
+    for (const Layout& l : EnumerateLayouts(req)) {
+      if (l.pp < 3) continue;
+      double most = 0;
+      for (const MemoryBreakdown& m : cm.RankMemories(l)) most = std::max(most, m.Total());
+      CHECK_MESSAGE(cm.Evaluate(l).memory.Total() == most, Describe(l));
+      ++checked;
+    }
+    CHECK(checked > 100);
+  }
+}
