@@ -4,6 +4,7 @@
 /// All figures are for the most loaded rank. Units: bytes, seconds, FLOP, FLOP/s.
 /// Formulas and their sources are documented at each function in planner/cost/.
 
+#include <memory>
 #include <vector>
 
 #include "meshplan/hardware.hpp"
@@ -41,7 +42,8 @@ struct MemoryBreakdown {
 
 /// Which framework implementation the memory model describes.
 enum class MemoryProfile {
-  kAuto,     ///< kMegatron for Megatron-Bridge layouts, kPyTorch otherwise
+  kAuto,     ///< kPyTorch for AutoModel layouts; for Megatron-Bridge layouts kMegatron with
+             ///< MemoryOptions::megatron_bridge_estimator (Megatron-Bridge's estimator)
   kPyTorch,  ///< NeMo AutoModel: HF modules, FSDP2 / DDP / DTensor TP, SDPA (measured)
   kMegatron, ///< Megatron-Core + Transformer Engine: Megatron-LM's theoretical estimate
              ///< (megatron/training/theoretical_memory_usage.py; megatron.md 3.2-3.4)
@@ -104,6 +106,10 @@ struct Cost {
 /// (megatron.md 3.6): causal attention halved, GQA, MLA, SwiGLU, MoE top-k, logits.
 double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup);
 
+namespace cost {
+struct FlopsPerToken;
+}  // namespace cost
+
 /// Everything that depends on (model, system, setup) but not on the layout, computed
 /// once; Evaluate() then scores a layout without allocating.
 class CostModel {
@@ -135,6 +141,9 @@ class CostModel {
   MemoryOptions memory_;
   double model_flops_ = 0;
   double peak_flops_ = 0;  ///< dense peak FLOP/s for setup_.precision
+  /// Per-token FLOP terms of the model at setup_.seq_len (planner/cost/flops.hpp), computed
+  /// once here instead of once per layout.
+  std::shared_ptr<const cost::FlopsPerToken> flops_;
 };
 
 }  // namespace meshplan

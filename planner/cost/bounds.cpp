@@ -25,7 +25,7 @@ namespace meshplan {
 
 double CostModel::StepSecondsLowerBound(const Layout& l) const {
   const ModelSpec& m = model_;
-  const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(m, setup_.seq_len);
+  const cost::FlopsPerToken& f = *flops_;
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
   const double cp = double(std::max<int64_t>(1, l.cp));

@@ -7,7 +7,7 @@
 namespace meshplan::cost {
 
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-            const ParamCounts& params, const Layout& layout) {
+            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops) {
   Ctx c{model, system, setup, params, layout, SplitStages(model.num_layers, layout),
         LayoutGroups(layout, setup.num_gpus)};
   c.grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
@@ -15,6 +15,7 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
   c.mb_per_step = c.grad_accum * c.mb_per_call;
   c.tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
                     double(std::max<int64_t>(1, layout.cp));
+  c.flops = flops ? *flops : ComputeFlopsPerToken(model, setup.seq_len);
   return c;
 }
 

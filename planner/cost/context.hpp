@@ -25,9 +25,11 @@ struct Ctx {
   int64_t mb_per_call = 1;    ///< micro-batches per schedule call (pp_microbatches)
   int64_t mb_per_step = 1;    ///< grad_accum · mb_per_call
   double tokens_per_mb = 0;   ///< micro_batch · seq_len / cp: tokens of one forward on a rank
+  FlopsPerToken flops;        ///< per-token FLOP terms at setup.seq_len
 };
+/// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-            const ParamCounts& params, const Layout& layout);
+            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops = nullptr);
 
 /// Layers and parameters (elements) on one pipeline rank, before any sharding.
 struct RankParams {

@@ -17,7 +17,8 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       params_(CountParams(model)),
       memory_(memory),
       model_flops_(ModelFlopsPerStep(model, setup)),
-      peak_flops_(cost::PeakFlops(system.gpu, setup.precision)) {}
+      peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
+      flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))) {}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and
@@ -27,7 +28,7 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
 ///   tokens/s/GPU = global_batch·seq_len / (step·num_gpus)
 ///   model TFLOP/s/GPU = model_flops / (step·num_gpus) / 1e12; MFU = that / peak(precision)
 Cost CostModel::Evaluate(const Layout& layout) const {
-  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout);
+  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   Cost out;
   const int64_t pp = std::max<int64_t>(1, layout.pp);
   double best_mem = -1.0, best_step = -1.0;
@@ -77,7 +78,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
 }
 
 std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {
-  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout);
+  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   std::vector<MemoryBreakdown> out;
   for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) out.push_back(cost::RankMemory(ctx, r, memory_));
   return out;

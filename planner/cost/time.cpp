@@ -78,7 +78,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const SystemSpec& sys = c.system;
   const GpuSpec& gpu = sys.gpu;
   const RankParams rp = ParamsOfRank(c, pp_rank);
-  const FlopsPerToken f = ComputeFlopsPerToken(m, c.setup.seq_len);
+  const FlopsPerToken& f = c.flops;
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double ep = double(std::max<int64_t>(1, l.ep));
   const double h = double(m.hidden_size);

@@ -33,18 +33,19 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
     return out;
   }
   out.stages_per_rank = s / pp;
+  // Rank r holds stages r, r + pp, ..., each of base layers, plus one for each of its
+  // stages below `extra`: r + k*pp < extra for k in [0, stages of r). Non-increasing in r,
+  // so rank 0 holds the most.
   const int64_t base = num_layers / s;
   const int64_t extra = num_layers % s;
-  int64_t max_layers = 0;
-  for (int64_t r = 0; r < std::min(pp, s); ++r) {
-    int64_t layers = 0;
-    for (int64_t stage = r; stage < s; stage += pp) layers += base + (stage < extra ? 1 : 0);
-    max_layers = std::max(max_layers, layers);
-    if (r == 0) out.first_rank_layers = layers;
-    if (r == pp - 1) out.last_rank_layers = layers;
-  }
-  if (pp == 1) out.last_rank_layers = out.first_rank_layers;
-  out.max_layers_per_rank = max_layers;
+  auto layers_of = [&](int64_t r) {
+    const int64_t stages = r < s ? (s - r + pp - 1) / pp : 0;
+    const int64_t bigger = r < extra ? std::min(stages, (extra - r + pp - 1) / pp) : 0;
+    return stages * base + bigger;
+  };
+  out.first_rank_layers = layers_of(0);
+  out.last_rank_layers = layers_of(pp - 1);
+  out.max_layers_per_rank = out.first_rank_layers;
   return out;
 }
 
@@ -70,7 +71,9 @@ const char* PpScheduleName(PpSchedule s) {
   return s == PpSchedule::k1F1B ? "1f1b" : "interleaved1f1b";
 }
 
-const char* PrecisionName(Precision p) { return p == Precision::kBf16 ? "bf16" : "fp8"; }
+const char* PrecisionName(Precision p) {
+  return p == Precision::kBf16 ? "bf16" : p == Precision::kFp8 ? "fp8" : "fp4";
+}
 
 const char* StageRoundingName(StageRounding r) {
   switch (r) {

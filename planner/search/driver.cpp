@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -201,6 +203,18 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   std::vector<char> done(n, 0);
   for (size_t j = 0; j < seeds; ++j) done[order[j]] = 1;
   const double capacity = req.system.gpu.memory_bytes * (1.0 - req.setup.headroom);
+  // Memory probes run with one sequence per data-parallel rank (global batch = dp), so that
+  // they also have no gradient accumulation: the accumulated-gradient terms of the memory
+  // model appear only when accumulation > 1, and a leaf with a large local batch may have
+  // none. The probe is then below every leaf of its subtree.
+  std::map<int64_t, CostModel> probe_models;
+  for (const Layout& t : subtrees) {
+    if (probe_models.count(t.dp) == 0) {
+      TrainSetup one = req.setup;
+      one.global_batch = std::max<int64_t>(1, t.dp);
+      probe_models.emplace(t.dp, CostModel(req.model, req.system, one));
+    }
+  }
   std::atomic<int64_t> pruned{0};
   Scorer rest = Parallel(req, cm, n, [&](size_t i, Scorer& s) {
     if (done[i]) return;
@@ -212,9 +226,10 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
     probes.clear();
     space.MemoryBoundLayouts(subtrees[i], probes);
     double least = std::numeric_limits<double>::infinity();
+    const CostModel& probe_model = probe_models.at(subtrees[i].dp);
     for (Layout& p : probes) {
       space.Prepare(p);
-      least = std::min(least, cm.Evaluate(p).memory.Total());
+      least = std::min(least, probe_model.Evaluate(p).memory.Total());
     }
     if (!probes.empty() && least > capacity) {
       ++pruned;

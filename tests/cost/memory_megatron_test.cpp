@@ -124,7 +124,11 @@ TEST_CASE("megatron: the profile's MemoryBreakdown adds up to the estimate") {
   l.use_distributed_optimizer = true;
   SetMegatronMicroBatch(l, 1, setup);
   SyncMegatronCostView(l, m.num_layers);
-  const CostModel cm(m, test::DgxH100(), setup);  // kAuto: megatron profile for this layout
+  // Megatron-LM's estimate (kMegatron); kAuto plans Megatron-Bridge layouts with the
+  // Megatron-Bridge estimator variant instead.
+  MemoryOptions mlm;
+  mlm.profile = MemoryProfile::kMegatron;
+  const CostModel cm(m, test::DgxH100(), setup, mlm);
   const MemoryBreakdown mem = cm.Evaluate(l).memory;
   cost::MegatronArgs x;
   x.tp = 4;

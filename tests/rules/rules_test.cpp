@@ -251,3 +251,36 @@ TEST_CASE("layout: AutoModel stage split") {
   CHECK(s.first_rank_layers == 27);
   CHECK(s.last_rank_layers == 26);
 }
+
+TEST_CASE("layout: closed-form stage split equals counting stage by stage") {
+  for (int64_t layers = 1; layers <= 130; layers += 3) {
+    for (int64_t pp : {2, 3, 4, 7, 8, 16}) {
+      for (int64_t lps : {0, 1, 2, 3, 5}) {
+        for (StageRounding round : {StageRounding::kNone, StageRounding::kUp, StageRounding::kDown}) {
+          Layout l;
+          l.pp = pp;
+          l.pp_schedule = lps == 0 ? PpSchedule::k1F1B : PpSchedule::kInterleaved1F1B;
+          l.layers_per_stage = lps;
+          l.stage_rounding = round;
+          const StageSplit s = SplitStages(layers, l);
+          if (s.num_stages <= 0) continue;
+          const int64_t base = layers / s.num_stages, extra = layers % s.num_stages;
+          int64_t first = 0, last = 0, most = 0;
+          for (int64_t r = 0; r < pp; ++r) {
+            int64_t n = 0;
+            for (int64_t st = r; st < s.num_stages; st += pp) n += base + (st < extra ? 1 : 0);
+            if (r == 0) first = n;
+            if (r == pp - 1) last = n;
+            most = std::max(most, n);
+          }
+          CAPTURE(layers);
+          CAPTURE(pp);
+          CAPTURE(lps);
+          CHECK(s.first_rank_layers == first);
+          CHECK(s.last_rank_layers == last);
+          CHECK(s.max_layers_per_rank == most);
+        }
+      }
+    }
+  }
+}
