@@ -13,6 +13,10 @@
 
 namespace meshplan {
 
+namespace cost {
+struct LinkTable;  // planner/cost/comm.hpp
+}
+
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
 /// stated). The peak is the larger of the start of backward (every activation and the loss
 /// buffers alive), the recompute of the last layer under full checkpointing and the
@@ -144,6 +148,9 @@ class CostModel {
   /// Per-token FLOP terms of the model at setup_.seq_len (planner/cost/flops.hpp), computed
   /// once here instead of once per layout.
   std::shared_ptr<const cost::FlopsPerToken> flops_;
+  /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp), built
+  /// once per (system, GPU count) and shared; Evaluate only looks them up.
+  std::shared_ptr<const cost::LinkTable> links_;
 };
 
 }  // namespace meshplan

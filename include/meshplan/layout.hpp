@@ -9,8 +9,10 @@
 namespace meshplan {
 
 /// Numeric precision of the GEMMs. Weights, gradients and optimizer state keep the
-/// mixed-precision dtypes of the strategy whatever this is.
-enum class Precision { kBf16, kFp8 };
+/// mixed-precision dtypes of the strategy whatever this is. kFp8 covers every FP8 recipe
+/// (delayed / current scaling, MXFP8 blocks): all run at the GPU's FP8 tensor-core rate.
+/// kFp4 is NVFP4 (Blackwell FP4 tensor cores, GpuSpec::fp4_flops).
+enum class Precision { kBf16, kFp8, kFp4 };
 
 /// What the user asks for.
 struct TrainSetup {
@@ -158,7 +160,7 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout);
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"
 const char* RecomputeName(Recompute r);      ///< "none", "selective", "full"
 const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
-const char* PrecisionName(Precision p);      ///< "bf16", "fp8"
+const char* PrecisionName(Precision p);      ///< "bf16", "fp8", "fp4"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"
 
 /// Megatron-Bridge data-parallel flavour of a layout: "megatron_fsdp", "torch_fsdp2",

@@ -4,6 +4,7 @@
 // 2 unusable input (thrown as InputError and printed by main).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,15 @@ struct ListOptions {
   std::string hwdb;
 };
 
+/// `meshplan validate RUNS.csv` (planner/cli/validate.cpp).
+struct ValidateOptions {
+  std::string runs;          ///< CSV path: mbridge_perf_dev.csv or published_runs_dev.csv columns
+  std::string hwdb;          ///< hardware database directory ("" = embedded)
+  int rank_top = 20;         ///< layouts kept per search for the rank; 0 = do not rank
+  double rank_seconds = 20;  ///< search time limit per distinct (model, system, gpus, seq, gbs, precision)
+  int threads = 0;           ///< search threads; 0 = one per core
+};
+
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
 /// Validates the options and loads model and system (deadline = now + max_seconds).
 /// Throws InputError for unusable input.
@@ -76,5 +86,12 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o);
 int RunExplain(const ExplainOptions& o);
 void AddListCommand(CLI::App& app, ListOptions& o);
 int RunList(const ListOptions& o);
+void AddValidateCommand(CLI::App& app, ValidateOptions& o);
+/// Prints one line per CSV row (predicted vs published model TFLOP/s per GPU, error, rank of
+/// the published layout among the planner's fitting layouts) and a summary line (median and
+/// p90 absolute error, share of ranked rows in the top 5) to `out`. Returns 0; throws
+/// InputError for an unreadable file or an unknown header.
+int RunValidate(const ValidateOptions& o, std::FILE* out);
+int RunValidate(const ValidateOptions& o);
 
 }  // namespace meshplan::cli

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   meshplan::cli::AddExplainCommand(app, explain);
   meshplan::cli::ListOptions list;
   meshplan::cli::AddListCommand(app, list);
+  meshplan::cli::ValidateOptions validate;
+  meshplan::cli::AddValidateCommand(app, validate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("list")) return meshplan::cli::RunList(list);
     if (app.got_subcommand("check")) return meshplan::cli::RunCheck(check);
     if (app.got_subcommand("explain")) return meshplan::cli::RunExplain(explain);
+    if (app.got_subcommand("validate")) return meshplan::cli::RunValidate(validate);
   } catch (const meshplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -55,13 +55,13 @@ double CostModel::StepSecondsLowerBound(const Layout& l) const {
   const cost::MeshGroups g = cost::LayoutGroups(l, setup_.num_gpus);
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
-    const cost::Link link = cost::GroupLink(system_, g.tp);
+    const cost::Link link = cost::RingLink(system_, links_.get(), g.tp);
     bound += (full ? 6.0 : 4.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
     const double ep = double(l.ep);
-    const cost::Link link = cost::GroupLink(system_, g.ep);
+    const cost::Link link = cost::A2aLink(system_, links_.get(), g.ep);
     bound += (full ? 6.0 : 4.0) * moe_layers * tokens * double(m.experts_per_token) * h * 2.0 * (ep - 1) / ep /
              link.busbw_bytes_per_s;
   }

@@ -3,6 +3,12 @@
 #include "cost/comm.hpp"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "meshplan/topology.hpp"
 
 namespace meshplan::cost {
 
@@ -29,6 +35,68 @@ Link GroupLink(const SystemSpec& sys, Group g) {
     link.latency_s = sys.scaleout_latency;
   }
   return link;
+}
+
+const LinkTable::Entry* LinkTable::Find(Group g) const {
+  auto it = std::lower_bound(entries.begin(), entries.end(), g, [](const Entry& e, const Group& k) {
+    return e.n != k.n ? e.n < k.n : e.stride < k.stride;
+  });
+  return it != entries.end() && it->n == g.n && it->stride == g.stride ? &*it : nullptr;
+}
+
+LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
+  LinkTable t;
+  if (world <= 1) return t;
+  const Topology topo(sys, world);
+  for (int64_t n = 2; n <= world; ++n) {
+    if (world % n != 0) continue;
+    for (int64_t stride = 1; stride <= world / n; ++stride) {
+      if ((world / n) % stride != 0) continue;
+      const bool a2a = stride == 1 && n <= max_a2a_n;
+      const GroupBandwidth b = topo.Group(n, stride, a2a);
+      LinkTable::Entry e;
+      e.n = n;
+      e.stride = stride;
+      e.ring = {b.ring_busbw, b.ring_latency};
+      e.a2a = {b.a2a_bw, b.a2a_latency};
+      t.entries.push_back(e);
+    }
+  }
+  return t;
+}
+
+std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
+  using Key = std::tuple<int, int, int, double, double, double, double, double, double, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const LinkTable>> cache;
+  const Key key{sys.gpus_per_node, sys.scaleup_domain_gpus, sys.nics_per_node, sys.scaleup_bandwidth,
+                sys.scaleup_latency, sys.nic_bandwidth, sys.scaleout_latency, sys.scaleup_busbw_efficiency,
+                sys.scaleout_busbw_efficiency, world, max_a2a_n};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto table = std::make_shared<const LinkTable>(BuildLinkTable(sys, world, max_a2a_n));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 256) cache.clear();  // bound the memory of long-running processes
+  return cache.emplace(key, table).first->second;
+}
+
+Link RingLink(const SystemSpec& sys, const LinkTable* table, Group g) {
+  if (table != nullptr && g.n > 1) {
+    const LinkTable::Entry* e = table->Find(g);
+    if (e != nullptr && e->ring.busbw_bytes_per_s > 0) return e->ring;
+  }
+  return GroupLink(sys, g);
+}
+
+Link A2aLink(const SystemSpec& sys, const LinkTable* table, Group g) {
+  if (table != nullptr && g.n > 1) {
+    const LinkTable::Entry* e = table->Find(g);
+    if (e != nullptr && e->a2a.busbw_bytes_per_s > 0) return e->a2a;
+  }
+  return GroupLink(sys, g);
 }
 
 namespace {

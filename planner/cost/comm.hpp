@@ -4,6 +4,8 @@
 /// process group spans in AutoModel's device mesh. Private to planner/cost.
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
@@ -22,8 +24,31 @@ struct Group {
   int64_t stride = 1;
 };
 
-/// Link tier used by `group` on `system`. See comm.cpp for the rule.
+/// Link tier used by `group` on `system`. See comm.cpp for the rule. The closed-form
+/// fallback when no LinkTable is given; the cost model uses the topology graph's LinkTable.
 Link GroupLink(const SystemSpec& system, Group group);
+
+/// Links of every group shape (n, stride) of one job, derived once from the topology graph
+/// (meshplan::Topology, include/meshplan/topology.hpp) so that scoring a layout only looks
+/// them up (binary search, no allocation). Built per CostModel (per model, system, setup).
+struct LinkTable {
+  struct Entry {
+    int64_t n = 1, stride = 1;
+    Link ring;  ///< all-reduce / all-gather / reduce-scatter / p2p
+    Link a2a;   ///< all-to-all (zero busbw when not computed: stride != 1 or n > max_a2a_n)
+  };
+  std::vector<Entry> entries;  ///< sorted by (n, stride)
+  const Entry* Find(Group g) const;
+};
+/// Every shape with n >= 2 and n·stride dividing `world`; all-to-all links for stride-1
+/// shapes with n <= max_a2a_n (EP groups). Cost: O(world) graph work per shape.
+LinkTable BuildLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
+/// BuildLinkTable memoised per (system's network numbers, world, max_a2a_n), thread-safe:
+/// searches and tests build many CostModels for the same job.
+std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
+/// Ring / all-to-all link of `group`: from `table` when it holds the shape, else GroupLink.
+Link RingLink(const SystemSpec& system, const LinkTable* table, Group group);
+Link A2aLink(const SystemSpec& system, const LinkTable* table, Group group);
 
 /// Ring all-reduce of `bytes` (full buffer) over n ranks:
 /// t = α·2(n−1) + S·2(n−1)/n / busbw. Source: nccl-tests doc/PERFORMANCE.md.

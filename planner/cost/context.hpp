@@ -26,6 +26,7 @@ struct Ctx {
   int64_t mb_per_step = 1;    ///< grad_accum · mb_per_call
   double tokens_per_mb = 0;   ///< micro_batch · seq_len / cp: tokens of one forward on a rank
   FlopsPerToken flops;        ///< per-token FLOP terms at setup.seq_len
+  const LinkTable* links = nullptr;  ///< group links from the topology graph (null: GroupLink)
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,

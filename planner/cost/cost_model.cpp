@@ -18,7 +18,8 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       memory_(memory),
       model_flops_(ModelFlopsPerStep(model, setup)),
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
-      flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))) {}
+      flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))),
+      links_(cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)) {}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and
@@ -28,7 +29,8 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
 ///   tokens/s/GPU = global_batch·seq_len / (step·num_gpus)
 ///   model TFLOP/s/GPU = model_flops / (step·num_gpus) / 1e12; MFU = that / peak(precision)
 Cost CostModel::Evaluate(const Layout& layout) const {
-  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  ctx.links = links_.get();
   Cost out;
   const int64_t pp = std::max<int64_t>(1, layout.pp);
   double best_mem = -1.0, best_step = -1.0;

@@ -15,13 +15,15 @@ double GemmSizeFactor(double tokens, double width) {
 }
 
 double PeakFlops(const GpuSpec& gpu, Precision precision) {
-  if (precision == Precision::kFp8 && gpu.fp8_flops > 0) return gpu.fp8_flops;
+  if (precision == Precision::kFp4 && gpu.fp4_flops > 0) return gpu.fp4_flops;
+  if ((precision == Precision::kFp8 || precision == Precision::kFp4) && gpu.fp8_flops > 0) return gpu.fp8_flops;
   return gpu.bf16_flops;
 }
 
 double MatmulEfficiency(const GpuSpec& gpu, Precision precision) {
   double e = gpu.matmul_efficiency_bf16;
-  if (precision == Precision::kFp8 && gpu.fp8_flops > 0 && gpu.matmul_efficiency_fp8 > 0) {
+  // No FP4 MAMF is published (groundtruth C.3): FP4 GEMMs take the FP8 fraction.
+  if (precision != Precision::kBf16 && gpu.fp8_flops > 0 && gpu.matmul_efficiency_fp8 > 0) {
     e = gpu.matmul_efficiency_fp8;
   }
   return e > 0 ? e : 1.0;
@@ -121,13 +123,13 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const MeshGroups& g = c.groups;
   // --- TP ---
   if (l.tp > 1 && layers > 0) {
-    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, GroupLink(sys, g.tp));
+    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
     t.tp_comm = (full ? 6.0 : 4.0) * layers * n_mb * per;
   }
   // --- CP ---
   if (l.cp > 1 && layers > 0) {
     const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / tp * 2.0;
-    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, GroupLink(sys, g.cp));
+    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
     const double comm = (full ? 4.0 : 3.0) * ring;
     const double core_layer_mb = t_mb * f.attn_core_flops / tp / core_rate_eff * (full ? 4.0 / 3.0 : 1.0);
     t.cp_comm = std::max(0.0, comm - core_layer_mb) * layers * n_mb;
@@ -135,13 +137,13 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     const double bytes = t_mb * double(m.experts_per_token) * h * 2.0;
-    const double per = AllToAllSeconds(bytes, l.ep, GroupLink(sys, g.ep));
+    const double per = AllToAllSeconds(bytes, l.ep, A2aLink(sys, c.links, g.ep));
     t.ep_comm = (full ? 6.0 : 4.0) * moe_layers * n_mb * per;
   }
   // --- PP ---
   const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
-    const double per = P2pSeconds(t_mb * h * 2.0, GroupLink(sys, g.pp));
+    const double per = P2pSeconds(t_mb * h * 2.0, RingLink(sys, c.links, g.pp));
     t.pp_comm = kPpP2pExposedFraction * 2.0 * v * n_mb * per;
     t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * t.compute;
   }
@@ -149,7 +151,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / ep;
   if (l.strategy == Strategy::kDdp) {
-    const Link link = GroupLink(sys, g.ddp);
+    const Link link = RingLink(sys, c.links, g.ddp);
     const double ar = AllReduceSeconds(4.0 * (dense_local + expert_local), g.ddp.n, link);
     const double bwd_mb = t.compute / n_mb * (2.0 / 3.0);
     t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) +
@@ -161,8 +163,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       gd = Group{std::max<int64_t>(1, l.dp) * std::max<int64_t>(1, l.cp), std::max<int64_t>(1, l.tp)};
       ge = gd;
     }
-    const Link ld = GroupLink(sys, gd), le = GroupLink(sys, ge);
-    const Link lr = GroupLink(sys, g.dp_replicate);
+    const Link ld = RingLink(sys, c.links, gd), le = RingLink(sys, c.links, ge);
+    const Link lr = RingLink(sys, c.links, g.dp_replicate);
     const double layers_dense = rp.layer_dense / tp, root = rp.root / tp;
     const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
                             AllGatherSeconds(2.0 * rp.max_layer_expert / ep, ge.n, le);

@@ -1,0 +1,382 @@
+// `meshplan validate RUNS.csv`: predict the throughput of published runs at their published
+// layouts, print predicted vs published model TFLOP/s per GPU with the error, and the rank of
+// the published layout among the fitting layouts the planner finds for the same request.
+//
+// Two file formats, told apart by the header:
+//   - Megatron-Bridge performance tables (shared/reference/mbridge_perf_dev.csv): release, task,
+//     model, system, gpus, precision, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga,
+//     tokens_per_s_per_gpu, model_tflops_per_gpu. Cells like "661 (624)" carry a second
+//     configuration in parentheses; the first value is used.
+//   - the published-runs survey (shared/reference/published_runs_dev.csv): id, model, ...,
+//     num_gpus, gpu_type, TP, PP, VPP, CP, EP, DP, ..., recompute, precision, tflops_per_gpu,
+//     ..., tokens_per_s_per_gpu. Rows whose sizes are not plain numbers are skipped.
+// FLOP convention (groundtruth.md A.3): both files report *model* FLOPs (Megatron-Bridge,
+// NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
+// sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "meshplan/diag.hpp"
+#include "search/megatron_space.hpp"
+
+namespace meshplan::cli {
+
+namespace {
+
+// RFC-4180-ish CSV line split: quoted cells may hold commas and doubled quotes.
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else if (ch != '\r') {
+      cell += ch;
+    }
+  }
+  out.push_back(cell);
+  return out;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+std::string Lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// Leading number of a cell ("661 (624)" -> 661). False when the cell does not start with one.
+bool LeadNum(const std::string& cell, double& out) {
+  const std::string s = Trim(cell);
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
+  try {
+    size_t used = 0;
+    out = std::stod(s, &used);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// A size cell: empty / "n/a" -> fallback; a plain integer (optionally followed by " (...)").
+bool SizeCell(const std::string& cell, int64_t fallback, int64_t& out) {
+  const std::string s = Trim(cell);
+  if (s.empty() || s == "n/a" || s == "-") {
+    out = fallback;
+    return true;
+  }
+  double v = 0;
+  if (!LeadNum(s, v) || v < 1 || v != std::floor(v)) return false;
+  size_t end = 0;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+  if (end < s.size() && s[end] != ' ') return false;  // "8x", "3.5"
+  out = int64_t(v);
+  return true;
+}
+
+// Model name of either file -> meshplan preset ("" = cannot describe).
+std::string PresetOf(const std::string& raw) {
+  std::string s = Lower(raw);
+  for (char& ch : s) {
+    if (ch == '_' || ch == '-' || ch == ' ' || ch == '.') ch = ' ';
+  }
+  auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
+  if (has("nemotron") || has("v4")) return "";  // hybrid Mamba / DeepSeek-V4: not describable
+  if (has("w/ mtp")) return "";  // multi-token prediction layers are not modelled
+  if (has("deepseek") && has("v3")) return "deepseek-v3";
+  if (has("kimi")) return "kimi-k2";
+  if (has("qwen3") && has("235")) return "qwen3-235b-a22b";
+  if (has("qwen3") && has("30b")) return "qwen3-30b-a3b";
+  if (has("gpt oss") && has("120")) return "gpt-oss-120b";
+  if (has("gpt oss") && has("20b")) return "gpt-oss-20b";
+  if (has("llama3 1 405b") || has("llama 3 1 405b") || has("llama 3 405b")) return "llama3.1-405b";
+  if (has("llama3 1 70b") || has("llama 3 1 70b")) return "llama3.1-70b";
+  if (has("llama3 1 8b") || has("llama 3 1 8b")) return "llama3.1-8b";
+  if (has("llama3 70b") || has("llama 3 70b")) return "llama3-70b";
+  if (has("llama3 8b") || has("llama 3 8b")) return "llama3-8b";
+  if (has("mixtral") && has("8x7b")) return "mixtral-8x7b";
+  if (has("mixtral") && has("8x22b")) return "mixtral-8x22b";
+  return "";
+}
+
+// System name of either file -> hwdb system ("" = none).
+std::string SystemOf(const std::string& raw) {
+  const std::string s = Lower(raw);
+  auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
+  if (has("gb300")) return "gb300-nvl72";
+  if (has("gb200")) return "gb200-nvl72";
+  if (has("b300")) return "dgx-b300";
+  if (has("b200")) return "dgx-b200";
+  if (has("h200")) return "dgx-h200";
+  // H800 has 400 GB/s NVLink and the 96 GB H100 is a 500 W part: no hwdb system for either.
+  if (has("h100") && !has("96gb") && !has("h800")) return "dgx-h100";
+  if (has("a100") && has("80gb")) return "dgx-a100";
+  return "";
+}
+
+// Precision cell -> GEMM precision. FP8 (delayed / current scaling, "FP8-CS") and MXFP8
+// ("FP8-MX") run at the FP8 tensor-core rate; NVFP4 at the FP4 rate; empty / BF16 at BF16.
+Precision PrecisionOf(const std::string& raw) {
+  const std::string s = Lower(Trim(raw));
+  if (s.find("fp4") != std::string::npos) return Precision::kFp4;
+  if (s.find("fp8") != std::string::npos && s.rfind("bf16", 0) != 0) return Precision::kFp8;
+  return Precision::kBf16;
+}
+
+struct Run {
+  std::string label;    // "model system gpus precision"
+  std::string skip;     // why the row is skipped ("" = evaluated)
+  std::string preset, system;
+  TrainSetup setup;
+  Layout layout;
+  double published_tflops = 0;  // model TFLOP/s per GPU (0 = not published)
+  double published_tokens = 0;  // tokens/s per GPU (0 = not published)
+};
+
+Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup, int64_t tp, int64_t pp,
+                       int64_t cp, int64_t vpp, int64_t ep, int64_t mbs, bool fsdp, Recompute rc) {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = tp;
+  l.pp = pp;
+  l.cp = cp;
+  l.vpp = vpp;
+  l.ep = ep;
+  l.etp = m.is_moe() && tp > 1 ? 1 : 0;  // published MoE recipes pin ETP 1
+  l.dp = setup.num_gpus / (tp * pp * cp);
+  l.sequence_parallel = tp > 1;
+  l.recompute = rc;
+  l.use_distributed_optimizer = true;
+  l.mb.use_megatron_fsdp = fsdp;
+  const int64_t L = m.num_layers;
+  l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
+               : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
+                                      : MbPpSplit::kLayout;
+  search::ApplyEmittedSettings(l, sys);
+  SetMegatronMicroBatch(l, mbs, setup);
+  SyncMegatronCostView(l, L);
+  return l;
+}
+
+struct Sizes {
+  int64_t tp = 1, pp = 1, cp = 1, vpp = 1, ep = 1, mbs = 1;
+};
+
+void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp) {
+  // release,task,model,system,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,ga,tok,tflops
+  auto cell = [&](size_t i) { return i < c.size() ? c[i] : std::string(); };
+  r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (Trim(cell(5)).empty() ? "BF16" : cell(5));
+  if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
+  r.preset = PresetOf(cell(2));
+  r.system = SystemOf(cell(3));
+  r.setup.precision = PrecisionOf(cell(5));
+  int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
+  bool ok = SizeCell(cell(4), 0, gpus) && SizeCell(cell(6), 0, gbs) && SizeCell(cell(8), 0, seq) &&
+            SizeCell(cell(7), 1, z.mbs) && SizeCell(cell(10), 1, z.tp) && SizeCell(cell(11), 1, z.pp) &&
+            SizeCell(cell(12), 1, z.cp) && SizeCell(cell(13), 1, z.vpp) && SizeCell(cell(14), 1, z.ep);
+  double f = 0;
+  if (LeadNum(cell(9), f)) fs = int64_t(f);
+  fsdp = fs > 0;
+  if (!ok && r.skip.empty()) r.skip = "sizes are not plain numbers";
+  r.setup.num_gpus = gpus;
+  r.setup.global_batch = gbs;
+  r.setup.seq_len = seq;
+  LeadNum(cell(16), r.published_tokens);
+  LeadNum(cell(17), r.published_tflops);
+}
+
+void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, Run& r, Sizes& z,
+                bool& fsdp, Recompute& rc) {
+  auto cell = [&](const char* name) {
+    auto it = col.find(name);
+    return it != col.end() && it->second < c.size() ? c[it->second] : std::string();
+  };
+  r.label = "#" + cell("id") + " " + cell("model") + " " + cell("num_gpus");
+  r.preset = PresetOf(cell("model"));
+  r.system = SystemOf(cell("gpu_type"));
+  r.setup.precision = PrecisionOf(cell("precision"));
+  int64_t gpus = 0, gbs = 0, seq = 0;
+  bool ok = SizeCell(cell("num_gpus"), 0, gpus) && SizeCell(cell("global_batch"), 0, gbs) &&
+            SizeCell(cell("seq_len"), 0, seq) && SizeCell(cell("TP"), 1, z.tp) && SizeCell(cell("PP"), 1, z.pp) &&
+            SizeCell(cell("CP"), 1, z.cp) && SizeCell(cell("EP"), 1, z.ep);
+  if (!SizeCell(cell("VPP"), 1, z.vpp)) z.vpp = 1;  // "interleaved (v=?)": unknown, take 1
+  if (!SizeCell(cell("micro_batch"), 1, z.mbs)) z.mbs = 1;
+  if (!ok) r.skip = "sizes are not plain numbers";
+  const std::string zero = Lower(cell("zero_fsdp_distopt"));
+  fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
+  const std::string rec = Lower(cell("recompute"));
+  rc = rec.rfind("full", 0) == 0 ? Recompute::kFull : rec.rfind("selective", 0) == 0 ? Recompute::kSelective
+                                                                                     : Recompute::kNone;
+  r.setup.num_gpus = gpus;
+  r.setup.global_batch = gbs;
+  r.setup.seq_len = seq;
+  LeadNum(cell("tflops_per_gpu"), r.published_tflops);
+  LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "predict published runs (Megatron-Bridge perf table or published-runs survey CSV) and rank their layouts");
+  cmd->add_option("runs", o.runs, "CSV of published runs")->required();
+  cmd->add_option("--hwdb", o.hwdb, "hardware database directory");
+  cmd->add_option("--rank-top", o.rank_top, "layouts searched for the rank (0 = do not rank)");
+  cmd->add_option("--rank-seconds", o.rank_seconds, "search time limit per distinct request");
+  cmd->add_option("--threads", o.threads, "search threads (0 = one per core)");
+}
+
+int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
+
+int RunValidate(const ValidateOptions& o, std::FILE* out) {
+  std::ifstream f(o.runs);
+  if (!f.good()) throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "cannot read the file");
+  std::string line;
+  std::getline(f, line);
+  const std::vector<std::string> header = SplitCsv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[Trim(header[i])] = i;
+  const bool mbridge = col.count("release") && col.count("model_tflops_per_gpu");
+  const bool survey = col.count("gpu_type") && col.count("tflops_per_gpu");
+  if (!mbridge && !survey) {
+    throw InputError(SourceLoc{o.runs, 1, 1}, "header",
+                     "expected a Megatron-Bridge perf header (release,task,model,system,...) or a published-runs "
+                     "header (id,model,...,gpu_type,TP,PP,...)");
+  }
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, SystemSpec> systems;
+  // Rank cache: (preset, system, gpus, seq, gbs, precision) -> step times of the top layouts.
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int>, std::vector<double>> ranks;
+  std::vector<double> errors;
+  int evaluated = 0, skipped = 0, ranked = 0, top5 = 0;
+  std::map<std::string, int> skip_reasons;
+  std::fprintf(out, "%-52s %8s %8s %7s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "fits",
+               "published layout");
+  int lineno = 1;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (Trim(line).empty()) continue;
+    const std::vector<std::string> c = SplitCsv(line);
+    Run r;
+    Sizes z;
+    bool fsdp = false;
+    Recompute rc = Recompute::kNone;
+    if (mbridge) {
+      ReadMbridge(c, r, z, fsdp);
+    } else {
+      ReadSurvey(c, col, r, z, fsdp, rc);
+    }
+    if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid/MTP/other)";
+    if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
+    if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
+    if (r.skip.empty() && (r.setup.num_gpus % (z.tp * z.pp * z.cp) != 0)) r.skip = "sizes do not divide the GPUs";
+    if (!r.skip.empty()) {
+      ++skipped;
+      ++skip_reasons[r.skip];
+      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), r.skip.c_str());
+      continue;
+    }
+    if (!models.count(r.preset)) models[r.preset] = LoadModel(r.preset);
+    if (!systems.count(r.system)) systems[r.system] = LoadSystem(r.system, o.hwdb);
+    const ModelSpec& m = models[r.preset];
+    const SystemSpec& sys = systems[r.system];
+    if (r.setup.precision == Precision::kFp4 && sys.gpu.fp4_flops <= 0) r.setup.precision = Precision::kFp8;
+    if (r.setup.precision == Precision::kFp8 && sys.gpu.fp8_flops <= 0) r.setup.precision = Precision::kBf16;
+    const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc);
+    const CostModel model(m, sys, r.setup);
+    const Cost cost = model.Evaluate(l);
+    // Compare on model TFLOP/s when published (both sides use Megatron's model-FLOP formula),
+    // else on tokens/s.
+    double err = 0, pub = 0, pred = 0;
+    if (r.published_tflops > 0) {
+      pub = r.published_tflops;
+      pred = cost.model_tflops_per_gpu;
+    } else {
+      pub = r.published_tokens;
+      pred = cost.tokens_per_s_per_gpu;
+    }
+    err = (pred - pub) / pub;
+    errors.push_back(std::fabs(err));
+    ++evaluated;
+    std::string rank = "-";
+    if (o.rank_top > 0) {
+      const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
+                                       int(r.setup.precision));
+      auto it = ranks.find(key);
+      if (it == ranks.end()) {
+        PlanRequest req;
+        req.model = m;
+        req.system = sys;
+        req.setup = r.setup;
+        req.framework = Framework::kMegatronBridge;
+        req.top_n = o.rank_top;
+        req.threads = o.threads;
+        req.max_micro_batch = std::max<int64_t>(16, z.mbs);
+        req.deadline = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(int64_t(std::max(0.1, o.rank_seconds) * 1000));
+        const PlanResult res = Plan(req);
+        std::vector<double> steps;
+        for (const Candidate& cand : res.top) steps.push_back(cand.cost.step_seconds);
+        it = ranks.emplace(key, steps).first;
+      }
+      const std::vector<double>& steps = it->second;
+      // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
+      // layout itself is among them).
+      int64_t faster = 0;
+      for (double s : steps) faster += s < cost.step_seconds * (1 - 1e-9) ? 1 : 0;
+      const bool beyond = faster >= int64_t(steps.size()) && int64_t(steps.size()) >= o.rank_top;
+      rank = beyond ? ">" + std::to_string(o.rank_top) : std::to_string(faster + 1);
+      ++ranked;
+      if (!beyond && faster + 1 <= 5) ++top5;
+    }
+    const std::string desc = Describe(l);
+    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
+                 rank.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
+                 r.published_tflops > 0 ? "" : "  (tokens/s)");
+  }
+  std::fprintf(out, "skipped %d rows:", skipped);
+  for (const auto& [why, n] : skip_reasons) std::fprintf(out, " [%s] x%d;", why.c_str(), n);
+  std::fprintf(out, "\n");
+  std::fprintf(out,
+               "summary: %d rows evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
+               "in top 5: %d of %d ranked (%.0f%%)\n",
+               evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5, ranked,
+               ranked > 0 ? 100.0 * top5 / ranked : 0.0);
+  return 0;
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,227 @@
+// Topology graph of a system (Boost.Graph) and the per-group bandwidths derived from it.
+// Model and assumptions: include/meshplan/topology.hpp. Units: bytes, bytes/s, seconds.
+
+#include "meshplan/topology.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+
+namespace meshplan {
+
+namespace {
+
+struct EdgeProp {
+  double bw = 0;       // bytes/s, one direction
+  double latency = 0;  // seconds
+  int64_t index = 0;   // position in Impl::edges
+};
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, EdgeProp>;
+using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
+using Edge = boost::graph_traits<Graph>::edge_descriptor;
+
+}  // namespace
+
+struct Topology::Impl {
+  SystemSpec sys;
+  int64_t W = 1, G = 1, U = 1, nics = 1, nodes = 1, domains = 1, pods = 1;
+  Graph g;
+  std::vector<Edge> edges;
+  // Leaf-to-leaf paths (edge indices) per (rail, pod a, pod b), found by BFS.
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> leaf_paths;
+
+  Vertex Gpu(int64_t r) const { return Vertex(r); }
+  Vertex Switch(int64_t d) const { return Vertex(W + d); }
+  Vertex Nic(int64_t node, int64_t k) const { return Vertex(W + domains + node * nics + k); }
+  Vertex Leaf(int64_t pod, int64_t rail) const { return Vertex(W + domains + nodes * nics + pod * nics + rail); }
+  Vertex Spine() const { return Vertex(W + domains + nodes * nics + pods * nics); }
+  int64_t Node(int64_t r) const { return r / G; }
+  int64_t Domain(int64_t r) const { return r / U; }
+  int64_t Rail(int64_t r) const { return (r % G) * nics / G; }
+  int64_t Pod(int64_t node) const { return node / kPodNodes; }
+  // First GPU of `node` attached to NIC `rail`.
+  int64_t RailGpu(int64_t node, int64_t rail) const {
+    return std::min(W - 1, node * G + (rail * G + nics - 1) / nics);
+  }
+
+  void Add(Vertex a, Vertex b, double bw, double lat) {
+    for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
+      EdgeProp p{bw, lat, int64_t(edges.size())};
+      edges.push_back(boost::add_edge(u, v, p, g).first);
+    }
+  }
+  int64_t E(Vertex a, Vertex b) const { return g[boost::edge(a, b, g).first].index; }
+
+  const std::vector<int64_t>& LeafPath(int64_t rail, int64_t pa, int64_t pb) const {
+    const auto key = std::make_tuple(rail, pa, pb);
+    auto it = leaf_paths.find(key);
+    if (it != leaf_paths.end()) return it->second;
+    std::vector<int64_t> path;
+    if (pa != pb) {
+      std::vector<Vertex> pred(boost::num_vertices(g));
+      const Vertex src = Leaf(pa, rail), dst = Leaf(pb, rail);
+      for (size_t i = 0; i < pred.size(); ++i) pred[i] = Vertex(i);
+      boost::breadth_first_search(
+          g, src,
+          boost::visitor(boost::make_bfs_visitor(boost::record_predecessors(pred.data(), boost::on_tree_edge()))));
+      for (Vertex v = dst; v != src && pred[v] != v; v = pred[v]) path.push_back(E(pred[v], v));
+      std::reverse(path.begin(), path.end());
+    }
+    return leaf_paths.emplace(key, std::move(path)).first->second;
+  }
+
+  // Adds `w` units of traffic from rank a to rank b (a, b in different scale-up domains) over
+  // the rails `rails` of node(a) (spread evenly); returns the path latency.
+  double CrossNode(int64_t a, int64_t b, const std::vector<int64_t>& rails, double w, std::vector<double>& load) const {
+    const int64_t na = Node(a), nb = Node(b);
+    const double share = w / double(rails.size());
+    double lat = 0;
+    for (int64_t rail : rails) {
+      const Vertex ga = Gpu(RailGpu(na, rail)), gb = Gpu(RailGpu(nb, rail));
+      const Vertex ca = Nic(na, rail), cb = Nic(nb, rail);
+      const Vertex la = Leaf(Pod(na), rail), lb = Leaf(Pod(nb), rail);
+      double l = 0;
+      for (int64_t e : {E(ga, ca), E(ca, la)}) {
+        load[e] += share;
+        l += g[edges[e]].latency;
+      }
+      for (int64_t e : LeafPath(rail, Pod(na), Pod(nb))) {
+        load[e] += share;
+        l += g[edges[e]].latency;
+      }
+      for (int64_t e : {E(lb, cb), E(cb, gb)}) {
+        load[e] += share;
+        l += g[edges[e]].latency;
+      }
+      lat = std::max(lat, l);
+    }
+    return lat;
+  }
+
+  double InDomain(int64_t a, int64_t b, double w, std::vector<double>& load) const {
+    const int64_t e1 = E(Gpu(a), Switch(Domain(a))), e2 = E(Switch(Domain(b)), Gpu(b));
+    load[e1] += w;
+    load[e2] += w;
+    return g[edges[e1]].latency + g[edges[e2]].latency;
+  }
+
+  // max over edges of load / bandwidth (seconds per unit of traffic per hop).
+  double Bottleneck(const std::vector<double>& load) const {
+    double t = 0;
+    for (size_t i = 0; i < load.size(); ++i) {
+      if (load[i] > 0) t = std::max(t, load[i] / g[edges[i]].bw);
+    }
+    return t;
+  }
+};
+
+Topology::Topology(const SystemSpec& sys, int64_t num_gpus) : impl_(std::make_unique<Impl>()) {
+  Impl& t = *impl_;
+  t.sys = sys;
+  t.W = std::max<int64_t>(1, num_gpus);
+  t.G = std::max(1, sys.gpus_per_node);
+  t.nics = std::max(1, sys.nics_per_node);
+  int64_t U = sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : t.G;
+  if (t.W > U) {
+    // Largest multiple of G <= U dividing W (NVL72 jobs use 64-GPU blocks of a rack).
+    int64_t best = t.G;
+    for (int64_t u = t.G; u <= U; u += t.G) {
+      if (t.W % u == 0) best = u;
+    }
+    U = best;
+  }
+  t.U = std::max<int64_t>(1, std::min(U, t.W));
+  t.nodes = (t.W + t.G - 1) / t.G;
+  t.domains = (t.W + t.U - 1) / t.U;
+  t.pods = (t.nodes + kPodNodes - 1) / kPodNodes;
+  const int64_t V = t.W + t.domains + t.nodes * t.nics + t.pods * t.nics + 1;
+  t.g = Graph(size_t(V));
+  const double nvl = sys.scaleup_bandwidth * (sys.scaleup_busbw_efficiency > 0 ? sys.scaleup_busbw_efficiency : 1.0);
+  const double nic = sys.nic_bandwidth * (sys.scaleout_busbw_efficiency > 0 ? sys.scaleout_busbw_efficiency : 1.0);
+  // NVLink: GPU <-> its domain's NVSwitch; the per-step latency split over the two edges.
+  for (int64_t r = 0; r < t.W; ++r) t.Add(t.Gpu(r), t.Switch(t.Domain(r)), nvl, sys.scaleup_latency / 2);
+  // PCIe GPU <-> NIC (every GPU to its rail's NIC), NIC <-> leaf, leaf <-> spine.
+  for (int64_t r = 0; r < t.W; ++r) t.Add(t.Gpu(r), t.Nic(t.Node(r), t.Rail(r)), 2.0 * sys.nic_bandwidth, 0.0);
+  for (int64_t node = 0; node < t.nodes; ++node) {
+    for (int64_t k = 0; k < t.nics; ++k) t.Add(t.Nic(node, k), t.Leaf(t.Pod(node), k), nic, sys.scaleout_latency / 2);
+  }
+  for (int64_t p = 0; p < t.pods; ++p) {
+    for (int64_t k = 0; k < t.nics; ++k) t.Add(t.Leaf(p, k), t.Spine(), nic * double(kPodNodes), 0.0);
+  }
+}
+
+Topology::~Topology() = default;
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+
+int64_t Topology::num_gpus() const { return impl_->W; }
+int64_t Topology::domain_gpus() const { return impl_->U; }
+int64_t Topology::num_vertices() const { return int64_t(boost::num_vertices(impl_->g)); }
+int64_t Topology::num_edges() const { return int64_t(impl_->edges.size()); }
+
+/// Ring: every group's ring visits its members in rank order (node-contiguous, as NCCL's ring
+/// does within and across nodes); each hop carries one unit per ring step, all groups at once.
+/// ring_busbw = 1 / max_e(load_e / bw_e): the ring step time per byte of chunk, so that
+/// all-reduce takes 2(n−1) steps of S/n bytes (nccl-tests PERFORMANCE.md: busbw = algbw·2(n−1)/n).
+/// All-to-all: every member sends one unit to every other member at once; in-domain pairs load
+/// the NVLink edges, pairs in different domains the rails of the sender's node.
+/// a2a_bw = (n−1) / max_e(load_e / bw_e), so that S·(n−1)/n / a2a_bw is the time of S bytes
+/// sent per rank (S/n to each peer).
+GroupBandwidth Topology::Group(int64_t n, int64_t stride, bool all_to_all) const {
+  const Impl& t = *impl_;
+  GroupBandwidth out;
+  if (n <= 1 || stride < 1 || t.W % (n * stride) != 0) return out;
+  std::vector<double> ring(t.edges.size(), 0.0), a2a(t.edges.size(), 0.0);
+  std::vector<int64_t> members(size_t(n), 0);
+  std::map<int64_t, std::vector<int64_t>> rails_of_node;  // node -> rails of the group's members
+  std::map<int64_t, int64_t> count_of_node, count_of_domain;
+  const int64_t blocks = t.W / (n * stride);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t o = 0; o < stride; ++o) {
+      rails_of_node.clear();
+      count_of_node.clear();
+      count_of_domain.clear();
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t r = b * n * stride + o + j * stride;
+        members[size_t(j)] = r;
+        std::vector<int64_t>& rails = rails_of_node[t.Node(r)];
+        if (std::find(rails.begin(), rails.end(), t.Rail(r)) == rails.end()) rails.push_back(t.Rail(r));
+        ++count_of_node[t.Node(r)];
+        ++count_of_domain[t.Domain(r)];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t a = members[size_t(j)], c = members[size_t((j + 1) % n)];
+        const double lat = t.Domain(a) == t.Domain(c) ? t.InDomain(a, c, 1.0, ring)
+                                                      : t.CrossNode(a, c, rails_of_node[t.Node(a)], 1.0, ring);
+        out.ring_latency = std::max(out.ring_latency, lat);
+      }
+      if (!all_to_all) continue;
+      // All-to-all, aggregated: in-domain peers per member; node pairs across domains.
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t a = members[size_t(j)];
+        const int64_t peers = count_of_domain[t.Domain(a)] - 1;
+        if (peers > 0) {
+          const double lat = t.InDomain(a, a, double(peers), a2a);
+          out.a2a_latency = std::max(out.a2a_latency, lat);
+        }
+      }
+      for (const auto& [na, ca] : count_of_node) {
+        for (const auto& [nb, cb] : count_of_node) {
+          const int64_t ra = na * t.G, rb = nb * t.G;
+          if (t.Domain(ra) == t.Domain(rb)) continue;
+          const double lat = t.CrossNode(ra, rb, rails_of_node[na], double(ca * cb), a2a);
+          out.a2a_latency = std::max(out.a2a_latency, lat);
+        }
+      }
+    }
+  }
+  const double tr = t.Bottleneck(ring), ta = t.Bottleneck(a2a);
+  out.ring_busbw = tr > 0 ? 1.0 / tr : 0.0;
+  out.a2a_bw = ta > 0 ? double(n - 1) / ta : 0.0;
+  return out;
+}
+
+}  // namespace meshplan
