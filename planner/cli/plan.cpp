@@ -1,11 +1,14 @@
 // `meshplan plan`: model + system + GPU count + training setup -> ranked AutoModel recipes.
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <cmath>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
+#include "meshplan/report.hpp"
 #include "recipe/format.hpp"
 
 namespace meshplan::cli {
@@ -43,6 +46,13 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
   cmd->add_option("--max-layouts", o.max_layouts,
                   "stop the search after testing this many layouts (default: no limit)");
+  cmd->add_flag("--emit-launch", o.emit_launch,
+                "beside --out write OUT-stem.rankN.yaml, .launch.sh (torchrun) and .sbatch (Slurm) per recipe");
+  cmd->add_flag("--full-recipe", o.full_recipe, "with --emit-launch: complete AutoModel recipes (model, dataset, ...)");
+  cmd->add_option("--nodes", o.nodes, "launch: number of nodes (default: --gpus / GPUs per node)");
+  cmd->add_option("--gpus-per-node", o.gpus_per_node, "launch: GPUs per node (default: the system's)");
+  cmd->add_option("--hf-model", o.hf_model, "launch: Hugging Face model id of the full recipe (default: the preset's)");
+  cmd->add_option("--report", o.report, "write a self-contained HTML report (tables and SVG charts) to this file");
 }
 
 namespace {
@@ -123,9 +133,25 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
 }
 
 int RunPlan(const PlanOptions& o) {
-  const PlanRequest req = MakePlanRequest(o);
+  PlanRequest req = MakePlanRequest(o);
   const double max_seconds = o.max_seconds;
-  const PlanResult result = Plan(req);
+  if (o.emit_launch && o.out.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--emit-launch", "expected --out FILE (launch files are written beside it)");
+  }
+  if (o.full_recipe && !o.emit_launch) {
+    throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
+  }
+  LaunchTopology topo;
+  if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
+  // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
+  if (!o.report.empty()) req.top_n = std::max(req.top_n, kReportLayouts);
+  PlanResult result = Plan(req);
+  std::vector<Candidate> all_top;
+  if (!o.report.empty()) {
+    all_top = result.top;
+    req.top_n = static_cast<int>(o.top);
+    if (result.top.size() > static_cast<size_t>(o.top)) result.top.resize(static_cast<size_t>(o.top));
+  }
   if (!result.stopped.empty()) {
     std::cerr << "meshplan: warning: search stopped early ("
               << (result.stopped == "deadline" ? "--max-seconds " + recipe::Fixed(max_seconds, 1) + " reached"
@@ -159,6 +185,14 @@ int RunPlan(const PlanOptions& o) {
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
     if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";
+  }
+  if (o.emit_launch) {
+    const auto files = WriteLaunchFiles(result, req, topo, o.out, o.full_recipe, o.hf_model, o.force);
+    if (o.format == "table") std::cout << "wrote " << files.size() << " launch files beside " << o.out << "\n";
+  }
+  if (!o.report.empty()) {
+    WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force);
+    if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
   return 0;
 }

@@ -112,3 +112,20 @@ meshplan_cli_case(check_bad_recipe_value 2 "mbridge_bad_value.yaml:2:[0-9]+: err
   -- ${MP} check ${R}/mbridge_bad_value.yaml --model llama3-70b --system dgx-h100 --gpus 8)
 meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
   -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+
+# Launch files and the HTML report (issue 8).
+add_test(NAME cli.emit_launch_full_recipe COMMAND bash -c "
+  set -eu; d=\$(mktemp -d); cd \$d
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 2 --out r.yaml --emit-launch --full-recipe >/dev/null
+  for f in r.rank1.yaml r.rank1.launch.sh r.rank1.sbatch r.rank2.yaml; do [ -s \$f ] || { echo missing \$f; exit 1; }; done
+  [ -x r.rank1.launch.sh ] && bash -n r.rank1.launch.sh && bash -n r.rank1.sbatch
+  grep -q 'torchrun --nnodes 1 --nproc-per-node 8' r.rank1.launch.sh && grep -q 'train_ft -c' r.rank1.launch.sh
+  grep -q '^recipe: TrainFinetuneRecipeForNextTokenPrediction' r.rank1.yaml && grep -q '^dataset:' r.rank1.yaml")
+meshplan_cli_case(emit_launch_needs_out 2 "--emit-launch: expected --out"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --emit-launch)
+meshplan_cli_case(emit_launch_bad_nodes 2 "--nodes: expected --nodes x --gpus-per-node = --gpus"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 16 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --nodes 3)
+meshplan_cli_case(emit_launch_bad_gpus_per_node 2 "--gpus-per-node: expected at most the 8 GPUs per node of dgx-h200"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 16 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --gpus-per-node 16)
+add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chromium_render.sh $<TARGET_FILE:meshplan>)
+set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,139 @@
+// Launch files (meshplan plan --emit-launch --full-recipe) and the HTML report.
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "meshplan/diag.hpp"
+#include "meshplan/launch.hpp"
+#include "meshplan/recipe.hpp"
+#include "meshplan/report.hpp"
+
+namespace meshplan {
+namespace {
+
+PlanRequest Llama8bOn8H200() {
+  PlanRequest req;
+  req.model = LoadModel("llama3.1-8b");
+  req.system = LoadSystem("dgx-h200");
+  req.setup.num_gpus = 8;
+  req.setup.seq_len = 4096;
+  req.setup.global_batch = 64;
+  req.top_n = 3;
+  return req;
+}
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("full AutoModel recipe for Llama-3.1-8B on 8 H200 has every key the recipe loader needs") {
+  const PlanRequest req = Llama8bOn8H200();
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const std::string text = AutoModelFullRecipeYaml(r.top[i], req, static_cast<int>(i + 1));
+    const YAML::Node y = YAML::Load(text);
+    REQUIRE(y.IsMap());
+    // recipe: must be the first top-level key (AutoModel tools/lint_example_yamls.py).
+    CHECK(y.begin()->first.as<std::string>() == "recipe");
+    for (const std::string& key : AutoModelRequiredRecipeKeys()) {
+      INFO("missing top-level key " << key);
+      CHECK(y[key].IsDefined());
+    }
+    CHECK(y["recipe"].as<std::string>() == "TrainFinetuneRecipeForNextTokenPrediction");
+    CHECK(y["model"]["_target_"].as<std::string>() == "nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained");
+    CHECK(y["model"]["pretrained_model_name_or_path"].as<std::string>() == "meta-llama/Llama-3.1-8B");
+    CHECK(y["dist_env"]["backend"].as<std::string>() == "nccl");
+    CHECK(y["loss_fn"]["_target_"].as<std::string>() == "nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy");
+    CHECK(y["dataset"]["_target_"].IsScalar());
+    CHECK(y["dataset"]["seq_len"].as<int64_t>() == 4096);
+    CHECK(y["dataset"]["vocab_size"].as<int64_t>() == req.model.vocab_size);
+    CHECK(y["dataloader"]["_target_"].IsScalar());
+    CHECK(y["optimizer"]["_target_"].as<std::string>() == "torch.optim.AdamW");
+    CHECK(y["step_scheduler"]["global_batch_size"].as<int64_t>() == 64);
+    CHECK(y["step_scheduler"]["max_steps"].as<int64_t>() > 0);
+    // The distributed section reads back as the planned layout.
+    const ParsedRecipe back = ParseAutoModelRecipe(text, "full.yaml", 8);
+    CHECK(back.layout.tp == r.top[i].layout.tp);
+    CHECK(back.layout.cp == r.top[i].layout.cp);
+    CHECK(back.layout.dp == r.top[i].layout.dp);
+    CHECK(back.layout.local_batch_size == r.top[i].layout.local_batch_size);
+    CHECK(back.global_batch == 64);
+  }
+}
+
+TEST_CASE("launch script and sbatch start the recipe with torchrun") {
+  const PlanRequest req = Llama8bOn8H200();
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
+  CHECK(topo.nodes == 1);
+  CHECK(topo.gpus_per_node == 8);
+  const std::string sh = LaunchScript(r.top[0], req, topo, "/x/r.rank1.yaml", 1);
+  CHECK(sh.starts_with("#!/usr/bin/env bash\n"));
+  CHECK(sh.find("torchrun --nnodes 1 --nproc-per-node 8 \\\n  -m nemo_automodel.recipes.llm.train_ft -c '/x/r.rank1.yaml'") !=
+        std::string::npos);
+  CHECK(sh.find("export PYTORCH_CUDA_ALLOC_CONF=") != std::string::npos);
+  const std::string sb = SlurmScript(r.top[0], req, topo, "/x/r.rank1.yaml", 1);
+  CHECK(sb.find("#SBATCH --nodes=1\n") != std::string::npos);
+  CHECK(sb.find("#SBATCH --gpus-per-node=8\n") != std::string::npos);
+  CHECK(sb.find("srun --kill-on-bad-exit=1 torchrun") != std::string::npos);
+  const LaunchPaths p = LaunchFilePaths("out/recipes.yaml", 2);
+  CHECK(p.recipe == "out/recipes.rank2.yaml");
+  CHECK(p.launch == "out/recipes.rank2.launch.sh");
+  CHECK(p.sbatch == "out/recipes.rank2.sbatch");
+}
+
+TEST_CASE("launch topology is checked against the system and --gpus") {
+  PlanRequest req = Llama8bOn8H200();
+  req.setup.num_gpus = 32;
+  CHECK(ResolveLaunchTopology(req, 0, 0).nodes == 4);
+  CHECK(ResolveLaunchTopology(req, 8, 0).gpus_per_node == 4);
+  CHECK_THROWS_AS(ResolveLaunchTopology(req, 0, 16), InputError);  // more than the 8 GPUs of a node
+  CHECK_THROWS_AS(ResolveLaunchTopology(req, 3, 8), InputError);   // 24 != 32
+  CHECK_THROWS_AS(ResolveLaunchTopology(req, -1, 0), InputError);
+  try {
+    ResolveLaunchTopology(req, 3, 8);
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("--nodes") != std::string::npos);
+  }
+}
+
+TEST_CASE("Megatron-Bridge launch carries the overrides and CUDA_DEVICE_MAX_CONNECTIONS") {
+  PlanRequest req = Llama8bOn8H200();
+  req.framework = Framework::kMegatronBridge;
+  req.model = LoadModel("llama3.1-70b");
+  req.setup.num_gpus = 32;
+  req.setup.global_batch = 128;
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
+  const std::string sh = LaunchScript(r.top[0], req, topo, "/x/r.yaml", 1);
+  CHECK(sh.find("run_recipe.py") != std::string::npos);
+  CHECK(sh.find("'model.tensor_model_parallel_size=" + std::to_string(r.top[0].layout.tp) + "'") != std::string::npos);
+  CHECK(sh.find("--node-rank") != std::string::npos);
+  for (const auto& [k, v] : MegatronLaunchEnv(r.top[0].layout)) CHECK(sh.find("export " + k + "=") != std::string::npos);
+}
+
+TEST_CASE("report: self-contained HTML with memory and time bars and a scatter") {
+  PlanRequest req = Llama8bOn8H200();
+  req.top_n = 200;
+  PlanResult r = Plan(req);
+  const std::vector<Candidate> all = r.top;
+  r.top.resize(3);
+  const std::string html = ReportHtml(r, all, req);
+  CHECK(html.starts_with("<!DOCTYPE html>"));
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // only the SVG namespace
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(Count(html, "<svg") == 3);
+  CHECK(Count(html, "class=\"seg\"") >= 6);
+  CHECK(Count(html, "class=\"pt\"") == all.size());
+  CHECK(Count(html, "class=\"top\"") == 3);
+}
+
+}  // namespace
+}  // namespace meshplan
