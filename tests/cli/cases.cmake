@@ -129,3 +129,11 @@ meshplan_cli_case(emit_launch_bad_gpus_per_node 2 "--gpus-per-node: expected at 
   -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 16 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --gpus-per-node 16)
 add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chromium_render.sh $<TARGET_FILE:meshplan>)
 set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)
+
+# meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
+meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "skipped: model not describable"
+  -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0)
+meshplan_cli_case(validate_survey 0 "summary: [0-9]+ rows evaluated"
+  -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --rank-top 0)
+meshplan_cli_case(validate_bad_header 2 "expected a Megatron-Bridge perf header"
+  -- ${MP} validate ${CMAKE_SOURCE_DIR}/README.md)
