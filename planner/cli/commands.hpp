@@ -80,6 +80,17 @@ struct ValidateOptions {
   int threads = 0;           ///< search threads; 0 = one per core
 };
 
+/// `meshplan calibrate` (planner/cli/calibrate.cpp).
+struct CalibrateOptions {
+  std::vector<std::string> files;  ///< tools/measure collectives.jsonl / gemm.jsonl
+  std::string system, hwdb, out;
+  double max_residual = 0.25;  ///< refuse above this RMS relative residual
+  bool force = false;
+};
+void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
+/// Prints every point's residual; returns 1 (writing nothing) when the fit is refused.
+int RunCalibrate(const CalibrateOptions& o);
+
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
 /// Validates the options and loads model and system (deadline = now + max_seconds).
 /// Throws InputError for unusable input.

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   meshplan::cli::AddListCommand(app, list);
   meshplan::cli::ValidateOptions validate;
   meshplan::cli::AddValidateCommand(app, validate);
+  meshplan::cli::CalibrateOptions calibrate;
+  meshplan::cli::AddCalibrateCommand(app, calibrate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("plan")) return meshplan::cli::RunPlan(plan);
+    if (app.got_subcommand("calibrate")) return meshplan::cli::RunCalibrate(calibrate);
     if (app.got_subcommand("list")) return meshplan::cli::RunList(list);
     if (app.got_subcommand("check")) return meshplan::cli::RunCheck(check);
     if (app.got_subcommand("explain")) return meshplan::cli::RunExplain(explain);
