@@ -16,8 +16,8 @@ struct PlanOptions {
   std::string model;
   std::string system;
   std::string hwdb;
-  long long gpus = 0;
-  long long seq_len = 0;
+  long long gpus = -1;     ///< -1: not given
+  long long seq_len = -1;  ///< -1: not given
   long long global_batch = 0;
   std::string precision = "bf16";
   std::string framework = "automodel";
@@ -37,6 +37,8 @@ struct PlanOptions {
   long long nodes = 0, gpus_per_node = 0;  ///< launch topology; 0 = derived from the system
   std::string hf_model;         ///< HF id for the full recipe's model ("" = from the preset)
   std::string report;           ///< HTML report path ("" = none)
+  std::vector<long long> sweep_gpus;  ///< --sweep-gpus: one best layout per GPU count
+  std::vector<long long> sweep_seq;   ///< --sweep-seq: one best layout per sequence length
 };
 
 struct CheckOptions {
@@ -96,6 +98,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o);
 /// Throws InputError for unusable input.
 PlanRequest MakePlanRequest(const PlanOptions& o);
 int RunPlan(const PlanOptions& o);
+/// `plan --sweep-gpus / --sweep-seq`: one line per (GPU count, sequence length) point with
+/// the best layout (sweep.cpp). Exit 0 if every point has one, 1 if some point has none.
+int RunSweep(const PlanOptions& o);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

@@ -18,8 +18,8 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--model", o.model, "preset name (meshplan list models) or path to config.json / model YAML")
       ->required();
   cmd->add_option("--system", o.system, "system name (meshplan list systems) or path to a system YAML")->required();
-  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->required();
+  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size); required unless --sweep-gpus");
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence; required unless --sweep-seq");
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step")->required();
   cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--framework", o.framework, "framework whose rules and recipe format apply")
@@ -41,6 +41,10 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
+  cmd->add_option("--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)")
+      ->delimiter(',');
+  cmd->add_option("--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length")
+      ->delimiter(',');
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--max-seconds", o.max_seconds,
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
@@ -92,6 +96,8 @@ std::string TopRules(const PlanResult& r, size_t n) {
 }  // namespace
 
 PlanRequest MakePlanRequest(const PlanOptions& o) {
+  if (o.gpus == -1) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
+  if (o.seq_len == -1) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
   req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
   req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
@@ -133,6 +139,7 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
 }
 
 int RunPlan(const PlanOptions& o) {
+  if (!o.sweep_gpus.empty() || !o.sweep_seq.empty()) return RunSweep(o);
   PlanRequest req = MakePlanRequest(o);
   const double max_seconds = o.max_seconds;
   if (o.emit_launch && o.out.empty()) {

@@ -19,7 +19,8 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       model_flops_(ModelFlopsPerStep(model, setup)),
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
       flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))),
-      links_(cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)) {}
+      links_(setup.num_gpus <= cost::kMaxGraphWorld ? cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)
+                                                      : nullptr) {}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and

@@ -130,6 +130,16 @@ meshplan_cli_case(emit_launch_bad_gpus_per_node 2 "--gpus-per-node: expected at 
 add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chromium_render.sh $<TARGET_FILE:meshplan>)
 set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)
 
+# Capacity planning sweeps: one line per point.
+meshplan_cli_case(plan_sweep_gpus 0 "gpus +seq_len +best layout" "^ +8 +8192 +fsdp2" "^ +16 +8192" "^ +64 +8192"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16,64 --seq-len 8192 --global-batch 512)
+meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.]+ GiB per GPU\\)" "^ +64 +4096 +fsdp2"
+  -- ${MP} plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*cp(8|16)"
+  -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
+meshplan_cli_case(plan_sweep_bad_point 2 "--gpus: expected a multiple of the 8 GPUs per node"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
+
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
 meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "skipped: model not describable"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0)

@@ -12,7 +12,7 @@ namespace {
 constexpr double kH100Nvl = 450e9 * 0.822;
 constexpr double kH100Nic = 50e9 * 0.94;
 
-TEST_CASE("topology: graph of 16 DGX H100 GPUs has GPUs, NVSwitches, NICs, leaves and a spine") {
+TEST_CASE("topology: graph of 16 DGX H100 GPUs has GPUs and NVSwitches and NICs and leaves and a spine") {
   const Topology t(LoadSystem("dgx-h100"), 16);
   // 16 GPUs + 2 NVSwitch domains + 16 NICs + 8 rail leaves (1 pod) + 1 spine
   CHECK(t.num_vertices() == 43);

@@ -70,7 +70,7 @@ TEST_SUITE("hardware") {
 
 TEST_CASE("the embedded database lists every system and GPU") {
   CHECK(ListSystems() == std::vector<std::string>{"dgx-a100", "dgx-b200", "dgx-b300", "dgx-h100", "dgx-h200",
-                                                  "gb200-nvl72", "gb300-nvl72", "mi300x-8"});
+                                                  "dgx-h200-calibrated", "gb200-nvl72", "gb300-nvl72", "mi300x-8"});
   CHECK(ListGpus() == std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200",
                                                "mi300x"});
 }
@@ -85,7 +85,11 @@ TEST_CASE("every embedded system and GPU loads and is sane") {
     CHECK(s.gpu.bf16_flops > 1e14);
     CHECK(s.gpu.memory_bytes > 64 * kGib);
     CHECK(s.scaleup_bandwidth > s.NicBandwidthPerGpu());
-    CHECK(s.scaleup_latency < s.scaleout_latency + 1e-12);
+    // Datasheet systems: NVLink steps are cheaper than network steps. A calibrated system's
+    // scale-up latency is fitted from measured small messages (it absorbs NCCL's per-call
+    // launch cost) while its scale-out latency is copied from the base system, so the two
+    // are not comparable there.
+    if (name.find("-calibrated") == std::string::npos) CHECK(s.scaleup_latency < s.scaleout_latency + 1e-12);
     for (double eff : {s.scaleup_busbw_efficiency, s.scaleout_busbw_efficiency, s.compute_efficiency,
                        s.gpu.matmul_efficiency_bf16}) {
       CHECK(eff > 0);
@@ -245,7 +249,7 @@ TEST_CASE("an unknown GPU name lists the known ones") {
 TEST_CASE("an unknown system name lists the known ones") {
   CHECK(ErrorOf([] { LoadSystem("dgx-h10"); }) ==
         "<embedded>/hwdb/systems: error: system: unknown system 'dgx-h10'; did you mean 'dgx-h100'? known systems: "
-        "dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, gb200-nvl72, gb300-nvl72, mi300x-8");
+        "dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, dgx-h200-calibrated, gb200-nvl72, gb300-nvl72, mi300x-8");
   CHECK(ErrorOf([] { LoadSystem("tpu-pod"); }).find("unknown system 'tpu-pod'; known systems: dgx-a100") !=
         std::string::npos);
 }
