@@ -136,12 +136,13 @@ void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
   valid_ += o.valid_;
   fitting_ += o.fitting_;
-  for (const auto& [rule, n] : o.rejected_) {
-    auto it = std::find_if(rejected_.begin(), rejected_.end(), [&](const auto& p) { return p.first == rule; });
+  for (const auto& entry : o.rejected_) {
+    const Rule* rule = entry.first;  // (not a structured binding: clang 14 cannot capture those)
+    auto it = std::find_if(rejected_.begin(), rejected_.end(), [rule](const auto& p) { return p.first == rule; });
     if (it == rejected_.end()) {
-      rejected_.emplace_back(rule, n);
+      rejected_.push_back(entry);
     } else {
-      it->second += n;
+      it->second += entry.second;
     }
   }
   if (o.has_least_ && (!has_least_ || o.least_.first.cost.memory.Total() < least_.first.cost.memory.Total() ||

@@ -63,7 +63,8 @@ TEST_CASE("cost: optimizer-step peak of a large model with short sequences") {
   const TrainSetup setup = test::Setup(8, 128, 8);
   Layout l;
   l.dp = 8;
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
   const double shard = double(p.total) / 8.0;
   CHECK(std::string(mem.phase) == "optimizer step");
@@ -132,7 +133,9 @@ TEST_CASE("cost: TP gathers the logits for the loss unless loss_parallel") {
   const ParamCounts p = CountParams(m);
   Layout l;
   l.tp = 2;
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), test::Setup(2, 2048, 1), p, l);
+  const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
+  const TrainSetup setup = test::Setup(2, 2048, 1);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
   // (2/2 + 12) B · 2048 · 32000 = 851,968,000; loss_parallel: 14/2 B -> 458,752,000
   CHECK(cost::RankMemory(c, 0, Pytorch()).logits == doctest::Approx(851968000.0));
   MemoryOptions lp = Pytorch();
@@ -146,7 +149,8 @@ TEST_CASE("cost: gradient accumulation with FSDP2 - defer_fsdp_grad_sync keeps u
   const TrainSetup setup = test::Setup(2, 2048, 4);  // dp 2, lbs 1 -> 2 micro-batches per step
   Layout l;
   l.dp = 2;
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
   REQUIRE(c.mb_per_step == 2);
   // sync every micro-batch: the second starts with the sharded bf16 grads, 2 · P / 2
   CHECK(cost::RankMemory(c, 0, Pytorch()).gradients == doctest::Approx(double(p.total)));
@@ -162,7 +166,9 @@ TEST_CASE("cost: DDP keeps a persistent bucket copy of the gradients") {
   Layout l;
   l.strategy = Strategy::kDdp;
   l.dp = 2;
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), test::Setup(2, 2048, 2), p, l);
+  const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
+  const TrainSetup setup = test::Setup(2, 2048, 2);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
   CHECK(mem.weights == doctest::Approx(2.0 * double(p.total)));
   CHECK(mem.gradients == doctest::Approx(2.0 * double(p.total)));  // bucket; param.grad not yet
