@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "recipe/format.hpp"
 
 namespace meshplan::cli {
@@ -16,8 +17,11 @@ int RunSweep(const PlanOptions& o) {
                 "step_s", "tok/s/GPU", "MFU%");
   std::cout << line;
   bool all = true;
+  Progress progress("sweep", static_cast<long>(gpus.size() * seqs.size()));
+  long step = 0;
   for (long long g : gpus) {
     for (long long s : seqs) {
+      progress.Step(++step, "planning " + std::to_string(g) + " GPUs, seq_len " + std::to_string(s));
       PlanOptions point = o;
       point.gpus = g;
       point.seq_len = s;
@@ -37,6 +41,7 @@ int RunSweep(const PlanOptions& o) {
                                              " GiB per GPU)";
         std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, why.c_str());
       }
+      progress.Clear();
       std::cout << line << std::flush;
     }
   }

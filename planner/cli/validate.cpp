@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "meshplan/diag.hpp"
 #include "search/megatron_space.hpp"
 
@@ -287,9 +288,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::fprintf(out, "%-52s %8s %8s %7s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "fits",
                "published layout");
   int lineno = 1;
+  Progress progress("validate", 0);
   while (std::getline(f, line)) {
     ++lineno;
     if (Trim(line).empty()) continue;
+    progress.Step(lineno - 1, "planning CSV row " + std::to_string(lineno - 1));
     const std::vector<std::string> c = SplitCsv(line);
     Run r;
     Sizes z;
@@ -307,6 +310,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (!r.skip.empty()) {
       ++skipped;
       ++skip_reasons[r.skip];
+      progress.Clear();
       std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), r.skip.c_str());
       continue;
     }
@@ -364,6 +368,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       if (!beyond && faster + 1 <= 5) ++top5;
     }
     const std::string desc = Describe(l);
+    progress.Clear();
     std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
                  rank.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
                  r.published_tflops > 0 ? "" : "  (tokens/s)");

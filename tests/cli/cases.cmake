@@ -131,7 +131,7 @@ add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chrom
 set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)
 
 # Capacity planning sweeps: one line per point.
-meshplan_cli_case(plan_sweep_gpus 0 "gpus +seq_len +best layout" "^ +8 +8192 +fsdp2" "^ +16 +8192" "^ +64 +8192"
+meshplan_cli_case(plan_sweep_gpus 0 "!sweep: [0-9]" "gpus +seq_len +best layout" "^ +8 +8192 +fsdp2" "^ +16 +8192" "^ +64 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16,64 --seq-len 8192 --global-batch 512)
 meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.]+ GiB per GPU\\)" "^ +64 +4096 +fsdp2"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 4096 --global-batch 64)
@@ -147,3 +147,9 @@ meshplan_cli_case(validate_survey 0 "summary: [0-9]+ rows evaluated"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --rank-top 0)
 meshplan_cli_case(validate_bad_header 2 "expected a Megatron-Bridge perf header"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/README.md)
+
+# The progress line is drawn only on a terminal (script(1) provides one when installed).
+add_test(NAME cli.sweep_progress_on_terminal COMMAND bash -c "
+  command -v script >/dev/null || { echo 'script(1) not installed: skipped'; exit 0; }
+  out=\$(script -qc \"'$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16 --seq-len 4096 --global-batch 64\" /dev/null)
+  grep -q 'sweep: 2/2 planning 16 GPUs' <<<\"\$out\" || { echo \"\$out\"; exit 1; }")
