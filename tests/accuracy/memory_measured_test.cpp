@@ -15,21 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "accuracy/measured_cases.hpp"
 #include "meshplan/cost.hpp"
 
 using namespace meshplan;
 
 namespace {
-
-const std::string kDir = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/measured/";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream f(path);
-  REQUIRE_MESSAGE(f.good(), "cannot read " << path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 struct Result {
   std::string file, id;
@@ -37,40 +28,15 @@ struct Result {
   const char* phase;
 };
 
-/// The meshplan layout and options of one measured case (keys: tools/measure/cases.py).
 std::vector<Result> Evaluate(const std::string& file, const SystemSpec& system) {
   std::vector<Result> out;
-  std::istringstream lines(ReadText(kDir + file));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json r = nlohmann::json::parse(line);
-    if (r.contains("environment")) continue;
-    REQUIRE(r.at("status") == "ok");
-    const std::string model_name = r.at("model");
-    const ModelSpec model = ParseModel(ReadText(kDir + "models/" + model_name + ".json"), model_name);
-    const int64_t world = r.at("world"), tp = r.at("tp"), mb = r.at("mb"), ga = r.at("ga");
-    Layout l;
-    l.strategy = r.at("strategy") == "ddp" ? Strategy::kDdp : Strategy::kFsdp2;
-    l.tp = tp;
-    l.dp = world / tp;
-    l.local_batch_size = mb;
-    const std::string ac = r.at("ac");
-    l.recompute = ac == "full" ? Recompute::kFull : ac == "selective" ? Recompute::kSelective : Recompute::kNone;
-    TrainSetup setup;
-    setup.num_gpus = world;
-    setup.seq_len = r.at("seq");
-    setup.global_batch = mb * ga * l.dp;
-    MemoryOptions opts;
-    opts.profile = MemoryProfile::kPyTorch;
-    opts.fp32_params = r.at("params") == "fp32";
-    opts.defer_fsdp_grad_sync = r.at("defer");
-    const Cost c = CostModel(model, system, setup, opts).Evaluate(l);
+  for (const test::MeasuredCase& m : test::LoadMeasuredCases(file)) {
+    const Cost c = CostModel(m.model, system, m.setup, m.options).Evaluate(m.layout);
     Result x;
     x.file = file;
-    x.id = r.at("id");
-    x.measured_alloc = r.at("peak_alloc");
-    x.measured_reserved = r.at("peak_reserved");
+    x.id = m.id;
+    x.measured_alloc = m.record.at("peak_alloc");
+    x.measured_reserved = m.record.at("peak_reserved");
     x.predicted_alloc = c.memory.Allocated();
     x.error = (x.predicted_alloc - x.measured_alloc) / x.measured_alloc;
     x.phase = c.memory.phase;
