@@ -12,12 +12,15 @@
 
 namespace meshplan::cli {
 
+/// Value of an integer option the user did not give.
+inline constexpr long long kNotGiven = -(1LL << 62);
+
 struct PlanOptions {
   std::string model;
   std::string system;
   std::string hwdb;
-  long long gpus = -1;     ///< -1: not given
-  long long seq_len = -1;  ///< -1: not given
+  long long gpus = kNotGiven;
+  long long seq_len = kNotGiven;
   long long global_batch = 0;
   std::string precision = "bf16";
   std::string framework = "automodel";

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -96,8 +97,8 @@ std::string TopRules(const PlanResult& r, size_t n) {
 }  // namespace
 
 PlanRequest MakePlanRequest(const PlanOptions& o) {
-  if (o.gpus == -1) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
-  if (o.seq_len == -1) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
+  if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
+  if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
   req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
   req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
@@ -188,6 +189,28 @@ int RunPlan(const PlanOptions& o) {
     std::cout << RecipesYaml(result, req);
   } else {
     std::cout << RankTable(result, req);
+  }
+  // Files are written whole or not at all, and none is written when any would replace an
+  // existing file without --force: check every target first.
+  if (!o.force) {
+    std::vector<std::pair<std::string, const char*>> targets;
+    if (!o.out.empty()) targets.emplace_back(o.out, "--out");
+    if (o.emit_launch) {
+      for (size_t i = 0; i < result.top.size(); ++i) {
+        const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
+        for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
+      }
+    }
+    if (!o.report.empty()) targets.emplace_back(o.report, "--report");
+    for (const auto& [path, flag] : targets) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(path, ec)) {
+        throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
+      }
+      if (std::filesystem::exists(path, ec)) {
+        throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
+      }
+    }
   }
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);

@@ -16,6 +16,21 @@ int RunSweep(const PlanOptions& o) {
   std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
                 "step_s", "tok/s/GPU", "MFU%");
   std::cout << line;
+  if (!o.sweep_gpus.empty() && o.gpus != kNotGiven) {
+    throw InputError({"<command line>", 0, 0}, "--gpus", "give either --gpus or --sweep-gpus, not both");
+  }
+  if (!o.sweep_seq.empty() && o.seq_len != kNotGiven) {
+    throw InputError({"<command line>", 0, 0}, "--seq-len", "give either --seq-len or --sweep-seq, not both");
+  }
+  // Every point is validated before the first search, so a bad point fails at once.
+  for (long long g : gpus) {
+    for (long long s : seqs) {
+      PlanOptions point = o;
+      point.gpus = g;
+      point.seq_len = s;
+      (void)MakePlanRequest(point);
+    }
+  }
   bool all = true;
   Progress progress("sweep", static_cast<long>(gpus.size() * seqs.size()));
   long step = 0;

@@ -34,11 +34,17 @@ std::string ReadFileOrThrow(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError({path, 0, 0}, "file", "is a directory; expected a file");
   }
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError({path, 0, 0}, "file", "is not a regular file (a FIFO, device or socket); expected a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0}, "file", "cannot open file for reading");
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError({path, 0, 0}, "file", "read error");
+  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw InputError({path, 0, 0}, "file", "file is empty; expected YAML or JSON");
+  }
   return ss.str();
 }
 

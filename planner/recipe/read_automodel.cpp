@@ -122,7 +122,9 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   }
   const bool dp_given = d.HasValue("dp_size") && !(d.Get("dp_size").IsScalar() &&
                                                    (d.Get("dp_size").Scalar() == "none" || d.Get("dp_size").Scalar() == "None"));
-  l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : (num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0);
+  // Not dividing: keep dp >= 1 so that every rule can still be evaluated and reported
+  // (world_divisible_by_model_parallel names the problem).
+  l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : std::max<int64_t>(1, num_gpus / model_ranks);
   l.recompute = ParseCheckpointing(d);
   if (d.Has("sequence_parallel")) {
     if (l.strategy != Strategy::kFsdp2) {

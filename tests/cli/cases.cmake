@@ -137,7 +137,7 @@ meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 4096 --global-batch 64)
 meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*cp(8|16)"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
-meshplan_cli_case(plan_sweep_bad_point 2 "--gpus: expected a multiple of the 8 GPUs per node"
+meshplan_cli_case(plan_sweep_bad_point 2 "--gpus: expected a multiple of the 8 GPUs per node" "!^ +8 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
@@ -153,3 +153,18 @@ add_test(NAME cli.sweep_progress_on_terminal COMMAND bash -c "
   command -v script >/dev/null || { echo 'script(1) not installed: skipped'; exit 0; }
   out=\$(script -qc \"'$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16 --seq-len 4096 --global-batch 64\" /dev/null)
   grep -q 'sweep: 2/2 planning 16 GPUs' <<<\"\$out\" || { echo \"\$out\"; exit 1; }")
+
+# --emit-launch / --report never leave some files written when another one already exists.
+add_test(NAME cli.emit_launch_all_or_nothing COMMAND bash -c "
+  set -u; d=\$(mktemp -d); echo keep > \$d/recipes.rank1.yaml
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/recipes.yaml --emit-launch >\$d/log 2>&1; rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'recipes.rank1.yaml: error: --emit-launch: file exists' \$d/log && [ ! -e \$d/recipes.yaml ] && [ \"\$(cat \$d/recipes.rank1.yaml)\" = keep ] || { echo rc=\$rc; cat \$d/log; ls \$d; exit 1; }")
+# A path that is not a regular file (a FIFO) is refused at once instead of blocking.
+add_test(NAME cli.model_fifo_refused COMMAND bash -c "
+  d=\$(mktemp -d); mkfifo \$d/m.json
+  out=\$(timeout 10 '$<TARGET_FILE:meshplan>' plan --model \$d/m.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'is not a regular file' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }")
+meshplan_cli_case(plan_gpus_negative 2 "--gpus: expected an integer in .1, 1048576., found -1"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus -1 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(plan_sweep_and_gpus 2 "--gpus: give either --gpus or --sweep-gpus"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-gpus 8,16 --seq-len 4096 --global-batch 64)
