@@ -163,6 +163,13 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   MapReader top(root, filename);
+  // An AutoModel recipe read as Megatron-Bridge overrides would silently lose its layout.
+  for (const char* automodel_key : {"distributed", "step_scheduler"}) {
+    if (top.Has(automodel_key)) {
+      top.Fail(automodel_key, "is an AutoModel section, not a Megatron-Bridge override; check this recipe with "
+                              "--framework automodel (or without --framework)");
+    }
+  }
   ParsedRecipe out;
   Layout& l = out.layout;
   l.framework = Framework::kMegatronBridge;

@@ -168,3 +168,7 @@ meshplan_cli_case(plan_gpus_negative 2 "--gpus: expected an integer in .1, 10485
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus -1 --seq-len 4096 --global-batch 64)
 meshplan_cli_case(plan_sweep_and_gpus 2 "--gpus: give either --gpus or --sweep-gpus"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-gpus 8,16 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(check_automodel_recipe_as_megatron 2 "distributed: is an AutoModel section, not a Megatron-Bridge override"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --framework megatron-bridge)
+# The model YAML example of the README, as written there.
+meshplan_cli_case(plan_readme_model_yaml 0 "^rank +strategy" -- ${MP} plan --model ${D}/readme_model.yaml --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
