@@ -187,6 +187,21 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   mem.optimizer = (e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe;
   mem.activations = e.activation_layers / cp;
   mem.logits = e.activation_output / cp;
+  // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
+  // the same groups as the distributed optimizer, and materialises the weights of the unit
+  // being computed and the prefetched one: (2 + 4 + 12)/d + two layers of bf16 weights
+  // (megatron.md 3.3, "Megatron-FSDP optim_grads_params shards everything"). Planning
+  // estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant) has no
+  // FSDP term and is reproduced as is.
+  if (x.bridge_estimator && l.framework == Framework::kMegatronBridge && l.mb.use_megatron_fsdp) {
+    const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
+    const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
+    const double sharded = pd / d_dense + pe / d_expert;
+    mem.weights = 2.0 * sharded;
+    mem.gradients = 4.0 * sharded;
+    const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
+    mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+  }
   mem.phase = "estimate";
   return mem;
 }

@@ -179,5 +179,28 @@ TEST_CASE("megatron: Korthikanti Table 3 configurations reproduce groundtruth.md
         cost::KorthikantiLayerBytes(6144, 64, 4 * 6144, 2048, 4, 8, true, Recompute::kSelective, false));
 }
 
+TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning estimate") {
+  // Llama-3 70B, 64 GPUs, TP 1: with Megatron FSDP (optim_grads_params) the 2 + 4 bytes of
+  // weights and gradients per parameter are sharded like the 12 bytes of optimizer state, so
+  // the model states drop by about 6 B/param x (1 - 1/64) against DDP + distributed optimizer.
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 64);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.dp = 64;
+  l.use_distributed_optimizer = true;
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  const CostModel cm(m, test::DgxH100(), setup);  // kAuto: Megatron-Bridge estimator
+  const MemoryBreakdown ddp = cm.Evaluate(l).memory;
+  l.mb.use_megatron_fsdp = true;
+  const MemoryBreakdown fsdp = cm.Evaluate(l).memory;
+  const double params = ddp.weights / 2.0;  // bf16 weights of every parameter on the rank
+  CHECK(fsdp.weights == doctest::Approx(ddp.weights / 64.0));
+  CHECK(fsdp.gradients == doctest::Approx(ddp.gradients / 64.0));
+  CHECK(fsdp.optimizer == doctest::Approx(ddp.optimizer));
+  CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * 2.0 * params / 80.0));
+}
+
 }  // namespace
 }  // namespace meshplan
