@@ -22,6 +22,25 @@ struct GpuSpec {
   double matmul_efficiency_fp8 = 0;   ///< best achievable GEMM rate / fp8 peak (MAMF)
 };
 
+/// Fitted constants of the Megatron-Core step-time model (planner/cost/time_megatron.cpp), per
+/// system: each scales one physical term computed at the hardware's datasheet rates. At most
+/// five apply to one (system, precision): the GEMM factor of that precision, memory_bound and
+/// kernel_overhead. Fitted by least squares (Eigen) on published Megatron-Bridge runs by
+/// `meshplan validate --fit` (planner/cli/validate_fit.cpp) and stored in the system's YAML
+/// under `megatron_time_fit:` with the fit's residuals. Defaults (fitted = false) are the
+/// unfitted physical model.
+struct MegatronTimeFit {
+  bool fitted = false;
+  double gemm_bf16 = 1.0;  ///< GEMM time / (FLOP / (bf16 peak · MAMF efficiency)), dimensionless
+  double gemm_fp8 = 1.0;   ///< same for FP8 / MXFP8 GEMMs at the FP8 peak
+  double gemm_fp4 = 1.0;   ///< same for NVFP4 GEMMs at the FP4 peak
+  double memory_bound = 1.0;     ///< elementwise / norm / permute time / (bytes / HBM bandwidth)
+  double kernel_overhead = 4e-6; ///< seconds of fill-and-drain per kernel (prior: ~4 us)
+  int rows = 0;                  ///< published rows the fit used
+  double residual_median = 0;    ///< median |relative step-time residual| of the fit
+  double residual_p90 = 0;       ///< 90th percentile of the same
+};
+
 /// A system: nodes of identical GPUs, a scale-up (NVLink/NVSwitch) domain and a
 /// scale-out (InfiniBand/RoCE) network of one NIC rail per GPU or fewer.
 struct SystemSpec {
@@ -39,6 +58,7 @@ struct SystemSpec {
   double scaleout_busbw_efficiency = 0;  ///< measured large-message busbw / NIC line rate
   double compute_efficiency = 0;     ///< end-to-end achieved fraction of the matmul rate
                                      ///< for large GEMMs (used by the cost model)
+  MegatronTimeFit megatron_fit;      ///< Megatron-Core step-time constants (unfitted: defaults)
   /// Scale-out bandwidth each GPU gets, bytes/s, one direction.
   double NicBandwidthPerGpu() const { return nic_bandwidth * nics_per_node / gpus_per_node; }
 };

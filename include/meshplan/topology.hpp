@@ -41,12 +41,16 @@ struct GroupBandwidth {
 /// rail-aligned (NCCL rings and PXN keep traffic on one rail; paths found by breadth-first
 /// search on the graph). A cross-node ring hop or all-to-all flow leaving node A is spread
 /// evenly over the rails of the group's members on node A (NCCL builds one channel per NIC).
+/// Where a scale-up domain spans several nodes (NVL72), NCCL treats the domain as one node
+/// (multi-node NVLink), so a ring hop leaving domain A is spread over the NICs of the group's
+/// members in domain A, up to kMaxChannels of them (NCCL's MAXCHANNELS, src/include/device.h).
 /// Assumptions (documented, not measured): no congestion in the spine; NVLink hops to the
 /// rail GPU (PXN) are not charged; hierarchical/NVLS algorithms are not modelled separately
 /// (their inter-node volume per NIC equals the ring's for the group shapes meshplan uses).
 class Topology {
  public:
-  static constexpr int64_t kPodNodes = 32;  ///< nodes under one leaf per rail (64-port leaves, half down)
+  static constexpr int64_t kPodNodes = 32;
+  static constexpr size_t kMaxChannels = 32;  ///< NCCL rings per communicator (MAXCHANNELS)  ///< nodes under one leaf per rail (64-port leaves, half down)
   /// Builds the graph. `num_gpus` >= 1. Throws nothing for a loaded system.
   Topology(const SystemSpec& system, int64_t num_gpus);
   ~Topology();

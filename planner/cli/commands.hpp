@@ -83,6 +83,8 @@ struct ValidateOptions {
   int rank_top = 20;         ///< layouts kept per search for the rank; 0 = do not rank
   double rank_seconds = 20;  ///< search time limit per distinct (model, system, gpus, seq, gbs, precision)
   int threads = 0;           ///< search threads; 0 = one per core
+  bool breakdown = false;    ///< also print each row's predicted step-time breakdown (ms)
+  std::string fit;           ///< hwdb directory: fit each system's MegatronTimeFit and write it there ("" = no fit)
 };
 
 /// `meshplan calibrate` (planner/cli/calibrate.cpp).

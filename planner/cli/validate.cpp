@@ -25,6 +25,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "cli/validate_fit.hpp"
 #include "meshplan/diag.hpp"
 #include "search/megatron_space.hpp"
 
@@ -152,6 +153,7 @@ Precision PrecisionOf(const std::string& raw) {
 
 struct Run {
   std::string label;    // "model system gpus precision"
+  std::string release;  // Megatron-Bridge release of the row ("" in the survey)
   std::string skip;     // why the row is skipped ("" = evaluated)
   std::string preset, system;
   TrainSetup setup;
@@ -193,6 +195,7 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   // release,task,model,system,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,ga,tok,tflops
   auto cell = [&](size_t i) { return i < c.size() ? c[i] : std::string(); };
   r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (Trim(cell(5)).empty() ? "BF16" : cell(5));
+  r.release = Trim(cell(0));
   if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
   r.preset = PresetOf(cell(2));
   r.system = SystemOf(cell(3));
@@ -249,6 +252,32 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
+// Fits every system's constants, prints them with in-sample and leave-one-out residuals,
+// and writes them into o.fit/systems/NAME.yaml.
+void WriteFits(const ValidateOptions& o, const std::map<std::string, std::vector<FitRow>>& fit_rows, std::FILE* out) {
+  std::vector<double> all, all_loo;
+  std::fprintf(out, "\nfit of the Megatron-Core step-time constants (ridge %.2f toward the physical model):\n", kFitRidge);
+  std::fprintf(out, "%-14s %5s %9s %8s %8s %8s %9s %9s %9s %9s\n", "system", "rows", "gemm_bf16", "gemm_fp8", "gemm_fp4",
+               "mem_bound", "kernel_us", "med|res|", "p90|res|", "LOO med");
+  for (const auto& [system, rows] : fit_rows) {
+    const FitOutcome f = FitMegatronTime(rows);
+    std::vector<double> loo;
+    for (double x : f.loo_residuals) loo.push_back(std::fabs(x));
+    for (double x : f.residuals) all.push_back(std::fabs(x));
+    all_loo.insert(all_loo.end(), loo.begin(), loo.end());
+    std::fprintf(out, "%-14s %5zu %9.3f %8.3f %8.3f %8.3f %9.2f %8.1f%% %8.1f%% %8.1f%%\n", system.c_str(), rows.size(),
+                 f.fit.gemm_bf16, f.fit.gemm_fp8, f.fit.gemm_fp4, f.fit.memory_bound, f.fit.kernel_overhead * 1e6,
+                 100 * f.fit.residual_median, 100 * f.fit.residual_p90, 100 * Quantile(loo, 0.5));
+    const std::string source = o.runs.substr(o.runs.find_last_of('/') + 1) + ", " + std::to_string(rows.size()) + " rows";
+    WriteFitBlock(o.fit + "/systems/" + system + ".yaml", f, rows, source);
+  }
+  std::fprintf(out,
+               "fit summary: median |residual| %.1f%%, p90 %.1f%%; leave-one-out median %.1f%%, p90 %.1f%% "
+               "(written to %s/systems/)\n",
+               100 * Quantile(all, 0.5), 100 * Quantile(all, 0.9), 100 * Quantile(all_loo, 0.5),
+               100 * Quantile(all_loo, 0.9), o.fit.c_str());
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
@@ -259,6 +288,10 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--rank-top", o.rank_top, "layouts searched for the rank (0 = do not rank)");
   cmd->add_option("--rank-seconds", o.rank_seconds, "search time limit per distinct request");
   cmd->add_option("--threads", o.threads, "search threads (0 = one per core)");
+  cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
+  cmd->add_option("--fit", o.fit,
+                  "fit each system's Megatron-Core step-time constants to the rows and write them into "
+                  "HWDB_DIR/systems/NAME.yaml (megatron_time_fit)");
 }
 
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
@@ -288,6 +321,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::fprintf(out, "%-52s %8s %8s %7s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "fits",
                "published layout");
   int lineno = 1;
+  std::map<std::string, std::vector<FitRow>> fit_rows;  // system -> rows
   Progress progress("validate", 0);
   while (std::getline(f, line)) {
     ++lineno;
@@ -335,6 +369,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     }
     err = (pred - pub) / pub;
     errors.push_back(std::fabs(err));
+    if (!o.fit.empty() && pred > 0) {
+      FitRow row = MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
+      row.label = r.label + (r.release.empty() ? "" : " (" + r.release + ")");
+      fit_rows[r.system].push_back(row);
+    }
     ++evaluated;
     std::string rank = "-";
     if (o.rank_top > 0) {
@@ -372,6 +411,15 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
                  rank.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
                  r.published_tflops > 0 ? "" : "  (tokens/s)");
+    if (o.breakdown) {
+      const TimeBreakdown& t = cost.time;
+      const double pub_step = pred > 0 ? cost.step_seconds * pred / pub : 0.0;
+      std::fprintf(out,
+                   "    step ms: published %.1f predicted %.1f = compute %.1f + tp %.1f + cp %.1f + dp %.1f + ep %.1f + "
+                   "pp %.1f + bubble %.1f + optimizer %.1f\n",
+                   1e3 * pub_step, 1e3 * cost.step_seconds, 1e3 * t.compute, 1e3 * t.tp_comm, 1e3 * t.cp_comm,
+                   1e3 * t.dp_comm, 1e3 * t.ep_comm, 1e3 * t.pp_comm, 1e3 * t.bubble, 1e3 * t.optimizer);
+    }
   }
   std::fprintf(out, "skipped %d rows:", skipped);
   for (const auto& [why, n] : skip_reasons) std::fprintf(out, " [%s] x%d;", why.c_str(), n);
@@ -381,6 +429,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                "in top 5: %d of %d ranked (%.0f%%)\n",
                evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5, ranked,
                ranked > 0 ? 100.0 * top5 / ranked : 0.0);
+  if (!o.fit.empty()) WriteFits(o, fit_rows, out);
   return 0;
 }
 

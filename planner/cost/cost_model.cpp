@@ -55,7 +55,10 @@ Cost CostModel::Evaluate(const Layout& layout) const {
     if (dup) continue;
     if (n_seen < 8) seen[n_seen++] = sig;
     const MemoryBreakdown mem = cost::RankMemory(ctx, r, memory_);
-    const TimeBreakdown time = cost::RankTime(ctx, r, mem);
+    const TimeBreakdown time =
+        layout.framework == Framework::kMegatronBridge
+            ? cost::MegatronTime(cost::MegatronRankTerms(ctx, r, mem), system_.megatron_fit, setup_.precision)
+            : cost::RankTime(ctx, r, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
       out.memory = mem;

@@ -29,6 +29,48 @@ double PeakFlops(const GpuSpec& gpu, Precision precision);
 double MatmulEfficiency(const GpuSpec& gpu, Precision precision);
 
 /// Step time of PP rank `pp_rank`; `mem` is that rank's memory (for the optimizer step).
+/// AutoModel (PyTorch) layouts; Megatron-Bridge layouts use MegatronTime below.
 TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
+
+// --- Megatron-Core step time (time_megatron.cpp) ---
+
+/// FlashAttention's achieved fraction of the BF16 dense peak over forward + backward.
+/// Source: FlashAttention-3 (Shah et al. 2024, section 4.1, Figs. 5-7): causal, head dim 128,
+/// BF16 on H100, 4k-16k tokens: forward ~610-660 TFLOP/s, backward ~450-500 TFLOP/s of 989;
+/// weighted 1:2 (forward:backward FLOP) ~0.52. Used for every GPU (cuDNN attention on
+/// Blackwell reaches a similar fraction); not fitted.
+inline constexpr double kFlashAttentionEfficiency = 0.52;
+/// Bytes per logit of the fused cross-entropy forward + backward on the lm_head rank: read
+/// the BF16 logits, write FP32 softmax statistics and BF16 gradients (2 + 4 + 4 + 2 + 4).
+inline constexpr double kCrossEntropyBytesPerLogit = 16.0;
+/// Kernels per decoder layer, forward + backward, Megatron-Core with Transformer Engine
+/// (counted from a layer's fused ops: norm+GEMM, RoPE, attention, GEMM, add, norm+GEMM,
+/// SwiGLU, GEMM, add, about twice as many in backward, plus FP8 amax/cast kernels).
+/// MoE layers add the router, top-k, permute, two all-to-alls, grouped GEMMs, unpermute.
+/// Estimates; their time per kernel is the fitted MegatronTimeFit::kernel_overhead.
+inline constexpr double kDenseLayerKernels = 40.0;
+inline constexpr double kMoeLayerKernels = 90.0;
+/// Share of the TP communication that Transformer Engine's userbuffer overlap leaves exposed
+/// when the layer's GEMMs are long enough to hide it (the first chunk of each pipelined
+/// GEMM cannot overlap). Assumption, not fitted.
+inline constexpr double kTpOverlapExposedFraction = 0.15;
+
+/// Physical terms of one pipeline rank's Megatron-Core step, at datasheet rates, before the
+/// fitted constants. Seconds unless stated. Formulas: time_megatron.cpp.
+struct MegatronTerms {
+  double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x GemmSizeFactor, incl. recompute
+  double attention = 0;     ///< causal attention core at kFlashAttentionEfficiency of BF16 peak
+  double memory_bound = 0;  ///< elementwise / norm / permute / cross-entropy bytes / HBM bandwidth
+  double kernels = 0;       ///< kernels launched per step (count)
+  double bubble_fraction = 0;  ///< pipeline bubble / compute
+  double tp = 0, cp = 0, dp = 0, ep = 0, pp = 0;  ///< exposed communication
+  double optimizer = 0;     ///< Adam step, HBM-bound
+};
+MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
+/// The GEMM constant of `fit` for `precision`.
+double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
+/// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;
+/// bubble = bubble_fraction·compute; communication and optimizer as computed.
+TimeBreakdown MegatronTime(const MegatronTerms& terms, const MegatronTimeFit& fit, Precision precision);
 
 }  // namespace meshplan::cost

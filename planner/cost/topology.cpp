@@ -73,30 +73,48 @@ struct Topology::Impl {
     return leaf_paths.emplace(key, std::move(path)).first->second;
   }
 
+  // One rail-aligned path node_a/rail -> node_b/rail carrying `w` units; returns its latency.
+  double RailPath(int64_t na, int64_t nb, int64_t rail, double w, std::vector<double>& load) const {
+    const Vertex ga = Gpu(RailGpu(na, rail)), gb = Gpu(RailGpu(nb, rail));
+    const Vertex ca = Nic(na, rail), cb = Nic(nb, rail);
+    const Vertex la = Leaf(Pod(na), rail), lb = Leaf(Pod(nb), rail);
+    double l = 0;
+    for (int64_t e : {E(ga, ca), E(ca, la)}) {
+      load[e] += w;
+      l += g[edges[e]].latency;
+    }
+    for (int64_t e : LeafPath(rail, Pod(na), Pod(nb))) {
+      load[e] += w;
+      l += g[edges[e]].latency;
+    }
+    for (int64_t e : {E(lb, cb), E(cb, gb)}) {
+      load[e] += w;
+      l += g[edges[e]].latency;
+    }
+    return l;
+  }
+
   // Adds `w` units of traffic from rank a to rank b (a, b in different scale-up domains) over
   // the rails `rails` of node(a) (spread evenly); returns the path latency.
   double CrossNode(int64_t a, int64_t b, const std::vector<int64_t>& rails, double w, std::vector<double>& load) const {
-    const int64_t na = Node(a), nb = Node(b);
     const double share = w / double(rails.size());
     double lat = 0;
-    for (int64_t rail : rails) {
-      const Vertex ga = Gpu(RailGpu(na, rail)), gb = Gpu(RailGpu(nb, rail));
-      const Vertex ca = Nic(na, rail), cb = Nic(nb, rail);
-      const Vertex la = Leaf(Pod(na), rail), lb = Leaf(Pod(nb), rail);
-      double l = 0;
-      for (int64_t e : {E(ga, ca), E(ca, la)}) {
-        load[e] += share;
-        l += g[edges[e]].latency;
-      }
-      for (int64_t e : LeafPath(rail, Pod(na), Pod(nb))) {
-        load[e] += share;
-        l += g[edges[e]].latency;
-      }
-      for (int64_t e : {E(lb, cb), E(cb, gb)}) {
-        load[e] += share;
-        l += g[edges[e]].latency;
-      }
-      lat = std::max(lat, l);
+    for (int64_t rail : rails) lat = std::max(lat, RailPath(Node(a), Node(b), rail, share, load));
+    return lat;
+  }
+
+  // A ring hop between two scale-up domains that span several nodes (NVL72): NCCL treats the
+  // NVLink domain as one node (multi-node NVLink) and opens one channel per NIC, so the hop is
+  // spread over the (node, rail) NICs of the group's members in the sender's domain, at most
+  // kMaxChannels of them, and lands on the same rails of the receiver's domain members.
+  double CrossDomain(const std::vector<std::pair<int64_t, int64_t>>& src,
+                     const std::vector<std::pair<int64_t, int64_t>>& dst, double w, std::vector<double>& load) const {
+    const size_t k = std::min<size_t>(src.size(), kMaxChannels);
+    const double share = w / double(k);
+    double lat = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t nb = dst[i % dst.size()].first;
+      lat = std::max(lat, RailPath(src[i].first, nb, src[i].second, share, load));
     }
     return lat;
   }
@@ -178,12 +196,15 @@ GroupBandwidth Topology::Group(int64_t n, int64_t stride, bool all_to_all) const
   std::vector<int64_t> members(size_t(n), 0);
   std::map<int64_t, std::vector<int64_t>> rails_of_node;  // node -> rails of the group's members
   std::map<int64_t, int64_t> count_of_node, count_of_domain;
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> nics_of_domain;  // domain -> (node, rail)
+  const bool multi_node_domains = t.U > t.G;
   const int64_t blocks = t.W / (n * stride);
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t o = 0; o < stride; ++o) {
       rails_of_node.clear();
       count_of_node.clear();
       count_of_domain.clear();
+      nics_of_domain.clear();
       for (int64_t j = 0; j < n; ++j) {
         const int64_t r = b * n * stride + o + j * stride;
         members[size_t(j)] = r;
@@ -191,11 +212,19 @@ GroupBandwidth Topology::Group(int64_t n, int64_t stride, bool all_to_all) const
         if (std::find(rails.begin(), rails.end(), t.Rail(r)) == rails.end()) rails.push_back(t.Rail(r));
         ++count_of_node[t.Node(r)];
         ++count_of_domain[t.Domain(r)];
+        if (multi_node_domains) {
+          auto& v = nics_of_domain[t.Domain(r)];
+          const std::pair<int64_t, int64_t> nic{t.Node(r), t.Rail(r)};
+          if (std::find(v.begin(), v.end(), nic) == v.end()) v.push_back(nic);
+        }
       }
       for (int64_t j = 0; j < n; ++j) {
         const int64_t a = members[size_t(j)], c = members[size_t((j + 1) % n)];
-        const double lat = t.Domain(a) == t.Domain(c) ? t.InDomain(a, c, 1.0, ring)
-                                                      : t.CrossNode(a, c, rails_of_node[t.Node(a)], 1.0, ring);
+        const double lat =
+            t.Domain(a) == t.Domain(c) ? t.InDomain(a, c, 1.0, ring)
+            : multi_node_domains
+                ? t.CrossDomain(nics_of_domain[t.Domain(a)], nics_of_domain[t.Domain(c)], 1.0, ring)
+                : t.CrossNode(a, c, rails_of_node[t.Node(a)], 1.0, ring);
         out.ring_latency = std::max(out.ring_latency, lat);
       }
       if (!all_to_all) continue;

@@ -96,6 +96,30 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   return g;
 }
 
+/// The optional `megatron_time_fit:` map of a system (written by `meshplan validate --fit`).
+MegatronTimeFit ParseMegatronFit(const YAML::Node& node, const std::string& filename) {
+  MegatronTimeFit f;
+  if (!node.IsMap()) {
+    throw InputError(yamlutil::LocOf(node, filename), "megatron_time_fit",
+                     "expected a map of fitted constants (gemm_bf16, gemm_fp8, gemm_fp4, memory_bound, "
+                     "kernel_overhead_us, ...)");
+  }
+  yamlutil::MapReader r(node, filename, "megatron_time_fit");
+  r.Ignore({"source", "residuals", "fitted"});
+  // Each constant scales a physical time: between 1/20 and 20 of the datasheet estimate.
+  f.gemm_bf16 = r.Num("gemm_bf16", 0.05, 20.0, 1.0);
+  f.gemm_fp8 = r.Num("gemm_fp8", 0.05, 20.0, 1.0);
+  f.gemm_fp4 = r.Num("gemm_fp4", 0.05, 20.0, 1.0);
+  f.memory_bound = r.Num("memory_bound", 0.0, 50.0, 1.0);
+  f.kernel_overhead = r.Num("kernel_overhead_us", 0.0, 1000.0, f.kernel_overhead * 1e6) * kMicro;
+  f.rows = static_cast<int>(r.Int("rows", 0, 1000000, 0));
+  f.residual_median = r.Num("residual_median", 0.0, 100.0, 0.0);
+  f.residual_p90 = r.Num("residual_p90", 0.0, 100.0, 0.0);
+  r.RejectUnknown();
+  f.fitted = true;
+  return f;
+}
+
 }  // namespace
 
 /// Parses a system file and resolves its GPU through `search`; see hwdb/README.md.
@@ -104,10 +128,12 @@ SystemSpec ParseSystem(const std::string& text, const std::string& filename, con
   yamlutil::MapReader r(root, filename);
   r.Ignore({"display_name", "gpu", "gpus_per_node", "scaleup_domain_gpus", "scaleup_gbps_per_gpu",
             "scaleup_latency_us", "nics_per_node", "nic_gbit", "scaleout_latency_us",
-            "scaleup_busbw_efficiency", "scaleout_busbw_efficiency", "compute_efficiency"});
+            "scaleup_busbw_efficiency", "scaleout_busbw_efficiency", "compute_efficiency",
+            "megatron_time_fit"});
   r.RejectUnknown();
 
   SystemSpec s;
+  if (r.HasValue("megatron_time_fit")) s.megatron_fit = ParseMegatronFit(r.Get("megatron_time_fit"), filename);
   s.name = Stem(filename);
   s.display_name = r.Str("display_name");
   std::string gpu = r.Str("gpu");

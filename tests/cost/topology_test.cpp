@@ -64,6 +64,19 @@ TEST_CASE("topology: NVL72 jobs larger than a rack are placed in 64-GPU blocks")
   CHECK(t.Group(64, 1).a2a_bw == doctest::Approx(900e9 * 0.756));
 }
 
+TEST_CASE("topology: a DP ring across two NVL72 blocks leaves each block over many NICs") {
+  const SystemSpec sys = LoadSystem("gb200-nvl72");
+  // 128 GPUs = two 64-GPU NVLink blocks; dp 64 stride 2 (tp 2 inside): each ring has 32
+  // members per block, 2 per 4-GPU tray (rails 0 and 2), so 32 distinct (tray, rail) NICs per
+  // block. Each of its two cross-block hops is spread over 32 channels (1/32 unit per NIC);
+  // the other ring (offset 1) uses rails 1 and 3. Bottleneck: the NVLink hop (one unit):
+  // min(900e9 x 0.756, 32 x 400e9/8 x 0.94) = 680.4 GB/s.
+  const GroupBandwidth b = Topology(sys, 128).Group(64, 2);
+  CHECK(b.ring_busbw == doctest::Approx(900e9 * 0.756));
+  // A tray-local view (the rails of the sender's tray only: 2 NICs) would give 94 GB/s.
+  CHECK(b.ring_busbw > 7 * 2 * 50e9 * 0.94);
+}
+
 TEST_CASE("topology: shapes that do not tile the GPUs give zero bandwidth") {
   const Topology t(LoadSystem("dgx-h100"), 16);
   CHECK(t.Group(3, 1).ring_busbw == 0);

@@ -1,0 +1,212 @@
+// Least-squares fit of the Megatron-Core step-time constants of a system (validate --fit).
+
+#include "cli/validate_fit.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "cost/comm.hpp"
+#include "cost/context.hpp"
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
+#include "meshplan/diag.hpp"
+#include "meshplan/recipe.hpp"
+
+namespace meshplan::cli {
+
+namespace {
+
+constexpr int kConstants = 5;  // gemm_bf16, gemm_fp8, gemm_fp4, memory_bound, kernel_overhead
+constexpr double kKernelPrior = 4e-6;
+const char* const kNames[kConstants] = {"gemm_bf16", "gemm_fp8", "gemm_fp4", "memory_bound", "kernel_overhead_us"};
+
+int GemmIndex(Precision p) { return p == Precision::kFp4 ? 2 : p == Precision::kFp8 ? 1 : 0; }
+
+MegatronTimeFit FromVector(const std::array<double, kConstants>& x) {
+  MegatronTimeFit f;
+  f.gemm_bf16 = x[0];
+  f.gemm_fp8 = x[1];
+  f.gemm_fp4 = x[2];
+  f.memory_bound = x[3];
+  f.kernel_overhead = x[4] * kKernelPrior;
+  f.fitted = true;
+  return f;
+}
+
+// Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none).
+std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip, std::array<bool, kConstants>& used) {
+  const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
+  const std::array<double, kConstants> lower{0.5, 0.5, 0.5, 0.0, 0.0};
+  used.fill(false);
+  used[3] = used[4] = true;
+  for (long i = 0; i < long(rows.size()); ++i) {
+    if (i != skip) used[GemmIndex(rows[size_t(i)].precision)] = true;
+  }
+  std::array<bool, kConstants> clamped{};
+  std::array<double, kConstants> x = prior;
+  for (int pass = 0; pass <= kConstants; ++pass) {
+    std::vector<int> free;
+    for (int j = 0; j < kConstants; ++j) {
+      if (used[j] && !clamped[j]) free.push_back(j);
+    }
+    const long n = long(rows.size()) - (skip >= 0 ? 1 : 0);
+    Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n + long(free.size()), long(free.size()));
+    Eigen::VectorXd b = Eigen::VectorXd::Zero(n + long(free.size()));
+    long r = 0;
+    for (long i = 0; i < long(rows.size()); ++i) {
+      if (i == skip) continue;
+      const FitRow& row = rows[size_t(i)];
+      const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
+      std::array<double, kConstants> col{};
+      col[size_t(GemmIndex(row.precision))] = one_b * row.gemm;
+      col[3] = one_b * row.memory_bound;
+      col[4] = one_b * row.kernels * kKernelPrior;
+      double rhs = row.published_step - one_b * row.attention - row.fixed;
+      for (int j = 0; j < kConstants; ++j) {
+        if (clamped[j]) rhs -= col[size_t(j)] * x[size_t(j)];
+      }
+      for (size_t c = 0; c < free.size(); ++c) A(r, long(c)) = w * col[size_t(free[c])];
+      b(r) = w * rhs;
+      ++r;
+    }
+    const double s = std::sqrt(kFitRidge);
+    for (size_t c = 0; c < free.size(); ++c) {
+      A(r, long(c)) = s;
+      b(r) = s * prior[size_t(free[c])];
+      ++r;
+    }
+    const Eigen::VectorXd sol = A.colPivHouseholderQr().solve(b);
+    bool again = false;
+    for (size_t c = 0; c < free.size(); ++c) {
+      const int j = free[c];
+      x[size_t(j)] = sol(long(c));
+      if (!std::isfinite(x[size_t(j)]) || x[size_t(j)] < lower[size_t(j)]) {
+        x[size_t(j)] = lower[size_t(j)];
+        clamped[size_t(j)] = true;
+        again = true;
+      }
+    }
+    if (!again) break;
+  }
+  return x;
+}
+
+}  // namespace
+
+FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
+                  double published_step) {
+  const ParamCounts params = CountParams(model);
+  cost::Ctx ctx = cost::MakeCtx(model, system, setup, params, layout);
+  std::shared_ptr<const cost::LinkTable> links;
+  if (setup.num_gpus <= cost::kMaxGraphWorld) {
+    links = cost::SharedLinkTable(system, setup.num_gpus, model.num_experts);
+    ctx.links = links.get();
+  }
+  FitRow row;
+  row.system = system.name;
+  row.precision = setup.precision;
+  row.published_step = published_step;
+  double slowest = -1;
+  const MemoryOptions opts;
+  for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) {
+    const MemoryBreakdown mem = cost::RankMemory(ctx, r, opts);
+    const cost::MegatronTerms t = cost::MegatronRankTerms(ctx, r, mem);
+    const double step = cost::MegatronTime(t, system.megatron_fit, setup.precision).Step();
+    if (step > slowest) {
+      slowest = step;
+      row.gemm = t.gemm;
+      row.attention = t.attention;
+      row.memory_bound = t.memory_bound;
+      row.kernels = t.kernels;
+      row.bubble_fraction = t.bubble_fraction;
+      row.fixed = t.tp + t.cp + t.dp + t.ep + t.pp + t.optimizer;
+    }
+  }
+  return row;
+}
+
+double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
+  const double compute = cost::MegatronGemmFactor(fit, row.precision) * row.gemm + row.attention +
+                         fit.memory_bound * row.memory_bound + fit.kernel_overhead * row.kernels;
+  return (1.0 + row.bubble_fraction) * compute + row.fixed;
+}
+
+FitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
+  FitOutcome out;
+  if (rows.empty()) return out;
+  std::array<bool, kConstants> used{};
+  out.fit = FromVector(Solve(rows, -1, used));
+  for (int j = 0; j < kConstants; ++j) {
+    if (used[size_t(j)]) out.fitted.push_back(kNames[j]);
+  }
+  std::vector<double> abs;
+  for (long i = 0; i < long(rows.size()); ++i) {
+    const FitRow& row = rows[size_t(i)];
+    out.residuals.push_back((FitPredict(row, out.fit) - row.published_step) / row.published_step);
+    abs.push_back(std::fabs(out.residuals.back()));
+    std::array<bool, kConstants> u{};
+    const MegatronTimeFit loo = FromVector(Solve(rows, i, u));
+    out.loo_residuals.push_back((FitPredict(row, loo) - row.published_step) / row.published_step);
+  }
+  std::sort(abs.begin(), abs.end());
+  auto q = [&](double p) {
+    const double pos = p * double(abs.size() - 1);
+    const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+    return abs[lo] + (abs[hi] - abs[lo]) * (pos - double(lo));
+  };
+  out.fit.rows = int(rows.size());
+  out.fit.residual_median = q(0.5);
+  out.fit.residual_p90 = q(0.9);
+  return out;
+}
+
+void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vector<FitRow>& rows,
+                   const std::string& source) {
+  std::ifstream in(path);
+  if (!in.good()) throw InputError(SourceLoc{path, 0, 0}, "megatron_time_fit", "cannot read the system file");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  size_t end = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("megatron_time_fit:", 0) == 0) {
+      end = i;
+      while (end > 0 && lines[end - 1].rfind("# megatron_time_fit", 0) == 0) --end;
+      break;
+    }
+  }
+  std::ostringstream os;
+  for (size_t i = 0; i < end; ++i) os << lines[i] << "\n";
+  os.setf(std::ios::fixed);
+  os.precision(4);
+  os << "# megatron_time_fit: written by `meshplan validate RUNS.csv --fit HWDB_DIR` (planner/cli/validate_fit.cpp):\n"
+     << "# megatron_time_fit: least squares on relative step time, ridge " << kFitRidge
+     << " toward the physical model; constants not listed under `fitted` stay at the prior.\n"
+     << "megatron_time_fit:\n"
+     << "  source: \"" << source << "\"\n"
+     << "  fitted: [";
+  for (size_t i = 0; i < o.fitted.size(); ++i) os << (i ? ", " : "") << o.fitted[i];
+  os << "]\n"
+     << "  gemm_bf16: " << o.fit.gemm_bf16 << "\n"
+     << "  gemm_fp8: " << o.fit.gemm_fp8 << "\n"
+     << "  gemm_fp4: " << o.fit.gemm_fp4 << "\n"
+     << "  memory_bound: " << o.fit.memory_bound << "\n"
+     << "  kernel_overhead_us: " << o.fit.kernel_overhead * 1e6 << "\n"
+     << "  rows: " << o.fit.rows << "\n"
+     << "  residual_median: " << o.fit.residual_median << "\n"
+     << "  residual_p90: " << o.fit.residual_p90 << "\n"
+     << "  residuals:  # (predicted - published) / published step time; leave-one-out in brackets\n";
+  for (size_t i = 0; i < rows.size() && i < o.residuals.size(); ++i) {
+    std::string label = rows[i].label;
+    std::replace(label.begin(), label.end(), '"', '\'');
+    os << "    - \"" << label << ": " << std::showpos << o.residuals[i] << " [" << o.loo_residuals[i] << "]"
+       << std::noshowpos << "\"\n";
+  }
+  WriteFileAtomically(path, os.str(), /*force=*/true);
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,58 @@
+#pragma once
+/// \file validate_fit.hpp
+/// Least-squares fit of a system's Megatron-Core step-time constants (MegatronTimeFit) on
+/// published runs, for `meshplan validate --fit`. Private to planner/cli.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "meshplan/cost.hpp"
+#include "meshplan/hardware.hpp"
+
+namespace meshplan::cli {
+
+/// One published run reduced to the physical terms of its slowest pipeline rank (seconds,
+/// kernels a count) and its published step time (seconds).
+struct FitRow {
+  std::string system, label;
+  Precision precision = Precision::kBf16;
+  double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
+  double fixed = 0;  ///< exposed communication + optimizer: not scaled by the fit
+  double published_step = 0;
+};
+
+/// Terms of `layout` (a Megatron-Bridge layout) for the fit.
+FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
+                  double published_step);
+
+/// Predicted step time of `row` under `fit` (MegatronTime of its terms).
+double FitPredict(const FitRow& row, const MegatronTimeFit& fit);
+
+/// Outcome of fitting one system.
+struct FitOutcome {
+  MegatronTimeFit fit;
+  std::vector<double> residuals;      ///< (predicted − published) / published, per row
+  std::vector<double> loo_residuals;  ///< the same with the row left out of the fit
+  std::vector<std::string> fitted;    ///< names of the constants fitted (others stay at the prior)
+};
+
+/// Fits gemm_<precision> (for each precision present), memory_bound and kernel_overhead to
+/// `rows` (all of one system) by minimising Σ ((predicted − published)/published)² plus a
+/// ridge term kFitRidge·Σ (x − prior)² on each constant relative to its prior (1, 1, 4 us),
+/// which keeps systems with few rows near the physical model. Linear in the constants:
+///   published − (1+b)·attention − fixed = (1+b)·(g_p·gemm + m·memory_bound + k·kernels).
+/// Bounds (active set): g_p ≥ 0.5 (no GEMM beats half its MAMF time), m ≥ 0, k ≥ 0.
+/// Solved with Eigen's column-pivoting Householder QR. Throws nothing; an empty `rows`
+/// returns the prior.
+FitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
+inline constexpr double kFitRidge = 0.1;
+
+/// Replaces (or appends) the `megatron_time_fit:` block at the end of the system YAML at
+/// `path` with `outcome` (constants, row count, residual median / p90 and every row's
+/// residual), keeping the rest of the file byte for byte; written atomically. Throws
+/// InputError when the file cannot be read or written.
+void WriteFitBlock(const std::string& path, const FitOutcome& outcome, const std::vector<FitRow>& rows,
+                   const std::string& source);
+
+}  // namespace meshplan::cli

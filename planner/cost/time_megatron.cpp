@@ -1,0 +1,223 @@
+// Step time of one pipeline rank of a Megatron-Core (Megatron-Bridge) layout. Units: FLOP,
+// bytes, seconds. Each term is first computed physically at the datasheet rates
+// (MegatronRankTerms); the system's fitted constants (SystemSpec::megatron_fit) then scale
+// the compute terms (MegatronTime). The fit itself is planner/cli/validate_fit.cpp.
+
+#include <algorithm>
+
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
+
+namespace meshplan::cost {
+
+namespace {
+
+double Pos(double x) { return x > 0 ? x : 0.0; }
+
+// Elements moved to or from HBM per token by the non-GEMM kernels of one decoder layer's
+// forward pass, before the division by TP (sequence parallel shards the hidden-size ops,
+// TP the head and FFN widths). Counted op by op for Transformer Engine's fused kernels:
+//   2 RMSNorms (read h, write h)                         4h
+//   2 residual adds (read 2h, write h)                   6h
+//   RoPE on q and k (read, write)                        2(q + k)
+//   SwiGLU (read 2f, write f) of the dense MLP           3f
+//   MoE: router softmax/top-k over E experts             4E
+//        token permute and unpermute (read, write k·h)   4kh
+//        SwiGLU of the k routed and the shared experts   3(k·f_e + f_s)
+//   FP8 casts of the GEMM inputs not fused into a norm   1.5(o + f) (read 2 bytes, write 1)
+// The backward pass moves about twice the forward's bytes (gradients of each input), so a
+// layer's forward + backward is 3x these; bytes = elements x 2 (BF16 activations).
+double LayerElements(const ModelSpec& m, bool moe, bool fp8) {
+  const double h = double(m.hidden_size);
+  const double q = double(QDim(m)), k = double(KDim(m)), o = double(AttnOutDim(m));
+  double e = 10.0 * h + 2.0 * (q + k);
+  double ffn = 0.0;
+  if (moe) {
+    const double topk = double(m.experts_per_token);
+    ffn = topk * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
+    e += 4.0 * double(m.num_experts) + 4.0 * topk * h + 3.0 * ffn;
+  } else {
+    ffn = double(m.intermediate_size);
+    e += 3.0 * ffn;
+  }
+  if (fp8) e += 1.5 * (o + ffn);
+  return e;
+}
+
+}  // namespace
+
+/// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
+///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
+///   gemm = FLOP / (peak(precision) · MAMF(precision) · GemmSizeFactor):
+///     linear layers (attention projections, dense MLP, shared experts) and lm_head / tp;
+///     routed experts / tp (sequence parallel gives each TP rank T/tp tokens to route, or
+///     expert-TP splits the expert width); tokens per local expert T·k·ep·etp/(tp·E).
+///   attention = causal core FLOP / tp at kFlashAttentionEfficiency of the BF16 peak
+///     (Transformer Engine runs the core in BF16 under FP8 recipes).
+///   memory_bound = 3 · LayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
+///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp).
+///   kernels = M · (dense layers · kDenseLayerKernels + MoE layers · kMoeLayerKernels).
+///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels);
+///   selective (Megatron's core_attn) adds the attention core's forward (1/3 of attention).
+/// Communication, exposed part (groups in Megatron's order tp-cp-ep-dp-pp, megatron.md 2.1):
+///   TP with sequence parallel: per layer per micro-batch all-gather + reduce-scatter of T·h·2
+///     bytes before and after attention and the MLP, forward and backward (4 all-reduce
+///     volumes per dense layer; 2 per MoE layer with expert-TP 1, whose MLP is reached by the
+///     all-to-all instead); with tp_comm_overlap (TE userbuffers) the part that the layer's
+///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
+///   CP: as in RankTime (ring p2p hidden behind the attention core).
+///   EP (alltoall dispatcher): dispatch + combine forward and backward per MoE layer per
+///     micro-batch, (T/tp)·k·h·2 bytes each, over the EP group {ep, stride etp}; exposed
+///     unless overlap_moe_expert_parallel_comm.
+///   PP: (T/tp)·h·2 bytes per micro-batch per virtual stage forward and backward;
+///     kPpP2pExposedFraction exposed with overlap_p2p_comm (interleaved), all without.
+///   DP, distributed optimizer: reduce-scatter of FP32 gradients and all-gather of BF16
+///     parameters over dp·cp (stride tp) for dense parameters and over the expert-DP group
+///     for experts; with overlap_grad_reduce / overlap_param_gather the reduce-scatter hides
+///     behind the last micro-batch's backward and the all-gather behind the first forward,
+///     except one bucket each. Without the distributed optimizer: one all-reduce, same
+///     overlap. Megatron FSDP / torch FSDP2: per micro-batch gathers and reduce-scatters,
+///     kFsdpOverlapFraction of the compute hides them.
+///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3).
+///   optimizer: as in RankTime.
+MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  const SystemSpec& sys = c.system;
+  const GpuSpec& gpu = sys.gpu;
+  const RankParams rp = ParamsOfRank(c, pp_rank);
+  const FlopsPerToken& f = c.flops;
+  const double tp = double(std::max<int64_t>(1, l.tp));
+  const double ep = double(std::max<int64_t>(1, l.ep));
+  const double etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
+  const double h = double(m.hidden_size);
+  const double t_mb = c.tokens_per_mb;
+  const double n_mb = double(c.mb_per_step);
+  const double tokens = t_mb * n_mb;
+  const double dense_layers = double(rp.dense_layers), moe_layers = double(rp.moe_layers);
+  const double layers = dense_layers + moe_layers;
+  const bool full = l.recompute == Recompute::kFull;
+  const bool fp8 = c.setup.precision != Precision::kBf16;
+  MegatronTerms t;
+
+  // --- compute ---
+  const double extra = full ? 1.0 / 3.0 : 0.0;
+  const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
+  const double linear = tokens * (dense_layers * f.DenseLayerLinear() +
+                                  moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
+  const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
+  const double experts = tokens * moe_layers * f.routed_flops / tp;
+  const double expert_tokens =
+      m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep * etp / (tp * double(m.num_experts)) : t_mb;
+  const double linear_s = (linear * (1.0 + extra) + head) / (rate * GemmSizeFactor(t_mb, h / tp));
+  const double expert_s =
+      experts * (1.0 + extra) / (rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / etp));
+  t.gemm = linear_s + expert_s;
+  const double core = tokens * layers * f.attn_core_flops / tp;
+  const double core_extra = full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
+  const double core_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
+  t.attention = core * (1.0 + core_extra) / core_rate;
+  const double elems = dense_layers * LayerElements(m, false, fp8) + moe_layers * LayerElements(m, true, fp8);
+  double bytes = 3.0 * (1.0 + extra) * 2.0 * elems * tokens / tp;
+  if (rp.has_head) bytes += kCrossEntropyBytesPerLogit * double(m.vocab_size) * tokens / tp;
+  t.memory_bound = gpu.hbm_bandwidth > 0 ? bytes / gpu.hbm_bandwidth : 0.0;
+  t.kernels = n_mb * (dense_layers * kDenseLayerKernels + moe_layers * kMoeLayerKernels) * (1.0 + extra);
+  // Unfitted compute time, used only to bound what overlap can hide.
+  const double compute0 = t.gemm + t.attention + t.memory_bound;
+  const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
+  const double bwd_mb = 2.0 * fwd_mb;
+
+  const MeshGroups& g = c.groups;
+  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
+  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
+  // --- TP ---
+  if (l.tp > 1 && layers > 0) {
+    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
+    const double moe_volumes = etp > 1 ? 4.0 : 2.0;
+    const double volumes = dense_layers * 4.0 + moe_layers * moe_volumes;
+    const double comm = volumes * (full ? 1.5 : 1.0) * n_mb * per;
+    t.tp = l.mb.tp_comm_overlap == Tri::kTrue
+               ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)
+               : comm;
+  }
+  // --- CP ---
+  if (l.cp > 1 && layers > 0) {
+    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / tp * 2.0;
+    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
+    const double comm = (full ? 4.0 : 3.0) * ring;
+    const double core_layer_mb = t_mb * f.attn_core_flops / tp / core_rate * (1.0 + core_extra);
+    t.cp = Pos(comm - core_layer_mb) * layers * n_mb;
+  }
+  // --- EP ---
+  if (l.ep > 1 && moe_layers > 0) {
+    const double a2a_bytes = t_mb / tp * double(m.experts_per_token) * h * 2.0;
+    const Group gep{l.ep, static_cast<int64_t>(etp)};
+    const double per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
+    const double comm = (full ? 6.0 : 4.0) * moe_layers * n_mb * per;
+    t.ep = l.mb.ep_a2a_overlap == Tri::kTrue ? Pos(comm - compute0) : comm;
+  }
+  // --- PP ---
+  const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));
+  if (l.pp > 1) {
+    const double per = P2pSeconds(t_mb / tp * h * 2.0, RingLink(sys, c.links, g.pp));
+    const double exposed = l.mb.overlap_p2p_comm == Tri::kTrue ? kPpP2pExposedFraction : 1.0;
+    t.pp = exposed * 2.0 * v * n_mb * per;
+    t.bubble_fraction = double(l.pp - 1) / (v * n_mb);
+  }
+  // --- DP ---
+  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+  const Group gd{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
+  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(ep * etp)));
+  const Group ge{edp_n, static_cast<int64_t>(ep * etp)};
+  const Link ld = RingLink(sys, c.links, gd), le = RingLink(sys, c.links, ge);
+  const double dense_local = (rp.layer_dense + rp.root) / tp;
+  const double expert_local = rp.layer_expert / (ep * etp);
+  if (l.strategy == Strategy::kDdp) {
+    const bool overlap = l.mb.overlap_grad_reduce == Tri::kTrue;
+    double rs = 0, ag = 0, tail = 0;
+    if (l.use_distributed_optimizer) {
+      rs = ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) + ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
+      ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
+    } else {
+      rs = AllReduceSeconds(4.0 * dense_local, gd.n, ld) + AllReduceSeconds(4.0 * expert_local, ge.n, le);
+    }
+    const double bucket = l.mb.bucket_size > 0 ? 4.0 * double(l.mb.bucket_size) : kDdpBucketBytes;
+    tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, 4.0 * dense_local), gd.n, ld) : 0.0;
+    if (overlap) {
+      t.dp = std::max(Pos(rs - bwd_mb * v), tail) + (ag > 0 ? std::max(Pos(ag - fwd_mb * v), 0.5 * tail) : 0.0);
+    } else {
+      t.dp = rs + ag;
+    }
+  } else {
+    const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
+                            AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);
+    const double ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
+    const double rs =
+        ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) + ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
+    t.dp = Pos(n_mb * (2.0 * ag + rs) - kFsdpOverlapFraction * compute0) + n_mb * first_ag;
+  }
+  // --- optimizer ---
+  const double state = mem.weights + mem.step_gradients + mem.optimizer;
+  t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.step_gradients) / gpu.hbm_bandwidth : 0.0;
+  return t;
+}
+
+double MegatronGemmFactor(const MegatronTimeFit& fit, Precision p) {
+  return p == Precision::kFp4 ? fit.gemm_fp4 : p == Precision::kFp8 ? fit.gemm_fp8 : fit.gemm_bf16;
+}
+
+TimeBreakdown MegatronTime(const MegatronTerms& t, const MegatronTimeFit& fit, Precision precision) {
+  TimeBreakdown out;
+  out.compute = MegatronGemmFactor(fit, precision) * t.gemm + t.attention + fit.memory_bound * t.memory_bound +
+                fit.kernel_overhead * t.kernels;
+  out.tp_comm = t.tp;
+  out.cp_comm = t.cp;
+  out.dp_comm = t.dp;
+  out.ep_comm = t.ep;
+  out.pp_comm = t.pp;
+  out.bubble = t.bubble_fraction * out.compute;
+  out.optimizer = t.optimizer;
+  return out;
+}
+
+}  // namespace meshplan::cost
