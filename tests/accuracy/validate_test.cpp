@@ -5,9 +5,13 @@
 // <= 15%, p90 <= 30%, top-5 share >= 60%) are reported, not asserted: see README "Known error".
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.hpp"
+#include "meshplan/hardware.hpp"
 
 using namespace meshplan;
 
@@ -26,4 +30,32 @@ TEST_CASE("validate: published-runs survey rows - table and summary printed") {
   o.rank_top = 0;  // surveyed runs use many frameworks: error only
   std::printf("\n");
   CHECK(cli::RunValidate(o, stdout) == 0);
+}
+
+TEST_CASE("validate: --fit writes each system's constants into a copy of hwdb that loads back") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("meshplan_fit_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(fs::path(MESHPLAN_SOURCE_DIR) / "hwdb", dir, fs::copy_options::recursive);
+  cli::ValidateOptions o;
+  o.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/mbridge_perf_dev.csv";
+  o.rank_top = 0;
+  o.fit = dir.string();
+  std::printf("\n");
+  CHECK(cli::RunValidate(o, stdout) == 0);
+  // The written block parses, is marked fitted, and keeps the rest of the file: same GPU.
+  const SystemSpec fitted = LoadSystem((dir / "systems" / "gb200-nvl72.yaml").string());
+  const SystemSpec original = LoadSystem("gb200-nvl72");
+  CHECK(fitted.megatron_fit.fitted);
+  CHECK(fitted.megatron_fit.rows >= 20);
+  CHECK(fitted.gpu.bf16_flops == original.gpu.bf16_flops);
+  CHECK(fitted.megatron_fit.gemm_fp8 >= 0.5);
+  CHECK(fitted.megatron_fit.residual_p90 >= fitted.megatron_fit.residual_median);
+  // A second fit replaces the block instead of appending another one (duplicate keys would
+  // be refused by the loader).
+  CHECK(cli::RunValidate(o, stdout) == 0);
+  CHECK(LoadSystem((dir / "systems" / "gb200-nvl72.yaml").string()).megatron_fit.rows == fitted.megatron_fit.rows);
+  // The committed hwdb was fitted on the same rows: its constants are what the fit gives.
+  CHECK(original.megatron_fit.gemm_fp8 == doctest::Approx(fitted.megatron_fit.gemm_fp8).epsilon(1e-3));
+  fs::remove_all(dir);
 }
