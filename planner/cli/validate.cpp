@@ -183,7 +183,7 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
-  search::ApplyEmittedSettings(l, sys);
+  search::ApplyEmittedSettings(l, sys, setup.precision);
   SetMegatronMicroBatch(l, mbs, setup);
   SyncMegatronCostView(l, L);
   return l;

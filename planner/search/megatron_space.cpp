@@ -96,7 +96,7 @@ class MegatronSpace : public Space {
                   l.mb.use_megatron_fsdp = f.mfsdp;
                   l.mb.use_torch_fsdp2 = f.fsdp2;
                   l.sequence_parallel = tp > 1;
-                  ApplyEmittedSettings(l, req_.system);
+                  ApplyEmittedSettings(l, req_.system, req_.setup.precision);
                   out.push_back(l);
                 }
               }
@@ -112,7 +112,7 @@ class MegatronSpace : public Space {
       Layout l = mesh;
       l.sequence_parallel = l.tp > 1;
       l.recompute = rc;
-      ApplyEmittedSettings(l, req_.system);
+      ApplyEmittedSettings(l, req_.system, req_.setup.precision);
       out.push_back(l);
     }
   }
@@ -149,7 +149,7 @@ class MegatronSpace : public Space {
 
 }  // namespace
 
-void ApplyEmittedSettings(Layout& l, const SystemSpec& system) {
+void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precision) {
   MbSettings& s = l.mb;
   const bool mfsdp = s.use_megatron_fsdp || s.dist_use_megatron_fsdp == Tri::kTrue;
   const bool fsdp2 = s.use_torch_fsdp2;
@@ -164,7 +164,9 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system) {
   s.pipeline_dtype_set = true;
   s.transformer_engine = true;
   // comm_overlap.py:441-451: TP overlap needs TP >= 2, SP and Transformer Engine.
-  s.tp_comm_overlap = (l.tp >= 2 && l.sequence_parallel) ? Tri::kTrue : Tri::kFalse;
+  // NVFP4: off (megatron.md perf-recipe table: every *_nvfp4 recipe sets tp_comm_overlap False).
+  s.tp_comm_overlap =
+      (l.tp >= 2 && l.sequence_parallel && precision != Precision::kFp4) ? Tri::kTrue : Tri::kFalse;
   // comm_overlap.py:454-462.
   const bool interleaved = l.pp > 1 && l.vpp > 1;
   s.overlap_p2p_comm = interleaved ? Tri::kTrue : Tri::kFalse;

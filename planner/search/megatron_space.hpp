@@ -14,7 +14,9 @@ PlanResult MegatronPlan(const PlanRequest& req);
 /// The recipe settings meshplan emits for a Megatron layout (overlap flags, FSDP flags,
 /// checkpoint format, CUDA_DEVICE_MAX_CONNECTIONS, recompute arguments), derived from its
 /// axes and `system` as megatron.md 1.6, 2.8, 2.10 and 2.11 prescribe. Overwrites layout.mb.
-void ApplyEmittedSettings(Layout& layout, const SystemSpec& system);
+/// `precision`: NVFP4 turns TP communication overlap off, as every NVFP4 perf recipe of
+/// megatron.md's recipe table does (tp_comm_overlap False for all of them).
+void ApplyEmittedSettings(Layout& layout, const SystemSpec& system, Precision precision = Precision::kBf16);
 /// Sizes d of n in increasing order.
 std::vector<int64_t> Divisors(int64_t n);
 
