@@ -14,6 +14,15 @@
 //     bytes · 2(tp−1)/tp at the TP group's bus bandwidth (latency terms dropped), and EP
 //     all-to-alls likewise for the MoE layers; every other term (CP, PP, bubble, DP,
 //     optimizer) is >= 0 and dropped.
+// Megatron-Bridge layouts are scored by time_megatron.cpp (MegatronTime), bounded the same
+// way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
+// GEMM factor (GemmSizeFactor <= 1), routed experts / tp, recompute only under full; the
+// attention core at kFlashAttentionEfficiency; the HBM-bound term exactly (it is linear in
+// the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP communication only
+// without tp_comm_overlap (with it the exposed part can be 0), EP only without the
+// all-to-all overlap, both without latency terms. The least-cost layer kind (dense or MoE)
+// is charged for every layer of the rank holding the most layers (>= L/pp), and the EP
+// term counts only that rank's MoE layers (>= L/pp − dense layers).
 #include <algorithm>
 
 #include "cost/comm.hpp"
@@ -23,7 +32,59 @@
 
 namespace meshplan {
 
+namespace {
+
+double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                     const cost::FlopsPerToken& f, const cost::LinkTable* links, const Layout& l) {
+  const double tp = double(std::max<int64_t>(1, l.tp));
+  const double dp = double(std::max<int64_t>(1, l.dp));
+  const double cp = double(std::max<int64_t>(1, l.cp));
+  const double pp = double(std::max<int64_t>(1, l.pp));
+  const double etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
+  const double tokens = double(setup.global_batch) * double(setup.seq_len) / (dp * cp);
+  const double layers = double(m.num_layers) / pp;
+  const bool full = l.recompute == Recompute::kFull;
+  const bool fp8 = setup.precision != Precision::kBf16;
+  const double e = full ? 1.0 / 3.0 : 0.0;
+  const double e_core = full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
+  const GpuSpec& gpu = sys.gpu;
+  const MegatronTimeFit& fit = sys.megatron_fit;
+  const double gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /
+                                 (cost::PeakFlops(gpu, setup.precision) * cost::MatmulEfficiency(gpu, setup.precision));
+  const double core_s = f.attn_core_flops / tp * (1 + e_core) / (gpu.bf16_flops * cost::kFlashAttentionEfficiency);
+  const double mem_s_per_elem =
+      gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
+  const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
+                             cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem;
+  const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
+                           core_s + cost::MegatronLayerElements(m, true, fp8) * mem_s_per_elem;
+  double per_layer = dense_layer;
+  if (m.is_moe()) per_layer = m.num_dense_layers > 0 ? std::min(dense_layer, moe_layer) : moe_layer;
+  double bound = tokens * layers * per_layer;
+  const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
+  const double h = double(m.hidden_size);
+  if (l.tp > 1 && l.mb.tp_comm_overlap != Tri::kTrue) {
+    const cost::Link link = cost::RingLink(sys, links, g.tp);
+    double volumes = 4.0;
+    if (m.is_moe() && etp <= 1) volumes = 2.0;
+    bound += volumes * (full ? 1.5 : 1.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+  }
+  if (l.ep > 1 && m.is_moe() && l.mb.ep_a2a_overlap != Tri::kTrue) {
+    const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
+    const double ep = double(l.ep);
+    const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
+    bound += (full ? 6.0 : 4.0) * moe_layers * tokens / tp * double(m.experts_per_token) * h * 2.0 * (ep - 1) / ep /
+             link.busbw_bytes_per_s;
+  }
+  return bound;
+}
+
+}  // namespace
+
 double CostModel::StepSecondsLowerBound(const Layout& l) const {
+  if (l.framework == Framework::kMegatronBridge) {
+    return MegatronBound(model_, system_, setup_, *flops_, links_.get(), l);
+  }
   const ModelSpec& m = model_;
   const cost::FlopsPerToken& f = *flops_;
   const double tp = double(std::max<int64_t>(1, l.tp));

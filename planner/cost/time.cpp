@@ -47,7 +47,8 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   kSelective (op-level SAC, see memory.cpp) recomputes every other matmul forward
 ///   (1/6 of the layers' linear and expert FLOP); attention is saved, not recomputed.
 ///   Rate = peak(precision) · matmul_efficiency(precision) · system.compute_efficiency
-///   · GemmSizeFactor; the attention core runs in bf16 (FlashAttention) even under fp8.
+///   · GemmSizeFactor; the attention core runs in bf16 (PyTorch SDPA) even under fp8, at
+///   kSdpaAttentionEfficiency of the bf16 peak (measured, time.hpp).
 ///   GemmSizeFactor(T, h/tp) for the linear work, (T·k·ep/E, f_e) for the experts (tokens
 ///   per local expert), (T, ∞) for the core; T = micro_batch·seq/cp.
 /// Communication (exposed parts; groups and links from comm.cpp):
@@ -107,7 +108,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double sys_eff = Positive(sys.compute_efficiency);
   const double linear_rate = PeakFlops(gpu, c.setup.precision) *
                              MatmulEfficiency(gpu, c.setup.precision) * sys_eff;
-  const double core_rate = gpu.bf16_flops * MatmulEfficiency(gpu, Precision::kBf16) * sys_eff;
+  const double core_rate = gpu.bf16_flops * kSdpaAttentionEfficiency;
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep / double(m.num_experts) : t_mb;
   const double linear_s =

@@ -23,6 +23,13 @@ inline constexpr double kFsdpOverlapFraction = 0.8;
 /// Fraction of pipeline p2p time left exposed (the rest overlaps compute). Assumption.
 inline constexpr double kPpP2pExposedFraction = 0.2;
 
+/// PyTorch scaled_dot_product_attention (the AutoModel attention path), causal, BF16: achieved
+/// fraction of the BF16 dense peak over forward + backward. Measured on H200 with torch 2.11
+/// (tools/measure/kernels.py, tests/data/measured/h200_kernels.jsonl): head dim 128, 32-64
+/// heads, 4096-8192 tokens: 0.41-0.46 (forward alone 0.59-0.64); head dim 64: 0.33-0.36.
+/// The median of the head-dim-128 points; used for every GPU (no other GPU measured).
+inline constexpr double kSdpaAttentionEfficiency = 0.43;
+
 /// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
 /// Best-GEMM efficiency (MAMF / peak) for the precision actually used.
@@ -67,6 +74,9 @@ struct MegatronTerms {
   double optimizer = 0;     ///< Adam step, HBM-bound
 };
 MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
+/// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
+/// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
+double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
 /// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;

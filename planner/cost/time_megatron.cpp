@@ -14,6 +14,8 @@ namespace {
 
 double Pos(double x) { return x > 0 ? x : 0.0; }
 
+}  // namespace
+
 // Elements moved to or from HBM per token by the non-GEMM kernels of one decoder layer's
 // forward pass, before the division by TP (sequence parallel shards the hidden-size ops,
 // TP the head and FFN widths). Counted op by op for Transformer Engine's fused kernels:
@@ -27,7 +29,7 @@ double Pos(double x) { return x > 0 ? x : 0.0; }
 //   FP8 casts of the GEMM inputs not fused into a norm   1.5(o + f) (read 2 bytes, write 1)
 // The backward pass moves about twice the forward's bytes (gradients of each input), so a
 // layer's forward + backward is 3x these; bytes = elements x 2 (BF16 activations).
-double LayerElements(const ModelSpec& m, bool moe, bool fp8) {
+double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
   const double h = double(m.hidden_size);
   const double q = double(QDim(m)), k = double(KDim(m)), o = double(AttnOutDim(m));
   double e = 10.0 * h + 2.0 * (q + k);
@@ -44,8 +46,6 @@ double LayerElements(const ModelSpec& m, bool moe, bool fp8) {
   return e;
 }
 
-}  // namespace
-
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
 ///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
 ///   gemm = FLOP / (peak(precision) · MAMF(precision) · GemmSizeFactor):
@@ -54,7 +54,7 @@ double LayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     expert-TP splits the expert width); tokens per local expert T·k·ep·etp/(tp·E).
 ///   attention = causal core FLOP / tp at kFlashAttentionEfficiency of the BF16 peak
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
-///   memory_bound = 3 · LayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
+///   memory_bound = 3 · MegatronLayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
 ///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp).
 ///   kernels = M · (dense layers · kDenseLayerKernels + MoE layers · kMoeLayerKernels).
 ///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels);
@@ -117,7 +117,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
   const double core_extra = full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
   const double core_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
   t.attention = core * (1.0 + core_extra) / core_rate;
-  const double elems = dense_layers * LayerElements(m, false, fp8) + moe_layers * LayerElements(m, true, fp8);
+  const double elems = dense_layers * MegatronLayerElements(m, false, fp8) + moe_layers * MegatronLayerElements(m, true, fp8);
   double bytes = 3.0 * (1.0 + extra) * 2.0 * elems * tokens / tp;
   if (rp.has_head) bytes += kCrossEntropyBytesPerLogit * double(m.vocab_size) * tokens / tp;
   t.memory_bound = gpu.hbm_bandwidth > 0 ? bytes / gpu.hbm_bandwidth : 0.0;

@@ -2,11 +2,17 @@
 // Hand-built models and systems for the cost-model tests. Architecture numbers are the
 // published HF config.json values; hardware numbers are from groundtruth.md C.1-C.3.
 
+#include <doctest/doctest.h>
+
 #include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
 
 namespace meshplan::test {
+
+/// doctest::Approx scales its tolerance by max(1, |value|), so for values far below 1 (step
+/// times in seconds) it is an absolute tolerance; Rel makes it relative to the value.
+inline doctest::Approx Rel(double v) { return doctest::Approx(v).scale(0); }
 
 /// meta-llama/Meta-Llama-3-70B: h 8192, 80 layers, 64 heads / 8 KV heads of 128,
 /// FFN 28672, vocab 128256, untied.

@@ -97,6 +97,31 @@ TEST_CASE("search: the step-time lower bound never exceeds a scored layout's ste
   CHECK(tight > checked / 2);
 }
 
+TEST_CASE("search: the Megatron step-time lower bound never exceeds a scored layout's step") {
+  // Megatron layouts are scored by the Megatron-Core model with the system's fitted
+  // constants (dgx-h100 and gb200-nvl72 carry fits); dense with TP overlap on and off, MoE
+  // with EP, expert-TP and FP8.
+  int checked = 0, tight = 0;
+  for (PlanRequest req : {Request("llama3.1-70b", "dgx-h100", 64, 8192, 128, Framework::kMegatronBridge),
+                          Request("qwen3-30b-a3b", "gb200-nvl72", 16, 4096, 512, Framework::kMegatronBridge)}) {
+    req.setup.precision = Precision::kFp8;
+    req.max_layouts = 100000;
+    const CostModel cm(req.model, req.system, req.setup);
+    for (const Layout& l : EnumerateLayouts(req)) {
+      if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) continue;
+      const double bound = cm.StepSecondsLowerBound(l);
+      const double step = cm.Evaluate(l).step_seconds;
+      CHECK_MESSAGE(bound <= step * (1 + 1e-12), Describe(l));
+      CHECK(bound > 0);
+      if (bound > 0.5 * step) ++tight;
+      ++checked;
+    }
+  }
+  CHECK(checked > 1000);
+  MESSAGE("bound > step/2 for " << tight << " of " << checked << " Megatron layouts");
+  CHECK(tight > checked / 2);
+}
+
 TEST_CASE("cost: Evaluate reports the largest memory of all pipeline ranks") {
   // Evaluate skips ranks whose layers, embedding and head repeat an earlier rank's; the
   // skipped ranks hold fewer in-flight micro-batches. Check against every rank.
