@@ -320,7 +320,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::vector<double> errors;
   int evaluated = 0, skipped = 0, ranked = 0, top5 = 0;
   std::map<std::string, int> skip_reasons;
-  std::fprintf(out, "%-52s %8s %8s %7s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "fits",
+  std::fprintf(out, "%-52s %8s %8s %7s %6s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "gap%", "fits",
                "published layout");
   int lineno = 1;
   std::map<std::string, std::vector<FitRow>> fit_rows;  // system -> rows
@@ -377,7 +377,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       fit_rows[r.system].push_back(row);
     }
     ++evaluated;
-    std::string rank = "-";
+    std::string rank = "-", gap = "-";
     if (o.rank_top > 0) {
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
                                        int(r.setup.precision));
@@ -405,13 +405,18 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       for (double s : steps) faster += s < cost.step_seconds * (1 - 1e-9) ? 1 : 0;
       const bool beyond = faster >= int64_t(steps.size()) && int64_t(steps.size()) >= o.rank_top;
       rank = beyond ? ">" + std::to_string(o.rank_top) : std::to_string(faster + 1);
+      if (!steps.empty() && steps.front() > 0) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%+.1f", 100.0 * (cost.step_seconds / steps.front() - 1.0));
+        gap = buf;
+      }
       ++ranked;
       if (!beyond && faster + 1 <= 5) ++top5;
     }
     const std::string desc = Describe(l);
     progress.Clear();
-    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
-                 rank.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
+    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
+                 rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
                  r.published_tflops > 0 ? "" : "  (tokens/s)");
     if (o.breakdown) {
       const TimeBreakdown& t = cost.time;
