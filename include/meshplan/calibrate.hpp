@@ -5,6 +5,7 @@
 /// least squares (Eigen), and writes the calibrated system YAML.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshplan/hardware.hpp"
@@ -23,8 +24,17 @@ struct CalibrationPoint {
   std::string where;     ///< "file:line" for messages
 };
 
-/// Reads JSON-lines measurement files (the {"environment"} line is skipped). Throws
-/// InputError (file, line, field) for unreadable files, malformed JSON or missing fields.
+/// Parses the text of one JSON-lines measurement file named `file` (blank lines and the
+/// {"environment"} line are skipped). Throws InputError naming file, line, the column of the
+/// key, the field, what was expected and what was found, for: malformed JSON (NaN and
+/// Infinity included), NUL bytes, lines over 64 KiB, nesting deeper than 64, duplicate keys,
+/// a missing or mistyped field, an unknown kind / op / dtype, and numbers out of range
+/// (seconds in [1e-9, 3600], collective n in [2, 2^20], bytes in [1, 2^40], nodes_spanned in
+/// [1, n], GEMM m, n, k in [1, 2^20]).
+std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, const std::string& file);
+
+/// Reads JSON-lines measurement files with ParseCalibrationPoints. Throws InputError for an
+/// unreadable, empty or non-regular file and for a file without any measurement line.
 std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::string>& files);
 
 /// A fitted point: measured and predicted seconds; residual = predicted / measured - 1.
@@ -51,8 +61,11 @@ struct CalibrationFit {
 /// and on GEMMs with min(m, n, k) >= 2048, t = t0 + flop / rate, each by least squares on
 /// relative residuals. The system then gets scaleup_latency = latency, scaleup_busbw_efficiency
 /// = busbw / scaleup_bandwidth, and compute_efficiency scaled by bf16 rate / (bf16 peak x
-/// matmul_efficiency_bf16) (the measured large-GEMM rate replaces the published MAMF). Throws
-/// InputError (field "MEASUREMENTS") when there are too few points to fit.
+/// matmul_efficiency_bf16) (the measured large-GEMM rate replaces the published MAMF). When the
+/// collective points give no positive latency, the base system's latency is kept and only the
+/// bandwidth is fitted. Throws InputError (field "MEASUREMENTS") when there are too few points
+/// to fit, when the fitted bus bandwidth is not positive (times that do not grow with the
+/// message size) or when the fitted latency exceeds 0.1 s per step (hwdb's limit).
 CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPoint>& points);
 
 /// The calibrated system as a hwdb/systems YAML (published units), with the fit as comments.

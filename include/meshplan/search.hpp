@@ -37,6 +37,10 @@ struct PlanRequest {
   /// Stop after this many layouts (or subtrees) have been tested; bounds time and, for
   /// EnumerateLayouts, memory. 0 = no limit.
   int64_t max_layouts = 0;
+  /// Memory budget: stop the walk once this process's resident memory (ResidentBytes())
+  /// exceeds this many bytes, checked with the deadline every few hundred layouts, and
+  /// return the best layouts found so far with PlanResult::stopped = "memory". 0 = no limit.
+  int64_t max_memory_bytes = 0;
   /// Search threads; 0 = one per hardware core. Results do not depend on it.
   int threads = 0;
   /// Branch-and-bound: skip (mesh, features) subtrees whose least memory exceeds the
@@ -62,8 +66,8 @@ struct PlanResult {
   std::vector<std::pair<std::string, int64_t>> rejected_by_rule;
   /// Among valid layouts, the one needing least memory (set when any layout was valid).
   std::optional<Candidate> least_memory;
-  /// Why the walk stopped early ("" = it covered the whole space): "deadline" or
-  /// "max_layouts". The counts and results above are those of the part searched.
+  /// Why the walk stopped early ("" = it covered the whole space): "deadline",
+  /// "max_layouts" or "memory" (PlanRequest::max_memory_bytes). The counts and results above are those of the part searched.
   std::string stopped;
   /// (mesh, features) subtrees skipped by branch-and-bound (PlanRequest::prune).
   int64_t pruned = 0;
@@ -97,6 +101,10 @@ struct NearbyLayout {
 /// SP, recompute), then the best predicted step time. Layouts that fit in memory come before
 /// those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
+
+/// Resident memory of this process in bytes (Linux: /proc/self/statm; elsewhere the peak
+/// from getrusage). What PlanRequest::max_memory_bytes is checked against.
+int64_t ResidentBytes();
 
 /// Ranking order: faster step first, then less memory, then the simpler layout.
 bool RanksBefore(const Candidate& a, const Candidate& b);

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <initializer_list>
 #include <fstream>
 #include <sstream>
 
+#include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 
 namespace meshplan {
@@ -27,8 +30,10 @@ double BusFactor(const std::string& op, int64_t n) {
   return double(n - 1) / double(n);
 }
 
-// Least squares of rows a_i . x = t_i on relative residuals (each row divided by t_i).
-Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows) {
+// Least squares of rows a_i . x = t_i on relative residuals (each row divided by t_i). A
+// latency (x(0)) that comes out negative or zero is not physical (the points do not resolve
+// it): it is then fixed at `fallback_latency` and the bandwidth term alone is fitted.
+Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows, double fallback_latency = 0) {
   Eigen::MatrixXd A(rows.size(), 2);
   Eigen::VectorXd b(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -37,68 +42,249 @@ Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows) {
     b(i) = 1.0;
   }
   Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
-  if (x(0) < 0) {  // a negative latency is not physical: fit the bandwidth term alone
-    x(0) = 0;
-    x(1) = A.col(1).dot(b) / A.col(1).squaredNorm();
+  if (!(x(0) > 0)) {
+    x(0) = fallback_latency;
+    x(1) = A.col(1).dot(b - fallback_latency * A.col(0)) / A.col(1).squaredNorm();
   }
   return x;
 }
 
 }  // namespace
 
+namespace {
+
+// Limits of a plausible measurement (tools/measure/collectives.py and gemm.py write far
+// smaller values); anything outside is refused rather than fitted.
+constexpr int kMaxDepth = 64;                 // JSON nesting, as the YAML readers
+constexpr size_t kMaxLineChars = 65536;       // a measurement line is ~250 characters
+constexpr double kMinSeconds = 1e-9, kMaxSeconds = 3600;
+constexpr int64_t kMaxGroup = 1 << 20;        // GPUs in one collective group (as --gpus)
+constexpr int64_t kMaxBytes = int64_t{1} << 40;  // 1 TiB per collective buffer
+constexpr int64_t kMaxGemmDim = 1 << 20;
+
+// Short, one-line rendering of a JSON value for "found ..." (strings quoted and cut).
+std::string Shown(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::object: return "a map";
+    case nlohmann::json::value_t::array: return "a list";
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::string: {
+      std::string s = v.get<std::string>();
+      if (s.size() > 60) s = s.substr(0, 60) + "...";
+      return "the string \"" + s + "\"";
+    }
+    case nlohmann::json::value_t::number_float:
+      if (!std::isfinite(v.get<double>())) return "a number beyond the range of a double";
+      [[fallthrough]];
+    default: {
+      std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      if (s.size() > 60) s = s.substr(0, 60) + "...";
+      return s;
+    }
+  }
+}
+
+// 1-based column of the first (or the last) key `"key"` (followed by optional blanks and
+// ':') in `line`; 1 if it is not found (a key written with escapes).
+int KeyColumn(const std::string& line, const std::string& key, bool last = false) {
+  const std::string quoted = "\"" + key + "\"";
+  int found = 0;
+  for (size_t pos = line.find(quoted); pos != std::string::npos; pos = line.find(quoted, pos + 1)) {
+    size_t after = line.find_first_not_of(" \t", pos + quoted.size());
+    if (after != std::string::npos && line[after] == ':') {
+      found = static_cast<int>(pos) + 1;
+      if (!last) break;
+    }
+  }
+  return found > 0 ? found : 1;
+}
+
+// The key whose value starts at byte `at` of `line` ("" if none): the last "key": before it.
+std::string KeyBefore(const std::string& line, size_t at) {
+  const size_t colon = line.rfind(':', at);
+  if (colon == std::string::npos) return "";
+  const size_t close = line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+  if (close == std::string::npos || line[close] != '"' || close == 0) return "";
+  const size_t open = line.rfind('"', close - 1);
+  if (open == std::string::npos) return "";
+  return line.substr(open + 1, close - open - 1);
+}
+
+// One JSON line of a measurement file, with typed, range-checked getters whose errors name
+// file, line, the column of the key, the field, what was expected and what was found.
+class LineReader {
+ public:
+  LineReader(const std::string& file, int ln, const std::string& line, const nlohmann::json& j)
+      : file_(file), ln_(ln), line_(line), j_(j) {}
+
+  [[noreturn]] void Fail(const std::string& key, const std::string& message) const {
+    throw InputError({file_, ln_, key.empty() ? 1 : KeyColumn(line_, key)}, key, message);
+  }
+  bool Has(const char* key) const { return j_.contains(key); }
+  const nlohmann::json& Need(const char* key, const std::string& expected) const {
+    if (!j_.contains(key)) Fail(key, "missing; expected " + expected + " (a measurement line of collectives.py / gemm.py)");
+    return j_.at(key);
+  }
+  double Num(const char* key, double min, double max) const {
+    const std::string expected = "a number in [" + Fmt(min) + ", " + Fmt(max) + "]";
+    const nlohmann::json& v = Need(key, expected);
+    if (!v.is_number()) Fail(key, "expected " + expected + ", found " + Shown(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < min || x > max) Fail(key, "expected " + expected + ", found " + Shown(v));
+    return x;
+  }
+  int64_t Int(const char* key, int64_t min, int64_t max) const {
+    const std::string expected = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    const nlohmann::json& v = Need(key, expected);
+    if (!v.is_number_integer()) Fail(key, "expected " + expected + ", found " + Shown(v));
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(max) || static_cast<int64_t>(u) < min) {
+        Fail(key, "expected " + expected + ", found " + Shown(v));
+      }
+      return static_cast<int64_t>(u);
+    }
+    const int64_t x = v.get<int64_t>();
+    if (x < min || x > max) Fail(key, "expected " + expected + ", found " + Shown(v));
+    return x;
+  }
+  std::string OneOf(const char* key, std::initializer_list<const char*> allowed) const {
+    std::string expected;
+    for (const char* a : allowed) expected += (expected.empty() ? "" : ", ") + std::string(a);
+    const nlohmann::json& v = Need(key, "one of " + expected);
+    if (v.is_string()) {
+      for (const char* a : allowed) {
+        if (v.get<std::string>() == a) return a;
+      }
+    }
+    Fail(key, "expected one of " + expected + ", found " + Shown(v));
+  }
+
+ private:
+  static std::string Fmt(double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+  }
+  const std::string& file_;
+  int ln_;
+  const std::string& line_;
+  const nlohmann::json& j_;
+};
+
+// Parses one line; throws InputError for malformed JSON, nesting deeper than kMaxDepth and
+// duplicate keys of the measurement object.
+nlohmann::json ParseLine(const std::string& file, int ln, const std::string& line) {
+  std::vector<std::vector<std::string>> keys;  // keys seen per open object
+  std::string duplicate;
+  auto cb = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxDepth) {
+      throw InputError({file, ln, 1}, "", "nesting deeper than 64 levels; expected a flat measurement object");
+    }
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end && !keys.empty()) keys.pop_back();
+    if (event == E::key && !keys.empty() && duplicate.empty()) {
+      const std::string k = parsed.get<std::string>();
+      if (std::find(keys.back().begin(), keys.back().end(), k) != keys.back().end()) duplicate = k;
+      keys.back().push_back(k);
+    }
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line, cb);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Python's json.dumps writes NaN, Infinity and -Infinity for non-finite floats: name them.
+    size_t at = e.byte == 0 ? 0 : std::min(e.byte - 1, line.size());
+    if (at > 0 && line[at - 1] == '-') --at;
+    const int col = static_cast<int>(at) + 1;
+    for (const char* word : {"NaN", "Infinity", "-Infinity"}) {
+      if (line.compare(at, std::strlen(word), word) == 0) {
+        throw InputError({file, ln, col}, KeyBefore(line, at),
+                         std::string("expected a finite number, found ") + word +
+                             " (Python's json module writes non-finite floats so; the measurement failed)");
+      }
+    }
+    throw InputError({file, ln, col}, "", "malformed JSON; expected one JSON object per line (JSON lines)");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond the range of a double (id 406: "number overflow parsing '1e999'").
+    const std::string what = e.what();
+    const size_t q = what.find("parsing '");
+    const std::string token = q == std::string::npos ? "" : what.substr(q + 9, what.find('\'', q + 9) - (q + 9));
+    const size_t at = token.empty() ? std::string::npos : line.find(token);
+    if (at == std::string::npos) {
+      throw InputError({file, ln, 1}, "", "expected numbers within the range of a double");
+    }
+    throw InputError({file, ln, static_cast<int>(at) + 1}, KeyBefore(line, at),
+                     "expected a number within the range of a double, found " + token.substr(0, 60));
+  } catch (const nlohmann::json::exception&) {
+    throw InputError({file, ln, 1}, "", "malformed JSON; expected one JSON object per line (JSON lines)");
+  }
+  if (!duplicate.empty()) {
+    throw InputError({file, ln, KeyColumn(line, duplicate, true)}, duplicate,
+                     "duplicate key; expected each field once per measurement line");
+  }
+  return j;
+}
+
+}  // namespace
+
+std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, const std::string& file) {
+  std::vector<CalibrationPoint> pts;
+  size_t start = 0;
+  int ln = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string line(text.substr(start, end - start));
+    start = end + 1;
+    ++ln;
+    if (line.find('\0') != std::string::npos) {
+      throw InputError({file, ln, static_cast<int>(line.find('\0')) + 1}, "",
+                       "file contains NUL bytes; expected JSON lines text (collectives.jsonl / gemm.jsonl)");
+    }
+    if (line.size() > kMaxLineChars) {
+      throw InputError({file, ln, 1}, "",
+                       "expected a measurement line of at most " + std::to_string(kMaxLineChars) + " characters, found " +
+                           std::to_string(line.size()));
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = ParseLine(file, ln, line);
+    if (!j.is_object()) {
+      throw InputError({file, ln, 1}, "", "expected a JSON object per line (a measurement of collectives.py / gemm.py), found " + Shown(j));
+    }
+    if (j.contains("environment")) continue;
+    const LineReader r(file, ln, line, j);
+    CalibrationPoint p;
+    p.where = file + ":" + std::to_string(ln);
+    p.kind = r.OneOf("kind", {"collective", "gemm"});
+    p.seconds = r.Num("seconds", kMinSeconds, kMaxSeconds);
+    if (p.kind == "collective") {
+      p.op = r.OneOf("op", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"});
+      p.n = r.Int("n", 2, kMaxGroup);
+      p.bytes = static_cast<double>(r.Int("bytes", 1, kMaxBytes));
+      p.nodes = r.Has("nodes_spanned") ? r.Int("nodes_spanned", 1, p.n) : 1;
+    } else {
+      p.op = r.OneOf("dtype", {"bf16", "fp8"});
+      const int64_t m = r.Int("m", 1, kMaxGemmDim), n = r.Int("n", 1, kMaxGemmDim), k = r.Int("k", 1, kMaxGemmDim);
+      p.flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      p.n = std::min({m, n, k});
+    }
+    pts.push_back(p);
+  }
+  return pts;
+}
+
 std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::string>& files) {
   std::vector<CalibrationPoint> pts;
   for (const std::string& file : files) {
-    std::ifstream f(file);
-    if (!f.good()) throw InputError({file, 0, 0}, "MEASUREMENTS", "cannot read the file");
-    std::string line;
-    int ln = 0;
-    while (std::getline(f, line)) {
-      ++ln;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw InputError({file, ln, static_cast<int>(e.byte)}, "MEASUREMENTS", "expected one JSON object per line");
-      }
-      if (j.contains("environment")) continue;
-      auto need = [&](const char* key) -> const nlohmann::json& {
-        if (!j.is_object() || !j.contains(key)) {
-          throw InputError({file, ln, 1}, key, "expected the key in a measurement line of collectives.py / gemm.py");
-        }
-        return j.at(key);
-      };
-      auto num = [&](const char* key) {
-        const nlohmann::json& v = need(key);
-        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
-          throw InputError({file, ln, 1}, key, "expected a positive number, found " + v.dump());
-        }
-        return v.get<double>();
-      };
-      CalibrationPoint p;
-      p.where = file + ":" + std::to_string(ln);
-      p.kind = need("kind").is_string() ? need("kind").get<std::string>() : "";
-      p.seconds = num("seconds");
-      if (p.kind == "collective") {
-        p.op = need("op").get<std::string>();
-        if (p.op != "all_reduce" && p.op != "all_gather" && p.op != "reduce_scatter" && p.op != "all_to_all" &&
-            p.op != "send_recv") {
-          throw InputError({file, ln, 1}, "op", "expected all_reduce, all_gather, reduce_scatter, all_to_all or send_recv, found " + p.op);
-        }
-        p.n = static_cast<int64_t>(num("n"));
-        p.bytes = num("bytes");
-        p.nodes = j.contains("nodes_spanned") ? j.at("nodes_spanned").get<int64_t>() : 1;
-      } else if (p.kind == "gemm") {
-        p.op = need("dtype").get<std::string>();
-        p.flop = 2.0 * num("m") * num("n") * num("k");
-        const double mn = std::min({num("m"), num("n"), num("k")});
-        p.n = static_cast<int64_t>(mn);
-      } else {
-        throw InputError({file, ln, 1}, "kind", "expected \"collective\" or \"gemm\"");
-      }
-      pts.push_back(p);
+    std::vector<CalibrationPoint> some = ParseCalibrationPoints(data::ReadFileOrThrow(file), file);
+    if (some.empty()) {
+      throw InputError({file, 0, 0}, "MEASUREMENTS",
+                       "expected at least one measurement line (kind collective or gemm), found none");
     }
+    pts.insert(pts.end(), some.begin(), some.end());
   }
   return pts;
 }
@@ -118,7 +304,18 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
   Eigen::Vector2d cx(0, 0);
   if (!coll.empty()) {
     if (coll.size() < 3) throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS", "expected at least 3 collective points of >= 1 MiB");
-    cx = FitRelative(coll);
+    // No positive latency in the fit: keep the base system's (a system file needs one > 0).
+    cx = FitRelative(coll, base.scaleup_latency);
+    if (!(cx(1) > 0) || !std::isfinite(cx(1))) {
+      throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
+                       "expected collective times that grow with the message size; the least-squares fit gives a "
+                       "non-positive bus bandwidth");
+    }
+    if (!(cx(0) <= 0.1)) {  // hwdb's limit for scaleup_latency_us (0.1 s per step)
+      throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
+                       "expected a scale-up latency of at most 100000 us per collective step, the fit gives " +
+                           std::to_string(cx(0) * 1e6) + " us; the collective times do not follow the model");
+    }
     fit.scaleup_latency_s = cx(0);
     fit.scaleup_busbw = 1.0 / cx(1);
     fit.system.scaleup_latency = cx(0);

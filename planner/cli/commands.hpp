@@ -35,6 +35,7 @@ struct PlanOptions {
   long long max_micro_batch = 16;
   double max_seconds = 300;  ///< search time limit; the best layouts so far are printed
   long long max_layouts = 0;  ///< search work limit (layouts tested); 0 = none
+  long long max_memory_mb = 0;  ///< search memory budget (resident MiB); 0 = none
   bool emit_launch = false;     ///< write recipe, launch script and sbatch per recipe beside --out
   bool full_recipe = false;     ///< with emit_launch: complete AutoModel recipes
   long long nodes = 0, gpus_per_node = 0;  ///< launch topology; 0 = derived from the system

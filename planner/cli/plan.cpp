@@ -51,6 +51,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
   cmd->add_option("--max-layouts", o.max_layouts,
                   "stop the search after testing this many layouts (default: no limit)");
+  cmd->add_option("--max-memory-mb", o.max_memory_mb,
+                  "stop the search when meshplan's resident memory exceeds this many MiB and print the best "
+                  "layouts so far (default: no limit)");
   cmd->add_flag("--emit-launch", o.emit_launch,
                 "beside --out write OUT-stem.rankN.yaml, .launch.sh (torchrun) and .sbatch (Slurm) per recipe");
   cmd->add_flag("--full-recipe", o.full_recipe, "with --emit-launch: complete AutoModel recipes (model, dataset, ...)");
@@ -111,6 +114,12 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
                      "expected a non-negative integer (0 = no limit), found " + std::to_string(o.max_layouts));
   }
   req.max_layouts = o.max_layouts;
+  if (o.max_memory_mb < 0 || o.max_memory_mb > (1LL << 30)) {
+    throw InputError({"<command line>", 0, 0}, "--max-memory-mb",
+                     "expected an integer in [0, 1073741824] MiB (0 = no limit), found " +
+                         std::to_string(o.max_memory_mb));
+  }
+  req.max_memory_bytes = static_cast<int64_t>(o.max_memory_mb) << 20;
   req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
   req.framework = o.framework == "megatron-bridge" ? Framework::kMegatronBridge : Framework::kAutoModel;
   req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
@@ -161,10 +170,14 @@ int RunPlan(const PlanOptions& o) {
     if (result.top.size() > static_cast<size_t>(o.top)) result.top.resize(static_cast<size_t>(o.top));
   }
   if (!result.stopped.empty()) {
-    std::cerr << "meshplan: warning: search stopped early ("
-              << (result.stopped == "deadline" ? "--max-seconds " + recipe::Fixed(max_seconds, 1) + " reached"
-                                               : "--max-layouts " + std::to_string(o.max_layouts) + " reached")
-              << ") after " << result.enumerated << " layouts; results are the best found so far\n";
+    std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
+    if (result.stopped == "deadline") why = "--max-seconds " + recipe::Fixed(max_seconds, 1) + " reached";
+    if (result.stopped == "memory") {
+      why = "--max-memory-mb " + std::to_string(o.max_memory_mb) + " exceeded: meshplan holds " +
+            recipe::Fixed(static_cast<double>(ResidentBytes()) / (1 << 20), 1) + " MiB resident";
+    }
+    std::cerr << "meshplan: warning: search stopped early (" << why << ") after " << result.enumerated
+              << " layouts; results are the best found so far\n";
   }
   if (result.valid == 0) {
     std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <filesystem>
 #include <sstream>
 
@@ -31,15 +32,37 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-// The recipe function passed to Megatron-Bridge's run_recipe.py: MB names its recipe functions
-// <family><size>_pretrain_config (megatron.md 1.8); the user may override with $MB_RECIPE.
-std::string MbRecipeGuess(const std::string& model) {
-  std::string s;
-  for (char ch : model) {
-    if (ch == '.') continue;
-    s += (ch == '-') ? '_' : ch;
+// `s` with every character outside [A-Za-z0-9._-] replaced by '_' (safe inside "${V:?...}").
+std::string ShellWord(const std::string& s) {
+  std::string w;
+  for (char ch : s) w += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-') ? ch : '_';
+  return w;
+}
+
+// The recipe function passed to Megatron-Bridge's run_recipe.py --recipe for a model preset
+// ("" when Megatron-Bridge has none: the scripts then require $MB_RECIPE). Checked against
+// Megatron-Bridge main (commit 067f987d, 2026-08-22): scripts/training/recipe_runner.py
+// find_library_recipe looks the name up in megatron.bridge.recipes, which exports each family's
+// `<family><size>_pretrain_config` as an alias of its H100 recipe (e.g. for Llama-3.1-8B
+// src/megatron/bridge/recipes/llama/llama3.py: llama31_8b_pretrain_config =
+// llama31_8b_pretrain_2gpu_h100_bf16_config in recipes/llama/h100/llama3.py), and
+// recipe_metadata.py infer_recipe_mode reads "pretrain" from the name. The aliases are used
+// rather than the H100 names because some H100 names (deepseek_v3_pretrain_1024gpu_h100_bf16_config,
+// gpt_oss_120b_pretrain_64gpu_h100_bf16_config) are also benchmark recipes, which run_recipe.py
+// prefers (BENCHMARK_RECIPE_PRECEDENCE_COLLISIONS). There is no Mixtral recipe.
+std::string MbRecipeName(const std::string& model) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"llama3-8b", "llama3_8b_pretrain_config"},          {"llama3-70b", "llama3_70b_pretrain_config"},
+      {"llama3.1-8b", "llama31_8b_pretrain_config"},       {"llama3.1-70b", "llama31_70b_pretrain_config"},
+      {"llama3.1-405b", "llama31_405b_pretrain_config"},   {"qwen3-8b", "qwen3_8b_pretrain_config"},
+      {"qwen3-30b-a3b", "qwen3_30b_a3b_pretrain_config"},  {"qwen3-235b-a22b", "qwen3_235b_a22b_pretrain_config"},
+      {"deepseek-v3", "deepseek_v3_pretrain_config"},      {"kimi-k2", "kimi_k2_pretrain_config"},
+      {"gpt-oss-20b", "gpt_oss_20b_pretrain_config"},      {"gpt-oss-120b", "gpt_oss_120b_pretrain_config"},
+  };
+  for (const auto& [preset, name] : kNames) {
+    if (model == preset) return name;
   }
-  return s + "_pretrain_config";
+  return "";
 }
 
 // The launcher command (without the environment), one argument per continued line.
@@ -55,8 +78,11 @@ std::string Command(const Candidate& c, const PlanRequest& req, const LaunchTopo
       << ") on each node}\" --master-addr \"${MASTER_ADDR:?set MASTER_ADDR to node 0}\" --master-port \"${MASTER_PORT:-29500}\"";
   }
   if (IsMegatron(req)) {
-    s << " \\\n  \"${MEGATRON_BRIDGE_DIR:-.}/scripts/training/run_recipe.py\" --recipe \"${MB_RECIPE:-"
-      << MbRecipeGuess(req.model.name) << "}\"";
+    const std::string mb_recipe = MbRecipeName(req.model.name);
+    s << " \\\n  \"${MEGATRON_BRIDGE_DIR:-.}/scripts/training/run_recipe.py\" --recipe \"${MB_RECIPE:"
+      << (mb_recipe.empty() ? "?set MB_RECIPE to a Megatron-Bridge recipe function: it has none for " + ShellWord(req.model.name)
+                            : "-" + mb_recipe)
+      << "}\"";
     for (const auto& [key, value] : MegatronOverrides(c.layout, req)) s << " \\\n  " << Quote(key + "=" + value);
     s << "\n";
   } else {
@@ -170,6 +196,10 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   y << "step_scheduler:\n" << step_body;
   y << "  max_steps: 100\n  num_epochs: 1\n  ckpt_every_steps: 1000000\n  val_every_steps: 1000000\n";
   y << "dist_env:\n  backend: nccl\n  timeout_minutes: 10\n";
+  // rng: the section of AutoModel's examples (examples/llm_finetune/llama3_1/llama3_1_8b_hellaswag_pp.yaml),
+  // whose target is the class StatefulRNG(seed, ranked) of nemo_automodel/components/training/rng.py.
+  // recipes/llm/train_ft.py setup() itself builds StatefulRNG(seed=cfg.seed, ranked=True) from the
+  // top-level `seed` (AutoModel main, commit 36044ad3, 2026-08-22), so both seeds are the same.
   y << "rng:\n  _target_: nemo_automodel.components.training.rng.StatefulRNG\n  seed: 1234\n  ranked: true\n";
   y << "model:\n";
   if (!id.empty()) {
@@ -201,6 +231,15 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   y << "  num_samples: 1000000\n";
   y << "  batch_size: " << c.layout.local_batch_size << "\n";
   y << "packed_sequence:\n  packed_sequence_size: 0\n";
+  // dataloader.batch_size must be null: MockIterableDataset already yields batches of
+  // dataset.batch_size = local_batch_size sequences. AutoModel main (commit 36044ad3):
+  // nemo_automodel/recipes/_typed_config.py RecipeConfig._resolve_dataloader takes `batch_size`
+  // from this block, defaulting to step_scheduler.local_batch_size when absent (which would batch
+  // the batches); nemo_automodel/components/datasets/loader.py DataloaderConfig.batch_size is
+  // `int | None`, None collates with default_convert, and ParallelAwareDataloader passes None on
+  // for an IterableDataset. AutoModel's mock-data benchmark recipes do the same
+  // (examples/llm_benchmark/deepseek/deepseek_v3_torch.yaml: "batch_size: null  # Dataset already
+  // yields batches"). _target_ and num_workers are among the fields _resolve_dataloader accepts.
   y << "dataloader:\n  _target_: torch.utils.data.DataLoader\n  batch_size: null  # the dataset yields batches\n"
        "  num_workers: 0\n";
   y << "optimizer:\n  _target_: torch.optim.AdamW\n  lr: 1.0e-5\n  betas: [0.9, 0.95]\n  eps: 1.0e-8\n"
@@ -218,7 +257,7 @@ std::string LaunchScript(const Candidate& c, const PlanRequest& req, const Launc
   if (topo.nodes > 1) s << "# Run this script on each of the " << topo.nodes << " nodes with NODE_RANK and MASTER_ADDR set.\n";
   if (IsMegatron(req)) {
     s << "# Recipe overrides (also in " << recipe_path << "); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
-      << "# and MB_RECIPE to the recipe function of your model if the default name does not exist.\n";
+      << "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n";
   }
   s << "set -euo pipefail\n" << Exports(c, req, topo) << "exec " << Command(c, req, topo, recipe_path, false);
   return s.str();

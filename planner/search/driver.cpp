@@ -95,6 +95,8 @@ bool Scorer::Stopped() {
   } else if ((ticks_ & 255) == 0 && req_.deadline != std::chrono::steady_clock::time_point::max() &&
              std::chrono::steady_clock::now() >= req_.deadline) {
     stopped_ = "deadline";
+  } else if ((ticks_ & 255) == 0 && req_.max_memory_bytes > 0 && ResidentBytes() > req_.max_memory_bytes) {
+    stopped_ = "memory";
   }
   return !stopped_.empty();
 }

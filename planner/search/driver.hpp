@@ -41,7 +41,8 @@ class Scorer {
   bool Reject(const Layout& l, RuleStage stage);
   /// Checks the batch rules of a complete layout and scores it.
   void Leaf(const Layout& l, uint64_t order);
-  /// Deadline / budget check (a clock read every 256 calls).
+  /// Deadline / budget check (a clock read, and with a memory budget a resident-size read,
+  /// every 256 calls).
   bool Stopped();
 
   void Merge(const Scorer& other);

@@ -6,6 +6,7 @@
 #   gpu     the same with --model llama3.1-8b --system hwdb/systems/NAME.yaml, whose gpu: NAME is FILE
 #   system  the same with --model llama3.1-8b --system FILE
 #   recipe  meshplan_read_recipe FILE 32 (ParseAutoModelRecipe, the reader of check / explain)
+#   measurements  meshplan calibrate FILE --system dgx-h200 -o BUILD/bad_input_calibrated.yaml --force
 #   cli     meshplan EXTRA ARGUMENTS (@D@ = this directory)
 # Lines starting with # are comments. No ";" and no unbalanced "[" or "]" (they break CMake lists): write . instead.
 add_executable(meshplan_read_recipe ${CMAKE_CURRENT_LIST_DIR}/read_recipe.cpp)
@@ -38,6 +39,9 @@ foreach(line IN LISTS bi_lines)
     set(cmd $<TARGET_FILE:meshplan> plan --model llama3.1-8b --system ${BI}/${file} ${BI_SETUP} ${extra})
   elseif(entrance STREQUAL "recipe")
     set(cmd $<TARGET_FILE:meshplan_read_recipe> ${BI}/${file} 32 ${extra})
+  elseif(entrance STREQUAL "measurements")
+    set(cmd $<TARGET_FILE:meshplan> calibrate ${BI}/${file} --system dgx-h200
+        -o ${CMAKE_CURRENT_BINARY_DIR}/bad_input_calibrated.yaml --force ${extra})
   elseif(entrance STREQUAL "cli")
     set(cmd $<TARGET_FILE:meshplan> ${extra})
   else()
@@ -46,7 +50,7 @@ foreach(line IN LISTS bi_lines)
   if(entrance STREQUAL "cli")
     set(name cli.${file})
   else()
-    string(REGEX REPLACE "^(model|recipe|hwdb/gpus|hwdb/systems)/" "" name ${file})
+    string(REGEX REPLACE "^(model|recipe|measurements|hwdb/gpus|hwdb/systems)/" "" name ${file})
     string(REGEX REPLACE "\\.[a-z0-9]+$" "" name ${name})
     set(name ${entrance}.${name})
   endif()

@@ -6,7 +6,9 @@
 set -u
 mp=$1
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+# Only this shell cleans up: a background child killed before its exec runs the inherited
+# EXIT trap too, and would remove $dir under the test ($$ is this shell's PID in children).
+trap '[ "$BASHPID" = "$$" ] && rm -rf "$dir"' EXIT
 args=(plan --model llama3.1-70b --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 512 --top 20)
 "$mp" "${args[@]}" --out "$dir/ref.yaml" >/dev/null || { echo "reference run failed"; exit 1; }
 fail=0

@@ -31,6 +31,10 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# A memory budget the search stays under: the full search, no warning.
+meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ layouts" "!stopped early"
+  -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
+
 # No layout satisfies the request: exit 1 with the reason.
 meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)

@@ -51,7 +51,21 @@ TEST_CASE("full AutoModel recipe for Llama-3.1-8B on 8 H200 has every key the re
     CHECK(y["dataset"]["_target_"].IsScalar());
     CHECK(y["dataset"]["seq_len"].as<int64_t>() == 4096);
     CHECK(y["dataset"]["vocab_size"].as<int64_t>() == req.model.vocab_size);
-    CHECK(y["dataloader"]["_target_"].IsScalar());
+    // Sources of the next three groups: the comments at AutoModelFullRecipeYaml (AutoModel main).
+    // The dataset yields batches of local_batch_size, so the loader must not batch again:
+    // dataloader.batch_size null (absent would default to local_batch_size).
+    CHECK(y["dataset"]["_target_"].as<std::string>() ==
+          "nemo_automodel.components.datasets.llm.mock_iterable_dataset.MockIterableDataset");
+    CHECK(y["dataset"]["batch_size"].as<int64_t>() == r.top[i].layout.local_batch_size);
+    CHECK(y["step_scheduler"]["local_batch_size"].as<int64_t>() == r.top[i].layout.local_batch_size);
+    CHECK(y["dataloader"]["_target_"].as<std::string>() == "torch.utils.data.DataLoader");
+    REQUIRE(y["dataloader"]["batch_size"].IsDefined());
+    CHECK(y["dataloader"]["batch_size"].IsNull());
+    CHECK(y["dataloader"]["num_workers"].as<int64_t>() == 0);
+    // rng: AutoModel's StatefulRNG class, seeded like the top-level seed train_ft.py uses.
+    CHECK(y["rng"]["_target_"].as<std::string>() == "nemo_automodel.components.training.rng.StatefulRNG");
+    CHECK(y["rng"]["seed"].as<int64_t>() == y["seed"].as<int64_t>());
+    CHECK(y["rng"]["ranked"].as<bool>());
     CHECK(y["optimizer"]["_target_"].as<std::string>() == "torch.optim.AdamW");
     CHECK(y["step_scheduler"]["global_batch_size"].as<int64_t>() == 64);
     CHECK(y["step_scheduler"]["max_steps"].as<int64_t>() > 0);
@@ -113,9 +127,37 @@ TEST_CASE("Megatron-Bridge launch carries the overrides and CUDA_DEVICE_MAX_CONN
   const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
   const std::string sh = LaunchScript(r.top[0], req, topo, "/x/r.yaml", 1);
   CHECK(sh.find("run_recipe.py") != std::string::npos);
+  // Megatron-Bridge exports llama31_70b_pretrain_config (alias of its H100 recipe) from megatron.bridge.recipes.
+  CHECK(sh.find("--recipe \"${MB_RECIPE:-llama31_70b_pretrain_config}\"") != std::string::npos);
   CHECK(sh.find("'model.tensor_model_parallel_size=" + std::to_string(r.top[0].layout.tp) + "'") != std::string::npos);
   CHECK(sh.find("--node-rank") != std::string::npos);
   for (const auto& [k, v] : MegatronLaunchEnv(r.top[0].layout)) CHECK(sh.find("export " + k + "=") != std::string::npos);
+}
+
+TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge exports for each preset") {
+  PlanRequest req = Llama8bOn8H200();
+  req.framework = Framework::kMegatronBridge;
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
+  // Llama-3.1-8B: llama31_8b_pretrain_config = llama31_8b_pretrain_2gpu_h100_bf16_config
+  // (Megatron-Bridge src/megatron/bridge/recipes/llama/llama3.py).
+  const std::string sh = LaunchScript(r.top[0], req, topo, "/x/r.yaml", 1);
+  CHECK(sh.find("--recipe \"${MB_RECIPE:-llama31_8b_pretrain_config}\"") != std::string::npos);
+  CHECK(SlurmScript(r.top[0], req, topo, "/x/r.yaml", 1).find("${MB_RECIPE:-llama31_8b_pretrain_config}") !=
+        std::string::npos);
+  // Megatron-Bridge has no Mixtral recipe: the script stops unless MB_RECIPE is set, rather than
+  // calling a recipe function that does not exist.
+  PlanRequest mix = req;
+  mix.model = LoadModel("mixtral-8x7b");
+  mix.setup.num_gpus = 16;
+  mix.setup.global_batch = 256;
+  const PlanResult rm = Plan(mix);
+  REQUIRE(!rm.top.empty());
+  const std::string shm = LaunchScript(rm.top[0], mix, ResolveLaunchTopology(mix, 0, 0), "/x/r.yaml", 1);
+  CHECK(shm.find("${MB_RECIPE:?set MB_RECIPE to a Megatron-Bridge recipe function: it has none for mixtral-8x7b}") !=
+        std::string::npos);
+  CHECK(shm.find("_pretrain_config") == std::string::npos);
 }
 
 TEST_CASE("report: self-contained HTML with memory and time bars and a scatter") {

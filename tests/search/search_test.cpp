@@ -86,3 +86,45 @@ TEST_CASE("search: an impossible request has no fitting layout and reports the l
   CHECK(r.least_memory->cost.memory.Total() > 405.85e9 * 8 / 8);
   CHECK(r.least_memory->cost.memory.Total() > r.least_memory->cost.capacity_bytes);
 }
+
+TEST_CASE("search: a memory budget below the resident size stops the walk with the best layouts so far") {
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+  req.threads = 1;
+  const int64_t resident = ResidentBytes();
+  REQUIRE(resident > (1 << 20));  // this test binary holds more than 1 MiB
+  req.max_memory_bytes = 1 << 20;
+  const PlanResult r = Plan(req);
+  CHECK(r.stopped == "memory");
+  // The first check comes after 256 layouts: some were scored, and what is returned is valid.
+  CHECK(r.enumerated >= 256);
+  CHECK(r.valid > 0);
+  CheckAllValid(req, r);
+  // It stopped early: the unlimited search walks more layouts.
+  req.max_memory_bytes = 0;
+  const PlanResult full = Plan(req);
+  CHECK(full.stopped.empty());
+  CHECK(full.enumerated > r.enumerated);
+}
+
+TEST_CASE("search: a memory budget above the resident size changes nothing") {
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+  const PlanResult free_run = Plan(req);
+  req.max_memory_bytes = ResidentBytes() + (int64_t{64} << 30);  // 64 GiB more than held now
+  const PlanResult r = Plan(req);
+  CHECK(r.stopped.empty());
+  CHECK(r.enumerated == free_run.enumerated);
+  REQUIRE(r.top.size() == free_run.top.size());
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    CHECK(Describe(r.top[i].layout) == Describe(free_run.top[i].layout));
+    CHECK(r.top[i].cost.step_seconds == free_run.top[i].cost.step_seconds);
+  }
+}
+
+TEST_CASE("search: ResidentBytes reads the resident set and grows with held memory") {
+  const int64_t before = ResidentBytes();
+  CHECK(before > 0);
+  std::vector<char> block(size_t{64} << 20, 1);  // 64 MiB, touched
+  const int64_t after = ResidentBytes();
+  CHECK(after >= before + (int64_t{60} << 20));
+  CHECK(block[block.size() - 1] == 1);
+}
