@@ -258,6 +258,10 @@ std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, cons
     const LineReader r(file, ln, line, j);
     CalibrationPoint p;
     p.where = file + ":" + std::to_string(ln);
+    if (!j.contains("kind") && j.contains("peak_alloc") && j.contains("step_s")) {  // tests/data/measured/ format
+      r.Fail("kind", "missing: this is a training-run line of tools/measure/measure.py; calibrate reads the "
+                     "collectives.jsonl and gemm.jsonl of tools/measure/calibration_sweep.sh");
+    }
     p.kind = r.OneOf("kind", {"collective", "gemm"});
     p.seconds = r.Num("seconds", kMinSeconds, kMaxSeconds);
     if (p.kind == "collective") {
