@@ -14,7 +14,8 @@
 namespace meshplan {
 
 namespace cost {
-struct LinkTable;  // planner/cost/comm.hpp
+struct LinkTable;   // planner/cost/comm.hpp
+class CostTables;   // planner/cost/tables.hpp
 }
 
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
@@ -151,6 +152,9 @@ class CostModel {
   /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp), built
   /// once per (system, GPU count) and shared; Evaluate only looks them up.
   std::shared_ptr<const cost::LinkTable> links_;
+  /// Activation bytes per layer and the pipeline ranks to score per (pp, stage count),
+  /// layout-independent, computed once (planner/cost/tables.hpp).
+  std::shared_ptr<const cost::CostTables> tables_;
 };
 
 }  // namespace meshplan

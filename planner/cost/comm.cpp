@@ -38,10 +38,39 @@ Link GroupLink(const SystemSpec& sys, Group g) {
 }
 
 const LinkTable::Entry* LinkTable::Find(Group g) const {
+  if (!slot_.empty()) {
+    if (g.n < 1 || g.n > world_ || g.stride < 1 || g.stride > world_) return nullptr;
+    const int32_t pn = divisor_pos_[static_cast<size_t>(g.n)], ps = divisor_pos_[static_cast<size_t>(g.stride)];
+    if (pn < 0 || ps < 0) return nullptr;
+    const int32_t i = slot_[static_cast<size_t>(pn) * divisors_ + static_cast<size_t>(ps)];
+    return i < 0 ? nullptr : &entries[static_cast<size_t>(i)];
+  }
   auto it = std::lower_bound(entries.begin(), entries.end(), g, [](const Entry& e, const Group& k) {
     return e.n != k.n ? e.n < k.n : e.stride < k.stride;
   });
   return it != entries.end() && it->n == g.n && it->stride == g.stride ? &*it : nullptr;
+}
+
+void LinkTable::Index(int64_t world) {
+  slot_.clear();
+  divisor_pos_.clear();
+  divisors_ = 0;
+  world_ = world;
+  if (world < 1 || world > (int64_t{1} << 24)) return;
+  for (const Entry& e : entries) {
+    if (e.n < 1 || e.stride < 1 || world % e.n != 0 || world % e.stride != 0) return;  // keep the search
+  }
+  divisor_pos_.assign(static_cast<size_t>(world) + 1, -1);
+  for (int64_t d = 1; d <= world; ++d) {
+    if (world % d == 0) divisor_pos_[static_cast<size_t>(d)] = static_cast<int32_t>(divisors_++);
+  }
+  slot_.assign(divisors_ * divisors_, -1);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    int32_t& s = slot_[static_cast<size_t>(divisor_pos_[static_cast<size_t>(e.n)]) * divisors_ +
+                       static_cast<size_t>(divisor_pos_[static_cast<size_t>(e.stride)])];
+    if (s < 0) s = static_cast<int32_t>(i);  // the first, as the binary search finds it
+  }
 }
 
 LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
@@ -62,6 +91,7 @@ LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n
       t.entries.push_back(e);
     }
   }
+  t.Index(world);
   return t;
 }
 

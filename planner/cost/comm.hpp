@@ -39,6 +39,15 @@ struct LinkTable {
   };
   std::vector<Entry> entries;  ///< sorted by (n, stride)
   const Entry* Find(Group g) const;
+  /// Makes Find a table lookup instead of a binary search: n and stride of every entry
+  /// divide `world`. Call after `entries` is complete.
+  void Index(int64_t world);
+
+ private:
+  int64_t world_ = 0;
+  std::vector<int32_t> divisor_pos_;  ///< value in [0, world] -> position among the divisors, or -1
+  size_t divisors_ = 0;
+  std::vector<int32_t> slot_;  ///< [pos(n)·divisors_ + pos(stride)] -> entry index, or -1
 };
 /// Every shape with n >= 2 and n·stride dividing `world`; all-to-all links for stride-1
 /// shapes with n <= max_a2a_n (EP groups). Cost: O(world) graph work per shape.

@@ -19,13 +19,12 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
   return c;
 }
 
-LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
-  const ModelSpec& m = c.model;
+LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank) {
   const LayerMix mix = ModelLayerMix(m);
-  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
-  if (pp == 1 || c.split.num_stages <= 0) return mix;
+  const int64_t pp = std::max<int64_t>(1, pp_size);
+  if (pp == 1 || num_stages <= 0) return mix;
   LayerMix r{0, 0};
-  const int64_t L = m.num_layers, S = c.split.num_stages;
+  const int64_t L = m.num_layers, S = num_stages;
   const int64_t base = L / S, extra = L % S;
   for (int64_t s = pp_rank; s < S; s += pp) {
     const int64_t start = s * base + std::min(s, extra);
@@ -37,12 +36,15 @@ LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
   return r;
 }
 
-RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
-  const ModelSpec& m = c.model;
-  const ParamCounts& p = c.params;
-  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
+LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
+  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank);
+}
+
+RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
+                        int64_t pp_rank) {
+  const int64_t pp = std::max<int64_t>(1, pp_size);
   RankParams r;
-  const LayerMix layers = LayersOfRank(c, pp_rank);
+  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank);
   r.dense_layers = layers.dense;
   r.moe_layers = layers.moe;
   r.has_embedding = pp_rank == 0;
@@ -59,6 +61,11 @@ RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (r.has_embedding) r.root += double(p.embedding);
   if (r.has_head) r.root += double(p.output_head) + final_norm;
   return r;
+}
+
+RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
+  if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
+  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank);
 }
 
 int64_t QDim(const ModelSpec& m) {

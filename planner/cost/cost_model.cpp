@@ -4,6 +4,7 @@
 
 #include "cost/context.hpp"
 #include "cost/memory.hpp"
+#include "cost/tables.hpp"
 #include "cost/time.hpp"
 #include "meshplan/cost.hpp"
 
@@ -20,7 +21,8 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
       flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))),
       links_(setup.num_gpus <= cost::kMaxGraphWorld ? cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)
-                                                      : nullptr) {}
+                                                      : nullptr),
+      tables_(std::make_shared<const cost::CostTables>(model, params_)) {}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and
@@ -32,30 +34,28 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
 Cost CostModel::Evaluate(const Layout& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
+  ctx.tables = tables_.get();
   Cost out;
-  const int64_t pp = std::max<int64_t>(1, layout.pp);
-  double best_mem = -1.0, best_step = -1.0;
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
-  // in the rank), hence the most memory: only that one is evaluated.
-  struct Seen {
-    int64_t dense, moe;
-    bool embedding, head;
-  };
-  Seen seen[8];
-  int n_seen = 0;
-  for (int64_t r = 0; r < pp; ++r) {
-    const cost::LayerMix mix = cost::LayersOfRank(ctx, r);
-    const Seen sig{mix.dense, mix.moe, r == 0, r == pp - 1};
-    bool dup = false;
-    for (int i = 0; i < n_seen && !dup; ++i) {
-      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
-            seen[i].head == sig.head;
-    }
-    if (dup) continue;
-    if (n_seen < 8) seen[n_seen++] = sig;
-    const MemoryBreakdown mem = cost::RankMemory(ctx, r, memory_);
-    const TimeBreakdown time = cost::RankTime(ctx, r, mem);
+  // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built
+  // once per (pp, stage count)).
+  const cost::RankPlan* plan = tables_->Ranks(layout.pp, ctx.split.num_stages);
+  cost::RankPlan local;
+  if (plan == nullptr) {  // outside the table (pp above the layer count): build it here
+    local = cost::BuildRankPlan(model_, params_, layout.pp, ctx.split.num_stages);
+    plan = &local;
+  }
+  // The "megatron" profile's memory does not depend on the rank: computed once.
+  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  MemoryBreakdown uniform_mem;
+  double best_mem = -1.0, best_step = -1.0;
+  for (const cost::RankEntry& e : plan->ranks) {
+    ctx.rank_params = &e.params;
+    ctx.params_rank = e.rank;
+    if (!uniform || &e == &plan->ranks.front()) uniform_mem = cost::RankMemory(ctx, e.rank, memory_);
+    const MemoryBreakdown& mem = uniform_mem;
+    const TimeBreakdown time = cost::RankTime(ctx, e.rank, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
       out.memory = mem;
@@ -81,7 +81,9 @@ Cost CostModel::Evaluate(const Layout& layout) const {
 }
 
 std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {
-  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  ctx.links = links_.get();
+  ctx.tables = tables_.get();
   std::vector<MemoryBreakdown> out;
   for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) out.push_back(cost::RankMemory(ctx, r, memory_));
   return out;

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "cost/memory_megatron.hpp"
+#include "cost/tables.hpp"
 
 namespace meshplan::cost {
 
@@ -41,6 +42,11 @@ bool UseMegatron(const Layout& l, const MemoryOptions& o) {
   if (o.profile == MemoryProfile::kMegatron) return true;
   if (o.profile == MemoryProfile::kPyTorch) return false;
   return l.framework == Framework::kMegatronBridge;
+}
+
+/// LayerActivationBytes, from the CostModel's table when the context has one.
+ActBytes Act(const Ctx& c, bool moe_layer, AcWrap wrap) {
+  return c.tables != nullptr ? c.tables->Act(moe_layer, wrap) : LayerActivationBytes(c.model, moe_layer, wrap);
 }
 
 /// CUDA context + one NCCL communicator per process group of more than one rank that the
@@ -165,8 +171,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   if (l.recompute == Recompute::kFull) {
     wrap = (l.strategy == Strategy::kDdp && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
   }
-  const double dense_act = LayerActivationBytes(m, false, wrap).PerRank(l.tp, sp);
-  const double moe_act = LayerActivationBytes(m, true, wrap).PerRank(l.tp, sp);
+  const double dense_act = Act(c, false, wrap).PerRank(l.tp, sp);
+  const double moe_act = Act(c, true, wrap).PerRank(l.tp, sp);
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
   const double rope_dim = double(m.mla ? m.mla_spec.qk_rope_head_dim : m.head_dim);
   double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + 4.0 * rope_dim);
@@ -193,8 +199,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   mem.phase = "backward start";
   // Moment 2: recompute of one layer under full checkpointing.
   if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
-    const double layer_full = t * std::max(rp.dense_layers > 0 ? LayerActivationBytes(m, false, AcWrap::kNone).PerRank(l.tp, sp) : 0.0,
-                                           rp.moe_layers > 0 ? LayerActivationBytes(m, true, AcWrap::kNone).PerRank(l.tp, sp) : 0.0);
+    const double layer_full = t * std::max(rp.dense_layers > 0 ? Act(c, false, AcWrap::kNone).PerRank(l.tp, sp) : 0.0,
+                                           rp.moe_layers > 0 ? Act(c, true, AcWrap::kNone).PerRank(l.tp, sp) : 0.0);
     const double total = base + grads_prev + resident + acts + layer_full + held_logits;
     if (total > best) {
       best = total;
@@ -216,5 +222,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 }
 
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
+
+bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts) { return UseMegatron(layout, opts); }
 
 }  // namespace meshplan::cost

@@ -61,6 +61,10 @@ double InflightMicrobatches(const Layout& layout, const StageSplit& split, int64
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 /// Same with default MemoryOptions.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
+/// True when RankMemory(c, r, opts) is the same for every PP rank r (the "megatron" profile:
+/// Megatron's estimate is for the most loaded shard whatever the rank), so that a caller may
+/// compute it once per layout.
+bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts);
 
 /// CUDA context with the kernels PyTorch loads lazily during training, outside the
 /// caching allocator: measured 767-773 MiB on H200, torch 2.11 / CUDA 13.0 (device in use

@@ -41,8 +41,11 @@ const Rule* FirstFailure(const RuleContext& ctx) {
 }
 
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
+  // Both registries are sorted by stage (stable_sort in their builders).
   for (const Rule& r : Registry(ctx)) {
-    if (r.stage == stage && !r.check(ctx)) return &r;
+    if (r.stage < stage) continue;
+    if (r.stage > stage) break;
+    if (!r.check(ctx)) return &r;
   }
   return nullptr;
 }
