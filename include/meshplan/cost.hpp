@@ -130,6 +130,8 @@ class CostModel {
   double StepSecondsLowerBound(const Layout& layout) const;
   /// Scores a layout that has passed the rules.
   Cost Evaluate(const Layout& layout) const;
+  /// Evaluate(layout).memory.Total(), without the step time (the search's memory probes).
+  double MemoryTotal(const Layout& layout) const;
   const ModelSpec& model() const { return model_; }
   const SystemSpec& system() const { return system_; }
   const TrainSetup& setup() const { return setup_; }

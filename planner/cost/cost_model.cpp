@@ -9,6 +9,19 @@
 #include "meshplan/cost.hpp"
 
 namespace meshplan {
+namespace {
+
+// The pipeline ranks to score: from the tables, or built into `local` outside their range
+// (pp above the layer count; only hand-written layouts).
+const cost::RankPlan* RanksToScore(const cost::CostTables& tables, const ModelSpec& model, const ParamCounts& params,
+                                   const cost::Ctx& ctx, cost::RankPlan& local) {
+  const cost::RankPlan* plan = tables.Ranks(ctx.layout.pp, ctx.split.num_stages);
+  if (plan != nullptr) return plan;
+  local = cost::BuildRankPlan(model, params, ctx.layout.pp, ctx.split.num_stages);
+  return &local;
+}
+
+}  // namespace
 
 CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
                      const MemoryOptions& memory)
@@ -40,12 +53,8 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
   // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built
   // once per (pp, stage count)).
-  const cost::RankPlan* plan = tables_->Ranks(layout.pp, ctx.split.num_stages);
   cost::RankPlan local;
-  if (plan == nullptr) {  // outside the table (pp above the layer count): build it here
-    local = cost::BuildRankPlan(model_, params_, layout.pp, ctx.split.num_stages);
-    plan = &local;
-  }
+  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
   // The "megatron" profile's memory does not depend on the rank: computed once.
   const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
   MemoryBreakdown uniform_mem;
@@ -78,6 +87,28 @@ Cost CostModel::Evaluate(const Layout& layout) const {
     out.mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
   return out;
+}
+
+double CostModel::MemoryTotal(const Layout& layout) const {
+  cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  ctx.links = links_.get();
+  ctx.tables = tables_.get();
+  cost::RankPlan local;
+  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
+  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  MemoryBreakdown best;
+  double best_mem = -1.0;
+  for (const cost::RankEntry& e : plan->ranks) {
+    ctx.rank_params = &e.params;
+    ctx.params_rank = e.rank;
+    const MemoryBreakdown mem = cost::RankMemory(ctx, e.rank, memory_);
+    if (mem.Total() > best_mem) {
+      best_mem = mem.Total();
+      best = mem;
+    }
+    if (uniform) break;  // every rank the same
+  }
+  return best.Total();
 }
 
 std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {

@@ -30,7 +30,18 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
   return plan;
 }
 
-CostTables::CostTables(const ModelSpec& model, const ParamCounts& params) : model_(model), params_(params) {
+namespace {
+// What LayersOfRank and ParamsOfRank read of the model (not its names and source map).
+ModelSpec LayerCounts(const ModelSpec& m) {
+  ModelSpec s;
+  s.num_layers = m.num_layers;
+  s.num_dense_layers = m.num_dense_layers;
+  s.num_experts = m.num_experts;
+  return s;
+}
+}  // namespace
+
+CostTables::CostTables(const ModelSpec& model, const ParamCounts& params) : model_(LayerCounts(model)), params_(params) {
   for (int moe = 0; moe < 2; ++moe) {
     for (AcWrap w : {AcWrap::kNone, AcWrap::kLayer, AcWrap::kSubmodule, AcWrap::kSelective}) {
       act_[moe][static_cast<int>(w)] = LayerActivationBytes(model, moe == 1, w);
@@ -38,20 +49,36 @@ CostTables::CostTables(const ModelSpec& model, const ParamCounts& params) : mode
   }
   max_pp_ = std::max<int64_t>(1, model.num_layers);
   max_stages_ = 2 * std::max<int64_t>(0, model.num_layers) + 1;
-  const size_t n = static_cast<size_t>(max_pp_ + 1) * static_cast<size_t>(max_stages_ + 1);
-  plans_.reset(new std::atomic<const RankPlan*>[n]);
-  for (size_t i = 0; i < n; ++i) plans_[i].store(nullptr, std::memory_order_relaxed);
+  plans_.reset(new std::atomic<std::atomic<const RankPlan*>*>[static_cast<size_t>(max_pp_) + 1]);
+  for (int64_t pp = 0; pp <= max_pp_; ++pp) plans_[static_cast<size_t>(pp)].store(nullptr, std::memory_order_relaxed);
 }
 
 CostTables::~CostTables() {
-  const size_t n = static_cast<size_t>(max_pp_ + 1) * static_cast<size_t>(max_stages_ + 1);
-  for (size_t i = 0; i < n; ++i) delete plans_[i].load(std::memory_order_relaxed);
+  const size_t n = static_cast<size_t>(max_stages_) + 1;
+  for (int64_t pp = 0; pp <= max_pp_; ++pp) {
+    std::atomic<const RankPlan*>* row = plans_[static_cast<size_t>(pp)].load(std::memory_order_relaxed);
+    if (row == nullptr) continue;
+    for (size_t s = 0; s < n; ++s) delete row[s].load(std::memory_order_relaxed);
+    delete[] row;
+  }
 }
 
 const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages) const {
   if (pp < 1 || pp > max_pp_ || num_stages < 0 || num_stages > max_stages_) return nullptr;
-  std::atomic<const RankPlan*>& slot = plans_[static_cast<size_t>(pp) * static_cast<size_t>(max_stages_ + 1) +
-                                              static_cast<size_t>(num_stages)];
+  std::atomic<std::atomic<const RankPlan*>*>& row_slot = plans_[static_cast<size_t>(pp)];
+  std::atomic<const RankPlan*>* row = row_slot.load(std::memory_order_acquire);
+  if (row == nullptr) {
+    const size_t n = static_cast<size_t>(max_stages_) + 1;
+    auto fresh = std::make_unique<std::atomic<const RankPlan*>[]>(n);
+    for (size_t s = 0; s < n; ++s) fresh[s].store(nullptr, std::memory_order_relaxed);
+    std::atomic<const RankPlan*>* expected = nullptr;
+    if (row_slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
+      row = fresh.release();
+    } else {
+      row = expected;  // another thread made the row first
+    }
+  }
+  std::atomic<const RankPlan*>& slot = row[num_stages];
   const RankPlan* plan = slot.load(std::memory_order_acquire);
   if (plan != nullptr) return plan;
   auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages));

@@ -44,11 +44,13 @@ class CostTables {
   const RankPlan* Ranks(int64_t pp, int64_t num_stages) const;
 
  private:
-  ModelSpec model_;  // copies: a CostModel may move
+  ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
   ParamCounts params_;
   ActBytes act_[2][4];
   int64_t max_pp_ = 0, max_stages_ = 0;
-  mutable std::unique_ptr<std::atomic<const RankPlan*>[]> plans_;
+  /// Built on first use: plans_[pp] -> row of max_stages_ + 1 plans (so that constructing
+  /// a CostModel stays cheap; the search builds one per memory probe setup).
+  mutable std::unique_ptr<std::atomic<std::atomic<const RankPlan*>*>[]> plans_;
 };
 
 }  // namespace meshplan::cost

@@ -42,10 +42,10 @@ const Rule* FirstFailure(const RuleContext& ctx) {
 
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
   // Both registries are sorted by stage (stable_sort in their builders).
-  for (const Rule& r : Registry(ctx)) {
-    if (r.stage < stage) continue;
-    if (r.stage > stage) break;
-    if (!r.check(ctx)) return &r;
+  const std::span<const Rule> rules = Registry(ctx);
+  auto it = std::partition_point(rules.begin(), rules.end(), [stage](const Rule& r) { return r.stage < stage; });
+  for (; it != rules.end() && it->stage == stage; ++it) {
+    if (!it->check(ctx)) return &*it;
   }
   return nullptr;
 }

@@ -4,6 +4,7 @@
 // walk over subtrees.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -17,8 +18,12 @@ namespace meshplan::search {
 class Space {
  public:
   virtual ~Space() = default;
-  /// Mesh-level layouts in enumeration order (not yet checked by any rule).
-  virtual void Meshes(std::vector<Layout>& out) const = 0;
+  /// The mesh walk is cut into parts that can be walked independently (on several
+  /// threads); walking parts 0, 1, ... in turn is the whole walk in enumeration order.
+  virtual size_t MeshParts() const = 0;
+  /// Mesh-level layouts of one part in enumeration order (not yet checked by any rule),
+  /// handed to `emit` one at a time: the whole list is never held (millions of layouts).
+  virtual void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const = 0;
   /// The feature variants of a mesh that passed its rules (not yet checked).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
   /// Every leaf of a subtree, in enumeration order (batch rules not yet checked).

@@ -52,14 +52,11 @@ Key(const Layout& l) {
 
 class AutoModelSpace : public search::Space {
  public:
-  explicit AutoModelSpace(const PlanRequest& req) : req_(req) {}
-
-  void Meshes(std::vector<Layout>& out) const override {
+  explicit AutoModelSpace(const PlanRequest& req) : req_(req) {
     const int64_t n = req_.setup.num_gpus;
-    std::vector<int64_t> ep_options = {1};
     if (req_.model.is_moe()) {
       for (int64_t e : Divisors(req_.model.num_experts)) {
-        if (e > 1 && e <= n) ep_options.push_back(e);
+        if (e > 1 && e <= n) ep_options_.push_back(e);
       }
     }
     for (Strategy strategy : req_.strategies) {
@@ -67,23 +64,31 @@ class AutoModelSpace : public search::Space {
         for (int64_t cp : Divisors(n / tp)) {
           for (int64_t pp : Divisors(n / (tp * cp))) {
             if (pp > req_.model.num_layers) break;
-            const int64_t dp = n / (tp * cp * pp);
-            const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
-            for (int64_t rep : reps) {
-              for (int64_t ep : ep_options) {
-                Layout l;
-                l.strategy = strategy;
-                l.tp = tp;
-                l.cp = cp;
-                l.pp = pp;
-                l.dp = dp;
-                l.dp_replicate = rep;
-                l.ep = ep;
-                out.push_back(l);
-              }
-            }
+            parts_.push_back({strategy, tp, cp, pp});
           }
         }
+      }
+    }
+  }
+
+  // One part per (strategy, tp, cp, pp), in walk order.
+  size_t MeshParts() const override { return parts_.size(); }
+
+  void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const override {
+    const auto [strategy, tp, cp, pp] = parts_[part];
+    const int64_t dp = req_.setup.num_gpus / (tp * cp * pp);
+    const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
+    for (int64_t rep : reps) {
+      for (int64_t ep : ep_options_) {
+        Layout l;
+        l.strategy = strategy;
+        l.tp = tp;
+        l.cp = cp;
+        l.pp = pp;
+        l.dp = dp;
+        l.dp_replicate = rep;
+        l.ep = ep;
+        emit(l);
       }
     }
   }
@@ -153,7 +158,13 @@ class AutoModelSpace : public search::Space {
   }
 
  private:
+  struct Part {
+    Strategy strategy;
+    int64_t tp, cp, pp;
+  };
   const PlanRequest& req_;
+  std::vector<int64_t> ep_options_ = {1};
+  std::vector<Part> parts_;
 };
 
 }  // namespace
