@@ -37,14 +37,7 @@ Link GroupLink(const SystemSpec& sys, Group g) {
   return link;
 }
 
-const LinkTable::Entry* LinkTable::Find(Group g) const {
-  if (!slot_.empty()) {
-    if (g.n < 1 || g.n > world_ || g.stride < 1 || g.stride > world_) return nullptr;
-    const int32_t pn = divisor_pos_[static_cast<size_t>(g.n)], ps = divisor_pos_[static_cast<size_t>(g.stride)];
-    if (pn < 0 || ps < 0) return nullptr;
-    const int32_t i = slot_[static_cast<size_t>(pn) * divisors_ + static_cast<size_t>(ps)];
-    return i < 0 ? nullptr : &entries[static_cast<size_t>(i)];
-  }
+const LinkTable::Entry* LinkTable::Search(Group g) const {
   auto it = std::lower_bound(entries.begin(), entries.end(), g, [](const Entry& e, const Group& k) {
     return e.n != k.n ? e.n < k.n : e.stride < k.stride;
   });
@@ -111,53 +104,6 @@ std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t 
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 256) cache.clear();  // bound the memory of long-running processes
   return cache.emplace(key, table).first->second;
-}
-
-Link RingLink(const SystemSpec& sys, const LinkTable* table, Group g) {
-  if (table != nullptr && g.n > 1) {
-    const LinkTable::Entry* e = table->Find(g);
-    if (e != nullptr && e->ring.busbw_bytes_per_s > 0) return e->ring;
-  }
-  return GroupLink(sys, g);
-}
-
-Link A2aLink(const SystemSpec& sys, const LinkTable* table, Group g) {
-  if (table != nullptr && g.n > 1) {
-    const LinkTable::Entry* e = table->Find(g);
-    if (e != nullptr && e->a2a.busbw_bytes_per_s > 0) return e->a2a;
-  }
-  return GroupLink(sys, g);
-}
-
-namespace {
-double Transfer(double bytes, Link link) {
-  return link.busbw_bytes_per_s > 0 ? bytes / link.busbw_bytes_per_s : 0.0;
-}
-}  // namespace
-
-double AllReduceSeconds(double bytes, int64_t n, Link link) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  const double steps = 2.0 * double(n - 1);
-  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
-}
-
-double AllGatherSeconds(double bytes, int64_t n, Link link) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  const double steps = double(n - 1);
-  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
-}
-
-double ReduceScatterSeconds(double bytes, int64_t n, Link link) {
-  return AllGatherSeconds(bytes, n, link);
-}
-
-double AllToAllSeconds(double bytes, int64_t n, Link link) {
-  return AllGatherSeconds(bytes, n, link);
-}
-
-double P2pSeconds(double bytes, Link link) {
-  if (bytes <= 0) return 0.0;
-  return link.latency_s + Transfer(bytes, link);
 }
 
 MeshGroups LayoutGroups(const Layout& l, int64_t world) {
