@@ -151,8 +151,9 @@ class CostModel {
   /// Per-token FLOP terms of the model at setup_.seq_len (planner/cost/flops.hpp), computed
   /// once here instead of once per layout.
   std::shared_ptr<const cost::FlopsPerToken> flops_;
-  /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp), built
-  /// once per (system, GPU count) and shared; Evaluate only looks them up.
+  /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp; above
+  /// cost::kMaxGraphWorld GPUs the link-tier rule's), built once per (system, GPU count) and
+  /// shared; Evaluate only looks them up.
   std::shared_ptr<const cost::LinkTable> links_;
   /// Activation bytes per layer and the pipeline ranks to score per (pp, stage count),
   /// layout-independent, computed once (planner/cost/tables.hpp).

@@ -88,6 +88,24 @@ LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n
   return t;
 }
 
+LinkTable BuildGroupLinkTable(const SystemSpec& sys, int64_t world) {
+  LinkTable t;
+  if (world <= 1) return t;
+  for (int64_t n = 2; n <= world; ++n) {
+    if (world % n != 0) continue;
+    for (int64_t stride = 1; stride <= world / n; ++stride) {
+      if ((world / n) % stride != 0) continue;
+      LinkTable::Entry e;
+      e.n = n;
+      e.stride = stride;
+      e.ring = e.a2a = GroupLink(sys, Group{n, stride});
+      t.entries.push_back(e);
+    }
+  }
+  t.Index(world);
+  return t;
+}
+
 std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
   using Key = std::tuple<int, int, int, double, double, double, double, double, double, int64_t, int64_t>;
   static std::mutex mu;
@@ -100,7 +118,8 @@ std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t 
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  auto table = std::make_shared<const LinkTable>(BuildLinkTable(sys, world, max_a2a_n));
+  auto table = std::make_shared<const LinkTable>(world <= kMaxGraphWorld ? BuildLinkTable(sys, world, max_a2a_n)
+                                                                        : BuildGroupLinkTable(sys, world));
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 256) cache.clear();  // bound the memory of long-running processes
   return cache.emplace(key, table).first->second;

@@ -60,13 +60,17 @@ struct LinkTable {
 /// Every shape with n >= 2 and n·stride dividing `world`; all-to-all links for stride-1
 /// shapes with n <= max_a2a_n (EP groups). Cost: O(world) graph work per shape.
 LinkTable BuildLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
-/// BuildLinkTable memoised per (system's network numbers, world, max_a2a_n), thread-safe:
-/// searches and tests build many CostModels for the same job.
+/// The same shapes with GroupLink's link-tier rule (ring and all-to-all alike): no graph,
+/// so that lookups stay a table read for worlds above kMaxGraphWorld.
+LinkTable BuildGroupLinkTable(const SystemSpec& system, int64_t world);
 /// Largest world size whose groups are priced on the topology graph. Building the table
 /// loads every group shape onto the graph, which grows faster than linearly with the world
 /// (about 0.1 s at 1024 GPUs, 3.4 s at 8192 on the 2-core CI machine); larger jobs use the
 /// link-tier rule of GroupLink so that a search stays interactive. Known limitation.
 constexpr int64_t kMaxGraphWorld = 2048;
+/// BuildLinkTable (world <= kMaxGraphWorld) or BuildGroupLinkTable (above) memoised per
+/// (system's network numbers, world, max_a2a_n), thread-safe: searches and tests build many
+/// CostModels for the same job.
 std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
 /// Ring / all-to-all link of `group`: from `table` when it holds the shape, else GroupLink.
 /// (This and the collective times below are inline: RankTime calls them per rank.)

@@ -33,8 +33,7 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       model_flops_(ModelFlopsPerStep(model, setup)),
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
       flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))),
-      links_(setup.num_gpus <= cost::kMaxGraphWorld ? cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)
-                                                      : nullptr),
+      links_(cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)),
       tables_(std::make_shared<const cost::CostTables>(model, params_)) {}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
