@@ -46,15 +46,27 @@ MeshGroups MemoLayoutGroups(const Layout& l, int64_t world) {
 
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
             const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops) {
-  Ctx c{model, system, setup, params, layout, MemoSplitStages(model.num_layers, layout),
-        MemoLayoutGroups(layout, setup.num_gpus)};
-  c.grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
-  c.mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
-  c.mb_per_step = c.grad_accum * c.mb_per_call;
-  c.tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
-                    double(std::max<int64_t>(1, layout.cp));
-  c.flops = flops ? *flops : ComputeFlopsPerToken(model, setup.seq_len);
-  return c;
+  const int64_t grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
+  const int64_t mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
+  const double tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
+                               double(std::max<int64_t>(1, layout.cp));
+  // Every member named: the struct is built in place, not zeroed first.
+  return Ctx{model,
+             system,
+             setup,
+             params,
+             layout,
+             MemoSplitStages(model.num_layers, layout),
+             MemoLayoutGroups(layout, setup.num_gpus),
+             grad_accum,
+             mb_per_call,
+             grad_accum * mb_per_call,
+             tokens_per_mb,
+             flops ? *flops : ComputeFlopsPerToken(model, setup.seq_len),
+             nullptr,
+             nullptr,
+             nullptr,
+             -1};
 }
 
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank) {
