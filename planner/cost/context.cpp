@@ -8,36 +8,19 @@ namespace meshplan::cost {
 
 namespace {
 
-// SplitStages and LayoutGroups are integer divisions mostly, and a search asks them for few
-// distinct inputs (the leaves of a subtree share the mesh; schedules repeat): per-thread
-// memos keyed by every field they read. Pure functions, so the results are the same.
-StageSplit MemoSplitStages(int64_t num_layers, const Layout& l) {
-  struct Slot {
-    int64_t layers = -1, pp = 0, lps = 0;
-    PpSchedule schedule = PpSchedule::k1F1B;
-    StageRounding rounding = StageRounding::kNone;
-    StageSplit split;
-  };
-  thread_local Slot memo[64];
-  const uint64_t h = uint64_t(num_layers) * 7 + uint64_t(l.pp) * 31 + uint64_t(l.layers_per_stage) * 5 +
-                     uint64_t(l.pp_schedule) * 3 + uint64_t(l.stage_rounding);
-  Slot& s = memo[h & 63];
-  if (s.layers != num_layers || s.pp != l.pp || s.lps != l.layers_per_stage || s.schedule != l.pp_schedule ||
-      s.rounding != l.stage_rounding) {
-    s = Slot{num_layers, l.pp, l.layers_per_stage, l.pp_schedule, l.stage_rounding, SplitStages(num_layers, l)};
-  }
-  return s.split;
-}
-
+// LayoutGroups is integer divisions mostly, and the leaves of a subtree share its inputs: a
+// per-thread memo keyed by every field it reads (a pure function: the same results).
+// SplitStages memoises itself (layout.cpp).
 MeshGroups MemoLayoutGroups(const Layout& l, int64_t world) {
   struct Slot {
-    int64_t tp = 0, cp = 0, pp = 0, ep = 0, dp = 0, rep = 0, world = -1;
+    bool used = false;
+    int64_t tp = 0, cp = 0, pp = 0, ep = 0, dp = 0, rep = 0, world = 0;
     MeshGroups groups;
   };
   thread_local Slot last;
-  if (last.world != world || last.tp != l.tp || last.cp != l.cp || last.pp != l.pp || last.ep != l.ep ||
+  if (!last.used || last.world != world || last.tp != l.tp || last.cp != l.cp || last.pp != l.pp || last.ep != l.ep ||
       last.dp != l.dp || last.rep != l.dp_replicate) {
-    last = Slot{l.tp, l.cp, l.pp, l.ep, l.dp, l.dp_replicate, world, LayoutGroups(l, world)};
+    last = Slot{true, l.tp, l.cp, l.pp, l.ep, l.dp, l.dp_replicate, world, LayoutGroups(l, world)};
   }
   return last.groups;
 }
@@ -56,7 +39,7 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
              setup,
              params,
              layout,
-             MemoSplitStages(model.num_layers, layout),
+             SplitStages(model.num_layers, layout),
              MemoLayoutGroups(layout, setup.num_gpus),
              grad_accum,
              mb_per_call,

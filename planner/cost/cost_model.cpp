@@ -47,7 +47,6 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();
-  Cost out;
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
   // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built
@@ -56,7 +55,8 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
   // The "megatron" profile's memory does not depend on the rank: computed once.
   const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
-  MemoryBreakdown uniform_mem;
+  MemoryBreakdown uniform_mem, memory;
+  TimeBreakdown time_of_slowest;
   double best_mem = -1.0, best_step = -1.0;
   for (const cost::RankEntry& e : plan->ranks) {
     ctx.rank_params = &e.params;
@@ -66,26 +66,26 @@ Cost CostModel::Evaluate(const Layout& layout) const {
     const TimeBreakdown time = cost::RankTime(ctx, e.rank, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
-      out.memory = mem;
+      memory = mem;
     }
     if (time.Step() > best_step) {
       best_step = time.Step();
-      out.time = time;
+      time_of_slowest = time;
     }
   }
-  out.capacity_bytes = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
-  out.fits = out.memory.Total() <= out.capacity_bytes;
-  out.model_flops = model_flops_;
-  out.step_seconds = out.time.Step();
+  const double capacity = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
+  const double step = time_of_slowest.Step();
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
-  if (out.step_seconds > 0) {
-    out.tokens_per_s_per_gpu =
-        double(setup_.global_batch) * double(setup_.seq_len) / (out.step_seconds * gpus);
-    const double flops_per_s = model_flops_ / (out.step_seconds * gpus);
-    out.model_tflops_per_gpu = flops_per_s / 1e12;
-    out.mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
+  double tokens_per_s = 0, tflops = 0, mfu = 0;
+  if (step > 0) {
+    tokens_per_s = double(setup_.global_batch) * double(setup_.seq_len) / (step * gpus);
+    const double flops_per_s = model_flops_ / (step * gpus);
+    tflops = flops_per_s / 1e12;
+    mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
-  return out;
+  // Every member named: built in place, not zeroed first.
+  return Cost{memory, time_of_slowest, capacity, memory.Total() <= capacity, model_flops_, step,
+              tokens_per_s, tflops, mfu};
 }
 
 double CostModel::MemoryTotal(const Layout& layout) const {
