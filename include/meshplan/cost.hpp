@@ -123,6 +123,10 @@ class CostModel {
   /// memory profile and its options (defaults: see MemoryOptions).
   CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
             const MemoryOptions& memory = {});
+  /// The same model, system and memory options for another setup: equal to
+  /// CostModel(model(), system(), setup, memory_options()), and shares this model's
+  /// setup-independent tables (the search builds one per memory-probe batch size).
+  CostModel WithSetup(const TrainSetup& setup) const;
   /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
   /// `layout`'s strategy, mesh axes, sequence_parallel and recompute, whatever its local
   /// batch, micro-batch and pipeline schedule. Used by the search to prune (branch and

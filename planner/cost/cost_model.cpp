@@ -36,6 +36,18 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       links_(cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)),
       tables_(std::make_shared<const cost::CostTables>(model, params_)) {}
 
+CostModel CostModel::WithSetup(const TrainSetup& setup) const {
+  CostModel out = *this;  // model, system, parameter counts, memory options, tables
+  out.setup_ = setup;
+  out.model_flops_ = ModelFlopsPerStep(model_, setup);
+  out.peak_flops_ = cost::PeakFlops(system_.gpu, setup.precision);
+  if (setup.seq_len != setup_.seq_len) {
+    out.flops_ = std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model_, setup.seq_len));
+  }
+  if (setup.num_gpus != setup_.num_gpus) out.links_ = cost::SharedLinkTable(system_, setup.num_gpus, model_.num_experts);
+  return out;
+}
+
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and
 /// reports the largest memory total and the longest step. Allocation-free: everything is

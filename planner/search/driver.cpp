@@ -47,13 +47,10 @@ Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stop
       fn(i, s);
     }
   };
-  if (threads == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-    for (auto& th : pool) th.join();
-  }
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);  // the calling thread is one of the workers
+  for (auto& th : pool) th.join();
   for (size_t t = 1; t < scorers.size(); ++t) scorers[0].Merge(scorers[t]);
   return std::move(scorers[0]);
 }
@@ -254,7 +251,7 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
     if (probe_models.count(t->dp) == 0) {
       TrainSetup one = req.setup;
       one.global_batch = std::max<int64_t>(1, t->dp);
-      probe_models.emplace(t->dp, CostModel(req.model, req.system, one));
+      probe_models.emplace(t->dp, cm.WithSetup(one));
     }
   }
   std::atomic<int64_t> pruned{0};

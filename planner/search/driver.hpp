@@ -38,7 +38,8 @@ class Space {
 /// Everything one thread gathers. Candidates carry their position in the exhaustive walk
 /// (subtree index, leaf index) so that merging per-thread results in that order gives the
 /// same answer as one thread walking everything.
-class Scorer {
+/// One per search thread; cache-line aligned so that two threads' counters never share a line.
+class alignas(64) Scorer {
  public:
   Scorer(const PlanRequest& req, const CostModel& cost_model);
 
