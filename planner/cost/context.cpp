@@ -49,7 +49,8 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
              nullptr,
              nullptr,
              nullptr,
-             -1};
+             -1,
+             nullptr};
 }
 
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank) {

@@ -13,6 +13,7 @@
 namespace meshplan::cost {
 
 struct RankParams;
+struct PytorchRankTerms;  // cost/memory.hpp
 class CostTables;  // cost/tables.hpp
 
 /// Inputs and layout-derived quantities. References must outlive the Ctx.
@@ -36,6 +37,8 @@ struct Ctx {
   /// null: computed on each call.
   const RankParams* rank_params = nullptr;
   int64_t params_rank = -1;
+  /// PytorchTerms(*this, options) precomputed by the caller; null: computed per RankMemory.
+  const PytorchRankTerms* pytorch_terms = nullptr;
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,

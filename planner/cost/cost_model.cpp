@@ -65,8 +65,14 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   // once per (pp, stage count)).
   cost::RankPlan local;
   const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
-  // The "megatron" profile's memory does not depend on the rank: computed once.
+  // The "megatron" profile's memory does not depend on the rank: computed once; the
+  // "pytorch" profile's rank-independent terms likewise.
   const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  cost::PytorchRankTerms terms;
+  if (!uniform && plan->ranks.size() > 1) {
+    terms = cost::PytorchTerms(ctx, memory_);
+    ctx.pytorch_terms = &terms;
+  }
   MemoryBreakdown uniform_mem, memory;
   TimeBreakdown time_of_slowest;
   double best_mem = -1.0, best_step = -1.0;
@@ -107,6 +113,11 @@ double CostModel::MemoryTotal(const Layout& layout) const {
   cost::RankPlan local;
   const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
   const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  cost::PytorchRankTerms terms;
+  if (!uniform && plan->ranks.size() > 1) {
+    terms = cost::PytorchTerms(ctx, memory_);
+    ctx.pytorch_terms = &terms;
+  }
   MemoryBreakdown best;
   double best_mem = -1.0;
   for (const cost::RankEntry& e : plan->ranks) {
