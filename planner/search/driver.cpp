@@ -39,12 +39,16 @@ template <typename Fn>
 Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stoppable, Fn fn) {
   const int threads = ThreadCount(req, n);
   std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm));
+  // Indices are handed out in small chunks (one shared counter update per chunk).
+  const size_t chunk = std::clamp<size_t>(n / (static_cast<size_t>(threads) * 64), 1, 64);
   std::atomic<size_t> next{0};
   auto work = [&](int t) {
     Scorer& s = scorers[static_cast<size_t>(t)];
-    for (size_t i = next++; i < n; i = next++) {
-      if (stoppable && s.Stopped()) break;
-      fn(i, s);
+    for (size_t begin = next.fetch_add(chunk); begin < n; begin = next.fetch_add(chunk)) {
+      for (size_t i = begin; i < std::min(n, begin + chunk); ++i) {
+        if (stoppable && s.Stopped()) return;
+        fn(i, s);
+      }
     }
   };
   std::vector<std::thread> pool;
@@ -169,6 +173,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
 
 void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
+  pruned_ += o.pruned_;
   valid_ += o.valid_;
   fitting_ += o.fitting_;
   for (const auto& entry : o.rejected_) {
@@ -193,13 +198,13 @@ void Scorer::Merge(const Scorer& o) {
   if (stopped_.empty()) stopped_ = o.stopped_;
 }
 
-PlanResult Scorer::Finish(int64_t pruned) const {
+PlanResult Scorer::Finish() const {
   PlanResult r;
   for (const auto& c : top_) r.top.push_back(c.first);
   r.enumerated = enumerated_;
   r.valid = valid_;
   r.fitting = fitting_;
-  r.pruned = pruned;
+  r.pruned = pruned_;
   r.stopped = stopped_;
   if (has_least_) r.least_memory = least_.first;
   for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);
@@ -218,7 +223,7 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   if (!req.prune) {
     Scorer all = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); });
     head.Merge(all);
-    return head.Finish(0);
+    return head.Finish();
   }
 
   // Phase 1: the most promising subtrees, by step-time lower bound.
@@ -254,11 +259,10 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
       probe_models.emplace(t->dp, cm.WithSetup(one));
     }
   }
-  std::atomic<int64_t> pruned{0};
   Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
     if (done[i]) return;
     if (bound[i] > threshold) {
-      ++pruned;
+      s.Prune();
       return;
     }
     thread_local std::vector<Layout> probes;
@@ -271,7 +275,7 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
       least = std::min(least, probe_model.MemoryTotal(p));
     }
     if (!probes.empty() && least > capacity) {
-      ++pruned;
+      s.Prune();
       return;
     }
     ScoreSubtree(space, *subtrees[i], i, s);
@@ -279,12 +283,12 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   head.Merge(seeded);
   head.Merge(rest);
   // Nothing fits: the least-memory layout may sit in a pruned subtree; walk everything.
-  if (head.fitting() == 0 && pruned > 0) {
+  if (head.fitting() == 0 && head.pruned() > 0) {
     PlanRequest exhaustive = req;
     exhaustive.prune = false;
     return RunSearch(exhaustive, space);
   }
-  return head.Finish(pruned);
+  return head.Finish();
 }
 
 std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {

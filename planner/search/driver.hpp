@@ -50,8 +50,12 @@ class alignas(64) Scorer {
   /// Deadline / budget check (a clock read every 256 calls).
   bool Stopped();
 
+  /// Counts a subtree skipped by branch-and-bound (per thread: no shared counter).
+  void Prune() { ++pruned_; }
+  int64_t pruned() const { return pruned_; }
+
   void Merge(const Scorer& other);
-  PlanResult Finish(int64_t pruned) const;
+  PlanResult Finish() const;
 
   const std::vector<std::pair<Candidate, uint64_t>>& top() const { return top_; }
   int64_t fitting() const { return fitting_; }
@@ -63,7 +67,7 @@ class alignas(64) Scorer {
   std::vector<std::pair<const Rule*, int64_t>> rejected_;
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
-  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0;
+  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
   std::string stopped_;
 };
 
