@@ -77,7 +77,9 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   out.part_bounds.resize(parts);
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
     thread_local std::vector<Layout> features;
-    std::vector<Layout>& mine = out.parts[p];
+    // Filled here and moved into place once: the lists' headers sit side by side in
+    // out.parts, and two threads growing neighbours would share their cache line.
+    std::vector<Layout> mine;
     space.Meshes(p, [&](const Layout& mesh) {
       if (s.Reject(mesh, RuleStage::kMesh)) return;
       features.clear();
@@ -87,10 +89,12 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
       }
     });
     if (bounds) {
-      std::vector<double>& b = out.part_bounds[p];
+      std::vector<double> b;
       b.reserve(mine.size());
       for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(l));
+      out.part_bounds[p] = std::move(b);
     }
+    out.parts[p] = std::move(mine);
   });
   head.Merge(rejected);
   size_t n = 0;
