@@ -14,7 +14,8 @@
 namespace meshplan {
 
 namespace cost {
-struct LinkTable;  // planner/cost/comm.hpp
+struct LinkTable;   // planner/cost/comm.hpp
+class CostTables;   // planner/cost/tables.hpp
 }
 
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
@@ -122,6 +123,10 @@ class CostModel {
   /// memory profile and its options (defaults: see MemoryOptions).
   CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
             const MemoryOptions& memory = {});
+  /// The same model, system and memory options for another setup: equal to
+  /// CostModel(model(), system(), setup, memory_options()), and shares this model's
+  /// setup-independent tables (the search builds one per memory-probe batch size).
+  CostModel WithSetup(const TrainSetup& setup) const;
   /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
   /// `layout`'s strategy, mesh axes, sequence_parallel and recompute, whatever its local
   /// batch, micro-batch and pipeline schedule. Used by the search to prune (branch and
@@ -129,6 +134,8 @@ class CostModel {
   double StepSecondsLowerBound(const Layout& layout) const;
   /// Scores a layout that has passed the rules.
   Cost Evaluate(const Layout& layout) const;
+  /// Evaluate(layout).memory.Total(), without the step time (the search's memory probes).
+  double MemoryTotal(const Layout& layout) const;
   const ModelSpec& model() const { return model_; }
   const SystemSpec& system() const { return system_; }
   const TrainSetup& setup() const { return setup_; }
@@ -148,9 +155,13 @@ class CostModel {
   /// Per-token FLOP terms of the model at setup_.seq_len (planner/cost/flops.hpp), computed
   /// once here instead of once per layout.
   std::shared_ptr<const cost::FlopsPerToken> flops_;
-  /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp), built
-  /// once per (system, GPU count) and shared; Evaluate only looks them up.
+  /// Per-group-shape links from the topology graph (include/meshplan/topology.hpp; above
+  /// cost::kMaxGraphWorld GPUs the link-tier rule's), built once per (system, GPU count) and
+  /// shared; Evaluate only looks them up.
   std::shared_ptr<const cost::LinkTable> links_;
+  /// Activation bytes per layer and the pipeline ranks to score per (pp, stage count),
+  /// layout-independent, computed once (planner/cost/tables.hpp).
+  std::shared_ptr<const cost::CostTables> tables_;
 };
 
 }  // namespace meshplan

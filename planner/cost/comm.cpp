@@ -37,11 +37,33 @@ Link GroupLink(const SystemSpec& sys, Group g) {
   return link;
 }
 
-const LinkTable::Entry* LinkTable::Find(Group g) const {
+const LinkTable::Entry* LinkTable::Search(Group g) const {
   auto it = std::lower_bound(entries.begin(), entries.end(), g, [](const Entry& e, const Group& k) {
     return e.n != k.n ? e.n < k.n : e.stride < k.stride;
   });
   return it != entries.end() && it->n == g.n && it->stride == g.stride ? &*it : nullptr;
+}
+
+void LinkTable::Index(int64_t world) {
+  slot_.clear();
+  divisor_pos_.clear();
+  divisors_ = 0;
+  world_ = world;
+  if (world < 1 || world > (int64_t{1} << 24)) return;
+  for (const Entry& e : entries) {
+    if (e.n < 1 || e.stride < 1 || world % e.n != 0 || world % e.stride != 0) return;  // keep the search
+  }
+  divisor_pos_.assign(static_cast<size_t>(world) + 1, -1);
+  for (int64_t d = 1; d <= world; ++d) {
+    if (world % d == 0) divisor_pos_[static_cast<size_t>(d)] = static_cast<int32_t>(divisors_++);
+  }
+  slot_.assign(divisors_ * divisors_, -1);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    int32_t& s = slot_[static_cast<size_t>(divisor_pos_[static_cast<size_t>(e.n)]) * divisors_ +
+                       static_cast<size_t>(divisor_pos_[static_cast<size_t>(e.stride)])];
+    if (s < 0) s = static_cast<int32_t>(i);  // the first, as the binary search finds it
+  }
 }
 
 LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
@@ -62,6 +84,25 @@ LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n
       t.entries.push_back(e);
     }
   }
+  t.Index(world);
+  return t;
+}
+
+LinkTable BuildGroupLinkTable(const SystemSpec& sys, int64_t world) {
+  LinkTable t;
+  if (world <= 1) return t;
+  for (int64_t n = 2; n <= world; ++n) {
+    if (world % n != 0) continue;
+    for (int64_t stride = 1; stride <= world / n; ++stride) {
+      if ((world / n) % stride != 0) continue;
+      LinkTable::Entry e;
+      e.n = n;
+      e.stride = stride;
+      e.ring = e.a2a = GroupLink(sys, Group{n, stride});
+      t.entries.push_back(e);
+    }
+  }
+  t.Index(world);
   return t;
 }
 
@@ -77,57 +118,11 @@ std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t 
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  auto table = std::make_shared<const LinkTable>(BuildLinkTable(sys, world, max_a2a_n));
+  auto table = std::make_shared<const LinkTable>(world <= kMaxGraphWorld ? BuildLinkTable(sys, world, max_a2a_n)
+                                                                        : BuildGroupLinkTable(sys, world));
   std::lock_guard<std::mutex> lock(mu);
   if (cache.size() > 256) cache.clear();  // bound the memory of long-running processes
   return cache.emplace(key, table).first->second;
-}
-
-Link RingLink(const SystemSpec& sys, const LinkTable* table, Group g) {
-  if (table != nullptr && g.n > 1) {
-    const LinkTable::Entry* e = table->Find(g);
-    if (e != nullptr && e->ring.busbw_bytes_per_s > 0) return e->ring;
-  }
-  return GroupLink(sys, g);
-}
-
-Link A2aLink(const SystemSpec& sys, const LinkTable* table, Group g) {
-  if (table != nullptr && g.n > 1) {
-    const LinkTable::Entry* e = table->Find(g);
-    if (e != nullptr && e->a2a.busbw_bytes_per_s > 0) return e->a2a;
-  }
-  return GroupLink(sys, g);
-}
-
-namespace {
-double Transfer(double bytes, Link link) {
-  return link.busbw_bytes_per_s > 0 ? bytes / link.busbw_bytes_per_s : 0.0;
-}
-}  // namespace
-
-double AllReduceSeconds(double bytes, int64_t n, Link link) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  const double steps = 2.0 * double(n - 1);
-  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
-}
-
-double AllGatherSeconds(double bytes, int64_t n, Link link) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  const double steps = double(n - 1);
-  return link.latency_s * steps + Transfer(bytes * steps / double(n), link);
-}
-
-double ReduceScatterSeconds(double bytes, int64_t n, Link link) {
-  return AllGatherSeconds(bytes, n, link);
-}
-
-double AllToAllSeconds(double bytes, int64_t n, Link link) {
-  return AllGatherSeconds(bytes, n, link);
-}
-
-double P2pSeconds(double bytes, Link link) {
-  if (bytes <= 0) return 0.0;
-  return link.latency_s + Transfer(bytes, link);
 }
 
 MeshGroups LayoutGroups(const Layout& l, int64_t world) {

@@ -30,7 +30,7 @@ Link GroupLink(const SystemSpec& system, Group group);
 
 /// Links of every group shape (n, stride) of one job, derived once from the topology graph
 /// (meshplan::Topology, include/meshplan/topology.hpp) so that scoring a layout only looks
-/// them up (binary search, no allocation). Built per CostModel (per model, system, setup).
+/// them up (a table lookup, no allocation). Built per CostModel (per model, system, setup).
 struct LinkTable {
   struct Entry {
     int64_t n = 1, stride = 1;
@@ -38,35 +38,86 @@ struct LinkTable {
     Link a2a;   ///< all-to-all (zero busbw when not computed: stride != 1 or n > max_a2a_n)
   };
   std::vector<Entry> entries;  ///< sorted by (n, stride)
-  const Entry* Find(Group g) const;
+  const Entry* Find(Group g) const {
+    if (slot_.empty()) return Search(g);
+    if (g.n < 1 || g.n > world_ || g.stride < 1 || g.stride > world_) return nullptr;
+    const int32_t pn = divisor_pos_[static_cast<size_t>(g.n)], ps = divisor_pos_[static_cast<size_t>(g.stride)];
+    if (pn < 0 || ps < 0) return nullptr;
+    const int32_t i = slot_[static_cast<size_t>(pn) * divisors_ + static_cast<size_t>(ps)];
+    return i < 0 ? nullptr : &entries[static_cast<size_t>(i)];
+  }
+  /// Makes Find a table lookup instead of a binary search: n and stride of every entry
+  /// divide `world`. Call after `entries` is complete.
+  void Index(int64_t world);
+
+ private:
+  const Entry* Search(Group g) const;  ///< binary search (before Index)
+  int64_t world_ = 0;
+  std::vector<int32_t> divisor_pos_;  ///< value in [0, world] -> position among the divisors, or -1
+  size_t divisors_ = 0;
+  std::vector<int32_t> slot_;  ///< [pos(n)·divisors_ + pos(stride)] -> entry index, or -1
 };
 /// Every shape with n >= 2 and n·stride dividing `world`; all-to-all links for stride-1
 /// shapes with n <= max_a2a_n (EP groups). Cost: O(world) graph work per shape.
 LinkTable BuildLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
-/// BuildLinkTable memoised per (system's network numbers, world, max_a2a_n), thread-safe:
-/// searches and tests build many CostModels for the same job.
+/// The same shapes with GroupLink's link-tier rule (ring and all-to-all alike): no graph,
+/// so that lookups stay a table read for worlds above kMaxGraphWorld.
+LinkTable BuildGroupLinkTable(const SystemSpec& system, int64_t world);
 /// Largest world size whose groups are priced on the topology graph. Building the table
 /// loads every group shape onto the graph, which grows faster than linearly with the world
 /// (about 0.1 s at 1024 GPUs, 3.4 s at 8192 on the 2-core CI machine); larger jobs use the
 /// link-tier rule of GroupLink so that a search stays interactive. Known limitation.
 constexpr int64_t kMaxGraphWorld = 2048;
+/// BuildLinkTable (world <= kMaxGraphWorld) or BuildGroupLinkTable (above) memoised per
+/// (system's network numbers, world, max_a2a_n), thread-safe: searches and tests build many
+/// CostModels for the same job.
 std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& system, int64_t world, int64_t max_a2a_n);
 /// Ring / all-to-all link of `group`: from `table` when it holds the shape, else GroupLink.
-Link RingLink(const SystemSpec& system, const LinkTable* table, Group group);
-Link A2aLink(const SystemSpec& system, const LinkTable* table, Group group);
+/// (This and the collective times below are inline: RankTime calls them per rank.)
+inline Link RingLink(const SystemSpec& system, const LinkTable* table, Group group) {
+  if (table != nullptr && group.n > 1) {
+    const LinkTable::Entry* e = table->Find(group);
+    if (e != nullptr && e->ring.busbw_bytes_per_s > 0) return e->ring;
+  }
+  return GroupLink(system, group);
+}
+inline Link A2aLink(const SystemSpec& system, const LinkTable* table, Group group) {
+  if (table != nullptr && group.n > 1) {
+    const LinkTable::Entry* e = table->Find(group);
+    if (e != nullptr && e->a2a.busbw_bytes_per_s > 0) return e->a2a;
+  }
+  return GroupLink(system, group);
+}
+
+namespace detail {
+inline double Transfer(double bytes, Link link) {
+  return link.busbw_bytes_per_s > 0 ? bytes / link.busbw_bytes_per_s : 0.0;
+}
+}  // namespace detail
 
 /// Ring all-reduce of `bytes` (full buffer) over n ranks:
 /// t = α·2(n−1) + S·2(n−1)/n / busbw. Source: nccl-tests doc/PERFORMANCE.md.
-double AllReduceSeconds(double bytes, int64_t n, Link link);
+inline double AllReduceSeconds(double bytes, int64_t n, Link link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  const double steps = 2.0 * double(n - 1);
+  return link.latency_s * steps + detail::Transfer(bytes * steps / double(n), link);
+}
 /// Ring all-gather / reduce-scatter, S = full (unsharded) size:
 /// t = α·(n−1) + S·(n−1)/n / busbw. Source: nccl-tests doc/PERFORMANCE.md.
-double AllGatherSeconds(double bytes, int64_t n, Link link);
-double ReduceScatterSeconds(double bytes, int64_t n, Link link);
+inline double AllGatherSeconds(double bytes, int64_t n, Link link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  const double steps = double(n - 1);
+  return link.latency_s * steps + detail::Transfer(bytes * steps / double(n), link);
+}
+inline double ReduceScatterSeconds(double bytes, int64_t n, Link link) { return AllGatherSeconds(bytes, n, link); }
 /// All-to-all, S = bytes one rank sends in total (its own share included):
 /// t = α·(n−1) + S·(n−1)/n / bw. Source: nccl-tests doc/PERFORMANCE.md (alltoall).
-double AllToAllSeconds(double bytes, int64_t n, Link link);
+inline double AllToAllSeconds(double bytes, int64_t n, Link link) { return AllGatherSeconds(bytes, n, link); }
 /// Point-to-point send of `bytes`: t = α + S/bw.
-double P2pSeconds(double bytes, Link link);
+inline double P2pSeconds(double bytes, Link link) {
+  if (bytes <= 0) return 0.0;
+  return link.latency_s + detail::Transfer(bytes, link);
+}
 
 /// The process groups of one layout in AutoModel's meshes.
 /// FSDP2 root mesh (pp, dp_replicate, dp_shard, cp, tp), row-major over torchrun ranks

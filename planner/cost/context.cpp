@@ -6,26 +6,59 @@
 
 namespace meshplan::cost {
 
-Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops) {
-  Ctx c{model, system, setup, params, layout, SplitStages(model.num_layers, layout),
-        LayoutGroups(layout, setup.num_gpus)};
-  c.grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
-  c.mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
-  c.mb_per_step = c.grad_accum * c.mb_per_call;
-  c.tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
-                    double(std::max<int64_t>(1, layout.cp));
-  c.flops = flops ? *flops : ComputeFlopsPerToken(model, setup.seq_len);
-  return c;
+namespace {
+
+// LayoutGroups is integer divisions mostly, and the leaves of a subtree share its inputs: a
+// per-thread memo keyed by every field it reads (a pure function: the same results).
+// SplitStages memoises itself (layout.cpp).
+MeshGroups MemoLayoutGroups(const Layout& l, int64_t world) {
+  struct Slot {
+    bool used = false;
+    int64_t tp = 0, cp = 0, pp = 0, ep = 0, dp = 0, rep = 0, world = 0;
+    MeshGroups groups;
+  };
+  thread_local Slot last;
+  if (!last.used || last.world != world || last.tp != l.tp || last.cp != l.cp || last.pp != l.pp || last.ep != l.ep ||
+      last.dp != l.dp || last.rep != l.dp_replicate) {
+    last = Slot{true, l.tp, l.cp, l.pp, l.ep, l.dp, l.dp_replicate, world, LayoutGroups(l, world)};
+  }
+  return last.groups;
 }
 
-LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
-  const ModelSpec& m = c.model;
+}  // namespace
+
+Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops) {
+  const int64_t grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
+  const int64_t mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
+  const double tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
+                               double(std::max<int64_t>(1, layout.cp));
+  // Every member named: the struct is built in place, not zeroed first.
+  return Ctx{model,
+             system,
+             setup,
+             params,
+             layout,
+             SplitStages(model.num_layers, layout),
+             MemoLayoutGroups(layout, setup.num_gpus),
+             grad_accum,
+             mb_per_call,
+             grad_accum * mb_per_call,
+             tokens_per_mb,
+             flops ? *flops : ComputeFlopsPerToken(model, setup.seq_len),
+             nullptr,
+             nullptr,
+             nullptr,
+             -1,
+             nullptr};
+}
+
+LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank) {
   const LayerMix mix = ModelLayerMix(m);
-  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
-  if (pp == 1 || c.split.num_stages <= 0) return mix;
+  const int64_t pp = std::max<int64_t>(1, pp_size);
+  if (pp == 1 || num_stages <= 0) return mix;
   LayerMix r{0, 0};
-  const int64_t L = m.num_layers, S = c.split.num_stages;
+  const int64_t L = m.num_layers, S = num_stages;
   const int64_t base = L / S, extra = L % S;
   for (int64_t s = pp_rank; s < S; s += pp) {
     const int64_t start = s * base + std::min(s, extra);
@@ -37,12 +70,15 @@ LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
   return r;
 }
 
-RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
-  const ModelSpec& m = c.model;
-  const ParamCounts& p = c.params;
-  const int64_t pp = std::max<int64_t>(1, c.layout.pp);
+LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
+  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank);
+}
+
+RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
+                        int64_t pp_rank) {
+  const int64_t pp = std::max<int64_t>(1, pp_size);
   RankParams r;
-  const LayerMix layers = LayersOfRank(c, pp_rank);
+  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank);
   r.dense_layers = layers.dense;
   r.moe_layers = layers.moe;
   r.has_embedding = pp_rank == 0;
@@ -59,6 +95,11 @@ RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (r.has_embedding) r.root += double(p.embedding);
   if (r.has_head) r.root += double(p.output_head) + final_norm;
   return r;
+}
+
+RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
+  if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
+  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank);
 }
 
 int64_t QDim(const ModelSpec& m) {

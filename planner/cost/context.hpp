@@ -12,6 +12,10 @@
 
 namespace meshplan::cost {
 
+struct RankParams;
+struct PytorchRankTerms;  // cost/memory.hpp
+class CostTables;  // cost/tables.hpp
+
 /// Inputs and layout-derived quantities. References must outlive the Ctx.
 struct Ctx {
   const ModelSpec& model;
@@ -27,6 +31,14 @@ struct Ctx {
   double tokens_per_mb = 0;   ///< micro_batch · seq_len / cp: tokens of one forward on a rank
   FlopsPerToken flops;        ///< per-token FLOP terms at setup.seq_len
   const LinkTable* links = nullptr;  ///< group links from the topology graph (null: GroupLink)
+  /// Layout-independent tables of the CostModel (activation bytes per layer); null: computed.
+  const CostTables* tables = nullptr;
+  /// ParamsOfRank(*this, params_rank) precomputed by the caller (CostModel::Evaluate);
+  /// null: computed on each call.
+  const RankParams* rank_params = nullptr;
+  int64_t params_rank = -1;
+  /// PytorchTerms(*this, options) precomputed by the caller; null: computed per RankMemory.
+  const PytorchRankTerms* pytorch_terms = nullptr;
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
@@ -52,6 +64,11 @@ struct RankParams {
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
 /// Dense and MoE decoder layers on `pp_rank` (the layer split of ParamsOfRank alone).
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
+/// The same from the model, the PP size and the total stage count S (StageSplit::num_stages).
+LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank);
+/// ParamsOfRank from the model, its parameter counts, the PP size and the stage count.
+RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
+                        int64_t pp_rank);
 
 /// Model dims used by activation and communication terms (elements per token).
 int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA

@@ -4,10 +4,24 @@
 
 #include "cost/context.hpp"
 #include "cost/memory.hpp"
+#include "cost/tables.hpp"
 #include "cost/time.hpp"
 #include "meshplan/cost.hpp"
 
 namespace meshplan {
+namespace {
+
+// The pipeline ranks to score: from the tables, or built into `local` outside their range
+// (pp above the layer count; only hand-written layouts).
+const cost::RankPlan* RanksToScore(const cost::CostTables& tables, const ModelSpec& model, const ParamCounts& params,
+                                   const cost::Ctx& ctx, cost::RankPlan& local) {
+  const cost::RankPlan* plan = tables.Ranks(ctx.layout.pp, ctx.split.num_stages);
+  if (plan != nullptr) return plan;
+  local = cost::BuildRankPlan(model, params, ctx.layout.pp, ctx.split.num_stages);
+  return &local;
+}
+
+}  // namespace
 
 CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
                      const MemoryOptions& memory)
@@ -19,8 +33,20 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
       model_flops_(ModelFlopsPerStep(model, setup)),
       peak_flops_(cost::PeakFlops(system.gpu, setup.precision)),
       flops_(std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model, setup.seq_len))),
-      links_(setup.num_gpus <= cost::kMaxGraphWorld ? cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)
-                                                      : nullptr) {}
+      links_(cost::SharedLinkTable(system, setup.num_gpus, model.num_experts)),
+      tables_(std::make_shared<const cost::CostTables>(model, params_)) {}
+
+CostModel CostModel::WithSetup(const TrainSetup& setup) const {
+  CostModel out = *this;  // model, system, parameter counts, memory options, tables
+  out.setup_ = setup;
+  out.model_flops_ = ModelFlopsPerStep(model_, setup);
+  out.peak_flops_ = cost::PeakFlops(system_.gpu, setup.precision);
+  if (setup.seq_len != setup_.seq_len) {
+    out.flops_ = std::make_shared<const cost::FlopsPerToken>(cost::ComputeFlopsPerToken(model_, setup.seq_len));
+  }
+  if (setup.num_gpus != setup_.num_gpus) out.links_ = cost::SharedLinkTable(system_, setup.num_gpus, model_.num_experts);
+  return out;
+}
 
 /// Evaluates every pipeline rank (rank 0 holds the most in-flight micro-batches and the
 /// embedding, rank pp-1 the lm_head and logits, a middle rank may hold more layers) and
@@ -32,59 +58,88 @@ CostModel::CostModel(const ModelSpec& model, const SystemSpec& system, const Tra
 Cost CostModel::Evaluate(const Layout& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
-  Cost out;
-  const int64_t pp = std::max<int64_t>(1, layout.pp);
-  double best_mem = -1.0, best_step = -1.0;
+  ctx.tables = tables_.get();
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
-  // in the rank), hence the most memory: only that one is evaluated.
-  struct Seen {
-    int64_t dense, moe;
-    bool embedding, head;
-  };
-  Seen seen[8];
-  int n_seen = 0;
-  for (int64_t r = 0; r < pp; ++r) {
-    const cost::LayerMix mix = cost::LayersOfRank(ctx, r);
-    const Seen sig{mix.dense, mix.moe, r == 0, r == pp - 1};
-    bool dup = false;
-    for (int i = 0; i < n_seen && !dup; ++i) {
-      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
-            seen[i].head == sig.head;
-    }
-    if (dup) continue;
-    if (n_seen < 8) seen[n_seen++] = sig;
-    const MemoryBreakdown mem = cost::RankMemory(ctx, r, memory_);
+  // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built
+  // once per (pp, stage count)).
+  cost::RankPlan local;
+  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
+  // The "megatron" profile's memory does not depend on the rank: computed once; the
+  // "pytorch" profile's rank-independent terms likewise.
+  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  cost::PytorchRankTerms terms;
+  if (!uniform && plan->ranks.size() > 1) {
+    terms = cost::PytorchTerms(ctx, memory_);
+    ctx.pytorch_terms = &terms;
+  }
+  MemoryBreakdown uniform_mem, memory;
+  TimeBreakdown time_of_slowest;
+  double best_mem = -1.0, best_step = -1.0;
+  for (const cost::RankEntry& e : plan->ranks) {
+    ctx.rank_params = &e.params;
+    ctx.params_rank = e.rank;
+    if (!uniform || &e == &plan->ranks.front()) uniform_mem = cost::RankMemory(ctx, e.rank, memory_);
+    const MemoryBreakdown& mem = uniform_mem;
     const TimeBreakdown time =
         layout.framework == Framework::kMegatronBridge
-            ? cost::MegatronTime(cost::MegatronRankTerms(ctx, r, mem), system_.megatron_fit, setup_.precision)
-            : cost::RankTime(ctx, r, mem);
+            ? cost::MegatronTime(cost::MegatronRankTerms(ctx, e.rank, mem), system_.megatron_fit, setup_.precision)
+            : cost::RankTime(ctx, e.rank, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
-      out.memory = mem;
+      memory = mem;
     }
     if (time.Step() > best_step) {
       best_step = time.Step();
-      out.time = time;
+      time_of_slowest = time;
     }
   }
-  out.capacity_bytes = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
-  out.fits = out.memory.Total() <= out.capacity_bytes;
-  out.model_flops = model_flops_;
-  out.step_seconds = out.time.Step();
+  const double capacity = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
+  const double step = time_of_slowest.Step();
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
-  if (out.step_seconds > 0) {
-    out.tokens_per_s_per_gpu =
-        double(setup_.global_batch) * double(setup_.seq_len) / (out.step_seconds * gpus);
-    const double flops_per_s = model_flops_ / (out.step_seconds * gpus);
-    out.model_tflops_per_gpu = flops_per_s / 1e12;
-    out.mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
+  double tokens_per_s = 0, tflops = 0, mfu = 0;
+  if (step > 0) {
+    tokens_per_s = double(setup_.global_batch) * double(setup_.seq_len) / (step * gpus);
+    const double flops_per_s = model_flops_ / (step * gpus);
+    tflops = flops_per_s / 1e12;
+    mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
-  return out;
+  // Every member named: built in place, not zeroed first.
+  return Cost{memory, time_of_slowest, capacity, memory.Total() <= capacity, model_flops_, step,
+              tokens_per_s, tflops, mfu};
+}
+
+double CostModel::MemoryTotal(const Layout& layout) const {
+  cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  ctx.links = links_.get();
+  ctx.tables = tables_.get();
+  cost::RankPlan local;
+  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
+  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
+  cost::PytorchRankTerms terms;
+  if (!uniform && plan->ranks.size() > 1) {
+    terms = cost::PytorchTerms(ctx, memory_);
+    ctx.pytorch_terms = &terms;
+  }
+  MemoryBreakdown best;
+  double best_mem = -1.0;
+  for (const cost::RankEntry& e : plan->ranks) {
+    ctx.rank_params = &e.params;
+    ctx.params_rank = e.rank;
+    const MemoryBreakdown mem = cost::RankMemory(ctx, e.rank, memory_);
+    if (mem.Total() > best_mem) {
+      best_mem = mem.Total();
+      best = mem;
+    }
+    if (uniform) break;  // every rank the same
+  }
+  return best.Total();
 }
 
 std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {
-  const cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
+  ctx.links = links_.get();
+  ctx.tables = tables_.get();
   std::vector<MemoryBreakdown> out;
   for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) out.push_back(cost::RankMemory(ctx, r, memory_));
   return out;

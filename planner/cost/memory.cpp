@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "cost/memory_megatron.hpp"
+#include "cost/tables.hpp"
 
 namespace meshplan::cost {
 
@@ -43,6 +44,11 @@ bool UseMegatron(const Layout& l, const MemoryOptions& o) {
   return l.framework == Framework::kMegatronBridge;
 }
 
+/// LayerActivationBytes, from the CostModel's table when the context has one.
+ActBytes Act(const Ctx& c, bool moe_layer, AcWrap wrap) {
+  return c.tables != nullptr ? c.tables->Act(moe_layer, wrap) : LayerActivationBytes(c.model, moe_layer, wrap);
+}
+
 /// CUDA context + one NCCL communicator per process group of more than one rank that the
 /// rank uses: the default group, plus (FSDP2 / Megatron-FSDP) the mesh groups. DDP uses the
 /// default group only (AutoModel builds no mesh for it). One GPU: the context alone.
@@ -61,6 +67,29 @@ double Overhead(const Ctx& c) {
 }
 
 }  // namespace
+
+PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
+  const Layout& l = c.layout;
+  const double tp = double(std::max<int64_t>(1, l.tp));
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.strategy != Strategy::kMegatronFsdp;
+  const bool sp = l.sequence_parallel;
+  PytorchRankTerms x;
+  if (l.recompute == Recompute::kSelective) x.wrap = AcWrap::kSelective;
+  if (l.recompute == Recompute::kFull) {
+    x.wrap = (l.strategy == Strategy::kDdp && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
+  }
+  x.dense_act = Act(c, false, x.wrap).PerRank(l.tp, sp);
+  x.moe_act = Act(c, true, x.wrap).PerRank(l.tp, sp);
+  if (x.wrap == AcWrap::kLayer || x.wrap == AcWrap::kSubmodule) {  // read only then
+    x.dense_full = Act(c, false, AcWrap::kNone).PerRank(l.tp, sp);
+    x.moe_full = Act(c, true, AcWrap::kNone).PerRank(l.tp, sp);
+  }
+  x.final_norm = FinalNormBytesPerToken(c.model);
+  x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel);
+  x.held_logits = 2.0 / tp;
+  x.overhead = Overhead(c);
+  return x;
+}
 
 /// pytorch profile. P_d = non-expert params of the rank's layers plus its embedding /
 /// final norm / lm_head, divided by tp; P_e = its routed-expert params divided by ep;
@@ -160,21 +189,18 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   // Activations of the in-flight micro-batches.
   const double t = c.tokens_per_mb;
   const bool sp = l.sequence_parallel;
-  AcWrap wrap = AcWrap::kNone;
-  if (l.recompute == Recompute::kSelective) wrap = AcWrap::kSelective;
-  if (l.recompute == Recompute::kFull) {
-    wrap = (l.strategy == Strategy::kDdp && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
-  }
-  const double dense_act = LayerActivationBytes(m, false, wrap).PerRank(l.tp, sp);
-  const double moe_act = LayerActivationBytes(m, true, wrap).PerRank(l.tp, sp);
+  const PytorchRankTerms terms = c.pytorch_terms != nullptr ? *c.pytorch_terms : PytorchTerms(c, opts);
+  const AcWrap wrap = terms.wrap;
+  const double dense_act = terms.dense_act;
+  const double moe_act = terms.moe_act;
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
   const double rope_dim = double(m.mla ? m.mla_spec.qk_rope_head_dim : m.head_dim);
   double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + 4.0 * rope_dim);
   double logits = 0, held_logits = 0;
   if (rp.has_head) {
-    acts += t * FinalNormBytesPerToken(m) / (sp ? tp : 1.0);
-    logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel) * t * double(m.vocab_size);
-    held_logits = 2.0 / tp * t * double(m.vocab_size);
+    acts += t * terms.final_norm / (sp ? tp : 1.0);
+    logits = terms.logits * t * double(m.vocab_size);
+    held_logits = terms.held_logits * t * double(m.vocab_size);
   }
 
   const double base = weights + optimizer + bucket + kCublasWorkspaceBytes;
@@ -182,7 +208,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   mem.weights = weights;
   mem.optimizer = optimizer;
   mem.workspace = kCublasWorkspaceBytes;
-  mem.overhead = Overhead(c);
+  mem.overhead = terms.overhead;
   mem.step_gradients = grads_final;
   // Moment 1: start of backward (the loss backward of the last micro-batch).
   double best = base + grads_prev + resident + acts + logits;
@@ -193,8 +219,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   mem.phase = "backward start";
   // Moment 2: recompute of one layer under full checkpointing.
   if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
-    const double layer_full = t * std::max(rp.dense_layers > 0 ? LayerActivationBytes(m, false, AcWrap::kNone).PerRank(l.tp, sp) : 0.0,
-                                           rp.moe_layers > 0 ? LayerActivationBytes(m, true, AcWrap::kNone).PerRank(l.tp, sp) : 0.0);
+    const double layer_full = t * std::max(rp.dense_layers > 0 ? terms.dense_full : 0.0,
+                                           rp.moe_layers > 0 ? terms.moe_full : 0.0);
     const double total = base + grads_prev + resident + acts + layer_full + held_logits;
     if (total > best) {
       best = total;
@@ -216,5 +242,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 }
 
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
+
+bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts) { return UseMegatron(layout, opts); }
 
 }  // namespace meshplan::cost

@@ -57,10 +57,27 @@ double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false);
 /// holds at its peak. 1 without PP.
 double InflightMicrobatches(const Layout& layout, const StageSplit& split, int64_t pp_rank);
 
+/// The terms of the "pytorch" profile's RankMemory that do not depend on the PP rank, so that
+/// a caller scoring several ranks of one layout computes them once (Ctx::pytorch_terms).
+struct PytorchRankTerms {
+  AcWrap wrap = AcWrap::kNone;  ///< checkpointing wrap of the layers
+  double dense_act = 0, moe_act = 0;    ///< activation bytes per token of a layer under `wrap`, per rank
+  double dense_full = 0, moe_full = 0;  ///< the same without checkpointing (one layer recomputed)
+  double final_norm = 0;    ///< FinalNormBytesPerToken
+  double logits = 0;        ///< LogitsBytesPerTokenVocab(tp, loss_parallel)
+  double held_logits = 0;   ///< bf16 logits kept through a recompute: 2 / tp bytes per token and vocab entry
+  double overhead = 0;      ///< CUDA context + NCCL buffers
+};
+PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);
+
 /// Memory of PP rank `pp_rank` at its peak moment, with the given options.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 /// Same with default MemoryOptions.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
+/// True when RankMemory(c, r, opts) is the same for every PP rank r (the "megatron" profile:
+/// Megatron's estimate is for the most loaded shard whatever the rank), so that a caller may
+/// compute it once per layout.
+bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts);
 
 /// CUDA context with the kernels PyTorch loads lazily during training, outside the
 /// caching allocator: measured 767-773 MiB on H200, torch 2.11 / CUDA 13.0 (device in use

@@ -4,8 +4,6 @@
 #include "meshplan/topology.hpp"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
@@ -30,8 +28,10 @@ struct Topology::Impl {
   int64_t W = 1, G = 1, U = 1, nics = 1, nodes = 1, domains = 1, pods = 1;
   Graph g;
   std::vector<Edge> edges;
-  // Leaf-to-leaf paths (edge indices) per (rail, pod a, pod b), found by BFS.
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> leaf_paths;
+  // Leaf-to-leaf paths (edge indices) per (rail, pod a, pod b), found by BFS on first use;
+  // index (rail·pods + a)·pods + b.
+  mutable std::vector<std::vector<int64_t>> leaf_paths;
+  mutable std::vector<char> leaf_path_done;
 
   Vertex Gpu(int64_t r) const { return Vertex(r); }
   Vertex Switch(int64_t d) const { return Vertex(W + d); }
@@ -56,9 +56,12 @@ struct Topology::Impl {
   int64_t E(Vertex a, Vertex b) const { return g[boost::edge(a, b, g).first].index; }
 
   const std::vector<int64_t>& LeafPath(int64_t rail, int64_t pa, int64_t pb) const {
-    const auto key = std::make_tuple(rail, pa, pb);
-    auto it = leaf_paths.find(key);
-    if (it != leaf_paths.end()) return it->second;
+    const size_t key = size_t((rail * pods + pa) * pods + pb);
+    if (leaf_path_done.empty()) {
+      leaf_paths.assign(size_t(nics * pods * pods), {});
+      leaf_path_done.assign(leaf_paths.size(), 0);
+    }
+    if (leaf_path_done[key]) return leaf_paths[key];
     std::vector<int64_t> path;
     if (pa != pb) {
       std::vector<Vertex> pred(boost::num_vertices(g));
@@ -70,7 +73,9 @@ struct Topology::Impl {
       for (Vertex v = dst; v != src && pred[v] != v; v = pred[v]) path.push_back(E(pred[v], v));
       std::reverse(path.begin(), path.end());
     }
-    return leaf_paths.emplace(key, std::move(path)).first->second;
+    leaf_paths[key] = std::move(path);
+    leaf_path_done[key] = 1;
+    return leaf_paths[key];
   }
 
   // One rail-aligned path node_a/rail -> node_b/rail carrying `w` units; returns its latency.
@@ -194,27 +199,38 @@ GroupBandwidth Topology::Group(int64_t n, int64_t stride, bool all_to_all) const
   if (n <= 1 || stride < 1 || t.W % (n * stride) != 0) return out;
   std::vector<double> ring(t.edges.size(), 0.0), a2a(t.edges.size(), 0.0);
   std::vector<int64_t> members(size_t(n), 0);
-  std::map<int64_t, std::vector<int64_t>> rails_of_node;  // node -> rails of the group's members
-  std::map<int64_t, int64_t> count_of_node, count_of_domain;
-  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> nics_of_domain;  // domain -> (node, rail)
+  // Per node / domain of the current group, indexed by node / domain and reset through
+  // `nodes_seen` / `domains_seen` (nodes in increasing order: members are in rank order).
+  std::vector<std::vector<int64_t>> rails_of_node(size_t(t.nodes));  // rails of the group's members
+  std::vector<int64_t> count_of_node(size_t(t.nodes), 0), count_of_domain(size_t(t.domains), 0);
+  std::vector<int64_t> nodes_seen, domains_seen;
+  // Multi-node domains (NVL72): the (node, rail) NICs of the group's members per domain.
   const bool multi_node_domains = t.U > t.G;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> nics_of_domain(multi_node_domains ? size_t(t.domains) : 0);
   const int64_t blocks = t.W / (n * stride);
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t o = 0; o < stride; ++o) {
-      rails_of_node.clear();
-      count_of_node.clear();
-      count_of_domain.clear();
-      nics_of_domain.clear();
+      for (int64_t node : nodes_seen) {
+        rails_of_node[size_t(node)].clear();
+        count_of_node[size_t(node)] = 0;
+      }
+      for (int64_t d : domains_seen) {
+        count_of_domain[size_t(d)] = 0;
+        if (multi_node_domains) nics_of_domain[size_t(d)].clear();
+      }
+      nodes_seen.clear();
+      domains_seen.clear();
       for (int64_t j = 0; j < n; ++j) {
         const int64_t r = b * n * stride + o + j * stride;
         members[size_t(j)] = r;
-        std::vector<int64_t>& rails = rails_of_node[t.Node(r)];
+        const int64_t node = t.Node(r), domain = t.Domain(r);
+        std::vector<int64_t>& rails = rails_of_node[size_t(node)];
         if (std::find(rails.begin(), rails.end(), t.Rail(r)) == rails.end()) rails.push_back(t.Rail(r));
-        ++count_of_node[t.Node(r)];
-        ++count_of_domain[t.Domain(r)];
+        if (count_of_node[size_t(node)]++ == 0) nodes_seen.push_back(node);
+        if (count_of_domain[size_t(domain)]++ == 0) domains_seen.push_back(domain);
         if (multi_node_domains) {
-          auto& v = nics_of_domain[t.Domain(r)];
-          const std::pair<int64_t, int64_t> nic{t.Node(r), t.Rail(r)};
+          auto& v = nics_of_domain[size_t(domain)];
+          const std::pair<int64_t, int64_t> nic{node, t.Rail(r)};
           if (std::find(v.begin(), v.end(), nic) == v.end()) v.push_back(nic);
         }
       }
@@ -223,25 +239,27 @@ GroupBandwidth Topology::Group(int64_t n, int64_t stride, bool all_to_all) const
         const double lat =
             t.Domain(a) == t.Domain(c) ? t.InDomain(a, c, 1.0, ring)
             : multi_node_domains
-                ? t.CrossDomain(nics_of_domain[t.Domain(a)], nics_of_domain[t.Domain(c)], 1.0, ring)
-                : t.CrossNode(a, c, rails_of_node[t.Node(a)], 1.0, ring);
+                ? t.CrossDomain(nics_of_domain[size_t(t.Domain(a))], nics_of_domain[size_t(t.Domain(c))], 1.0, ring)
+                : t.CrossNode(a, c, rails_of_node[size_t(t.Node(a))], 1.0, ring);
         out.ring_latency = std::max(out.ring_latency, lat);
       }
       if (!all_to_all) continue;
       // All-to-all, aggregated: in-domain peers per member; node pairs across domains.
       for (int64_t j = 0; j < n; ++j) {
         const int64_t a = members[size_t(j)];
-        const int64_t peers = count_of_domain[t.Domain(a)] - 1;
+        const int64_t peers = count_of_domain[size_t(t.Domain(a))] - 1;
         if (peers > 0) {
           const double lat = t.InDomain(a, a, double(peers), a2a);
           out.a2a_latency = std::max(out.a2a_latency, lat);
         }
       }
-      for (const auto& [na, ca] : count_of_node) {
-        for (const auto& [nb, cb] : count_of_node) {
+      for (int64_t na : nodes_seen) {
+        const int64_t ca = count_of_node[size_t(na)];
+        for (int64_t nb : nodes_seen) {
+          const int64_t cb = count_of_node[size_t(nb)];
           const int64_t ra = na * t.G, rb = nb * t.G;
           if (t.Domain(ra) == t.Domain(rb)) continue;
-          const double lat = t.CrossNode(ra, rb, rails_of_node[na], double(ca * cb), a2a);
+          const double lat = t.CrossNode(ra, rb, rails_of_node[size_t(na)], double(ca * cb), a2a);
           out.a2a_latency = std::max(out.a2a_latency, lat);
         }
       }

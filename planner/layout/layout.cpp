@@ -10,7 +10,9 @@ namespace meshplan {
 //   round_virtual_stages_to_pp_multiple is set.
 //   generate_hf_model_fqn_per_model_part: L layers over S stages, the first L % S stages
 //   one layer larger; stage s lives on rank s % pp (looped placement).
-StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
+namespace {
+
+StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
   StageSplit out;
   const int64_t pp = std::max<int64_t>(1, layout.pp);
   const bool multi = layout.pp > 1 && layout.pp_schedule == PpSchedule::kInterleaved1F1B;
@@ -47,6 +49,31 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
   out.last_rank_layers = layers_of(pp - 1);
   out.max_layers_per_rank = out.first_rank_layers;
   return out;
+}
+
+}  // namespace
+
+// The search asks for few distinct splits, once per layout from the cost model and from
+// several pipeline rules, and the computation is integer divisions: a per-thread memo keyed
+// by every field it reads (num_layers, pp, pp_schedule, layers_per_stage, stage_rounding).
+StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
+  struct Slot {
+    bool used = false;
+    int64_t layers = 0, pp = 0, lps = 0;
+    PpSchedule schedule = PpSchedule::k1F1B;
+    StageRounding rounding = StageRounding::kNone;
+    StageSplit split;
+  };
+  thread_local Slot memo[64];
+  const uint64_t h = uint64_t(num_layers) * 7 + uint64_t(layout.pp) * 31 + uint64_t(layout.layers_per_stage) * 5 +
+                     uint64_t(layout.pp_schedule) * 3 + uint64_t(layout.stage_rounding);
+  Slot& s = memo[h & 63];
+  if (!s.used || s.layers != num_layers || s.pp != layout.pp || s.lps != layout.layers_per_stage ||
+      s.schedule != layout.pp_schedule || s.rounding != layout.stage_rounding) {
+    s = Slot{true, num_layers, layout.pp, layout.layers_per_stage, layout.pp_schedule, layout.stage_rounding,
+             ComputeSplitStages(num_layers, layout)};
+  }
+  return s.split;
 }
 
 const char* StrategyName(Strategy s) {

@@ -41,8 +41,11 @@ const Rule* FirstFailure(const RuleContext& ctx) {
 }
 
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
-  for (const Rule& r : Registry(ctx)) {
-    if (r.stage == stage && !r.check(ctx)) return &r;
+  // Both registries are sorted by stage (stable_sort in their builders).
+  const std::span<const Rule> rules = Registry(ctx);
+  auto it = std::partition_point(rules.begin(), rules.end(), [stage](const Rule& r) { return r.stage < stage; });
+  for (; it != rules.end() && it->stage == stage; ++it) {
+    if (!it->check(ctx)) return &*it;
   }
   return nullptr;
 }

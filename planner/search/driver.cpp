@@ -34,39 +34,77 @@ int ThreadCount(const PlanRequest& req, size_t work) {
 }
 
 // Runs fn(index, scorer) for index in [0, n) on `threads` threads; returns the merged scorer.
+// `stoppable`: a thread stops taking work once its scorer is Stopped() (deadline, budget).
 template <typename Fn>
-Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, Fn fn) {
+Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stoppable, Fn fn) {
   const int threads = ThreadCount(req, n);
   std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm));
+  // Indices are handed out in small chunks (one shared counter update per chunk).
+  const size_t chunk = std::clamp<size_t>(n / (static_cast<size_t>(threads) * 64), 1, 64);
   std::atomic<size_t> next{0};
   auto work = [&](int t) {
     Scorer& s = scorers[static_cast<size_t>(t)];
-    for (size_t i = next++; i < n; i = next++) {
-      if (s.Stopped()) break;
-      fn(i, s);
+    for (size_t begin = next.fetch_add(chunk); begin < n; begin = next.fetch_add(chunk)) {
+      for (size_t i = begin; i < std::min(n, begin + chunk); ++i) {
+        if (stoppable && s.Stopped()) return;
+        fn(i, s);
+      }
     }
   };
-  if (threads == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-    for (auto& th : pool) th.join();
-  }
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);  // the calling thread is one of the workers
+  for (auto& th : pool) th.join();
   for (size_t t = 1; t < scorers.size(); ++t) scorers[0].Merge(scorers[t]);
   return std::move(scorers[0]);
 }
 
-// Subtrees: layouts that passed the mesh and feature rules. Rejections go to `s`.
-std::vector<Layout> Subtrees(const PlanRequest& req, const Space& space, Scorer& s) {
-  std::vector<Layout> meshes, features, out;
-  space.Meshes(meshes);
-  for (const Layout& mesh : meshes) {
-    if (s.Reject(mesh, RuleStage::kMesh)) continue;
-    features.clear();
-    space.Features(mesh, features);
-    for (const Layout& f : features) {
-      if (!s.Reject(f, RuleStage::kFeatures)) out.push_back(f);
+// Subtrees: layouts that passed the mesh and feature rules, in walk order, with their
+// step-time lower bounds when `bounds` is set. The parts of the mesh walk run on the search
+// threads (each part's subtrees in their own list, so the order is the walk's); rejections
+// are counted into `head`.
+struct SubtreeList {
+  std::vector<std::vector<Layout>> parts;
+  std::vector<std::vector<double>> part_bounds;
+  std::vector<const Layout*> all;  ///< walk order
+  std::vector<double> bound;       ///< bound[i] of all[i] (when computed)
+};
+
+SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel& cm, Scorer& head, bool bounds) {
+  SubtreeList out;
+  const size_t parts = space.MeshParts();
+  out.parts.resize(parts);
+  out.part_bounds.resize(parts);
+  Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
+    thread_local std::vector<Layout> features;
+    // Filled here and moved into place once: the lists' headers sit side by side in
+    // out.parts, and two threads growing neighbours would share their cache line.
+    std::vector<Layout> mine;
+    space.Meshes(p, [&](const Layout& mesh) {
+      if (s.Reject(mesh, RuleStage::kMesh)) return;
+      features.clear();
+      space.Features(mesh, features);
+      for (const Layout& f : features) {
+        if (!s.Reject(f, RuleStage::kFeatures)) mine.push_back(f);
+      }
+    });
+    if (bounds) {
+      std::vector<double> b;
+      b.reserve(mine.size());
+      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(l));
+      out.part_bounds[p] = std::move(b);
+    }
+    out.parts[p] = std::move(mine);
+  });
+  head.Merge(rejected);
+  size_t n = 0;
+  for (const auto& v : out.parts) n += v.size();
+  out.all.reserve(n);
+  if (bounds) out.bound.reserve(n);
+  for (size_t p = 0; p < parts; ++p) {
+    for (size_t i = 0; i < out.parts[p].size(); ++i) {
+      out.all.push_back(&out.parts[p][i]);
+      if (bounds) out.bound.push_back(out.part_bounds[p][i]);
     }
   }
   return out;
@@ -119,16 +157,21 @@ bool Scorer::Reject(const Layout& l, RuleStage stage) {
 void Scorer::Leaf(const Layout& l, uint64_t order) {
   if (Stopped() || Reject(l, RuleStage::kBatch)) return;
   ++valid_;
-  std::pair<Candidate, uint64_t> c{Candidate{l, cost_model_.Evaluate(l)}, order};
-  const double mem = c.first.cost.memory.Total();
+  const Cost cost = cost_model_.Evaluate(l);
+  const double mem = cost.memory.Total();
   if (!has_least_ || mem < least_.first.cost.memory.Total() ||
       (mem == least_.first.cost.memory.Total() && order < least_.second)) {
-    least_ = c;
+    least_.first.layout = l;
+    least_.first.cost = cost;
+    least_.second = order;
     has_least_ = true;
   }
-  if (!c.first.cost.fits) return;
+  if (!cost.fits) return;
   ++fitting_;
   const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
+  // A strictly slower layout never ranks before the k-th (RanksBefore compares the step first).
+  if (top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds) return;
+  std::pair<Candidate, uint64_t> c{Candidate{l, cost}, order};
   if (top_.size() == k && !Before(c, top_.back())) return;
   top_.insert(std::upper_bound(top_.begin(), top_.end(), c, Before), std::move(c));
   if (top_.size() > k) top_.pop_back();
@@ -136,6 +179,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
 
 void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
+  pruned_ += o.pruned_;
   valid_ += o.valid_;
   fitting_ += o.fitting_;
   for (const auto& entry : o.rejected_) {
@@ -160,13 +204,13 @@ void Scorer::Merge(const Scorer& o) {
   if (stopped_.empty()) stopped_ = o.stopped_;
 }
 
-PlanResult Scorer::Finish(int64_t pruned) const {
+PlanResult Scorer::Finish() const {
   PlanResult r;
   for (const auto& c : top_) r.top.push_back(c.first);
   r.enumerated = enumerated_;
   r.valid = valid_;
   r.fitting = fitting_;
-  r.pruned = pruned;
+  r.pruned = pruned_;
   r.stopped = stopped_;
   if (has_least_) r.least_memory = least_.first;
   for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);
@@ -178,25 +222,25 @@ PlanResult Scorer::Finish(int64_t pruned) const {
 PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm);
-  const std::vector<Layout> subtrees = Subtrees(req, space, head);
+  const SubtreeList list = Subtrees(req, space, cm, head, req.prune);
+  const std::vector<const Layout*>& subtrees = list.all;
   const size_t n = subtrees.size();
 
   if (!req.prune) {
-    Scorer all = Parallel(req, cm, n, [&](size_t i, Scorer& s) { ScoreSubtree(space, subtrees[i], i, s); });
+    Scorer all = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); });
     head.Merge(all);
-    return head.Finish(0);
+    return head.Finish();
   }
 
   // Phase 1: the most promising subtrees, by step-time lower bound.
-  std::vector<double> bound(n);
-  for (size_t i = 0; i < n; ++i) bound[i] = cm.StepSecondsLowerBound(subtrees[i]);
+  const std::vector<double>& bound = list.bound;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   const size_t seeds = std::min(n, kSeedSubtrees);
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(seeds), order.end(),
                     [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
-  Scorer seeded = Parallel(req, cm, seeds, [&](size_t j, Scorer& s) {
-    ScoreSubtree(space, subtrees[order[j]], order[j], s);
+  Scorer seeded = Parallel(req, cm, seeds, true, [&](size_t j, Scorer& s) {
+    ScoreSubtree(space, *subtrees[order[j]], order[j], s);
   });
   const size_t k = static_cast<size_t>(std::max(1, req.top_n));
   const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
@@ -211,53 +255,56 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   // model appear only when accumulation > 1, and a leaf with a large local batch may have
   // none. The probe is then below every leaf of its subtree.
   std::map<int64_t, CostModel> probe_models;
-  for (const Layout& t : subtrees) {
-    if (probe_models.count(t.dp) == 0) {
+  int64_t last_dp = 0;
+  for (const Layout* t : subtrees) {
+    if (t->dp == last_dp && !probe_models.empty()) continue;
+    last_dp = t->dp;
+    if (probe_models.count(t->dp) == 0) {
       TrainSetup one = req.setup;
-      one.global_batch = std::max<int64_t>(1, t.dp);
-      probe_models.emplace(t.dp, CostModel(req.model, req.system, one));
+      one.global_batch = std::max<int64_t>(1, t->dp);
+      probe_models.emplace(t->dp, cm.WithSetup(one));
     }
   }
-  std::atomic<int64_t> pruned{0};
-  Scorer rest = Parallel(req, cm, n, [&](size_t i, Scorer& s) {
+  Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
     if (done[i]) return;
     if (bound[i] > threshold) {
-      ++pruned;
+      s.Prune();
       return;
     }
     thread_local std::vector<Layout> probes;
     probes.clear();
-    space.MemoryBoundLayouts(subtrees[i], probes);
+    space.MemoryBoundLayouts(*subtrees[i], probes);
     double least = std::numeric_limits<double>::infinity();
-    const CostModel& probe_model = probe_models.at(subtrees[i].dp);
+    const CostModel& probe_model = probe_models.at(subtrees[i]->dp);
     for (Layout& p : probes) {
       space.Prepare(p);
-      least = std::min(least, probe_model.Evaluate(p).memory.Total());
+      least = std::min(least, probe_model.MemoryTotal(p));
     }
     if (!probes.empty() && least > capacity) {
-      ++pruned;
+      s.Prune();
       return;
     }
-    ScoreSubtree(space, subtrees[i], i, s);
+    ScoreSubtree(space, *subtrees[i], i, s);
   });
   head.Merge(seeded);
   head.Merge(rest);
   // Nothing fits: the least-memory layout may sit in a pruned subtree; walk everything.
-  if (head.fitting() == 0 && pruned > 0) {
+  if (head.fitting() == 0 && head.pruned() > 0) {
     PlanRequest exhaustive = req;
     exhaustive.prune = false;
     return RunSearch(exhaustive, space);
   }
-  return head.Finish(pruned);
+  return head.Finish();
 }
 
 std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm);
   std::vector<Layout> out;
-  for (const Layout& subtree : Subtrees(req, space, head)) {
+  const SubtreeList list = Subtrees(req, space, cm, head, false);
+  for (const Layout* subtree : list.all) {
     const size_t before = out.size();
-    space.Leaves(subtree, out);
+    space.Leaves(*subtree, out);
     for (size_t i = before; i < out.size(); ++i) space.Prepare(out[i]);
     if (req.max_layouts > 0 && static_cast<int64_t>(out.size()) > req.max_layouts) break;
   }

@@ -4,6 +4,7 @@
 // walk over subtrees.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -17,8 +18,12 @@ namespace meshplan::search {
 class Space {
  public:
   virtual ~Space() = default;
-  /// Mesh-level layouts in enumeration order (not yet checked by any rule).
-  virtual void Meshes(std::vector<Layout>& out) const = 0;
+  /// The mesh walk is cut into parts that can be walked independently (on several
+  /// threads); walking parts 0, 1, ... in turn is the whole walk in enumeration order.
+  virtual size_t MeshParts() const = 0;
+  /// Mesh-level layouts of one part in enumeration order (not yet checked by any rule),
+  /// handed to `emit` one at a time: the whole list is never held (millions of layouts).
+  virtual void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const = 0;
   /// The feature variants of a mesh that passed its rules (not yet checked).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
   /// Every leaf of a subtree, in enumeration order (batch rules not yet checked).
@@ -33,7 +38,8 @@ class Space {
 /// Everything one thread gathers. Candidates carry their position in the exhaustive walk
 /// (subtree index, leaf index) so that merging per-thread results in that order gives the
 /// same answer as one thread walking everything.
-class Scorer {
+/// One per search thread; cache-line aligned so that two threads' counters never share a line.
+class alignas(64) Scorer {
  public:
   Scorer(const PlanRequest& req, const CostModel& cost_model);
 
@@ -45,8 +51,12 @@ class Scorer {
   /// every 256 calls).
   bool Stopped();
 
+  /// Counts a subtree skipped by branch-and-bound (per thread: no shared counter).
+  void Prune() { ++pruned_; }
+  int64_t pruned() const { return pruned_; }
+
   void Merge(const Scorer& other);
-  PlanResult Finish(int64_t pruned) const;
+  PlanResult Finish() const;
 
   const std::vector<std::pair<Candidate, uint64_t>>& top() const { return top_; }
   int64_t fitting() const { return fitting_; }
@@ -58,7 +68,7 @@ class Scorer {
   std::vector<std::pair<const Rule*, int64_t>> rejected_;
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
-  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0;
+  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
   std::string stopped_;
 };
 

@@ -62,45 +62,50 @@ constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {t
 
 class MegatronSpace : public Space {
  public:
-  explicit MegatronSpace(const PlanRequest& r) : req_(r) {}
-
-  void Meshes(std::vector<Layout>& out) const override {
+  explicit MegatronSpace(const PlanRequest& r) : req_(r) {
     const int64_t n = req_.setup.num_gpus;
-    const int64_t num_layers = req_.model.num_layers;
-    std::vector<int64_t> ep_options = {1};
     if (req_.model.is_moe()) {
       for (int64_t e : Divisors(req_.model.num_experts)) {
-        if (e > 1 && e <= n) ep_options.push_back(e);
+        if (e > 1 && e <= n) ep_options_.push_back(e);
       }
     }
     for (int64_t tp : Divisors(n)) {
       for (int64_t cp : Divisors(n / tp)) {
         for (int64_t pp : Divisors(n / (tp * cp))) {
-          if (pp > num_layers) break;
-          for (const auto& [split, vpp] : VppChoices(num_layers, pp)) {
-            for (int64_t ep : ep_options) {
-              for (int64_t etp : {int64_t{0}, int64_t{1}}) {
-                if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
-                for (const Flavour& f : kFlavours) {
-                  Layout l;
-                  l.framework = Framework::kMegatronBridge;
-                  l.tp = tp;
-                  l.cp = cp;
-                  l.pp = pp;
-                  l.dp = n / (tp * cp * pp);
-                  l.vpp = vpp;
-                  l.pp_split = split;
-                  l.ep = ep;
-                  l.etp = etp;
-                  l.use_distributed_optimizer = f.distopt;
-                  l.mb.use_megatron_fsdp = f.mfsdp;
-                  l.mb.use_torch_fsdp2 = f.fsdp2;
-                  l.sequence_parallel = tp > 1;
-                  ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-                  out.push_back(l);
-                }
-              }
-            }
+          if (pp > req_.model.num_layers) break;
+          parts_.push_back({tp, cp, pp});
+        }
+      }
+    }
+  }
+
+  // One part per (tp, cp, pp), in walk order.
+  size_t MeshParts() const override { return parts_.size(); }
+
+  void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const override {
+    const int64_t n = req_.setup.num_gpus;
+    const auto [tp, cp, pp] = parts_[part];
+    for (const auto& [split, vpp] : VppChoices(req_.model.num_layers, pp)) {
+      for (int64_t ep : ep_options_) {
+        for (int64_t etp : {int64_t{0}, int64_t{1}}) {
+          if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
+          for (const Flavour& f : kFlavours) {
+            Layout l;
+            l.framework = Framework::kMegatronBridge;
+            l.tp = tp;
+            l.cp = cp;
+            l.pp = pp;
+            l.dp = n / (tp * cp * pp);
+            l.vpp = vpp;
+            l.pp_split = split;
+            l.ep = ep;
+            l.etp = etp;
+            l.use_distributed_optimizer = f.distopt;
+            l.mb.use_megatron_fsdp = f.mfsdp;
+            l.mb.use_torch_fsdp2 = f.fsdp2;
+            l.sequence_parallel = tp > 1;
+            ApplyEmittedSettings(l, req_.system, req_.setup.precision);
+            emit(l);
           }
         }
       }
@@ -144,7 +149,12 @@ class MegatronSpace : public Space {
   }
 
  private:
+  struct Part {
+    int64_t tp, cp, pp;
+  };
   const PlanRequest& req_;
+  std::vector<int64_t> ep_options_ = {1};
+  std::vector<Part> parts_;
 };
 
 }  // namespace

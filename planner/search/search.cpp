@@ -6,6 +6,7 @@
 // so a failing mesh rule removes its whole subtree, and scores the leaves in parallel with
 // branch-and-bound.
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "meshplan/search.hpp"
@@ -52,14 +53,11 @@ Key(const Layout& l) {
 
 class AutoModelSpace : public search::Space {
  public:
-  explicit AutoModelSpace(const PlanRequest& req) : req_(req) {}
-
-  void Meshes(std::vector<Layout>& out) const override {
+  explicit AutoModelSpace(const PlanRequest& req) : req_(req) {
     const int64_t n = req_.setup.num_gpus;
-    std::vector<int64_t> ep_options = {1};
     if (req_.model.is_moe()) {
       for (int64_t e : Divisors(req_.model.num_experts)) {
-        if (e > 1 && e <= n) ep_options.push_back(e);
+        if (e > 1 && e <= n) ep_options_.push_back(e);
       }
     }
     for (Strategy strategy : req_.strategies) {
@@ -67,23 +65,36 @@ class AutoModelSpace : public search::Space {
         for (int64_t cp : Divisors(n / tp)) {
           for (int64_t pp : Divisors(n / (tp * cp))) {
             if (pp > req_.model.num_layers) break;
+            parts_.push_back({strategy, tp, cp, pp});
             const int64_t dp = n / (tp * cp * pp);
-            const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
-            for (int64_t rep : reps) {
-              for (int64_t ep : ep_options) {
-                Layout l;
-                l.strategy = strategy;
-                l.tp = tp;
-                l.cp = cp;
-                l.pp = pp;
-                l.dp = dp;
-                l.dp_replicate = rep;
-                l.ep = ep;
-                out.push_back(l);
-              }
+            if (schedules_.count(pp) == 0) schedules_.emplace(pp, ScheduleChoices(req_.model.num_layers, pp));
+            if (dp > 0 && req_.setup.global_batch % dp == 0 && local_batches_.count(dp) == 0) {
+              local_batches_.emplace(dp, Divisors(req_.setup.global_batch / dp));
             }
           }
         }
+      }
+    }
+  }
+
+  // One part per (strategy, tp, cp, pp), in walk order.
+  size_t MeshParts() const override { return parts_.size(); }
+
+  void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const override {
+    const auto [strategy, tp, cp, pp] = parts_[part];
+    const int64_t dp = req_.setup.num_gpus / (tp * cp * pp);
+    const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
+    for (int64_t rep : reps) {
+      for (int64_t ep : ep_options_) {
+        Layout l;
+        l.strategy = strategy;
+        l.tp = tp;
+        l.cp = cp;
+        l.pp = pp;
+        l.dp = dp;
+        l.dp_replicate = rep;
+        l.ep = ep;
+        emit(l);
       }
     }
   }
@@ -109,7 +120,7 @@ class AutoModelSpace : public search::Space {
       out.push_back(l);
       return;
     }
-    const std::vector<int64_t> lbs_options = Divisors(per_rank);
+    const std::vector<int64_t>& lbs_options = LocalBatches(dp, per_rank);
     if (l.pp == 1) {
       for (int64_t lbs : lbs_options) {
         if (lbs > req_.max_micro_batch) break;
@@ -118,7 +129,7 @@ class AutoModelSpace : public search::Space {
       }
       return;
     }
-    const std::vector<ScheduleChoice> schedules = ScheduleChoices(req_.model.num_layers, l.pp);
+    const std::vector<ScheduleChoice>& schedules = Schedules(l.pp);
     for (int64_t mb = 1; mb <= req_.max_micro_batch && mb <= per_rank; mb *= 2) {
       l.pp_microbatch_size = mb;
       for (int64_t lbs : lbs_options) {
@@ -144,7 +155,7 @@ class AutoModelSpace : public search::Space {
       out.push_back(l);
       return;
     }
-    for (const ScheduleChoice& s : ScheduleChoices(req_.model.num_layers, l.pp)) {
+    for (const ScheduleChoice& s : Schedules(l.pp)) {
       l.pp_schedule = s.schedule;
       l.layers_per_stage = s.layers_per_stage;
       l.stage_rounding = s.rounding;
@@ -153,7 +164,35 @@ class AutoModelSpace : public search::Space {
   }
 
  private:
+  // ScheduleChoices(num_layers, pp), from the table built with the parts.
+  const std::vector<ScheduleChoice>& Schedules(int64_t pp) const {
+    const auto it = schedules_.find(pp);
+    if (it != schedules_.end()) return it->second;
+    thread_local std::vector<ScheduleChoice> other;
+    other = ScheduleChoices(req_.model.num_layers, pp);
+    return other;
+  }
+
+  // Divisors(per_rank) for dp (per_rank = global_batch / dp), from the table.
+  const std::vector<int64_t>& LocalBatches(int64_t dp, int64_t per_rank) const {
+    const auto it = local_batches_.find(dp);
+    if (it != local_batches_.end()) return it->second;
+    thread_local std::vector<int64_t> other;
+    other = Divisors(per_rank);
+    return other;
+  }
+
+  struct Part {
+    Strategy strategy;
+    int64_t tp, cp, pp;
+  };
   const PlanRequest& req_;
+  std::vector<int64_t> ep_options_ = {1};
+  std::vector<Part> parts_;
+  // Built once (the leaves of every subtree used to rebuild them): schedule variants per
+  // pp and local batch sizes (divisors of global_batch / dp) per dp.
+  std::map<int64_t, std::vector<ScheduleChoice>> schedules_;
+  std::map<int64_t, std::vector<int64_t>> local_batches_;
 };
 
 }  // namespace

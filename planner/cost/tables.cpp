@@ -1,0 +1,90 @@
+// Layout-independent tables of one CostModel (see tables.hpp).
+
+#include "cost/tables.hpp"
+
+#include <algorithm>
+
+namespace meshplan::cost {
+
+RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages) {
+  RankPlan plan;
+  const int64_t pp = std::max<int64_t>(1, pp_size);
+  struct Seen {
+    int64_t dense, moe;
+    bool embedding, head;
+  };
+  Seen seen[8];
+  int n_seen = 0;
+  for (int64_t r = 0; r < pp; ++r) {
+    const LayerMix mix = LayersOfRank(model, pp_size, num_stages, r);
+    const Seen sig{mix.dense, mix.moe, r == 0, r == pp - 1};
+    bool dup = false;
+    for (int i = 0; i < n_seen && !dup; ++i) {
+      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
+            seen[i].head == sig.head;
+    }
+    if (dup) continue;
+    if (n_seen < 8) seen[n_seen++] = sig;
+    plan.ranks.push_back({r, ParamsOfRank(model, params, pp_size, num_stages, r)});
+  }
+  return plan;
+}
+
+namespace {
+// What LayersOfRank and ParamsOfRank read of the model (not its names and source map).
+ModelSpec LayerCounts(const ModelSpec& m) {
+  ModelSpec s;
+  s.num_layers = m.num_layers;
+  s.num_dense_layers = m.num_dense_layers;
+  s.num_experts = m.num_experts;
+  return s;
+}
+}  // namespace
+
+CostTables::CostTables(const ModelSpec& model, const ParamCounts& params) : model_(LayerCounts(model)), params_(params) {
+  for (int moe = 0; moe < 2; ++moe) {
+    for (AcWrap w : {AcWrap::kNone, AcWrap::kLayer, AcWrap::kSubmodule, AcWrap::kSelective}) {
+      act_[moe][static_cast<int>(w)] = LayerActivationBytes(model, moe == 1, w);
+    }
+  }
+  max_pp_ = std::max<int64_t>(1, model.num_layers);
+  max_stages_ = 2 * std::max<int64_t>(0, model.num_layers) + 1;
+  plans_.reset(new std::atomic<std::atomic<const RankPlan*>*>[static_cast<size_t>(max_pp_) + 1]);
+  for (int64_t pp = 0; pp <= max_pp_; ++pp) plans_[static_cast<size_t>(pp)].store(nullptr, std::memory_order_relaxed);
+}
+
+CostTables::~CostTables() {
+  const size_t n = static_cast<size_t>(max_stages_) + 1;
+  for (int64_t pp = 0; pp <= max_pp_; ++pp) {
+    std::atomic<const RankPlan*>* row = plans_[static_cast<size_t>(pp)].load(std::memory_order_relaxed);
+    if (row == nullptr) continue;
+    for (size_t s = 0; s < n; ++s) delete row[s].load(std::memory_order_relaxed);
+    delete[] row;
+  }
+}
+
+const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages) const {
+  if (pp < 1 || pp > max_pp_ || num_stages < 0 || num_stages > max_stages_) return nullptr;
+  std::atomic<std::atomic<const RankPlan*>*>& row_slot = plans_[static_cast<size_t>(pp)];
+  std::atomic<const RankPlan*>* row = row_slot.load(std::memory_order_acquire);
+  if (row == nullptr) {
+    const size_t n = static_cast<size_t>(max_stages_) + 1;
+    auto fresh = std::make_unique<std::atomic<const RankPlan*>[]>(n);
+    for (size_t s = 0; s < n; ++s) fresh[s].store(nullptr, std::memory_order_relaxed);
+    std::atomic<const RankPlan*>* expected = nullptr;
+    if (row_slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) {
+      row = fresh.release();
+    } else {
+      row = expected;  // another thread made the row first
+    }
+  }
+  std::atomic<const RankPlan*>& slot = row[num_stages];
+  const RankPlan* plan = slot.load(std::memory_order_acquire);
+  if (plan != nullptr) return plan;
+  auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages));
+  const RankPlan* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) return fresh.release();
+  return expected;  // another thread built it first
+}
+
+}  // namespace meshplan::cost

@@ -1,0 +1,56 @@
+#pragma once
+/// \file tables.hpp
+/// What CostModel::Evaluate needs that depends on the model but not on the layout, computed
+/// once per CostModel: the per-token activation bytes of a dense and an MoE layer for each
+/// checkpointing wrap, and, per (PP size, stage count), the pipeline ranks Evaluate scores
+/// with their parameter counts. Private to planner/cost. The values are those of the
+/// functions they cache (LayerActivationBytes, ParamsOfRank), bit for bit.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cost/memory.hpp"
+
+namespace meshplan::cost {
+
+/// One pipeline rank to score and its parameters (ParamsOfRank).
+struct RankEntry {
+  int64_t rank = 0;
+  RankParams params;
+};
+
+/// The ranks of one (pp, S) that CostModel::Evaluate scores: rank 0, then every rank whose
+/// (dense layers, MoE layers, embedding, head) signature differs from the first eight
+/// distinct signatures seen (a later rank of a seen signature holds no more memory and
+/// takes the same time).
+struct RankPlan {
+  std::vector<RankEntry> ranks;
+};
+RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages);
+
+class CostTables {
+ public:
+  CostTables(const ModelSpec& model, const ParamCounts& params);
+  ~CostTables();
+  CostTables(const CostTables&) = delete;
+  CostTables& operator=(const CostTables&) = delete;
+
+  /// LayerActivationBytes(model, moe_layer, wrap).
+  const ActBytes& Act(bool moe_layer, AcWrap wrap) const { return act_[moe_layer ? 1 : 0][static_cast<int>(wrap)]; }
+  /// BuildRankPlan(model, params, pp, num_stages), built on first use (thread-safe) for
+  /// 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1; nullptr outside.
+  const RankPlan* Ranks(int64_t pp, int64_t num_stages) const;
+
+ private:
+  ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
+  ParamCounts params_;
+  ActBytes act_[2][4];
+  int64_t max_pp_ = 0, max_stages_ = 0;
+  /// Built on first use: plans_[pp] -> row of max_stages_ + 1 plans (so that constructing
+  /// a CostModel stays cheap; the search builds one per memory probe setup).
+  mutable std::unique_ptr<std::atomic<std::atomic<const RankPlan*>*>[]> plans_;
+};
+
+}  // namespace meshplan::cost
