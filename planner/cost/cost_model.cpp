@@ -76,15 +76,17 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   MemoryBreakdown uniform_mem, memory;
   TimeBreakdown time_of_slowest;
   double best_mem = -1.0, best_step = -1.0;
+  const bool megatron = layout.framework == Framework::kMegatronBridge;
+  const cost::MegatronShared mshared = megatron ? cost::MegatronLayoutShared(ctx) : cost::MegatronShared{};
   for (const cost::RankEntry& e : plan->ranks) {
     ctx.rank_params = &e.params;
     ctx.params_rank = e.rank;
     if (!uniform || &e == &plan->ranks.front()) uniform_mem = cost::RankMemory(ctx, e.rank, memory_);
     const MemoryBreakdown& mem = uniform_mem;
     const TimeBreakdown time =
-        layout.framework == Framework::kMegatronBridge
-            ? cost::MegatronTime(cost::MegatronRankTerms(ctx, e.rank, mem), system_.megatron_fit, setup_.precision)
-            : cost::RankTime(ctx, e.rank, mem);
+        megatron ? cost::MegatronTime(cost::MegatronRankTerms(ctx, mshared, e.rank, mem), system_.megatron_fit,
+                                      setup_.precision)
+                 : cost::RankTime(ctx, e.rank, mem);
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
       memory = mem;

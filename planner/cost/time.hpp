@@ -74,6 +74,20 @@ struct MegatronTerms {
   double optimizer = 0;     ///< Adam step, HBM-bound
 };
 MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
+/// The rank-independent part of MegatronRankTerms (rates, per-token HBM time per layer kind,
+/// per-micro-batch collective times, links), computed once per layout when several pipeline
+/// ranks are scored. Same formulas, split for speed.
+struct MegatronShared {
+  double tp = 1, ep = 1, etp = 1, n_mb = 1, tokens = 0, extra = 0, core_extra = 0, v = 1;
+  bool full = false;
+  double linear_rate = 0, expert_rate = 0, core_rate = 0;  ///< FLOP/s incl. GemmSizeFactor
+  double dense_mem_s = 0, moe_mem_s = 0, head_mem_s = 0;   ///< HBM seconds per layer / head
+  double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
+  Group gd, ge;  ///< dense DP·CP group, expert-DP group
+  Link ld, le;
+};
+MegatronShared MegatronLayoutShared(const Ctx& c);
+MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& shared, int64_t pp_rank, const MemoryBreakdown& mem);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
 /// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
 double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);

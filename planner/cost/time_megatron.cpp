@@ -80,96 +80,119 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     kFsdpOverlapFraction of the compute hides them.
 ///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3).
 ///   optimizer: as in RankTime.
-MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
+MegatronShared MegatronLayoutShared(const Ctx& c) {
   const ModelSpec& m = c.model;
   const Layout& l = c.layout;
   const SystemSpec& sys = c.system;
   const GpuSpec& gpu = sys.gpu;
-  const RankParams rp = ParamsOfRank(c, pp_rank);
-  const FlopsPerToken& f = c.flops;
-  const double tp = double(std::max<int64_t>(1, l.tp));
-  const double ep = double(std::max<int64_t>(1, l.ep));
-  const double etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
+  MegatronShared s;
+  s.tp = double(std::max<int64_t>(1, l.tp));
+  s.ep = double(std::max<int64_t>(1, l.ep));
+  s.etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
   const double h = double(m.hidden_size);
   const double t_mb = c.tokens_per_mb;
-  const double n_mb = double(c.mb_per_step);
-  const double tokens = t_mb * n_mb;
+  s.n_mb = double(c.mb_per_step);
+  s.tokens = t_mb * s.n_mb;
+  s.full = l.recompute == Recompute::kFull;
+  s.extra = s.full ? 1.0 / 3.0 : 0.0;
+  s.core_extra = s.full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
+  const bool fp8 = c.setup.precision != Precision::kBf16;
+  const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
+  const double expert_tokens =
+      m.num_experts > 0 ? t_mb * double(m.experts_per_token) * s.ep * s.etp / (s.tp * double(m.num_experts)) : t_mb;
+  s.linear_rate = rate * GemmSizeFactor(t_mb, h / s.tp);
+  s.expert_rate = rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / s.etp);
+  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
+  const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
+  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem;
+  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem : 0.0;
+  s.head_mem_s = gpu.hbm_bandwidth > 0
+                     ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
+                     : 0.0;
+  const MeshGroups& g = c.groups;
+  if (l.tp > 1) {
+    s.tp_per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
+    s.tp_moe_volumes = s.etp > 1 ? 4.0 : 2.0;
+  }
+  if (l.cp > 1) {
+    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / s.tp * 2.0;
+    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
+    const double comm = (s.full ? 4.0 : 3.0) * ring;
+    const double core_layer_mb = t_mb * c.flops.attn_core_flops / s.tp / s.core_rate * (1.0 + s.core_extra);
+    s.cp_layer_mb = Pos(comm - core_layer_mb);
+  }
+  if (l.ep > 1 && m.is_moe()) {
+    const double a2a_bytes = t_mb / s.tp * double(m.experts_per_token) * h * 2.0;
+    const Group gep{l.ep, static_cast<int64_t>(s.etp)};
+    s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
+  }
+  s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
+  if (l.pp > 1) {
+    const double per = P2pSeconds(t_mb / s.tp * h * 2.0, RingLink(sys, c.links, g.pp));
+    const double exposed = l.mb.overlap_p2p_comm == Tri::kTrue ? kPpP2pExposedFraction : 1.0;
+    s.pp = exposed * 2.0 * s.v * s.n_mb * per;
+    s.bubble_fraction = double(l.pp - 1) / (s.v * s.n_mb);
+  }
+  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
+  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
+  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+  s.gd = Group{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
+  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(s.ep * s.etp)));
+  s.ge = Group{edp_n, static_cast<int64_t>(s.ep * s.etp)};
+  s.ld = RingLink(sys, c.links, s.gd);
+  s.le = RingLink(sys, c.links, s.ge);
+  return s;
+}
+
+MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t pp_rank, const MemoryBreakdown& mem) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  const GpuSpec& gpu = c.system.gpu;
+  const RankParams rp = ParamsOfRank(c, pp_rank);
+  const FlopsPerToken& f = c.flops;
+  const double tp = s.tp, ep = s.ep, etp = s.etp, tokens = s.tokens, n_mb = s.n_mb, extra = s.extra;
   const double dense_layers = double(rp.dense_layers), moe_layers = double(rp.moe_layers);
   const double layers = dense_layers + moe_layers;
-  const bool full = l.recompute == Recompute::kFull;
-  const bool fp8 = c.setup.precision != Precision::kBf16;
   MegatronTerms t;
 
   // --- compute ---
-  const double extra = full ? 1.0 / 3.0 : 0.0;
-  const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
   const double linear = tokens * (dense_layers * f.DenseLayerLinear() +
                                   moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
   const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
   const double experts = tokens * moe_layers * f.routed_flops / tp;
-  const double expert_tokens =
-      m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep * etp / (tp * double(m.num_experts)) : t_mb;
-  const double linear_s = (linear * (1.0 + extra) + head) / (rate * GemmSizeFactor(t_mb, h / tp));
-  const double expert_s =
-      experts * (1.0 + extra) / (rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / etp));
+  const double linear_s = (linear * (1.0 + extra) + head) / s.linear_rate;
+  const double expert_s = experts * (1.0 + extra) / s.expert_rate;
   t.gemm = linear_s + expert_s;
-  const double core = tokens * layers * f.attn_core_flops / tp;
-  const double core_extra = full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
-  const double core_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
-  t.attention = core * (1.0 + core_extra) / core_rate;
-  const double elems = dense_layers * MegatronLayerElements(m, false, fp8) + moe_layers * MegatronLayerElements(m, true, fp8);
-  double bytes = 3.0 * (1.0 + extra) * 2.0 * elems * tokens / tp;
-  if (rp.has_head) bytes += kCrossEntropyBytesPerLogit * double(m.vocab_size) * tokens / tp;
-  t.memory_bound = gpu.hbm_bandwidth > 0 ? bytes / gpu.hbm_bandwidth : 0.0;
+  t.attention = tokens * layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
+  t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s + (rp.has_head ? s.head_mem_s : 0.0);
   t.kernels = n_mb * (dense_layers * kDenseLayerKernels + moe_layers * kMoeLayerKernels) * (1.0 + extra);
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
   const double bwd_mb = 2.0 * fwd_mb;
 
-  const MeshGroups& g = c.groups;
-  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
-  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
   // --- TP ---
   if (l.tp > 1 && layers > 0) {
-    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
-    const double moe_volumes = etp > 1 ? 4.0 : 2.0;
-    const double volumes = dense_layers * 4.0 + moe_layers * moe_volumes;
-    const double comm = volumes * (full ? 1.5 : 1.0) * n_mb * per;
+    const double volumes = dense_layers * 4.0 + moe_layers * s.tp_moe_volumes;
+    const double comm = volumes * (s.full ? 1.5 : 1.0) * n_mb * s.tp_per;
     t.tp = l.mb.tp_comm_overlap == Tri::kTrue
                ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)
                : comm;
   }
   // --- CP ---
-  if (l.cp > 1 && layers > 0) {
-    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / tp * 2.0;
-    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
-    const double comm = (full ? 4.0 : 3.0) * ring;
-    const double core_layer_mb = t_mb * f.attn_core_flops / tp / core_rate * (1.0 + core_extra);
-    t.cp = Pos(comm - core_layer_mb) * layers * n_mb;
-  }
+  if (l.cp > 1 && layers > 0) t.cp = s.cp_layer_mb * layers * n_mb;
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
-    const double a2a_bytes = t_mb / tp * double(m.experts_per_token) * h * 2.0;
-    const Group gep{l.ep, static_cast<int64_t>(etp)};
-    const double per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
-    const double comm = (full ? 6.0 : 4.0) * moe_layers * n_mb * per;
+    const double comm = (s.full ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
     t.ep = l.mb.ep_a2a_overlap == Tri::kTrue ? Pos(comm - compute0) : comm;
   }
   // --- PP ---
-  const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));
-  if (l.pp > 1) {
-    const double per = P2pSeconds(t_mb / tp * h * 2.0, RingLink(sys, c.links, g.pp));
-    const double exposed = l.mb.overlap_p2p_comm == Tri::kTrue ? kPpP2pExposedFraction : 1.0;
-    t.pp = exposed * 2.0 * v * n_mb * per;
-    t.bubble_fraction = double(l.pp - 1) / (v * n_mb);
-  }
+  t.pp = s.pp;
+  t.bubble_fraction = s.bubble_fraction;
   // --- DP ---
-  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-  const Group gd{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
-  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(ep * etp)));
-  const Group ge{edp_n, static_cast<int64_t>(ep * etp)};
-  const Link ld = RingLink(sys, c.links, gd), le = RingLink(sys, c.links, ge);
+  const Group gd = s.gd, ge = s.ge;
+  const Link ld = s.ld, le = s.le;
+  const double v = s.v;
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / (ep * etp);
   if (l.strategy == Strategy::kDdp) {
@@ -199,7 +222,12 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
   // --- optimizer ---
   const double state = mem.weights + mem.step_gradients + mem.optimizer;
   t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.step_gradients) / gpu.hbm_bandwidth : 0.0;
+  (void)m;
   return t;
+}
+
+MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
+  return MegatronRankTerms(c, MegatronLayoutShared(c), pp_rank, mem);
 }
 
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision p) {
