@@ -5,6 +5,7 @@
 
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
+#include "search/megatron_space.hpp"
 
 namespace meshplan {
 
@@ -85,6 +86,16 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   if (s.bucket_size > 0) add("comm_overlap.bucket_size", num(s.bucket_size));
   add("comm_overlap.align_param_gather", Bool(s.overlap_param_gather == Tri::kTrue && l.pp > 1 && l.vpp > 1));
   add("checkpoint.ckpt_format", s.ckpt_format == MbCkptFormat::kFsdpDtensor ? "fsdp_dtensor" : "torch_dist");
+  // Precision the cost model priced (Megatron-Bridge training/mixed_precision.py names,
+  // megatron.md 1.7): FP8 with current scaling on Hopper, MXFP8 on Blackwell (the perf
+  // recipes' choice per GPU), NVFP4 for fp4. A top-level string, not a section.
+  const char* mp = "bf16_mixed";
+  if (req.setup.precision == Precision::kFp8) {
+    mp = search::PreBlackwellGpu(req.system) ? "bf16_with_fp8_current_scaling_mixed" : "bf16_with_mxfp8_mixed";
+  } else if (req.setup.precision == Precision::kFp4) {
+    mp = "bf16_with_nvfp4_mixed";
+  }
+  add("mixed_precision", mp);
   return o;
 }
 
@@ -122,6 +133,11 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
   std::string section;
   for (const auto& [key, value] : overrides) {
     const size_t dot = key.find('.');
+    if (dot == std::string::npos) {  // a top-level scalar (mixed_precision)
+      y << key << ": " << value << "\n";
+      section.clear();
+      continue;
+    }
     const std::string sec = key.substr(0, dot);
     if (sec != section) {
       y << sec << ":\n";

@@ -94,6 +94,16 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
         << " nodes: set model.backend.dispatcher: hybridep (deepep is for ep_size <= GPUs per node)\n";
     }
   }
+  if (req.setup.precision != Precision::kBf16) {
+    // --precision fp8: AutoModel's TorchAO float8 training (components/quantization/fp8.py
+    // FP8Config, read by the recipe from the top-level `fp8:` section; docs/guides/
+    // fp8_training.md: tensorwise scaling, lm_head kept in BF16; torch.compile is what makes
+    // it fast there). The cost model prices the GEMMs at the FP8 rate.
+    y << "fp8:\n";
+    y << "  enabled: true\n";
+    y << "  recipe_name: tensorwise\n";
+    y << "  filter_fqns: [lm_head]\n";
+  }
   return y.str();
 }
 

@@ -28,9 +28,13 @@ bool Before(const std::pair<Candidate, uint64_t>& a, const std::pair<Candidate, 
   return a.second < b.second;
 }
 
+// Work items (mesh parts or subtrees) a thread must at least get before another thread is
+// started: below that, starting a thread and warming its caches costs more CPU than it saves.
+constexpr size_t kMinItemsPerThread = 32;
+
 int ThreadCount(const PlanRequest& req, size_t work) {
   int n = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return static_cast<int>(std::min<size_t>(static_cast<size_t>(n), std::max<size_t>(1, work)));
+  return static_cast<int>(std::min<size_t>(static_cast<size_t>(n), std::max<size_t>(1, work / kMinItemsPerThread)));
 }
 
 // Runs fn(index, scorer) for index in [0, n) on `threads` threads; returns the merged scorer.

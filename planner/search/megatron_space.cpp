@@ -27,12 +27,12 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-namespace {
-
 bool PreBlackwellGpu(const SystemSpec& s) {
   const std::string& g = s.gpu.name;
   return g.rfind("h100", 0) == 0 || g.rfind("h200", 0) == 0 || g.rfind("a100", 0) == 0;
 }
+
+namespace {
 
 // One layer split per PP size (even, else embedding + loss accounted, else an explicit
 // layout) and the VPP sizes it allows.

@@ -17,6 +17,8 @@ PlanResult MegatronPlan(const PlanRequest& req);
 /// `precision`: NVFP4 turns TP communication overlap off, as every NVFP4 perf recipe of
 /// megatron.md's recipe table does (tp_comm_overlap False for all of them).
 void ApplyEmittedSettings(Layout& layout, const SystemSpec& system, Precision precision = Precision::kBf16);
+/// True for GPUs before Blackwell (A100, H100, H200: hwdb GPU names starting so).
+bool PreBlackwellGpu(const SystemSpec& system);
 /// Sizes d of n in increasing order.
 std::vector<int64_t> Divisors(int64_t n);
 

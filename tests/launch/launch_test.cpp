@@ -134,6 +134,39 @@ TEST_CASE("Megatron-Bridge launch carries the overrides and CUDA_DEVICE_MAX_CONN
   for (const auto& [k, v] : MegatronLaunchEnv(r.top[0].layout)) CHECK(sh.find("export " + k + "=") != std::string::npos);
 }
 
+TEST_CASE("the planned precision reaches the recipe and the launch") {
+  // AutoModel: FP8 is TorchAO float8 from the top-level fp8 section; BF16 emits none.
+  PlanRequest req = Llama8bOn8H200();
+  req.top_n = 1;
+  req.setup.precision = Precision::kFp8;
+  PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  YAML::Node y = YAML::Load(AutoModelRecipeYaml(r.top[0], req, 1));
+  REQUIRE(y["fp8"].IsMap());
+  CHECK(y["fp8"]["enabled"].as<bool>());
+  CHECK(y["fp8"]["recipe_name"].as<std::string>() == "tensorwise");
+  req.setup.precision = Precision::kBf16;
+  r = Plan(req);
+  CHECK(!YAML::Load(AutoModelRecipeYaml(r.top[0], req, 1))["fp8"].IsDefined());
+  // Megatron-Bridge: mixed_precision names the recipe Megatron-Bridge registers: FP8 current
+  // scaling on Hopper, MXFP8 on Blackwell, in the YAML and in the launch overrides.
+  req.framework = Framework::kMegatronBridge;
+  req.setup.precision = Precision::kFp8;
+  r = Plan(req);
+  REQUIRE(!r.top.empty());
+  CHECK(YAML::Load(MegatronRecipeYaml(r.top[0], req, 1))["mixed_precision"].as<std::string>() ==
+        "bf16_with_fp8_current_scaling_mixed");
+  const std::string sh = LaunchScript(r.top[0], req, ResolveLaunchTopology(req, 0, 0), "/x/r.yaml", 1);
+  CHECK(sh.find("'mixed_precision=bf16_with_fp8_current_scaling_mixed'") != std::string::npos);
+  req.system = LoadSystem("dgx-b200");
+  r = Plan(req);
+  REQUIRE(!r.top.empty());
+  CHECK(YAML::Load(MegatronRecipeYaml(r.top[0], req, 1))["mixed_precision"].as<std::string>() == "bf16_with_mxfp8_mixed");
+  req.setup.precision = Precision::kBf16;
+  r = Plan(req);
+  CHECK(YAML::Load(MegatronRecipeYaml(r.top[0], req, 1))["mixed_precision"].as<std::string>() == "bf16_mixed");
+}
+
 TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge exports for each preset") {
   PlanRequest req = Llama8bOn8H200();
   req.framework = Framework::kMegatronBridge;
