@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -257,6 +258,15 @@ double Quantile(std::vector<double> v, double q) {
 // Fits every system's constants, prints them with in-sample and leave-one-out residuals,
 // and writes them into o.fit/systems/NAME.yaml.
 void WriteFits(const ValidateOptions& o, const std::map<std::string, std::vector<FitRow>>& fit_rows, std::FILE* out) {
+  // Every target must be readable before any is written: all systems or none.
+  for (const auto& [system, rows] : fit_rows) {
+    const std::string path = o.fit + "/systems/" + system + ".yaml";
+    if (!std::ifstream(path).good()) {
+      throw InputError(SourceLoc{path, 0, 0}, "--fit",
+                       "expected the system file of " + system + " in " + o.fit + "/systems/ (fitted from " +
+                           std::to_string(rows.size()) + " rows); nothing was written");
+    }
+  }
   std::vector<double> all, all_loo;
   std::fprintf(out, "\nfit of the Megatron-Core step-time constants (ridge %.2f toward the physical model):\n", kFitRidge);
   std::fprintf(out, "%-14s %5s %9s %8s %8s %8s %9s %9s %9s %9s\n", "system", "rows", "gemm_bf16", "gemm_fp8", "gemm_fp4",
@@ -301,6 +311,10 @@ int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
 int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::ifstream f(o.runs);
   if (!f.good()) throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "cannot read the file");
+  if (!o.fit.empty() && !std::filesystem::is_directory(o.fit + "/systems")) {
+    throw InputError(SourceLoc{"<command line>", 0, 0}, "--fit",
+                     "expected an hwdb directory with a systems/ folder (a copy of hwdb/), found '" + o.fit + "'");
+  }
   std::string line;
   std::getline(f, line);
   const std::vector<std::string> header = SplitCsv(line);

@@ -219,6 +219,34 @@ void MapReader::RejectUnknown() const {
   }
 }
 
+void MapReader::RejectNearMisses(size_t max_distance) const {
+  std::vector<std::string> known(seen_.begin(), seen_.end());
+  for (const auto& kv : map_) {
+    if (!kv.first.IsScalar()) throw InputError(LocOf(kv.first, filename_), path_, "keys must be strings");
+    const std::string& k = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+    for (const std::string& c : known) {
+      const size_t diff = k.size() > c.size() ? k.size() - c.size() : c.size() - k.size();
+      if (diff <= max_distance && EditDistance(k, c) <= max_distance) {
+        throw InputError(LocOf(kv.first, filename_), Field(k), "unknown key; did you mean '" + c + "'?");
+      }
+    }
+  }
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;

@@ -46,6 +46,10 @@ class MapReader {
   void Ignore(std::initializer_list<const char*> keys);
   /// Throws for the first key never read nor ignored ("unknown key; did you mean ...").
   void RejectUnknown() const;
+  /// Throws for the first key never read nor ignored that is within `max_distance` edits of
+  /// one that was (a typo of a key meshplan checks); other unknown keys pass. For files whose
+  /// full schema is larger than what meshplan reads (Megatron-Bridge overrides).
+  void RejectNearMisses(size_t max_distance = 2) const;
 
   SourceLoc Loc(const std::string& key) const;   ///< key's position, or the map's
   std::string Field(const std::string& key) const;  ///< "path.key"
@@ -60,6 +64,8 @@ class MapReader {
   void Mark(const std::string& key) const;
 };
 
+/// Levenshtein distance between `a` and `b`.
+size_t EditDistance(const std::string& a, const std::string& b);
 /// The closest of `candidates` to `word` by edit distance (empty if none is close).
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 

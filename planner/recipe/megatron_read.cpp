@@ -198,11 +198,20 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
     else ckpt.Fail("ckpt_format", "expected torch, torch_dist, torch_dcp or fsdp_dtensor; found '" + f + "'");
   }
   l.mb.checkpointing = !IsNullish(ckpt, "save") || !IsNullish(ckpt, "load");
+  ckpt.Ignore({"save", "load"});
   if (l.mb.dist_use_megatron_fsdp == Tri::kTrue && !ddp.Has("use_megatron_fsdp")) l.mb.use_megatron_fsdp = true;
   MapReader env = Section(top, "env_vars", filename);
   if (!IsNullish(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
     l.mb.cuda_device_max_connections = env.Int("CUDA_DEVICE_MAX_CONNECTIONS", 1, 1024);
   }
+  // A typo of a key meshplan checks would silently fall back to its default: refuse keys
+  // one or two edits from a read one (other keys of Megatron-Bridge's large schema pass), and
+  // top-level names near a ConfigContainer section (megatron.md 1.1).
+  for (MapReader* r : {&model, &train, &ddp, &opt, &dist, &comm, &ckpt, &env}) r->RejectNearMisses();
+  top.Ignore({"model", "train", "ddp", "dist", "optimizer", "comm_overlap", "checkpoint", "env_vars",
+              "mixed_precision", "scheduler", "dataset", "logger", "tokenizer", "rng", "profiling", "ft",
+              "straggler", "nvrx_straggler", "peft", "rerun_state_machine", "inprocess_restart"});
+  top.RejectNearMisses();
   const int64_t model_ranks = l.tp * l.pp * l.cp;
   l.dp = num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0;
   SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});

@@ -176,3 +176,11 @@ meshplan_cli_case(check_automodel_recipe_as_megatron 2 "distributed: is an AutoM
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --framework megatron-bridge)
 # The model YAML example of the README, as written there.
 meshplan_cli_case(plan_readme_model_yaml 0 "^rank +strategy" -- ${MP} plan --model ${D}/readme_model.yaml --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+# Misspelt Megatron-Bridge sections and keys are refused (they would silently read as defaults).
+meshplan_cli_case(check_mb_typo_section 2 "mbridge_typo_section.yaml:2:1: error: modle: unknown key; did you mean 'model'"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_typo_section.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+meshplan_cli_case(check_mb_typo_key 2 "mbridge_typo_key.yaml:3:3: error: model.tensor_model_paralel_size: unknown key; did you mean 'tensor_model_parallel_size'"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_typo_key.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+# validate --fit: a directory without systems/ is refused before any work.
+meshplan_cli_case(validate_fit_no_dir 2 "--fit: expected an hwdb directory with a systems/ folder"
+  -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0 --fit ${CMAKE_BINARY_DIR}/no_such_hwdb)
