@@ -158,6 +158,17 @@ int RunPlan(const PlanOptions& o) {
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
   }
+  // The full AutoModel recipe builds the model from Hugging Face: a preset's id, a config.json
+  // (AutoConfig.from_pretrained takes the file), or --hf-model. A meshplan model YAML has none.
+  if (o.full_recipe && req.framework == Framework::kAutoModel && o.hf_model.empty() &&
+      HuggingFaceId(req.model.name).empty()) {
+    const std::string& f = req.model.source.file;
+    if (f.size() < 5 || f.compare(f.size() - 5, 5, ".json") != 0) {
+      throw InputError({"<command line>", 0, 0}, "--full-recipe",
+                       "expected a Hugging Face model for the recipe's model section: a preset, a config.json, or "
+                       "--hf-model ID; found the meshplan model file '" + f + "'");
+    }
+  }
   LaunchTopology topo;
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.

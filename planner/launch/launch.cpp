@@ -206,13 +206,12 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
     y << "  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n";
     y << "  pretrained_model_name_or_path: " << id << "\n";
   } else {
-    const std::string file = std::filesystem::absolute(req.model.source.file.empty() ? req.model.name
-                                                                                      : req.model.source.file)
-                                 .parent_path()
-                                 .string();
+    // transformers' from_pretrained takes a configuration JSON file as well as a directory.
+    const std::string file =
+        std::filesystem::absolute(req.model.source.file.empty() ? req.model.name : req.model.source.file).string();
     y << "  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_config\n";
     y << "  config:\n    _target_: transformers.AutoConfig.from_pretrained\n";
-    y << "    pretrained_model_name_or_path: " << file << "  # directory holding config.json\n";
+    y << "    pretrained_model_name_or_path: " << file << "  # the model's config JSON\n";
   }
   y << "  torch_dtype: bfloat16\n";
   if (c.layout.cp > 1) y << "  attn_implementation: sdpa  # required for cp > 1 (automodel.md 1.4)\n";

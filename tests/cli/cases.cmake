@@ -184,3 +184,7 @@ meshplan_cli_case(check_mb_typo_key 2 "mbridge_typo_key.yaml:3:3: error: model.t
 # validate --fit: a directory without systems/ is refused before any work.
 meshplan_cli_case(validate_fit_no_dir 2 "--fit: expected an hwdb directory with a systems/ folder"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0 --fit ${CMAKE_BINARY_DIR}/no_such_hwdb)
+# --full-recipe needs a Hugging Face model: a meshplan model YAML is refused before the search.
+meshplan_cli_case(full_recipe_yaml_model 2 "--full-recipe: expected a Hugging Face model for the recipe's model section"
+  -- ${MP} plan --model ${CMAKE_SOURCE_DIR}/tests/data/models/tiny-llama.yaml --system dgx-h100 --gpus 8 --seq-len 2048
+     --global-batch 64 --out ${CMAKE_BINARY_DIR}/never_written.yaml --emit-launch --full-recipe)
