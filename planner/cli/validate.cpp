@@ -216,6 +216,14 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.setup.seq_len = seq;
   LeadNum(cell(16), r.published_tokens);
   LeadNum(cell(17), r.published_tflops);
+  if (c.size() < 18 && r.skip.empty()) r.skip = "row has " + std::to_string(c.size()) + " cells, expected 18";
+  for (size_t i : {size_t(16), size_t(17)}) {
+    double v = 0;
+    if (r.skip.empty() && !Trim(cell(i)).empty() && (!LeadNum(cell(i), v) || !(v > 0) || !std::isfinite(v))) {
+      r.skip = std::string(i == 16 ? "tokens_per_s_per_gpu" : "model_tflops_per_gpu") + " '" + Trim(cell(i)) +
+               "' is not a positive number";
+    }
+  }
 }
 
 void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, Run& r, Sizes& z,
@@ -309,6 +317,16 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
 
 int RunValidate(const ValidateOptions& o, std::FILE* out) {
+  auto option = [](bool ok, const char* flag, const std::string& expected, double found) {
+    if (ok) return;
+    std::ostringstream os;
+    os << "expected " << expected << ", found " << found;
+    throw InputError(SourceLoc{"<command line>", 0, 0}, flag, os.str());
+  };
+  option(o.rank_top >= 0 && o.rank_top <= 100000, "--rank-top", "an integer in [0, 100000]", o.rank_top);
+  option(std::isfinite(o.rank_seconds) && o.rank_seconds > 0 && o.rank_seconds <= 86400, "--rank-seconds",
+         "seconds in (0, 86400]", o.rank_seconds);
+  option(o.threads >= 0 && o.threads <= 1024, "--threads", "an integer in [0, 1024]", o.threads);
   std::ifstream f(o.runs);
   if (!f.good()) throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "cannot read the file");
   if (!o.fit.empty() && !std::filesystem::is_directory(o.fit + "/systems")) {
@@ -451,6 +469,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::fprintf(out, "skipped %d rows:", skipped);
   for (const auto& [why, n] : skip_reasons) std::fprintf(out, " [%s] x%d;", why.c_str(), n);
   std::fprintf(out, "\n");
+  if (evaluated == 0) {
+    std::fprintf(out, "summary: 0 rows evaluated, %d skipped; no error to report\n", skipped);
+    if (!o.fit.empty()) throw InputError(SourceLoc{o.runs, 0, 0}, "--fit", "no evaluated row to fit; nothing was written");
+    return 0;
+  }
   std::fprintf(out,
                "summary: %d rows evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
                "in top 5: %d of %d ranked (%.0f%%)\n",
