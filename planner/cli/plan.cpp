@@ -169,6 +169,21 @@ int RunPlan(const PlanOptions& o) {
                        "--hf-model ID; found the meshplan model file '" + f + "'");
     }
   }
+  // Output paths known before the search are checked before it: a long search must not end in
+  // "file exists" or "no such directory" (the launch files, named per result, are checked after).
+  for (const auto& [path, flag] : {std::pair<std::string, const char*>{o.out, "--out"}, {o.report, "--report"}}) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+    if (!std::filesystem::is_directory(parent, ec)) {
+      throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
+                                               "' is not a directory (nothing was written)");
+    }
+    if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
+    if (!o.force && std::filesystem::exists(path, ec)) {
+      throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
+    }
+  }
   LaunchTopology topo;
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.

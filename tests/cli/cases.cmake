@@ -188,3 +188,7 @@ meshplan_cli_case(validate_fit_no_dir 2 "--fit: expected an hwdb directory with 
 meshplan_cli_case(full_recipe_yaml_model 2 "--full-recipe: expected a Hugging Face model for the recipe's model section"
   -- ${MP} plan --model ${CMAKE_SOURCE_DIR}/tests/data/models/tiny-llama.yaml --system dgx-h100 --gpus 8 --seq-len 2048
      --global-batch 64 --out ${CMAKE_BINARY_DIR}/never_written.yaml --emit-launch --full-recipe)
+# An --out or --report in a missing directory is refused before the search, and nothing is written.
+meshplan_cli_case(report_missing_dir 2 "--report: expected a file in an existing directory"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+     --out ${CMAKE_BINARY_DIR}/report_missing_dir_recipes.yaml --report ${CMAKE_BINARY_DIR}/no_such_dir/r.html)
