@@ -169,6 +169,8 @@ int RunPlan(const PlanOptions& o) {
                        "--hf-model ID; found the meshplan model file '" + f + "'");
     }
   }
+  LaunchTopology topo;
+  if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
   for (const auto& [path, flag] : {std::pair<std::string, const char*>{o.out, "--out"}, {o.report, "--report"}}) {
@@ -184,8 +186,6 @@ int RunPlan(const PlanOptions& o) {
       throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
     }
   }
-  LaunchTopology topo;
-  if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
   if (!o.report.empty()) req.top_n = std::max(req.top_n, kReportLayouts);
   PlanResult result = Plan(req);
