@@ -197,7 +197,11 @@ int RunPlan(const PlanOptions& o) {
   }
   if (!result.stopped.empty()) {
     std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
-    if (result.stopped == "deadline") why = "--max-seconds " + recipe::Fixed(max_seconds, 1) + " reached";
+    if (result.stopped == "deadline") {
+      std::ostringstream v;
+      v << max_seconds;  // as given: 0.05, not a rounded 0.1
+      why = "--max-seconds " + v.str() + " reached";
+    }
     if (result.stopped == "memory") {
       why = "--max-memory-mb " + std::to_string(o.max_memory_mb) + " exceeded: meshplan holds " +
             recipe::Fixed(static_cast<double>(ResidentBytes()) / (1 << 20), 1) + " MiB resident";
