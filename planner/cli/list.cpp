@@ -1,4 +1,6 @@
 // `meshplan list models|systems|gpus`.
+#include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -33,23 +35,43 @@ int RunList(const ListOptions& o) {
     }
     return 0;
   }
+  // With --hwdb the names are that directory's files (systems/*.yaml, gpus/*.yaml), so that a
+  // system added there is listed; without it, the embedded database's.
+  auto names = [&](const char* sub, std::vector<std::string> embedded) {
+    if (o.hwdb.empty()) return embedded;
+    const std::filesystem::path dir = std::filesystem::path(o.hwdb) / sub;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      throw InputError({"<command line>", 0, 0}, "--hwdb",
+                       "expected a hardware database directory with " + std::string(sub) + "/ in it, found '" +
+                           o.hwdb + "'");
+    }
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
   if (o.what == "systems") {
-    std::snprintf(line, sizeof line, "%-14s %-10s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
+    const std::vector<std::string> systems = names("systems", ListSystems());
+    std::snprintf(line, sizeof line, "%-20s %-10s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
                   "nvl_domain", "mem_GiB", "bf16_TFLOPs", "nic_GB/s");
     std::cout << line;
-    for (const std::string& name : ListSystems()) {
+    for (const std::string& name : systems) {
       const SystemSpec s = LoadSystem(name, o.hwdb);
-      std::snprintf(line, sizeof line, "%-14s %-10s %9d %11d %9.1f %12.0f %10.0f\n", name.c_str(),
+      std::snprintf(line, sizeof line, "%-20s %-10s %9d %11d %9.1f %12.0f %10.0f\n", name.c_str(),
                     s.gpu.name.c_str(), s.gpus_per_node, s.scaleup_domain_gpus, recipe::GiB(s.gpu.memory_bytes),
                     s.gpu.bf16_flops / 1e12, s.NicBandwidthPerGpu() / 1e9);
       std::cout << line;
     }
     return 0;
   }
+  const std::vector<std::string> gpus = names("gpus", ListGpus());
   std::snprintf(line, sizeof line, "%-10s %9s %10s %10s %9s %8s\n", "name", "mem_GiB", "bf16_TF", "fp8_TF",
                 "fp4_TF", "HBM_TB/s");
   std::cout << line;
-  for (const std::string& name : ListGpus()) {
+  for (const std::string& name : gpus) {
     const GpuSpec g = LoadGpu(name, o.hwdb);
     std::snprintf(line, sizeof line, "%-10s %9.1f %10.0f %10.0f %9.0f %8.2f\n", name.c_str(),
                   recipe::GiB(g.memory_bytes), g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.fp4_flops / 1e12,

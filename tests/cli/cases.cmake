@@ -192,3 +192,8 @@ meshplan_cli_case(full_recipe_yaml_model 2 "--full-recipe: expected a Hugging Fa
 meshplan_cli_case(report_missing_dir 2 "--report: expected a file in an existing directory"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
      --out ${CMAKE_BINARY_DIR}/report_missing_dir_recipes.yaml --report ${CMAKE_BINARY_DIR}/no_such_dir/r.html)
+# list --hwdb lists that directory's files; a directory without systems/ is refused.
+meshplan_cli_case(list_systems_hwdb_dir 0 "dgx-h200-calibrated" "gb300-nvl72"
+  -- ${MP} list systems --hwdb ${CMAKE_SOURCE_DIR}/hwdb)
+meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware database directory with systems/ in it"
+  -- ${MP} list systems --hwdb ${CMAKE_BINARY_DIR}/no_such_hwdb)
