@@ -15,6 +15,14 @@ bool AxesPositive(const RuleContext& c) {
 }
 std::string AxesPositiveMsg(const RuleContext& c) {
   const Layout& l = L(c);
+  const int64_t n = l.tp * l.cp * l.pp;
+  if (l.dp == 0 && l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1 && l.dp_replicate >= 1 && n > 0 &&
+      c.setup.num_gpus % n != 0) {
+    // dp_size was left to be inferred and cannot be: say why rather than "dp_size=0".
+    return Cat("dp_size is inferred as world_size / (tp_size * cp_size * pp_size) = ", c.setup.num_gpus, " / (",
+               l.tp, " * ", l.cp, " * ", l.pp, ") = ", c.setup.num_gpus, " / ", n,
+               ", not a whole number: world_size must be divisible by tp_size * cp_size * pp_size");
+  }
   return Cat("every mesh axis must be >= 1; found tp_size=", l.tp, " pp_size=", l.pp, " cp_size=", l.cp,
              " ep_size=", l.ep, " dp_size=", l.dp, " dp_replicate_size=", l.dp_replicate);
 }

@@ -197,3 +197,6 @@ meshplan_cli_case(list_systems_hwdb_dir 0 "dgx-h200-calibrated" "gb300-nvl72"
   -- ${MP} list systems --hwdb ${CMAKE_SOURCE_DIR}/hwdb)
 meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware database directory with systems/ in it"
   -- ${MP} list systems --hwdb ${CMAKE_BINARY_DIR}/no_such_hwdb)
+# A tp that does not divide the GPU count: the message says why dp cannot be inferred.
+meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
