@@ -56,7 +56,11 @@ namespace meshplan {
 struct ParsedRecipe {
   Layout layout;
   int64_t global_batch = 0;
-  int64_t seq_len = 0;  ///< Megatron model.seq_length if the recipe sets it; 0 otherwise
+  int64_t seq_len = 0;  ///< Megatron model.seq_length or AutoModel dataset.seq_len if set; 0 otherwise
+  /// GEMM precision the recipe asks for: Megatron-Bridge `mixed_precision` (a registered name
+  /// with fp8 / mxfp8 / nvfp4 in it), AutoModel `fp8.enabled`. `precision_set` false: not said.
+  Precision precision = Precision::kBf16;
+  bool precision_set = false;
 };
 
 /// Reads the `distributed:` and `step_scheduler:` sections of an AutoModel recipe (other

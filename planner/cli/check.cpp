@@ -19,7 +19,8 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length)");
-  cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's mixed_precision or fp8 section, else bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--framework", o.framework, "recipe framework (default: detected from its keys)")
       ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
   cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
@@ -74,9 +75,13 @@ int RunCheck(const CheckOptions& o) {
   req.setup.seq_len = o.seq_len > 0 ? o.seq_len : parsed.seq_len;
   if (req.setup.seq_len <= 0) {
     throw InputError({"<command line>", 0, 0}, "--seq-len",
-                     "required: the recipe does not set model.seq_length; pass --seq-len");
+                     std::string("required: the recipe does not set ") +
+                         (megatron ? "model.seq_length" : "dataset.seq_len") + "; pass --seq-len");
   }
-  req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  req.setup.precision = o.precision == "fp8"    ? Precision::kFp8
+                        : !o.precision.empty() ? Precision::kBf16
+                        : parsed.precision_set ? parsed.precision
+                                               : Precision::kBf16;
   req.setup.headroom = o.headroom;
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);

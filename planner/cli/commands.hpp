@@ -51,8 +51,8 @@ struct CheckOptions {
   std::string system;
   std::string hwdb;
   long long gpus = 0;
-  long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length)
-  std::string precision = "bf16";
+  long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length, AutoModel dataset.seq_len)
+  std::string precision;  ///< "": the recipe's (mixed_precision / fp8.enabled), else bf16
   std::string framework;  ///< empty: detected from the recipe's keys
   std::string automodel_version = "0.5";
   std::string mbridge_version = "main";

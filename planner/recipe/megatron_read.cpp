@@ -212,6 +212,15 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
               "mixed_precision", "scheduler", "dataset", "logger", "tokenizer", "rng", "profiling", "ft",
               "straggler", "nvrx_straggler", "peft", "rerun_state_machine", "inprocess_restart"});
   top.RejectNearMisses();
+  // mixed_precision: a registered recipe name (megatron.md 1.7); a MixedPrecisionConfig map is
+  // not interpreted.
+  if (top.HasValue("mixed_precision") && top.Get("mixed_precision").IsScalar()) {
+    const std::string mp = top.Get("mixed_precision").Scalar();
+    out.precision_set = true;
+    out.precision = mp.find("nvfp4") != std::string::npos ? Precision::kFp4
+                    : mp.find("fp8") != std::string::npos ? Precision::kFp8
+                                                          : Precision::kBf16;
+  }
   const int64_t model_ranks = l.tp * l.pp * l.cp;
   l.dp = num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0;
   SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});

@@ -150,6 +150,18 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   MapReader s(top.Get("step_scheduler"), filename, "step_scheduler");
   out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
   l.local_batch_size = s.Int("local_batch_size", 1, 1LL << 30);
+  // The full recipe's dataset.seq_len and fp8.enabled (TorchAO float8), when present.
+  if (top.HasValue("dataset") && top.Get("dataset").IsMap()) {
+    MapReader ds(top.Get("dataset"), filename, "dataset");
+    if (ds.HasValue("seq_len")) out.seq_len = ds.Int("seq_len", 1, 1LL << 24);
+  }
+  if (top.HasValue("fp8") && top.Get("fp8").IsMap()) {
+    MapReader f(top.Get("fp8"), filename, "fp8");
+    if (f.HasValue("enabled")) {
+      out.precision = f.Bool("enabled") ? Precision::kFp8 : Precision::kBf16;
+      out.precision_set = true;
+    }
+  }
   return out;
 }
 

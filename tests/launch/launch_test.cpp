@@ -167,6 +167,31 @@ TEST_CASE("the planned precision reaches the recipe and the launch") {
   CHECK(YAML::Load(MegatronRecipeYaml(r.top[0], req, 1))["mixed_precision"].as<std::string>() == "bf16_mixed");
 }
 
+TEST_CASE("check reads the precision and sequence length back from what plan writes") {
+  PlanRequest req = Llama8bOn8H200();
+  req.top_n = 1;
+  req.setup.precision = Precision::kFp8;
+  PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  // AutoModel: the fp8 section; the full recipe's dataset.seq_len.
+  ParsedRecipe a = ParseAutoModelRecipe(AutoModelRecipeYaml(r.top[0], req, 1), "a.yaml", 8);
+  CHECK(a.precision_set);
+  CHECK(a.precision == Precision::kFp8);
+  ParsedRecipe full = ParseAutoModelRecipe(AutoModelFullRecipeYaml(r.top[0], req, 1, ""), "full.yaml", 8);
+  CHECK(full.seq_len == 4096);
+  // Megatron-Bridge: mixed_precision.
+  req.framework = Framework::kMegatronBridge;
+  r = Plan(req);
+  REQUIRE(!r.top.empty());
+  ParsedRecipe m = ParseMegatronRecipe(MegatronRecipeYaml(r.top[0], req, 1), "m.yaml", 8);
+  CHECK(m.precision_set);
+  CHECK(m.precision == Precision::kFp8);
+  req.setup.precision = Precision::kBf16;
+  r = Plan(req);
+  m = ParseMegatronRecipe(MegatronRecipeYaml(r.top[0], req, 1), "m.yaml", 8);
+  CHECK(m.precision == Precision::kBf16);
+}
+
 TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge exports for each preset") {
   PlanRequest req = Llama8bOn8H200();
   req.framework = Framework::kMegatronBridge;
