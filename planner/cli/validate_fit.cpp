@@ -113,9 +113,10 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
   row.published_step = published_step;
   double slowest = -1;
   const MemoryOptions opts;
+  const cost::MegatronShared shared = cost::MegatronLayoutShared(ctx);
   for (int64_t r = 0; r < std::max<int64_t>(1, layout.pp); ++r) {
     const MemoryBreakdown mem = cost::RankMemory(ctx, r, opts);
-    const cost::MegatronTerms t = cost::MegatronRankTerms(ctx, r, mem);
+    const cost::MegatronTerms t = cost::MegatronRankTerms(ctx, shared, r, mem);
     const double step = cost::MegatronTime(t, system.megatron_fit, setup.precision).Step();
     if (step > slowest) {
       slowest = step;

@@ -145,7 +145,6 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
 }
 
 MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t pp_rank, const MemoryBreakdown& mem) {
-  const ModelSpec& m = c.model;
   const Layout& l = c.layout;
   const GpuSpec& gpu = c.system.gpu;
   const RankParams rp = ParamsOfRank(c, pp_rank);
@@ -222,7 +221,6 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   // --- optimizer ---
   const double state = mem.weights + mem.step_gradients + mem.optimizer;
   t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.step_gradients) / gpu.hbm_bandwidth : 0.0;
-  (void)m;
   return t;
 }
 

@@ -254,17 +254,9 @@ std::string DidYouMean(const std::string& word, const std::vector<std::string>& 
     // The distance is at least the length difference: skip hopeless (e.g. 1 MB) words fast.
     const size_t diff = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
     if (diff >= best_d) continue;
-    std::vector<size_t> prev(c.size() + 1), cur(c.size() + 1);
-    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= word.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= c.size(); ++j) {
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == c[j - 1] ? 0 : 1)});
-      }
-      std::swap(prev, cur);
-    }
-    if (prev[c.size()] < best_d) {
-      best_d = prev[c.size()];
+    const size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best_d = d;
       best = c;
     }
   }

@@ -64,7 +64,7 @@ class MapReader {
   void Mark(const std::string& key) const;
 };
 
-/// Levenshtein distance between `a` and `b`.
+/// Levenshtein distance between `a` and `b` (insert, delete, substitute; each costs 1).
 size_t EditDistance(const std::string& a, const std::string& b);
 /// The closest of `candidates` to `word` by edit distance (empty if none is close).
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);

@@ -38,19 +38,6 @@ std::string Shown(const YAML::Node& n) {
 
 }  // namespace
 
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 bool IsKnownIgnoredKey(const std::string& key) {
   return std::find(std::begin(kKnownIgnored), std::end(kKnownIgnored), key) != std::end(kKnownIgnored);
 }
@@ -168,7 +155,7 @@ void KeyReader::CheckSpelling() const {
     for (const std::string& r : read_) {
       // Distance >= length difference: skip the O(n*m) work for keys that cannot be close.
       if (key.size() > r.size() + 2 || r.size() > key.size() + 2) continue;
-      size_t d = EditDistance(key, r);
+      size_t d = yamlutil::EditDistance(key, r);
       if (d < best_d) {
         best_d = d;
         best = r;

@@ -56,9 +56,6 @@ class KeyReader {
   std::vector<std::string> read_;
 };
 
-/// Levenshtein distance (insert, delete, substitute; each costs 1).
-size_t EditDistance(const std::string& a, const std::string& b);
-
 /// HF config keys meshplan knows and deliberately ignores (rope, tokens, dtype, ...).
 bool IsKnownIgnoredKey(const std::string& key);
 
