@@ -58,6 +58,31 @@ enum class MbPpSplit {
 /// Megatron `model.moe_token_dispatcher_type` (megatron.md 1.2).
 enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
 
+/// Megatron-Core `model.cuda_graph_impl`: none, Transformer Engine graphs of the modules in
+/// `cuda_graph_scope` (per layer), or one graph of the whole iteration ("full_iteration";
+/// "local" with cuda_graph_modules full_iteration is the same capture).
+enum class MbCudaGraph { kNone, kTransformerEngine, kFullIteration };
+
+/// Bits of `model.cuda_graph_scope` (Megatron-Core CudaGraphScope): which parts of each layer
+/// a Transformer Engine graph captures. No bit set = the whole layer.
+enum MbGraphScope : uint32_t {
+  kGraphAttn = 1u << 0,            ///< "attn": norm, QKV, attention core, projection
+  kGraphMlp = 1u << 1,             ///< "mlp": the dense MLP
+  kGraphMoeRouter = 1u << 2,       ///< "moe_router": router GEMM, softmax / top-k, aux loss
+  kGraphMoePreprocess = 1u << 3,   ///< "moe_preprocess": token counts and permutation setup
+};
+
+/// Bits of `model.recompute_modules` (selective recompute; Megatron-Core TransformerConfig).
+/// Selective recompute with no bit set means Megatron-Core's default, {"core_attn"}.
+enum MbRecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,     ///< attention core (QK^T, softmax, PV)
+  kRecomputeMlp = 1u << 1,          ///< dense MLP of dense layers
+  kRecomputeMoeAct = 1u << 2,       ///< the routed experts' activation function
+  kRecomputeLayernorm = 1u << 3,    ///< input norms of attention and MLP
+  kRecomputeMlaUpProj = 1u << 4,    ///< MLA's q and kv up-projections
+  kRecomputeSharedExperts = 1u << 5,  ///< the shared experts of MoE layers
+};
+
 /// Megatron `model.recompute_method` (full recompute only).
 enum class MbRecomputeMethod { kUnset, kUniform, kBlock };
 
@@ -77,6 +102,7 @@ struct MbSettings {
   MbCkptFormat ckpt_format = MbCkptFormat::kUnset;  ///< checkpoint.ckpt_format
   bool checkpointing = false;          ///< checkpoint.save or checkpoint.load is set
   bool cpu_offloading = false;         ///< model.cpu_offloading
+  int64_t cpu_offloading_num_layers = 0;  ///< model.cpu_offloading_num_layers: layers whose activations live in host memory
   bool pipeline_dtype_set = true;      ///< model.pipeline_dtype is not null
   bool transformer_engine = true;      ///< model.transformer_impl == transformer_engine
   Tri tp_comm_overlap = Tri::kUnset;   ///< comm_overlap.tp_comm_overlap as requested
@@ -86,11 +112,20 @@ struct MbSettings {
   Tri overlap_param_gather = Tri::kUnset;  ///< ddp / comm_overlap overlap_param_gather
   Tri ep_a2a_overlap = Tri::kUnset;    ///< comm_overlap.overlap_moe_expert_parallel_comm
   MbDispatcher token_dispatcher = MbDispatcher::kAllgather;  ///< model.moe_token_dispatcher_type
+  MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
+  uint32_t cuda_graph_scope = 0;       ///< MbGraphScope bits of model.cuda_graph_scope (0 = whole layer)
+  uint32_t recompute_modules = 0;      ///< MbRecomputeModule bits under selective recompute (0 = core_attn)
   int64_t bucket_size = 0;             ///< ddp.bucket_size in parameters; 0 = unset
   int64_t num_distributed_optimizer_instances = 1;  ///< ddp.num_distributed_optimizer_instances
   int64_t recompute_num_layers = 0;    ///< model.recompute_num_layers; 0 = null
   MbRecomputeMethod recompute_method = MbRecomputeMethod::kUnset;  ///< model.recompute_method
   int64_t cuda_device_max_connections = 0;  ///< env CUDA_DEVICE_MAX_CONNECTIONS; 0 = not set
+  /// mixed_precision / ddp grad_reduce_in_fp32: the main-gradient buffer and its DP reduction in
+  /// fp32 (4 bytes per parameter) or, when false, in bf16 (2 bytes). MB's mixed-precision presets
+  /// set true (training/mixed_precision.py, bf16_mixed) and MixedPrecisionConfig.setup() copies it
+  /// over ddp.grad_reduce_in_fp32, so emitted recipes keep true; the published performance
+  /// recipes set both to false (scripts/performance/configs/*: set_*_common_configs).
+  bool grad_reduce_in_fp32 = true;
 };
 
 /// One layout. Sizes are mesh-axis sizes; all are >= 1.

@@ -18,6 +18,16 @@
 
 namespace meshplan {
 
+/// Megatron-Bridge settings that are software choices rather than layout choices: a release's
+/// performance recipe sets them for every layout alike (recipes/megatron-bridge-perf.yaml).
+struct MbRuntime {
+  MbDispatcher dispatcher = MbDispatcher::kAlltoall;  ///< model.moe_token_dispatcher_type (ep > 1)
+  Tri ep_a2a_overlap = Tri::kFalse;  ///< comm_overlap.overlap_moe_expert_parallel_comm (ep > 1)
+  MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
+  uint32_t cuda_graph_scope = 0;                ///< MbGraphScope bits
+  bool grad_reduce_in_fp32 = true;              ///< mixed_precision / ddp grad_reduce_in_fp32
+};
+
 /// What to search.
 struct PlanRequest {
   ModelSpec model;
@@ -28,6 +38,10 @@ struct PlanRequest {
   /// CP, EP, ETP, micro-batch, SP, recompute and the DP flavour (see EnumerateLayouts).
   Framework framework = Framework::kAutoModel;
   MBridgeVersion mb_version = MBridgeVersion::kMain;  ///< Megatron-Bridge rules (framework kMegatronBridge)
+  /// Megatron-Bridge software settings every layout is priced with (dispatcher, EP overlap,
+  /// CUDA graphs, gradient dtype); unset: the settings meshplan emits (ApplyEmittedSettings).
+  /// `meshplan validate` sets the published run's, so that its rank compares like with like.
+  std::optional<MbRuntime> mb_runtime;
   std::vector<Strategy> strategies = {Strategy::kFsdp2, Strategy::kMegatronFsdp, Strategy::kDdp};
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated

@@ -86,6 +86,9 @@ struct ValidateOptions {
   int threads = 0;           ///< search threads; 0 = one per core
   bool breakdown = false;    ///< also print each row's predicted step-time breakdown (ms)
   std::string fit;           ///< hwdb directory: fit each system's MegatronTimeFit and write it there ("" = no fit)
+  /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
+  /// file, "none" = price every row with meshplan's emitted settings instead.
+  std::string recipe_settings;
 };
 
 /// `meshplan calibrate` (planner/cli/calibrate.cpp).

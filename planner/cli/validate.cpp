@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -28,6 +29,7 @@
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
 #include "meshplan/diag.hpp"
+#include "recipe/perf_settings.hpp"
 #include "search/megatron_space.hpp"
 
 namespace meshplan::cli {
@@ -163,10 +165,13 @@ struct Run {
   Layout layout;
   double published_tflops = 0;  // model TFLOP/s per GPU (0 = not published)
   double published_tokens = 0;  // tokens/s per GPU (0 = not published)
+  std::string precision_cell;   // the table's precision cell (recipe-settings key)
+  bool tokendrop = false;       // a "(tokendrop)" model row
 };
 
 Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup, int64_t tp, int64_t pp,
-                       int64_t cp, int64_t vpp, int64_t ep, int64_t mbs, bool fsdp, Recompute rc) {
+                       int64_t cp, int64_t vpp, int64_t ep, int64_t mbs, bool fsdp, Recompute rc,
+                       const recipe::PerfRecipeSettings* settings) {
   Layout l;
   l.framework = Framework::kMegatronBridge;
   l.tp = tp;
@@ -180,11 +185,20 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
   l.recompute = rc;
   l.use_distributed_optimizer = true;
   l.mb.use_megatron_fsdp = fsdp;
+  if (settings) {
+    l.recompute = settings->recompute;
+  }
   const int64_t L = m.num_layers;
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
   search::ApplyEmittedSettings(l, sys, setup.precision);
+  if (settings) {
+    search::ApplyMbRuntime(l, settings->runtime);
+    l.mb.recompute_modules = settings->recompute_modules;
+    l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
+    l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
+  }
   SetMegatronMicroBatch(l, mbs, setup);
   SyncMegatronCostView(l, L);
   return l;
@@ -203,6 +217,8 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.preset = PresetOf(cell(2));
   r.system = SystemOf(cell(3));
   r.setup.precision = PrecisionOf(cell(5));
+  r.precision_cell = cell(5);
+  r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
   int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
   bool ok = SizeCell(cell(4), 0, gpus) && SizeCell(cell(6), 0, gbs) && SizeCell(cell(8), 0, seq) &&
             SizeCell(cell(7), 1, z.mbs) && SizeCell(cell(10), 1, z.tp) && SizeCell(cell(11), 1, z.pp) &&
@@ -309,6 +325,10 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--rank-seconds", o.rank_seconds, "search time limit per distinct request");
   cmd->add_option("--threads", o.threads, "search threads (0 = one per core)");
   cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
+  cmd->add_option("--recipe-settings", o.recipe_settings,
+                  "YAML of the published runs' recipe settings (dispatcher, EP overlap, recompute, CUDA graphs, "
+                  "gradient dtype, offloading); default: the embedded recipes/megatron-bridge-perf.yaml; 'none': "
+                  "meshplan's emitted settings");
   cmd->add_option("--fit", o.fit,
                   "fit each system's Megatron-Core step-time constants to the rows and write them into "
                   "HWDB_DIR/systems/NAME.yaml (megatron_time_fit)");
@@ -347,11 +367,22 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   }
   std::map<std::string, ModelSpec> models;
   std::map<std::string, SystemSpec> systems;
-  // Rank cache: (preset, system, gpus, seq, gbs, precision) -> step times of the top layouts.
-  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int>, std::vector<double>> ranks;
+  // Rank cache: (preset, system, gpus, seq, gbs, precision) -> step times of the top layouts
+  // and the fastest layout's description.
+  struct Ranked {
+    std::vector<double> steps;
+    std::string best;
+  };
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
+  std::optional<recipe::PerfRecipeTable> settings_table;
+  if (mbridge && o.recipe_settings != "none") settings_table = recipe::LoadPerfRecipeSettings(o.recipe_settings);
+  int without_settings = 0;
   std::vector<double> errors;
-  int evaluated = 0, skipped = 0, ranked = 0, top5 = 0;
+  int evaluated = 0, skipped = 0, ranked = 0, top5 = 0, within5 = 0;
   std::map<std::string, int> skip_reasons;
+  std::fprintf(out,
+               "# TF: model TFLOP/s per GPU (published: the release's FLOP formula; predicted: meshplan's); err%%: "
+               "predicted vs published tokens/s per GPU where published\n");
   std::fprintf(out, "%-52s %8s %8s %7s %6s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "gap%", "fits",
                "published layout");
   int lineno = 1;
@@ -388,20 +419,32 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     const SystemSpec& sys = systems[r.system];
     if (r.setup.precision == Precision::kFp4 && sys.gpu.fp4_flops <= 0) r.setup.precision = Precision::kFp8;
     if (r.setup.precision == Precision::kFp8 && sys.gpu.fp8_flops <= 0) r.setup.precision = Precision::kBf16;
-    const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc);
+    // The published run's recipe settings (Megatron-Bridge table rows only; the survey's rows
+    // keep meshplan's emitted settings).
+    const recipe::PerfRecipeSettings* settings =
+        mbridge && settings_table ? settings_table->Find(r.release, r.preset, r.system,
+                                                         recipe::PerfPrecisionKey(r.precision_cell),
+                                                         r.setup.num_gpus, r.tokendrop)
+                                  : nullptr;
+    if (mbridge && settings_table && !settings) ++without_settings;
+    const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc, settings);
     const CostModel model(m, sys, r.setup);
     const Cost cost = model.Evaluate(l);
-    // Compare on model TFLOP/s when published (both sides use Megatron's model-FLOP formula),
-    // else on tokens/s.
+    // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
+    // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
+    // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do
+    // not. Survey rows and rows without tokens/s compare on model TFLOP/s.
     double err = 0, pub = 0, pred = 0;
-    if (r.published_tflops > 0) {
-      pub = r.published_tflops;
-      pred = cost.model_tflops_per_gpu;
-    } else {
+    const bool on_tokens = r.published_tokens > 0 && (mbridge || r.published_tflops <= 0);
+    if (on_tokens) {
       pub = r.published_tokens;
       pred = cost.tokens_per_s_per_gpu;
+    } else {
+      pub = r.published_tflops;
+      pred = cost.model_tflops_per_gpu;
     }
     err = (pred - pub) / pub;
+    const double tf_pub = r.published_tflops, tf_pred = cost.model_tflops_per_gpu;
     errors.push_back(std::fabs(err));
     if (!o.fit.empty() && pred > 0) {
       FitRow row = MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
@@ -409,10 +452,19 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       fit_rows[r.system].push_back(row);
     }
     ++evaluated;
-    std::string rank = "-", gap = "-";
+    std::string rank = "-", gap = "-", best;
     if (o.rank_top > 0) {
+      // The software settings are part of the request: runs of two releases with different
+      // dispatchers or CUDA graphs are ranked among differently priced layouts.
+      std::string runtime = "emitted";
+      if (settings) {
+        const MbRuntime& rt = settings->runtime;
+        runtime = std::to_string(int(rt.dispatcher)) + "/" + std::to_string(int(rt.ep_a2a_overlap)) + "/" +
+                  std::to_string(int(rt.cuda_graph)) + "/" + std::to_string(rt.cuda_graph_scope) + "/" +
+                  std::to_string(int(rt.grad_reduce_in_fp32));
+      }
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
-                                       int(r.setup.precision));
+                                       int(r.setup.precision), runtime);
       auto it = ranks.find(key);
       if (it == ranks.end()) {
         PlanRequest req;
@@ -420,17 +472,20 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         req.system = sys;
         req.setup = r.setup;
         req.framework = Framework::kMegatronBridge;
+        if (settings) req.mb_runtime = settings->runtime;
         req.top_n = o.rank_top;
         req.threads = o.threads;
         req.max_micro_batch = std::max<int64_t>(16, z.mbs);
         req.deadline = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(int64_t(std::max(0.1, o.rank_seconds) * 1000));
         const PlanResult res = Plan(req);
-        std::vector<double> steps;
-        for (const Candidate& cand : res.top) steps.push_back(cand.cost.step_seconds);
-        it = ranks.emplace(key, steps).first;
+        Ranked rk;
+        for (const Candidate& cand : res.top) rk.steps.push_back(cand.cost.step_seconds);
+        if (!res.top.empty()) rk.best = Describe(res.top.front().layout);
+        it = ranks.emplace(key, rk).first;
       }
-      const std::vector<double>& steps = it->second;
+      const std::vector<double>& steps = it->second.steps;
+      best = it->second.best;
       // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
       // layout itself is among them).
       int64_t faster = 0;
@@ -441,16 +496,18 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%+.1f", 100.0 * (cost.step_seconds / steps.front() - 1.0));
         gap = buf;
+        if (cost.step_seconds <= 1.05 * steps.front()) ++within5;
       }
       ++ranked;
       if (!beyond && faster + 1 <= 5) ++top5;
     }
     const std::string desc = Describe(l);
     progress.Clear();
-    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s\n", r.label.c_str(), pub, pred, 100 * err,
+    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s\n", r.label.c_str(), tf_pub, tf_pred, 100 * err,
                  rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
-                 r.published_tflops > 0 ? "" : "  (tokens/s)");
+                 on_tokens ? "" : "  (err% on TFLOP/s)");
     if (o.breakdown) {
+      if (!best.empty()) std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
       const TimeBreakdown& t = cost.time;
       const double pub_step = pred > 0 ? cost.step_seconds * pred / pub : 0.0;
       std::fprintf(out,
@@ -479,6 +536,18 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                "in top 5: %d of %d ranked (%.0f%%)\n",
                evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5, ranked,
                ranked > 0 ? 100.0 * top5 / ranked : 0.0);
+  if (ranked > 0) {
+    // Near-ties: thousands of layouts sit within a few percent of the best, far below the
+    // model's own error, so the rank alone overstates how far the published choice is.
+    std::fprintf(out,
+                 "ranking: published layout predicted within 5%% of the planner's fastest step time: %d of %d "
+                 "ranked (%.0f%%)\n",
+                 within5, ranked, 100.0 * within5 / ranked);
+  }
+  if (settings_table) {
+    std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",
+                 settings_table->file.c_str(), settings_table->recipes.size(), without_settings);
+  }
   if (!o.fit.empty()) WriteFits(o, fit_rows, out);
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include "cost/flops.hpp"
 
+#include <algorithm>
+
 #include "meshplan/cost.hpp"
 
 namespace meshplan::cost {
@@ -22,7 +24,8 @@ LayerMix ModelLayerMix(const ModelSpec& model) {
 ///   F/token = 6·h·(c·f·L_d + c·f_e·k·L_m + c·f_s·L_m) + L·A_lin + 6·h·V + s·L·A_core
 /// with c = 3 (SwiGLU; every supported architecture gates its MLP), and
 ///   GQA/MHA: A_lin = 6·[h·(q + 2·d_k·g) + q·h],  A_core = 6·q   (q = a·d_k; causal /2 and
-///            the 2 GEMMs QK^T, PV cancel)
+///            the 2 GEMMs QK^T, PV cancel); sliding-window layers 12·q·c/s instead, c the
+///            average causal window context (Megatron-Bridge flop_utils.py), averaged over layers
 ///   MLA:     A_lin = 6·[q_term + r_kv·(h + a·(d_nope + d_v) + 1) + h·d_rope + a·d_v·h],
 ///            q_term = r_q·(h + a·(d_nope + d_rope) + 1), or h·a·(d_nope + d_rope) without q_lora
 ///            A_core = 6·[a·(d_nope + d_rope)/2 + a·d_v/2]
@@ -46,6 +49,16 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
     const double kv = double(m.num_key_value_heads) * double(m.head_dim);
     f.attn_linear_flops = 6.0 * (h * (q + 2 * kv) + q * h);
     f.attn_core_flops = s * 6.0 * q;
+    // Sliding-window layers (Megatron-Bridge flop_utils.py, "exact average causal SWA
+    // context"): a query sees on average c = W − W(W−1)/(2s) keys when W < s (s/2 otherwise),
+    // so the core costs 3·2·2·q·c per token; the term is averaged over the model's layers.
+    if (m.sliding_window > 0 && m.num_sliding_window_layers > 0 && m.num_layers > 0) {
+      const double w = double(m.sliding_window);
+      const double context = w < s ? w - w * (w - 1) / (2.0 * s) : s / 2.0;
+      const double swa = 12.0 * q * context;
+      const double n = double(std::min(m.num_sliding_window_layers, m.num_layers)), L = double(m.num_layers);
+      f.attn_core_flops = (f.attn_core_flops * (L - n) + swa * n) / L;
+    }
   }
   f.dense_mlp_flops = 6.0 * h * c * double(m.intermediate_size);
   if (m.is_moe()) {

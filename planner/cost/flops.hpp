@@ -22,7 +22,7 @@ LayerMix ModelLayerMix(const ModelSpec& model);
 /// megatron/training/training.py::num_floating_point_operations / transformer_flops.
 struct FlopsPerToken {
   double attn_linear_flops = 0;  ///< A_lin: attention projections (GQA or MLA)
-  double attn_core_flops = 0;    ///< s·A_core: causal QK^T and PV for a sequence of seq_len
+  double attn_core_flops = 0;    ///< s·A_core: causal QK^T and PV for a sequence of seq_len (mean over layers with sliding windows)
   double dense_mlp_flops = 0;    ///< 6·h·c·f, c = 3 (SwiGLU), dense layers
   double shared_flops = 0;       ///< 6·h·c·f_s, MoE layers
   double routed_flops = 0;       ///< 6·h·c·f_e·k, MoE layers (top-k experts)

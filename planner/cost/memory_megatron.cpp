@@ -122,6 +122,10 @@ double KorthikantiLayerBytes(double h, double a, double f, double s, double b, d
   return bytes;
 }
 
+double MainGradBytes(const Layout& layout) {
+  return layout.framework == Framework::kMegatronBridge && !layout.mb.grad_reduce_in_fp32 ? 2.0 : 4.0;
+}
+
 double InterleaveFactor(int64_t pp, int64_t vpp) {
   if (pp <= 1 || vpp <= 0) return 1.0;
   return 1.0 + double(pp - 1) / (double(pp) * double(vpp));
@@ -130,14 +134,16 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
 /// Layout -> MegatronArgs: vpp from a Megatron layout (vpp > 1) or the interleaved stages
 /// per rank of an AutoModel layout; dp = layout.dp; num_microbatches = micro-batches per
 /// optimizer step; the distributed optimizer as the Megatron layout says (AutoModel
-/// layouts: on). Terms: weights 2 B, gradients 4 B (fp32 main grads), optimizer the rest of
-/// bytes(d) per parameter; activations / logits = the estimator's two activation parts.
+/// layouts: on). Terms: weights 2 B, gradients 4 B (fp32 main grads; 2 B when a Megatron-Bridge
+/// layout sets grad_reduce_in_fp32 false, megatron.md 3.3), optimizer the rest of bytes(d) per
+/// parameter; activations / logits = the estimator's two activation parts.
 /// Departures from the estimator, each a no-op for the configurations it covers:
 ///   - full recompute replaces the per-layer term with Korthikanti's 2·s·b·h (/t with SP)
 ///     inside branch (B) (the estimator assumes selective recompute or flash attention);
 ///   - MemoryOptions::materialized_attention adds 5·a·s²·b/t per layer without recompute;
 ///   - CP divides the activations (Megatron-Bridge's estimator divides by t·CP, megatron.md
-///     3.5; Megatron-LM ignores CP).
+///     3.5; Megatron-LM ignores CP);
+///   - cpu_offloading_num_layers removes that share of the rank's layers' activations.
 /// With MemoryOptions::megatron_bridge_estimator the Megatron-Bridge variant is used as is.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   const Layout& l = c.layout;
@@ -182,10 +188,17 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   const double cp = x.bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
   MemoryBreakdown mem;
   const double pd = e.p_tp + e.p_rep, pe = e.p_exp;
+  const double grad_bytes = MainGradBytes(l);
   mem.weights = 2.0 * (pd + pe);
-  mem.gradients = 4.0 * (pd + pe);
+  mem.gradients = grad_bytes * (pd + pe);
   mem.optimizer = (e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe;
   mem.activations = e.activation_layers / cp;
+  // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
+  // saved tensors of that many layers of the rank wait in host memory until backward.
+  if (l.framework == Framework::kMegatronBridge && l.mb.cpu_offloading_num_layers > 0) {
+    const double on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
+    mem.activations *= std::max(0.0, 1.0 - double(l.mb.cpu_offloading_num_layers) / on_rank);
+  }
   mem.logits = e.activation_output / cp;
   // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
   // the same groups as the distributed optimizer, and materialises the weights of the unit
@@ -198,7 +211,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
     const double sharded = pd / d_dense + pe / d_expert;
     mem.weights = 2.0 * sharded;
-    mem.gradients = 4.0 * sharded;
+    mem.gradients = grad_bytes * sharded;
     const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
     mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
   }

@@ -57,6 +57,25 @@ inline constexpr double kCrossEntropyBytesPerLogit = 16.0;
 /// Estimates; their time per kernel is the fitted MegatronTimeFit::kernel_overhead.
 inline constexpr double kDenseLayerKernels = 40.0;
 inline constexpr double kMoeLayerKernels = 90.0;
+/// How those split over the parts a Transformer Engine CUDA graph can capture
+/// (model.cuda_graph_scope): the attention block (norm, QKV, RoPE, core, projection, add:
+/// about half of a dense layer), the dense MLP (the other half), and in MoE layers the
+/// router (GEMM, softmax / top-k, aux loss) and the dispatch preprocessing (token counts,
+/// permutation maps). Estimates, like the totals.
+inline constexpr double kAttnBlockKernels = 20.0;
+inline constexpr double kMlpBlockKernels = 20.0;
+inline constexpr double kMoeRouterKernels = 10.0;
+inline constexpr double kMoePreprocessKernels = 10.0;
+/// A kernel replayed from a CUDA graph skips the host launch (about 4 us through PyTorch) but
+/// keeps the GPU-side gap between kernels (about 1 us): a graphed kernel costs this share of
+/// MegatronTimeFit::kernel_overhead. Assumption, not fitted.
+inline constexpr double kGraphedKernelShare = 0.25;
+/// GEMM kernels per local expert of a MoE layer, forward + backward: fc1 and fc2 forward, and
+/// the data- and weight-gradient GEMM of each in backward. Transformer Engine's GroupedLinear
+/// (Megatron-Core moe_grouped_gemm) runs one cuBLAS GEMM per local expert
+/// (general_grouped_gemm over multiple streams), so these kernels grow with
+/// num_experts / ep_size and dominate small-EP layouts of many-expert models.
+inline constexpr double kGroupedGemmKernelsPerExpert = 6.0;
 /// Share of the TP communication that Transformer Engine's userbuffer overlap leaves exposed
 /// when the layer's GEMMs are long enough to hide it (the first chunk of each pipelined
 /// GEMM cannot overlap). Assumption, not fitted.
@@ -68,7 +87,7 @@ struct MegatronTerms {
   double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x GemmSizeFactor, incl. recompute
   double attention = 0;     ///< causal attention core at kFlashAttentionEfficiency of BF16 peak
   double memory_bound = 0;  ///< elementwise / norm / permute / cross-entropy bytes / HBM bandwidth
-  double kernels = 0;       ///< kernels launched per step (count)
+  double kernels = 0;       ///< kernels launched per step (count), graphed ones weighted by kGraphedKernelShare
   double bubble_fraction = 0;  ///< pipeline bubble / compute
   double tp = 0, cp = 0, dp = 0, ep = 0, pp = 0;  ///< exposed communication
   double optimizer = 0;     ///< Adam step, HBM-bound
@@ -82,12 +101,23 @@ struct MegatronShared {
   bool full = false;
   double linear_rate = 0, expert_rate = 0, core_rate = 0;  ///< FLOP/s incl. GemmSizeFactor
   double dense_mem_s = 0, moe_mem_s = 0, head_mem_s = 0;   ///< HBM seconds per layer / head
+  double dense_layer_kernels = 0;  ///< launch-weighted kernels per dense layer per micro-batch
+  double moe_layer_kernels = 0;    ///< launch-weighted kernels per MoE layer per micro-batch
+  /// Selective recompute (recompute_modules) beyond the attention core: forward FLOP and HBM
+  /// elements per token per dense / MoE layer that run again in backward.
+  double recompute_dense_flops = 0, recompute_moe_flops = 0;
+  double recompute_dense_elems = 0, recompute_moe_elems = 0;
+  double a2a_copies = 0;  ///< token copies per dispatch (top-k, or distinct ranks with flex)
   double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;
 };
 MegatronShared MegatronLayoutShared(const Ctx& c);
 MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& shared, int64_t pp_rank, const MemoryBreakdown& mem);
+/// Expected token copies one flex (DeepEP / HybridEP) dispatch sends: the number of distinct
+/// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
+/// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.
+double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
 /// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
 double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cost/memory.hpp"
+#include "cost/memory_megatron.hpp"
 #include "cost/time.hpp"
 
 namespace meshplan::cost {
@@ -15,6 +16,16 @@ namespace {
 double Pos(double x) { return x > 0 ? x : 0.0; }
 
 }  // namespace
+
+double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
+  if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
+  // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
+  // distinct experts is among them: C(E − E/ep, k) / C(E, k).
+  const double e = double(num_experts), local = e / double(ep);
+  double miss = 1.0;
+  for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
+  return double(ep) * (1.0 - miss);
+}
 
 // Elements moved to or from HBM per token by the non-GEMM kernels of one decoder layer's
 // forward pass, before the division by TP (sequence parallel shards the hidden-size ops,
@@ -56,9 +67,16 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
 ///   memory_bound = 3 · MegatronLayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
 ///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp).
-///   kernels = M · (dense layers · kDenseLayerKernels + MoE layers · kMoeLayerKernels).
+///   kernels = M · (dense layers · kDenseLayerKernels
+///                  + MoE layers · (kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert)),
+///     the ones a CUDA graph replays (cuda_graph_impl full_iteration: all; transformer_engine:
+///     the parts in cuda_graph_scope, kAttnBlockKernels ... kMoePreprocessKernels, or the
+///     whole layer when the scope is empty) weighted by kGraphedKernelShare.
 ///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels);
-///   selective (Megatron's core_attn) adds the attention core's forward (1/3 of attention).
+///   selective adds one forward of each module in recompute_modules (Megatron-Core's default
+///   core_attn: 1/3 of attention; mlp: the dense MLP GEMMs; shared_experts; mla_up_proj: the
+///   q and kv up-projections, 2·(r_q·a·(d_nope + d_rope) + r_kv·a·(d_nope + d_v)) FLOP per
+///   token; layernorm: 4h elements; moe_act: 3·k·f_e elements).
 /// Communication, exposed part (groups in Megatron's order tp-cp-ep-dp-pp, megatron.md 2.1):
 ///   TP with sequence parallel: per layer per micro-batch all-gather + reduce-scatter of T·h·2
 ///     bytes before and after attention and the MLP, forward and backward (4 all-reduce
@@ -66,12 +84,15 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     all-to-all instead); with tp_comm_overlap (TE userbuffers) the part that the layer's
 ///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
 ///   CP: as in RankTime (ring p2p hidden behind the attention core).
-///   EP (alltoall dispatcher): dispatch + combine forward and backward per MoE layer per
-///     micro-batch, (T/tp)·k·h·2 bytes each, over the EP group {ep, stride etp}; exposed
-///     unless overlap_moe_expert_parallel_comm.
+///   EP: dispatch + combine forward and backward per MoE layer per micro-batch, (T/tp)·c·h·2
+///     bytes each, over the EP group {ep, stride etp}; c = k token copies with the alltoall
+///     dispatcher (one per routed expert), or the expected number of distinct destination
+///     ranks with the flex dispatcher (DeepEP / HybridEP send a token once per rank:
+///     FlexDispatchCopies); exposed unless overlap_moe_expert_parallel_comm.
 ///   PP: (T/tp)·h·2 bytes per micro-batch per virtual stage forward and backward;
 ///     kPpP2pExposedFraction exposed with overlap_p2p_comm (interleaved), all without.
-///   DP, distributed optimizer: reduce-scatter of FP32 gradients and all-gather of BF16
+///   DP, distributed optimizer: reduce-scatter of the main gradients (FP32, or BF16 with
+///     grad_reduce_in_fp32 false: MainGradBytes) and all-gather of BF16
 ///     parameters over dp·cp (stride tp) for dense parameters and over the expert-DP group
 ///     for experts; with overlap_grad_reduce / overlap_param_gather the reduce-scatter hides
 ///     behind the last micro-batch's backward and the all-gather behind the first forward,
@@ -95,7 +116,27 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.tokens = t_mb * s.n_mb;
   s.full = l.recompute == Recompute::kFull;
   s.extra = s.full ? 1.0 / 3.0 : 0.0;
-  s.core_extra = s.full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
+  const uint32_t rm = l.recompute != Recompute::kSelective ? 0u
+                      : l.mb.recompute_modules != 0    ? l.mb.recompute_modules
+                                                       : uint32_t(kRecomputeCoreAttn);
+  s.core_extra = s.full || (rm & kRecomputeCoreAttn) ? 1.0 / 3.0 : 0.0;
+  {
+    const FlopsPerToken& f = c.flops;
+    double up = 0.0;  // MLA up-projection forward FLOP per token
+    if (m.mla) {
+      const MlaSpec& x = m.mla_spec;
+      const double a = double(m.num_attention_heads);
+      up = 2.0 * (double(x.q_lora_rank) * a * double(x.qk_nope_head_dim + x.qk_rope_head_dim) +
+                  double(x.kv_lora_rank) * a * double(x.qk_nope_head_dim + x.v_head_dim));
+    }
+    const double norms = (rm & kRecomputeLayernorm) ? 4.0 * h : 0.0;
+    const double mla = (rm & kRecomputeMlaUpProj) ? up : 0.0;
+    s.recompute_dense_flops = mla + ((rm & kRecomputeMlp) ? f.dense_mlp_flops / 3.0 : 0.0);
+    s.recompute_moe_flops = mla + ((rm & kRecomputeSharedExperts) ? f.shared_flops / 3.0 : 0.0);
+    s.recompute_dense_elems = norms;
+    s.recompute_moe_elems =
+        norms + ((rm & kRecomputeMoeAct) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
+  }
   const bool fp8 = c.setup.precision != Precision::kBf16;
   const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
   const double expert_tokens =
@@ -106,6 +147,23 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
   s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem;
   s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem : 0.0;
+  {
+    const double expert_kernels = double(m.num_experts) / s.ep * kGroupedGemmKernelsPerExpert;
+    double dense_graphed = 0.0, moe_graphed = 0.0;
+    const uint32_t scope = l.mb.cuda_graph_scope;
+    if (l.mb.cuda_graph == MbCudaGraph::kFullIteration ||
+        (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine && scope == 0)) {
+      dense_graphed = kDenseLayerKernels;
+      moe_graphed = kMoeLayerKernels + expert_kernels;
+    } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
+      const double attn = (scope & kGraphAttn) ? kAttnBlockKernels : 0.0;
+      dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
+      moe_graphed = attn + ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
+                    ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0);
+    }
+    s.dense_layer_kernels = kDenseLayerKernels - (1.0 - kGraphedKernelShare) * dense_graphed;
+    s.moe_layer_kernels = kMoeLayerKernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
+  }
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
                      : 0.0;
@@ -122,7 +180,10 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.cp_layer_mb = Pos(comm - core_layer_mb);
   }
   if (l.ep > 1 && m.is_moe()) {
-    const double a2a_bytes = t_mb / s.tp * double(m.experts_per_token) * h * 2.0;
+    s.a2a_copies = l.mb.token_dispatcher == MbDispatcher::kFlex
+                       ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
+                       : double(m.experts_per_token);
+    const double a2a_bytes = t_mb / s.tp * s.a2a_copies * h * 2.0;
     const Group gep{l.ep, static_cast<int64_t>(s.etp)};
     s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
   }
@@ -159,12 +220,17 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
                                   moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
   const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
   const double experts = tokens * moe_layers * f.routed_flops / tp;
-  const double linear_s = (linear * (1.0 + extra) + head) / s.linear_rate;
+  const double recompute_linear = tokens * (dense_layers * s.recompute_dense_flops + moe_layers * s.recompute_moe_flops) / tp;
+  const double linear_s = (linear * (1.0 + extra) + head + recompute_linear) / s.linear_rate;
   const double expert_s = experts * (1.0 + extra) / s.expert_rate;
   t.gemm = linear_s + expert_s;
   t.attention = tokens * layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
   t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s + (rp.has_head ? s.head_mem_s : 0.0);
-  t.kernels = n_mb * (dense_layers * kDenseLayerKernels + moe_layers * kMoeLayerKernels) * (1.0 + extra);
+  if (gpu.hbm_bandwidth > 0) {
+    t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
+                      gpu.hbm_bandwidth;
+  }
+  t.kernels = n_mb * (dense_layers * s.dense_layer_kernels + moe_layers * s.moe_layer_kernels) * (1.0 + extra);
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
@@ -194,17 +260,18 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double v = s.v;
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / (ep * etp);
+  const double g = MainGradBytes(l);  // bytes per gradient element reduced
   if (l.strategy == Strategy::kDdp) {
     const bool overlap = l.mb.overlap_grad_reduce == Tri::kTrue;
     double rs = 0, ag = 0, tail = 0;
     if (l.use_distributed_optimizer) {
-      rs = ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) + ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
+      rs = ReduceScatterSeconds(g * dense_local, gd.n, ld) + ReduceScatterSeconds(g * expert_local, ge.n, le);
       ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
     } else {
-      rs = AllReduceSeconds(4.0 * dense_local, gd.n, ld) + AllReduceSeconds(4.0 * expert_local, ge.n, le);
+      rs = AllReduceSeconds(g * dense_local, gd.n, ld) + AllReduceSeconds(g * expert_local, ge.n, le);
     }
-    const double bucket = l.mb.bucket_size > 0 ? 4.0 * double(l.mb.bucket_size) : kDdpBucketBytes;
-    tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, 4.0 * dense_local), gd.n, ld) : 0.0;
+    const double bucket = l.mb.bucket_size > 0 ? g * double(l.mb.bucket_size) : kDdpBucketBytes;
+    tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, g * dense_local), gd.n, ld) : 0.0;
     if (overlap) {
       t.dp = std::max(Pos(rs - bwd_mb * v), tail) + (ag > 0 ? std::max(Pos(ag - fwd_mb * v), 0.5 * tail) : 0.0);
     } else {
@@ -215,7 +282,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
                             AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);
     const double ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
     const double rs =
-        ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) + ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
+        ReduceScatterSeconds(g * dense_local, gd.n, ld) + ReduceScatterSeconds(g * expert_local, ge.n, le);
     t.dp = Pos(n_mb * (2.0 * ag + rs) - kFsdpOverlapFraction * compute0) + n_mb * first_ag;
   }
   // --- optimizer ---

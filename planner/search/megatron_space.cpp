@@ -105,6 +105,7 @@ class MegatronSpace : public Space {
             l.mb.use_torch_fsdp2 = f.fsdp2;
             l.sequence_parallel = tp > 1;
             ApplyEmittedSettings(l, req_.system, req_.setup.precision);
+            if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
             emit(l);
           }
         }
@@ -118,6 +119,7 @@ class MegatronSpace : public Space {
       l.sequence_parallel = l.tp > 1;
       l.recompute = rc;
       ApplyEmittedSettings(l, req_.system, req_.setup.precision);
+      if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
       out.push_back(l);
     }
   }
@@ -200,6 +202,16 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
   } else {
     s.cuda_device_max_connections = 8;
   }
+}
+
+void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {
+  if (l.ep > 1) {
+    l.mb.token_dispatcher = rt.dispatcher;
+    l.mb.ep_a2a_overlap = rt.ep_a2a_overlap;
+  }
+  l.mb.cuda_graph = rt.cuda_graph;
+  l.mb.cuda_graph_scope = rt.cuda_graph_scope;
+  l.mb.grad_reduce_in_fp32 = rt.grad_reduce_in_fp32;
 }
 
 std::vector<Layout> MegatronEnumerate(const PlanRequest& req) { return ListLeaves(req, MegatronSpace(req)); }

@@ -19,6 +19,11 @@ PlanResult MegatronPlan(const PlanRequest& req);
 void ApplyEmittedSettings(Layout& layout, const SystemSpec& system, Precision precision = Precision::kBf16);
 /// True for GPUs before Blackwell (A100, H100, H200: hwdb GPU names starting so).
 bool PreBlackwellGpu(const SystemSpec& system);
+
+/// Overrides `layout`'s software settings with `runtime` (a published recipe's): the token
+/// dispatcher and EP overlap when ep > 1, CUDA graphs and the gradient dtype always. Call after
+/// ApplyEmittedSettings.
+void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
 /// Sizes d of n in increasing order.
 std::vector<int64_t> Divisors(int64_t n);
 

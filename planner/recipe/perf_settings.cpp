@@ -1,0 +1,159 @@
+// Reader of recipes/megatron-bridge-perf.yaml (see perf_settings.hpp).
+
+#include "recipe/perf_settings.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "data/yaml_util.hpp"
+#include "meshplan/data.hpp"
+
+namespace meshplan::recipe {
+
+namespace {
+
+constexpr const char* kEmbeddedPath = "recipes/megatron-bridge-perf.yaml";
+
+std::string OneOf(yamlutil::MapReader& r, const std::string& key, std::initializer_list<const char*> allowed) {
+  const std::string v = r.Str(key);
+  std::string list;
+  size_t i = 0;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::string(a);
+    ++i;
+  }
+  r.Fail(key, "expected " + list + "; found '" + v + "'");
+}
+
+// A list of names, each mapped to a bit; an unknown name is an error at the list.
+uint32_t Bits(yamlutil::MapReader& r, const std::string& key, const std::map<std::string, uint32_t>& names) {
+  const YAML::Node list = r.Get(key);
+  if (!list.IsSequence()) r.Fail(key, "expected a list such as [" + names.begin()->first + "]");
+  uint32_t bits = 0;
+  for (const YAML::Node& item : list) {
+    const std::string name = item.IsScalar() ? item.Scalar() : std::string("(not a name)");
+    const auto it = names.find(name);
+    if (it == names.end()) {
+      std::string known;
+      for (const auto& [n, b] : names) known += (known.empty() ? "" : ", ") + n;
+      r.Fail(key, "expected names among " + known + "; found '" + name + "'");
+    }
+    bits |= it->second;
+  }
+  return bits;
+}
+
+PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
+  PerfRecipeSettings e;
+  e.line = r.Loc("release").line;
+  e.release = r.Str("release");
+  e.model = r.Str("model");
+  e.system = r.Str("system");
+  e.precision = OneOf(r, "precision", {"bf16", "fp8cs", "fp8mx", "nvfp4"});
+  e.gpus = r.Int("gpus", 1, int64_t{1} << 24);
+  e.tokendrop = r.Bool("tokendrop");
+  r.Ignore({"tag", "recipe", "notes"});
+  const std::string dispatcher = OneOf(r, "moe_token_dispatcher_type", {"alltoall", "flex", "allgather", "none"});
+  e.runtime.dispatcher = dispatcher == "flex"        ? MbDispatcher::kFlex
+                         : dispatcher == "allgather" ? MbDispatcher::kAllgather
+                                                     : MbDispatcher::kAlltoall;
+  const std::string backend = OneOf(r, "moe_flex_dispatcher_backend", {"deepep", "hybridep", "none"});
+  if ((dispatcher == "flex") != (backend != "none")) {
+    r.Fail("moe_flex_dispatcher_backend", "expected a backend (deepep or hybridep) exactly when "
+                                          "moe_token_dispatcher_type is flex; found '" + backend + "'");
+  }
+  e.runtime.ep_a2a_overlap = r.Bool("overlap_moe_expert_parallel_comm") ? Tri::kTrue : Tri::kFalse;
+  const std::string granularity = OneOf(r, "recompute_granularity", {"none", "selective", "full"});
+  e.recompute_modules = Bits(r, "recompute_modules",
+                             {{"core_attn", kRecomputeCoreAttn},
+                              {"layernorm", kRecomputeLayernorm},
+                              {"mla_up_proj", kRecomputeMlaUpProj},
+                              {"mlp", kRecomputeMlp},
+                              {"moe_act", kRecomputeMoeAct},
+                              {"shared_experts", kRecomputeSharedExperts}});
+  e.recompute = granularity == "full" ? Recompute::kFull
+                : granularity == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
+                                                                         : Recompute::kNone;
+  const std::string graph = OneOf(r, "cuda_graph_impl", {"none", "transformer_engine", "local", "full_iteration"});
+  e.runtime.cuda_graph_scope = Bits(r, "cuda_graph_scope",
+                                    {{"attn", kGraphAttn},
+                                     {"mlp", kGraphMlp},
+                                     {"moe_router", kGraphMoeRouter},
+                                     {"moe_preprocess", kGraphMoePreprocess}});
+  // "local" graphs capture whole layers (Megatron-Core's CudaGraphManager), like Transformer
+  // Engine graphs with an empty scope.
+  e.runtime.cuda_graph = graph == "full_iteration" ? MbCudaGraph::kFullIteration
+                         : graph == "none"         ? MbCudaGraph::kNone
+                                                   : MbCudaGraph::kTransformerEngine;
+  if (graph == "local") e.runtime.cuda_graph_scope = 0;
+  e.runtime.grad_reduce_in_fp32 = r.Bool("grad_reduce_in_fp32");
+  e.cpu_offloading_num_layers = r.Int("cpu_offloading_num_layers", 0, 1 << 20);
+  r.RejectUnknown();
+  return e;
+}
+
+}  // namespace
+
+const PerfRecipeSettings* PerfRecipeTable::Find(const std::string& release, const std::string& model,
+                                                const std::string& system, const std::string& precision,
+                                                int64_t gpus, bool tokendrop) const {
+  for (const PerfRecipeSettings& e : recipes) {
+    if (e.release == release && e.model == model && e.system == system && e.precision == precision &&
+        e.gpus == gpus && e.tokendrop == tokendrop) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+PerfRecipeTable LoadPerfRecipeSettings(const std::string& path) {
+  PerfRecipeTable t;
+  std::string text;
+  if (path.empty()) {
+    const auto embedded = data::FindEmbedded(kEmbeddedPath);
+    if (!embedded) throw InputError(SourceLoc{kEmbeddedPath, 0, 0}, "", "the embedded recipe settings are missing");
+    text = std::string(*embedded);
+    t.file = kEmbeddedPath;
+  } else {
+    text = data::ReadFileOrThrow(path);
+    t.file = path;
+  }
+  const YAML::Node root = yamlutil::ParseMap(text, t.file);
+  yamlutil::MapReader top(root, t.file);
+  top.Str("source");
+  const YAML::Node list = top.Get("recipes");
+  if (!list.IsSequence()) top.Fail("recipes", "expected a list of recipe entries");
+  top.RejectUnknown();
+  std::map<std::tuple<std::string, std::string, std::string, std::string, int64_t, bool>, int> seen;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].IsMap()) {
+      throw InputError(yamlutil::LocOf(list[i], t.file), "recipes[" + std::to_string(i) + "]", "expected a map");
+    }
+    yamlutil::MapReader r(list[i], t.file, "recipes[" + std::to_string(i) + "]");
+    PerfRecipeSettings e = ReadEntry(r);
+    const auto key = std::make_tuple(e.release, e.model, e.system, e.precision, e.gpus, e.tokendrop);
+    if (const auto it = seen.find(key); it != seen.end()) {
+      r.Fail("release", "duplicates the entry at line " + std::to_string(it->second) +
+                            " (same release, model, system, precision, gpus and tokendrop)");
+    }
+    seen.emplace(key, e.line);
+    t.recipes.push_back(std::move(e));
+  }
+  return t;
+}
+
+std::string PerfPrecisionKey(const std::string& cell) {
+  std::string s;
+  for (char ch : cell) s += char(std::tolower(static_cast<unsigned char>(ch)));
+  const size_t paren = s.find('(');
+  if (paren != std::string::npos) s = s.substr(0, paren);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  if (s.find("fp4") != std::string::npos) return "nvfp4";
+  if (s == "mxfp8" || s == "fp8-mx") return "fp8mx";
+  if (s.find("fp8") != std::string::npos) return "fp8cs";
+  return "bf16";
+}
+
+}  // namespace meshplan::recipe

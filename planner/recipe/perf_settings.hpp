@@ -1,0 +1,52 @@
+#pragma once
+// Settings of Megatron-Bridge's published performance runs that its performance table does
+// not list (token dispatcher, expert-parallel overlap, recompute modules, CUDA graphs,
+// gradient-reduction dtype, activation offloading), read from recipes/megatron-bridge-perf.yaml
+// (extracted from the Megatron-Bridge recipes at each release's git tag; provenance in the
+// file's header). `meshplan validate` applies them to the published layouts so that the cost
+// model prices the run that was measured.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "meshplan/layout.hpp"
+#include "meshplan/search.hpp"
+
+namespace meshplan::recipe {
+
+/// One published run's recipe settings. Keys: release (the table's release string), model
+/// (meshplan preset), system (hwdb system), precision (bf16 | fp8cs | fp8mx | nvfp4), gpus,
+/// tokendrop.
+struct PerfRecipeSettings {
+  std::string release, model, system, precision;
+  int64_t gpus = 0;
+  bool tokendrop = false;
+  int line = 0;  ///< 1-based line of the entry in the file
+  /// Runtime settings (dispatcher, EP overlap, CUDA graphs, gradient dtype), as the search's
+  /// MbRuntime so that the planner's own layouts can be priced with the same software.
+  MbRuntime runtime;
+  Recompute recompute = Recompute::kNone;  ///< selective with an empty module list reads as none
+  uint32_t recompute_modules = 0;          ///< MbRecomputeModule bits (selective)
+  int64_t cpu_offloading_num_layers = 0;   ///< model.cpu_offloading_num_layers
+};
+
+struct PerfRecipeTable {
+  std::string file;  ///< where it was read from ("recipes/megatron-bridge-perf.yaml" if embedded)
+  std::vector<PerfRecipeSettings> recipes;
+  /// The entry for a published row, or nullptr when the table has none.
+  const PerfRecipeSettings* Find(const std::string& release, const std::string& model, const std::string& system,
+                                 const std::string& precision, int64_t gpus, bool tokendrop) const;
+};
+
+/// Reads `path`, or the embedded recipes/megatron-bridge-perf.yaml when `path` is empty.
+/// Throws InputError naming file, line and field for a missing or unknown key, a value
+/// outside its set (e.g. "expected alltoall, flex, allgather or none; found 'a2a'"), or two
+/// entries with the same key.
+PerfRecipeTable LoadPerfRecipeSettings(const std::string& path);
+
+/// The table's precision name of a performance-table precision cell: BF16 or empty -> bf16;
+/// FP8, FP8-CS, "FP8-CS (FP8-MX)" -> fp8cs; MXFP8, FP8-MX -> fp8mx; NVFP4 -> nvfp4.
+std::string PerfPrecisionKey(const std::string& cell);
+
+}  // namespace meshplan::recipe

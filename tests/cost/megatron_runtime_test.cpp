@@ -1,0 +1,165 @@
+// Megatron-Bridge software settings in the step-time and memory model, worked by hand: the flex
+// dispatcher's token copies, CUDA graphs, recompute modules, bf16 gradient reduction and
+// activation offloading; and the reader of recipes/megatron-bridge-perf.yaml.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cost/context.hpp"
+#include "cost/memory.hpp"
+#include "cost/time.hpp"
+#include "cost_fixtures.hpp"
+#include "recipe/perf_settings.hpp"
+
+namespace meshplan {
+namespace {
+
+constexpr auto npos = std::string::npos;
+
+Layout OneGpu() {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.strategy = Strategy::kDdp;
+  return l;
+}
+
+cost::MegatronTerms Terms(const Layout& l) {
+  const ModelSpec m = test::TinyLlama();
+  const ParamCounts p = CountParams(m);
+  const TrainSetup setup = test::Setup(1, 2048, 1);
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
+}
+
+MemoryBreakdown Memory(const Layout& l) {
+  const ModelSpec m = test::TinyLlama();
+  const ParamCounts p = CountParams(m);
+  const TrainSetup setup = test::Setup(1, 2048, 1);
+  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  return cost::RankMemory(c, 0);
+}
+
+std::string LoadError(const std::string& yaml) {
+  const std::string path = (std::filesystem::temp_directory_path() / "meshplan_perf_settings_test.yaml").string();
+  std::ofstream(path) << yaml;
+  try {
+    recipe::LoadPerfRecipeSettings(path);
+  } catch (const InputError& e) {
+    std::remove(path.c_str());
+    return e.what();
+  }
+  std::remove(path.c_str());
+  return "";
+}
+
+const char* kEntry =
+    "  - {release: '26.06', tag: v0.5.0, model: qwen3-30b-a3b, system: dgx-b200, precision: fp8mx, gpus: 8,\n"
+    "     tokendrop: false, recipe: x, moe_token_dispatcher_type: flex, moe_flex_dispatcher_backend: hybridep,\n"
+    "     overlap_moe_expert_parallel_comm: false, recompute_granularity: none, recompute_modules: [],\n"
+    "     cuda_graph_impl: none, cuda_graph_scope: [], grad_reduce_in_fp32: false, cpu_offloading_num_layers: 0,\n"
+    "     notes: ''}\n";
+
+}  // namespace
+
+TEST_CASE("megatron runtime: flex dispatch sends a token once per distinct EP rank") {
+  // E 128, k 8, ep 8 (16 experts per rank): 8·(1 − Π_{i<8} (112 − i)/(128 − i)) = 5.339357.
+  CHECK(cost::FlexDispatchCopies(128, 8, 8) == doctest::Approx(5.339357).epsilon(1e-6));
+  // One expert per rank: every routed expert is its own rank, k copies; ep 1: no dispatch.
+  CHECK(cost::FlexDispatchCopies(128, 8, 128) == doctest::Approx(8.0));
+  CHECK(cost::FlexDispatchCopies(128, 8, 1) == doctest::Approx(8.0));
+  // GPT-OSS-120B on 64 ranks (2 experts each, k 4): 64·(1 − 126·125·124·123/(128·127·126·125)) = 3.952756.
+  CHECK(cost::FlexDispatchCopies(128, 4, 64) == doctest::Approx(3.952756).epsilon(1e-6));
+}
+
+TEST_CASE("megatron runtime: CUDA graphs weight the replayed kernels") {
+  // TinyLlama, 4 dense layers, one micro-batch: 4 x 40 kernels without graphs.
+  Layout l = OneGpu();
+  CHECK(Terms(l).kernels == doctest::Approx(160.0));
+  // Full-iteration graph: every kernel replayed at a quarter: 160 x 0.25 = 40.
+  l.mb.cuda_graph = MbCudaGraph::kFullIteration;
+  CHECK(Terms(l).kernels == doctest::Approx(40.0));
+  // Transformer Engine graphs of the attention block only: 4 x (40 − 0.75 x 20) = 100.
+  l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+  l.mb.cuda_graph_scope = kGraphAttn;
+  CHECK(Terms(l).kernels == doctest::Approx(100.0));
+  // An empty scope captures the whole layer: 40 again.
+  l.mb.cuda_graph_scope = 0;
+  CHECK(Terms(l).kernels == doctest::Approx(40.0));
+}
+
+TEST_CASE("megatron runtime: recompute modules add their forward pass") {
+  const cost::MegatronTerms none = Terms(OneGpu());
+  Layout l = OneGpu();
+  l.recompute = Recompute::kSelective;
+  // Megatron-Core's default module set is the attention core: a third of the attention time
+  // more (2.00434e-4 s without recompute, megatron time test), no GEMM or HBM change.
+  const cost::MegatronTerms core = Terms(l);
+  CHECK(core.attention == test::Rel(none.attention * 4.0 / 3.0).epsilon(1e-9));
+  CHECK(core.gemm == test::Rel(none.gemm).epsilon(1e-12));
+  // mlp + layernorm: the dense MLP forward, 2048 tokens x 4 layers x 75,497,472 / 3 FLOP =
+  // 2.0615843e11 at the linear rate (1.149977e12 FLOP in 1.83267e-3 s: 6.27487e14 FLOP/s)
+  // = 3.28541e-4 s; the two norms re-read and re-write 4h = 4096 elements x 2 bytes x 2048
+  // tokens x 4 layers = 67,108,864 bytes at 3.35e12 B/s = 2.00325e-5 s. No attention recompute.
+  l.mb.recompute_modules = kRecomputeMlp | kRecomputeLayernorm;
+  const cost::MegatronTerms mlp = Terms(l);
+  CHECK(mlp.gemm - none.gemm == test::Rel(3.28541e-4).epsilon(1e-4));
+  CHECK(mlp.memory_bound - none.memory_bound == test::Rel(2.00325e-5).epsilon(1e-4));
+  CHECK(mlp.attention == test::Rel(none.attention).epsilon(1e-12));
+}
+
+TEST_CASE("megatron runtime: bf16 gradient reduction halves the gradient buffer and offloading the activations") {
+  Layout l = OneGpu();
+  l.use_distributed_optimizer = true;
+  const MemoryBreakdown fp32 = Memory(l);
+  l.mb.grad_reduce_in_fp32 = false;
+  const MemoryBreakdown bf16 = Memory(l);
+  CHECK(bf16.gradients == test::Rel(fp32.gradients / 2.0).epsilon(1e-12));
+  CHECK(bf16.weights == test::Rel(fp32.weights).epsilon(1e-12));
+  // 1 of TinyLlama's 4 layers offloaded: three quarters of the activations stay.
+  l.mb.cpu_offloading = true;
+  l.mb.cpu_offloading_num_layers = 1;
+  CHECK(Memory(l).activations == test::Rel(0.75 * bf16.activations).epsilon(1e-12));
+}
+
+TEST_CASE("megatron runtime: the embedded published-recipe settings cover every row key once") {
+  const recipe::PerfRecipeTable t = recipe::LoadPerfRecipeSettings("");
+  CHECK(t.file == "recipes/megatron-bridge-perf.yaml");
+  CHECK(t.recipes.size() == 125);
+  // 26.06 GPT-OSS-120B on 64 GB200, MXFP8: HybridEP, full-iteration CUDA graph, EP overlap
+  // (perf_recipes at v0.5.0).
+  const recipe::PerfRecipeSettings* e = t.Find("26.06", "gpt-oss-120b", "gb200-nvl72", "fp8mx", 64, false);
+  REQUIRE(e != nullptr);
+  CHECK(e->runtime.dispatcher == MbDispatcher::kFlex);
+  CHECK(e->runtime.cuda_graph == MbCudaGraph::kFullIteration);
+  CHECK_FALSE(e->runtime.grad_reduce_in_fp32);
+  CHECK(t.Find("26.06", "gpt-oss-120b", "gb200-nvl72", "fp8mx", 72, false) == nullptr);
+  CHECK(recipe::PerfPrecisionKey("FP8-CS (FP8-MX)") == "fp8cs");
+  CHECK(recipe::PerfPrecisionKey("MXFP8") == "fp8mx");
+  CHECK(recipe::PerfPrecisionKey("FP8-MX") == "fp8mx");
+  CHECK(recipe::PerfPrecisionKey("NVFP4") == "nvfp4");
+  CHECK(recipe::PerfPrecisionKey("") == "bf16");
+}
+
+TEST_CASE("megatron runtime: bad recipe settings name the line and field and say what was expected and found") {
+  const std::string head = "source: test\nrecipes:\n";
+  CHECK(LoadError(head + kEntry) == "");
+  std::string bad = kEntry;
+  bad.replace(bad.find("flex,"), 5, "a2a, ");
+  const std::string dispatcher = LoadError(head + bad);
+  CHECK(dispatcher.find(":4:") != npos);  // the entry's second line
+  CHECK(dispatcher.find("moe_token_dispatcher_type") != npos);
+  CHECK(dispatcher.find("expected alltoall, flex, allgather or none; found 'a2a'") != npos);
+  bad = kEntry;
+  bad.replace(bad.find("cuda_graph_scope: []"), 20, "cuda_graph_scope: [atn]");
+  CHECK(LoadError(head + bad).find("found 'atn'") != npos);
+  const std::string twice = LoadError(head + kEntry + kEntry);
+  CHECK(twice.find("duplicates the entry at line 3") != npos);
+  bad = kEntry;
+  bad.replace(bad.find("tokendrop"), 9, "tokendorp");
+  CHECK(LoadError(head + bad).find("recipes[0].tokendrop: missing; expected true or false") != npos);
+}
+
+}  // namespace meshplan
