@@ -45,10 +45,33 @@ struct CalibrationResidual {
   bool fitted = false;  ///< used by the fit (large messages / large GEMMs) or only reported
 };
 
+/// Where one constant of the calibrated system comes from: fitted from `measurements` points,
+/// or (measurements == 0) kept at the base system's value because no measurement covered it.
+struct CalibratedConstant {
+  std::string key;       ///< its hwdb/systems key, e.g. "scaleup_latency_us"
+  double value = 0;      ///< SI (seconds or a fraction), as in SystemSpec
+  double prior = 0;      ///< the base system's value, SI
+  double unit = 1;       ///< SI value of one unit of the key (1e-6 for the `_us` keys)
+  int measurements = 0;  ///< points the fit of this constant used; 0: kept at `prior`
+  std::string basis;     ///< fitted: which points (and any clamp); kept: why no measurement covered it
+  bool fitted() const { return measurements > 0; }
+  /// "fitted from 33 measurements (...)" or "kept at dgx-h200's value: ..." (`base` names the base system).
+  std::string Label(const std::string& base) const;
+};
+
 /// Outcome of Calibrate.
 struct CalibrationFit {
   SystemSpec system;                 ///< base system with the fitted constants
-  double scaleup_latency_s = 0;      ///< fitted seconds per collective step (0 if no collective data)
+  std::string base_name;             ///< the base system's name (file stem)
+  /// The five constants a calibrated system file holds, in its order: scaleup_latency_us,
+  /// scaleout_latency_us, scaleup_busbw_efficiency, scaleout_busbw_efficiency, compute_efficiency.
+  std::vector<CalibratedConstant> constants;
+  /// The base system had a `megatron_time_fit:` (meshplan validate --fit), which the calibrated
+  /// system does not carry: it was fitted against the base system's constants.
+  bool dropped_megatron_fit = false;
+  int fitted_points = 0;             ///< points of rms_residual
+  double scaleup_latency_s = 0;      ///< seconds per collective step of the fit's predictions (0 if no
+                                     ///< collective data; the base latency when the fit gives no positive one)
   double scaleup_busbw = 0;          ///< fitted bus bandwidth, bytes/s
   double bf16_rate = 0, fp8_rate = 0;  ///< fitted large-GEMM FLOP/s (0 if no data)
   double rms_residual = 0;           ///< over the fitted points
@@ -65,10 +88,19 @@ struct CalibrationFit {
 /// collective points give no positive latency, the base system's latency is kept and only the
 /// bandwidth is fitted. Throws InputError (field "MEASUREMENTS") when there are too few points
 /// to fit, when the fitted bus bandwidth is not positive (times that do not grow with the
-/// message size) or when the fitted latency exceeds 0.1 s per step (hwdb's limit).
+/// message size) or when the fitted latency exceeds 0.1 s per step (hwdb's limit). Constants
+/// that no measurement covers (the scale-up ones without collective points, compute_efficiency
+/// without bf16 GEMM points, the scale-out ones always) keep the base system's value exactly;
+/// `constants` says which were fitted and from how many points.
 CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPoint>& points);
 
-/// The calibrated system as a hwdb/systems YAML (published units), with the fit as comments.
+/// The constants of `fit`, one line each: key, value, base value and where the value comes
+/// from (CalibratedConstant::Label), then the note on a dropped megatron_time_fit, if any.
+std::string CalibratedConstantsTable(const CalibrationFit& fit);
+
+/// The calibrated system as a hwdb/systems YAML (published units), with the fit as comments:
+/// each constant's line says whether it was fitted (from how many measurements) or kept at
+/// the base system's value and why. A kept value reads back exactly as the base system's.
 std::string CalibratedSystemYaml(const CalibrationFit& fit, const std::vector<std::string>& sources);
 
 }  // namespace meshplan

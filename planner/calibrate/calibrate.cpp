@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <fstream>
@@ -32,8 +34,10 @@ double BusFactor(const std::string& op, int64_t n) {
 
 // Least squares of rows a_i . x = t_i on relative residuals (each row divided by t_i). A
 // latency (x(0)) that comes out negative or zero is not physical (the points do not resolve
-// it): it is then fixed at `fallback_latency` and the bandwidth term alone is fitted.
-Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows, double fallback_latency = 0) {
+// it): it is then fixed at `fallback_latency`, the bandwidth term alone is fitted and
+// `*fell_back` (if given) is set.
+Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows, double fallback_latency = 0,
+                            bool* fell_back = nullptr) {
   Eigen::MatrixXd A(rows.size(), 2);
   Eigen::VectorXd b(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -42,6 +46,7 @@ Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows, doub
     b(i) = 1.0;
   }
   Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
+  if (fell_back != nullptr) *fell_back = !(x(0) > 0);
   if (!(x(0) > 0)) {
     x(0) = fallback_latency;
     x(1) = A.col(1).dot(b - fallback_latency * A.col(0)) / A.col(1).squaredNorm();
@@ -293,23 +298,64 @@ std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::strin
   return pts;
 }
 
+namespace {
+
+// Units of the calibrated constants in a system file (hwdb_parse.cpp reads value x unit).
+constexpr double kMicro = 1e-6;  // scaleup_latency_us, scaleout_latency_us
+
+// "1 measurement", "3 measurements": `n` and `noun`, plural unless n is 1.
+std::string Count(size_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string Fixed(double x, int decimals) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(decimals);
+  os << x;
+  return os.str();
+}
+
+// A constant kept at the base system's value `prior`, for `why`.
+CalibratedConstant Kept(const char* key, double prior, double unit, std::string why) {
+  return {key, prior, prior, unit, 0, std::move(why)};
+}
+
+// A constant fitted from `n` points to `value`.
+CalibratedConstant Fitted(const char* key, double value, double prior, double unit, size_t n, std::string basis) {
+  return {key, value, prior, unit, static_cast<int>(n), std::move(basis)};
+}
+
+}  // namespace
+
+std::string CalibratedConstant::Label(const std::string& base) const {
+  if (fitted()) return "fitted from " + Count(measurements, "measurement") +
+                       " (" + basis + ")";
+  return "kept at " + (base.empty() ? std::string("the base system") : base) + "'s value: " + basis;
+}
+
 CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPoint>& points) {
   CalibrationFit fit;
   fit.system = base;
+  fit.base_name = base.name;
+  fit.dropped_megatron_fit = base.megatron_fit.fitted;
   std::vector<std::array<double, 3>> coll;
-  std::vector<size_t> coll_idx;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    if (p.kind == "collective" && p.nodes == 1 && p.n >= 2 && p.bytes >= (1 << 20)) {
-      coll.push_back({Steps(p.op, p.n), p.bytes * BusFactor(p.op, p.n), p.seconds});
-      coll_idx.push_back(i);
+  size_t n_collective = 0, n_multinode = 0, n_bf16 = 0;
+  for (const auto& p : points) {
+    if (p.kind == "collective") {
+      ++n_collective;
+      if (p.nodes > 1) ++n_multinode;
+      if (p.nodes == 1 && p.n >= 2 && p.bytes >= (1 << 20)) {
+        coll.push_back({Steps(p.op, p.n), p.bytes * BusFactor(p.op, p.n), p.seconds});
+      }
+    } else if (p.op == "bf16") {
+      ++n_bf16;
     }
   }
   Eigen::Vector2d cx(0, 0);
+  bool latency_fell_back = false;
   if (!coll.empty()) {
     if (coll.size() < 3) throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS", "expected at least 3 collective points of >= 1 MiB");
     // No positive latency in the fit: keep the base system's (a system file needs one > 0).
-    cx = FitRelative(coll, base.scaleup_latency);
+    cx = FitRelative(coll, base.scaleup_latency, &latency_fell_back);
     if (!(cx(1) > 0) || !std::isfinite(cx(1))) {
       throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
                        "expected collective times that grow with the message size; the least-squares fit gives a "
@@ -326,17 +372,19 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
     fit.system.scaleup_busbw_efficiency = std::min(1.0, fit.scaleup_busbw / base.scaleup_bandwidth);
   }
   Eigen::Vector2d g[2] = {{0, 0}, {0, 0}};
+  size_t g_rows[2] = {0, 0};
   const char* dtypes[2] = {"bf16", "fp8"};
   for (int d = 0; d < 2; ++d) {
     std::vector<std::array<double, 3>> rows;
     for (const auto& p : points) {
       if (p.kind == "gemm" && p.op == dtypes[d] && p.n >= 2048) rows.push_back({1.0, p.flop, p.seconds});
     }
+    g_rows[d] = rows.size();
     if (rows.size() >= 3) g[d] = FitRelative(rows);
   }
+  const double mamf = base.gpu.bf16_flops * base.gpu.matmul_efficiency_bf16;
   if (g[0](1) > 0) {
     fit.bf16_rate = 1.0 / g[0](1);
-    const double mamf = base.gpu.bf16_flops * base.gpu.matmul_efficiency_bf16;
     fit.system.compute_efficiency = std::min(1.0, base.compute_efficiency * fit.bf16_rate / mamf);
   }
   if (g[1](1) > 0) fit.fp8_rate = 1.0 / g[1](1);
@@ -344,6 +392,54 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
     throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
                      "expected scale-up collective points (>= 1 MiB) or bf16 GEMM points (min(m,n,k) >= 2048)");
   }
+
+  // Where each constant comes from, in the order of the system file.
+  const SystemSpec& s = fit.system;
+  const std::string coll_basis = "one-node collectives of >= 1 MiB";
+  const std::string no_coll =
+      n_collective == 0 ? "no collective measurements"
+                        : "none of the " + Count(n_collective, "collective measurement") + " is one-node with >= 1 MiB";
+  if (coll.empty()) {
+    fit.constants.push_back(Kept("scaleup_latency_us", base.scaleup_latency, kMicro, no_coll));
+  } else if (latency_fell_back) {
+    fit.constants.push_back(Kept("scaleup_latency_us", base.scaleup_latency, kMicro,
+                                 "the " + Count(coll.size(), "measurement") + " (" + coll_basis +
+                                     ") give no positive latency (messages too large to resolve it)"));
+  } else {
+    fit.constants.push_back(Fitted("scaleup_latency_us", s.scaleup_latency, base.scaleup_latency, kMicro,
+                                   coll.size(), coll_basis));
+  }
+  const std::string scaleout_why = "calibrate fits the one-node (scale-up) constants only; " +
+                                   (n_multinode == 0 ? std::string("no multi-node measurements")
+                                                     : Count(n_multinode, "multi-node collective measurement") +
+                                                           " reported, not fitted");
+  fit.constants.push_back(Kept("scaleout_latency_us", base.scaleout_latency, kMicro, scaleout_why));
+  if (coll.empty()) {
+    fit.constants.push_back(Kept("scaleup_busbw_efficiency", base.scaleup_busbw_efficiency, 1.0, no_coll));
+  } else {
+    std::string basis = coll_basis + ": busbw " + Fixed(fit.scaleup_busbw / 1e9, 1) + " GB/s of the " +
+                        Fixed(base.scaleup_bandwidth / 1e9, 0) + " GB/s scaleup_gbps_per_gpu";
+    if (fit.scaleup_busbw > base.scaleup_bandwidth) basis += ", clamped to 1";
+    fit.constants.push_back(Fitted("scaleup_busbw_efficiency", s.scaleup_busbw_efficiency,
+                                   base.scaleup_busbw_efficiency, 1.0, coll.size(), basis));
+  }
+  fit.constants.push_back(Kept("scaleout_busbw_efficiency", base.scaleout_busbw_efficiency, 1.0, scaleout_why));
+  if (fit.bf16_rate > 0) {
+    std::string basis = "bf16 GEMMs with min(m,n,k) >= 2048: " + Fixed(fit.bf16_rate / 1e12, 0) +
+                        " TFLOP/s against the MAMF " + Fixed(mamf / 1e12, 0) +
+                        " TFLOP/s (bf16 peak x matmul_efficiency_bf16), times the base value";
+    if (base.compute_efficiency * fit.bf16_rate / mamf > 1.0) basis += ", clamped to 1";
+    fit.constants.push_back(Fitted("compute_efficiency", s.compute_efficiency, base.compute_efficiency, 1.0,
+                                   g_rows[0], basis));
+  } else {
+    std::string why = n_bf16 == 0 ? "no bf16 GEMM measurements"
+                      : g_rows[0] < 3 ? Count(n_bf16, "bf16 GEMM measurement") + ", " + std::to_string(g_rows[0]) +
+                                            " with min(m,n,k) >= 2048 (3 needed)"
+                                      : "the " + Count(g_rows[0], "bf16 GEMM measurement") +
+                                            " with min(m,n,k) >= 2048 give no positive rate";
+    fit.constants.push_back(Kept("compute_efficiency", base.compute_efficiency, 1.0, why));
+  }
+
   double ss = 0;
   int nfit = 0;
   for (const auto& p : points) {
@@ -366,32 +462,74 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
     }
     fit.residuals.push_back(r);
   }
+  fit.fitted_points = nfit;
   fit.rms_residual = nfit ? std::sqrt(ss / nfit) : 0.0;
   return fit;
+}
+
+namespace {
+
+// `si` in a system file's unit (hwdb_parse.cpp reads it back as value x `unit`): 6 significant
+// digits for a fitted value; for a kept one the fewest digits (6 or more) that read back as
+// exactly `si`, so that a constant no measurement covered loads back unchanged.
+std::string FileValue(double si, double unit, bool exact) {
+  const double x = si / unit;
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::ostringstream os;
+    os.precision(digits);
+    os << x;
+    if (!exact || std::strtod(os.str().c_str(), nullptr) * unit == si || digits == 17) return os.str();
+  }
+  return "";  // not reached
+}
+
+std::string MegatronFitNote(const CalibrationFit& fit) {
+  return "megatron_time_fit of " + fit.base_name +
+         " not carried over (`meshplan validate --fit` fitted it against the base constants); the calibrated "
+         "system has the unfitted Megatron-Core step-time model until `meshplan validate --fit` refits it";
+}
+
+}  // namespace
+
+std::string CalibratedConstantsTable(const CalibrationFit& fit) {
+  std::ostringstream t;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-26s %12s %12s  %s\n", "constant", "value", fit.base_name.c_str(), "source");
+  t << line;
+  for (const CalibratedConstant& c : fit.constants) {
+    std::snprintf(line, sizeof line, "%-26s %12.6g %12.6g  ", c.key.c_str(), c.value / c.unit, c.prior / c.unit);
+    t << line << c.Label(fit.base_name) << "\n";
+  }
+  if (fit.dropped_megatron_fit) t << MegatronFitNote(fit) << "\n";
+  return t.str();
 }
 
 std::string CalibratedSystemYaml(const CalibrationFit& fit, const std::vector<std::string>& sources) {
   const SystemSpec& s = fit.system;
   std::ostringstream y;
   y.precision(6);
-  y << "# " << s.display_name << ", calibrated by `meshplan calibrate` (least squares, Eigen) from:\n";
+  y << "# " << s.display_name << ", calibrated by `meshplan calibrate` (least squares, Eigen) from " << fit.base_name
+    << " and:\n";
   for (const auto& f : sources) y << "#   " << f << "\n";
-  y << "# fit: scale-up latency " << fit.scaleup_latency_s * 1e6 << " us/step, busbw " << fit.scaleup_busbw / 1e9
-    << " GB/s, bf16 large-GEMM rate " << fit.bf16_rate / 1e12 << " TFLOP/s, fp8 " << fit.fp8_rate / 1e12
-    << " TFLOP/s; RMS relative residual " << fit.rms_residual << "\n";
+  y << "# fit:";
+  if (fit.scaleup_busbw > 0) {
+    y << " scale-up latency " << fit.scaleup_latency_s * 1e6 << " us/step, busbw " << fit.scaleup_busbw / 1e9
+      << " GB/s,";
+  }
+  if (fit.bf16_rate > 0) y << " bf16 large-GEMM rate " << fit.bf16_rate / 1e12 << " TFLOP/s,";
+  if (fit.fp8_rate > 0) y << " fp8 " << fit.fp8_rate / 1e12 << " TFLOP/s,";
+  y << " RMS relative residual " << fit.rms_residual << " over " << fit.fitted_points << " points\n";
+  if (fit.dropped_megatron_fit) y << "# " << MegatronFitNote(fit) << "\n";
   y << "display_name: " << s.display_name << " (calibrated)\n";
   y << "gpu: " << s.gpu.name << "\n";
   y << "gpus_per_node: " << s.gpus_per_node << "\n";
   y << "scaleup_domain_gpus: " << s.scaleup_domain_gpus << "\n";
-  y << "scaleup_gbps_per_gpu: " << s.scaleup_bandwidth / 1e9 << "\n";
-  y << "scaleup_latency_us: " << s.scaleup_latency * 1e6 << "   # fitted\n";
+  y << "scaleup_gbps_per_gpu: " << FileValue(s.scaleup_bandwidth, 1e9, true) << "\n";
   y << "nics_per_node: " << s.nics_per_node << "\n";
-  y << "nic_gbit: " << s.nic_bandwidth * 8 / 1e9 << "\n";
-  y << "scaleout_latency_us: " << s.scaleout_latency * 1e6 << "   # base (no multi-node measurements)\n";
-  y << "scaleup_busbw_efficiency: " << s.scaleup_busbw_efficiency << "   # fitted busbw / scaleup_gbps_per_gpu\n";
-  y << "scaleout_busbw_efficiency: " << s.scaleout_busbw_efficiency << "   # base\n";
-  y << "compute_efficiency: " << s.compute_efficiency
-    << "   # base x measured bf16 large-GEMM rate / (peak x matmul_efficiency_bf16)\n";
+  y << "nic_gbit: " << FileValue(s.nic_bandwidth, 1.25e8, true) << "\n";
+  for (const CalibratedConstant& c : fit.constants) {
+    y << c.key << ": " << FileValue(c.value, c.unit, !c.fitted()) << "   # " << c.Label(fit.base_name) << "\n";
+  }
   return y.str();
 }
 

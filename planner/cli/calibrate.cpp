@@ -30,11 +30,10 @@ int RunCalibrate(const CalibrateOptions& o) {
                 static_cast<long long>(r.point.n), r.point.kind == "gemm" ? r.point.flop : r.point.bytes,
                 r.point.seconds, r.predicted, 100 * r.residual, r.fitted ? "" : " (not fitted)");
   }
-  std::printf("fit: scale-up latency %.2f us/step, busbw %.1f GB/s (efficiency %.3f of %.0f GB/s); bf16 GEMM %.0f "
-              "TFLOP/s, fp8 %.0f TFLOP/s; compute_efficiency %.3f -> %.3f; RMS residual %.1f%%\n",
-              fit.scaleup_latency_s * 1e6, fit.scaleup_busbw / 1e9, fit.system.scaleup_busbw_efficiency,
-              base.scaleup_bandwidth / 1e9, fit.bf16_rate / 1e12, fit.fp8_rate / 1e12, base.compute_efficiency,
-              fit.system.compute_efficiency, 100 * fit.rms_residual);
+  std::printf("\n%s", CalibratedConstantsTable(fit).c_str());
+  std::printf("fit: RMS relative residual %.1f%% over %d fitted points", 100 * fit.rms_residual, fit.fitted_points);
+  if (fit.fp8_rate > 0) std::printf("; fp8 large-GEMM rate %.0f TFLOP/s (no system constant)", fit.fp8_rate / 1e12);
+  std::printf("\n");
   if (!(fit.rms_residual <= o.max_residual)) {
     std::cerr << "meshplan: calibration refused: RMS relative residual " << 100 * fit.rms_residual << "% exceeds "
               << 100 * o.max_residual << "% (--max-residual); the measurements do not follow the model\n";

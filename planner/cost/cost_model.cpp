@@ -11,14 +11,38 @@
 namespace meshplan {
 namespace {
 
-// The pipeline ranks to score: from the tables, or built into `local` outside their range
-// (pp above the layer count; only hand-written layouts).
-const cost::RankPlan* RanksToScore(const cost::CostTables& tables, const ModelSpec& model, const ParamCounts& params,
-                                   const cost::Ctx& ctx, cost::RankPlan& local) {
-  const cost::RankPlan* plan = tables.Ranks(ctx.layout.pp, ctx.split.num_stages);
-  if (plan != nullptr) return plan;
-  local = cost::BuildRankPlan(model, params, ctx.layout.pp, ctx.split.num_stages);
-  return &local;
+// Calls visit(entry, memory) for each pipeline rank to score (the tables' RankPlan, or one
+// built here outside their range: pp above the layer count, only hand-written layouts), in
+// order, with ctx set to that rank's parameters and `memory` its RankMemory. Where the
+// memory profile makes the memory rank-independent (RankMemoryIsUniform) only the first
+// rank's is computed, and with `memory_only` the scan stops there; otherwise the "pytorch"
+// profile's rank-independent terms are computed once when several ranks are scored.
+// ctx.tables must be set; ctx's per-rank pointers are cleared on return.
+template <class Visit>
+void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit) {
+  cost::RankPlan local;
+  const cost::RankPlan* plan = ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
+  if (plan == nullptr) {
+    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages);
+    plan = &local;
+  }
+  const bool uniform = cost::RankMemoryIsUniform(ctx.layout, opts);
+  cost::PytorchRankTerms terms;
+  if (!uniform && plan->ranks.size() > 1) {
+    terms = cost::PytorchTerms(ctx, opts);
+    ctx.pytorch_terms = &terms;
+  }
+  MemoryBreakdown memory;
+  for (const cost::RankEntry& e : plan->ranks) {
+    ctx.rank_params = &e.params;
+    ctx.params_rank = e.rank;
+    if (!uniform || &e == &plan->ranks.front()) memory = cost::RankMemory(ctx, e.rank, opts);
+    visit(e, memory);
+    if (uniform && memory_only) break;  // every rank the same
+  }
+  ctx.pytorch_terms = nullptr;  // `terms` and `local` end here
+  ctx.rank_params = nullptr;
+  ctx.params_rank = -1;
 }
 
 }  // namespace
@@ -62,27 +86,14 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
   // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built
-  // once per (pp, stage count)).
-  cost::RankPlan local;
-  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
-  // The "megatron" profile's memory does not depend on the rank: computed once; the
-  // "pytorch" profile's rank-independent terms likewise.
-  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
-  cost::PytorchRankTerms terms;
-  if (!uniform && plan->ranks.size() > 1) {
-    terms = cost::PytorchTerms(ctx, memory_);
-    ctx.pytorch_terms = &terms;
-  }
-  MemoryBreakdown uniform_mem, memory;
+  // once per (pp, stage count)). The "megatron" profile's memory does not depend on the
+  // rank: computed once; the "pytorch" profile's rank-independent terms likewise.
+  MemoryBreakdown memory;
   TimeBreakdown time_of_slowest;
   double best_mem = -1.0, best_step = -1.0;
   const bool megatron = layout.framework == Framework::kMegatronBridge;
   const cost::MegatronShared mshared = megatron ? cost::MegatronLayoutShared(ctx) : cost::MegatronShared{};
-  for (const cost::RankEntry& e : plan->ranks) {
-    ctx.rank_params = &e.params;
-    ctx.params_rank = e.rank;
-    if (!uniform || &e == &plan->ranks.front()) uniform_mem = cost::RankMemory(ctx, e.rank, memory_);
-    const MemoryBreakdown& mem = uniform_mem;
+  ForEachScoredRank(ctx, memory_, /*memory_only=*/false, [&](const cost::RankEntry& e, const MemoryBreakdown& mem) {
     const TimeBreakdown time =
         megatron ? cost::MegatronTime(cost::MegatronRankTerms(ctx, mshared, e.rank, mem), system_.megatron_fit,
                                       setup_.precision)
@@ -95,7 +106,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
       best_step = time.Step();
       time_of_slowest = time;
     }
-  }
+  });
   const double capacity = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
   const double step = time_of_slowest.Step();
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
@@ -115,26 +126,14 @@ double CostModel::MemoryTotal(const Layout& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();
-  cost::RankPlan local;
-  const cost::RankPlan* plan = RanksToScore(*tables_, model_, params_, ctx, local);
-  const bool uniform = cost::RankMemoryIsUniform(layout, memory_);
-  cost::PytorchRankTerms terms;
-  if (!uniform && plan->ranks.size() > 1) {
-    terms = cost::PytorchTerms(ctx, memory_);
-    ctx.pytorch_terms = &terms;
-  }
   MemoryBreakdown best;
   double best_mem = -1.0;
-  for (const cost::RankEntry& e : plan->ranks) {
-    ctx.rank_params = &e.params;
-    ctx.params_rank = e.rank;
-    const MemoryBreakdown mem = cost::RankMemory(ctx, e.rank, memory_);
+  ForEachScoredRank(ctx, memory_, /*memory_only=*/true, [&](const cost::RankEntry&, const MemoryBreakdown& mem) {
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
       best = mem;
     }
-    if (uniform) break;  // every rank the same
-  }
+  });
   return best.Total();
 }
 

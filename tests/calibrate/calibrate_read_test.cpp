@@ -64,6 +64,14 @@ TEST_CASE("calibrate: collectives without a positive latency keep the base laten
   CHECK(fit.scaleup_latency_s == base.scaleup_latency);
   CHECK(fit.system.scaleup_latency == base.scaleup_latency);
   CHECK(fit.scaleup_busbw == doctest::Approx(bw).epsilon(0.05));
+  // Labelled so: the latency kept, the bandwidth fitted from the 4 points.
+  REQUIRE(fit.constants.size() == 5);
+  CHECK(fit.constants[0].key == "scaleup_latency_us");
+  CHECK(fit.constants[0].Label("dgx-h200") ==
+        "kept at dgx-h200's value: the 4 measurements (one-node collectives of >= 1 MiB) give no positive latency "
+        "(messages too large to resolve it)");
+  CHECK(fit.constants[2].key == "scaleup_busbw_efficiency");
+  CHECK(fit.constants[2].measurements == 4);
   const SystemSpec back = hardware::ParseSystem(CalibratedSystemYaml(fit, {"large_only.jsonl"}), "my-h200.yaml", {});
   CHECK(back.scaleup_latency == doctest::Approx(base.scaleup_latency).epsilon(1e-5));
   CHECK(back.scaleup_busbw_efficiency == doctest::Approx(fit.system.scaleup_busbw_efficiency).epsilon(1e-5));

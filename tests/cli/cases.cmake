@@ -200,3 +200,20 @@ meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware datab
 # A tp that does not divide the GPU count: the message says why dp cannot be inferred.
 meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+# calibrate on measurements that cover only some constants: each is labelled fitted (from how
+# many measurements) or kept at the base system's value, with the reason.
+meshplan_cli_case(calibrate_gemm_only 0
+  "scaleup_latency_us +3\\.4 +3\\.4 +kept at dgx-h200's value: no collective measurements"
+  "scaleup_busbw_efficiency +0\\.812 +0\\.812 +kept at dgx-h200's value: no collective measurements"
+  "compute_efficiency +0\\.604407 +0\\.8 +fitted from 3 measurements \\(bf16 GEMMs"
+  "fit: RMS relative residual 0\\.0% over 6 fitted points; fp8 large-GEMM rate 1200 TFLOP/s"
+  "wrote .*calibrate_gemm_only\\.yaml" "!scale-up latency"
+  -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/synthetic/gemm_only.jsonl --system dgx-h200
+     -o ${CMAKE_BINARY_DIR}/calibrate_gemm_only.yaml --force)
+meshplan_cli_case(calibrate_collectives_only 0
+  "scaleup_latency_us +10 +3\\.4 +fitted from 12 measurements \\(one-node collectives of >= 1 MiB\\)"
+  "scaleout_latency_us +14 +14 +kept at dgx-h200's value: .*1 multi-node collective measurement reported, not fitted"
+  "compute_efficiency +0\\.8 +0\\.8 +kept at dgx-h200's value: no bf16 GEMM measurements"
+  "wrote .*calibrate_collectives_only\\.yaml" "!fp8 large-GEMM"
+  -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/synthetic/collectives_only.jsonl --system dgx-h200
+     -o ${CMAKE_BINARY_DIR}/calibrate_collectives_only.yaml --force)

@@ -5,16 +5,22 @@
 #include <set>
 #include <string>
 
+#include "fixtures/models.hpp"
 #include "meshplan/rules.hpp"
-#include "rules/rule_fixtures.hpp"
 #include "search/megatron_space.hpp"
 
 using namespace meshplan;
 
 namespace {
 
-ModelSpec Dense() { return test::DenseModel(); }
-ModelSpec Moe() { return test::MoeModel(); }
+// The messages of mb_ep_requires_moe and mb_fsdp2_untied_embeddings below name the model:
+// "dense" there.
+ModelSpec Dense() {
+  ModelSpec m = test::Llama3_70B();
+  m.name = "dense";
+  return m;
+}
+ModelSpec Moe() { return test::Qwen3_30B_A3B(); }
 
 SystemSpec H100() {
   SystemSpec s;

@@ -5,15 +5,15 @@
 #include <set>
 #include <string>
 
+#include "fixtures/models.hpp"
 #include "meshplan/rules.hpp"
-#include "rules/rule_fixtures.hpp"
 
 using namespace meshplan;
 
 namespace {
 
-ModelSpec Dense() { return test::DenseModel(); }
-ModelSpec Moe() { return test::MoeModel(); }
+ModelSpec Dense() { return test::Llama3_70B(); }
+ModelSpec Moe() { return test::Qwen3_30B_A3B(); }
 
 TrainSetup Setup(int64_t gpus = 32, int64_t seq = 8192, int64_t gbs = 512) {
   TrainSetup s;
