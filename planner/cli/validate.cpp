@@ -196,6 +196,10 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
     l.mb.recompute_modules = settings->recompute_modules;
+    if (settings->recompute == Recompute::kFull) {
+      l.mb.recompute_method = settings->recompute_method;
+      l.mb.recompute_num_layers = settings->recompute_num_layers;
+    }
     l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
   }

@@ -72,7 +72,8 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     the ones a CUDA graph replays (cuda_graph_impl full_iteration: all; transformer_engine:
 ///     the parts in cuda_graph_scope, kAttnBlockKernels ... kMoePreprocessKernels, or the
 ///     whole layer when the scope is empty) weighted by kGraphedKernelShare.
-///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels);
+///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels; with
+///   recompute_method block only recompute_num_layers per (virtual) stage);
 ///   selective adds one forward of each module in recompute_modules (Megatron-Core's default
 ///   core_attn: 1/3 of attention; mlp: the dense MLP GEMMs; shared_experts; mla_up_proj: the
 ///   q and kv up-projections, 2·(r_q·a·(d_nope + d_rope) + r_kv·a·(d_nope + d_v)) FLOP per
@@ -115,7 +116,14 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.n_mb = double(c.mb_per_step);
   s.tokens = t_mb * s.n_mb;
   s.full = l.recompute == Recompute::kFull;
-  s.extra = s.full ? 1.0 / 3.0 : 0.0;
+  // Full recompute with recompute_method block recomputes only the first recompute_num_layers
+  // layers of each (virtual) stage (Megatron-Core transformer_block.py); uniform: every layer.
+  double full_share = 1.0;
+  if (s.full && l.mb.recompute_method == MbRecomputeMethod::kBlock && l.mb.recompute_num_layers > 0) {
+    const double chunks = double(std::max<int64_t>(1, l.pp)) * double(std::max<int64_t>(1, l.vpp));
+    full_share = std::min(1.0, double(l.mb.recompute_num_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
+  }
+  s.extra = s.full ? full_share / 3.0 : 0.0;
   const uint32_t rm = l.recompute != Recompute::kSelective ? 0u
                       : l.mb.recompute_modules != 0    ? l.mb.recompute_modules
                                                        : uint32_t(kRecomputeCoreAttn);

@@ -72,6 +72,15 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
                               {"mlp", kRecomputeMlp},
                               {"moe_act", kRecomputeMoeAct},
                               {"shared_experts", kRecomputeSharedExperts}});
+  const std::string method = OneOf(r, "recompute_method", {"none", "uniform", "block"});
+  e.recompute_method = method == "block"     ? MbRecomputeMethod::kBlock
+                       : method == "uniform" ? MbRecomputeMethod::kUniform
+                                             : MbRecomputeMethod::kUnset;
+  e.recompute_num_layers = r.Int("recompute_num_layers", 0, 1 << 20);
+  if ((granularity == "full") != (method != "none")) {
+    r.Fail("recompute_method", "expected uniform or block exactly when recompute_granularity is full; found '" +
+                                   method + "'");
+  }
   e.recompute = granularity == "full" ? Recompute::kFull
                 : granularity == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
                                                                          : Recompute::kNone;

@@ -28,6 +28,8 @@ struct PerfRecipeSettings {
   MbRuntime runtime;
   Recompute recompute = Recompute::kNone;  ///< selective with an empty module list reads as none
   uint32_t recompute_modules = 0;          ///< MbRecomputeModule bits (selective)
+  MbRecomputeMethod recompute_method = MbRecomputeMethod::kUnset;  ///< full recompute: uniform or block
+  int64_t recompute_num_layers = 0;        ///< full recompute: layers per group (uniform) or per stage (block)
   int64_t cpu_offloading_num_layers = 0;   ///< model.cpu_offloading_num_layers
 };
 

@@ -59,6 +59,7 @@ const char* kEntry =
     "  - {release: '26.06', tag: v0.5.0, model: qwen3-30b-a3b, system: dgx-b200, precision: fp8mx, gpus: 8,\n"
     "     tokendrop: false, recipe: x, moe_token_dispatcher_type: flex, moe_flex_dispatcher_backend: hybridep,\n"
     "     overlap_moe_expert_parallel_comm: false, recompute_granularity: none, recompute_modules: [],\n"
+    "     recompute_method: none, recompute_num_layers: 0,\n"
     "     cuda_graph_impl: none, cuda_graph_scope: [], grad_reduce_in_fp32: false, cpu_offloading_num_layers: 0,\n"
     "     notes: ''}\n";
 
@@ -108,6 +109,18 @@ TEST_CASE("megatron runtime: recompute modules add their forward pass") {
   CHECK(mlp.gemm - none.gemm == test::Rel(3.28541e-4).epsilon(1e-4));
   CHECK(mlp.memory_bound - none.memory_bound == test::Rel(2.00325e-5).epsilon(1e-4));
   CHECK(mlp.attention == test::Rel(none.attention).epsilon(1e-12));
+}
+
+TEST_CASE("megatron runtime: block full recompute repeats only its layers") {
+  // Full recompute, uniform: every layer's forward again, kernels 160 x 4/3. Block with one
+  // layer of TinyLlama's four on the single stage: a quarter of that, 160 x (1 + 1/12).
+  Layout l = OneGpu();
+  l.recompute = Recompute::kFull;
+  l.mb.recompute_method = MbRecomputeMethod::kUniform;
+  l.mb.recompute_num_layers = 1;
+  CHECK(Terms(l).kernels == doctest::Approx(160.0 * 4.0 / 3.0));
+  l.mb.recompute_method = MbRecomputeMethod::kBlock;
+  CHECK(Terms(l).kernels == doctest::Approx(160.0 * 13.0 / 12.0));
 }
 
 TEST_CASE("megatron runtime: bf16 gradient reduction halves the gradient buffer and offloading the activations") {
