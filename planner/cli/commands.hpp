@@ -104,6 +104,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o);
 /// Throws InputError for unusable input.
 PlanRequest MakePlanRequest(const PlanOptions& o);
 int RunPlan(const PlanOptions& o);
+/// The warning printed when a search stopped early (result.stopped set): the limit reached
+/// and the number of layouts tested.
+std::string StopWarning(const PlanOptions& o, const PlanResult& result);
 /// `plan --sweep-gpus / --sweep-seq`: one line per (GPU count, sequence length) point with
 /// the best layout (sweep.cpp). Exit 0 if every point has one, 1 if some point has none.
 int RunSweep(const PlanOptions& o);
