@@ -129,7 +129,7 @@ TEST_CASE("search: ResidentBytes reads the resident set and grows with held memo
   CHECK(block[block.size() - 1] == 1);
 }
 
-TEST_CASE("search: max_layouts N tests at most N complete layouts, over every thread") {
+TEST_CASE("search: max_layouts N tests at most N complete layouts over every thread") {
   // The whole search of this problem tests 20145 valid layouts (more than any N below), so
   // the budget is spent exactly. Before, each thread counted its own layouts (and the mesh
   // walk's), and N = 1 scored 8 layouts, N = 1000 on two threads 4004.
