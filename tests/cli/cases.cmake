@@ -114,6 +114,16 @@ meshplan_cli_case(check_mb_gqa_tp8_old_core 1 "mb_tp_query_groups: num_query_gro
   -- ${MP} check ${R}/mbridge_gqa_tp8_qwen3_30b.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --mbridge-version core0.15)
 meshplan_cli_case(check_bad_recipe_value 2 "mbridge_bad_value.yaml:2:[0-9]+: error: model.tensor_model_parallel_size"
   -- ${MP} check ${R}/mbridge_bad_value.yaml --model llama3-70b --system dgx-h100 --gpus 8)
+# A file of several YAML documents (what plan --out writes): one verdict per document, exit status the worst
+# (only the first document was read: this file passed with exit 0).
+meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_second_invalid.yaml: 2 YAML documents"
+  "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
+  "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
+  -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 29 rules"
+  "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
+  "documents 1 valid, 2 unusable \\(exit 2\\)"
+  -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
 meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
   -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 
