@@ -99,6 +99,20 @@ std::string TopRules(const PlanResult& r, size_t n) {
 
 }  // namespace
 
+void CheckOutputPath(const std::string& path, const char* flag, bool force) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  if (!std::filesystem::is_directory(parent, ec)) {
+    throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
+                                             "' is not a directory (nothing was written)");
+  }
+  if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
+  if (!force && std::filesystem::exists(path, ec)) {
+    throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
+  }
+}
+
 std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
   std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
   if (result.stopped == "deadline") {
@@ -188,19 +202,8 @@ int RunPlan(const PlanOptions& o) {
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
-  for (const auto& [path, flag] : {std::pair<std::string, const char*>{o.out, "--out"}, {o.report, "--report"}}) {
-    if (path.empty()) continue;
-    std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
-    if (!std::filesystem::is_directory(parent, ec)) {
-      throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
-                                               "' is not a directory (nothing was written)");
-    }
-    if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
-    if (!o.force && std::filesystem::exists(path, ec)) {
-      throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
-    }
-  }
+  CheckOutputPath(o.out, "--out", o.force);
+  CheckOutputPath(o.report, "--report", o.force);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
   if (!o.report.empty()) req.top_n = std::max(req.top_n, kReportLayouts);
   PlanResult result = Plan(req);
