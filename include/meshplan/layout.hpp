@@ -172,6 +172,10 @@ struct Layout {
   /// Gradient-accumulation steps: global_batch / (local_batch_size * dp)
   /// (AutoModel components/training/step_scheduler.py).
   int64_t GradAccumSteps(const TrainSetup& s) const { return s.global_batch / (local_batch_size * dp); }
+  /// Micro-batches per optimizer step per pipeline (per data-parallel rank): global_batch /
+  /// (dp * micro_batch()) = GradAccumSteps() * pp_microbatches(); Megatron's number of
+  /// micro-batches M. Without PP it equals GradAccumSteps().
+  int64_t MicroBatchesPerStep(const TrainSetup& s) const { return s.global_batch / (dp * micro_batch()); }
 };
 
 /// Pipeline stage counts of a layout for a model of `num_layers` layers.

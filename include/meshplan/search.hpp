@@ -48,8 +48,12 @@ struct PlanRequest {
   /// Stop the walk at this time (checked every few hundred layouts) and return the best
   /// layouts found so far with PlanResult::stopped set. Default: no deadline.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  /// Stop after this many layouts (or subtrees) have been tested; bounds time and, for
-  /// EnumerateLayouts, memory. 0 = no limit.
+  /// Stop after this many complete layouts have been tested (checked against the batch rules
+  /// and, when valid, scored: PlanResult::tested), counted over every search thread, so that
+  /// at most this many are tested; EnumerateLayouts returns at most this many layouts. The
+  /// mesh and feature checks of partial layouts that cut the space into subtrees are not
+  /// counted. Which layouts fall within the budget depends on the thread timing when more
+  /// than one thread searches. Bounds time and, for EnumerateLayouts, memory. 0 = no limit.
   int64_t max_layouts = 0;
   /// Memory budget: stop the walk once this process's resident memory (ResidentBytes())
   /// exceeds this many bytes, checked with the deadline every few hundred layouts, and
@@ -73,7 +77,8 @@ struct Candidate {
 /// Outcome of a search.
 struct PlanResult {
   std::vector<Candidate> top;   ///< best fitting layouts, fastest first (at most top_n)
-  int64_t enumerated = 0;       ///< layouts generated
+  int64_t enumerated = 0;       ///< layouts generated (partial layouts checked at the mesh and feature level included)
+  int64_t tested = 0;           ///< complete layouts tested (what PlanRequest::max_layouts limits)
   int64_t valid = 0;            ///< passed every rule
   int64_t fitting = 0;          ///< valid and within memory capacity
   /// Rejections per rule name (first failing rule), most frequent first.

@@ -2,7 +2,10 @@
 // predict its memory, list the overlap settings that will be silently off, and propose the
 // three nearest valid layouts (also when predicted out of memory). Exit 0 valid, 1 invalid,
 // 2 unusable input.
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "meshplan/data.hpp"
@@ -56,13 +59,63 @@ std::vector<std::string> SilentlyOff(const Layout& l) {
   return out;
 }
 
-}  // namespace
+// One YAML document of a recipe file: its first line (1-based) and its text, preceded by as
+// many empty lines as come before it in the file, so that the readers' line numbers are the file's.
+struct Document {
+  int first_line = 1;
+  std::string text;
+};
 
-int RunCheck(const CheckOptions& o) {
-  const std::string text = data::ReadFileOrThrow(o.recipe);
-  if (o.gpus < 1 || o.gpus > (1LL << 20)) {
-    throw InputError({"<command line>", 0, 0}, "--gpus", "expected an integer in [1, 1048576], found " + std::to_string(o.gpus));
+// True if the line holds YAML content: not blank, not a comment, not a directive (%YAML).
+bool HasContent(const std::string& line) {
+  const size_t i = line.find_first_not_of(" \t\r");
+  return i != std::string::npos && line[i] != '#' && !(i == 0 && line[0] == '%');
+}
+
+// A line that is exactly the marker (---, ...) or the marker followed by a space or a tab.
+bool IsMarker(const std::string& line, const char* marker) {
+  return line.compare(0, 3, marker) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+}
+
+// Splits a YAML stream into its documents: a "---" line at column 0 starts one, a "..." line
+// ends one (YAML 1.2: both are markers wherever they stand at the start of a line, also inside
+// scalars). Documents with nothing but blank lines, comments and markers are left out.
+std::vector<Document> SplitDocuments(const std::string& text) {
+  std::vector<Document> docs;
+  Document cur;
+  bool content = false;
+  int line_no = 0;
+  auto close = [&](int next_first_line) {
+    if (content) docs.push_back(cur);
+    cur = Document{next_first_line, std::string(static_cast<size_t>(next_first_line - 1), '\n')};
+    content = false;
+  };
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    ++line_no;
+    if (IsMarker(line, "---")) {
+      close(line_no);
+      content = HasContent(line.substr(3));
+    } else if (IsMarker(line, "...")) {
+      cur.text += line + "\n";
+      close(line_no + 1);
+      continue;
+    } else {
+      content = content || HasContent(line);
+    }
+    cur.text += line + "\n";
   }
+  close(line_no + 1);
+  return docs;
+}
+
+// Checks one recipe document; `label` names it in the first line of the verdict. Returns 0
+// valid, 1 invalid; throws InputError for an unusable document.
+int CheckDocument(const CheckOptions& o, const std::string& text, const std::string& label, const ModelSpec& model,
+                  const SystemSpec& system) {
   const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";
   ParsedRecipe parsed =
       megatron ? ParseMegatronRecipe(text, o.recipe, o.gpus) : ParseAutoModelRecipe(text, o.recipe, o.gpus);
@@ -83,12 +136,12 @@ int RunCheck(const CheckOptions& o) {
                         : parsed.precision_set ? parsed.precision
                                                : Precision::kBf16;
   req.setup.headroom = o.headroom;
-  req.model = LoadModel(o.model);
-  req.system = LoadSystem(o.system, o.hwdb);
+  req.model = model;
+  req.system = system;
   Layout& l = parsed.layout;
   if (megatron && l.dp > 0) SyncMegatronCostView(l, req.model.num_layers);
 
-  std::cout << o.recipe << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
+  std::cout << label << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
             << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
             << ", global batch " << req.setup.global_batch << "\n  layout: " << Describe(l) << "\n";
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
@@ -136,6 +189,43 @@ int RunCheck(const CheckOptions& o) {
   // reported, with nearby layouts, but the memory model is not trusted enough to fail a
   // recipe that the framework accepts (see README "Known error").
   return failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int RunCheck(const CheckOptions& o) {
+  const std::string text = data::ReadFileOrThrow(o.recipe);
+  if (o.gpus < 1 || o.gpus > (1LL << 20)) {
+    throw InputError({"<command line>", 0, 0}, "--gpus", "expected an integer in [1, 1048576], found " + std::to_string(o.gpus));
+  }
+  const ModelSpec model = LoadModel(o.model);
+  const SystemSpec system = LoadSystem(o.system, o.hwdb);
+  const std::vector<Document> docs = SplitDocuments(text);
+  // One document (or none: the reader says what is missing): the file as it is.
+  if (docs.size() < 2) return CheckDocument(o, text, o.recipe, model, system);
+
+  // Several (plan --out writes one recipe per document): a verdict for each; the exit status
+  // is the worst (2 unusable > 1 invalid > 0 valid). An unusable document does not stop the others.
+  std::cout << o.recipe << ": " << docs.size() << " YAML documents, each checked on its own\n";
+  int worst = 0;
+  std::vector<std::string> verdicts;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string where = o.recipe + ":" + std::to_string(docs[i].first_line);
+    std::cout << "=== document " << i + 1 << " of " << docs.size() << " (" << where << ")\n";
+    int status = 2;
+    try {
+      status = CheckDocument(o, docs[i].text, where, model, system);
+    } catch (const InputError& e) {
+      std::cout << std::flush;
+      std::cerr << e.what() << "\n";
+    }
+    worst = std::max(worst, status);
+    verdicts.push_back(std::to_string(i + 1) + (status == 0 ? " valid" : status == 1 ? " INVALID" : " unusable"));
+  }
+  std::cout << "=== " << o.recipe << ": documents";
+  for (size_t i = 0; i < verdicts.size(); ++i) std::cout << (i ? ", " : " ") << verdicts[i];
+  std::cout << " (exit " << worst << ")\n";
+  return worst;
 }
 
 }  // namespace meshplan::cli

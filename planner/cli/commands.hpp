@@ -107,8 +107,17 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o);
 /// Throws InputError for unusable input.
 PlanRequest MakePlanRequest(const PlanOptions& o);
 int RunPlan(const PlanOptions& o);
+/// Checks, before a search, that an output file can be written: its directory exists, it is
+/// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
+void CheckOutputPath(const std::string& path, const char* flag, bool force);
+/// The warning printed when a search stopped early (result.stopped set): the limit reached
+/// and the number of layouts tested.
+std::string StopWarning(const PlanOptions& o, const PlanResult& result);
 /// `plan --sweep-gpus / --sweep-seq`: one line per (GPU count, sequence length) point with
-/// the best layout (sweep.cpp). Exit 0 if every point has one, 1 if some point has none.
+/// the best layout (sweep.cpp); with --format yaml / json the best recipe of every point
+/// instead, and --out writes that (YAML, or JSON with --format json), whole or not at all.
+/// --report and --emit-launch are refused. Exit 0 if every point has a layout, 1 if some
+/// point has none (--out still holds the points that have one).
 int RunSweep(const PlanOptions& o);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);

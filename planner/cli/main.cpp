@@ -3,10 +3,63 @@
 
 #include <cstdio>
 #include <iostream>
+#include <regex>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "meshplan/diag.hpp"
+
+namespace {
+
+// "0.900000" -> "0.9", "1" -> "1" (CLI11 prints the bounds of a real range with %f).
+std::string Trimmed(std::string v) {
+  if (v.find('.') == std::string::npos) return v;
+  while (!v.empty() && v.back() == '0') v.pop_back();
+  if (!v.empty() && v.back() == '.') v.pop_back();
+  return v;
+}
+
+// What an option of the given CLI11 type name takes ("INT", "FLOAT", ...).
+std::string Kind(const CLI::App& app, const std::string& name) {
+  std::string type;
+  bool list = false;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (const CLI::Option* opt = sub->get_option_no_throw(name)) {
+      type = opt->get_type_name();
+      list = opt->get_items_expected_max() > 1;
+    }
+  }
+  if (list && type.find("INT") != std::string::npos) return "a comma-separated list of integers";
+  if (type.find("INT") != std::string::npos) return "an integer";
+  if (type.find("FLOAT") != std::string::npos) return "a number";
+  return "a value of type " + (type.empty() ? std::string("TEXT") : type);
+}
+
+// CLI11's own parse errors name the option but not always what it expected and what it found:
+// "Could not convert: --gpus = abc", "--top: Value x not in range 1 to 1000", "--format: xml
+// not in {table,yaml,json}". Says both; other messages are kept as they are.
+std::string ParseErrorMessage(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  std::smatch m;
+  static const std::regex conversion("^Could not convert: (\\S+) = (.*)$");
+  static const std::regex range("^(\\S+): Value (.*) not in range (\\S+) to (\\S+)$");
+  static const std::regex member("^(\\S+): (.*) not in \\{(.*)\\}$");
+  if (std::regex_match(what, m, conversion)) {
+    return m.str(1) + ": expected " + Kind(app, m.str(1)) + ", found '" + m.str(2) + "'";
+  }
+  if (std::regex_match(what, m, range)) {
+    return m.str(1) + ": expected " + Kind(app, m.str(1)) + " in [" + Trimmed(m.str(3)) + ", " + Trimmed(m.str(4)) +
+           "], found '" + m.str(2) + "'";
+  }
+  if (std::regex_match(what, m, member)) {
+    std::string choices = m.str(3);
+    for (size_t i = choices.find(','); i != std::string::npos; i = choices.find(',', i + 2)) choices.replace(i, 1, ", ");
+    return m.str(1) + ": expected one of " + choices + "; found '" + m.str(2) + "'";
+  }
+  return what;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"meshplan: parallelism planner and mesh-size solver for LLM training"};
@@ -33,7 +86,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "meshplan: error: " << e.what() << "\n" << "Run 'meshplan --help' for usage.\n";
+    std::cerr << "meshplan: error: " << ParseErrorMessage(app, e) << "\n" << "Run 'meshplan --help' for usage.\n";
     return 2;
   }
   try {

@@ -99,6 +99,36 @@ std::string TopRules(const PlanResult& r, size_t n) {
 
 }  // namespace
 
+void CheckOutputPath(const std::string& path, const char* flag, bool force) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  if (!std::filesystem::is_directory(parent, ec)) {
+    throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
+                                             "' is not a directory (nothing was written)");
+  }
+  if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
+  if (!force && std::filesystem::exists(path, ec)) {
+    throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
+  }
+}
+
+std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
+  std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
+  if (result.stopped == "deadline") {
+    std::ostringstream v;
+    v << o.max_seconds;  // as given: 0.05, not a rounded 0.1
+    why = "--max-seconds " + v.str() + " reached";
+  }
+  if (result.stopped == "memory") {
+    why = "--max-memory-mb " + std::to_string(o.max_memory_mb) + " exceeded: meshplan holds " +
+          recipe::Fixed(static_cast<double>(ResidentBytes()) / (1 << 20), 1) + " MiB resident";
+  }
+  return "meshplan: warning: search stopped early (" + why + ") after " + std::to_string(result.tested) +
+         " layouts tested (" + std::to_string(result.enumerated) +
+         " generated, counting the partial layouts of the mesh and feature rules); results are the best found so far";
+}
+
 PlanRequest MakePlanRequest(const PlanOptions& o) {
   if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
   if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
@@ -151,7 +181,6 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
 int RunPlan(const PlanOptions& o) {
   if (!o.sweep_gpus.empty() || !o.sweep_seq.empty()) return RunSweep(o);
   PlanRequest req = MakePlanRequest(o);
-  const double max_seconds = o.max_seconds;
   if (o.emit_launch && o.out.empty()) {
     throw InputError({"<command line>", 0, 0}, "--emit-launch", "expected --out FILE (launch files are written beside it)");
   }
@@ -173,19 +202,8 @@ int RunPlan(const PlanOptions& o) {
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
-  for (const auto& [path, flag] : {std::pair<std::string, const char*>{o.out, "--out"}, {o.report, "--report"}}) {
-    if (path.empty()) continue;
-    std::error_code ec;
-    const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
-    if (!std::filesystem::is_directory(parent, ec)) {
-      throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
-                                               "' is not a directory (nothing was written)");
-    }
-    if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
-    if (!o.force && std::filesystem::exists(path, ec)) {
-      throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
-    }
-  }
+  CheckOutputPath(o.out, "--out", o.force);
+  CheckOutputPath(o.report, "--report", o.force);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
   if (!o.report.empty()) req.top_n = std::max(req.top_n, kReportLayouts);
   PlanResult result = Plan(req);
@@ -195,34 +213,26 @@ int RunPlan(const PlanOptions& o) {
     req.top_n = static_cast<int>(o.top);
     if (result.top.size() > static_cast<size_t>(o.top)) result.top.resize(static_cast<size_t>(o.top));
   }
-  if (!result.stopped.empty()) {
-    std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
-    if (result.stopped == "deadline") {
-      std::ostringstream v;
-      v << max_seconds;  // as given: 0.05, not a rounded 0.1
-      why = "--max-seconds " + v.str() + " reached";
-    }
-    if (result.stopped == "memory") {
-      why = "--max-memory-mb " + std::to_string(o.max_memory_mb) + " exceeded: meshplan holds " +
-            recipe::Fixed(static_cast<double>(ResidentBytes()) / (1 << 20), 1) + " MiB resident";
-    }
-    std::cerr << "meshplan: warning: search stopped early (" << why << ") after " << result.enumerated
-              << " layouts; results are the best found so far\n";
-  }
+  if (!result.stopped.empty()) std::cerr << StopWarning(o, result) << "\n";
+  // After an early stop only part of the space was searched: say so.
+  const std::string part =
+      result.stopped.empty() ? "" : " among the " + std::to_string(result.tested) + " layouts tested before the search stopped";
   if (result.valid == 0) {
     std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus
-              << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len
+              << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part
               << ": every one of the " << result.enumerated << " candidates breaks a rule; most common: "
               << TopRules(result, 4) << "\n";
     return 1;
   }
   if (result.fitting == 0) {
     const Candidate& c = *result.least_memory;
-    std::cerr << "meshplan: no layout fits in memory: the smallest need is "
+    std::cerr << "meshplan: no layout fits in memory" << part << ": the smallest need is "
               << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
               << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
               << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
-              << "% headroom kept free); add GPUs, shorten the sequence or lower --headroom\n";
+              << "% headroom kept free); "
+              << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further")
+              << "\n";
     return 1;
   }
 

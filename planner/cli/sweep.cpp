@@ -1,28 +1,99 @@
 // `meshplan plan --sweep-gpus 8,16,... --sweep-seq 4096,8192,...`: capacity planning, one
-// line per point with the best layout (the whole search runs at every point).
+// line per point with the best layout (the whole search runs at every point); with --format
+// yaml / json or --out, the best recipe of every point.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
 
 namespace meshplan::cli {
 
+namespace {
+
+// One point of the sweep and its search.
+struct Point {
+  long long gpus = 0, seq_len = 0;
+  PlanRequest req;
+  PlanResult result;
+};
+
+// Why a point has no layout.
+std::string NoLayoutReason(const PlanResult& r) {
+  return r.valid == 0 ? "no valid layout"
+                      : "no layout fits (least " + recipe::Fixed(recipe::GiB(r.least_memory->cost.memory.Total()), 1) +
+                            " GiB per GPU)";
+}
+
+std::string PointName(long long gpus, long long seq_len) {
+  return std::to_string(gpus) + " GPUs, seq_len " + std::to_string(seq_len);
+}
+
+// The best recipe of every point as YAML documents (one per point that has a layout), after a
+// comment listing every point.
+std::string SweepYaml(const std::vector<Point>& points, const PlanRequest& first) {
+  std::string head = "# meshplan sweep: " + first.model.name + " on " + first.system.name + ", global batch " +
+                     std::to_string(first.setup.global_batch) + "; the best recipe of each point\n";
+  std::string docs;
+  int n = 0;
+  for (const Point& p : points) {
+    head += "#   " + PointName(p.gpus, p.seq_len) + ": ";
+    if (p.result.top.empty()) {
+      head += NoLayoutReason(p.result) + "\n";
+      continue;
+    }
+    ++n;
+    head += "recipe " + std::to_string(n) + "\n";
+    if (n > 1) docs += "---\n";
+    docs += p.req.framework == Framework::kMegatronBridge ? MegatronRecipeYaml(p.result.top.front(), p.req, n)
+                                                          : AutoModelRecipeYaml(p.result.top.front(), p.req, n);
+  }
+  return head + docs;
+}
+
+// Every point with its plan result (ResultJson, best layout only) or why it has none.
+std::string SweepJson(const std::vector<Point>& points) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const Point& p : points) {
+    nlohmann::json j = {{"gpus", p.gpus}, {"seq_len", p.seq_len}};
+    if (p.result.top.empty()) {
+      j["best"] = nullptr;
+      j["why"] = NoLayoutReason(p.result);
+    } else {
+      j["best"] = nlohmann::json::parse(ResultJson(p.result, p.req));
+    }
+    arr.push_back(std::move(j));
+  }
+  return nlohmann::json{{"sweep", arr}}.dump(2) + "\n";
+}
+
+}  // namespace
+
 int RunSweep(const PlanOptions& o) {
   const std::vector<long long> gpus = o.sweep_gpus.empty() ? std::vector<long long>{o.gpus} : o.sweep_gpus;
   const std::vector<long long> seqs = o.sweep_seq.empty() ? std::vector<long long>{o.seq_len} : o.sweep_seq;
-  char line[512];
-  std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
-                "step_s", "tok/s/GPU", "MFU%");
-  std::cout << line;
   if (!o.sweep_gpus.empty() && o.gpus != kNotGiven) {
     throw InputError({"<command line>", 0, 0}, "--gpus", "give either --gpus or --sweep-gpus, not both");
   }
   if (!o.sweep_seq.empty() && o.seq_len != kNotGiven) {
     throw InputError({"<command line>", 0, 0}, "--seq-len", "give either --seq-len or --sweep-seq, not both");
   }
-  // Every point is validated before the first search, so a bad point fails at once.
+  // The report and the launch files describe the recipes of one plan, not of a sweep.
+  for (const auto& [given, flag] : {std::pair<bool, const char*>{!o.report.empty(), "--report"},
+                                    {o.emit_launch, "--emit-launch"},
+                                    {o.full_recipe, "--full-recipe"}}) {
+    if (given) {
+      throw InputError({"<command line>", 0, 0}, flag,
+                       "expected a plan at one point (--gpus and --seq-len), found --sweep-gpus / --sweep-seq: it "
+                       "describes the recipes of one plan; use --out for the sweep's recipes (nothing was written)");
+    }
+  }
+  // Every point is validated before the first search, so a bad point fails at once; so does
+  // an --out that could not be written.
   for (long long g : gpus) {
     for (long long s : seqs) {
       PlanOptions point = o;
@@ -31,33 +102,52 @@ int RunSweep(const PlanOptions& o) {
       (void)MakePlanRequest(point);
     }
   }
+  CheckOutputPath(o.out, "--out", o.force);
+  const bool table = o.format == "table";
+  char line[512];
+  if (table) {
+    std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
+                  "step_s", "tok/s/GPU", "MFU%");
+    std::cout << line;
+  }
   bool all = true;
+  std::vector<Point> points;
   Progress progress("sweep", static_cast<long>(gpus.size() * seqs.size()));
   long step = 0;
   for (long long g : gpus) {
     for (long long s : seqs) {
-      progress.Step(++step, "planning " + std::to_string(g) + " GPUs, seq_len " + std::to_string(s));
+      progress.Step(++step, "planning " + PointName(g, s));
       PlanOptions point = o;
       point.gpus = g;
       point.seq_len = s;
-      PlanRequest req = MakePlanRequest(point);  // validates every point like a plain plan
-      req.top_n = 1;
-      const PlanResult r = Plan(req);
-      if (!r.top.empty()) {
-        const Candidate& c = r.top.front();
+      Point p{g, s, MakePlanRequest(point), {}};  // validates every point like a plain plan
+      p.req.top_n = 1;
+      p.result = Plan(p.req);
+      progress.Clear();
+      if (!p.result.stopped.empty()) std::cerr << PointName(g, s) << ": " << StopWarning(o, p.result) << "\n";
+      if (!p.result.top.empty()) {
+        const Candidate& c = p.result.top.front();
         std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f\n", g, s,
                       Describe(c.layout).c_str(), recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds,
                       c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
       } else {
         all = false;
-        std::string why = r.valid == 0 ? "no valid layout"
-                                       : "no layout fits (least " +
-                                             recipe::Fixed(recipe::GiB(r.least_memory->cost.memory.Total()), 1) +
-                                             " GiB per GPU)";
-        std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, why.c_str());
+        std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
       }
-      progress.Clear();
-      std::cout << line << std::flush;
+      if (table) std::cout << line << std::flush;
+      points.push_back(std::move(p));
+    }
+  }
+  const bool json = o.format == "json";
+  if (!table) std::cout << (json ? SweepJson(points) : SweepYaml(points, points.front().req));
+  if (!o.out.empty()) {
+    size_t recipes = 0;
+    for (const Point& p : points) recipes += p.result.top.empty() ? 0 : 1;
+    if (recipes == 0) {
+      std::cerr << "meshplan: no point has a layout; " << o.out << " was not written\n";
+    } else {
+      WriteFileAtomically(o.out, json ? SweepJson(points) : SweepYaml(points, points.front().req), o.force);
+      if (table) std::cout << "wrote " << recipes << " recipes (the best of each point) to " << o.out << "\n";
     }
   }
   return all ? 0 : 1;

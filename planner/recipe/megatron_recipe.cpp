@@ -119,7 +119,7 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
     << " GPUs of " << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
     << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
   y << "# layout: " << Describe(l) << " (dp " << l.dp << ", expert dp "
-    << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp) << ", " << req.setup.global_batch / (l.micro_batch() * l.dp)
+    << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp) << ", " << l.MicroBatchesPerStep(req.setup)
     << " micro-batches per step)\n";
   y << "# predicted memory per GPU: " << Fixed(GiB(k.memory.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
     << " GiB usable; step " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)

@@ -37,6 +37,9 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
     << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
   y << "# layout: " << Describe(l) << "\n";
+  y << "# batch: " << l.MicroBatchesPerStep(req.setup) << " micro-batches of " << l.micro_batch()
+    << " per optimizer step per pipeline (" << l.GradAccumSteps(req.setup) << " gradient-accumulation steps x "
+    << l.pp_microbatches() << " per schedule call), dp " << l.dp << "\n";
   y << "# predicted memory per GPU: " << Fixed(GiB(m.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
     << " GiB usable (" << Fixed(GiB(k.capacity_bytes - m.Total()), 1) << " GiB headroom left)\n";
   y << "#   weights " << Fixed(GiB(m.weights), 2) << ", gradients " << Fixed(GiB(m.gradients), 2) << ", optimizer "
@@ -120,8 +123,8 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
 std::string RankTable(const PlanResult& result, const PlanRequest& req) {
   std::ostringstream o;
   char line[512];
-  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %4s %-18s %-12s %7s %8s %9s %10s %6s\n",
-                "rank", "strategy", "tp", "pp", "cp", "ep", "dp", "rep", "mbs", "ga", "schedule", "recompute",
+  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %7s %-18s %-12s %7s %8s %9s %10s %6s\n",
+                "rank", "strategy", "tp", "pp", "cp", "ep", "dp", "rep", "mbs", "mb/step", "schedule", "recompute",
                 "GiB/GPU", "headroom", "step_s", "tok/s/GPU", "MFU%");
   o << line;
   for (size_t i = 0; i < result.top.size(); ++i) {
@@ -137,11 +140,11 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     std::string rc = RecomputeName(l.recompute);
     if (l.sequence_parallel) rc += "+sp";
     std::snprintf(line, sizeof line,
-                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %4lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
+                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %7lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
                   i + 1, l.framework == Framework::kMegatronBridge ? MbDpFlavourName(l) : StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
                   static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.dp),
                   static_cast<long long>(l.dp_replicate), static_cast<long long>(l.micro_batch()),
-                  static_cast<long long>(l.GradAccumSteps(req.setup)), sched.c_str(), rc.c_str(),
+                  static_cast<long long>(l.MicroBatchesPerStep(req.setup)), sched.c_str(), rc.c_str(),
                   GiB(c.cost.memory.Total()), GiB(c.cost.capacity_bytes - c.cost.memory.Total()),
                   c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
     o << line;

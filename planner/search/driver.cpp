@@ -39,10 +39,12 @@ int ThreadCount(const PlanRequest& req, size_t work) {
 
 // Runs fn(index, scorer) for index in [0, n) on `threads` threads; returns the merged scorer.
 // `stoppable`: a thread stops taking work once its scorer is Stopped() (deadline, budget).
+// `budget`: the search's shared layout budget (nullptr = none).
 template <typename Fn>
-Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stoppable, Fn fn) {
+Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stoppable, Fn fn,
+                std::atomic<int64_t>* budget = nullptr) {
   const int threads = ThreadCount(req, n);
-  std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm));
+  std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm, budget));
   // Indices are handed out in small chunks (one shared counter update per chunk).
   const size_t chunk = std::clamp<size_t>(n / (static_cast<size_t>(threads) * 64), 1, 64);
   std::atomic<size_t> next{0};
@@ -127,12 +129,13 @@ void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Score
 
 }  // namespace
 
-Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model) : req_(req), cost_model_(cost_model) {}
+Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget)
+    : req_(req), cost_model_(cost_model), budget_(req.max_layouts > 0 ? budget : nullptr) {}
 
 bool Scorer::Stopped() {
   if (!stopped_.empty()) return true;
   ++ticks_;
-  if (req_.max_layouts > 0 && enumerated_ > req_.max_layouts) {
+  if (budget_ != nullptr && budget_->load(std::memory_order_relaxed) >= req_.max_layouts) {
     stopped_ = "max_layouts";
   } else if ((ticks_ & 255) == 0 && req_.deadline != std::chrono::steady_clock::time_point::max() &&
              std::chrono::steady_clock::now() >= req_.deadline) {
@@ -159,7 +162,15 @@ bool Scorer::Reject(const Layout& l, RuleStage stage) {
 }
 
 void Scorer::Leaf(const Layout& l, uint64_t order) {
-  if (Stopped() || Reject(l, RuleStage::kBatch)) return;
+  if (Stopped()) return;
+  // Reserve this layout's unit of the budget before testing it: the reservations of all
+  // threads are one atomic counter, so no more than max_layouts layouts are ever tested.
+  if (budget_ != nullptr && budget_->fetch_add(1, std::memory_order_relaxed) >= req_.max_layouts) {
+    stopped_ = "max_layouts";
+    return;
+  }
+  ++tested_;
+  if (Reject(l, RuleStage::kBatch)) return;
   ++valid_;
   const Cost cost = cost_model_.Evaluate(l);
   const double mem = cost.memory.Total();
@@ -183,6 +194,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
 
 void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
+  tested_ += o.tested_;
   pruned_ += o.pruned_;
   valid_ += o.valid_;
   fitting_ += o.fitting_;
@@ -212,6 +224,7 @@ PlanResult Scorer::Finish() const {
   PlanResult r;
   for (const auto& c : top_) r.top.push_back(c.first);
   r.enumerated = enumerated_;
+  r.tested = tested_;
   r.valid = valid_;
   r.fitting = fitting_;
   r.pruned = pruned_;
@@ -223,15 +236,20 @@ PlanResult Scorer::Finish() const {
   return r;
 }
 
-PlanResult RunSearch(const PlanRequest& req, const Space& space) {
+namespace {
+
+// The search of RunSearch; `budget` counts the complete layouts reserved for testing, over
+// every thread and both passes (PlanRequest::max_layouts).
+PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_t>& budget) {
   const CostModel cm(req.model, req.system, req.setup);
-  Scorer head(req, cm);
+  Scorer head(req, cm, &budget);
   const SubtreeList list = Subtrees(req, space, cm, head, req.prune);
   const std::vector<const Layout*>& subtrees = list.all;
   const size_t n = subtrees.size();
 
   if (!req.prune) {
-    Scorer all = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); });
+    Scorer all = Parallel(
+        req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); }, &budget);
     head.Merge(all);
     return head.Finish();
   }
@@ -243,9 +261,9 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   const size_t seeds = std::min(n, kSeedSubtrees);
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(seeds), order.end(),
                     [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
-  Scorer seeded = Parallel(req, cm, seeds, true, [&](size_t j, Scorer& s) {
-    ScoreSubtree(space, *subtrees[order[j]], order[j], s);
-  });
+  Scorer seeded = Parallel(
+      req, cm, seeds, true,
+      [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[order[j]], order[j], s); }, &budget);
   const size_t k = static_cast<size_t>(std::max(1, req.top_n));
   const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
                                                      : std::numeric_limits<double>::infinity();
@@ -289,16 +307,28 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
       return;
     }
     ScoreSubtree(space, *subtrees[i], i, s);
-  });
+  }, &budget);
   head.Merge(seeded);
   head.Merge(rest);
-  // Nothing fits: the least-memory layout may sit in a pruned subtree; walk everything.
-  if (head.fitting() == 0 && head.pruned() > 0) {
+  PlanResult result = head.Finish();
+  // Nothing fits: the least-memory layout may sit in a pruned subtree; walk everything (with
+  // what is left of the layout budget: not when the search already stopped or spent it).
+  const bool spent = req.max_layouts > 0 && budget.load() >= req.max_layouts;
+  if (result.fitting == 0 && result.pruned > 0 && result.stopped.empty() && !spent) {
     PlanRequest exhaustive = req;
     exhaustive.prune = false;
-    return RunSearch(exhaustive, space);
+    const int64_t tested_before = result.tested;
+    result = Search(exhaustive, space, budget);
+    result.tested += tested_before;
   }
-  return head.Finish();
+  return result;
+}
+
+}  // namespace
+
+PlanResult RunSearch(const PlanRequest& req, const Space& space) {
+  std::atomic<int64_t> budget{0};
+  return Search(req, space, budget);
 }
 
 std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
@@ -310,7 +340,10 @@ std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
     const size_t before = out.size();
     space.Leaves(*subtree, out);
     for (size_t i = before; i < out.size(); ++i) space.Prepare(out[i]);
-    if (req.max_layouts > 0 && static_cast<int64_t>(out.size()) > req.max_layouts) break;
+    if (req.max_layouts > 0 && static_cast<int64_t>(out.size()) >= req.max_layouts) {
+      out.resize(static_cast<size_t>(req.max_layouts));  // exactly max_layouts, not the whole last subtree
+      break;
+    }
   }
   return out;
 }

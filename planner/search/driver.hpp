@@ -41,14 +41,19 @@ class Space {
 /// One per search thread; cache-line aligned so that two threads' counters never share a line.
 class alignas(64) Scorer {
  public:
-  Scorer(const PlanRequest& req, const CostModel& cost_model);
+  /// `budget`: complete layouts reserved so far by every scorer of the search, shared by all
+  /// threads (PlanRequest::max_layouts); nullptr = no limit.
+  Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget = nullptr);
 
   /// Tests the rules of `stage`; counts a rejection per rule. True if rejected.
   bool Reject(const Layout& l, RuleStage stage);
-  /// Checks the batch rules of a complete layout and scores it.
+  /// Checks the batch rules of a complete layout and scores it. With PlanRequest::max_layouts
+  /// the layout first reserves one unit of the shared budget; once max_layouts are reserved
+  /// it is not tested and the scorer stops ("max_layouts"), so at most max_layouts complete
+  /// layouts are tested over all threads.
   void Leaf(const Layout& l, uint64_t order);
   /// Deadline / budget check (a clock read, and with a memory budget a resident-size read,
-  /// every 256 calls).
+  /// every 256 calls; the layout budget on every call).
   bool Stopped();
 
   /// Counts a subtree skipped by branch-and-bound (per thread: no shared counter).
@@ -68,7 +73,8 @@ class alignas(64) Scorer {
   std::vector<std::pair<const Rule*, int64_t>> rejected_;
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
-  int64_t enumerated_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
+  std::atomic<int64_t>* budget_ = nullptr;
+  int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
   std::string stopped_;
 };
 

@@ -114,6 +114,16 @@ meshplan_cli_case(check_mb_gqa_tp8_old_core 1 "mb_tp_query_groups: num_query_gro
   -- ${MP} check ${R}/mbridge_gqa_tp8_qwen3_30b.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --mbridge-version core0.15)
 meshplan_cli_case(check_bad_recipe_value 2 "mbridge_bad_value.yaml:2:[0-9]+: error: model.tensor_model_parallel_size"
   -- ${MP} check ${R}/mbridge_bad_value.yaml --model llama3-70b --system dgx-h100 --gpus 8)
+# A file of several YAML documents (what plan --out writes): one verdict per document, exit status the worst
+# (only the first document was read: this file passed with exit 0).
+meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_second_invalid.yaml: 2 YAML documents"
+  "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
+  "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
+  -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 29 rules"
+  "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
+  "documents 1 valid, 2 unusable \\(exit 2\\)"
+  -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
 meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
   -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 
@@ -141,6 +151,8 @@ meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 4096 --global-batch 64)
 meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*cp(8|16)"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
+# --out writes the best recipe of every point; --report / --emit-launch are refused (tests/cli/sweep_out.sh).
+add_test(NAME cli.sweep_out COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep_out.sh $<TARGET_FILE:meshplan>)
 meshplan_cli_case(plan_sweep_bad_point 2 "--gpus: expected a multiple of the 8 GPUs per node" "!^ +8 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 

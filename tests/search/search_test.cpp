@@ -128,3 +128,47 @@ TEST_CASE("search: ResidentBytes reads the resident set and grows with held memo
   CHECK(after >= before + (int64_t{60} << 20));
   CHECK(block[block.size() - 1] == 1);
 }
+
+TEST_CASE("search: max_layouts N tests at most N complete layouts over every thread") {
+  // The whole search of this problem tests 20145 valid layouts (more than any N below), so
+  // the budget is spent exactly. Before, each thread counted its own layouts (and the mesh
+  // walk's), and N = 1 scored 8 layouts, N = 1000 on two threads 4004.
+  for (int threads : {1, 2, 4}) {
+    for (int64_t n : {1, 50, 1000}) {
+      PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+      req.threads = threads;
+      req.max_layouts = n;
+      const PlanResult r = Plan(req);
+      CAPTURE(threads);
+      CAPTURE(n);
+      CHECK(r.stopped == "max_layouts");
+      CHECK(r.tested == n);
+      CHECK(r.valid <= n);
+      CHECK(r.valid > 0);
+      CheckAllValid(req, r);
+    }
+  }
+  // Megatron-Bridge's space (llama3-70b on 64 H100), two threads.
+  PlanRequest mb = Request("llama3-70b", "dgx-h100", 64, 8192, 256);
+  mb.framework = Framework::kMegatronBridge;
+  mb.threads = 2;
+  mb.max_layouts = 500;
+  const PlanResult r = Plan(mb);
+  CHECK(r.stopped == "max_layouts");
+  CHECK(r.tested == 500);
+  CHECK(r.valid <= 500);
+  // Without a limit every layout is tested, and none is counted twice.
+  mb.max_layouts = 0;
+  const PlanResult all = Plan(mb);
+  CHECK(all.stopped.empty());
+  CHECK(all.tested > 500);
+  CHECK(all.tested >= all.valid);
+}
+
+TEST_CASE("search: EnumerateLayouts with max_layouts N returns exactly N layouts") {
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+  for (int64_t n : {1, 7, 100}) {
+    req.max_layouts = n;
+    CHECK(EnumerateLayouts(req).size() == static_cast<size_t>(n));
+  }
+}

@@ -1,0 +1,111 @@
+// The plan table's mb/step column, the JSON layout fields and the recipe comment give the
+// micro-batches per optimizer step per pipeline, global_batch / (dp * micro-batch), also for
+// pipeline-parallel layouts, whose micro-batches sit inside one schedule call (the table
+// showed gradient-accumulation steps there: 1 for every Megatron-Bridge PP layout).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshplan/recipe.hpp"
+#include "meshplan/search.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+PlanRequest Request(const std::string& model, int64_t gpus, int64_t gbs, Framework f) {
+  PlanRequest req;
+  req.model = LoadModel(model);
+  req.system = LoadSystem("dgx-h100");
+  req.setup.num_gpus = gpus;
+  req.setup.seq_len = 8192;
+  req.setup.global_batch = gbs;
+  req.framework = f;
+  return req;
+}
+
+// The whitespace-separated fields of the table line starting with `first`.
+std::vector<std::string> Row(const std::string& table, const std::string& first) {
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> out;
+    for (std::string f; fields >> f;) out.push_back(f);
+    if (!out.empty() && out[0] == first) return out;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("output: AutoModel PP layout shows 256 micro-batches per step (32 accumulation steps x 8 per schedule call)") {
+  // llama3.1-70b on 64 H100, global batch 512: tp4 pp4 cp2 gives dp = 64 / 32 = 2; local batch
+  // 8 in micro-batches of 1. By hand: 512 / (2 * 1) = 256 micro-batches per step per pipeline,
+  // = 512 / (8 * 2) = 32 accumulation steps x 8 / 1 = 8 micro-batches per schedule call.
+  const PlanRequest req = Request("llama3.1-70b", 64, 512, Framework::kAutoModel);
+  Layout l;
+  l.tp = 4;
+  l.pp = 4;
+  l.cp = 2;
+  l.dp = 2;
+  l.local_batch_size = 8;
+  l.pp_microbatch_size = 1;
+  l.sequence_parallel = true;
+  CHECK(l.GradAccumSteps(req.setup) == 32);
+  CHECK(l.pp_microbatches() == 8);
+  CHECK(l.MicroBatchesPerStep(req.setup) == 256);
+  PlanResult result;
+  result.top.push_back(Candidate{l, Cost{}});
+
+  const std::string table = RankTable(result, req);
+  const std::vector<std::string> header = Row(table, "rank");
+  REQUIRE(header.size() > 9);
+  CHECK(header[8] == "mbs");
+  CHECK(header[9] == "mb/step");
+  const std::vector<std::string> row = Row(table, "1");
+  REQUIRE(row.size() > 9);
+  CHECK(row[8] == "1");    // micro-batch size
+  CHECK(row[9] == "256");  // the old ga column showed 32 here
+
+  const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+  CHECK(j["recipes"][0]["layout"]["microbatches_per_step"] == 256);
+  CHECK(j["recipes"][0]["layout"]["grad_accum_steps"] == 32);  // AutoModel step_scheduler's count
+
+  const std::string yaml = RecipesYaml(result, req);
+  CHECK(yaml.find("# batch: 256 micro-batches of 1 per optimizer step per pipeline (32 gradient-accumulation "
+                  "steps x 8 per schedule call), dp 2\n") != std::string::npos);
+}
+
+TEST_CASE("output: Megatron-Bridge PP layout shows its 64 micro-batches per step (not 1)") {
+  // llama3-70b on 64 H100, global batch 256: tp4 pp4 gives dp 4; micro-batch 1. By hand:
+  // M = 256 / (4 * 1) = 64, all in one pipeline schedule call (local batch 256 / 4 = 64).
+  const PlanRequest req = Request("llama3-70b", 64, 256, Framework::kMegatronBridge);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = 4;
+  l.pp = 4;
+  l.dp = 4;
+  l.vpp = 5;
+  l.sequence_parallel = true;
+  l.use_distributed_optimizer = true;
+  SetMegatronMicroBatch(l, 1, req.setup);
+  SyncMegatronCostView(l, req.model.num_layers);
+  CHECK(l.local_batch_size == 64);
+  CHECK(l.GradAccumSteps(req.setup) == 1);  // what the table used to show
+  CHECK(l.MicroBatchesPerStep(req.setup) == 64);
+  PlanResult result;
+  result.top.push_back(Candidate{l, Cost{}});
+
+  const std::vector<std::string> row = Row(RankTable(result, req), "1");
+  REQUIRE(row.size() > 9);
+  CHECK(row[1] == "ddp+distopt");
+  CHECK(row[9] == "64");
+  const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+  CHECK(j["recipes"][0]["layout"]["microbatches_per_step"] == 64);
+  CHECK(j["recipes"][0]["layout"]["grad_accum_steps"] == 64);  // Megatron accumulates over its M micro-batches
+  CHECK(RecipesYaml(result, req).find(", 64 micro-batches per step)") != std::string::npos);
+}
