@@ -507,9 +507,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     }
     const std::string desc = Describe(l);
     progress.Clear();
-    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s\n", r.label.c_str(), tf_pub, tf_pred, 100 * err,
+    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s%s\n", r.label.c_str(), tf_pub, tf_pred, 100 * err,
                  rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
-                 on_tokens ? "" : "  (err% on TFLOP/s)");
+                 on_tokens ? "" : "  (err% on TFLOP/s)",
+                 mbridge && settings_table && !settings ? "  (no recipe settings: meshplan's emitted ones)" : "");
     if (o.breakdown) {
       if (!best.empty()) std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
       const TimeBreakdown& t = cost.time;
