@@ -66,10 +66,13 @@ inline constexpr double kAttnBlockKernels = 20.0;
 inline constexpr double kMlpBlockKernels = 20.0;
 inline constexpr double kMoeRouterKernels = 10.0;
 inline constexpr double kMoePreprocessKernels = 10.0;
-/// A kernel replayed from a CUDA graph skips the host launch (about 4 us through PyTorch) but
-/// keeps the GPU-side gap between kernels (about 1 us): a graphed kernel costs this share of
-/// MegatronTimeFit::kernel_overhead. Assumption, not fitted.
-inline constexpr double kGraphedKernelShare = 0.25;
+/// A kernel replayed from a CUDA graph skips the host launch but keeps the GPU-side gap
+/// between kernels: a graphed kernel costs this share of MegatronTimeFit::kernel_overhead.
+/// Measured on H200 with torch 2.11 (tools/measure/launch.py,
+/// tests/data/measured/h200_launch.jsonl): chains of tiny kernels cost 9.7-16.7 us each
+/// launched from Python and 1.1-2.8 us each replayed from a graph, ratios 0.114, 0.125 and
+/// 0.165; the median. Not fitted.
+inline constexpr double kGraphedKernelShare = 0.125;
 /// GEMM kernels per local expert of a MoE layer, forward + backward: fc1 and fc2 forward, and
 /// the data- and weight-gradient GEMM of each in backward. Transformer Engine's GroupedLinear
 /// (Megatron-Core moe_grouped_gemm) runs one cuBLAS GEMM per local expert

@@ -8,6 +8,12 @@
 #include <fstream>
 #include <string>
 
+#include <algorithm>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "accuracy/measured_cases.hpp"
 #include "cost/context.hpp"
 #include "cost/memory.hpp"
 #include "cost/time.hpp"
@@ -79,16 +85,36 @@ TEST_CASE("megatron runtime: CUDA graphs weight the replayed kernels") {
   // TinyLlama, 4 dense layers, one micro-batch: 4 x 40 kernels without graphs.
   Layout l = OneGpu();
   CHECK(Terms(l).kernels == doctest::Approx(160.0));
-  // Full-iteration graph: every kernel replayed at a quarter: 160 x 0.25 = 40.
+  // Full-iteration graph: every kernel replayed at an eighth: 160 x 0.125 = 20.
   l.mb.cuda_graph = MbCudaGraph::kFullIteration;
-  CHECK(Terms(l).kernels == doctest::Approx(40.0));
-  // Transformer Engine graphs of the attention block only: 4 x (40 − 0.75 x 20) = 100.
+  CHECK(Terms(l).kernels == doctest::Approx(20.0));
+  // Transformer Engine graphs of the attention block only: 4 x (40 − 0.875 x 20) = 90.
   l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
   l.mb.cuda_graph_scope = kGraphAttn;
-  CHECK(Terms(l).kernels == doctest::Approx(100.0));
-  // An empty scope captures the whole layer: 40 again.
+  CHECK(Terms(l).kernels == doctest::Approx(90.0));
+  // An empty scope captures the whole layer: 20 again.
   l.mb.cuda_graph_scope = 0;
-  CHECK(Terms(l).kernels == doctest::Approx(40.0));
+  CHECK(Terms(l).kernels == doctest::Approx(20.0));
+}
+
+TEST_CASE("megatron runtime: the graphed-kernel share is the median measured graph to eager ratio") {
+  std::ifstream in(test::kMeasuredDir + "h200_launch.jsonl");
+  REQUIRE(in.good());
+  std::string line;
+  std::getline(in, line);  // environment
+  std::vector<double> eager, ratios;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("mode") == "eager") {
+      eager.push_back(j.at("seconds_per_kernel").get<double>());
+    } else {
+      REQUIRE(!eager.empty());
+      ratios.push_back(j.at("seconds_per_kernel").get<double>() / eager.back());
+    }
+  }
+  REQUIRE(ratios.size() == 3);
+  std::sort(ratios.begin(), ratios.end());
+  CHECK(cost::kGraphedKernelShare == doctest::Approx(ratios[1]).epsilon(0.01));
 }
 
 TEST_CASE("megatron runtime: recompute modules add their forward pass") {
