@@ -1,8 +1,9 @@
 // Search driver: see driver.hpp.
 //
 // Phase 0 (one thread): the mesh and feature rules cut the space into subtrees.
-// Phase 1: the `kSeedSubtrees` subtrees with the smallest step-time lower bound are scored
-//   exhaustively; the k-th best step found is the pruning threshold.
+// Phase 1: in order of step-time lower bound, the first `kSeedSubtrees` subtrees whose
+//   memory bound fits the capacity are scored exhaustively (those passed over cannot hold a
+//   fitting layout and are pruned); the k-th best step found is the pruning threshold.
 // Phase 2: every other subtree is skipped if no leaf can fit (its memory bound exceeds the
 //   capacity) or if its step-time lower bound exceeds the threshold; the rest are scored.
 // Both phases split subtrees over threads by an atomic counter; per-thread results are
@@ -21,6 +22,7 @@ namespace meshplan::search {
 namespace {
 
 constexpr size_t kSeedSubtrees = 64;
+constexpr size_t kSeedScan = 16 * kSeedSubtrees;
 
 bool Before(const std::pair<Candidate, uint64_t>& a, const std::pair<Candidate, uint64_t>& b) {
   if (RanksBefore(a.first, b.first)) return true;
@@ -254,23 +256,6 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
     return head.Finish();
   }
 
-  // Phase 1: the most promising subtrees, by step-time lower bound.
-  const std::vector<double>& bound = list.bound;
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  const size_t seeds = std::min(n, kSeedSubtrees);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(seeds), order.end(),
-                    [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
-  Scorer seeded = Parallel(
-      req, cm, seeds, true,
-      [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[order[j]], order[j], s); }, &budget);
-  const size_t k = static_cast<size_t>(std::max(1, req.top_n));
-  const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
-                                                     : std::numeric_limits<double>::infinity();
-
-  // Phase 2: the rest, pruned.
-  std::vector<char> done(n, 0);
-  for (size_t j = 0; j < seeds; ++j) done[order[j]] = 1;
   const double capacity = req.system.gpu.memory_bytes * (1.0 - req.setup.headroom);
   // Memory probes run with one sequence per data-parallel rank (global batch = dp), so that
   // they also have no gradient accumulation: the accumulated-gradient terms of the memory
@@ -287,12 +272,8 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       probe_models.emplace(t->dp, cm.WithSetup(one));
     }
   }
-  Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
-    if (done[i]) return;
-    if (bound[i] > threshold) {
-      s.Prune();
-      return;
-    }
+  // True when no leaf of subtree i can fit (its least-memory probe exceeds the capacity).
+  auto cannot_fit = [&](size_t i) {
     thread_local std::vector<Layout> probes;
     probes.clear();
     space.MemoryBoundLayouts(*subtrees[i], probes);
@@ -302,7 +283,42 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       space.Prepare(p);
       least = std::min(least, probe_model.MemoryTotal(p));
     }
-    if (!probes.empty() && least > capacity) {
+    return !probes.empty() && least > capacity;
+  };
+
+  // Phase 1: the most promising subtrees that can fit, by step-time lower bound. Seeds that
+  // cannot fit would leave the threshold infinite (nothing pruned by time) and, under
+  // --max-layouts, spend the budget on layouts that are never kept.
+  const std::vector<double>& bound = list.bound;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
+  std::vector<char> done(n, 0);
+  std::vector<size_t> seed_ids;
+  size_t passed_over = 0;
+  // The scan runs on one thread: it stops after kSeedScan subtrees (a request where nothing
+  // fits leaves the rest to the parallel phase 2).
+  for (size_t j = 0; j < std::min(n, kSeedScan) && seed_ids.size() < kSeedSubtrees; ++j) {
+    done[order[j]] = 1;
+    if (cannot_fit(order[j])) {
+      ++passed_over;
+    } else {
+      seed_ids.push_back(order[j]);
+    }
+  }
+  Scorer seeded = Parallel(
+      req, cm, seed_ids.size(), true,
+      [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[seed_ids[j]], seed_ids[j], s); }, &budget);
+  for (size_t j = 0; j < passed_over; ++j) seeded.Prune();
+  const size_t k = static_cast<size_t>(std::max(1, req.top_n));
+  const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
+                                                     : std::numeric_limits<double>::infinity();
+
+  // Phase 2: the rest, pruned.
+  Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
+    if (done[i]) return;
+    if (bound[i] > threshold || cannot_fit(i)) {
       s.Prune();
       return;
     }
