@@ -5,6 +5,7 @@
 #include <string>
 
 #include "data/yaml_util.hpp"
+#include "recipe/perf_settings.hpp"
 #include "meshplan/recipe.hpp"
 
 namespace meshplan {
@@ -93,6 +94,20 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     }
   }
   m.Ignore({"recompute_granularity"});
+  // Megatron-Core's selective recompute modules and CUDA graphs, priced by the time model.
+  if (!IsNullish(m, "recompute_modules")) {
+    l.mb.recompute_modules = recipe::ReadRecomputeModules(m, "recompute_modules");
+    if (l.recompute == Recompute::kSelective && l.mb.recompute_modules == 0) l.recompute = Recompute::kNone;
+  }
+  if (!IsNullish(m, "cuda_graph_impl")) {
+    const bool local = m.Str("cuda_graph_impl") == "local";
+    l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl");
+    if (!IsNullish(m, "cuda_graph_scope") && !local) l.mb.cuda_graph_scope = recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
+  }
+  m.Ignore({"cuda_graph_scope"});
+  if (!IsNullish(m, "cpu_offloading_num_layers")) {
+    l.mb.cpu_offloading_num_layers = m.Int("cpu_offloading_num_layers", 0, 1 << 20);
+  }
   if (!IsNullish(m, "recompute_method")) {
     const std::string v = m.Str("recompute_method");
     if (v != "uniform" && v != "block") m.Fail("recompute_method", "expected uniform, block or null; found '" + v + "'");

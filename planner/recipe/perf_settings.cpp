@@ -65,13 +65,7 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
   }
   e.runtime.ep_a2a_overlap = r.Bool("overlap_moe_expert_parallel_comm") ? Tri::kTrue : Tri::kFalse;
   const std::string granularity = OneOf(r, "recompute_granularity", {"none", "selective", "full"});
-  e.recompute_modules = Bits(r, "recompute_modules",
-                             {{"core_attn", kRecomputeCoreAttn},
-                              {"layernorm", kRecomputeLayernorm},
-                              {"mla_up_proj", kRecomputeMlaUpProj},
-                              {"mlp", kRecomputeMlp},
-                              {"moe_act", kRecomputeMoeAct},
-                              {"shared_experts", kRecomputeSharedExperts}});
+  e.recompute_modules = ReadRecomputeModules(r, "recompute_modules");
   const std::string method = OneOf(r, "recompute_method", {"none", "uniform", "block"});
   e.recompute_method = method == "block"     ? MbRecomputeMethod::kBlock
                        : method == "uniform" ? MbRecomputeMethod::kUniform
@@ -84,18 +78,10 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
   e.recompute = granularity == "full" ? Recompute::kFull
                 : granularity == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
                                                                          : Recompute::kNone;
-  const std::string graph = OneOf(r, "cuda_graph_impl", {"none", "transformer_engine", "local", "full_iteration"});
-  e.runtime.cuda_graph_scope = Bits(r, "cuda_graph_scope",
-                                    {{"attn", kGraphAttn},
-                                     {"mlp", kGraphMlp},
-                                     {"moe_router", kGraphMoeRouter},
-                                     {"moe_preprocess", kGraphMoePreprocess}});
-  // "local" graphs capture whole layers (Megatron-Core's CudaGraphManager), like Transformer
-  // Engine graphs with an empty scope.
-  e.runtime.cuda_graph = graph == "full_iteration" ? MbCudaGraph::kFullIteration
-                         : graph == "none"         ? MbCudaGraph::kNone
-                                                   : MbCudaGraph::kTransformerEngine;
-  if (graph == "local") e.runtime.cuda_graph_scope = 0;
+  const bool local = r.Str("cuda_graph_impl") == "local";
+  e.runtime.cuda_graph = ReadCudaGraphImpl(r, "cuda_graph_impl");
+  e.runtime.cuda_graph_scope = ReadCudaGraphScope(r, "cuda_graph_scope");
+  if (local) e.runtime.cuda_graph_scope = 0;
   e.runtime.grad_reduce_in_fp32 = r.Bool("grad_reduce_in_fp32");
   e.cpu_offloading_num_layers = r.Int("cpu_offloading_num_layers", 0, 1 << 20);
   r.RejectUnknown();
@@ -103,6 +89,31 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
 }
 
 }  // namespace
+
+uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key) {
+  return Bits(r, key,
+              {{"core_attn", kRecomputeCoreAttn},
+               {"layernorm", kRecomputeLayernorm},
+               {"mla_up_proj", kRecomputeMlaUpProj},
+               {"mlp", kRecomputeMlp},
+               {"moe_act", kRecomputeMoeAct},
+               {"shared_experts", kRecomputeSharedExperts}});
+}
+
+uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key) {
+  return Bits(r, key,
+              {{"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe_router", kGraphMoeRouter},
+               {"moe_preprocess", kGraphMoePreprocess}});
+}
+
+// "local" graphs capture whole layers (Megatron-Core's CudaGraphManager), like Transformer
+// Engine graphs with an empty scope.
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key) {
+  const std::string graph = OneOf(r, key, {"none", "transformer_engine", "local", "full_iteration"});
+  return graph == "full_iteration" ? MbCudaGraph::kFullIteration
+         : graph == "none"         ? MbCudaGraph::kNone
+                                   : MbCudaGraph::kTransformerEngine;
+}
 
 const PerfRecipeSettings* PerfRecipeTable::Find(const std::string& release, const std::string& model,
                                                 const std::string& system, const std::string& precision,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "data/yaml_util.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/search.hpp"
 
@@ -46,6 +47,15 @@ struct PerfRecipeTable {
 /// outside its set (e.g. "expected alltoall, flex, allgather or none; found 'a2a'"), or two
 /// entries with the same key.
 PerfRecipeTable LoadPerfRecipeSettings(const std::string& path);
+
+/// Megatron-Core list keys read from `r` (a YAML list of names; an unknown name is an
+/// InputError naming the known ones): model.recompute_modules -> MbRecomputeModule bits,
+/// model.cuda_graph_scope -> MbGraphScope bits.
+uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key);
+uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key);
+/// model.cuda_graph_impl: none, transformer_engine, local (whole-layer graphs, like
+/// transformer_engine with an empty scope) or full_iteration.
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key);
 
 /// The table's precision name of a performance-table precision cell: BF16 or empty -> bf16;
 /// FP8, FP8-CS, "FP8-CS (FP8-MX)" -> fp8cs; MXFP8, FP8-MX -> fp8mx; NVFP4 -> nvfp4.

@@ -18,6 +18,7 @@
 #include "cost/memory.hpp"
 #include "cost/time.hpp"
 #include "cost_fixtures.hpp"
+#include "meshplan/recipe.hpp"
 #include "recipe/perf_settings.hpp"
 
 namespace meshplan {
@@ -199,6 +200,35 @@ TEST_CASE("megatron runtime: bad recipe settings name the line and field and say
   bad = kEntry;
   bad.replace(bad.find("tokendrop"), 9, "tokendorp");
   CHECK(LoadError(head + bad).find("recipes[0].tokendrop: missing; expected true or false") != npos);
+}
+
+}  // namespace meshplan
+
+namespace meshplan {
+
+TEST_CASE("megatron runtime: a Megatron-Bridge recipe's recompute modules and CUDA graphs are read") {
+  const std::string text =
+      "model:\n  tensor_model_parallel_size: 1\n  pipeline_model_parallel_size: 1\n"
+      "  recompute_granularity: selective\n  recompute_modules: [mla_up_proj, moe_act]\n"
+      "  cuda_graph_impl: transformer_engine\n  cuda_graph_scope: [attn, moe_router]\n"
+      "  cpu_offloading: true\n  cpu_offloading_num_layers: 4\n";
+  const ParsedRecipe r = ParseMegatronRecipe(text, "r.yaml", 8);
+  CHECK(r.layout.recompute == Recompute::kSelective);
+  CHECK(r.layout.mb.recompute_modules == (kRecomputeMlaUpProj | kRecomputeMoeAct));
+  CHECK(r.layout.mb.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(r.layout.mb.cuda_graph_scope == (kGraphAttn | kGraphMoeRouter));
+  CHECK(r.layout.mb.cpu_offloading_num_layers == 4);
+  std::string bad = text;
+  bad.replace(bad.find("moe_router"), 10, "moe_routr");
+  try {
+    ParseMegatronRecipe(bad, "r.yaml", 8);
+    FAIL("a misspelt scope was accepted");
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("r.yaml:7") != std::string::npos);
+    CHECK(m.find("model.cuda_graph_scope") != std::string::npos);
+    CHECK(m.find("found 'moe_routr'") != std::string::npos);
+  }
 }
 
 }  // namespace meshplan
