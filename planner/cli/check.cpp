@@ -200,6 +200,7 @@ int RunCheck(const CheckOptions& o) {
   }
   const ModelSpec model = LoadModel(o.model);
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
+  CheckGpuCount(system, o.gpus);
   const std::vector<Document> docs = SplitDocuments(text);
   // One document (or none: the reader says what is missing): the file as it is.
   if (docs.size() < 2) return CheckDocument(o, text, o.recipe, model, system);

@@ -110,6 +110,12 @@ int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
 void CheckOutputPath(const std::string& path, const char* flag, bool force);
+/// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
+/// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
+/// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".
+std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
+/// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
+void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
 /// The warning printed when a search stopped early (result.stopped set): the limit reached
 /// and the number of layouts tested.
 std::string StopWarning(const PlanOptions& o, const PlanResult& result);

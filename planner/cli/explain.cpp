@@ -179,6 +179,7 @@ int RunExplain(const ExplainOptions& o) {
   setup.global_batch = Count(setup.global_batch, "--global-batch", 1LL << 30);
   const ModelSpec model = LoadModel(o.model);
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
+  CheckGpuCount(system, setup.num_gpus);
   MemoryOptions mo;
   mo.profile = o.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
   mo.megatron_bridge_estimator = o.memory_profile == "megatron-bridge";

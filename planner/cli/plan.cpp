@@ -99,6 +99,18 @@ std::string TopRules(const PlanResult& r, size_t n) {
 
 }  // namespace
 
+std::string GpuCountProblem(const SystemSpec& system, int64_t gpus) {
+  const int64_t gpn = std::max(1, system.gpus_per_node);
+  if (gpus <= gpn || gpus % gpn == 0) return "";
+  return "expected a multiple of the " + std::to_string(gpn) + " GPUs per node of " + system.name +
+         " (or at most one node), found " + std::to_string(gpus);
+}
+
+void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag) {
+  const std::string problem = GpuCountProblem(system, gpus);
+  if (!problem.empty()) throw InputError({"<command line>", 0, 0}, flag, problem);
+}
+
 void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (path.empty()) return;
   std::error_code ec;
@@ -161,12 +173,7 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
   }
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);
-  const int64_t gpn = req.system.gpus_per_node;
-  if (req.setup.num_gpus > gpn && req.setup.num_gpus % gpn != 0) {
-    throw InputError({"<command line>", 0, 0}, "--gpus",
-                     "expected a multiple of the " + std::to_string(gpn) + " GPUs per node of " + req.system.name +
-                         " (or at most one node), found " + std::to_string(req.setup.num_gpus));
-  }
+  CheckGpuCount(req.system, req.setup.num_gpus);
   if (req.setup.precision == Precision::kFp8 && req.system.gpu.fp8_flops <= 0) {
     throw InputError({"<command line>", 0, 0}, "--precision",
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");

@@ -9,7 +9,8 @@
 //     configuration in parentheses; the first value is used.
 //   - the published-runs survey (shared/reference/published_runs_dev.csv): id, model, ...,
 //     num_gpus, gpu_type, TP, PP, VPP, CP, EP, DP, ..., recompute, precision, tflops_per_gpu,
-//     ..., tokens_per_s_per_gpu. Rows whose sizes are not plain numbers are skipped.
+//     ..., tokens_per_s_per_gpu. Rows whose sizes are not integers in range are skipped, naming
+//     the column.
 // FLOP convention (groundtruth.md A.3): both files report *model* FLOPs (Megatron-Bridge,
 // NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
 // sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
@@ -29,6 +30,7 @@
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
 #include "meshplan/diag.hpp"
+#include "meshplan/rules.hpp"
 #include "recipe/perf_settings.hpp"
 #include "search/megatron_space.hpp"
 
@@ -91,21 +93,37 @@ bool LeadNum(const std::string& cell, double& out) {
   }
 }
 
-// A size cell: empty / "n/a" -> fallback; a plain integer (optionally followed by " (...)").
-bool SizeCell(const std::string& cell, int64_t fallback, int64_t& out) {
+// A size cell: empty / "n/a" -> fallback; a plain integer in [1, max] (optionally followed by
+// " (...)"). False when the cell is anything else.
+bool SizeCell(const std::string& cell, int64_t fallback, int64_t& out, int64_t max = int64_t{1} << 30) {
   const std::string s = Trim(cell);
   if (s.empty() || s == "n/a" || s == "-") {
     out = fallback;
     return true;
   }
   double v = 0;
-  if (!LeadNum(s, v) || v < 1 || v != std::floor(v)) return false;
+  if (!LeadNum(s, v) || v < 1 || v != std::floor(v) || v > double(max)) return false;
   size_t end = 0;
   while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
   if (end < s.size() && s[end] != ' ') return false;  // "8x", "3.5"
   out = int64_t(v);
   return true;
 }
+
+// Reads the size columns in order; the first one that is not an integer in range becomes the
+// row's skip reason, naming the column and the cell.
+struct SizeReader {
+  std::string problem;
+  void Read(const char* column, const std::string& cell, int64_t fallback, int64_t& out, int64_t max) {
+    if (!problem.empty()) return;
+    if (!SizeCell(cell, fallback, out, max) || (fallback == 0 && out < 1)) {
+      problem = std::string(column) + ": expected an integer in [1, " + std::to_string(max) + "], found '" +
+                Trim(cell) + "'";
+    }
+  }
+};
+
+constexpr int64_t kMaxGpus = int64_t{1} << 20, kMaxSeq = int64_t{1} << 24, kMaxBatch = int64_t{1} << 30;
 
 // Model name of either file -> meshplan preset ("" = cannot describe).
 std::string PresetOf(const std::string& raw) {
@@ -224,13 +242,20 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.precision_cell = cell(5);
   r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
   int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
-  bool ok = SizeCell(cell(4), 0, gpus) && SizeCell(cell(6), 0, gbs) && SizeCell(cell(8), 0, seq) &&
-            SizeCell(cell(7), 1, z.mbs) && SizeCell(cell(10), 1, z.tp) && SizeCell(cell(11), 1, z.pp) &&
-            SizeCell(cell(12), 1, z.cp) && SizeCell(cell(13), 1, z.vpp) && SizeCell(cell(14), 1, z.ep);
+  SizeReader sz;
+  sz.Read("gpus", cell(4), 0, gpus, kMaxGpus);
+  sz.Read("gbs", cell(6), 0, gbs, kMaxBatch);
+  sz.Read("seq", cell(8), 0, seq, kMaxSeq);
+  sz.Read("mbs", cell(7), 1, z.mbs, kMaxBatch);
+  sz.Read("tp", cell(10), 1, z.tp, kMaxGpus);
+  sz.Read("pp", cell(11), 1, z.pp, kMaxGpus);
+  sz.Read("cp", cell(12), 1, z.cp, kMaxGpus);
+  sz.Read("vp", cell(13), 1, z.vpp, kMaxGpus);
+  sz.Read("ep", cell(14), 1, z.ep, kMaxGpus);
   double f = 0;
   if (LeadNum(cell(9), f)) fs = int64_t(f);
   fsdp = fs > 0;
-  if (!ok && r.skip.empty()) r.skip = "sizes are not plain numbers";
+  if (!sz.problem.empty() && r.skip.empty()) r.skip = sz.problem;
   r.setup.num_gpus = gpus;
   r.setup.global_batch = gbs;
   r.setup.seq_len = seq;
@@ -257,12 +282,17 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.system = SystemOf(cell("gpu_type"));
   r.setup.precision = PrecisionOf(cell("precision"));
   int64_t gpus = 0, gbs = 0, seq = 0;
-  bool ok = SizeCell(cell("num_gpus"), 0, gpus) && SizeCell(cell("global_batch"), 0, gbs) &&
-            SizeCell(cell("seq_len"), 0, seq) && SizeCell(cell("TP"), 1, z.tp) && SizeCell(cell("PP"), 1, z.pp) &&
-            SizeCell(cell("CP"), 1, z.cp) && SizeCell(cell("EP"), 1, z.ep);
-  if (!SizeCell(cell("VPP"), 1, z.vpp)) z.vpp = 1;  // "interleaved (v=?)": unknown, take 1
-  if (!SizeCell(cell("micro_batch"), 1, z.mbs)) z.mbs = 1;
-  if (!ok) r.skip = "sizes are not plain numbers";
+  SizeReader sz;
+  sz.Read("num_gpus", cell("num_gpus"), 0, gpus, kMaxGpus);
+  sz.Read("global_batch", cell("global_batch"), 0, gbs, kMaxBatch);
+  sz.Read("seq_len", cell("seq_len"), 0, seq, kMaxSeq);
+  sz.Read("TP", cell("TP"), 1, z.tp, kMaxGpus);
+  sz.Read("PP", cell("PP"), 1, z.pp, kMaxGpus);
+  sz.Read("CP", cell("CP"), 1, z.cp, kMaxGpus);
+  sz.Read("EP", cell("EP"), 1, z.ep, kMaxGpus);
+  if (!SizeCell(cell("VPP"), 1, z.vpp, kMaxGpus)) z.vpp = 1;  // "interleaved (v=?)": unknown, take 1
+  if (!SizeCell(cell("micro_batch"), 1, z.mbs, kMaxBatch)) z.mbs = 1;
+  if (!sz.problem.empty()) r.skip = sz.problem;
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
   const std::string rec = Lower(cell("recompute"));
@@ -351,6 +381,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   option(std::isfinite(o.rank_seconds) && o.rank_seconds > 0 && o.rank_seconds <= 86400, "--rank-seconds",
          "seconds in (0, 86400]", o.rank_seconds);
   option(o.threads >= 0 && o.threads <= 1024, "--threads", "an integer in [0, 1024]", o.threads);
+  if (std::filesystem::is_directory(o.runs)) {
+    throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "expected a CSV file, found a directory");
+  }
   std::ifstream f(o.runs);
   if (!f.good()) throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "cannot read the file");
   if (!o.fit.empty() && !std::filesystem::is_directory(o.fit + "/systems")) {
@@ -367,7 +400,29 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   if (!mbridge && !survey) {
     throw InputError(SourceLoc{o.runs, 1, 1}, "header",
                      "expected a Megatron-Bridge perf header (release,task,model,system,...) or a published-runs "
-                     "header (id,model,...,gpu_type,TP,PP,...)");
+                     "header (id,model,...,gpu_type,TP,PP,...); found '" + Trim(line).substr(0, 80) + "'");
+  }
+  // The perf table is read by position: every column must be where the header says.
+  static const char* const kMbridgeColumns[] = {
+      "release", "task", "model", "system", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp",
+      "cp", "vp", "ep", "ga", "tokens_per_s_per_gpu", "model_tflops_per_gpu"};
+  if (mbridge) {
+    for (size_t i = 0; i < std::size(kMbridgeColumns); ++i) {
+      const std::string found = i < header.size() ? Trim(header[i]) : std::string("(no column)");
+      if (found != kMbridgeColumns[i]) {
+        throw InputError(SourceLoc{o.runs, 1, 1}, "header",
+                         "expected column " + std::to_string(i + 1) + " of a Megatron-Bridge perf table to be '" +
+                             kMbridgeColumns[i] + "', found '" + found + "'");
+      }
+    }
+  } else {
+    for (const char* needed : {"id", "model", "num_gpus", "gpu_type", "TP", "PP", "CP", "EP", "global_batch", "seq_len",
+                               "precision", "tokens_per_s_per_gpu"}) {
+      if (!col.count(needed)) {
+        throw InputError(SourceLoc{o.runs, 1, 1}, "header",
+                         std::string("expected a published-runs column '") + needed + "'; the header has none");
+      }
+    }
   }
   std::map<std::string, ModelSpec> models;
   std::map<std::string, SystemSpec> systems;
@@ -421,6 +476,14 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (!systems.count(r.system)) systems[r.system] = LoadSystem(r.system, o.hwdb);
     const ModelSpec& m = models[r.preset];
     const SystemSpec& sys = systems[r.system];
+    if (const std::string problem = GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
+      r.skip = "GPU count: " + problem;
+      ++skipped;
+      ++skip_reasons["GPU count is not a whole number of nodes"];
+      progress.Clear();
+      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), r.skip.c_str());
+      continue;
+    }
     if (r.setup.precision == Precision::kFp4 && sys.gpu.fp4_flops <= 0) r.setup.precision = Precision::kFp8;
     if (r.setup.precision == Precision::kFp8 && sys.gpu.fp8_flops <= 0) r.setup.precision = Precision::kBf16;
     // The published run's recipe settings (Megatron-Bridge table rows only; the survey's rows
@@ -432,6 +495,19 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                                   : nullptr;
     if (mbridge && settings_table && !settings) ++without_settings;
     const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc, settings);
+    // A layout the framework would refuse is not priced (the perf table's own rows all pass;
+    // hand-made rows may not).
+    {
+      const RuleContext ctx{m, r.setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+      if (const Rule* broken = FirstFailure(ctx)) {
+        r.skip = std::string("layout breaks rule ") + broken->name;
+        ++skipped;
+        ++skip_reasons[r.skip];
+        progress.Clear();
+        std::fprintf(out, "%-52.52s skipped: %s: %s\n", r.label.c_str(), r.skip.c_str(), broken->explain(ctx).c_str());
+        continue;
+      }
+    }
     const CostModel model(m, sys, r.setup);
     const Cost cost = model.Evaluate(l);
     // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
@@ -534,7 +610,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   if (evaluated == 0) {
     std::fprintf(out, "summary: 0 rows evaluated, %d skipped; no error to report\n", skipped);
     if (!o.fit.empty()) throw InputError(SourceLoc{o.runs, 0, 0}, "--fit", "no evaluated row to fit; nothing was written");
-    return 0;
+    std::fprintf(stderr, "%s: no row could be evaluated (the skip reasons are above)\n", o.runs.c_str());
+    return 1;
   }
   std::fprintf(out,
                "summary: %d rows evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "

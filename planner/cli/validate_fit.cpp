@@ -172,11 +172,17 @@ void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vect
   if (!in.good()) throw InputError(SourceLoc{path, 0, 0}, "megatron_time_fit", "cannot read the system file");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  size_t end = lines.size();
+  // The old block: its "# megatron_time_fit" header comments, the key, and the indented (or
+  // empty) lines under it. Everything before and after it is kept as it is.
+  size_t end = lines.size(), resume = lines.size();
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].rfind("megatron_time_fit:", 0) == 0) {
       end = i;
       while (end > 0 && lines[end - 1].rfind("# megatron_time_fit", 0) == 0) --end;
+      resume = i + 1;
+      while (resume < lines.size() && (lines[resume].empty() || lines[resume][0] == ' ' || lines[resume][0] == '\t')) {
+        ++resume;
+      }
       break;
     }
   }
@@ -207,6 +213,7 @@ void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vect
     os << "    - \"" << label << ": " << std::showpos << o.residuals[i] << " [" << o.loo_residuals[i] << "]"
        << std::noshowpos << "\"\n";
   }
+  for (size_t i = resume; i < lines.size(); ++i) os << lines[i] << "\n";
   WriteFileAtomically(path, os.str(), /*force=*/true);
 }
 
