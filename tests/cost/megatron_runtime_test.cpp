@@ -37,7 +37,8 @@ cost::MegatronTerms Terms(const Layout& l) {
   const ModelSpec m = test::TinyLlama();
   const ParamCounts p = CountParams(m);
   const TrainSetup setup = test::Setup(1, 2048, 1);
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  const SystemSpec system = test::DgxH100();  // Ctx holds references: no temporaries
+  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, l);
   return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
 }
 
@@ -45,7 +46,8 @@ MemoryBreakdown Memory(const Layout& l) {
   const ModelSpec m = test::TinyLlama();
   const ParamCounts p = CountParams(m);
   const TrainSetup setup = test::Setup(1, 2048, 1);
-  const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, l);
+  const SystemSpec system = test::DgxH100();
+  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, l);
   return cost::RankMemory(c, 0);
 }
 
