@@ -21,6 +21,10 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o) {
 }
 
 int RunCalibrate(const CalibrateOptions& o) {
+  if (!(o.max_residual > 0 && o.max_residual <= 10)) {
+    throw InputError({"<command line>", 0, 0}, "--max-residual",
+                     "expected a relative residual in (0, 10], found " + std::to_string(o.max_residual));
+  }
   const SystemSpec base = LoadSystem(o.system, o.hwdb);
   const CalibrationFit fit = Calibrate(base, ReadCalibrationPoints(o.files));
   std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",

@@ -92,14 +92,39 @@ int RunSweep(const PlanOptions& o) {
                        "describes the recipes of one plan; use --out for the sweep's recipes (nothing was written)");
     }
   }
+  // A repeated value would plan the same point twice.
+  for (const auto& [values, flag] : {std::pair<const std::vector<long long>*, const char*>{&o.sweep_gpus, "--sweep-gpus"},
+                                     {&o.sweep_seq, "--sweep-seq"}}) {
+    for (size_t i = 0; i < values->size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if ((*values)[i] == (*values)[j]) {
+          throw InputError({"<command line>", 0, 0}, flag,
+                           "expected distinct values, found " + std::to_string((*values)[i]) + " twice");
+        }
+      }
+    }
+  }
   // Every point is validated before the first search, so a bad point fails at once; so does
-  // an --out that could not be written.
+  // an --out that could not be written. Errors name the sweep option the point came from.
   for (long long g : gpus) {
     for (long long s : seqs) {
       PlanOptions point = o;
       point.gpus = g;
       point.seq_len = s;
-      (void)MakePlanRequest(point);
+      try {
+        (void)MakePlanRequest(point);
+      } catch (const InputError& e) {
+        const std::string what = e.what();
+        if (!o.sweep_gpus.empty() && what.find("--gpus:") != std::string::npos) {
+          throw InputError({"<command line>", 0, 0}, "--sweep-gpus",
+                           "point " + std::to_string(g) + ": " + what.substr(what.find("--gpus:") + 8));
+        }
+        if (!o.sweep_seq.empty() && what.find("--seq-len:") != std::string::npos) {
+          throw InputError({"<command line>", 0, 0}, "--sweep-seq",
+                           "point " + std::to_string(s) + ": " + what.substr(what.find("--seq-len:") + 11));
+        }
+        throw;
+      }
     }
   }
   CheckOutputPath(o.out, "--out", o.force);

@@ -114,6 +114,10 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
   }
   const std::string& name = name_or_path;
   if (!hwdb_dir.empty()) {
+    if (!std::filesystem::is_directory(hwdb_dir)) {
+      throw InputError({hwdb_dir, 0, 0}, "--hwdb", "expected a hardware database directory (with systems/ and gpus/), "
+                                                   "found " + std::string(std::filesystem::exists(hwdb_dir) ? "a file" : "nothing"));
+    }
     std::string dir = hwdb_dir + "/systems";
     std::string path = dir + "/" + name + ".yaml";
     if (hardware::IsPlainName(name) && hardware::IsFile(path)) {
