@@ -45,9 +45,15 @@ std::string WorldExpertMsg(const RuleContext& c) {
   const Layout& l = L(c);
   return Cat("world_size (", c.setup.num_gpus, ") is not divisible by expert_tensor x expert x pipeline parallel (",
              l.EffectiveEtp(), " x ", l.ep, " x ", l.pp, " = ", l.EffectiveEtp() * l.ep * l.pp, ")",
-             l.etp == 0 ? Cat("; expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size (",
-                              l.tp, "): set expert_tensor_parallel_size: 1")
-                        : std::string(""),
+             // Setting ETP 1 is a fix only when TP > 1 and EP x PP then divides the world.
+             l.etp == 0 && l.tp > 1 && c.setup.num_gpus % (l.ep * l.pp) == 0
+                 ? Cat("; expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size (", l.tp,
+                       "): set expert_tensor_parallel_size: 1")
+                 : c.setup.num_gpus % (l.ep * l.pp) != 0
+                       ? Cat("; even with expert_tensor_parallel_size 1, expert x pipeline parallel (", l.ep * l.pp,
+                             ") does not divide it: choose expert_model_parallel_size and pipeline_model_parallel_size "
+                             "whose product divides ", c.setup.num_gpus)
+                       : std::string(""),
              "; experts are laid out on their own ETP x EP x PP grid over the same GPUs");
 }
 

@@ -84,6 +84,10 @@ const Case kCases[] = {
     {"mb_world_divisible_by_etp_ep_pp",
      "(4 x 8 x 2 = 64); expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size (4)", MoeEp8,
      [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.etp = 0; }},
+    // ETP already 1 in effect: the message must not offer "set expert_tensor_parallel_size: 1".
+    {"mb_world_divisible_by_etp_ep_pp",
+     "(1 x 3 x 2 = 6); even with expert_tensor_parallel_size 1, expert x pipeline parallel (6) does not divide it",
+     MoeEp8, [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.etp = 0; l.tp = 1; l.ep = 3; }},
     {"mb_tp_pp_dp_mapping_edp", "needs expert data parallel (2) == data parallel (4)", MoeEp8,
      [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.use_tp_pp_dp_mapping = true; }},
     {"mb_tp_divides_heads", "num_attention_heads (66) must be a multiple of tensor_model_parallel_size (4)", Nothing,
