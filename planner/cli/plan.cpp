@@ -4,6 +4,11 @@
 #include <sstream>
 #include <cmath>
 #include <filesystem>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <cerrno>
+#include <unistd.h>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -123,6 +128,21 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (!force && std::filesystem::exists(path, ec)) {
     throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
   }
+  // The file is written through a temporary beside it and a rename: try that now (a read-only
+  // directory, /proc, a name too long), so the search is not run for nothing.
+  std::string probe = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw InputError({path, 0, 0}, flag, std::string("cannot create a file next to it: ") + std::strerror(errno) +
+                                             " (nothing was written)");
+  }
+  ::close(fd);
+  const bool renamable = std::rename(probe.c_str(), (probe + "x").c_str()) == 0;
+  std::remove(renamable ? (probe + "x").c_str() : probe.c_str());
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError({path, 0, 0}, flag, "expected a regular file to replace, found another kind of file");
+  }
+  if (!renamable) throw InputError({path, 0, 0}, flag, "cannot rename a file in its directory (nothing was written)");
 }
 
 std::string StopWarning(const PlanOptions& o, const PlanResult& result) {

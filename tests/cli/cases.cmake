@@ -153,7 +153,7 @@ meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
 # --out writes the best recipe of every point; --report / --emit-launch are refused (tests/cli/sweep_out.sh).
 add_test(NAME cli.sweep_out COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep_out.sh $<TARGET_FILE:meshplan>)
-meshplan_cli_case(plan_sweep_bad_point 2 "--gpus: expected a multiple of the 8 GPUs per node" "!^ +8 +8192"
+meshplan_cli_case(plan_sweep_bad_point 2 "--sweep-gpus: point 12: expected a multiple of the 8 GPUs per node" "!^ +8 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
