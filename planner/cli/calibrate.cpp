@@ -26,8 +26,9 @@ int RunCalibrate(const CalibrateOptions& o) {
                      "expected a relative residual in (0, 10], found " + std::to_string(o.max_residual));
   }
   const SystemSpec base = LoadSystem(o.system, o.hwdb);
+  const auto points = ReadCalibrationPoints(o.files);
   CheckOutputPath(o.out, "--out", o.force);  // before the fit is printed
-  const CalibrationFit fit = Calibrate(base, ReadCalibrationPoints(o.files));
+  const CalibrationFit fit = Calibrate(base, points);
   std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",
               "residual");
   for (const auto& r : fit.residuals) {

@@ -45,8 +45,10 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   const double layers = double(m.num_layers) / pp;
   const bool full = l.recompute == Recompute::kFull;
   const bool fp8 = setup.precision != Precision::kBf16;
-  const double e = full ? 1.0 / 3.0 : 0.0;
-  const double e_core = full || l.recompute == Recompute::kSelective ? 1.0 / 3.0 : 0.0;
+  // Recompute as the time model charges it (block full recompute repeats only some layers;
+  // selective recompute repeats the core only when core_attn is among its modules).
+  const double e = cost::MegatronFullRecomputeShare(l, m) / 3.0;
+  const double e_core = full ? e : cost::MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
   const GpuSpec& gpu = sys.gpu;
   const MegatronTimeFit& fit = sys.megatron_fit;
   const double gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /

@@ -106,6 +106,9 @@ int64_t QDim(const ModelSpec& m) {
   if (m.mla) return m.num_attention_heads * (m.mla_spec.qk_nope_head_dim + m.mla_spec.qk_rope_head_dim);
   return m.num_attention_heads * m.head_dim;
 }
+int64_t QkHeadDim(const ModelSpec& m) {
+  return m.mla ? m.mla_spec.qk_nope_head_dim + m.mla_spec.qk_rope_head_dim : m.head_dim;
+}
 int64_t KDim(const ModelSpec& m) {
   if (m.mla) return QDim(m);
   return m.num_key_value_heads * m.head_dim;

@@ -72,6 +72,7 @@ RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64
 
 /// Model dims used by activation and communication terms (elements per token).
 int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA
+int64_t QkHeadDim(const ModelSpec& m);   ///< one head's query/key width: d, or d_nope + d_rope for MLA
 int64_t KDim(const ModelSpec& m);        ///< key width: g·d, or a·(d_nope + d_rope) for MLA
 int64_t VDim(const ModelSpec& m);        ///< value width: g·d, or a·d_v for MLA
 int64_t AttnOutDim(const ModelSpec& m);  ///< attention output (o_proj input): a·d or a·d_v

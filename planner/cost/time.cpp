@@ -8,6 +8,13 @@
 
 namespace meshplan::cost {
 
+double AttentionHeadDimFactor(int64_t head_dim) {
+  constexpr double kAt64 = 0.81;
+  if (head_dim >= 128) return 1.0;
+  if (head_dim <= 64) return kAt64;
+  return kAt64 + (1.0 - kAt64) * double(head_dim - 64) / 64.0;
+}
+
 double GemmSizeFactor(double tokens, double width) {
   const double ft = tokens > 0 ? tokens / (tokens + kGemmTokensK0) : 1.0;
   const double fw = width > 0 ? width / (width + kGemmWidthK0) : 1.0;
@@ -108,7 +115,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double sys_eff = Positive(sys.compute_efficiency);
   const double linear_rate = PeakFlops(gpu, c.setup.precision) *
                              MatmulEfficiency(gpu, c.setup.precision) * sys_eff;
-  const double core_rate = gpu.bf16_flops * kSdpaAttentionEfficiency;
+  const double core_rate = gpu.bf16_flops * kSdpaAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(c.model));
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep / double(m.num_experts) : t_mb;
   const double linear_s =

@@ -47,6 +47,13 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
 /// weighted 1:2 (forward:backward FLOP) ~0.52. Used for every GPU (cuDNN attention on
 /// Blackwell reaches a similar fraction); not fitted.
 inline constexpr double kFlashAttentionEfficiency = 0.52;
+/// Attention efficiency at head dimension `head_dim` relative to head dimension 128 (the
+/// constants above): 1 from 128 up, 0.81 at 64 and below, linear in between. Measured on H200
+/// with torch 2.11's FlashAttention backend at 64 heads, forward + backward
+/// (tests/data/measured/h200_kernels.jsonl): head dim 64 / head dim 128 = 324 / 407 TFLOP/s at
+/// 4096 tokens (0.796) and 355 / 433 at 8192 (0.820); the mean. Smaller heads do fewer FLOP
+/// per byte of Q, K, V loaded and per softmax step.
+double AttentionHeadDimFactor(int64_t head_dim);
 /// Bytes per logit of the fused cross-entropy forward + backward on the lm_head rank: read
 /// the BF16 logits, write FP32 softmax statistics and BF16 gradients (2 + 4 + 4 + 2 + 4).
 inline constexpr double kCrossEntropyBytesPerLogit = 16.0;
@@ -117,6 +124,13 @@ struct MegatronShared {
 };
 MegatronShared MegatronLayoutShared(const Ctx& c);
 MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& shared, int64_t pp_rank, const MemoryBreakdown& mem);
+/// Share of a rank's layers that full recompute repeats: 1, or with recompute_method block
+/// recompute_num_layers per (virtual) stage out of the model's layers per stage (Megatron-Core
+/// transformer_block.py). 0 without full recompute.
+double MegatronFullRecomputeShare(const Layout& layout, const ModelSpec& model);
+/// True when the attention core's forward runs again in backward: full recompute, or
+/// selective recompute whose modules include core_attn (Megatron-Core's default set).
+bool MegatronRecomputesCore(const Layout& layout);
 /// Expected token copies one flex (DeepEP / HybridEP) dispatch sends: the number of distinct
 /// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
 /// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.

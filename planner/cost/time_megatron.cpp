@@ -17,6 +17,18 @@ double Pos(double x) { return x > 0 ? x : 0.0; }
 
 }  // namespace
 
+double MegatronFullRecomputeShare(const Layout& l, const ModelSpec& m) {
+  if (l.recompute != Recompute::kFull) return 0.0;
+  if (l.mb.recompute_method != MbRecomputeMethod::kBlock || l.mb.recompute_num_layers <= 0) return 1.0;
+  const double chunks = double(std::max<int64_t>(1, l.pp)) * double(std::max<int64_t>(1, l.vpp));
+  return std::min(1.0, double(l.mb.recompute_num_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
+}
+
+bool MegatronRecomputesCore(const Layout& l) {
+  if (l.recompute == Recompute::kFull) return true;
+  return l.recompute == Recompute::kSelective && (l.mb.recompute_modules == 0 || (l.mb.recompute_modules & kRecomputeCoreAttn));
+}
+
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
@@ -63,7 +75,7 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///     linear layers (attention projections, dense MLP, shared experts) and lm_head / tp;
 ///     routed experts / tp (sequence parallel gives each TP rank T/tp tokens to route, or
 ///     expert-TP splits the expert width); tokens per local expert T·k·ep·etp/(tp·E).
-///   attention = causal core FLOP / tp at kFlashAttentionEfficiency of the BF16 peak
+///   attention = causal core FLOP / tp at kFlashAttentionEfficiency (x AttentionHeadDimFactor) of the BF16 peak
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
 ///   memory_bound = 3 · MegatronLayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
 ///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp).
@@ -116,18 +128,11 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.n_mb = double(c.mb_per_step);
   s.tokens = t_mb * s.n_mb;
   s.full = l.recompute == Recompute::kFull;
-  // Full recompute with recompute_method block recomputes only the first recompute_num_layers
-  // layers of each (virtual) stage (Megatron-Core transformer_block.py); uniform: every layer.
-  double full_share = 1.0;
-  if (s.full && l.mb.recompute_method == MbRecomputeMethod::kBlock && l.mb.recompute_num_layers > 0) {
-    const double chunks = double(std::max<int64_t>(1, l.pp)) * double(std::max<int64_t>(1, l.vpp));
-    full_share = std::min(1.0, double(l.mb.recompute_num_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
-  }
-  s.extra = s.full ? full_share / 3.0 : 0.0;
+  s.extra = MegatronFullRecomputeShare(l, m) / 3.0;
   const uint32_t rm = l.recompute != Recompute::kSelective ? 0u
                       : l.mb.recompute_modules != 0    ? l.mb.recompute_modules
                                                        : uint32_t(kRecomputeCoreAttn);
-  s.core_extra = s.full || (rm & kRecomputeCoreAttn) ? 1.0 / 3.0 : 0.0;
+  s.core_extra = s.full ? s.extra : MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
   {
     const FlopsPerToken& f = c.flops;
     double up = 0.0;  // MLA up-projection forward FLOP per token
@@ -151,7 +156,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * s.ep * s.etp / (s.tp * double(m.num_experts)) : t_mb;
   s.linear_rate = rate * GemmSizeFactor(t_mb, h / s.tp);
   s.expert_rate = rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / s.etp);
-  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
+  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m));
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
   s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem;
   s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem : 0.0;

@@ -120,12 +120,36 @@ TEST_CASE("megatron runtime: the graphed-kernel share is the median measured gra
   CHECK(cost::kGraphedKernelShare == doctest::Approx(ratios[1]).epsilon(0.01));
 }
 
+TEST_CASE("megatron runtime: the head-dim-64 attention factor is the measured ratio to head dim 128") {
+  // Same 64 heads and token counts, forward + backward TFLOP/s (tools/measure/kernels.py).
+  std::ifstream in(test::kMeasuredDir + "h200_kernels.jsonl");
+  REQUIRE(in.good());
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::pair<int64_t, double>> d128, d64;  // (seq, TFLOP/s)
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("kind") != "attention" || j.at("pass") != "forward+backward" || j.at("heads") != 64) continue;
+    (j.at("head_dim") == 64 ? d64 : d128).emplace_back(j.at("seq").get<int64_t>(), j.at("tflops").get<double>());
+  }
+  REQUIRE(d64.size() == 2);
+  REQUIRE(d128.size() == 2);
+  double sum = 0;
+  for (const auto& [seq, tf] : d64) {
+    for (const auto& [seq128, tf128] : d128) sum += seq == seq128 ? tf / tf128 : 0.0;
+  }
+  CHECK(cost::AttentionHeadDimFactor(64) == doctest::Approx(sum / 2).epsilon(0.01));
+  CHECK(cost::AttentionHeadDimFactor(128) == 1.0);
+  CHECK(cost::AttentionHeadDimFactor(192) == 1.0);
+  CHECK(cost::AttentionHeadDimFactor(96) == doctest::Approx((cost::AttentionHeadDimFactor(64) + 1.0) / 2));
+}
+
 TEST_CASE("megatron runtime: recompute modules add their forward pass") {
   const cost::MegatronTerms none = Terms(OneGpu());
   Layout l = OneGpu();
   l.recompute = Recompute::kSelective;
   // Megatron-Core's default module set is the attention core: a third of the attention time
-  // more (2.00434e-4 s without recompute, megatron time test), no GEMM or HBM change.
+  // more (2.47449e-4 s without recompute, megatron time test), no GEMM or HBM change.
   const cost::MegatronTerms core = Terms(l);
   CHECK(core.attention == test::Rel(none.attention * 4.0 / 3.0).epsilon(1e-9));
   CHECK(core.gemm == test::Rel(none.gemm).epsilon(1e-12));
