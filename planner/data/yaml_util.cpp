@@ -134,12 +134,28 @@ void MapReader::Fail(const std::string& key, const std::string& message) const {
   throw InputError(Loc(key), Field(key), message);
 }
 
+void MapReader::FailMissing(const std::string& key, const std::string& expected) const {
+  // A key of the map one or two edits from the missing one is most likely its misspelling:
+  // point at it instead of at the map.
+  for (const auto& kv : map_) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string& k = kv.first.Scalar();
+    if (std::find(seen_.begin(), seen_.end(), k) != seen_.end()) continue;
+    const size_t diff = k.size() > key.size() ? k.size() - key.size() : key.size() - k.size();
+    if (diff <= 2 && EditDistance(k, key) <= 2) {
+      throw InputError(LocOf(kv.first, filename_), Field(key),
+                       "missing; " + expected + "; found the unknown key '" + k + "' here: did you mean '" + key + "'?");
+    }
+  }
+  Fail(key, "missing; " + expected);
+}
+
 int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::optional<int64_t> fallback) {
   Mark(key);
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    Fail(key, "missing; expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    FailMissing(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   }
   std::string s = n.IsScalar() ? n.Scalar() : "";
   char* end = nullptr;
@@ -167,7 +183,7 @@ double MapReader::Num(const std::string& key, double min, double max, std::optio
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    Fail(key, "missing; expected a number");
+    FailMissing(key, "expected a number");
   }
   double d = 0;
   if (!n.IsScalar() || !YAML::convert<double>::decode(n, d)) Fail(key, "expected a number, found " + Shown(n));
@@ -185,7 +201,7 @@ bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    Fail(key, "missing; expected true or false");
+    FailMissing(key, "expected true or false");
   }
   bool b = false;
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b)) Fail(key, "expected true or false, found " + Shown(n));
@@ -197,7 +213,7 @@ std::string MapReader::Str(const std::string& key, std::optional<std::string> fa
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    Fail(key, "missing; expected a string");
+    FailMissing(key, "expected a string");
   }
   if (!n.IsScalar()) Fail(key, "expected a string, found " + Shown(n));
   return n.Scalar();

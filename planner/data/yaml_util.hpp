@@ -54,6 +54,9 @@ class MapReader {
   SourceLoc Loc(const std::string& key) const;   ///< key's position, or the map's
   std::string Field(const std::string& key) const;  ///< "path.key"
   [[noreturn]] void Fail(const std::string& key, const std::string& message) const;
+  /// "missing; <expected>" for a required key; when an unread key of the map is one or two
+  /// edits from it, the error points at that key and names it as the likely misspelling.
+  [[noreturn]] void FailMissing(const std::string& key, const std::string& expected) const;
   const std::string& filename() const { return filename_; }
 
  private:
