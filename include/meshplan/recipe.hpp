@@ -61,6 +61,9 @@ struct ParsedRecipe {
   /// with fp8 / mxfp8 / nvfp4 in it), AutoModel `fp8.enabled`. `precision_set` false: not said.
   Precision precision = Precision::kBf16;
   bool precision_set = false;
+  /// Keys the recipe leaves to the framework's defaults that matter to the plan ("train.
+  /// global_batch_size = 32 (Megatron-Bridge recipes/common.py default)"), for `check` to say.
+  std::vector<std::string> defaults_used;
 };
 
 /// Reads the `distributed:` and `step_scheduler:` sections of an AutoModel recipe (other

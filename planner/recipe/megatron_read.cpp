@@ -192,6 +192,13 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   ReadModel(model, out);
   MapReader train = Section(top, "train", filename);
   // Absent: MB recipes/common.py::_pretrain_common defaults (GBS 32, MBS 2; megatron.md 1.8).
+  // recipes/common.py::_pretrain_common: GBS 32, MBS 2 when the recipe does not say.
+  if (!train.HasValue("global_batch_size")) {
+    out.defaults_used.push_back("train.global_batch_size = 32 (Megatron-Bridge _pretrain_common default)");
+  }
+  if (!train.HasValue("micro_batch_size")) {
+    out.defaults_used.push_back("train.micro_batch_size = 2 (Megatron-Bridge _pretrain_common default)");
+  }
   out.global_batch = train.Int("global_batch_size", 1, 1LL << 30, 32);
   const int64_t mbs = train.Int("micro_batch_size", 1, 1LL << 20, 2);
   MapReader ddp = Section(top, "ddp", filename);

@@ -105,6 +105,10 @@ meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+# Keys a Megatron-Bridge recipe leaves to the framework are named with the default used.
+meshplan_cli_case(check_mb_defaults_named 0 "not set, framework default: train.global_batch_size = 32"
+  "not set, framework default: train.micro_batch_size = 2"
+  -- ${MP} check ${R}/mbridge_no_train.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
 meshplan_cli_case(check_mb_broken_moe 1 "expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size \\(4\\): set expert_tensor_parallel_size: 1"
   "nearest valid layouts" "expert_tensor_parallel_size: null -> 1"
   -- ${MP} check ${R}/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
