@@ -29,7 +29,10 @@ std::string OneOf(yamlutil::MapReader& r, const std::string& key, std::initializ
 // A list of names, each mapped to a bit; an unknown name is an error at the list.
 uint32_t Bits(yamlutil::MapReader& r, const std::string& key, const std::map<std::string, uint32_t>& names) {
   const YAML::Node list = r.Get(key);
-  if (!list.IsSequence()) r.Fail(key, "expected a list such as [" + names.begin()->first + "]");
+  if (!list.IsSequence()) {
+    const std::string found = !list.IsDefined() ? "nothing" : list.IsMap() ? "a map" : list.IsScalar() ? "'" + list.Scalar() + "'" : "null";
+    r.Fail(key, "expected a list such as [" + names.begin()->first + "], found " + found);
+  }
   uint32_t bits = 0;
   for (const YAML::Node& item : list) {
     const std::string name = item.IsScalar() ? item.Scalar() : std::string("(not a name)");
@@ -143,7 +146,10 @@ PerfRecipeTable LoadPerfRecipeSettings(const std::string& path) {
   yamlutil::MapReader top(root, t.file);
   top.Str("source");
   const YAML::Node list = top.Get("recipes");
-  if (!list.IsSequence()) top.Fail("recipes", "expected a list of recipe entries");
+  if (!list.IsSequence()) {
+    top.Fail("recipes", std::string("expected a list of recipe entries, found ") +
+                            (!list.IsDefined() ? "nothing" : list.IsMap() ? "a map" : list.IsScalar() ? "a scalar" : "null"));
+  }
   top.RejectUnknown();
   std::map<std::tuple<std::string, std::string, std::string, std::string, int64_t, bool>, int> seen;
   for (size_t i = 0; i < list.size(); ++i) {
