@@ -66,6 +66,10 @@ struct SystemSpec {
 /// Parses one GPU YAML held in `text` (`filename` for messages). Throws InputError.
 GpuSpec ParseGpu(const std::string& text, const std::string& filename);
 
+/// Throws InputError naming `--hwdb` unless `hwdb_dir` is empty (the embedded database) or a
+/// directory.
+void CheckHwdbDir(const std::string& hwdb_dir);
+
 /// Loads a system by name (hwdb/systems/NAME.yaml, from `hwdb_dir` if given, else the
 /// embedded database) or by path to a system YAML. The system's `gpu:` names a file of
 /// hwdb/gpus/ in the same database. Throws InputError for an unknown name (listing the

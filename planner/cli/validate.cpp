@@ -381,10 +381,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   option(std::isfinite(o.rank_seconds) && o.rank_seconds > 0 && o.rank_seconds <= 86400, "--rank-seconds",
          "seconds in (0, 86400]", o.rank_seconds);
   option(o.threads >= 0 && o.threads <= 1024, "--threads", "an integer in [0, 1024]", o.threads);
-  if (!o.hwdb.empty() && !std::filesystem::is_directory(o.hwdb)) {
-    throw InputError({o.hwdb, 0, 0}, "--hwdb", "expected a hardware database directory (with systems/ and gpus/), found " +
-                                                   std::string(std::filesystem::exists(o.hwdb) ? "a file" : "nothing"));
-  }
+  CheckHwdbDir(o.hwdb);
   if (std::filesystem::is_directory(o.runs)) {
     throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "expected a CSV file, found a directory");
   }

@@ -103,6 +103,13 @@ using hardware::GpuSearch;
 /// Loads a system by database name or by path; see hardware.hpp. For a path, the system's
 /// GPU is looked for in ../gpus/ next to the file, then in `hwdb_dir`/gpus if given, then in
 /// the embedded database. For a name, only the chosen database (hwdb_dir or embedded) is used.
+void CheckHwdbDir(const std::string& hwdb_dir) {
+  if (hwdb_dir.empty() || std::filesystem::is_directory(hwdb_dir)) return;
+  throw InputError({hwdb_dir, 0, 0}, "--hwdb",
+                   "expected a hardware database directory (with systems/ and gpus/), found " +
+                       std::string(std::filesystem::exists(hwdb_dir) ? "a file" : "nothing"));
+}
+
 SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir) {
   if (hardware::LooksLikePath(name_or_path)) {
     std::string text = data::ReadFileOrThrow(name_or_path);
@@ -114,10 +121,7 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
   }
   const std::string& name = name_or_path;
   if (!hwdb_dir.empty()) {
-    if (!std::filesystem::is_directory(hwdb_dir)) {
-      throw InputError({hwdb_dir, 0, 0}, "--hwdb", "expected a hardware database directory (with systems/ and gpus/), "
-                                                   "found " + std::string(std::filesystem::exists(hwdb_dir) ? "a file" : "nothing"));
-    }
+    CheckHwdbDir(hwdb_dir);
     std::string dir = hwdb_dir + "/systems";
     std::string path = dir + "/" + name + ".yaml";
     if (hardware::IsPlainName(name) && hardware::IsFile(path)) {
