@@ -292,14 +292,15 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const std::vector<double>& bound = list.bound;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
+  const size_t scan = std::min(n, kSeedScan);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(scan), order.end(),
+                    [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
   std::vector<char> done(n, 0);
   std::vector<size_t> seed_ids;
   size_t passed_over = 0;
   // The scan runs on one thread: it stops after kSeedScan subtrees (a request where nothing
   // fits leaves the rest to the parallel phase 2).
-  for (size_t j = 0; j < std::min(n, kSeedScan) && seed_ids.size() < kSeedSubtrees; ++j) {
+  for (size_t j = 0; j < scan && seed_ids.size() < kSeedSubtrees; ++j) {
     done[order[j]] = 1;
     if (cannot_fit(order[j])) {
       ++passed_over;
