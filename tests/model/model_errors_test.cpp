@@ -244,3 +244,12 @@ TEST_CASE("model load: presets and paths and unknown names") {
   CHECK(msg.find("cannot open") != npos);
   CHECK(LoadError("nothing.yaml").find("nothing.yaml") != npos);  // a path, not a preset
 }
+
+TEST_CASE("model errors: bytes that are not UTF-8 are shown escaped and UTF-8 is kept") {
+  const std::string bad = LoadError("llama\xff\xfe");
+  CHECK(bad.find("'llama\\xff\\xfe'") != npos);
+  const std::string accent = LoadError("llam\xc3\xa9");  // "llamé"
+  CHECK(accent.find("'llam\xc3\xa9'") != npos);
+  const std::string truncated = LoadError("llam\xc3");  // a lead byte without its continuation
+  CHECK(truncated.find("'llam\\xc3'") != npos);
+}
