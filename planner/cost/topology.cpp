@@ -54,6 +54,11 @@ struct Topology::Impl {
     }
   }
   int64_t E(Vertex a, Vertex b) const { return g[boost::edge(a, b, g).first].index; }
+  // The edge a-b, or -1 when there is none (a partial last node has GPUs on fewer rails).
+  int64_t EdgeOrNone(Vertex a, Vertex b) const {
+    const auto [e, found] = boost::edge(a, b, g);
+    return found ? g[e].index : -1;
+  }
 
   const std::vector<int64_t>& LeafPath(int64_t rail, int64_t pa, int64_t pb) const {
     const size_t key = size_t((rail * pods + pa) * pods + pb);
@@ -84,7 +89,10 @@ struct Topology::Impl {
     const Vertex ca = Nic(na, rail), cb = Nic(nb, rail);
     const Vertex la = Leaf(Pod(na), rail), lb = Leaf(Pod(nb), rail);
     double l = 0;
-    for (int64_t e : {E(ga, ca), E(ca, la)}) {
+    // GPU-NIC hops are skipped when a partial last node has no GPU on `rail` (worlds that are
+    // not whole nodes; the NIC-leaf hops still carry the traffic).
+    for (int64_t e : {EdgeOrNone(ga, ca), E(ca, la)}) {
+      if (e < 0) continue;
       load[e] += w;
       l += g[edges[e]].latency;
     }
@@ -92,7 +100,8 @@ struct Topology::Impl {
       load[e] += w;
       l += g[edges[e]].latency;
     }
-    for (int64_t e : {E(lb, cb), E(cb, gb)}) {
+    for (int64_t e : {E(lb, cb), EdgeOrNone(cb, gb)}) {
+      if (e < 0) continue;
       load[e] += w;
       l += g[edges[e]].latency;
     }

@@ -2,7 +2,12 @@
 // gets, computed by hand from the hwdb numbers and checked against the graph.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <utility>
+
 #include "cost/comm.hpp"
+#include "cost_fixtures.hpp"
+#include "meshplan/cost.hpp"
 #include "meshplan/topology.hpp"
 
 namespace meshplan {
@@ -94,4 +99,23 @@ TEST_CASE("topology: the cost model's link table is the graph's") {
 }
 
 }  // namespace
+}  // namespace meshplan
+
+namespace meshplan {
+
+TEST_CASE("topology: a world that is not whole nodes is priced without touching missing GPUs") {
+  // 12 GPUs of 8-GPU nodes: the second node has GPUs on rails 0-3 only. The CLI refuses such
+  // counts; the library must still price them (it used to index a GPU-NIC edge that does not
+  // exist). DP 12 runs a ring over both nodes: finite, positive bandwidth.
+  for (const auto& [system, gpus] : {std::pair<const char*, int64_t>{"dgx-h100", 12}, {"gb200-nvl72", 74}}) {
+    TrainSetup s = test::Setup(gpus, 4096, gpus * 4);
+    const CostModel cm(LoadModel("llama3.1-8b"), LoadSystem(system), s);
+    Layout l;
+    l.dp = gpus;
+    const Cost c = cm.Evaluate(l);
+    CHECK(std::isfinite(c.step_seconds));
+    CHECK(c.step_seconds > 0);
+  }
+}
+
 }  // namespace meshplan
