@@ -61,10 +61,6 @@ std::vector<std::string> SilentlyOff(const Layout& l) {
 
 // One YAML document of a recipe file: its first line (1-based) and its text, preceded by as
 // many empty lines as come before it in the file, so that the readers' line numbers are the file's.
-struct Document {
-  int first_line = 1;
-  std::string text;
-};
 
 // True if the line holds YAML content: not blank, not a comment, not a directive (%YAML).
 bool HasContent(const std::string& line) {
@@ -80,37 +76,6 @@ bool IsMarker(const std::string& line, const char* marker) {
 // Splits a YAML stream into its documents: a "---" line at column 0 starts one, a "..." line
 // ends one (YAML 1.2: both are markers wherever they stand at the start of a line, also inside
 // scalars). Documents with nothing but blank lines, comments and markers are left out.
-std::vector<Document> SplitDocuments(const std::string& text) {
-  std::vector<Document> docs;
-  Document cur;
-  bool content = false;
-  int line_no = 0;
-  auto close = [&](int next_first_line) {
-    if (content) docs.push_back(cur);
-    cur = Document{next_first_line, std::string(static_cast<size_t>(next_first_line - 1), '\n')};
-    content = false;
-  };
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
-    ++line_no;
-    if (IsMarker(line, "---")) {
-      close(line_no);
-      content = HasContent(line.substr(3));
-    } else if (IsMarker(line, "...")) {
-      cur.text += line + "\n";
-      close(line_no + 1);
-      continue;
-    } else {
-      content = content || HasContent(line);
-    }
-    cur.text += line + "\n";
-  }
-  close(line_no + 1);
-  return docs;
-}
 
 // Checks one recipe document; `label` names it in the first line of the verdict. Returns 0
 // valid, 1 invalid; throws InputError for an unusable document.
@@ -193,6 +158,38 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
 }
 
 }  // namespace
+
+std::vector<Document> SplitDocuments(const std::string& text) {
+  std::vector<Document> docs;
+  Document cur;
+  bool content = false;
+  int line_no = 0;
+  auto close = [&](int next_first_line) {
+    if (content) docs.push_back(cur);
+    cur = Document{next_first_line, std::string(static_cast<size_t>(next_first_line - 1), '\n')};
+    content = false;
+  };
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    ++line_no;
+    if (IsMarker(line, "---")) {
+      close(line_no);
+      content = HasContent(line.substr(3));
+    } else if (IsMarker(line, "...")) {
+      cur.text += line + "\n";
+      close(line_no + 1);
+      continue;
+    } else {
+      content = content || HasContent(line);
+    }
+    cur.text += line + "\n";
+  }
+  close(line_no + 1);
+  return docs;
+}
 
 int RunCheck(const CheckOptions& o) {
   const std::string text = data::ReadFileOrThrow(o.recipe);

@@ -125,6 +125,15 @@ std::string StopWarning(const PlanOptions& o, const PlanResult& result);
 /// --report and --emit-launch are refused. Exit 0 if every point has a layout, 1 if some
 /// point has none (--out still holds the points that have one).
 int RunSweep(const PlanOptions& o);
+/// One YAML document of a multi-document file: its first line in the file and its text,
+/// preceded by first_line - 1 newlines so that parser line numbers are the file's.
+struct Document {
+  int first_line = 1;
+  std::string text;
+};
+/// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
+/// only blank lines, comments and markers are left out.
+std::vector<Document> SplitDocuments(const std::string& text);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

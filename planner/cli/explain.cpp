@@ -164,7 +164,14 @@ int RunExplain(const ExplainOptions& o) {
   setup.headroom = o.headroom;
   Layout l;
   if (!o.recipe.empty()) {
-    const ParsedRecipe parsed = ParseAutoModelRecipe(data::ReadFileOrThrow(o.recipe), o.recipe, setup.num_gpus);
+    const std::string text = data::ReadFileOrThrow(o.recipe);
+    if (const size_t n = SplitDocuments(text).size(); n > 1) {
+      throw InputError({o.recipe, 0, 0}, "--recipe",
+                       "expected one recipe, found " + std::to_string(n) +
+                           " YAML documents (plan --out writes one per recipe): explain one at a time, or check them all "
+                           "with meshplan check");
+    }
+    const ParsedRecipe parsed = ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
     l = parsed.layout;
     setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed.global_batch;
     if (setup.global_batch <= 0) {
