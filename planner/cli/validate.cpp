@@ -466,11 +466,16 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
     if (r.skip.empty() && (r.setup.num_gpus % (z.tp * z.pp * z.cp) != 0)) r.skip = "sizes do not divide the GPUs";
-    if (!r.skip.empty()) {
+    // Counts a skipped row under `reason` and prints it with `shown` (the reason itself when
+    // empty).
+    auto skip_row = [&](const std::string& reason, const std::string& shown) {
       ++skipped;
-      ++skip_reasons[r.skip];
+      ++skip_reasons[reason];
       progress.Clear();
-      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), r.skip.c_str());
+      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), (shown.empty() ? reason : shown).c_str());
+    };
+    if (!r.skip.empty()) {
+      skip_row(r.skip, "");
       continue;
     }
     if (!models.count(r.preset)) models[r.preset] = LoadModel(r.preset);
@@ -478,11 +483,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     const ModelSpec& m = models[r.preset];
     const SystemSpec& sys = systems[r.system];
     if (const std::string problem = GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
-      r.skip = "GPU count: " + problem;
-      ++skipped;
-      ++skip_reasons["GPU count is not a whole number of nodes"];
-      progress.Clear();
-      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), r.skip.c_str());
+      skip_row("GPU count is not a whole number of nodes", "GPU count: " + problem);
       continue;
     }
     if (r.setup.precision == Precision::kFp4 && sys.gpu.fp4_flops <= 0) r.setup.precision = Precision::kFp8;
@@ -501,11 +502,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     {
       const RuleContext ctx{m, r.setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
       if (const Rule* broken = FirstFailure(ctx)) {
-        r.skip = std::string("layout breaks rule ") + broken->name;
-        ++skipped;
-        ++skip_reasons[r.skip];
-        progress.Clear();
-        std::fprintf(out, "%-52.52s skipped: %s: %s\n", r.label.c_str(), r.skip.c_str(), broken->explain(ctx).c_str());
+        const std::string reason = std::string("layout breaks rule ") + broken->name;
+        skip_row(reason, reason + ": " + broken->explain(ctx));
         continue;
       }
     }

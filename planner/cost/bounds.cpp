@@ -75,10 +75,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
     const double ep = double(l.ep);
     const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
-    const double copies = l.mb.token_dispatcher == MbDispatcher::kFlex
-                              ? cost::FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
-                              : double(m.experts_per_token);
-    bound += (full ? 6.0 : 4.0) * moe_layers * tokens / tp * copies * h * 2.0 * (ep - 1) / ep / link.busbw_bytes_per_s;
+    bound += (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 * (ep - 1) / ep / link.busbw_bytes_per_s;
   }
   return bound;
 }

@@ -128,9 +128,15 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& shared, int6
 /// recompute_num_layers per (virtual) stage out of the model's layers per stage (Megatron-Core
 /// transformer_block.py). 0 without full recompute.
 double MegatronFullRecomputeShare(const Layout& layout, const ModelSpec& model);
+/// MbRecomputeModule bits that selective recompute repeats: the layout's recompute_modules,
+/// Megatron-Core's default {core_attn} when none are given; 0 without selective recompute.
+uint32_t MegatronSelectiveModules(const Layout& layout);
 /// True when the attention core's forward runs again in backward: full recompute, or
-/// selective recompute whose modules include core_attn (Megatron-Core's default set).
+/// selective recompute whose modules include core_attn.
 bool MegatronRecomputesCore(const Layout& layout);
+/// Token copies one EP dispatch sends per token: FlexDispatchCopies with the flex dispatcher,
+/// top-k otherwise (alltoall sends one per routed expert).
+double DispatchCopies(const Layout& layout, const ModelSpec& model);
 /// Expected token copies one flex (DeepEP / HybridEP) dispatch sends: the number of distinct
 /// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
 /// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.

@@ -24,9 +24,18 @@ double MegatronFullRecomputeShare(const Layout& l, const ModelSpec& m) {
   return std::min(1.0, double(l.mb.recompute_num_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
 }
 
+uint32_t MegatronSelectiveModules(const Layout& l) {
+  if (l.recompute != Recompute::kSelective) return 0u;
+  return l.mb.recompute_modules != 0 ? l.mb.recompute_modules : uint32_t(kRecomputeCoreAttn);
+}
+
 bool MegatronRecomputesCore(const Layout& l) {
-  if (l.recompute == Recompute::kFull) return true;
-  return l.recompute == Recompute::kSelective && (l.mb.recompute_modules == 0 || (l.mb.recompute_modules & kRecomputeCoreAttn));
+  return l.recompute == Recompute::kFull || (MegatronSelectiveModules(l) & kRecomputeCoreAttn) != 0;
+}
+
+double DispatchCopies(const Layout& l, const ModelSpec& m) {
+  return l.mb.token_dispatcher == MbDispatcher::kFlex ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
+                                                      : double(m.experts_per_token);
 }
 
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
@@ -129,9 +138,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.tokens = t_mb * s.n_mb;
   s.full = l.recompute == Recompute::kFull;
   s.extra = MegatronFullRecomputeShare(l, m) / 3.0;
-  const uint32_t rm = l.recompute != Recompute::kSelective ? 0u
-                      : l.mb.recompute_modules != 0    ? l.mb.recompute_modules
-                                                       : uint32_t(kRecomputeCoreAttn);
+  const uint32_t rm = MegatronSelectiveModules(l);
   s.core_extra = s.full ? s.extra : MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
   {
     const FlopsPerToken& f = c.flops;
@@ -193,9 +200,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.cp_layer_mb = Pos(comm - core_layer_mb);
   }
   if (l.ep > 1 && m.is_moe()) {
-    s.a2a_copies = l.mb.token_dispatcher == MbDispatcher::kFlex
-                       ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
-                       : double(m.experts_per_token);
+    s.a2a_copies = DispatchCopies(l, m);
     const double a2a_bytes = t_mb / s.tp * s.a2a_copies * h * 2.0;
     const Group gep{l.ep, static_cast<int64_t>(s.etp)};
     s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
