@@ -58,6 +58,10 @@ struct ModelSpec {
   bool attention_sinks = false;      ///< one learned sink logit per head (GPT-OSS)
   int64_t sliding_window = 0;        ///< 0: none
   int64_t num_sliding_window_layers = 0;
+  /// rope_scaling.rope_type (transformers < 5; `type` in older configs) or
+  /// rope_parameters.rope_type (transformers >= 5): "yarn", "llama3", "linear", ...;
+  /// empty for plain RoPE (null, missing, or "default").
+  std::string rope_scaling_type;
 
   // Mixture of experts. num_experts == 0 means a dense model.
   int64_t num_experts = 0;              ///< routed experts per MoE layer

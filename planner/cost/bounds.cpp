@@ -56,10 +56,12 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   const double core_s = f.attn_core_flops / tp * (1 + e_core) / (gpu.bf16_flops * cost::kFlashAttentionEfficiency);
   const double mem_s_per_elem =
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
+  const cost::MegatronUnfused u = cost::MegatronUnfusedOps(m);
+  const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
   const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
-                             cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem;
+                             cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem + unfused_s;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
-                           core_s + cost::MegatronLayerElements(m, true, fp8) * mem_s_per_elem;
+                           core_s + cost::MegatronLayerElements(m, true, fp8) * mem_s_per_elem + unfused_s;
   double per_layer = dense_layer;
   if (m.is_moe()) per_layer = m.num_dense_layers > 0 ? std::min(dense_layer, moe_layer) : moe_layer;
   double bound = tokens * layers * per_layer;

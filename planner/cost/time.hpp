@@ -144,6 +144,28 @@ double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
 /// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
 double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);
+/// Whether Megatron-Core applies RoPE with Transformer Engine's fused kernel under
+/// Megatron-Bridge. Megatron-Bridge turns apply_rope_fusion off unless the model's
+/// position_embedding_type is "rope" (src/megatron/bridge/utils/fusions.py,
+/// validate_rope_fusion_compatibility, called by GPTModelProvider.provide in every release
+/// 25.09-26.08), and its HF conversion gives position_embedding_type "yarn" to models without
+/// MLA whose rope_scaling is YaRN (models/conversion/model_bridge.py; GPT-OSS sets it in
+/// gpt_oss_bridge.py / gpt_oss_provider.py); MLA models keep "rope" and pass YaRN as rope_type.
+/// So: false for a non-MLA model with rope_scaling_type "yarn", true otherwise.
+bool MegatronRopeFused(const ModelSpec& m);
+/// Whether the bias-dropout-add after the attention projection runs as one fused kernel:
+/// Megatron-Core's default (bias_dropout_fusion true), which Megatron-Bridge's GPT-OSS
+/// provider turns off (gpt_oss_provider.py up to 26.02, gpt_oss_bridge.py from 26.04:
+/// bias_dropout_fusion False).
+bool MegatronBiasDropoutFused(const ModelSpec& m);
+/// HBM elements per token (before the division by TP) and kernels of one decoder layer that
+/// the unfused paths above add to a fused layer, forward and backward separately.
+struct MegatronUnfused {
+  double fwd_elements = 0, bwd_elements = 0;
+  double kernels = 0;  ///< forward + backward, per layer per micro-batch (all in the attention block)
+};
+/// Counted op by op (time_megatron.cpp); zero when both paths are fused.
+MegatronUnfused MegatronUnfusedOps(const ModelSpec& m);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
 /// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;

@@ -78,6 +78,37 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
   return e;
 }
 
+bool MegatronRopeFused(const ModelSpec& m) { return m.mla || m.rope_scaling_type != "yarn"; }
+
+bool MegatronBiasDropoutFused(const ModelSpec& m) { return m.architecture != Architecture::kGptOss; }
+
+// Unfused RoPE (Megatron-Core models/common/embeddings/rope_utils.py,
+// _apply_rotary_pos_emb_bshd, called once for q and once for k), per element of the rotated
+// tensor, reads + writes:
+//   forward:  t·cos 2, -x2 of rotate_half 1, cat(-x2, x1) 2, ·sin 2, add 3, cat(t, t_pass) 2
+//             = 12 in 6 kernels, plus 6 small kernels making cos/sin (cos, sin, ·mscale, cast)
+//   backward: grad·sin 2, neg 1, cat of the chunk halves 2, grad·cos 2, sum of the two paths 3,
+//             the slice t[..., :rot_dim] (zeros + copy) 3 = 13 in 7 kernels
+// against 2 and 2 elements in one kernel each for TE's fused RoPE.
+// Unfused bias-dropout-add (megatron/core/fusions/fused_bias_dropout.py,
+// _bias_dropout_add_func) after the biased attention projection: x + bias 2h more than the
+// fused kernel's one pass (dropout with p = 0 returns its input), one more kernel; the
+// backward is the same. MoE layers return no MLP bias, so only the attention BDA changes.
+MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
+  MegatronUnfused u;
+  if (!MegatronRopeFused(m)) {
+    const double rotated = double(QDim(m) + KDim(m));
+    u.fwd_elements += (12.0 - 2.0) * rotated;
+    u.bwd_elements += (13.0 - 2.0) * rotated;
+    u.kernels += 2.0 * ((6.0 + 6.0 - 1.0) + (7.0 - 1.0));
+  }
+  if (!MegatronBiasDropoutFused(m) && m.attention_out_bias) {
+    u.fwd_elements += 2.0 * double(m.hidden_size);
+    u.kernels += 1.0;
+  }
+  return u;
+}
+
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
 ///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
 ///   gemm = FLOP / (peak(precision) · MAMF(precision) · GemmSizeFactor):
@@ -87,7 +118,9 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
 ///   attention = causal core FLOP / tp at kFlashAttentionEfficiency (x AttentionHeadDimFactor) of the BF16 peak
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
 ///   memory_bound = 3 · MegatronLayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
-///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp).
+///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp), plus
+///     the unfused RoPE and bias-dropout-add of models Megatron-Bridge runs unfused
+///     (MegatronUnfusedOps; their kernels count in the attention block).
 ///   kernels = M · (dense layers · kDenseLayerKernels
 ///                  + MoE layers · (kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert)),
 ///     the ones a CUDA graph replays (cuda_graph_impl full_iteration: all; transformer_engine:
@@ -165,24 +198,31 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.expert_rate = rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / s.etp);
   s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m));
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
-  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem;
-  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem : 0.0;
+  const MegatronUnfused unfused = MegatronUnfusedOps(m);
+  // Unfused paths: their forward runs again under full recompute (3·extra = the share).
+  const double unfused_s = gpu.hbm_bandwidth > 0 ? (unfused.fwd_elements * (1.0 + 3.0 * s.extra) + unfused.bwd_elements) *
+                                                       2.0 * s.tokens / s.tp / gpu.hbm_bandwidth
+                                                 : 0.0;
+  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
+  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
   {
     const double expert_kernels = double(m.num_experts) / s.ep * kGroupedGemmKernelsPerExpert;
+    const double attn_kernels = kAttnBlockKernels + unfused.kernels;
     double dense_graphed = 0.0, moe_graphed = 0.0;
     const uint32_t scope = l.mb.cuda_graph_scope;
     if (l.mb.cuda_graph == MbCudaGraph::kFullIteration ||
         (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine && scope == 0)) {
-      dense_graphed = kDenseLayerKernels;
-      moe_graphed = kMoeLayerKernels + expert_kernels;
+      dense_graphed = kDenseLayerKernels + unfused.kernels;
+      moe_graphed = kMoeLayerKernels + unfused.kernels + expert_kernels;
     } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
-      const double attn = (scope & kGraphAttn) ? kAttnBlockKernels : 0.0;
+      const double attn = (scope & kGraphAttn) ? attn_kernels : 0.0;
       dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
       moe_graphed = attn + ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
                     ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0);
     }
-    s.dense_layer_kernels = kDenseLayerKernels - (1.0 - kGraphedKernelShare) * dense_graphed;
-    s.moe_layer_kernels = kMoeLayerKernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
+    s.dense_layer_kernels = kDenseLayerKernels + unfused.kernels - (1.0 - kGraphedKernelShare) * dense_graphed;
+    s.moe_layer_kernels =
+        kMoeLayerKernels + unfused.kernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
   }
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth

@@ -3,7 +3,7 @@
 // Input rules (user-facing):
 //  * architectures[0] selects the architecture. meshplan YAML may instead write the single
 //    key `architecture: LlamaForCausalLM`; giving both is an error.
-//  * Keys meshplan does not need (rope_scaling, torch_dtype, bos_token_id, ...) are ignored,
+//  * Keys meshplan does not need (torch_dtype, bos_token_id, ...) are ignored,
 //    except a key within edit distance 2 of a key that was read (and not itself a known HF
 //    key): that is taken for a misspelling and rejected ("unknown key; did you mean ...").
 //  * Numbers must be unquoted; sizes are range-checked; MoE keys come all together (a dense
@@ -76,6 +76,23 @@ Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
   return *a;
 }
 
+/// The RoPE scaling type: rope_scaling (transformers < 5) or rope_parameters (>= 5), a map
+/// whose `rope_type` (older configs: `type`) names it. Plain RoPE ("default", a null or
+/// missing map) gives "". Only the name is read: the scaling factors change no parameter
+/// count, and the cost model needs only to know which RoPE kernel Megatron-Core runs.
+std::string ReadRopeScalingType(KeyReader& r) {
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!r.HasValue(key)) continue;
+    const YAML::Node n = r.Get(key);
+    if (!n.IsMap()) continue;
+    for (const char* k : {"rope_type", "type"}) {
+      const YAML::Node t = n[k];
+      if (t && t.IsScalar() && !t.Scalar().empty() && t.Scalar() != "default") return t.Scalar();
+    }
+  }
+  return "";
+}
+
 /// Keys every architecture has (LlamaConfig names; HF defaults noted where used).
 void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.hidden_size = r.Int("hidden_size", 1, kMaxHidden);
@@ -92,6 +109,7 @@ void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.max_position_embeddings = r.Int("max_position_embeddings", 1, kMaxPositions);
   s.tie_word_embeddings = r.Bool("tie_word_embeddings", false);
   s.intermediate_size = r.Int("intermediate_size", 1, kMaxWidth);
+  s.rope_scaling_type = ReadRopeScalingType(r);
 }
 
 /// head_dim if given (Qwen3, GPT-OSS, Mistral-Nemo), else hidden_size / num_attention_heads.

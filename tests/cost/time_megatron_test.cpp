@@ -56,6 +56,44 @@ TEST_CASE("megatron time: terms of one GPU worked by hand") {
   CHECK(b.compute == test::Rel(1.5 * 1.83267e-3 + 2.47449e-4 + 2.0 * 6.81105e-4 + 160 * 10e-6).epsilon(1e-4));
 }
 
+TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by hand") {
+  // Megatron-Bridge gives YaRN models without MLA position_embedding_type "yarn" and so turns
+  // RoPE fusion off; its GPT-OSS provider turns bias-dropout fusion off. MLA keeps "rope".
+  const ModelSpec oss = LoadModel("gpt-oss-120b");
+  const ModelSpec dsv3 = LoadModel("deepseek-v3");
+  CHECK_FALSE(cost::MegatronRopeFused(oss));
+  CHECK_FALSE(cost::MegatronBiasDropoutFused(oss));
+  CHECK(cost::MegatronRopeFused(dsv3));
+  CHECK(cost::MegatronBiasDropoutFused(dsv3));
+  CHECK(cost::MegatronRopeFused(test::TinyLlama()));
+  const cost::MegatronUnfused none = cost::MegatronUnfusedOps(test::TinyLlama());
+  CHECK(none.fwd_elements == 0.0);
+  CHECK(none.bwd_elements == 0.0);
+  CHECK(none.kernels == 0.0);
+  // GPT-OSS-120B: q = 64 heads x 64 = 4096, k = 8 x 64 = 512, h = 2880.
+  // RoPE: forward 12 - 2 = 10 element passes x 4608 = 46080, backward 13 - 2 = 11 x 4608 =
+  // 50688; bias-dropout-add after the biased o_proj: 2h = 5760 more in the forward.
+  // Kernels: per tensor 6 + 6 - 1 forward and 7 - 1 backward = 17, x2 tensors, + 1 BDA = 35.
+  const cost::MegatronUnfused u = cost::MegatronUnfusedOps(oss);
+  CHECK(u.fwd_elements == 46080.0 + 5760.0);
+  CHECK(u.bwd_elements == 50688.0);
+  CHECK(u.kernels == 35.0);
+  // A plain-RoPE copy of the model prices fewer HBM bytes and kernels, the GEMMs unchanged.
+  ModelSpec plain = oss;
+  plain.rope_scaling_type.clear();
+  plain.architecture = Architecture::kQwen3Moe;  // not GPT-OSS: bias-dropout fused
+  Layout l = MegatronLayout(1, 8);
+  l.ep = 8;
+  const TrainSetup setup = test::Setup(8, 4096, 8);
+  const cost::MegatronTerms a = Terms(oss, test::DgxH100(), setup, l);
+  const cost::MegatronTerms b = Terms(plain, test::DgxH100(), setup, l);
+  CHECK(a.gemm == test::Rel(b.gemm));
+  // 36 layers x 4096 tokens (mbs 1, one micro-batch per GPU) x (51840 + 50688) elements x
+  // 2 bytes / 3.35e12 B/s = 9.0273e-3 s more; 36 x 35 kernels more.
+  CHECK(a.memory_bound - b.memory_bound == test::Rel(36.0 * 4096 * (51840.0 + 50688.0) * 2 / 3.35e12).epsilon(1e-6));
+  CHECK(a.kernels - b.kernels == test::Rel(36.0 * 35.0).epsilon(1e-9));
+}
+
 TEST_CASE("megatron time: TP communication and its userbuffer overlap worked by hand") {
   // tp 4 on 4 GPUs with sequence parallel: 4 all-reduce volumes per layer per micro-batch
   // of T·h·2 = 4,194,304 bytes: 6 x 5 us + 4,194,304 x 6/4 / (450e9 x 0.8) = 4.747627e-5 s;

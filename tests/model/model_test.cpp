@@ -221,6 +221,26 @@ TEST_CASE("model count: tiny GPT-OSS (biases and sinks) and by hand") {
   CHECK(m.num_sliding_window_layers == 1);
 }
 
+TEST_CASE("model parse: the RoPE scaling type from rope_scaling or rope_parameters") {
+  const std::string base = R"("architectures": ["LlamaForCausalLM"], "hidden_size": 8, "num_hidden_layers": 2,
+    "num_attention_heads": 2, "intermediate_size": 16, "vocab_size": 10, "max_position_embeddings": 64)";
+  CHECK(ParseModel("{" + base + "}", "a.json").rope_scaling_type.empty());
+  CHECK(ParseModel("{" + base + R"(, "rope_scaling": null})", "b.json").rope_scaling_type.empty());
+  CHECK(ParseModel("{" + base + R"(, "rope_scaling": {"rope_type": "default"}})", "c.json").rope_scaling_type.empty());
+  CHECK(ParseModel("{" + base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 32.0}})", "d.json")
+            .rope_scaling_type == "yarn");
+  // older configs spell it `type`; transformers 5 moved the map to rope_parameters
+  CHECK(ParseModel("{" + base + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})", "e.json")
+            .rope_scaling_type == "linear");
+  CHECK(ParseModel("{" + base + R"(, "rope_parameters": {"rope_type": "llama3", "factor": 8.0}})", "f.json")
+            .rope_scaling_type == "llama3");
+  // the presets: GPT-OSS and DeepSeek-V3 are YaRN, Llama 3.1 is llama3, Llama 3 plain
+  CHECK(LoadModel("gpt-oss-120b").rope_scaling_type == "yarn");
+  CHECK(LoadModel("deepseek-v3").rope_scaling_type == "yarn");
+  CHECK(LoadModel("llama3.1-405b").rope_scaling_type == "llama3");
+  CHECK(LoadModel("llama3-70b").rope_scaling_type.empty());
+}
+
 TEST_CASE("model count: Qwen2 biases and Qwen3-MoE dense layers") {
   // Qwen2: q,k,v biased (a·d + 2·g·d = 8 + 8), o not: 192 + 16 = 208 per layer.
   ModelSpec q2 = ParseModel(R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 8,
