@@ -158,13 +158,25 @@ bool MegatronRopeFused(const ModelSpec& m);
 /// provider turns off (gpt_oss_provider.py up to 26.02, gpt_oss_bridge.py from 26.04:
 /// bias_dropout_fusion False).
 bool MegatronBiasDropoutFused(const ModelSpec& m);
+/// The eager ops that Megatron-Core runs in place of a fused kernel (broadcast multiplies and
+/// adds, negation of a strided half, concatenations) run further from the HBM peak than the
+/// typical elementwise kernel that the fitted memory_bound constant scales. Measured on H200
+/// (tools/measure/unfused.py, tests/data/measured/h200_unfused.jsonl, GPT-OSS shapes, 4 x 4096
+/// tokens): the eager RoPE on q, forward + backward, at 2.65x the ideal time of its 25 counted
+/// passes, i.e. 1.79x the median 1.48x of the single elementwise kernels of
+/// tests/data/measured/h200_kernels.jsonl; the bias add of the unfused bias-dropout-add at
+/// 2.01x (dropout with p = 0 launches nothing). The constant is the RoPE's ratio, which carries
+/// most of the bytes (a test keeps it equal to the data). Applied to the unfused paths' extra
+/// elements.
+inline constexpr double kEagerOpSlowdown = 1.79;
 /// HBM elements per token (before the division by TP) and kernels of one decoder layer that
 /// the unfused paths above add to a fused layer, forward and backward separately.
 struct MegatronUnfused {
   double fwd_elements = 0, bwd_elements = 0;
   double kernels = 0;  ///< forward + backward, per layer per micro-batch (all in the attention block)
 };
-/// Counted op by op (time_megatron.cpp); zero when both paths are fused.
+/// Counted op by op (time_megatron.cpp), the eager passes weighted by kEagerOpSlowdown;
+/// zero when both paths are fused.
 MegatronUnfused MegatronUnfusedOps(const ModelSpec& m);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);

@@ -89,21 +89,23 @@ bool MegatronBiasDropoutFused(const ModelSpec& m) { return m.architecture != Arc
 //             = 12 in 6 kernels, plus 6 small kernels making cos/sin (cos, sin, ·mscale, cast)
 //   backward: grad·sin 2, neg 1, cat of the chunk halves 2, grad·cos 2, sum of the two paths 3,
 //             the slice t[..., :rot_dim] (zeros + copy) 3 = 13 in 7 kernels
-// against 2 and 2 elements in one kernel each for TE's fused RoPE.
+// against 2 and 2 elements in one kernel each for TE's fused RoPE. The eager passes are
+// weighted by kEagerOpSlowdown (measured), the fused ones not.
 // Unfused bias-dropout-add (megatron/core/fusions/fused_bias_dropout.py,
 // _bias_dropout_add_func) after the biased attention projection: x + bias 2h more than the
-// fused kernel's one pass (dropout with p = 0 returns its input), one more kernel; the
-// backward is the same. MoE layers return no MLP bias, so only the attention BDA changes.
+// fused kernel's one pass (dropout with p = 0 returns its input, measured), one more
+// kernel, weighted by kEagerOpSlowdown; the backward is the same (measured). MoE layers return no MLP bias, so only the attention BDA changes.
 MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
   MegatronUnfused u;
   if (!MegatronRopeFused(m)) {
     const double rotated = double(QDim(m) + KDim(m));
-    u.fwd_elements += (12.0 - 2.0) * rotated;
-    u.bwd_elements += (13.0 - 2.0) * rotated;
+    // The fused kernel's passes run at the typical rate; the eager ones are slower.
+    u.fwd_elements += (12.0 * kEagerOpSlowdown - 2.0) * rotated;
+    u.bwd_elements += (13.0 * kEagerOpSlowdown - 2.0) * rotated;
     u.kernels += 2.0 * ((6.0 + 6.0 - 1.0) + (7.0 - 1.0));
   }
   if (!MegatronBiasDropoutFused(m) && m.attention_out_bias) {
-    u.fwd_elements += 2.0 * double(m.hidden_size);
+    u.fwd_elements += 2.0 * kEagerOpSlowdown * double(m.hidden_size);
     u.kernels += 1.0;
   }
   return u;

@@ -257,4 +257,48 @@ TEST_CASE("megatron runtime: a Megatron-Bridge recipe's recompute modules and CU
   }
 }
 
+TEST_CASE("megatron runtime: the eager-op slowdown is the measured ratio to the median elementwise kernel") {
+  // tools/measure/unfused.py: the eager RoPE on GPT-OSS q (64 heads x 64, 4 x 4096 tokens),
+  // forward + backward, against its 12 + 13 counted passes at the 4.8 TB/s HBM peak of H200;
+  // tools/measure/kernels.py: the elementwise kernels' bytes at the same peak, median.
+  const double peak = 4.8e12;
+  std::string line;
+  std::ifstream unfused(test::kMeasuredDir + "h200_unfused.jsonl");
+  REQUIRE(unfused.good());
+  std::getline(unfused, line);  // environment
+  double rope = 0, bda_unfused = 0, bda_floor = 0, dropout = -1;
+  while (std::getline(unfused, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("batch") != 4) continue;
+    const double ideal_pass = j.at("elements").get<double>() * 2.0 / peak;
+    const double passes = j.at("seconds").get<double>() / ideal_pass;
+    const bool fwd = j.at("pass") == "forward";
+    if (j.at("kind") == "rope_unfused" && j.at("tensor") == "q" && !fwd) rope = passes / 25.0;
+    if (j.at("kind") == "bda_unfused" && fwd) bda_unfused = passes;
+    if (j.at("kind") == "bda_fused_floor" && fwd) bda_floor = passes;
+    if (j.at("kind") == "dropout_p0") dropout = passes;
+  }
+  std::ifstream kernels(test::kMeasuredDir + "h200_kernels.jsonl");
+  REQUIRE(kernels.good());
+  std::getline(kernels, line);
+  std::vector<double> slowdowns;
+  while (std::getline(kernels, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("kind") == "elementwise") slowdowns.push_back(peak / (j.at("gbps").get<double>() * 1e9));
+  }
+  REQUIRE(slowdowns.size() == 20);
+  std::sort(slowdowns.begin(), slowdowns.end());
+  const double median = 0.5 * (slowdowns[9] + slowdowns[10]);
+  CHECK(median == doctest::Approx(1.48).epsilon(0.01));
+  CHECK(rope == doctest::Approx(2.65).epsilon(0.01));
+  CHECK(cost::kEagerOpSlowdown == doctest::Approx(rope / median).epsilon(0.01));
+  // The unfused bias-dropout-add: dropout at p = 0 moves no data (under a fifth of a pass), and
+  // the bias add's 2 counted passes run at 2.01x the median, within 15% of the constant.
+  CHECK(dropout >= 0.0);
+  CHECK(dropout < 0.2);
+  const double bias_add = (bda_unfused - bda_floor) / 2.0 / median;
+  CHECK(bias_add == doctest::Approx(2.01).epsilon(0.01));
+  CHECK(bias_add == doctest::Approx(cost::kEagerOpSlowdown).epsilon(0.15));
+}
+
 }  // namespace meshplan

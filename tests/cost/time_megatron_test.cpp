@@ -71,12 +71,14 @@ TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by
   CHECK(none.bwd_elements == 0.0);
   CHECK(none.kernels == 0.0);
   // GPT-OSS-120B: q = 64 heads x 64 = 4096, k = 8 x 64 = 512, h = 2880.
-  // RoPE: forward 12 - 2 = 10 element passes x 4608 = 46080, backward 13 - 2 = 11 x 4608 =
-  // 50688; bias-dropout-add after the biased o_proj: 2h = 5760 more in the forward.
+  // RoPE: forward 12 x 1.79 - 2 = 19.48 weighted element passes x 4608 = 89763.84,
+  // backward 13 x 1.79 - 2 = 21.27 x 4608 = 98012.16; bias-dropout-add after the biased
+  // o_proj: 2h x 1.79 = 10310.4 more in the forward.
   // Kernels: per tensor 6 + 6 - 1 forward and 7 - 1 backward = 17, x2 tensors, + 1 BDA = 35.
+  REQUIRE(cost::kEagerOpSlowdown == 1.79);
   const cost::MegatronUnfused u = cost::MegatronUnfusedOps(oss);
-  CHECK(u.fwd_elements == 46080.0 + 5760.0);
-  CHECK(u.bwd_elements == 50688.0);
+  CHECK(u.fwd_elements == test::Rel(89763.84 + 10310.4));
+  CHECK(u.bwd_elements == test::Rel(98012.16));
   CHECK(u.kernels == 35.0);
   // A plain-RoPE copy of the model prices fewer HBM bytes and kernels, the GEMMs unchanged.
   ModelSpec plain = oss;
@@ -88,9 +90,9 @@ TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by
   const cost::MegatronTerms a = Terms(oss, test::DgxH100(), setup, l);
   const cost::MegatronTerms b = Terms(plain, test::DgxH100(), setup, l);
   CHECK(a.gemm == test::Rel(b.gemm));
-  // 36 layers x 4096 tokens (mbs 1, one micro-batch per GPU) x (51840 + 50688) elements x
-  // 2 bytes / 3.35e12 B/s = 9.0273e-3 s more; 36 x 35 kernels more.
-  CHECK(a.memory_bound - b.memory_bound == test::Rel(36.0 * 4096 * (51840.0 + 50688.0) * 2 / 3.35e12).epsilon(1e-6));
+  // 36 layers x 4096 tokens (mbs 1, one micro-batch per GPU) x (100074.24 + 98012.16)
+  // elements x 2 bytes / 3.35e12 B/s = 1.74295e-2 s more; 36 x 35 kernels more.
+  CHECK(a.memory_bound - b.memory_bound == test::Rel(36.0 * 4096 * (100074.24 + 98012.16) * 2 / 3.35e12).epsilon(1e-6));
   CHECK(a.kernels - b.kernels == test::Rel(36.0 * 35.0).epsilon(1e-9));
 }
 
