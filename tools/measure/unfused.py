@@ -34,18 +34,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-
-def timed(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / iters
+from kernels import timed  # same folder: CUDA-event mean of `iters` calls after `warmup`
 
 
 def rotate_half(x):
