@@ -67,7 +67,9 @@ struct ExplainOptions {
   long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
   long long layers_per_stage = 0;
   bool sequence_parallel = false;
-  std::string precision = "bf16", automodel_version = "0.5", memory_profile = "pytorch";
+  // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
+  // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).
+  std::string precision, automodel_version = "0.5", mbridge_version = "main", memory_profile;
   bool fp32_params = false, defer_fsdp_grad_sync = false;
   double headroom = 0.10;
 };

@@ -1,6 +1,8 @@
-// `meshplan explain`: one AutoModel layout (from flags or an AutoModel recipe) -> the rules it
-// breaks, its memory per GPU term by term (per PP stage where stages differ) and its step
-// time term by term. Exit 0 valid and fits, 1 breaks a rule or does not fit, 2 bad input.
+// `meshplan explain`: one layout (from AutoModel flags, an AutoModel recipe or a Megatron-Bridge
+// override recipe) -> the rules it breaks, its memory per GPU term by term (per PP stage where
+// stages differ) and its step time term by term (for Megatron-Bridge also the compute term's
+// GEMM / attention / HBM-bound / launch split). Exit 0 valid and fits, 1 breaks a rule or does
+// not fit, 2 bad input.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/validate_fit.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
@@ -22,7 +25,8 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->required();
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
-  CLI::Option* recipe = cmd->add_option("--recipe", o.recipe, "AutoModel recipe YAML giving the layout");
+  CLI::Option* recipe = cmd->add_option(
+      "--recipe", o.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
   const std::vector<CLI::Option*> layout = {
       cmd->add_option("--strategy", o.strategy, "fsdp2, megatron_fsdp or ddp (default fsdp2)")
           ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"})),
@@ -41,11 +45,15 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
           ->check(CLI::IsMember({"none", "selective", "full"})),
   };
   for (CLI::Option* opt : layout) recipe->excludes(opt);
-  cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's, else bf16)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
       ->check(CLI::IsMember({"0.5", "0.4"}));
+  cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
+      ->check(CLI::IsMember({"main", "core0.15"}));
   cmd->add_option("--memory-profile", o.memory_profile,
-                  "pytorch (AutoModel, measured), megatron (Megatron-LM estimate) or megatron-bridge (its variant)")
+                  "pytorch (AutoModel, measured), megatron (Megatron-LM estimate) or megatron-bridge (its variant); "
+                  "default: pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes")
       ->check(CLI::IsMember({"pytorch", "megatron", "megatron-bridge"}));
   cmd->add_flag("--fp32-params", o.fp32_params, "model loaded in fp32 (default bf16, AutoModel torch_dtype: bf16)");
   cmd->add_flag("--defer-fsdp-grad-sync", o.defer_fsdp_grad_sync,
@@ -154,6 +162,16 @@ void PrintTime(const Cost& c) {
               recipe::Fixed(c.model_tflops_per_gpu, 1).c_str(), Pct(c.mfu, 1.0).c_str());
 }
 
+void PrintMegatronCompute(const MegatronComputeSplit& c, double compute) {
+  std::printf("compute of the slowest rank (Megatron-Core time model, the system's fitted constants):\n");
+  const std::pair<const char*, double> rows[] = {
+      {"GEMMs", c.gemm}, {"attention core", c.attention}, {"HBM-bound kernels", c.memory_bound},
+      {"kernel launches", c.kernels}};
+  for (const auto& [name, v] : rows) {
+    std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, compute).c_str());
+  }
+}
+
 }  // namespace
 
 int RunExplain(const ExplainOptions& o) {
@@ -162,7 +180,9 @@ int RunExplain(const ExplainOptions& o) {
   setup.seq_len = Count(o.seq_len, "--seq-len", 1LL << 24);
   setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   setup.headroom = o.headroom;
+  const ModelSpec model = LoadModel(o.model);
   Layout l;
+  bool megatron = false;
   if (!o.recipe.empty()) {
     const std::string text = data::ReadFileOrThrow(o.recipe);
     if (const size_t n = SplitDocuments(text).size(); n > 1) {
@@ -171,12 +191,17 @@ int RunExplain(const ExplainOptions& o) {
                            " YAML documents (plan --out writes one per recipe): explain one at a time, or check them all "
                            "with meshplan check");
     }
-    const ParsedRecipe parsed = ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
+    megatron = IsMegatronRecipe(text, o.recipe);
+    const ParsedRecipe parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
+                                         : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
     l = parsed.layout;
+    if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers);
+    if (o.precision.empty() && parsed.precision_set) setup.precision = parsed.precision;
     setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed.global_batch;
     if (setup.global_batch <= 0) {
       throw InputError({"<command line>", 0, 0}, "--global-batch",
-                       "required: the recipe sets no step_scheduler.global_batch_size");
+                       std::string("required: the recipe sets no ") +
+                           (megatron ? "train.global_batch_size" : "step_scheduler.global_batch_size"));
     }
   } else {
     if (o.global_batch == 0) throw InputError({"<command line>", 0, 0}, "--global-batch", "required without --recipe");
@@ -184,23 +209,27 @@ int RunExplain(const ExplainOptions& o) {
     l = LayoutFromFlags(o, setup.num_gpus);
   }
   setup.global_batch = Count(setup.global_batch, "--global-batch", 1LL << 30);
-  const ModelSpec model = LoadModel(o.model);
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
   CheckGpuCount(system, setup.num_gpus);
+  const std::string profile = !o.memory_profile.empty() ? o.memory_profile : megatron ? "megatron-bridge" : "pytorch";
   MemoryOptions mo;
-  mo.profile = o.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
-  mo.megatron_bridge_estimator = o.memory_profile == "megatron-bridge";
+  mo.profile = profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
+  mo.megatron_bridge_estimator = profile == "megatron-bridge";
   mo.fp32_params = o.fp32_params;
   mo.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync;
 
-  std::cout << "meshplan explain: " << model.name << " on " << setup.num_gpus << " GPUs of " << system.name << " ("
-            << system.gpu.display_name << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch
-            << ", " << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
+  const Framework framework = megatron ? Framework::kMegatronBridge : Framework::kAutoModel;
+  std::cout << "meshplan explain: " << (megatron ? "Megatron-Bridge" : "AutoModel") << " layout, " << model.name
+            << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name
+            << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
+            << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
   const AutoModelVersion version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
-  RuleContext ctx{model, setup, l, version, MBridgeVersion::kMain, &system};
+  const MBridgeVersion mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
+  RuleContext ctx{model, setup, l, version, mb_version, &system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
   if (failures.empty()) {
-    std::cout << "rules: valid (passes all " << RulesFor(Framework::kAutoModel).size() << " AutoModel rules)\n";
+    std::cout << "rules: valid (passes all " << RulesFor(framework).size() << " "
+              << (megatron ? "Megatron-Bridge" : "AutoModel") << " rules)\n";
   } else {
     std::cout << "rules: INVALID, " << failures.size() << " rule" << (failures.size() > 1 ? "s" : "") << " broken\n";
     for (const Rule* r : failures) std::cout << "  " << r->name << ": " << r->explain(ctx) << "\n    source: " << r->source << "\n";
@@ -215,9 +244,13 @@ int RunExplain(const ExplainOptions& o) {
   const CostModel cm(model, system, setup, mo);
   const Cost c = cm.Evaluate(l);
   std::cout << "\n";
-  PrintMemory(cm.RankMemories(l), c, o.memory_profile.c_str());
+  PrintMemory(cm.RankMemories(l), c, profile.c_str());
   std::cout << "\n";
   PrintTime(c);
+  if (megatron) {
+    std::cout << "\n";
+    PrintMegatronCompute(SplitMegatronCompute(model, system, setup, l), c.time.compute);
+  }
   const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
   std::cout << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
                                : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory")

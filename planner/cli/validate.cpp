@@ -29,7 +29,6 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
-#include "cost/time.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/rules.hpp"
 #include "recipe/perf_settings.hpp"
@@ -606,15 +605,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                    cost.memory.logits / kGiB, cost.memory.buffers / kGiB,
                    (cost.memory.workspace + cost.memory.overhead) / kGiB);
       if (mbridge) {
-        // The compute term of the slowest pipeline rank, split as MegatronTime scales it.
-        const FitRow terms = MakeFitRow(m, sys, r.setup, l, 0.0);
-        const MegatronTimeFit& fit = sys.megatron_fit;
+        const MegatronComputeSplit c = SplitMegatronCompute(m, sys, r.setup, l);
         std::fprintf(out,
                      "    compute ms: gemm %.1f + attention %.1f + memory-bound %.1f + kernel launches %.1f "
                      "(bubble fraction %.3f)\n",
-                     1e3 * cost::MegatronGemmFactor(fit, r.setup.precision) * terms.gemm, 1e3 * terms.attention,
-                     1e3 * fit.memory_bound * terms.memory_bound, 1e3 * fit.kernel_overhead * terms.kernels,
-                     terms.bubble_fraction);
+                     1e3 * c.gemm, 1e3 * c.attention, 1e3 * c.memory_bound, 1e3 * c.kernels, c.bubble_fraction);
       }
     }
   }

@@ -131,6 +131,14 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
   return row;
 }
 
+MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+                                          const Layout& layout) {
+  const FitRow t = MakeFitRow(model, system, setup, layout, 0.0);
+  const MegatronTimeFit& fit = system.megatron_fit;
+  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
+                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
+}
+
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
   const double compute = cost::MegatronGemmFactor(fit, row.precision) * row.gemm + row.attention +
                          fit.memory_bound * row.memory_bound + fit.kernel_overhead * row.kernels;

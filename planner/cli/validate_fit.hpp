@@ -26,6 +26,15 @@ struct FitRow {
 FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
                   double published_step);
 
+/// The compute term of a Megatron-Bridge layout's slowest pipeline rank, split as MegatronTime
+/// scales it with the system's fitted constants (seconds per step): GEMMs, attention core,
+/// HBM-bound kernels, kernel launches; and the rank's bubble fraction (bubble / compute).
+struct MegatronComputeSplit {
+  double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
+};
+MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+                                          const Layout& layout);
+
 /// Predicted step time of `row` under `fit` (MegatronTime of its terms).
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit);
 

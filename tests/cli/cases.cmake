@@ -216,6 +216,15 @@ meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware datab
 # A tp that does not divide the GPU count: the message says why dp cannot be inferred.
 meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+# A Megatron-Bridge recipe: its rules, the megatron-bridge memory profile and the compute split.
+meshplan_cli_case(explain_mbridge_recipe 1 "Megatron-Bridge layout, llama3-70b" "tp4 pp4 vpp5 cp2" "global batch 512"
+  "passes all [0-9]+ Megatron-Bridge rules" "megatron-bridge profile" "GEMMs +[0-9.]+ s" "kernel launches"
+  "does NOT fit"
+  -- ${MP} explain --model llama3-70b --system dgx-h100 --gpus 32 --seq-len 8192
+     --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml)
+meshplan_cli_case(explain_mbridge_broken 1 "rules: INVALID" "mb_world_divisible_by_etp_ep_pp" "set expert_tensor_parallel_size: 1"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096
+     --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_broken_qwen3_30b_moe.yaml)
 # calibrate on measurements that cover only some constants: each is labelled fitted (from how
 # many measurements) or kept at the base system's value, with the reason.
 meshplan_cli_case(calibrate_gemm_only 0

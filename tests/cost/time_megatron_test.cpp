@@ -96,6 +96,25 @@ TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by
   CHECK(a.kernels - b.kernels == test::Rel(36.0 * 35.0).epsilon(1e-9));
 }
 
+TEST_CASE("megatron time: the compute split of the slowest rank sums to the cost model's compute") {
+  // Qwen3-30B-A3B, pp 2 (the head rank is slower), ep 4, on 8 H100; the system's fit applied.
+  const ModelSpec m = test::Qwen3_30B_A3B();
+  const SystemSpec sys = LoadSystem("dgx-h100");
+  Layout l = MegatronLayout(1, 8);
+  l.pp = 2;
+  l.dp = 4;
+  l.ep = 4;
+  const TrainSetup setup = test::Setup(8, 4096, 64);
+  const Cost c = CostModel(m, sys, setup).Evaluate(l);
+  const cli::MegatronComputeSplit split = cli::SplitMegatronCompute(m, sys, setup, l);
+  CHECK(split.gemm > 0);
+  CHECK(split.attention > 0);
+  CHECK(split.memory_bound > 0);
+  CHECK(split.kernels > 0);
+  CHECK(split.gemm + split.attention + split.memory_bound + split.kernels == test::Rel(c.time.compute));
+  CHECK(split.bubble_fraction * c.time.compute == test::Rel(c.time.bubble));
+}
+
 TEST_CASE("megatron time: TP communication and its userbuffer overlap worked by hand") {
   // tp 4 on 4 GPUs with sequence parallel: 4 all-reduce volumes per layer per micro-batch
   // of T·h·2 = 4,194,304 bytes: 6 x 5 us + 4,194,304 x 6/4 / (450e9 x 0.8) = 4.747627e-5 s;
