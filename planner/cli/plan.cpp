@@ -187,12 +187,6 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
   req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   req.top_n = static_cast<int>(CheckedCount(o.top, "--top", 1000));
   req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
-  if (!o.strategies.empty() && req.framework == Framework::kMegatronBridge) {
-    throw InputError({"<command line>", 0, 0}, "--strategy",
-                     "expected no --strategy with --framework megatron-bridge (it searches DDP with and without the "
-                     "distributed optimizer, Megatron FSDP and torch FSDP2 itself), found " +
-                         std::to_string(o.strategies.size()) + " value(s)");
-  }
   if (!o.strategies.empty()) {
     req.strategies.clear();
     for (const std::string& s : o.strategies) req.strategies.push_back(ParseStrategy(s));

@@ -90,6 +90,8 @@ class MegatronSpace : public Space {
         for (int64_t etp : {int64_t{0}, int64_t{1}}) {
           if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
           for (const Flavour& f : kFlavours) {
+            const Strategy st = f.mfsdp ? Strategy::kMegatronFsdp : f.fsdp2 ? Strategy::kFsdp2 : Strategy::kDdp;
+            if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
             Layout l;
             l.framework = Framework::kMegatronBridge;
             l.tp = tp;

@@ -216,6 +216,10 @@ meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware datab
 # A tp that does not divide the GPU count: the message says why dp cannot be inferred.
 meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+# --strategy restricts the Megatron-Bridge search as it does AutoModel's.
+meshplan_cli_case(plan_mbridge_strategy 0 "^1 +megatron_fsdp" "^5 +megatron_fsdp" "!^[0-9]+ +ddp"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256
+     --framework megatron-bridge --strategy megatron_fsdp --top 5)
 # A Megatron-Bridge recipe: its rules, the megatron-bridge memory profile and the compute split.
 meshplan_cli_case(explain_mbridge_recipe 1 "Megatron-Bridge layout, llama3-70b" "tp4 pp4 vpp5 cp2" "global batch 512"
   "passes all [0-9]+ Megatron-Bridge rules" "megatron-bridge profile" "GEMMs +[0-9.]+ s" "kernel launches"
