@@ -53,7 +53,9 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   const MegatronTimeFit& fit = sys.megatron_fit;
   const double gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /
                                  (cost::PeakFlops(gpu, setup.precision) * cost::MatmulEfficiency(gpu, setup.precision));
-  const double core_s = f.attn_core_flops / tp * (1 + e_core) / (gpu.bf16_flops * cost::kFlashAttentionEfficiency);
+  const double core_s = f.attn_core_flops / tp * (1 + e_core) /
+                        (gpu.bf16_flops * cost::kFlashAttentionEfficiency *
+                         cost::AttentionLengthFactor(setup.seq_len, l.cp));
   const double mem_s_per_elem =
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
   const cost::MegatronUnfused u = cost::MegatronUnfusedOps(m);

@@ -15,6 +15,15 @@ double AttentionHeadDimFactor(int64_t head_dim) {
   return kAt64 + (1.0 - kAt64) * double(head_dim - 64) / 64.0;
 }
 
+double AttentionLengthFactor(int64_t seq_len, int64_t cp) {
+  auto rate = [](double length, double k) { return length > 0 ? length / (length + k) : 1.0; };
+  const double ref = rate(8192.0, kAttnCausalK);
+  const double s = double(std::max<int64_t>(1, seq_len));
+  if (cp <= 1) return rate(s, kAttnCausalK) / ref;
+  const double n = double(cp), diag = 1.0 / n;
+  return 1.0 / (diag * ref / rate(s / n, kAttnCausalK) + (1.0 - diag) * ref / rate(s / (2.0 * n), kAttnFullK));
+}
+
 double GemmSizeFactor(double tokens, double width) {
   const double ft = tokens > 0 ? tokens / (tokens + kGemmTokensK0) : 1.0;
   const double fw = width > 0 ? width / (width + kGemmWidthK0) : 1.0;

@@ -54,6 +54,24 @@ inline constexpr double kFlashAttentionEfficiency = 0.52;
 /// 4096 tokens (0.796) and 355 / 433 at 8192 (0.820); the mean. Smaller heads do fewer FLOP
 /// per byte of Q, K, V loaded and per softmax step.
 double AttentionHeadDimFactor(int64_t head_dim);
+/// Rate of the fused attention core (cuDNN / flash) over `seq_len`-token sequences split over
+/// `cp` context-parallel ranks, against its rate on one causal 8192-token sequence (1 there).
+/// A query tile streams L/T key tiles and pays a fixed prologue, epilogue and rescaling, and
+/// causal attention also a half-wasted diagonal tile, so the achieved rate is about
+/// L/(L + K): K = kAttnCausalK for causal attention of length L, kAttnFullK for a block of L
+/// keys with no mask. Without CP: causal over seq_len. With Transformer Engine's P2P ring
+/// (load-balanced, 2·cp chunks), a rank's share 1/cp of its core runs causal over seq/cp
+/// tokens (the diagonal step), the rest as unmasked blocks of seq/(2·cp) keys; the times add.
+/// Dimensionless; > 1 above 8192 tokens.
+double AttentionLengthFactor(int64_t seq_len, int64_t cp);
+/// K of AttentionLengthFactor, tokens. Measured on H200 with PyTorch's cuDNN attention (the
+/// fused attention Transformer Engine runs), BF16, head dim 128, 32 heads, 32768 tokens per
+/// call, forward + backward (tools/measure/attn_len.py, tests/data/measured/h200_attn_len.jsonl):
+/// causal 317 TFLOP/s at 1024 tokens and 464 at 16384 give K = 520; unmasked 414 at 1024 and
+/// 476 at 8192 give K = 178 (two-point solutions; a test keeps them equal to the data and checks
+/// every point from 512 tokens within 10%).
+inline constexpr double kAttnCausalK = 520.0;
+inline constexpr double kAttnFullK = 178.0;
 /// Bytes per logit of the fused cross-entropy forward + backward on the lm_head rank: read
 /// the BF16 logits, write FP32 softmax statistics and BF16 gradients (2 + 4 + 4 + 2 + 4).
 inline constexpr double kCrossEntropyBytesPerLogit = 16.0;

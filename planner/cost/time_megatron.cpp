@@ -117,7 +117,8 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     linear layers (attention projections, dense MLP, shared experts) and lm_head / tp;
 ///     routed experts / tp (sequence parallel gives each TP rank T/tp tokens to route, or
 ///     expert-TP splits the expert width); tokens per local expert T·k·ep·etp/(tp·E).
-///   attention = causal core FLOP / tp at kFlashAttentionEfficiency (x AttentionHeadDimFactor) of the BF16 peak
+///   attention = causal core FLOP / tp at kFlashAttentionEfficiency (x AttentionHeadDimFactor x
+///     AttentionLengthFactor(seq_len, cp): shorter sequences and CP ring chunks run slower) of the BF16 peak
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
 ///   memory_bound = 3 · MegatronLayerElements · 2 bytes · T·M / tp / HBM bandwidth, plus the fused
 ///     cross-entropy on the lm_head rank (kCrossEntropyBytesPerLogit per logit / tp), plus
@@ -198,7 +199,8 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * s.ep * s.etp / (s.tp * double(m.num_experts)) : t_mb;
   s.linear_rate = rate * GemmSizeFactor(t_mb, h / s.tp);
   s.expert_rate = rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / s.etp);
-  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m));
+  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
+                AttentionLengthFactor(c.setup.seq_len, l.cp);
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
   const MegatronUnfused unfused = MegatronUnfusedOps(m);
   // Unfused paths: their forward runs again under full recompute (3·extra = the share).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -299,6 +300,36 @@ TEST_CASE("megatron runtime: the eager-op slowdown is the measured ratio to the 
   const double bias_add = (bda_unfused - bda_floor) / 2.0 / median;
   CHECK(bias_add == doctest::Approx(2.01).epsilon(0.01));
   CHECK(bias_add == doctest::Approx(cost::kEagerOpSlowdown).epsilon(0.15));
+}
+
+TEST_CASE("megatron runtime: the attention length constants are the measured cuDNN rates") {
+  // tools/measure/attn_len.py: cuDNN attention, forward + backward TFLOP/s at 32768 tokens per
+  // call. K from two points, rate1/rate2 = r = [L1/(L1+K)]/[L2/(L2+K)]:
+  // K = L1·L2·(1 − r)/(r·L2 − L1).
+  std::ifstream in(test::kMeasuredDir + "h200_attn_len.jsonl");
+  REQUIRE(in.good());
+  std::string line;
+  std::getline(in, line);
+  std::map<std::pair<bool, int64_t>, double> tf;  // (causal, length) -> TFLOP/s
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("backend") == "cudnn") tf[{j.at("causal").get<bool>(), j.at("length").get<int64_t>()}] = j.at("tflops");
+  }
+  REQUIRE(tf.size() == 14);
+  auto two_point = [](double l1, double y1, double l2, double y2) {
+    const double r = y1 / y2;
+    return l1 * l2 * (1.0 - r) / (r * l2 - l1);
+  };
+  CHECK(cost::kAttnCausalK == doctest::Approx(two_point(1024, tf[{true, 1024}], 16384, tf[{true, 16384}])).epsilon(0.01));
+  CHECK(cost::kAttnFullK == doctest::Approx(two_point(1024, tf[{false, 1024}], 8192, tf[{false, 8192}])).epsilon(0.01));
+  // Every point from 512 tokens within 10% of L/(L+K) scaled through the 8192-token point.
+  for (const auto& [key, rate] : tf) {
+    const auto [causal, length] = key;
+    if (length < 512) continue;
+    const double k = causal ? cost::kAttnCausalK : cost::kAttnFullK;
+    const double model = tf[{causal, 8192}] * (double(length) / (double(length) + k)) / (8192.0 / (8192.0 + k));
+    CHECK(rate == doctest::Approx(model).epsilon(0.10));
+  }
 }
 
 }  // namespace meshplan

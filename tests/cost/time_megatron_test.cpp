@@ -37,8 +37,9 @@ TEST_CASE("megatron time: terms of one GPU worked by hand") {
   // system factor) x GemmSizeFactor 2048/2304 x 1024/1152 -> 1.83267e-3 s
   CHECK(t.gemm == test::Rel(1.83267e-3).epsilon(1e-4));
   // attention core 4 x 12,582,912 x 2048 FLOP at 989e12 x 0.52 x 0.81 (head dim 64,
-  // AttentionHeadDimFactor) -> 2.47449e-4 s
-  CHECK(t.attention == test::Rel(2.47449e-4).epsilon(1e-4));
+  // AttentionHeadDimFactor) x 0.848131 (2048 tokens: (2048/2568) / (8192/8712),
+  // AttentionLengthFactor) -> 2.91758e-4 s
+  CHECK(t.attention == test::Rel(2.91758e-4).epsilon(1e-4));
   // elementwise: 10h + 2(q + k) + 3f = 10240 + 2560 + 12288 = 25088 elements per token per
   // layer forward; x3 (fwd + bwd) x 2 bytes x 4 layers x 2048 tokens = 1,233,125,376 bytes;
   // cross-entropy 16 B x 32000 x 2048 = 1,048,576,000 bytes; / 3.35e12 B/s = 6.81105e-4 s
@@ -53,7 +54,7 @@ TEST_CASE("megatron time: terms of one GPU worked by hand") {
   fit.memory_bound = 2.0;
   fit.kernel_overhead = 10e-6;
   const TimeBreakdown b = cost::MegatronTime(t, fit, Precision::kBf16);
-  CHECK(b.compute == test::Rel(1.5 * 1.83267e-3 + 2.47449e-4 + 2.0 * 6.81105e-4 + 160 * 10e-6).epsilon(1e-4));
+  CHECK(b.compute == test::Rel(1.5 * 1.83267e-3 + 2.91758e-4 + 2.0 * 6.81105e-4 + 160 * 10e-6).epsilon(1e-4));
 }
 
 TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by hand") {
@@ -113,6 +114,39 @@ TEST_CASE("megatron time: the compute split of the slowest rank sums to the cost
   CHECK(split.kernels > 0);
   CHECK(split.gemm + split.attention + split.memory_bound + split.kernels == test::Rel(c.time.compute));
   CHECK(split.bubble_fraction * c.time.compute == test::Rel(c.time.bubble));
+}
+
+TEST_CASE("megatron time: the attention rate against sequence and context-parallel chunk length by hand") {
+  // L/(L + K) against 8192/(8192 + 520) = 0.940312.
+  CHECK(cost::AttentionLengthFactor(8192, 1) == test::Rel(1.0));
+  CHECK(cost::AttentionLengthFactor(4096, 1) == test::Rel((4096.0 / 4616.0) / 0.940312).epsilon(1e-5));
+  CHECK(cost::AttentionLengthFactor(16384, 1) > 1.0);
+  // cp 2 at 8192: half the core causal over 4096 (0.943674 of the reference rate), half
+  // unmasked over 2048 keys (2048/2226 / 0.940312 = 0.978433): 1 / (0.5/0.943674 + 0.5/0.978433).
+  CHECK(cost::AttentionLengthFactor(8192, 2) == test::Rel(1.0 / (0.5 / 0.943674 + 0.5 / 0.978433)).epsilon(1e-5));
+  // cp 16 at 8192: chunks of 512 and 256 tokens: about 0.62 of the unsplit rate.
+  CHECK(cost::AttentionLengthFactor(8192, 16) == test::Rel(0.619983).epsilon(1e-5));
+  // So a Megatron layout with CP 4 and micro-batch 4 no longer ties with CP 1 and micro-batch
+  // 1 (same tokens per GPU): its attention core is slower.
+  const ModelSpec m = test::Llama3_70B();
+  const SystemSpec sys = LoadSystem("dgx-h100");
+  const TrainSetup setup = test::Setup(64, 8192, 64);
+  Layout a = MegatronLayout(8, 64);
+  a.pp = 8;
+  a.dp = 1;
+  SetMegatronMicroBatch(a, 1, setup);
+  SyncMegatronCostView(a, m.num_layers);
+  Layout b = a;
+  b.cp = 4;
+  b.pp = 2;
+  SetMegatronMicroBatch(b, 1, setup);
+  SyncMegatronCostView(b, m.num_layers);
+  const cost::MegatronTerms ta = Terms(m, sys, setup, a), tb = Terms(m, sys, setup, b);
+  // The same attention FLOP per GPU (2048 instead of 8192 tokens per micro-batch, 40 instead
+  // of 10 layers), at the slower rate of 4 ring chunks.
+  CHECK(tb.attention / ta.attention ==
+        test::Rel(cost::AttentionLengthFactor(8192, 1) / cost::AttentionLengthFactor(8192, 4)).epsilon(1e-6));
+  CHECK(tb.attention > 1.05 * ta.attention);
 }
 
 TEST_CASE("megatron time: TP communication and its userbuffer overlap worked by hand") {
