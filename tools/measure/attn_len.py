@@ -20,24 +20,15 @@ of 4·b·a·L²·d per forward, non-causal all of it; backward 2x forward.
 Writes DIR/attn_len.jsonl: a first line {"environment": ...}, then one line per point
 {"backend", "causal", "length", "batch", "heads", "head_dim", "seconds", "tflops"}.
 """
-import argparse
-import json
 import os
 
 import torch
 
-from kernels import timed  # same folder: CUDA-event mean of `iters` calls after `warmup`
+from bench_util import parse_args, timed, write_jsonl
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=20)
-    args = ap.parse_args()
-    dev = torch.device("cuda", 0)
-    torch.cuda.set_device(dev)
-    os.makedirs(args.out, exist_ok=True)
+    args, dev = parse_args(__doc__)
     heads, d, tokens = 32, 128, 32768
     rows = []
     backends = {"cudnn": torch.nn.attention.SDPBackend.CUDNN_ATTENTION,
@@ -61,12 +52,7 @@ def main():
         rows.append({"backend": backend, "causal": causal, "length": length, "batch": b, "heads": heads,
                      "head_dim": d, "seconds": s, "tflops": 3.0 * fwd_flop / s / 1e12})
         print(rows[-1], flush=True)
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev),
-           "warmup": args.warmup, "iters": args.iters}
-    with open(os.path.join(args.out, "attn_len.jsonl"), "w") as out:
-        out.write(json.dumps({"environment": env}) + "\n")
-        for r in rows:
-            out.write(json.dumps(r) + "\n")
+    write_jsonl(os.path.join(args.out, "attn_len.jsonl"), rows, dev, warmup=args.warmup, iters=args.iters)
 
 
 if __name__ == "__main__":

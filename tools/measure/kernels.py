@@ -18,36 +18,17 @@ Two measurements behind physical constants of the Megatron-Core step-time model
 Writes DIR/kernels.jsonl: a first line {"environment": ...}, then one line per point
 {"kind": "attention" | "elementwise", ...,"seconds", "tflops" or "gbps"}.
 """
-import argparse
 import json
 import os
 
 import torch
 import torch.nn.functional as F
 
-
-def timed(fn, warmup, iters):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / iters
+from bench_util import parse_args, timed, write_jsonl
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=20)
-    args = ap.parse_args()
-    dev = torch.device("cuda", 0)
-    torch.cuda.set_device(dev)
-    os.makedirs(args.out, exist_ok=True)
+    args, dev = parse_args(__doc__)
     rows = []
     # --- attention ---
     for d, heads in [(128, 32), (128, 64), (64, 64)]:
@@ -92,12 +73,7 @@ def main():
             rows.append({"kind": "elementwise", "op": name, "tokens": tokens, "width": width, "bytes": nbytes,
                          "seconds": t, "gbps": nbytes / t / 1e9})
         del x, y
-    with open(os.path.join(args.out, "kernels.jsonl"), "w") as out:
-        out.write(json.dumps({"environment": {"torch": torch.__version__, "cuda": torch.version.cuda,
-                                              "gpu": torch.cuda.get_device_name(dev),
-                                              "warmup": args.warmup, "iters": args.iters}}) + "\n")
-        for r in rows:
-            out.write(json.dumps(r) + "\n")
+    write_jsonl(os.path.join(args.out, "kernels.jsonl"), rows, dev, warmup=args.warmup, iters=args.iters)
     for r in rows:
         print(json.dumps(r))
 

@@ -22,12 +22,13 @@ Writes DIR/launch.jsonl: a first line {"environment": ...}, then one line per po
 {"kernel", "chain", "mode": "eager" | "graph", "seconds_per_kernel"}.
 """
 import argparse
-import json
 import os
 import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_util import write_jsonl
 
 
 def per_kernel(fn, kernels, repeats):
@@ -89,12 +90,7 @@ def main():
         rows.append({"kernel": name, "chain": kernels, "mode": "graph", "seconds_per_kernel": replay})
         print(f"{name:15s} eager {eager * 1e6:6.2f} us/kernel  graph {replay * 1e6:6.2f} us/kernel  "
               f"ratio {replay / eager:.3f}", flush=True)
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev),
-           "chain": args.chain, "repeats": args.repeats}
-    with open(os.path.join(args.out, "launch.jsonl"), "w") as f:
-        f.write(json.dumps({"environment": env}) + "\n")
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
+    write_jsonl(os.path.join(args.out, "launch.jsonl"), rows, dev, chain=args.chain, repeats=args.repeats)
 
 
 if __name__ == "__main__":

@@ -26,15 +26,13 @@ Writes DIR/unfused.jsonl: a first line {"environment": ...}, then one line per p
 time / (copy time / 2)); the test tests/cost/unfused_measured_test.cpp compares these with
 the model's counts.
 """
-import argparse
-import json
 import math
 import os
 
 import torch
 import torch.nn.functional as F
 
-from kernels import timed  # same folder: CUDA-event mean of `iters` calls after `warmup`
+from bench_util import parse_args, timed, write_jsonl
 
 
 def rotate_half(x):
@@ -52,14 +50,7 @@ def rope_eager(t, freqs, mscale):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=20)
-    args = ap.parse_args()
-    dev = torch.device("cuda", 0)
-    torch.cuda.set_device(dev)
-    os.makedirs(args.out, exist_ok=True)
+    args, dev = parse_args(__doc__)
     rows = []
     seq, dim, hidden = 4096, 64, 2880
     mscale = 0.1 * math.log(32.0) + 1.0  # YaRN factor 32
@@ -133,14 +124,10 @@ def main():
         for kind, fn in (("bda_fused_floor", bda_floor_fb), ("bda_unfused", bda_unfused_fb)):
             s = timed(fn, args.warmup, args.iters)
             rows.append(dict(base, kind=kind, pass_="forward+backward", seconds=s, passes=s / one_pass))
-    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(dev),
-           "warmup": args.warmup, "iters": args.iters}
-    with open(os.path.join(args.out, "unfused.jsonl"), "w") as out:
-        out.write(json.dumps({"environment": env}) + "\n")
-        for r in rows:
-            r["pass"] = r.pop("pass_")
-            r = {k: v for k, v in r.items() if v is not None}
-            out.write(json.dumps(r) + "\n")
+    for r in rows:
+        r["pass"] = r.pop("pass_")
+    rows = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    write_jsonl(os.path.join(args.out, "unfused.jsonl"), rows, dev, warmup=args.warmup, iters=args.iters)
     for r in rows:
         print(r)
 
