@@ -17,7 +17,7 @@
 // Megatron-Bridge layouts are scored by time_megatron.cpp (MegatronTime), bounded the same
 // way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
 // GEMM factor (GemmSizeFactor <= 1), routed experts / tp, recompute only under full; the
-// attention core at kFlashAttentionEfficiency; the HBM-bound term exactly (it is linear in
+// attention core at kFlashAttentionEfficiency x AttentionLengthFactor; the HBM-bound term exactly (it is linear in
 // the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP communication only
 // without tp_comm_overlap (with it the exposed part can be 0), EP only without the
 // all-to-all overlap, both without latency terms. The least-cost layer kind (dense or MoE)

@@ -64,7 +64,9 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   (1/6 of the layers' linear and expert FLOP); attention is saved, not recomputed.
 ///   Rate = peak(precision) · matmul_efficiency(precision) · system.compute_efficiency
 ///   · GemmSizeFactor; the attention core runs in bf16 (PyTorch SDPA) even under fp8, at
-///   kSdpaAttentionEfficiency of the bf16 peak (measured, time.hpp).
+///   kSdpaAttentionEfficiency of the bf16 peak (measured, time.hpp), x GemmSizeFactor of the
+///   micro-batch's tokens, x the ring-chunk slowdown under CP (AttentionLengthFactor(seq, cp) /
+///   AttentionLengthFactor(seq, 1)).
 ///   GemmSizeFactor(T, h/tp) for the linear work, (T·k·ep/E, f_e) for the experts (tokens
 ///   per local expert), (T, ∞) for the core; T = micro_batch·seq/cp.
 /// Communication (exposed parts; groups and links from comm.cpp):
@@ -132,7 +134,12 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double expert_s =
       experts * (1.0 + extra_mm) /
       (linear_rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size)));
-  const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0);
+  // The ring of a context-parallel group runs the core as cp steps over seq/cp-token chunks:
+  // slower than one sequence (AttentionLengthFactor against the unsplit sequence; 1 at cp 1).
+  const double cp_chunk = l.cp > 1 ? AttentionLengthFactor(c.setup.seq_len, l.cp) /
+                                         AttentionLengthFactor(c.setup.seq_len, 1)
+                                   : 1.0;
+  const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0) * cp_chunk;
   const double core_s = core * (1.0 + extra_core) / core_rate_eff;
   t.compute = linear_s + expert_s + core_s;
 
