@@ -130,6 +130,20 @@ meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 29 r
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
 meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
   -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# plan --out, then check on that file with no --seq-len: each AutoModel recipe carries its sequence
+# length in dataset.seq_len (before, check exited 2 asking for --seq-len); a sweep's file too, each
+# document with its own point's.
+add_test(NAME cli.plan_out_then_check_no_seq_len COMMAND bash -c "
+  set -u; d=\$(mktemp -d); mp='$<TARGET_FILE:meshplan>'
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64 --top 2 --out \$d/r.yaml >/dev/null || exit 1
+  out=\$(\$mp check \$d/r.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  [ \$rc -eq 0 ] && [ \$(grep -c '^  seq_len: 8192\$' \$d/r.yaml) -eq 2 ] &&
+    [ \$(grep -c 'AutoModel recipe, llama3.1-8b on 8 GPUs of dgx-h100, seq_len 8192,' <<<\"\$out\") -eq 2 ] &&
+    grep -q 'documents 1 valid, 2 valid (exit 0)' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --out \$d/s.yaml >/dev/null || exit 1
+  out=\$(\$mp check \$d/s.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  [ \$rc -eq 0 ] && [ \"\$(grep -o 'dgx-h100, seq_len [0-9]*' <<<\"\$out\" | paste -sd ' ')\" = 'dgx-h100, seq_len 2048 dgx-h100, seq_len 4096' ] ||
+    { echo rc=\$rc; echo \"\$out\"; exit 1; }")
 
 # Launch files and the HTML report (issue 8).
 add_test(NAME cli.emit_launch_full_recipe COMMAND bash -c "
