@@ -103,9 +103,19 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
 int RunCalibrate(const CalibrateOptions& o);
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
+/// Where MakePlanRequest's GPU count and sequence length came from, for its error messages: the
+/// option (--gpus / --seq-len, or a sweep's --sweep-gpus / --sweep-seq) and a prefix naming the
+/// sweep point ("point 12: "; empty for a plain plan).
+struct PointSource {
+  std::string gpus_flag = "--gpus";
+  std::string gpus_prefix;
+  std::string seq_len_flag = "--seq-len";
+  std::string seq_len_prefix;
+};
 /// Validates the options and loads model and system (deadline = now + max_seconds).
-/// Throws InputError for unusable input.
-PlanRequest MakePlanRequest(const PlanOptions& o);
+/// Throws InputError for unusable input; errors about the GPU count and the sequence length
+/// name the option `source` gives.
+PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
 int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.

@@ -70,10 +70,11 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
 
 namespace {
 
-int64_t CheckedCount(long long v, const char* flag, long long max) {
+// `prefix` goes before the message (a sweep's "point 12: ").
+int64_t CheckedCount(long long v, const std::string& flag, long long max, const std::string& prefix = "") {
   if (v < 1 || v > max) {
     throw InputError({"<command line>", 0, 0}, flag,
-                     "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
+                     prefix + "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
   }
   return v;
 }
@@ -161,12 +162,12 @@ std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
          " generated, counting the partial layouts of the mesh and feature rules); results are the best found so far";
 }
 
-PlanRequest MakePlanRequest(const PlanOptions& o) {
+PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
   if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
-  req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
-  req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
+  req.setup.num_gpus = CheckedCount(o.gpus, source.gpus_flag, 1LL << 20, source.gpus_prefix);
+  req.setup.seq_len = CheckedCount(o.seq_len, source.seq_len_flag, 1LL << 24, source.seq_len_prefix);
   req.setup.global_batch = CheckedCount(o.global_batch, "--global-batch", 1LL << 30);
   req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   req.setup.headroom = CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
@@ -199,7 +200,10 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
   }
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);
-  CheckGpuCount(req.system, req.setup.num_gpus);
+  const std::string gpus_problem = GpuCountProblem(req.system, req.setup.num_gpus);
+  if (!gpus_problem.empty()) {
+    throw InputError({"<command line>", 0, 0}, source.gpus_flag, source.gpus_prefix + gpus_problem);
+  }
   if (req.setup.precision == Precision::kFp8 && req.system.gpu.fp8_flops <= 0) {
     throw InputError({"<command line>", 0, 0}, "--precision",
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
