@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/list_option.hpp"
 #include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/report.hpp"
@@ -37,9 +38,8 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                   "Megatron-Bridge release whose rules apply (main = current, on Megatron-Core >= 0.16; core0.15 = "
                   "a release on Megatron-Core <= 0.15, without KV-head replication)")
       ->check(CLI::IsMember({"main", "core0.15"}));
-  cmd->add_option("--strategy", o.strategies, "restrict to these strategies (default: all)")
-      ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}))
-      ->delimiter(',');
+  AddListOption(cmd, "--strategy", o.strategies, "restrict to these strategies (default: all)",
+                "a comma-separated list of fsdp2, megatron_fsdp, ddp", CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
   cmd->add_option("--top", o.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
@@ -47,10 +47,10 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
-  cmd->add_option("--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)")
-      ->delimiter(',');
-  cmd->add_option("--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length")
-      ->delimiter(',');
+  AddListOption(cmd, "--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",
+                "a comma-separated list of integers");
+  AddListOption(cmd, "--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length",
+                "a comma-separated list of integers");
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--max-seconds", o.max_seconds,
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
