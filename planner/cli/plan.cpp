@@ -1,4 +1,6 @@
 // `meshplan plan`: model + system + GPU count + training setup -> ranked AutoModel recipes.
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <sstream>
@@ -39,7 +41,8 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                   "a release on Megatron-Core <= 0.15, without KV-head replication)")
       ->check(CLI::IsMember({"main", "core0.15"}));
   AddListOption(cmd, "--strategy", o.strategies, "restrict to these strategies (default: all)",
-                "a comma-separated list of fsdp2, megatron_fsdp, ddp", CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
+                "a comma-separated list of fsdp2, megatron_fsdp, ddp",
+                CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
   cmd->add_option("--top", o.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
@@ -144,6 +147,24 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
     throw InputError({path, 0, 0}, flag, "expected a regular file to replace, found another kind of file");
   }
   if (!renamable) throw InputError({path, 0, 0}, flag, "cannot rename a file in its directory (nothing was written)");
+}
+
+nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status, const SourceLoc& loc,
+                         const std::string& field) {
+  auto or_null = [](auto v, bool known) { return known ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const bool file = !loc.file.empty() && loc.file != "<command line>";
+  return {{"error",
+           {{"kind", kind},
+            {"message", message},
+            {"exit_status", exit_status},
+            {"file", or_null(loc.file, file)},
+            {"line", or_null(loc.line, loc.line > 0)},
+            {"column", or_null(loc.column, loc.column > 0)},
+            {"field", or_null(field, !field.empty())}}}};
+}
+
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
@@ -254,30 +275,36 @@ int RunPlan(const PlanOptions& o) {
   // After an early stop only part of the space was searched: say so.
   const std::string part =
       result.stopped.empty() ? "" : " among the " + std::to_string(result.tested) + " layouts tested before the search stopped";
-  if (result.valid == 0) {
-    std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus
-              << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part
-              << ": every one of the " << result.enumerated << " candidates breaks a rule; most common: "
-              << TopRules(result, 4) << "\n";
-    return 1;
-  }
-  if (result.fitting == 0) {
-    const Candidate& c = *result.least_memory;
-    std::cerr << "meshplan: no layout fits in memory" << part << ": the smallest need is "
-              << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
-              << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
-              << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
-              << "% headroom kept free); "
-              << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further")
-              << "\n";
+  if (result.valid == 0 || result.fitting == 0) {
+    std::ostringstream why;
+    if (result.valid == 0) {
+      why << "no valid layout for " << req.model.name << " on " << req.setup.num_gpus << " GPUs with global batch "
+          << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part << ": every one of the "
+          << result.enumerated << " candidates breaks a rule; most common: " << TopRules(result, 4);
+    } else {
+      const Candidate& c = *result.least_memory;
+      why << "no layout fits in memory" << part << ": the smallest need is "
+          << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
+          << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
+          << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
+          << "% headroom kept free); "
+          << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further");
+    }
+    std::cerr << "meshplan: " << why.str() << "\n";
+    if (o.format == "json") {
+      // The plan's JSON (request, counts, rejected_by_rule, no recipes) with the error.
+      nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+      j.update(ErrorJson(result.valid == 0 ? "no_valid_layout" : "no_layout_fits", why.str(), 1));
+      std::cout << JsonText(j);
+    }
     return 1;
   }
 
-  if (o.format == "json") {
-    std::cout << ResultJson(result, req);
-  } else if (o.format == "yaml") {
+  // JSON goes to stdout after the files are written, so that a failure to write them leaves
+  // only the error's JSON there (main prints it).
+  if (o.format == "yaml") {
     std::cout << RecipesYaml(result, req);
-  } else {
+  } else if (o.format == "table") {
     std::cout << RankTable(result, req);
   }
   // Files are written whole or not at all, and none is written when any would replace an
@@ -314,6 +341,7 @@ int RunPlan(const PlanOptions& o) {
     WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force);
     if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
+  if (o.format == "json") std::cout << ResultJson(result, req);
   return 0;
 }
 

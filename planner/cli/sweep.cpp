@@ -161,7 +161,8 @@ int RunSweep(const PlanOptions& o) {
     }
   }
   const bool json = o.format == "json";
-  if (!table) std::cout << (json ? SweepJson(points) : SweepYaml(points, points.front().req));
+  // JSON after --out is written: a failure to write it leaves only the error's JSON on stdout.
+  if (!table && !json) std::cout << SweepYaml(points, points.front().req);
   if (!o.out.empty()) {
     size_t recipes = 0;
     for (const Point& p : points) recipes += p.result.top.empty() ? 0 : 1;
@@ -172,6 +173,7 @@ int RunSweep(const PlanOptions& o) {
       if (table) std::cout << "wrote " << recipes << " recipes (the best of each point) to " << o.out << "\n";
     }
   }
+  if (json) std::cout << SweepJson(points);
   return all ? 0 : 1;
 }
 

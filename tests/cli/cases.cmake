@@ -252,3 +252,31 @@ meshplan_cli_case(calibrate_collectives_only 0
   "wrote .*calibrate_collectives_only\\.yaml" "!fp8 large-GEMM"
   -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/synthetic/collectives_only.jsonl --system dgx-h200
      -o ${CMAKE_BINARY_DIR}/calibrate_collectives_only.yaml --force)
+
+# --format json: a failure prints {"error": ...} on stdout (the plan's counts with it for exit 1),
+# the human message still on stderr, the same exit status (stdout used to be empty).
+add_test(NAME cli.plan_json_errors COMMAND bash -c "
+  set -u; d=\$(mktemp -d); mp='$<TARGET_FILE:meshplan>'; fail=0
+  \$mp plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 1 ] && grep -q '^meshplan: no layout fits in memory: the smallest need is' \$d/err &&
+    grep -q '^    \"kind\": \"no_layout_fits\",\$' \$d/out && grep -q '^    \"exit_status\": 1,\$' \$d/out &&
+    grep -q '^    \"message\": \"no layout fits in memory: the smallest need is [0-9.]* GiB per GPU' \$d/out &&
+    grep -q '^    \"fitting\": 0,\$' \$d/out && grep -q '^  \"recipes\": \\[\\],\$' \$d/out || { echo no_fit rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 7 --strategy ddp --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 1 ] && grep -q '^    \"kind\": \"no_valid_layout\",\$' \$d/out && grep -q '^    \"global_batch_divisible' \$d/out ||
+    { echo no_valid rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  printf '%s\\n' '{' '  \"error\": {' '    \"column\": null,' '    \"exit_status\": 2,' '    \"field\": \"--gpus\",' '    \"file\": null,' \\
+    '    \"kind\": \"input\",' '    \"line\": null,' \\
+    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\"' '  }' '}' >\$d/want
+  [ \$rc -eq 2 ] && cmp -s \$d/out \$d/want && grep -q 'error: --gpus: expected a multiple' \$d/err || { echo gpus rc=\$rc; diff \$d/want \$d/out; cat \$d/err; fail=1; }
+  \$mp plan --model ${D}/bert.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && grep -q '^    \"file\": \".*/bert.json\",\$' \$d/out && grep -q '^    \"line\": 2,\$' \$d/out &&
+    grep -q '^    \"field\": \"architectures\",\$' \$d/out || { echo model rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  echo keep >\$d/r.rank1.yaml
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/r.yaml --emit-launch >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && [ \$(grep -c '^{' \$d/out) -eq 1 ] && ! grep -q '\"recipes\"' \$d/out && grep -q '^    \"field\": \"--emit-launch\",\$' \$d/out ||
+    { echo launch rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 >\$d/out 2>&1; rc=\$?
+  [ \$rc -eq 2 ] && ! grep -q '\"error\"' \$d/out || { echo table rc=\$rc; cat \$d/out; fail=1; }
+  exit \$fail")
