@@ -11,8 +11,9 @@
 
 namespace meshplan {
 
-/// One AutoModel recipe fragment: `distributed:` (with `pipeline:` / `moe:` when used)
-/// and `step_scheduler:`; only keys AutoModel's strategy dataclass accepts
+/// One AutoModel recipe fragment: `distributed:` (with `pipeline:` / `moe:` when used),
+/// `step_scheduler:`, `fp8:` for FP8, and `dataset: {seq_len: N}` (the planned sequence
+/// length, which `meshplan check` reads back); only keys AutoModel's strategy dataclass accepts
 /// (automodel.md 1.2: no sequence_parallel / defer_fsdp_grad_sync outside fsdp2).
 /// Predictions are YAML comments. `rank` is 1-based.
 std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);

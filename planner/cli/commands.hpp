@@ -3,6 +3,7 @@
 // Run* returns the process exit status: 0 success, 1 no layout satisfies the request,
 // 2 unusable input (thrown as InputError and printed by main).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <string>
@@ -105,9 +106,19 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
 int RunCalibrate(const CalibrateOptions& o);
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
+/// Where MakePlanRequest's GPU count and sequence length came from, for its error messages: the
+/// option (--gpus / --seq-len, or a sweep's --sweep-gpus / --sweep-seq) and a prefix naming the
+/// sweep point ("point 12: "; empty for a plain plan).
+struct PointSource {
+  std::string gpus_flag = "--gpus";
+  std::string gpus_prefix;
+  std::string seq_len_flag = "--seq-len";
+  std::string seq_len_prefix;
+};
 /// Validates the options and loads model and system (deadline = now + max_seconds).
-/// Throws InputError for unusable input.
-PlanRequest MakePlanRequest(const PlanOptions& o);
+/// Throws InputError for unusable input; errors about the GPU count and the sequence length
+/// name the option `source` gives.
+PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
 int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
@@ -118,6 +129,16 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force);
 std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
 /// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
 void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
+/// What `plan --format json` prints on stdout when it fails, the human message going to stderr:
+/// {"error": {"kind", "message", "exit_status", "file", "line", "column", "field"}}. kind is
+/// "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or "internal"
+/// (exit 3); file, line, column and field are null where the error has none (a command-line
+/// error has no file: its field is the option).
+nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status,
+                         const SourceLoc& loc = {}, const std::string& field = "");
+/// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
+/// quoting binary input) becomes U+FFFD instead of an exception.
+std::string JsonText(const nlohmann::json& j);
 /// The warning printed when a search stopped early (result.stopped set): the limit reached
 /// and the number of layouts tested.
 std::string StopWarning(const PlanOptions& o, const PlanResult& result);

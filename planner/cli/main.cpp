@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
     std::cerr << "meshplan: error: " << ParseErrorMessage(app, e) << "\n" << "Run 'meshplan --help' for usage.\n";
     return 2;
   }
+  // plan --format json: a failure prints its JSON on stdout too (the message stays on stderr).
+  const bool json = app.got_subcommand("plan") && plan.format == "json";
   try {
     if (app.got_subcommand("plan")) return meshplan::cli::RunPlan(plan);
     if (app.got_subcommand("calibrate")) return meshplan::cli::RunCalibrate(calibrate);
@@ -98,9 +100,13 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("validate")) return meshplan::cli::RunValidate(validate);
   } catch (const meshplan::InputError& e) {
     std::cerr << e.what() << "\n";
+    if (json) {
+      std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("input", e.message(), 2, e.loc(), e.field()));
+    }
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "meshplan: internal error: " << e.what() << "\n";
+    if (json) std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("internal", e.what(), 3));
     return 3;
   }
   return 0;

@@ -1,4 +1,6 @@
 // `meshplan plan`: model + system + GPU count + training setup -> ranked AutoModel recipes.
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/list_option.hpp"
 #include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/report.hpp"
@@ -37,9 +40,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                   "Megatron-Bridge release whose rules apply (main = current, on Megatron-Core >= 0.16; core0.15 = "
                   "a release on Megatron-Core <= 0.15, without KV-head replication)")
       ->check(CLI::IsMember({"main", "core0.15"}));
-  cmd->add_option("--strategy", o.strategies, "restrict to these strategies (default: all)")
-      ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}))
-      ->delimiter(',');
+  AddListOption(cmd, "--strategy", o.strategies, "restrict to these strategies (default: all)",
+                "a comma-separated list of fsdp2, megatron_fsdp, ddp",
+                CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
   cmd->add_option("--top", o.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
@@ -47,10 +50,10 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
-  cmd->add_option("--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)")
-      ->delimiter(',');
-  cmd->add_option("--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length")
-      ->delimiter(',');
+  AddListOption(cmd, "--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",
+                "a comma-separated list of integers");
+  AddListOption(cmd, "--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length",
+                "a comma-separated list of integers");
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--max-seconds", o.max_seconds,
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
@@ -70,10 +73,11 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
 
 namespace {
 
-int64_t CheckedCount(long long v, const char* flag, long long max) {
+// `prefix` goes before the message (a sweep's "point 12: ").
+int64_t CheckedCount(long long v, const std::string& flag, long long max, const std::string& prefix = "") {
   if (v < 1 || v > max) {
     throw InputError({"<command line>", 0, 0}, flag,
-                     "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
+                     prefix + "expected an integer in [1, " + std::to_string(max) + "], found " + std::to_string(v));
   }
   return v;
 }
@@ -145,6 +149,24 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (!renamable) throw InputError({path, 0, 0}, flag, "cannot rename a file in its directory (nothing was written)");
 }
 
+nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status, const SourceLoc& loc,
+                         const std::string& field) {
+  auto or_null = [](auto v, bool known) { return known ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const bool file = !loc.file.empty() && loc.file != "<command line>";
+  return {{"error",
+           {{"kind", kind},
+            {"message", message},
+            {"exit_status", exit_status},
+            {"file", or_null(loc.file, file)},
+            {"line", or_null(loc.line, loc.line > 0)},
+            {"column", or_null(loc.column, loc.column > 0)},
+            {"field", or_null(field, !field.empty())}}}};
+}
+
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
   std::string why = "--max-layouts " + std::to_string(o.max_layouts) + " reached";
   if (result.stopped == "deadline") {
@@ -161,12 +183,12 @@ std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
          " generated, counting the partial layouts of the mesh and feature rules); results are the best found so far";
 }
 
-PlanRequest MakePlanRequest(const PlanOptions& o) {
+PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
   if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
-  req.setup.num_gpus = CheckedCount(o.gpus, "--gpus", 1LL << 20);
-  req.setup.seq_len = CheckedCount(o.seq_len, "--seq-len", 1LL << 24);
+  req.setup.num_gpus = CheckedCount(o.gpus, source.gpus_flag, 1LL << 20, source.gpus_prefix);
+  req.setup.seq_len = CheckedCount(o.seq_len, source.seq_len_flag, 1LL << 24, source.seq_len_prefix);
   req.setup.global_batch = CheckedCount(o.global_batch, "--global-batch", 1LL << 30);
   req.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   req.setup.headroom = CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
@@ -193,7 +215,10 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
   }
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);
-  CheckGpuCount(req.system, req.setup.num_gpus);
+  const std::string gpus_problem = GpuCountProblem(req.system, req.setup.num_gpus);
+  if (!gpus_problem.empty()) {
+    throw InputError({"<command line>", 0, 0}, source.gpus_flag, source.gpus_prefix + gpus_problem);
+  }
   if (req.setup.precision == Precision::kFp8 && req.system.gpu.fp8_flops <= 0) {
     throw InputError({"<command line>", 0, 0}, "--precision",
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
@@ -244,30 +269,36 @@ int RunPlan(const PlanOptions& o) {
   // After an early stop only part of the space was searched: say so.
   const std::string part =
       result.stopped.empty() ? "" : " among the " + std::to_string(result.tested) + " layouts tested before the search stopped";
-  if (result.valid == 0) {
-    std::cerr << "meshplan: no valid layout for " << req.model.name << " on " << req.setup.num_gpus
-              << " GPUs with global batch " << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part
-              << ": every one of the " << result.enumerated << " candidates breaks a rule; most common: "
-              << TopRules(result, 4) << "\n";
-    return 1;
-  }
-  if (result.fitting == 0) {
-    const Candidate& c = *result.least_memory;
-    std::cerr << "meshplan: no layout fits in memory" << part << ": the smallest need is "
-              << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
-              << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
-              << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
-              << "% headroom kept free); "
-              << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further")
-              << "\n";
+  if (result.valid == 0 || result.fitting == 0) {
+    std::ostringstream why;
+    if (result.valid == 0) {
+      why << "no valid layout for " << req.model.name << " on " << req.setup.num_gpus << " GPUs with global batch "
+          << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part << ": every one of the "
+          << result.enumerated << " candidates breaks a rule; most common: " << TopRules(result, 4);
+    } else {
+      const Candidate& c = *result.least_memory;
+      why << "no layout fits in memory" << part << ": the smallest need is "
+          << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
+          << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
+          << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
+          << "% headroom kept free); "
+          << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further");
+    }
+    std::cerr << "meshplan: " << why.str() << "\n";
+    if (o.format == "json") {
+      // The plan's JSON (request, counts, rejected_by_rule, no recipes) with the error.
+      nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+      j.update(ErrorJson(result.valid == 0 ? "no_valid_layout" : "no_layout_fits", why.str(), 1));
+      std::cout << JsonText(j);
+    }
     return 1;
   }
 
-  if (o.format == "json") {
-    std::cout << ResultJson(result, req);
-  } else if (o.format == "yaml") {
+  // JSON goes to stdout after the files are written, so that a failure to write them leaves
+  // only the error's JSON there (main prints it).
+  if (o.format == "yaml") {
     std::cout << RecipesYaml(result, req);
-  } else {
+  } else if (o.format == "table") {
     std::cout << RankTable(result, req);
   }
   // Files are written whole or not at all, and none is written when any would replace an
@@ -304,6 +335,7 @@ int RunPlan(const PlanOptions& o) {
     WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force);
     if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
+  if (o.format == "json") std::cout << ResultJson(result, req);
   return 0;
 }
 

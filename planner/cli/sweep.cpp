@@ -33,6 +33,20 @@ std::string PointName(long long gpus, long long seq_len) {
   return std::to_string(gpus) + " GPUs, seq_len " + std::to_string(seq_len);
 }
 
+// The options of a sweep point and the option each value came from, for MakePlanRequest.
+std::pair<PlanOptions, PointSource> PointOptions(const PlanOptions& o, long long gpus, long long seq_len) {
+  PlanOptions point = o;
+  point.gpus = gpus;
+  point.seq_len = seq_len;
+  PointSource source;
+  if (!o.sweep_gpus.empty()) source = {"--sweep-gpus", "point " + std::to_string(gpus) + ": ", "--seq-len", ""};
+  if (!o.sweep_seq.empty()) {
+    source.seq_len_flag = "--sweep-seq";
+    source.seq_len_prefix = "point " + std::to_string(seq_len) + ": ";
+  }
+  return {point, source};
+}
+
 // The best recipe of every point as YAML documents (one per point that has a layout), after a
 // comment listing every point.
 std::string SweepYaml(const std::vector<Point>& points, const PlanRequest& first) {
@@ -108,23 +122,8 @@ int RunSweep(const PlanOptions& o) {
   // an --out that could not be written. Errors name the sweep option the point came from.
   for (long long g : gpus) {
     for (long long s : seqs) {
-      PlanOptions point = o;
-      point.gpus = g;
-      point.seq_len = s;
-      try {
-        (void)MakePlanRequest(point);
-      } catch (const InputError& e) {
-        const std::string what = e.what();
-        if (!o.sweep_gpus.empty() && what.find("--gpus:") != std::string::npos) {
-          throw InputError({"<command line>", 0, 0}, "--sweep-gpus",
-                           "point " + std::to_string(g) + ": " + what.substr(what.find("--gpus:") + 8));
-        }
-        if (!o.sweep_seq.empty() && what.find("--seq-len:") != std::string::npos) {
-          throw InputError({"<command line>", 0, 0}, "--sweep-seq",
-                           "point " + std::to_string(s) + ": " + what.substr(what.find("--seq-len:") + 11));
-        }
-        throw;
-      }
+      const auto [point, source] = PointOptions(o, g, s);
+      (void)MakePlanRequest(point, source);
     }
   }
   CheckOutputPath(o.out, "--out", o.force);
@@ -142,10 +141,8 @@ int RunSweep(const PlanOptions& o) {
   for (long long g : gpus) {
     for (long long s : seqs) {
       progress.Step(++step, "planning " + PointName(g, s));
-      PlanOptions point = o;
-      point.gpus = g;
-      point.seq_len = s;
-      Point p{g, s, MakePlanRequest(point), {}};  // validates every point like a plain plan
+      const auto [point, source] = PointOptions(o, g, s);
+      Point p{g, s, MakePlanRequest(point, source), {}};  // validates every point like a plain plan
       p.req.top_n = 1;
       p.result = Plan(p.req);
       progress.Clear();
@@ -164,7 +161,8 @@ int RunSweep(const PlanOptions& o) {
     }
   }
   const bool json = o.format == "json";
-  if (!table) std::cout << (json ? SweepJson(points) : SweepYaml(points, points.front().req));
+  // JSON after --out is written: a failure to write it leaves only the error's JSON on stdout.
+  if (!table && !json) std::cout << SweepYaml(points, points.front().req);
   if (!o.out.empty()) {
     size_t recipes = 0;
     for (const Point& p : points) recipes += p.result.top.empty() ? 0 : 1;
@@ -175,6 +173,7 @@ int RunSweep(const PlanOptions& o) {
       if (table) std::cout << "wrote " << recipes << " recipes (the best of each point) to " << o.out << "\n";
     }
   }
+  if (json) std::cout << SweepJson(points);
   return all ? 0 : 1;
 }
 

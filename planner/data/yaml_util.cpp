@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace meshplan::yamlutil {
 namespace {
@@ -17,7 +18,30 @@ namespace {
 // comes near this.
 constexpr int64_t kMaxNodes = 1000000;
 
-void CheckDuplicates(const YAML::Node& node, const std::string& filename, int depth, int64_t& visited) {
+// One step of the path from the document to a node: a map key (pointing into the document,
+// so that deep or aliased trees copy no text) or, when key is null, a sequence index.
+struct PathStep {
+  const std::string* key = nullptr;
+  size_t index = 0;
+};
+
+// "distributed.pipeline.pp_size", "residuals[2].name": the steps, then `key`.
+std::string PathName(const std::vector<PathStep>& steps, const std::string& key) {
+  std::string s;
+  for (const PathStep& p : steps) {
+    if (p.key) {
+      s += (s.empty() ? "" : ".") + *p.key;
+    } else {
+      s += "[" + std::to_string(p.index) + "]";
+    }
+  }
+  return s.empty() ? key : s + "." + key;
+}
+
+// `path` leads from the document to `node`; a duplicate key is reported with its full path
+// ("distributed.tp_size").
+void CheckDuplicates(const YAML::Node& node, const std::string& filename, std::vector<PathStep>& path, int depth,
+                     int64_t& visited) {
   if (depth > 64) {
     throw InputError(LocOf(node, filename), "", "nesting deeper than 64 levels");
   }
@@ -29,16 +53,22 @@ void CheckDuplicates(const YAML::Node& node, const std::string& filename, int de
   if (node.IsMap()) {
     std::set<std::string> keys;
     for (const auto& kv : node) {
-      if (kv.first.IsScalar()) {
-        const std::string& k = kv.first.Scalar();
-        if (!keys.insert(k).second) {
-          throw InputError(LocOf(kv.first, filename), k, "duplicate key");
-        }
+      // A value under a key that is not a scalar (a YAML complex key) is named by its parent.
+      const bool named = kv.first.IsScalar();
+      if (named && !keys.insert(kv.first.Scalar()).second) {
+        throw InputError(LocOf(kv.first, filename), PathName(path, kv.first.Scalar()), "duplicate key");
       }
-      CheckDuplicates(kv.second, filename, depth + 1, visited);
+      if (named) path.push_back({&kv.first.Scalar(), 0});
+      CheckDuplicates(kv.second, filename, path, depth + 1, visited);
+      if (named) path.pop_back();
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) CheckDuplicates(item, filename, depth + 1, visited);
+    size_t i = 0;
+    for (const auto& item : node) {
+      path.push_back({nullptr, i++});
+      CheckDuplicates(item, filename, path, depth + 1, visited);
+      path.pop_back();
+    }
   }
 }
 
@@ -87,7 +117,8 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
                      "expected a map of keys at the top level, found " + Shown(root));
   }
   int64_t visited = 0;
-  CheckDuplicates(root, filename, 0, visited);
+  std::vector<PathStep> path;
+  CheckDuplicates(root, filename, path, 0, visited);
   return root;
 }
 

@@ -181,12 +181,14 @@ const std::vector<std::string>& AutoModelRequiredRecipeKeys() {
 
 std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, int rank, const std::string& hf_model) {
   const std::string fragment = AutoModelRecipeYaml(c, req, rank);
-  // The fragment is "# comments\nstep_scheduler:\n...\ndistributed:\n...": split it.
+  // The fragment is "# comments\nstep_scheduler:\n...\ndistributed:\n...\ndataset:\n  seq_len: N\n":
+  // split it; the full recipe writes its own, complete dataset section.
   const size_t ss = fragment.find("\nstep_scheduler:\n");
   const size_t ds = fragment.find("\ndistributed:\n");
+  const size_t dss = fragment.find("\ndataset:", ds);
   const std::string comments = fragment.substr(0, ss + 1);
   const std::string step_body = fragment.substr(ss + 17, ds + 1 - (ss + 17));
-  const std::string distributed = fragment.substr(ds + 1);
+  const std::string distributed = fragment.substr(ds + 1, dss - ds);
   const std::string id = hf_model.empty() ? HuggingFaceId(req.model.name) : hf_model;
   const bool moe = req.model.num_experts > 0;
   std::ostringstream y;

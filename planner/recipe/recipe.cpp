@@ -107,6 +107,11 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     y << "  recipe_name: tensorwise\n";
     y << "  filter_fqns: [lm_head]\n";
   }
+  // The planned sequence length, under the key AutoModel itself reads for it: dataset.seq_len
+  // (MockIterableDataset's argument; PipelineConfig.pp_seq_len is inferred from it when
+  // packed_sequence.packed_sequence_size is unset, automodel.md 1.3). `meshplan check` reads it back.
+  y << "dataset:  # merge into your dataset section (seq_len is what MockIterableDataset and pp_seq_len read)\n";
+  y << "  seq_len: " << req.setup.seq_len << "\n";
   return y.str();
 }
 

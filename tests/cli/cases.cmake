@@ -130,6 +130,20 @@ meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 29 r
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
 meshplan_cli_case(check_automodel_needs_seq_len 2 "--seq-len"
   -- ${MP} check ${R}/automodel_d_qwen3_30b_a3b_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# plan --out, then check on that file with no --seq-len: each AutoModel recipe carries its sequence
+# length in dataset.seq_len (before, check exited 2 asking for --seq-len); a sweep's file too, each
+# document with its own point's.
+add_test(NAME cli.plan_out_then_check_no_seq_len COMMAND bash -c "
+  set -u; d=\$(mktemp -d); mp='$<TARGET_FILE:meshplan>'
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64 --top 2 --out \$d/r.yaml >/dev/null || exit 1
+  out=\$(\$mp check \$d/r.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  [ \$rc -eq 0 ] && [ \$(grep -c '^  seq_len: 8192\$' \$d/r.yaml) -eq 2 ] &&
+    [ \$(grep -c 'AutoModel recipe, llama3.1-8b on 8 GPUs of dgx-h100, seq_len 8192,' <<<\"\$out\") -eq 2 ] &&
+    grep -q 'documents 1 valid, 2 valid (exit 0)' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --out \$d/s.yaml >/dev/null || exit 1
+  out=\$(\$mp check \$d/s.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  [ \$rc -eq 0 ] && [ \"\$(grep -o 'dgx-h100, seq_len [0-9]*' <<<\"\$out\" | paste -sd ' ')\" = 'dgx-h100, seq_len 2048 dgx-h100, seq_len 4096' ] ||
+    { echo rc=\$rc; echo \"\$out\"; exit 1; }")
 
 # Launch files and the HTML report (issue 8).
 add_test(NAME cli.emit_launch_full_recipe COMMAND bash -c "
@@ -157,6 +171,11 @@ meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
 # --out writes the best recipe of every point; --report / --emit-launch are refused (tests/cli/sweep_out.sh).
 add_test(NAME cli.sweep_out COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep_out.sh $<TARGET_FILE:meshplan>)
+# List options: comma-separated values, and the option given again, add up.
+meshplan_cli_case(plan_strategy_list 0 "^1 +(ddp|megatron_fsdp) " "!^[0-9]+ +fsdp2 "
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --strategy ddp,megatron_fsdp)
+meshplan_cli_case(plan_sweep_gpus_repeated 0 "^ +8 +4096 +" "^ +16 +4096 +" "^ +32 +4096 +"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16 --sweep-gpus 32 --seq-len 4096 --global-batch 64)
 meshplan_cli_case(plan_sweep_bad_point 2 "--sweep-gpus: point 12: expected a multiple of the 8 GPUs per node" "!^ +8 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 
@@ -246,3 +265,31 @@ meshplan_cli_case(calibrate_collectives_only 0
   "wrote .*calibrate_collectives_only\\.yaml" "!fp8 large-GEMM"
   -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/synthetic/collectives_only.jsonl --system dgx-h200
      -o ${CMAKE_BINARY_DIR}/calibrate_collectives_only.yaml --force)
+
+# --format json: a failure prints {"error": ...} on stdout (the plan's counts with it for exit 1),
+# the human message still on stderr, the same exit status (stdout used to be empty).
+add_test(NAME cli.plan_json_errors COMMAND bash -c "
+  set -u; d=\$(mktemp -d); mp='$<TARGET_FILE:meshplan>'; fail=0
+  \$mp plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 1 ] && grep -q '^meshplan: no layout fits in memory: the smallest need is' \$d/err &&
+    grep -q '^    \"kind\": \"no_layout_fits\",\$' \$d/out && grep -q '^    \"exit_status\": 1,\$' \$d/out &&
+    grep -q '^    \"message\": \"no layout fits in memory: the smallest need is [0-9.]* GiB per GPU' \$d/out &&
+    grep -q '^    \"fitting\": 0,\$' \$d/out && grep -q '^  \"recipes\": \\[\\],\$' \$d/out || { echo no_fit rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 7 --strategy ddp --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 1 ] && grep -q '^    \"kind\": \"no_valid_layout\",\$' \$d/out && grep -q '^    \"global_batch_divisible' \$d/out ||
+    { echo no_valid rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  printf '%s\\n' '{' '  \"error\": {' '    \"column\": null,' '    \"exit_status\": 2,' '    \"field\": \"--gpus\",' '    \"file\": null,' \\
+    '    \"kind\": \"input\",' '    \"line\": null,' \\
+    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\"' '  }' '}' >\$d/want
+  [ \$rc -eq 2 ] && cmp -s \$d/out \$d/want && grep -q 'error: --gpus: expected a multiple' \$d/err || { echo gpus rc=\$rc; diff \$d/want \$d/out; cat \$d/err; fail=1; }
+  \$mp plan --model ${D}/bert.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && grep -q '^    \"file\": \".*/bert.json\",\$' \$d/out && grep -q '^    \"line\": 2,\$' \$d/out &&
+    grep -q '^    \"field\": \"architectures\",\$' \$d/out || { echo model rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  echo keep >\$d/r.rank1.yaml
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/r.yaml --emit-launch >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && [ \$(grep -c '^{' \$d/out) -eq 1 ] && ! grep -q '\"recipes\"' \$d/out && grep -q '^    \"field\": \"--emit-launch\",\$' \$d/out ||
+    { echo launch rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 >\$d/out 2>&1; rc=\$?
+  [ \$rc -eq 2 ] && ! grep -q '\"error\"' \$d/out || { echo table rc=\$rc; cat \$d/out; fail=1; }
+  exit \$fail")

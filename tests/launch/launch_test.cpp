@@ -173,12 +173,20 @@ TEST_CASE("check reads the precision and sequence length back from what plan wri
   req.setup.precision = Precision::kFp8;
   PlanResult r = Plan(req);
   REQUIRE(!r.top.empty());
-  // AutoModel: the fp8 section; the full recipe's dataset.seq_len.
+  // AutoModel: the fp8 section; dataset.seq_len, in the fragment as in the full recipe (which
+  // has one dataset section: ParseAutoModelRecipe refuses a duplicate key).
   ParsedRecipe a = ParseAutoModelRecipe(AutoModelRecipeYaml(r.top[0], req, 1), "a.yaml", 8);
   CHECK(a.precision_set);
   CHECK(a.precision == Precision::kFp8);
+  CHECK(a.seq_len == 4096);
   ParsedRecipe full = ParseAutoModelRecipe(AutoModelFullRecipeYaml(r.top[0], req, 1, ""), "full.yaml", 8);
   CHECK(full.seq_len == 4096);
+  req.setup.seq_len = 2048;
+  r = Plan(req);
+  REQUIRE(!r.top.empty());
+  CHECK(ParseAutoModelRecipe(AutoModelRecipeYaml(r.top[0], req, 1), "a.yaml", 8).seq_len == 2048);
+  CHECK(ParseAutoModelRecipe(AutoModelFullRecipeYaml(r.top[0], req, 1, ""), "full.yaml", 8).seq_len == 2048);
+  req.setup.seq_len = 4096;
   // Megatron-Bridge: mixed_precision.
   req.framework = Framework::kMegatronBridge;
   r = Plan(req);
