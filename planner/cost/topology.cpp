@@ -170,7 +170,9 @@ Topology::Topology(const SystemSpec& sys, int64_t num_gpus) : impl_(std::make_un
   t.domains = (t.W + t.U - 1) / t.U;
   t.pods = (t.nodes + kPodNodes - 1) / kPodNodes;
   const int64_t V = t.W + t.domains + t.nodes * t.nics + t.pods * t.nics + 1;
-  t.g = Graph(size_t(V));
+  // Vertices added to the empty graph: assigning or swapping a boost::adjacency_list copies it
+  // (adjacency_list::swap goes through copies), which GCC -O2 flags -Wmaybe-uninitialized.
+  for (int64_t v = 0; v < V; ++v) boost::add_vertex(t.g);
   const double nvl = sys.scaleup_bandwidth * (sys.scaleup_busbw_efficiency > 0 ? sys.scaleup_busbw_efficiency : 1.0);
   const double nic = sys.nic_bandwidth * (sys.scaleout_busbw_efficiency > 0 ? sys.scaleout_busbw_efficiency : 1.0);
   // NVLink: GPU <-> its domain's NVSwitch; the per-step latency split over the two edges.
