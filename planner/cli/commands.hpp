@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct PlanOptions {
   long long nodes = 0, gpus_per_node = 0;  ///< launch topology; 0 = derived from the system
   std::string hf_model;         ///< HF id for the full recipe's model ("" = from the preset)
   std::string report;           ///< HTML report path ("" = none)
+  std::set<std::string> given;  ///< options given on the command line (those whose defaults are valid values)
   std::vector<long long> sweep_gpus;  ///< --sweep-gpus: one best layout per GPU count
   std::vector<long long> sweep_seq;   ///< --sweep-seq: one best layout per sequence length
 };

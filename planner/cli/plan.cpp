@@ -69,6 +69,12 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--gpus-per-node", o.gpus_per_node, "launch: GPUs per node (default: the system's)");
   cmd->add_option("--hf-model", o.hf_model, "launch: Hugging Face model id of the full recipe (default: the preset's)");
   cmd->add_option("--report", o.report, "write a self-contained HTML report (tables and SVG charts) to this file");
+  // Options whose default is also a valid value: recorded when given, so that a meaningless
+  // combination (--nodes without --emit-launch, --mbridge-version with AutoModel) is refused.
+  for (const char* name : {"--out", "--report", "--nodes", "--gpus-per-node", "--hf-model", "--automodel-version",
+                           "--mbridge-version"}) {
+    cmd->get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
+  }
 }
 
 namespace {
@@ -184,6 +190,18 @@ std::string StopWarning(const PlanOptions& o, const PlanResult& result) {
 }
 
 PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
+  for (const char* name : {"--out", "--report"}) {
+    const std::string& path = std::string(name) == "--out" ? o.out : o.report;
+    if (o.given.count(name) && path.empty()) {
+      throw InputError({"<command line>", 0, 0}, name, "expected a file path, found an empty string");
+    }
+  }
+  const bool mbridge = o.framework == "megatron-bridge";
+  if (o.given.count(mbridge ? "--automodel-version" : "--mbridge-version")) {
+    throw InputError({"<command line>", 0, 0}, mbridge ? "--automodel-version" : "--mbridge-version",
+                     std::string("expected only with --framework ") + (mbridge ? "automodel" : "megatron-bridge") +
+                         ", found --framework " + o.framework);
+  }
   if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
   if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
@@ -238,6 +256,16 @@ int RunPlan(const PlanOptions& o) {
   }
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
+  }
+  for (const char* name : {"--nodes", "--gpus-per-node", "--hf-model"}) {
+    if (o.given.count(name) && !o.emit_launch) {
+      throw InputError({"<command line>", 0, 0}, name, "expected together with --emit-launch (it sets the launch files)");
+    }
+  }
+  if (o.full_recipe && req.framework == Framework::kMegatronBridge) {
+    throw InputError({"<command line>", 0, 0}, "--full-recipe",
+                     "expected with --framework automodel only (a Megatron-Bridge recipe is an override file; "
+                     "--emit-launch writes it with its launch script)");
   }
   // The full AutoModel recipe builds the model from Hugging Face: a preset's id, a config.json
   // (AutoConfig.from_pretrained takes the file), or --hf-model. A meshplan model YAML has none.

@@ -293,3 +293,7 @@ add_test(NAME cli.plan_json_errors COMMAND bash -c "
   \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 >\$d/out 2>&1; rc=\$?
   [ \$rc -eq 2 ] && ! grep -q '\"error\"' \$d/out || { echo table rc=\$rc; cat \$d/out; fail=1; }
   exit \$fail")
+# An empty --out / --report path (a shell's "") is refused, not taken as "no file".
+add_test(NAME cli.plan_out_empty_string COMMAND bash -c "
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out '' 2>&1 | grep -q -- '--out: expected a file path, found an empty string' || exit 1
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --report ''; [ \$? -eq 2 ]")
