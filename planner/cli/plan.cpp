@@ -310,7 +310,10 @@ int RunPlan(const PlanOptions& o) {
           << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
           << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
           << "% headroom kept free); "
-          << (part.empty() ? "add GPUs, shorten the sequence or lower --headroom" : "raise the limit to search further");
+          << (!part.empty() ? "raise the limit to search further"
+              // Lowering the headroom helps only when the need fits the whole GPU memory.
+              : c.cost.memory.Total() <= req.system.gpu.memory_bytes ? "add GPUs, shorten the sequence or lower --headroom"
+                                                                        : "add GPUs or shorten the sequence");
     }
     std::cerr << "meshplan: " << why.str() << "\n";
     if (o.format == "json") {

@@ -36,7 +36,7 @@ meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ 
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
 
 # No layout satisfies the request: exit 1 with the reason.
-meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable"
+meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable" "add GPUs or shorten the sequence$" "!lower --headroom"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
 meshplan_cli_case(plan_no_valid_layout 1 "no valid layout" "global_batch_divisible"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 7 --strategy ddp)
