@@ -92,7 +92,7 @@ void ReadPipeline(MapReader& d, Layout& l) {
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   MapReader top(root, filename);
-  if (!top.HasValue("distributed")) top.Fail("distributed", "missing; expected the AutoModel distributed: section");
+  if (!top.HasValue("distributed")) top.FailMissing("distributed", "expected the AutoModel distributed: section");
   if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map");
   MapReader d(top.Get("distributed"), filename, "distributed");
   ParsedRecipe out;
@@ -145,7 +145,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   }
   d.RejectUnknown();
 
-  if (!top.HasValue("step_scheduler")) top.Fail("step_scheduler", "missing; expected global_batch_size and local_batch_size");
+  if (!top.HasValue("step_scheduler")) top.FailMissing("step_scheduler", "expected global_batch_size and local_batch_size");
   if (!top.Get("step_scheduler").IsMap()) top.Fail("step_scheduler", "expected a map");  // fuzz finding
   MapReader s(top.Get("step_scheduler"), filename, "step_scheduler");
   out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
