@@ -98,6 +98,12 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   ParsedRecipe out;
   Layout& l = out.layout;
 
+  // Legacy recipes name the manager class (`_target_: ...DDPManager`) instead of `strategy:`;
+  // parse_distributed_section ignores _target_, so fsdp2 applies: say so.
+  if (!d.HasValue("strategy") && d.HasValue("_target_") && d.Get("_target_").IsScalar()) {
+    out.defaults_used.push_back("distributed.strategy = fsdp2 (AutoModel ignores distributed._target_ '" +
+                                d.Get("_target_").Scalar() + "'; set strategy: to choose fsdp2, megatron_fsdp or ddp)");
+  }
   std::string strategy = d.Str("strategy", std::string("fsdp2"));
   std::transform(strategy.begin(), strategy.end(), strategy.begin(), [](unsigned char ch) { return std::tolower(ch); });
   if (strategy == "fsdp2") {

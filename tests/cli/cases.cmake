@@ -297,3 +297,6 @@ add_test(NAME cli.plan_json_errors COMMAND bash -c "
 add_test(NAME cli.plan_out_empty_string COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out '' 2>&1 | grep -q -- '--out: expected a file path, found an empty string' || exit 1
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --report ''; [ \$? -eq 2 ]")
+# A legacy `_target_` manager without `strategy:`: AutoModel ignores it and runs fsdp2; check says so.
+meshplan_cli_case(check_legacy_target 0 "layout: fsdp2" "framework default: distributed.strategy = fsdp2 .AutoModel ignores distributed._target_ 'nemo_automodel.components.distributed.ddp.DDPManager'"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/automodel_legacy_target_ddp.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
