@@ -165,8 +165,9 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);
 /// Whether Megatron-Core applies RoPE with Transformer Engine's fused kernel under
 /// Megatron-Bridge. Megatron-Bridge turns apply_rope_fusion off unless the model's
 /// position_embedding_type is "rope" (src/megatron/bridge/utils/fusions.py,
-/// validate_rope_fusion_compatibility, called by GPTModelProvider.provide in every release
-/// 25.09-26.08), and its HF conversion gives position_embedding_type "yarn" to models without
+/// validate_rope_fusion_compatibility, called by GPTModelProvider.provide; the check is in every
+/// release from 25.11 (v0.2.0) to 26.08 (v0.6.0), not in 25.09 (v0.1.0rc3), which the current
+/// rule here follows), and its HF conversion gives position_embedding_type "yarn" to models without
 /// MLA whose rope_scaling is YaRN (models/conversion/model_bridge.py; GPT-OSS sets it in
 /// gpt_oss_bridge.py / gpt_oss_provider.py); MLA models keep "rope" and pass YaRN as rope_type.
 /// So: false for a non-MLA model with rope_scaling_type "yarn", true otherwise.
