@@ -152,6 +152,14 @@ uint32_t MegatronSelectiveModules(const Layout& layout);
 /// True when the attention core's forward runs again in backward: full recompute, or
 /// selective recompute whose modules include core_attn.
 bool MegatronRecomputesCore(const Layout& layout);
+/// Share of the EP all-to-all that overlap_moe_expert_parallel_comm cannot hide because its
+/// chunk has no partner: Megatron-Core's combined 1F1B schedule runs one (virtual-stage)
+/// chunk's forward together with another's backward, so the warm-up forwards and the
+/// cool-down backwards run alone. Without PP: the first forward and the last backward, one
+/// micro-batch's all-to-all in `micro_batches` (1/M). Interleaved PP: the 2(pp−1) + (vpp−1)·pp
+/// warm-up chunks of rank 0 (Narayanan et al. 2021, interleaved 1F1B) and as many cool-down
+/// ones, out of vpp·M. Dimensionless, at most 1.
+double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches);
 /// Token copies one EP dispatch sends per token: FlexDispatchCopies with the flex dispatcher,
 /// top-k otherwise (alltoall sends one per routed expert).
 double DispatchCopies(const Layout& layout, const ModelSpec& model);

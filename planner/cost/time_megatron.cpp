@@ -38,6 +38,13 @@ double DispatchCopies(const Layout& l, const ModelSpec& m) {
                                                       : double(m.experts_per_token);
 }
 
+double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches) {
+  const double v = double(std::max<int64_t>(1, vpp)), p = double(std::max<int64_t>(1, pp));
+  const double chunks = v * double(std::max<int64_t>(1, micro_batches));
+  const double warmup = pp > 1 ? 2.0 * (p - 1.0) + (v - 1.0) * p : 1.0;
+  return std::min(1.0, warmup / chunks);
+}
+
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
@@ -146,7 +153,9 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     bytes each, over the EP group {ep, stride etp}; c = k token copies with the alltoall
 ///     dispatcher (one per routed expert), or the expected number of distinct destination
 ///     ranks with the flex dispatcher (DeepEP / HybridEP send a token once per rank:
-///     FlexDispatchCopies); exposed unless overlap_moe_expert_parallel_comm.
+///     FlexDispatchCopies); exposed unless overlap_moe_expert_parallel_comm, and with it the
+///     unpaired warm-up / cool-down share (MegatronEpUnpairedShare) plus what the compute of
+///     the paired chunks cannot hide.
 ///   PP: (T/tp)·h·2 bytes per micro-batch per virtual stage forward and backward;
 ///     kPpP2pExposedFraction exposed with overlap_p2p_comm (interleaved), all without.
 ///   DP, distributed optimizer: reduce-scatter of the main gradients (FP32, or BF16 with
@@ -311,7 +320,14 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     const double comm = (s.full ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
-    t.ep = l.mb.ep_a2a_overlap == Tri::kTrue ? Pos(comm - compute0) : comm;
+    if (l.mb.ep_a2a_overlap == Tri::kTrue) {
+      // The combined 1F1B schedule pairs one chunk's forward with another's backward; the
+      // warm-up forwards and cool-down backwards have no partner (MegatronEpUnpairedShare).
+      const double unpaired = MegatronEpUnpairedShare(l.pp, static_cast<int64_t>(s.v), static_cast<int64_t>(n_mb));
+      t.ep = unpaired * comm + (1.0 - unpaired) * Pos(comm - compute0);
+    } else {
+      t.ep = comm;
+    }
   }
   // --- PP ---
   t.pp = s.pp;

@@ -149,6 +149,31 @@ TEST_CASE("megatron time: the attention rate against sequence and context-parall
   CHECK(tb.attention > 1.05 * ta.attention);
 }
 
+TEST_CASE("megatron time: the EP all-to-all share the combined 1F1B schedule cannot pair by hand") {
+  // No PP: the first forward and the last backward, one micro-batch of 5.
+  CHECK(cost::MegatronEpUnpairedShare(1, 1, 5) == test::Rel(0.2));
+  // Interleaved PP 4, VPP 4, 64 micro-batches: 2·3 + 3·4 = 18 warm-up chunks of 256.
+  CHECK(cost::MegatronEpUnpairedShare(4, 4, 64) == test::Rel(18.0 / 256.0));
+  // A single micro-batch has no partner at all.
+  CHECK(cost::MegatronEpUnpairedShare(1, 1, 1) == test::Rel(1.0));
+  CHECK(cost::MegatronEpUnpairedShare(8, 2, 4) == test::Rel(1.0));
+  // In the time model: with overlap on, the exposed EP time is that share of the all-to-all
+  // (the paired rest hides behind compute here), against all of it with overlap off.
+  const ModelSpec m = test::Qwen3_30B_A3B();
+  Layout l = MegatronLayout(1, 8);
+  l.ep = 8;
+  const TrainSetup setup = test::Setup(8, 4096, 40);  // 5 micro-batches of 1 per GPU
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  l.mb.ep_a2a_overlap = Tri::kFalse;
+  const cost::MegatronTerms off = Terms(m, test::DgxH100(), setup, l);
+  l.mb.ep_a2a_overlap = Tri::kTrue;
+  const cost::MegatronTerms on = Terms(m, test::DgxH100(), setup, l);
+  REQUIRE(off.ep > 0);
+  REQUIRE(off.ep < off.gemm);
+  CHECK(on.ep == test::Rel(0.2 * off.ep));
+}
+
 TEST_CASE("megatron time: TP communication and its userbuffer overlap worked by hand") {
   // tp 4 on 4 GPUs with sequence parallel: 4 all-reduce volumes per layer per micro-batch
   // of T·h·2 = 4,194,304 bytes: 6 x 5 us + 4,194,304 x 6/4 / (450e9 x 0.8) = 4.747627e-5 s;
