@@ -44,8 +44,10 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req);
 
 /// Writes `content` to `path` through a temporary file in the same directory and a
 /// rename, so the file is whole or absent. An existing file is replaced only if `force`.
-/// Throws InputError (field "--out") when the file exists without force or on I/O failure.
-void WriteFileAtomically(const std::string& path, const std::string& content, bool force);
+/// Throws InputError (field `flag`: the option that named the file) when the file exists
+/// without force or on I/O failure.
+void WriteFileAtomically(const std::string& path, const std::string& content, bool force,
+                         const char* flag = "--out");
 
 }  // namespace meshplan
 

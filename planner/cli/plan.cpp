@@ -270,28 +270,19 @@ int RunPlan(const PlanOptions& o) {
   } else {
     std::cout << RankTable(result, req);
   }
-  // Files are written whole or not at all, and none is written when any would replace an
-  // existing file without --force: check every target first.
-  if (!o.force) {
-    std::vector<std::pair<std::string, const char*>> targets;
-    if (!o.out.empty()) targets.emplace_back(o.out, "--out");
-    if (o.emit_launch) {
-      for (size_t i = 0; i < result.top.size(); ++i) {
-        const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
-        for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
-      }
-    }
-    if (!o.report.empty()) targets.emplace_back(o.report, "--report");
-    for (const auto& [path, flag] : targets) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(path, ec)) {
-        throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
-      }
-      if (std::filesystem::exists(path, ec)) {
-        throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
-      }
+  // Files are written whole or not at all, and none is written unless every one can be: probe
+  // every target (--out, each launch file, --report) before writing the first, so that a
+  // directory in the way or an existing file without --force leaves nothing behind.
+  std::vector<std::pair<std::string, const char*>> targets;
+  if (!o.out.empty()) targets.emplace_back(o.out, "--out");
+  if (o.emit_launch) {
+    for (size_t i = 0; i < result.top.size(); ++i) {
+      const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
+      for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
     }
   }
+  if (!o.report.empty()) targets.emplace_back(o.report, "--report");
+  for (const auto& [path, flag] : targets) CheckOutputPath(path, flag, o.force);
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
     if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";
@@ -301,7 +292,7 @@ int RunPlan(const PlanOptions& o) {
     if (o.format == "table") std::cout << "wrote " << files.size() << " launch files beside " << o.out << "\n";
   }
   if (!o.report.empty()) {
-    WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force);
+    WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force, "--report");
     if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
   return 0;

@@ -179,6 +179,13 @@ add_test(NAME cli.emit_launch_all_or_nothing COMMAND bash -c "
   set -u; d=\$(mktemp -d); echo keep > \$d/recipes.rank1.yaml
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/recipes.yaml --emit-launch >\$d/log 2>&1; rc=\$?
   [ \$rc -eq 2 ] && grep -q 'recipes.rank1.yaml: error: --emit-launch: file exists' \$d/log && [ ! -e \$d/recipes.yaml ] && [ \"\$(cat \$d/recipes.rank1.yaml)\" = keep ] || { echo rc=\$rc; cat \$d/log; ls \$d; exit 1; }")
+# With --force too: every output path is probed before the first is written, so a launch file
+# blocked by a directory leaves no --out, launch or report file behind, and the error names
+# --emit-launch and the path (it said "--out: is a directory" after writing l3.yaml and rank 1).
+add_test(NAME cli.emit_launch_force_blocked_writes_nothing COMMAND bash -c "
+  set -u; d=\$(mktemp -d); log=\$(mktemp); mkdir \$d/l3.rank2.launch.sh
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 3 --out \$d/l3.yaml --emit-launch --force --report \$d/l3.html >\$log 2>&1; rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'l3.rank2.launch.sh: error: --emit-launch: is a directory' \$log && [ \"\$(ls \$d)\" = l3.rank2.launch.sh ] || { echo rc=\$rc; cat \$log; ls \$d; exit 1; }")
 # A path that is not a regular file (a FIFO) is refused at once instead of blocking.
 add_test(NAME cli.model_fifo_refused COMMAND bash -c "
   d=\$(mktemp -d); mkfifo \$d/m.json
