@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <set>
+#include <vector>
 #include <sstream>
 
 namespace meshplan::yamlutil {
@@ -72,8 +73,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     throw InputError({filename, 0, 0}, "", "file contains NUL bytes; expected YAML or JSON text");
   }
   YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document, not just the first: content after the map (a second JSON object,
+    // `{...} garbage`, a `---` document) would otherwise be dropped without a word.
+    docs = YAML::LoadAll(std::string(text));
+    root = docs.empty() ? YAML::Load(std::string(text)) : docs.front();
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard; its message is "bad file"
     throw InputError({filename, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
                      "", "nesting deeper than 64 levels");
@@ -85,6 +90,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   if (!root.IsMap()) {
     throw InputError(LocOf(root, filename), "",
                      "expected a map of keys at the top level, found " + Shown(root));
+  }
+  // Further documents that are empty or null (a trailing `---`) drop nothing.
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (docs[i].IsNull()) continue;
+    throw InputError(LocOf(docs[i], filename), "",
+                     "expected a single YAML/JSON document, found another one after it: " + Shown(docs[i]));
   }
   int64_t visited = 0;
   CheckDuplicates(root, filename, 0, visited);
