@@ -88,13 +88,13 @@ foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096 b_llama3_3_70b_squad_
   meshplan_cli_case(check_automodel_${n} 0 "AutoModel recipe" "valid: passes all" "memory: "
     -- ${MP} check ${R}/automodel_${n}.yaml --model ${m} --system dgx-h100 --gpus ${g} --seq-len ${s})
 endforeach()
-meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2"
+meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2" "global batch 512, bf16$"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(check_mb_1_9b 0 "valid: passes all" "tp2 pp16 cp1 ep64 etp1 dp32"
   -- ${MP} check ${R}/mbridge_1_9b_deepseek_v3_pretrain_1024gpu_h100.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
 meshplan_cli_case(check_mb_1_9c 0 "valid: passes all" "tp4 pp16 cp2 ep8 etp1 dp2"
   -- ${MP} check ${R}/mbridge_1_9c_qwen3_235b_a22b_pretrain_256gpu_h100.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
-meshplan_cli_case(check_mb_1_9d 0 "valid: passes all" "megatron_fsdp tp1 pp1 cp1 ep1 dp64 mbs2"
+meshplan_cli_case(check_mb_1_9d 0 "valid: passes all" "megatron_fsdp tp1 pp1 cp1 ep1 dp64 mbs2" "global batch 256, fp8$"
   -- ${MP} check ${R}/mbridge_1_9d_llama3_70b_pretrain_64gpu_gb200_fp8cs.yaml --model llama3-70b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_deepseek_1024 0 "valid: passes all"
   -- ${MP} check ${R}/mbridge_5_4_deepseek_v3_pretrain_1024gpu_h100_bf16.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
@@ -105,6 +105,9 @@ meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+# The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
+meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
+  -- ${MP} check ${R}/mbridge_mixed_precision_hyphens.yaml --model llama3.1-8b --system dgx-b200 --gpus 8)
 # Keys a Megatron-Bridge recipe leaves to the framework are named with the default used.
 meshplan_cli_case(check_mb_defaults_named 0 "not set, framework default: train.global_batch_size = 32"
   "not set, framework default: train.micro_batch_size = 2"
