@@ -88,8 +88,9 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// (expert_tensor_parallel_size null = unset = TP), its pipeline split keys, recompute keys,
 /// train.global_batch_size / micro_batch_size, ddp:, optimizer:, dist:, comm_overlap:,
 /// checkpoint.ckpt_format and env_vars.CUDA_DEVICE_MAX_CONNECTIONS. Other keys of these
-/// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp) (0 if not whole). A
-/// mixed_precision that is not a name Megatron-Bridge registers is an InputError.
+/// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp), at least 1 (when it
+/// is not whole, mb_world_divisible_by_tp_pp_cp fails). A mixed_precision that is not a name
+/// Megatron-Bridge registers is an InputError.
 /// Throws InputError (file, line, column, field) for a value of the wrong type or range.
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 

@@ -282,10 +282,13 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
     out.precision = MixedPrecisionRecipe(top);
     out.precision_set = true;
   }
+  // DP = W / (TP*PP*CP) (get_data_parallel_size). Not dividing: keep dp >= 1, as the AutoModel
+  // reader does, so that mb_world_divisible_by_tp_pp_cp names the problem (dp 0 failed
+  // mb_axes_positive, which hid it) and the other rules can still be evaluated.
   const int64_t model_ranks = l.tp * l.pp * l.cp;
-  l.dp = num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0;
+  l.dp = std::max<int64_t>(1, num_gpus / model_ranks);
   SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});
-  if (l.dp > 0) SyncMegatronCostView(l, 0);
+  SyncMegatronCostView(l, 0);
   return out;
 }
 

@@ -105,6 +105,13 @@ meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+# TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
+meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"
+  "!mb_axes_positive" "!dp0"
+  -- ${MP} check ${R}/mbridge_pp3_8gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible"
+  "!mb_axes_positive"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/mbridge_pp3_8gpu.yaml)
 # The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
 meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
   -- ${MP} check ${R}/mbridge_mixed_precision_hyphens.yaml --model llama3.1-8b --system dgx-b200 --gpus 8)
