@@ -136,6 +136,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   } else {
     std::cout << "memory: not predicted (the parallel sizes do not divide the GPU count)\n";
   }
+  if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   for (const std::string& w : MegatronWarnings(ctx)) std::cout << "warning: " << w << "\n";
   const std::vector<std::string> off = SilentlyOff(l);
   std::cout << "silently off: " << (off.empty() ? "none" : "") << "\n";

@@ -118,6 +118,9 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force);
 std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
 /// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
 void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
+/// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
+/// error: the plan is still made) that the model was not trained on positions that far.
+std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
 /// The warning printed when a search stopped early (result.stopped set): the limit reached
 /// and the number of layouts tested.
 std::string StopWarning(const PlanOptions& o, const PlanResult& result);

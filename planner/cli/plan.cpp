@@ -116,6 +116,14 @@ void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag) {
   if (!problem.empty()) throw InputError({"<command line>", 0, 0}, flag, problem);
 }
 
+std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len) {
+  if (model.max_position_embeddings <= 0 || seq_len <= model.max_position_embeddings) return "";
+  return "seq_len " + std::to_string(seq_len) + " is longer than the max_position_embeddings (" +
+         std::to_string(model.max_position_embeddings) + ") of " + model.name +
+         ": the model was not trained on positions that far; extend its context (e.g. rope_scaling) or shorten the "
+         "sequence (planned anyway)";
+}
+
 void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (path.empty()) return;
   std::error_code ec;
@@ -208,6 +216,9 @@ PlanRequest MakePlanRequest(const PlanOptions& o) {
 int RunPlan(const PlanOptions& o) {
   if (!o.sweep_gpus.empty() || !o.sweep_seq.empty()) return RunSweep(o);
   PlanRequest req = MakePlanRequest(o);
+  if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) {
+    std::cerr << "meshplan: warning: " << w << "\n";
+  }
   if (o.emit_launch && o.out.empty()) {
     throw InputError({"<command line>", 0, 0}, "--emit-launch", "expected --out FILE (launch files are written beside it)");
   }

@@ -112,7 +112,9 @@ int RunSweep(const PlanOptions& o) {
       point.gpus = g;
       point.seq_len = s;
       try {
-        (void)MakePlanRequest(point);
+        const PlanRequest req = MakePlanRequest(point);
+        const std::string w = g == gpus.front() ? SeqLenWarning(req.model, s) : "";
+        if (!w.empty()) std::cerr << "meshplan: warning: " << w << "\n";
       } catch (const InputError& e) {
         const std::string what = e.what();
         if (!o.sweep_gpus.empty() && what.find("--gpus:") != std::string::npos) {

@@ -35,6 +35,17 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
 meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ layouts" "!stopped early"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
 
+# A sequence longer than the model's max_position_embeddings is planned, with a warning (there was none);
+# exactly max_position_embeddings gives none.
+meshplan_cli_case(plan_seq_len_above_max_positions 0 "meshplan: warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "^rank +strategy"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64)
+meshplan_cli_case(plan_seq_len_at_max_positions 0 "^rank +strategy" "!max_position_embeddings"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
+meshplan_cli_case(sweep_seq_len_above_max_positions 0 "meshplan: warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\)" "!seq_len 8192 is longer"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --sweep-seq 8192,16384 --global-batch 64)
+meshplan_cli_case(explain_seq_len_above_max_positions 0 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b"
+  -- ${MP} explain --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64 --tp 2 --recompute full)
+
 # No layout satisfies the request: exit 1 with the reason.
 meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
@@ -112,6 +123,8 @@ meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp
 meshplan_cli_case(explain_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible"
   "!mb_axes_positive"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/mbridge_pp3_8gpu.yaml)
+meshplan_cli_case(check_seq_len_above_max_positions 0 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "valid: passes all"
+  -- ${MP} check ${R}/mbridge_no_train.yaml --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384)
 # The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
 meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
   -- ${MP} check ${R}/mbridge_mixed_precision_hyphens.yaml --model llama3.1-8b --system dgx-b200 --gpus 8)
