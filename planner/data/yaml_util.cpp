@@ -164,28 +164,32 @@ void MapReader::FailMissing(const std::string& key, const std::string& expected)
 int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::optional<int64_t> fallback) {
   Mark(key);
   YAML::Node n = map_[key];
+  const std::string range = "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    FailMissing(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    if (n.IsDefined()) Fail(key, range + ", found null");
+    FailMissing(key, range);
   }
   std::string s = n.IsScalar() ? n.Scalar() : "";
   char* end = nullptr;
   errno = 0;
   long long v = n.IsScalar() && !s.empty() ? std::strtoll(s.c_str(), &end, 10) : 0;
-  if (!n.IsScalar() || s.empty() || *end != '\0' || errno == ERANGE) {
+  const bool overflow = n.IsScalar() && !s.empty() && *end == '\0' && errno == ERANGE;
+  if (!n.IsScalar() || s.empty() || *end != '\0' || overflow) {
     // Accept integral floats such as 8.0 written by some tools.
     double d = 0;
-    if (n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d) &&
-        std::fabs(d) < 9.0e15) {
+    const bool integral = n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d);
+    if (integral && std::fabs(d) < 9.0e15) {
       v = static_cast<long long>(d);
+    } else if (integral || overflow) {
+      // An integer all the same (99999999999999999999, 1e30), too large for any range read here.
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      Fail(key, range + ", found " + s + " (out of range)");
     } else {
       Fail(key, "expected an integer, found " + Shown(n));
     }
   }
-  if (v < min || v > max) {
-    Fail(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " +
-                  std::to_string(v));
-  }
+  if (v < min || v > max) Fail(key, range + ", found " + std::to_string(v));
   return v;
 }
 
@@ -194,6 +198,7 @@ double MapReader::Num(const std::string& key, double min, double max, std::optio
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected a number, found null");
     FailMissing(key, "expected a number");
   }
   double d = 0;
@@ -212,6 +217,7 @@ bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected true or false, found null");
     FailMissing(key, "expected true or false");
   }
   bool b = false;
@@ -224,6 +230,7 @@ std::string MapReader::Str(const std::string& key, std::optional<std::string> fa
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected a string, found null");
     FailMissing(key, "expected a string");
   }
   if (!n.IsScalar()) Fail(key, "expected a string, found " + Shown(n));
