@@ -45,8 +45,10 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req);
 
 /// Writes `content` to `path` through a temporary file in the same directory and a
 /// rename, so the file is whole or absent. An existing file is replaced only if `force`.
-/// Throws InputError (field "--out") when the file exists without force or on I/O failure.
-void WriteFileAtomically(const std::string& path, const std::string& content, bool force);
+/// Throws InputError (field `flag`: the option that named the file) when the file exists
+/// without force or on I/O failure.
+void WriteFileAtomically(const std::string& path, const std::string& content, bool force,
+                         const char* flag = "--out");
 
 }  // namespace meshplan
 
@@ -58,8 +60,9 @@ struct ParsedRecipe {
   Layout layout;
   int64_t global_batch = 0;
   int64_t seq_len = 0;  ///< Megatron model.seq_length or AutoModel dataset.seq_len if set; 0 otherwise
-  /// GEMM precision the recipe asks for: Megatron-Bridge `mixed_precision` (a registered name
-  /// with fp8 / mxfp8 / nvfp4 in it), AutoModel `fp8.enabled`. `precision_set` false: not said.
+  /// GEMM precision the recipe asks for: Megatron-Bridge `mixed_precision` (a registered recipe
+  /// name: the fp8 / mxfp8 / nvfp4 ones, or bf16 / fp16), AutoModel `fp8.enabled`.
+  /// `precision_set` false: not said.
   Precision precision = Precision::kBf16;
   bool precision_set = false;
   /// Keys the recipe leaves to the framework's defaults that matter to the plan ("train.
@@ -86,7 +89,9 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// (expert_tensor_parallel_size null = unset = TP), its pipeline split keys, recompute keys,
 /// train.global_batch_size / micro_batch_size, ddp:, optimizer:, dist:, comm_overlap:,
 /// checkpoint.ckpt_format and env_vars.CUDA_DEVICE_MAX_CONNECTIONS. Other keys of these
-/// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp) (0 if not whole).
+/// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp), at least 1 (when it
+/// is not whole, mb_world_divisible_by_tp_pp_cp fails). A mixed_precision that is not a name
+/// Megatron-Bridge registers is an InputError.
 /// Throws InputError (file, line, column, field) for a value of the wrong type or range.
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 

@@ -108,7 +108,8 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
 
   std::cout << label << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
             << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
-            << ", global batch " << req.setup.global_batch << "\n  layout: " << Describe(l) << "\n";
+            << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
+            << "\n  layout: " << Describe(l) << "\n";
   for (const std::string& d : parsed.defaults_used) std::cout << "  not set, framework default: " << d << "\n";
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
@@ -135,6 +136,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   } else {
     std::cout << "memory: not predicted (the parallel sizes do not divide the GPU count)\n";
   }
+  if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   for (const std::string& w : MegatronWarnings(ctx)) std::cout << "warning: " << w << "\n";
   const std::vector<std::string> off = SilentlyOff(l);
   std::cout << "silently off: " << (off.empty() ? "none" : "") << "\n";

@@ -141,6 +141,9 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
 /// quoting binary input) becomes U+FFFD instead of an exception.
 std::string JsonText(const nlohmann::json& j);
+/// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
+/// error: the plan is still made) that the model was not trained on positions that far.
+std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
 /// The warning printed when a search stopped early (result.stopped set): the limit reached
 /// and the number of layouts tested.
 std::string StopWarning(const PlanOptions& o, const PlanResult& result);

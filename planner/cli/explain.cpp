@@ -223,6 +223,7 @@ int RunExplain(const ExplainOptions& o) {
             << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
+  if (const std::string w = SeqLenWarning(model, setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   const AutoModelVersion version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
   const MBridgeVersion mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   RuleContext ctx{model, setup, l, version, mb_version, &system};

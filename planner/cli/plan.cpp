@@ -126,6 +126,14 @@ void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag) {
   if (!problem.empty()) throw InputError({"<command line>", 0, 0}, flag, problem);
 }
 
+std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len) {
+  if (model.max_position_embeddings <= 0 || seq_len <= model.max_position_embeddings) return "";
+  return "seq_len " + std::to_string(seq_len) + " is longer than the max_position_embeddings (" +
+         std::to_string(model.max_position_embeddings) + ") of " + model.name +
+         ": the model was not trained on positions that far; extend its context (e.g. rope_scaling) or shorten the "
+         "sequence (planned anyway)";
+}
+
 void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (path.empty()) return;
   std::error_code ec;
@@ -251,6 +259,9 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
 int RunPlan(const PlanOptions& o) {
   if (!o.sweep_gpus.empty() || !o.sweep_seq.empty()) return RunSweep(o);
   PlanRequest req = MakePlanRequest(o);
+  if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) {
+    std::cerr << "meshplan: warning: " << w << "\n";
+  }
   if (o.emit_launch && o.out.empty()) {
     throw InputError({"<command line>", 0, 0}, "--emit-launch", "expected --out FILE (launch files are written beside it)");
   }
@@ -332,28 +343,19 @@ int RunPlan(const PlanOptions& o) {
   } else if (o.format == "table") {
     std::cout << RankTable(result, req);
   }
-  // Files are written whole or not at all, and none is written when any would replace an
-  // existing file without --force: check every target first.
-  if (!o.force) {
-    std::vector<std::pair<std::string, const char*>> targets;
-    if (!o.out.empty()) targets.emplace_back(o.out, "--out");
-    if (o.emit_launch) {
-      for (size_t i = 0; i < result.top.size(); ++i) {
-        const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
-        for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
-      }
-    }
-    if (!o.report.empty()) targets.emplace_back(o.report, "--report");
-    for (const auto& [path, flag] : targets) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(path, ec)) {
-        throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
-      }
-      if (std::filesystem::exists(path, ec)) {
-        throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
-      }
+  // Files are written whole or not at all, and none is written unless every one can be: probe
+  // every target (--out, each launch file, --report) before writing the first, so that a
+  // directory in the way or an existing file without --force leaves nothing behind.
+  std::vector<std::pair<std::string, const char*>> targets;
+  if (!o.out.empty()) targets.emplace_back(o.out, "--out");
+  if (o.emit_launch) {
+    for (size_t i = 0; i < result.top.size(); ++i) {
+      const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
+      for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
     }
   }
+  if (!o.report.empty()) targets.emplace_back(o.report, "--report");
+  for (const auto& [path, flag] : targets) CheckOutputPath(path, flag, o.force);
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
     if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";
@@ -363,7 +365,7 @@ int RunPlan(const PlanOptions& o) {
     if (o.format == "table") std::cout << "wrote " << files.size() << " launch files beside " << o.out << "\n";
   }
   if (!o.report.empty()) {
-    WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force);
+    WriteFileAtomically(o.report, ReportHtml(result, all_top, req), o.force, "--report");
     if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
   if (o.format == "json") std::cout << ResultJson(result, req);

@@ -123,7 +123,9 @@ int RunSweep(const PlanOptions& o) {
   for (long long g : gpus) {
     for (long long s : seqs) {
       const auto [point, source] = PointOptions(o, g, s);
-      (void)MakePlanRequest(point, source);
+      const PlanRequest req = MakePlanRequest(point, source);
+      const std::string w = g == gpus.front() ? SeqLenWarning(req.model, s) : "";
+      if (!w.empty()) std::cerr << "meshplan: warning: " << w << "\n";
     }
   }
   CheckOutputPath(o.out, "--out", o.force);

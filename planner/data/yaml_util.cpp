@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <set>
+#include <vector>
 #include <sstream>
 #include <vector>
 
@@ -102,8 +103,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     throw InputError({filename, 0, 0}, "", "file contains NUL bytes; expected YAML or JSON text");
   }
   YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document, not just the first: content after the map (a second JSON object,
+    // `{...} garbage`, a `---` document) would otherwise be dropped without a word.
+    docs = YAML::LoadAll(std::string(text));
+    root = docs.empty() ? YAML::Load(std::string(text)) : docs.front();
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard; its message is "bad file"
     throw InputError({filename, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
                      "", "nesting deeper than 64 levels");
@@ -115,6 +120,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   if (!root.IsMap()) {
     throw InputError(LocOf(root, filename), "",
                      "expected a map of keys at the top level, found " + Shown(root));
+  }
+  // Further documents that are empty or null (a trailing `---`) drop nothing.
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (docs[i].IsNull()) continue;
+    throw InputError(LocOf(docs[i], filename), "",
+                     "expected a single YAML/JSON document, found another one after it: " + Shown(docs[i]));
   }
   int64_t visited = 0;
   std::vector<PathStep> path;
@@ -184,28 +195,32 @@ void MapReader::FailMissing(const std::string& key, const std::string& expected)
 int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::optional<int64_t> fallback) {
   Mark(key);
   YAML::Node n = map_[key];
+  const std::string range = "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
-    FailMissing(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    if (n.IsDefined()) Fail(key, range + ", found null");
+    FailMissing(key, range);
   }
   std::string s = n.IsScalar() ? n.Scalar() : "";
   char* end = nullptr;
   errno = 0;
   long long v = n.IsScalar() && !s.empty() ? std::strtoll(s.c_str(), &end, 10) : 0;
-  if (!n.IsScalar() || s.empty() || *end != '\0' || errno == ERANGE) {
+  const bool overflow = n.IsScalar() && !s.empty() && *end == '\0' && errno == ERANGE;
+  if (!n.IsScalar() || s.empty() || *end != '\0' || overflow) {
     // Accept integral floats such as 8.0 written by some tools.
     double d = 0;
-    if (n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d) &&
-        std::fabs(d) < 9.0e15) {
+    const bool integral = n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d);
+    if (integral && std::fabs(d) < 9.0e15) {
       v = static_cast<long long>(d);
+    } else if (integral || overflow) {
+      // An integer all the same (99999999999999999999, 1e30), too large for any range read here.
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      Fail(key, range + ", found " + s + " (out of range)");
     } else {
       Fail(key, "expected an integer, found " + Shown(n));
     }
   }
-  if (v < min || v > max) {
-    Fail(key, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " +
-                  std::to_string(v));
-  }
+  if (v < min || v > max) Fail(key, range + ", found " + std::to_string(v));
   return v;
 }
 
@@ -214,6 +229,7 @@ double MapReader::Num(const std::string& key, double min, double max, std::optio
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected a number, found null");
     FailMissing(key, "expected a number");
   }
   double d = 0;
@@ -232,6 +248,7 @@ bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected true or false, found null");
     FailMissing(key, "expected true or false");
   }
   bool b = false;
@@ -244,6 +261,7 @@ std::string MapReader::Str(const std::string& key, std::optional<std::string> fa
   YAML::Node n = map_[key];
   if (!n.IsDefined() || n.IsNull()) {
     if (fallback) return *fallback;
+    if (n.IsDefined()) Fail(key, "expected a string, found null");
     FailMissing(key, "expected a string");
   }
   if (!n.IsScalar()) Fail(key, "expected a string, found " + Shown(n));

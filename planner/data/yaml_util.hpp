@@ -16,8 +16,9 @@
 namespace meshplan::yamlutil {
 
 /// Parses `text`; a syntax error becomes InputError at the parser's position. A document
-/// that is not a map is an error too. Duplicate keys at any depth are errors, whose field is
-/// the key's full path ("distributed.tp_size", "residuals[2].name").
+/// that is not a map is an error too, and so is content after it (a second document or
+/// object; an empty or null one is allowed). Duplicate keys at any depth are errors, whose
+/// field is the key's full path ("distributed.tp_size", "residuals[2].name").
 YAML::Node ParseMap(std::string_view text, const std::string& filename);
 
 /// 1-based position of `node` in `filename` (line 0 if the node has no mark).

@@ -49,7 +49,10 @@ std::string Stem(const std::string& filename) {
 double Number(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what,
               bool zero_ok = false) {
   std::string range = (zero_ok ? "[0, " : "(0, ") + Str(max) + "]";
-  if (!r.HasValue(key)) r.Fail(key, "missing; expected " + what + ", a number in " + range);
+  if (!r.HasValue(key)) {
+    r.Fail(key, r.Has(key) ? "expected " + what + ", a number in " + range + ", found null"
+                           : "missing; expected " + what + ", a number in " + range);
+  }
   double v = r.Num(key, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
   if (v < 0 || (v == 0 && !zero_ok) || v > max) {
     r.Fail(key, "expected " + what + ", a number in " + range + ", found " + Str(v));

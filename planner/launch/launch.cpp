@@ -304,10 +304,10 @@ std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRe
         recipe = "# Fragment: merge into a complete AutoModel recipe before launching (or use --full-recipe).\n" + recipe;
       }
     }
-    WriteFileAtomically(p.recipe, recipe, force);
-    WriteFileAtomically(p.launch, LaunchScript(c, req, topo, abs_recipe, rank), force);
+    WriteFileAtomically(p.recipe, recipe, force, "--emit-launch");
+    WriteFileAtomically(p.launch, LaunchScript(c, req, topo, abs_recipe, rank), force, "--emit-launch");
     chmod(p.launch.c_str(), 0755);
-    WriteFileAtomically(p.sbatch, SlurmScript(c, req, topo, abs_recipe, rank), force);
+    WriteFileAtomically(p.sbatch, SlurmScript(c, req, topo, abs_recipe, rank), force, "--emit-launch");
     written.insert(written.end(), {p.recipe, p.launch, p.sbatch});
   }
   return written;

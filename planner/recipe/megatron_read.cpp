@@ -3,6 +3,8 @@
 // DistributedDataParallelConfig, MB DistributedInitConfig, CommOverlapConfig, CheckpointConfig).
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "data/yaml_util.hpp"
 #include "recipe/perf_settings.hpp"
@@ -47,6 +49,46 @@ MapReader Section(MapReader& top, const char* name, const std::string& filename)
   YAML::Node n = top.Get(name);
   if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
   return MapReader(n, filename, name);
+}
+
+/// The mixed-precision recipes Megatron-Bridge registers (training/mixed_precision.py,
+/// MIXED_PRECISION_RECIPES; megatron.md 1.7), each under its function name; hyphens may
+/// replace the underscores (get_mixed_precision_config). fp16 GEMMs are priced as bf16.
+constexpr std::pair<const char*, Precision> kMixedPrecisionRecipes[] = {
+    {"bf16_mixed", Precision::kBf16},
+    {"fp16_mixed", Precision::kBf16},
+    {"bf16_with_fp8_delayed_scaling_mixed", Precision::kFp8},
+    {"fp16_with_fp8_delayed_scaling_mixed", Precision::kFp8},
+    {"bf16_with_fp8_current_scaling_mixed", Precision::kFp8},
+    {"fp16_with_fp8_current_scaling_mixed", Precision::kFp8},
+    {"nemotron_h_bf16_with_fp8_current_scaling_mixed", Precision::kFp8},
+    {"nanov2_bf16_with_fp8_current_scaling_mixed", Precision::kFp8},
+    {"bf16_with_fp8_subchannel_scaling_mixed", Precision::kFp8},
+    {"fp16_with_fp8_subchannel_scaling_mixed", Precision::kFp8},
+    {"bf16_with_mxfp8_mixed", Precision::kFp8},
+    {"fp16_with_mxfp8_mixed", Precision::kFp8},
+    {"bf16_with_nvfp4_mixed", Precision::kFp4},
+    {"nemotron_3_super_bf16_with_nvfp4_mixed", Precision::kFp4},
+};
+
+/// The GEMM precision of the recipe named by top-level mixed_precision; any other value is
+/// refused (Megatron-Bridge raises "Unknown mixed-precision recipe" for it).
+Precision MixedPrecisionRecipe(MapReader& top) {
+  const YAML::Node n = top.Get("mixed_precision");
+  std::string name = n.IsScalar() ? n.Scalar() : "";
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::vector<std::string> names;
+  for (const auto& [known, precision] : kMixedPrecisionRecipes) {
+    if (n.IsScalar() && name == known) return precision;
+    names.emplace_back(known);
+  }
+  std::string expected = "expected a mixed-precision recipe Megatron-Bridge registers (";
+  for (size_t i = 0; i < names.size(); ++i) expected += (i ? ", " : "") + names[i];
+  expected += ") or a MixedPrecisionConfig map, found ";
+  if (!n.IsScalar()) top.Fail("mixed_precision", expected + "a list");
+  const std::string hint = yamlutil::DidYouMean(name, names);
+  top.Fail("mixed_precision",
+           expected + "'" + n.Scalar() + "'" + (hint.empty() ? std::string() : "; did you mean '" + hint + "'?"));
 }
 
 void ReadModel(MapReader& m, ParsedRecipe& out) {
@@ -236,17 +278,17 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   top.RejectNearMisses();
   // mixed_precision: a registered recipe name (megatron.md 1.7); a MixedPrecisionConfig map is
   // not interpreted.
-  if (top.HasValue("mixed_precision") && top.Get("mixed_precision").IsScalar()) {
-    const std::string mp = top.Get("mixed_precision").Scalar();
+  if (!IsNullish(top, "mixed_precision") && !top.Get("mixed_precision").IsMap()) {
+    out.precision = MixedPrecisionRecipe(top);
     out.precision_set = true;
-    out.precision = mp.find("nvfp4") != std::string::npos ? Precision::kFp4
-                    : mp.find("fp8") != std::string::npos ? Precision::kFp8
-                                                          : Precision::kBf16;
   }
+  // DP = W / (TP*PP*CP) (get_data_parallel_size). Not dividing: keep dp >= 1, as the AutoModel
+  // reader does, so that mb_world_divisible_by_tp_pp_cp names the problem (dp 0 failed
+  // mb_axes_positive, which hid it) and the other rules can still be evaluated.
   const int64_t model_ranks = l.tp * l.pp * l.cp;
-  l.dp = num_gpus % model_ranks == 0 ? num_gpus / model_ranks : 0;
+  l.dp = std::max<int64_t>(1, num_gpus / model_ranks);
   SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});
-  if (l.dp > 0) SyncMegatronCostView(l, 0);
+  SyncMegatronCostView(l, 0);
   return out;
 }
 

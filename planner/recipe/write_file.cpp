@@ -59,14 +59,14 @@ class TmpGuard {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::string& content, bool force) {
+void WriteFileAtomically(const std::string& path, const std::string& content, bool force, const char* flag) {
   const SourceLoc loc{path, 0, 0};
-  if (path.empty()) throw InputError({"<command line>", 0, 0}, "--out", "expected a file path, found ''");
-  if (path.size() + 16 >= sizeof g_tmp_path) throw InputError(loc, "--out", "path too long");
+  if (path.empty()) throw InputError({"<command line>", 0, 0}, flag, "expected a file path, found ''");
+  if (path.size() + 16 >= sizeof g_tmp_path) throw InputError(loc, flag, "path too long");
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw InputError(loc, "--out", "is a directory; expected a file path");
-    if (!force) throw InputError(loc, "--out", "file exists; pass --force to replace it");
+    if (S_ISDIR(st.st_mode)) throw InputError(loc, flag, "is a directory; expected a file path");
+    if (!force) throw InputError(loc, flag, "file exists; pass --force to replace it");
   }
   std::string tmpl = path + ".tmp.XXXXXX";
   // Block the signals while the temporary file is created and its name recorded.
@@ -85,7 +85,7 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     struct stat dst {};
     if (mkstemp_errno == ENOENT && stat(dir.c_str(), &dst) != 0) why += " (the directory does not exist)";
-    throw InputError(loc, "--out", "cannot create a file next to it: " + why);
+    throw InputError(loc, flag, "cannot create a file next to it: " + why);
   }
   TmpGuard guard(tmpl);
   sigprocmask(SIG_SETMASK, &prev, nullptr);
@@ -118,7 +118,7 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
       unlink(tmpl.c_str());
     } else if (errno == EEXIST) {
       unlink(tmpl.c_str());
-      throw InputError(loc, "--out", "file exists; pass --force to replace it");
+      throw InputError(loc, flag, "file exists; pass --force to replace it");
     } else if (errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS) {
       // No hard links on this file system: the stat() above is the best check we have.
       if (std::rename(tmpl.c_str(), path.c_str()) != 0) ok = false, err = errno;
@@ -129,7 +129,7 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
   }
   if (!ok) {
     unlink(tmpl.c_str());
-    throw InputError(loc, "--out", std::string("cannot write: ") + std::strerror(err));
+    throw InputError(loc, flag, std::string("cannot write: ") + std::strerror(err));
   }
 }
 

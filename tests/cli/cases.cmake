@@ -35,6 +35,17 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
 meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ layouts" "!stopped early"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
 
+# A sequence longer than the model's max_position_embeddings is planned, with a warning (there was none);
+# exactly max_position_embeddings gives none.
+meshplan_cli_case(plan_seq_len_above_max_positions 0 "meshplan: warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "^rank +strategy"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64)
+meshplan_cli_case(plan_seq_len_at_max_positions 0 "^rank +strategy" "!max_position_embeddings"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
+meshplan_cli_case(sweep_seq_len_above_max_positions 0 "meshplan: warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\)" "!seq_len 8192 is longer"
+  -- ${MP} plan --model llama3-8b --system dgx-h100 --gpus 8 --sweep-seq 8192,16384 --global-batch 64)
+meshplan_cli_case(explain_seq_len_above_max_positions 0 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b"
+  -- ${MP} explain --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64 --tp 2 --recompute full)
+
 # No layout satisfies the request: exit 1 with the reason.
 meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable" "add GPUs or shorten the sequence$" "!lower --headroom"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
@@ -88,13 +99,13 @@ foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096 b_llama3_3_70b_squad_
   meshplan_cli_case(check_automodel_${n} 0 "AutoModel recipe" "valid: passes all" "memory: "
     -- ${MP} check ${R}/automodel_${n}.yaml --model ${m} --system dgx-h100 --gpus ${g} --seq-len ${s})
 endforeach()
-meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2"
+meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2" "global batch 512, bf16$"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(check_mb_1_9b 0 "valid: passes all" "tp2 pp16 cp1 ep64 etp1 dp32"
   -- ${MP} check ${R}/mbridge_1_9b_deepseek_v3_pretrain_1024gpu_h100.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
 meshplan_cli_case(check_mb_1_9c 0 "valid: passes all" "tp4 pp16 cp2 ep8 etp1 dp2"
   -- ${MP} check ${R}/mbridge_1_9c_qwen3_235b_a22b_pretrain_256gpu_h100.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
-meshplan_cli_case(check_mb_1_9d 0 "valid: passes all" "megatron_fsdp tp1 pp1 cp1 ep1 dp64 mbs2"
+meshplan_cli_case(check_mb_1_9d 0 "valid: passes all" "megatron_fsdp tp1 pp1 cp1 ep1 dp64 mbs2" "global batch 256, fp8$"
   -- ${MP} check ${R}/mbridge_1_9d_llama3_70b_pretrain_64gpu_gb200_fp8cs.yaml --model llama3-70b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_deepseek_1024 0 "valid: passes all"
   -- ${MP} check ${R}/mbridge_5_4_deepseek_v3_pretrain_1024gpu_h100_bf16.yaml --model deepseek-v3 --system dgx-h100 --gpus 1024)
@@ -105,6 +116,18 @@ meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+# TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
+meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"
+  "!mb_axes_positive" "!dp0"
+  -- ${MP} check ${R}/mbridge_pp3_8gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible"
+  "!mb_axes_positive"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/mbridge_pp3_8gpu.yaml)
+meshplan_cli_case(check_seq_len_above_max_positions 0 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "valid: passes all"
+  -- ${MP} check ${R}/mbridge_no_train.yaml --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384)
+# The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
+meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
+  -- ${MP} check ${R}/mbridge_mixed_precision_hyphens.yaml --model llama3.1-8b --system dgx-b200 --gpus 8)
 # Keys a Megatron-Bridge recipe leaves to the framework are named with the default used.
 meshplan_cli_case(check_mb_defaults_named 0 "not set, framework default: train.global_batch_size = 32"
   "not set, framework default: train.micro_batch_size = 2"
@@ -198,6 +221,13 @@ add_test(NAME cli.emit_launch_all_or_nothing COMMAND bash -c "
   set -u; d=\$(mktemp -d); echo keep > \$d/recipes.rank1.yaml
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/recipes.yaml --emit-launch >\$d/log 2>&1; rc=\$?
   [ \$rc -eq 2 ] && grep -q 'recipes.rank1.yaml: error: --emit-launch: file exists' \$d/log && [ ! -e \$d/recipes.yaml ] && [ \"\$(cat \$d/recipes.rank1.yaml)\" = keep ] || { echo rc=\$rc; cat \$d/log; ls \$d; exit 1; }")
+# With --force too: every output path is probed before the first is written, so a launch file
+# blocked by a directory leaves no --out, launch or report file behind, and the error names
+# --emit-launch and the path (it said "--out: is a directory" after writing l3.yaml and rank 1).
+add_test(NAME cli.emit_launch_force_blocked_writes_nothing COMMAND bash -c "
+  set -u; d=\$(mktemp -d); log=\$(mktemp); mkdir \$d/l3.rank2.launch.sh
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 3 --out \$d/l3.yaml --emit-launch --force --report \$d/l3.html >\$log 2>&1; rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'l3.rank2.launch.sh: error: --emit-launch: is a directory' \$log && [ \"\$(ls \$d)\" = l3.rank2.launch.sh ] || { echo rc=\$rc; cat \$log; ls \$d; exit 1; }")
 # A path that is not a regular file (a FIFO) is refused at once instead of blocking.
 add_test(NAME cli.model_fifo_refused COMMAND bash -c "
   d=\$(mktemp -d); mkfifo \$d/m.json
