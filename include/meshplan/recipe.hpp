@@ -68,6 +68,9 @@ struct ParsedRecipe {
   /// Keys the recipe leaves to the framework's defaults that matter to the plan ("train.
   /// global_batch_size = 32 (Megatron-Bridge recipes/common.py default)"), for `check` to say.
   std::vector<std::string> defaults_used;
+  /// Settings the recipe gives that the framework overwrites without an error ("ddp.
+  /// grad_reduce_in_fp32: false is overwritten by ..."), for `check` and `explain` to say.
+  std::vector<std::string> overridden;
 };
 
 /// Reads the `distributed:` and `step_scheduler:` sections of an AutoModel recipe (other

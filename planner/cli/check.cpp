@@ -111,6 +111,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
             << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
             << "\n  layout: " << Describe(l) << "\n";
   for (const std::string& d : parsed.defaults_used) std::cout << "  not set, framework default: " << d << "\n";
+  for (const std::string& d : parsed.overridden) std::cout << "  warning: " << d << "\n";
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
   if (failures.empty()) {

@@ -23,7 +23,7 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--model", o.model, "preset name or path to config.json / model YAML")->required();
   cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->required();
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
   CLI::Option* recipe = cmd->add_option(
       "--recipe", o.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
@@ -177,12 +177,13 @@ void PrintMegatronCompute(const MegatronComputeSplit& c, double compute) {
 int RunExplain(const ExplainOptions& o) {
   TrainSetup setup;
   setup.num_gpus = Count(o.gpus, "--gpus", 1LL << 20);
-  setup.seq_len = Count(o.seq_len, "--seq-len", 1LL << 24);
   setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   setup.headroom = o.headroom;
   const ModelSpec model = LoadModel(o.model);
   Layout l;
   bool megatron = false;
+  std::vector<std::string> defaults_used, overridden;
+  int64_t recipe_seq_len = 0;
   if (!o.recipe.empty()) {
     const std::string text = data::ReadFileOrThrow(o.recipe);
     if (const size_t n = SplitDocuments(text).size(); n > 1) {
@@ -195,6 +196,9 @@ int RunExplain(const ExplainOptions& o) {
     const ParsedRecipe parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
                                          : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
     l = parsed.layout;
+    defaults_used = parsed.defaults_used;
+    overridden = parsed.overridden;
+    recipe_seq_len = parsed.seq_len;
     if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers);
     if (o.precision.empty() && parsed.precision_set) setup.precision = parsed.precision;
     setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed.global_batch;
@@ -209,6 +213,14 @@ int RunExplain(const ExplainOptions& o) {
     l = LayoutFromFlags(o, setup.num_gpus);
   }
   setup.global_batch = Count(setup.global_batch, "--global-batch", 1LL << 30);
+  // --seq-len overrides the recipe's sequence length (said below when they differ).
+  if (o.seq_len == 0 && recipe_seq_len <= 0) {
+    throw InputError({"<command line>", 0, 0}, "--seq-len",
+                     o.recipe.empty() ? "--seq-len is required"
+                                      : std::string("required: the recipe does not set ") +
+                                            (megatron ? "model.seq_length" : "dataset.seq_len"));
+  }
+  setup.seq_len = o.seq_len != 0 ? Count(o.seq_len, "--seq-len", 1LL << 24) : recipe_seq_len;
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
   CheckGpuCount(system, setup.num_gpus);
   const std::string profile = !o.memory_profile.empty() ? o.memory_profile : megatron ? "megatron-bridge" : "pytorch";
@@ -223,6 +235,11 @@ int RunExplain(const ExplainOptions& o) {
             << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
+  for (const std::string& d : defaults_used) std::cout << "  not set, framework default: " << d << "\n";
+  for (const std::string& d : overridden) std::cout << "  warning: " << d << "\n";
+  if (recipe_seq_len > 0 && recipe_seq_len != setup.seq_len) {
+    std::cout << "  note: --seq-len " << setup.seq_len << " replaces the recipe's " << recipe_seq_len << "\n";
+  }
   if (const std::string w = SeqLenWarning(model, setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   const AutoModelVersion version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
   const MBridgeVersion mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;

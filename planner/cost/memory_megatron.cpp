@@ -215,6 +215,18 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
     mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
   }
+  // torch FSDP2 (dist.use_torch_fsdp2; fully_shard per layer, no distributed optimizer, EP 1
+  // and PP 1 by Megatron-Bridge's rules): bf16 weights, gradients and the fp32 master weights
+  // and Adam moments (12 bytes) are all sharded over dp·cp, and the unit being computed and the
+  // prefetched one are materialised, as for Megatron FSDP above.
+  if (x.bridge_estimator && l.framework == Framework::kMegatronBridge && l.mb.use_torch_fsdp2) {
+    const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+    mem.weights = 2.0 * (pd + pe) / shards;
+    mem.gradients = grad_bytes * (pd + pe) / shards;
+    mem.optimizer = 12.0 * (pd + pe) / shards;
+    const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
+    mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+  }
   mem.phase = "estimate";
   return mem;
 }

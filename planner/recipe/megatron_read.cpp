@@ -282,6 +282,29 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
     out.precision = MixedPrecisionRecipe(top);
     out.precision_set = true;
   }
+  // grad_reduce_in_fp32: MixedPrecisionConfig.setup() copies every field it shares with the
+  // DDP config over it (training/mixed_precision.py, update_config_with_precision_overrides),
+  // so the mixed-precision value wins: True for bf16_mixed and the recipes built on it, False
+  // for fp16_mixed and its fp16_* variants, a map's own grad_reduce_in_fp32 (default True).
+  {
+    bool fp32 = true;
+    if (!IsNullish(top, "mixed_precision")) {
+      const YAML::Node mp = top.Get("mixed_precision");
+      if (mp.IsScalar()) {
+        fp32 = mp.Scalar().rfind("fp16", 0) != 0;
+      } else if (mp.IsMap()) {
+        MapReader mpr(mp, filename, "mixed_precision");
+        fp32 = mpr.Bool("grad_reduce_in_fp32", true);
+      }
+    }
+    const Tri asked = TriKey(ddp, "grad_reduce_in_fp32");
+    if (asked != Tri::kUnset && (asked == Tri::kTrue) != fp32) {
+      out.overridden.push_back(std::string("ddp.grad_reduce_in_fp32: ") + (asked == Tri::kTrue ? "true" : "false") +
+                               " is overwritten by mixed_precision's grad_reduce_in_fp32 = " + (fp32 ? "true" : "false") +
+                               " (MixedPrecisionConfig.setup copies it over the DDP config; set it in a mixed_precision map)");
+    }
+    l.mb.grad_reduce_in_fp32 = fp32;
+  }
   // DP = W / (TP*PP*CP) (get_data_parallel_size). Not dividing: keep dp >= 1, as the AutoModel
   // reader does, so that mb_world_divisible_by_tp_pp_cp names the problem (dp 0 failed
   // mb_axes_positive, which hid it) and the other rules can still be evaluated.

@@ -330,3 +330,18 @@ add_test(NAME cli.plan_out_empty_string COMMAND bash -c "
 # A legacy `_target_` manager without `strategy:`: AutoModel ignores it and runs fsdp2; check says so.
 meshplan_cli_case(check_legacy_target 0 "layout: fsdp2" "framework default: distributed.strategy = fsdp2 .AutoModel ignores distributed._target_ 'nemo_automodel.components.distributed.ddp.DDPManager'"
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/automodel_legacy_target_ddp.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+# grad_reduce_in_fp32: mixed_precision's value wins over ddp's (MixedPrecisionConfig.setup copies
+# it): the preset keeps fp32 main gradients (19.24 GiB) and check warns; a mixed_precision map
+# with grad_reduce_in_fp32: false halves them (9.62 GiB). explain takes the recipe's seq_length.
+# (Exit 1: at micro-batch 1 without recompute neither fits in 71.2 usable GiB.)
+meshplan_cli_case(check_mb_grad_reduce_overridden 0 "warning: ddp.grad_reduce_in_fp32: false is overwritten by mixed_precision's grad_reduce_in_fp32 = true"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_overridden.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_mb_grad_reduce_preset 1 "seq_len 4096" "gradients +19.24" "warning: ddp.grad_reduce_in_fp32: false is overwritten"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8
+     --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_overridden.yaml)
+meshplan_cli_case(explain_mb_grad_reduce_map 1 "gradients +9.62" "!overwritten"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8
+     --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_map.yaml)
+meshplan_cli_case(explain_seq_len_replaces_recipe 0 "seq_len 2048" "note: --seq-len 2048 replaces the recipe's 4096"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 2048
+     --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_map.yaml)

@@ -179,18 +179,24 @@ TEST_CASE("megatron: Korthikanti Table 3 configurations reproduce groundtruth.md
         cost::KorthikantiLayerBytes(6144, 64, 4 * 6144, 2048, 4, 8, true, Recompute::kSelective, false));
 }
 
+// A Megatron-Bridge layout of pure DP 64 (TP = PP = 1), micro-batch 1.
+Layout Dp64Layout(const ModelSpec& m, const TrainSetup& setup, bool distributed_optimizer) {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.dp = 64;
+  l.use_distributed_optimizer = distributed_optimizer;
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  return l;
+}
+
 TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning estimate") {
   // Llama-3 70B, 64 GPUs, TP 1: with Megatron FSDP (optim_grads_params) the 2 + 4 bytes of
   // weights and gradients per parameter are sharded like the 12 bytes of optimizer state, so
   // the model states drop by about 6 B/param x (1 - 1/64) against DDP + distributed optimizer.
   const ModelSpec m = test::Llama3_70B();
   const TrainSetup setup = test::Setup(64, 4096, 64);
-  Layout l;
-  l.framework = Framework::kMegatronBridge;
-  l.dp = 64;
-  l.use_distributed_optimizer = true;
-  SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
+  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
   const CostModel cm(m, test::DgxH100(), setup);  // kAuto: Megatron-Bridge estimator
   const MemoryBreakdown ddp = cm.Evaluate(l).memory;
   l.mb.use_megatron_fsdp = true;
@@ -200,6 +206,25 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
   CHECK(fsdp.gradients == doctest::Approx(ddp.gradients / 64.0));
   CHECK(fsdp.optimizer == doctest::Approx(ddp.optimizer));
   CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * 2.0 * params / 80.0));
+}
+
+TEST_CASE("megatron: torch FSDP2 shards weights gradients and optimizer state over dp") {
+  // Llama-3 70B, 64 GPUs, TP 1, no distributed optimizer: DDP keeps 2 + 4 + 12 bytes per
+  // parameter on every GPU; dist.use_torch_fsdp2 shards all of it over dp = 64 and holds two
+  // layers of bf16 weights unsharded (the unit computed and the prefetched one).
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 64);
+  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/false);
+  const CostModel cm(m, test::DgxH100(), setup);
+  const MemoryBreakdown ddp = cm.Evaluate(l).memory;
+  l.mb.use_torch_fsdp2 = true;
+  const MemoryBreakdown fsdp2 = cm.Evaluate(l).memory;
+  const double params = ddp.weights / 2.0;
+  CHECK(ddp.optimizer == doctest::Approx(12.0 * params));
+  CHECK(fsdp2.weights == doctest::Approx(ddp.weights / 64.0));
+  CHECK(fsdp2.gradients == doctest::Approx(ddp.gradients / 64.0));
+  CHECK(fsdp2.optimizer == doctest::Approx(12.0 * params / 64.0));
+  CHECK(fsdp2.buffers - ddp.buffers == doctest::Approx(2.0 * 2.0 * params / 80.0));
 }
 
 }  // namespace
