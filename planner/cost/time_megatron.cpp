@@ -165,7 +165,8 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     behind the last micro-batch's backward and the all-gather behind the first forward,
 ///     except one bucket each. Without the distributed optimizer: one all-reduce, same
 ///     overlap. Megatron FSDP / torch FSDP2: per micro-batch gathers and reduce-scatters,
-///     kFsdpOverlapFraction of the compute hides them.
+///     kFsdpOverlapFraction of the compute hides them; torch FSDP2 also copies every gathered
+///     parameter out of, and every gradient into, its flat collective buffers (HBM-bound).
 ///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3).
 ///   optimizer: as in RankTime.
 MegatronShared MegatronLayoutShared(const Ctx& c) {
@@ -362,6 +363,14 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     const double rs =
         ReduceScatterSeconds(g * dense_local, gd.n, ld) + ReduceScatterSeconds(g * expert_local, ge.n, le);
     t.dp = Pos(n_mb * (2.0 * ag + rs) - kFsdpOverlapFraction * compute0) + n_mb * first_ag;
+    // torch FSDP2 gathers into a flat buffer and copies out to each parameter (forward and
+    // backward), and copies each gradient into a flat buffer before the reduce-scatter
+    // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,
+    // foreach_reduce); Megatron FSDP's parameters and gradients live in its buffers. Per
+    // micro-batch: 2 x (read + write 2 bytes) + read + write of the gradient, per parameter.
+    if (l.mb.use_torch_fsdp2 && gpu.hbm_bandwidth > 0) {
+      t.memory_bound += n_mb * (2.0 * 4.0 + 2.0 * g) * (dense_local + expert_local) / gpu.hbm_bandwidth;
+    }
   }
   // --- optimizer ---
   const double state = mem.weights + mem.step_gradients + mem.optimizer;

@@ -174,6 +174,29 @@ TEST_CASE("megatron time: the EP all-to-all share the combined 1F1B schedule can
   CHECK(on.ep == test::Rel(0.2 * off.ep));
 }
 
+TEST_CASE("megatron time: torch FSDP2 copies parameters and gradients through its flat buffers") {
+  // Llama-3 70B, 64 GPUs, DP 64 (TP 1: the rank holds all 70.55e9 parameters), 64 sequences:
+  // one micro-batch per GPU. torch FSDP2 against Megatron FSDP: 2 x (2 + 2) bytes of all-gather
+  // copy-out and 2 x 4 bytes of fp32 gradient copy-in per parameter per micro-batch, over the
+  // 3.35e12 B/s of H100 HBM; everything else equal.
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 64);
+  Layout l = MegatronLayout(1, 64);
+  l.use_distributed_optimizer = true;
+  SetMegatronMicroBatch(l, 1, setup);
+  l.mb.use_megatron_fsdp = true;
+  SyncMegatronCostView(l, m.num_layers);
+  const cost::MegatronTerms mfsdp = Terms(m, test::DgxH100(), setup, l);
+  l.mb.use_megatron_fsdp = false;
+  l.mb.use_torch_fsdp2 = true;
+  l.use_distributed_optimizer = false;
+  SyncMegatronCostView(l, m.num_layers);
+  const cost::MegatronTerms fsdp2 = Terms(m, test::DgxH100(), setup, l);
+  const double params = double(CountParams(m).total);
+  CHECK(fsdp2.gemm == test::Rel(mfsdp.gemm));
+  CHECK(fsdp2.memory_bound - mfsdp.memory_bound == test::Rel(16.0 * params / 3.35e12).epsilon(1e-6));
+}
+
 TEST_CASE("megatron time: TP communication and its userbuffer overlap worked by hand") {
   // tp 4 on 4 GPUs with sequence parallel: 4 all-reduce volumes per layer per micro-batch
   // of T·h·2 = 4,194,304 bytes: 6 x 5 us + 4,194,304 x 6/4 / (450e9 x 0.8) = 4.747627e-5 s;
