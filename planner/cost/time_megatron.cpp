@@ -231,8 +231,11 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
       const double attn = (scope & kGraphAttn) ? attn_kernels : 0.0;
       dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
-      moe_graphed = attn + ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
-                    ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0);
+      // "moe" captures the whole MoE block (router, dispatch, experts, combine); otherwise
+      // its router and preprocessing parts.
+      moe_graphed = attn + ((scope & kGraphMoe) ? kMoeLayerKernels - kAttnBlockKernels + expert_kernels
+                                                : ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
+                                                      ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0));
     }
     s.dense_layer_kernels = kDenseLayerKernels + unfused.kernels - (1.0 - kGraphedKernelShare) * dense_graphed;
     s.moe_layer_kernels =

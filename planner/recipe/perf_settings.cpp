@@ -82,9 +82,9 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
                 : granularity == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
                                                                          : Recompute::kNone;
   const bool local = r.Str("cuda_graph_impl") == "local";
-  e.runtime.cuda_graph = ReadCudaGraphImpl(r, "cuda_graph_impl");
-  e.runtime.cuda_graph_scope = ReadCudaGraphScope(r, "cuda_graph_scope");
-  if (local) e.runtime.cuda_graph_scope = 0;
+  const uint32_t scope = ReadCudaGraphScope(r, "cuda_graph_scope");
+  e.runtime.cuda_graph = ReadCudaGraphImpl(r, "cuda_graph_impl", scope, /*full_iteration_spelling=*/true);
+  e.runtime.cuda_graph_scope = local ? 0u : scope;
   e.runtime.grad_reduce_in_fp32 = r.Bool("grad_reduce_in_fp32");
   e.cpu_offloading_num_layers = r.Int("cpu_offloading_num_layers", 0, 1 << 20);
   r.RejectUnknown();
@@ -105,17 +105,26 @@ uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key) {
 
 uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key) {
   return Bits(r, key,
-              {{"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe_router", kGraphMoeRouter},
-               {"moe_preprocess", kGraphMoePreprocess}});
+              {{"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe", kGraphMoe}, {"moe_router", kGraphMoeRouter},
+               {"moe_preprocess", kGraphMoePreprocess}, {"mamba", kGraphMamba},
+               {"full_iteration", kGraphFullIteration}});
 }
 
-// "local" graphs capture whole layers (Megatron-Core's CudaGraphManager), like Transformer
-// Engine graphs with an empty scope.
-MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key) {
-  const std::string graph = OneOf(r, key, {"none", "transformer_engine", "local", "full_iteration"});
-  return graph == "full_iteration" ? MbCudaGraph::kFullIteration
-         : graph == "none"         ? MbCudaGraph::kNone
-                                   : MbCudaGraph::kTransformerEngine;
+// Megatron-Core's cuda_graph_impl is none, local (its CudaGraphManager: whole layers, or the
+// whole iteration with cuda_graph_scope [full_iteration]) or transformer_engine (the modules of
+// cuda_graph_scope, whole layers when it is empty). meshplan's perf-settings file also writes
+// the whole-iteration capture as cuda_graph_impl: full_iteration.
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t scope,
+                              bool full_iteration_spelling) {
+  const std::string graph =
+      full_iteration_spelling ? OneOf(r, key, {"none", "transformer_engine", "local", "full_iteration"})
+                              : OneOf(r, key, {"none", "transformer_engine", "local"});
+  if (graph == "full_iteration" || (graph == "local" && (scope & kGraphFullIteration))) return MbCudaGraph::kFullIteration;
+  if ((scope & kGraphFullIteration) && graph == "transformer_engine") {
+    r.Fail(key, "expected cuda_graph_impl: local with cuda_graph_scope full_iteration (Megatron-Core captures the "
+                "whole iteration with its own graphs), found transformer_engine");
+  }
+  return graph == "none" ? MbCudaGraph::kNone : MbCudaGraph::kTransformerEngine;
 }
 
 const PerfRecipeSettings* PerfRecipeTable::Find(const std::string& release, const std::string& model,

@@ -53,9 +53,14 @@ PerfRecipeTable LoadPerfRecipeSettings(const std::string& path);
 /// model.cuda_graph_scope -> MbGraphScope bits.
 uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key);
 uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key);
-/// model.cuda_graph_impl: none, transformer_engine, local (whole-layer graphs, like
-/// transformer_engine with an empty scope) or full_iteration.
-MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key);
+/// model.cuda_graph_impl as Megatron-Core spells it: none, transformer_engine, or local
+/// (whole-layer graphs, like transformer_engine with an empty scope; the whole iteration when
+/// `scope`, the MbGraphScope bits of cuda_graph_scope, has full_iteration). With
+/// `full_iteration_spelling` (meshplan's perf-settings file) the value full_iteration is
+/// accepted for that too. Throws InputError for other values and for full_iteration with
+/// transformer_engine.
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t scope,
+                              bool full_iteration_spelling = false);
 
 /// The table's precision name of a performance-table precision cell: BF16 or empty -> bf16;
 /// FP8, FP8-CS, "FP8-CS (FP8-MX)" -> fp8cs; MXFP8, FP8-MX -> fp8mx; NVFP4 -> nvfp4.

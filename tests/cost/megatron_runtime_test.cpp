@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -256,6 +257,58 @@ TEST_CASE("megatron runtime: a Megatron-Bridge recipe's recompute modules and CU
     CHECK(m.find("model.cuda_graph_scope") != std::string::npos);
     CHECK(m.find("found 'moe_routr'") != std::string::npos);
   }
+}
+
+TEST_CASE("megatron runtime: CUDA graph settings as Megatron-Core spells them") {
+  auto read = [](const std::string& impl, const std::string& scope) {
+    return ParseMegatronRecipe("model:\n  cuda_graph_impl: " + impl + "\n  cuda_graph_scope: " + scope + "\n", "g.yaml", 8)
+        .layout.mb;
+  };
+  // local with scope full_iteration: one graph of the whole iteration.
+  CHECK(read("local", "[full_iteration]").cuda_graph == MbCudaGraph::kFullIteration);
+  // local alone: whole-layer graphs (no module scope).
+  const MbSettings layers = read("local", "[]");
+  CHECK(layers.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(layers.cuda_graph_scope == 0u);
+  // "moe" is a Transformer Engine scope (the whole MoE block).
+  const MbSettings moe = read("transformer_engine", "[attn, moe]");
+  CHECK(moe.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(moe.cuda_graph_scope == (kGraphAttn | kGraphMoe));
+  // meshplan's own full_iteration spelling is not Megatron-Core's: refused in a recipe, and so
+  // is full_iteration with Transformer Engine graphs.
+  for (const auto& [impl, scope, expected] :
+       {std::tuple<std::string, std::string, std::string>{"full_iteration", "[]", "found 'full_iteration'"},
+        {"transformer_engine", "[full_iteration]", "expected cuda_graph_impl: local with cuda_graph_scope full_iteration"}}) {
+    CAPTURE(impl);
+    try {
+      read(impl, scope);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(expected) != std::string::npos);
+    }
+  }
+  // Priced: the "moe" scope graphs every kernel of the MoE block, more than its router and
+  // preprocessing parts.
+  const ModelSpec m = test::Qwen3_30B_A3B();
+  const TrainSetup setup = test::Setup(8, 4096, 8);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.dp = l.ep = 8;  // EP 8 over DP 8, distributed optimizer
+  l.use_distributed_optimizer = true;
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+  l.mb.cuda_graph_scope = kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess;
+  const ParamCounts p = CountParams(m);
+  auto kernels = [&](const Layout& x) {
+    const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, x);
+    return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0)).kernels;
+  };
+  const double parts = kernels(l);
+  l.mb.cuda_graph_scope = kGraphAttn | kGraphMoe;
+  const double block = kernels(l);
+  // 48 MoE layers x (70 + 16 experts x 6 - 20) kernels more replayed, each at 1 - 0.125 less.
+  CHECK(parts - block == doctest::Approx(48.0 * (70.0 + 96.0 - 20.0) * (1.0 - cost::kGraphedKernelShare)));
 }
 
 TEST_CASE("megatron runtime: the eager-op slowdown is the measured ratio to the median elementwise kernel") {
