@@ -204,6 +204,11 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
       throw InputError({"<command line>", 0, 0}, name, "expected a file path, found an empty string");
     }
   }
+  for (const char* name : {"--nodes", "--gpus-per-node", "--hf-model"}) {
+    if (o.given.count(name) && !o.emit_launch) {
+      throw InputError({"<command line>", 0, 0}, name, "expected together with --emit-launch (it sets the launch files)");
+    }
+  }
   const bool mbridge = o.framework == "megatron-bridge";
   if (o.given.count(mbridge ? "--automodel-version" : "--mbridge-version")) {
     throw InputError({"<command line>", 0, 0}, mbridge ? "--automodel-version" : "--mbridge-version",
@@ -267,11 +272,6 @@ int RunPlan(const PlanOptions& o) {
   }
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
-  }
-  for (const char* name : {"--nodes", "--gpus-per-node", "--hf-model"}) {
-    if (o.given.count(name) && !o.emit_launch) {
-      throw InputError({"<command line>", 0, 0}, name, "expected together with --emit-launch (it sets the launch files)");
-    }
   }
   if (o.full_recipe && req.framework == Framework::kMegatronBridge) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe",

@@ -69,8 +69,9 @@ std::string SweepYaml(const std::vector<Point>& points, const PlanRequest& first
   return head + docs;
 }
 
-// Every point with its plan result (ResultJson, best layout only) or why it has none.
-std::string SweepJson(const std::vector<Point>& points) {
+// Every point with its plan result (ResultJson, best layout only) or why it has none; with a
+// non-empty `error` (some point has no layout: exit 1) also the error object of ErrorJson.
+std::string SweepJson(const std::vector<Point>& points, const std::string& error = "") {
   nlohmann::json arr = nlohmann::json::array();
   for (const Point& p : points) {
     nlohmann::json j = {{"gpus", p.gpus}, {"seq_len", p.seq_len}};
@@ -82,7 +83,9 @@ std::string SweepJson(const std::vector<Point>& points) {
     }
     arr.push_back(std::move(j));
   }
-  return nlohmann::json{{"sweep", arr}}.dump(2) + "\n";
+  nlohmann::json out = {{"sweep", arr}};
+  if (!error.empty()) out["error"] = ErrorJson("no_layout", error, 1)["error"];
+  return JsonText(out);
 }
 
 }  // namespace
@@ -163,6 +166,15 @@ int RunSweep(const PlanOptions& o) {
     }
   }
   const bool json = o.format == "json";
+  // Exit 1 when a point has no layout: say so on stderr (and in the JSON), not only per point.
+  std::string error;
+  if (!all) {
+    size_t missing = 0;
+    for (const Point& p : points) missing += p.result.top.empty() ? 1 : 0;
+    error = std::to_string(missing) + " of " + std::to_string(points.size()) +
+            " sweep points have no layout (each point says why)";
+    std::cerr << "meshplan: " << error << "\n";
+  }
   // JSON after --out is written: a failure to write it leaves only the error's JSON on stdout.
   if (!table && !json) std::cout << SweepYaml(points, points.front().req);
   if (!o.out.empty()) {
@@ -175,7 +187,7 @@ int RunSweep(const PlanOptions& o) {
       if (table) std::cout << "wrote " << recipes << " recipes (the best of each point) to " << o.out << "\n";
     }
   }
-  if (json) std::cout << SweepJson(points);
+  if (json) std::cout << SweepJson(points, error);
   return all ? 0 : 1;
 }
 

@@ -345,3 +345,11 @@ meshplan_cli_case(explain_mb_grad_reduce_map 1 "gradients +9.62" "!overwritten"
 meshplan_cli_case(explain_seq_len_replaces_recipe 0 "seq_len 2048" "note: --seq-len 2048 replaces the recipe's 4096"
   -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 2048
      --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_map.yaml)
+# A sweep some of whose points have no layout exits 1 with a message on stderr and, under
+# --format json, an error object beside the points.
+add_test(NAME cli.sweep_json_error COMMAND bash -c "
+  d=\$(mktemp -d)
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 8192 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 1 ] && grep -q '^meshplan: 1 of 2 sweep points have no layout' \$d/err &&
+    grep -q '\"kind\": \"no_layout\"' \$d/out && grep -q '\"exit_status\": 1' \$d/out &&
+    [ \$(grep -c '\"seq_len\": 8192' \$d/out) -ge 2 ] || { cat \$d/out \$d/err; exit 1; }")
