@@ -261,7 +261,7 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.setup.seq_len = seq;
   LeadNum(cell(16), r.published_tokens);
   LeadNum(cell(17), r.published_tflops);
-  if (c.size() < 18 && r.skip.empty()) r.skip = "row has " + std::to_string(c.size()) + " cells, expected 18";
+  if (c.size() != 18 && r.skip.empty()) r.skip = "row has " + std::to_string(c.size()) + " cells, expected 18";
   for (size_t i : {size_t(16), size_t(17)}) {
     double v = 0;
     if (r.skip.empty() && !Trim(cell(i)).empty() && (!LeadNum(cell(i), v) || !(v > 0) || !std::isfinite(v))) {
@@ -472,7 +472,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       ++skipped;
       ++skip_reasons[reason];
       progress.Clear();
-      std::fprintf(out, "%-52.52s skipped: %s\n", r.label.c_str(), (shown.empty() ? reason : shown).c_str());
+      std::fprintf(out, "%-52.52s skipped (line %d): %s\n", r.label.c_str(), lineno, (shown.empty() ? reason : shown).c_str());
     };
     if (!r.skip.empty()) {
       skip_row(r.skip, "");
@@ -613,7 +613,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       }
     }
   }
-  std::fprintf(out, "skipped %d rows:", skipped);
+  std::fprintf(out, "skipped %d rows%s", skipped, skipped > 0 ? ":" : "");
   for (const auto& [why, n] : skip_reasons) std::fprintf(out, " [%s] x%d;", why.c_str(), n);
   std::fprintf(out, "\n");
   if (evaluated == 0) {
