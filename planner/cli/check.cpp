@@ -30,6 +30,7 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
       ->check(CLI::IsMember({"0.5", "0.4"}));
   cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
       ->check(CLI::IsMember({"main", "core0.15"}));
+  TrackVersionFlags(cmd, o.given);
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
 }
@@ -82,6 +83,7 @@ bool IsMarker(const std::string& line, const char* marker) {
 int CheckDocument(const CheckOptions& o, const std::string& text, const std::string& label, const ModelSpec& model,
                   const SystemSpec& system) {
   const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";
+  RefuseOtherFrameworkVersion(o.given, megatron);
   ParsedRecipe parsed =
       megatron ? ParseMegatronRecipe(text, o.recipe, o.gpus) : ParseAutoModelRecipe(text, o.recipe, o.gpus);
   PlanRequest req;
@@ -228,6 +230,21 @@ int RunCheck(const CheckOptions& o) {
   for (size_t i = 0; i < verdicts.size(); ++i) std::cout << (i ? ", " : " ") << verdicts[i];
   std::cout << " (exit " << worst << ")\n";
   return worst;
+}
+
+void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given) {
+  for (const char* name : {"--automodel-version", "--mbridge-version"}) {
+    cmd->get_option(name)->each([&given, name](const std::string&) { given.insert(name); });
+  }
+}
+
+void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron) {
+  const char* other = megatron ? "--automodel-version" : "--mbridge-version";
+  if (given.count(other)) {
+    throw InputError({"<command line>", 0, 0}, other,
+                     std::string("expected only with ") + (megatron ? "an AutoModel" : "a Megatron-Bridge") +
+                         " layout, found " + (megatron ? "a Megatron-Bridge" : "an AutoModel") + " one");
+  }
 }
 
 }  // namespace meshplan::cli

@@ -60,6 +60,7 @@ struct CheckOptions {
   std::string automodel_version = "0.5";
   std::string mbridge_version = "main";
   double headroom = 0.10;
+  std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
 /// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe.
@@ -75,6 +76,7 @@ struct ExplainOptions {
   std::string precision, automodel_version = "0.5", mbridge_version = "main", memory_profile;
   bool fp32_params = false, defer_fsdp_grad_sync = false;
   double headroom = 0.10;
+  std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
 struct ListOptions {
@@ -141,6 +143,11 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
 /// quoting binary input) becomes U+FFFD instead of an exception.
 std::string JsonText(const nlohmann::json& j);
+/// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
+void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
+/// Throws InputError on the version flag of the other framework when it was given: a
+/// Megatron-Bridge run takes no --automodel-version, an AutoModel one no --mbridge-version.
+void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron);
 /// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
 /// error: the plan is still made) that the model was not trained on positions that far.
 std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);

@@ -51,6 +51,7 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
       ->check(CLI::IsMember({"0.5", "0.4"}));
   cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
       ->check(CLI::IsMember({"main", "core0.15"}));
+  TrackVersionFlags(cmd, o.given);
   cmd->add_option("--memory-profile", o.memory_profile,
                   "pytorch (AutoModel, measured), megatron (Megatron-LM estimate) or megatron-bridge (its variant); "
                   "default: pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes")
@@ -230,6 +231,7 @@ int RunExplain(const ExplainOptions& o) {
   mo.fp32_params = o.fp32_params;
   mo.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync;
 
+  RefuseOtherFrameworkVersion(o.given, megatron);
   const Framework framework = megatron ? Framework::kMegatronBridge : Framework::kAutoModel;
   std::cout << "meshplan explain: " << (megatron ? "Megatron-Bridge" : "AutoModel") << " layout, " << model.name
             << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name
