@@ -242,7 +242,13 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
   if (!o.strategies.empty()) {
     req.strategies.clear();
-    for (const std::string& s : o.strategies) req.strategies.push_back(ParseStrategy(s));
+    for (const std::string& s : o.strategies) {
+      const Strategy st = ParseStrategy(s);
+      if (std::find(req.strategies.begin(), req.strategies.end(), st) != req.strategies.end()) {
+        throw InputError({"<command line>", 0, 0}, "--strategy", "expected distinct values, found " + s + " twice");
+      }
+      req.strategies.push_back(st);
+    }
   }
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);
