@@ -300,8 +300,9 @@ TEST_CASE("megatron runtime: CUDA graph settings as Megatron-Core spells them") 
   l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
   l.mb.cuda_graph_scope = kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess;
   const ParamCounts p = CountParams(m);
+  const SystemSpec sys = test::DgxH100();  // the Ctx holds references: keep it alive
   auto kernels = [&](const Layout& x) {
-    const cost::Ctx c = cost::MakeCtx(m, test::DgxH100(), setup, p, x);
+    const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, x);
     return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0)).kernels;
   };
   const double parts = kernels(l);
