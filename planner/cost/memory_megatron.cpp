@@ -195,37 +195,37 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   mem.activations = e.activation_layers / cp;
   // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
   // saved tensors of that many layers of the rank wait in host memory until backward.
+  const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
   if (l.framework == Framework::kMegatronBridge && l.mb.cpu_offloading_num_layers > 0) {
-    const double on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-    mem.activations *= std::max(0.0, 1.0 - double(l.mb.cpu_offloading_num_layers) / on_rank);
+    mem.activations *= std::max(0.0, 1.0 - double(l.mb.cpu_offloading_num_layers) / layers_on_rank);
   }
   mem.logits = e.activation_output / cp;
   // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
-  // the same groups as the distributed optimizer, and materialises the weights of the unit
-  // being computed and the prefetched one: (2 + 4 + 12)/d + two layers of bf16 weights
-  // (megatron.md 3.3, "Megatron-FSDP optim_grads_params shards everything"). Planning
-  // estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant) has no
-  // FSDP term and is reproduced as is.
-  if (x.bridge_estimator && l.framework == Framework::kMegatronBridge && l.mb.use_megatron_fsdp) {
+  // the same groups as the distributed optimizer: (2 + 4 + 12)/d (megatron.md 3.3,
+  // "Megatron-FSDP optim_grads_params shards everything"). torch FSDP2 (dist.use_torch_fsdp2;
+  // fully_shard per layer, no distributed optimizer, EP 1 and PP 1 by Megatron-Bridge's rules)
+  // shards the bf16 weights, the gradients and the fp32 master weights and Adam moments (12
+  // bytes) over dp·cp. Either materialises the weights of the unit being computed and the
+  // prefetched one: two layers of bf16 weights (both wrappers at once is refused by the rules).
+  // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
+  // has no FSDP term and is reproduced as is.
+  const bool bridge = x.bridge_estimator && l.framework == Framework::kMegatronBridge;
+  if (bridge && l.mb.use_megatron_fsdp) {
     const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
     const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
     const double sharded = pd / d_dense + pe / d_expert;
     mem.weights = 2.0 * sharded;
     mem.gradients = grad_bytes * sharded;
-    const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-    mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
   }
-  // torch FSDP2 (dist.use_torch_fsdp2; fully_shard per layer, no distributed optimizer, EP 1
-  // and PP 1 by Megatron-Bridge's rules): bf16 weights, gradients and the fp32 master weights
-  // and Adam moments (12 bytes) are all sharded over dp·cp, and the unit being computed and the
-  // prefetched one are materialised, as for Megatron FSDP above.
-  if (x.bridge_estimator && l.framework == Framework::kMegatronBridge && l.mb.use_torch_fsdp2) {
+  if (bridge && l.mb.use_torch_fsdp2) {
     const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
     mem.weights = 2.0 * (pd + pe) / shards;
     mem.gradients = grad_bytes * (pd + pe) / shards;
     mem.optimizer = 12.0 * (pd + pe) / shards;
-    const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-    mem.buffers += 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+  }
+  if (bridge) {
+    const int wrappers = int(l.mb.use_megatron_fsdp) + int(l.mb.use_torch_fsdp2);
+    mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
   }
   mem.phase = "estimate";
   return mem;
