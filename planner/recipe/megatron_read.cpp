@@ -142,11 +142,8 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     if (l.recompute == Recompute::kSelective && l.mb.recompute_modules == 0) l.recompute = Recompute::kNone;
   }
   if (!IsNullish(m, "cuda_graph_impl")) {
-    const bool local = m.Str("cuda_graph_impl") == "local";
-    const uint32_t scope = IsNullish(m, "cuda_graph_scope") ? 0u : recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
-    l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl", scope);
-    // local graphs capture whole layers (or the iteration): the module scope does not apply.
-    l.mb.cuda_graph_scope = local ? 0u : scope;
+    l.mb.cuda_graph_scope = IsNullish(m, "cuda_graph_scope") ? 0u : recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
+    l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl", l.mb.cuda_graph_scope);
   }
   m.Ignore({"cuda_graph_scope"});
   if (!IsNullish(m, "cpu_offloading_num_layers")) {

@@ -81,10 +81,9 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
   e.recompute = granularity == "full" ? Recompute::kFull
                 : granularity == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
                                                                          : Recompute::kNone;
-  const bool local = r.Str("cuda_graph_impl") == "local";
-  const uint32_t scope = ReadCudaGraphScope(r, "cuda_graph_scope");
-  e.runtime.cuda_graph = ReadCudaGraphImpl(r, "cuda_graph_impl", scope, /*full_iteration_spelling=*/true);
-  e.runtime.cuda_graph_scope = local ? 0u : scope;
+  e.runtime.cuda_graph_scope = ReadCudaGraphScope(r, "cuda_graph_scope");
+  e.runtime.cuda_graph =
+      ReadCudaGraphImpl(r, "cuda_graph_impl", e.runtime.cuda_graph_scope, /*full_iteration_spelling=*/true);
   e.runtime.grad_reduce_in_fp32 = r.Bool("grad_reduce_in_fp32");
   e.cpu_offloading_num_layers = r.Int("cpu_offloading_num_layers", 0, 1 << 20);
   r.RejectUnknown();
@@ -114,12 +113,15 @@ uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key) {
 // whole iteration with cuda_graph_scope [full_iteration]) or transformer_engine (the modules of
 // cuda_graph_scope, whole layers when it is empty). meshplan's perf-settings file also writes
 // the whole-iteration capture as cuda_graph_impl: full_iteration.
-MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t scope,
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t& scope,
                               bool full_iteration_spelling) {
   const std::string graph =
       full_iteration_spelling ? OneOf(r, key, {"none", "transformer_engine", "local", "full_iteration"})
                               : OneOf(r, key, {"none", "transformer_engine", "local"});
-  if (graph == "full_iteration" || (graph == "local" && (scope & kGraphFullIteration))) return MbCudaGraph::kFullIteration;
+  const uint32_t given = scope;
+  // local graphs capture whole layers (or the iteration): the module scope does not apply.
+  if (graph == "local") scope = 0;
+  if (graph == "full_iteration" || (graph == "local" && (given & kGraphFullIteration))) return MbCudaGraph::kFullIteration;
   if ((scope & kGraphFullIteration) && graph == "transformer_engine") {
     r.Fail(key, "expected cuda_graph_impl: local with cuda_graph_scope full_iteration (Megatron-Core captures the "
                 "whole iteration with its own graphs), found transformer_engine");

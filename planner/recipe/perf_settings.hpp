@@ -57,9 +57,9 @@ uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key);
 /// (whole-layer graphs, like transformer_engine with an empty scope; the whole iteration when
 /// `scope`, the MbGraphScope bits of cuda_graph_scope, has full_iteration). With
 /// `full_iteration_spelling` (meshplan's perf-settings file) the value full_iteration is
-/// accepted for that too. Throws InputError for other values and for full_iteration with
-/// transformer_engine.
-MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t scope,
+/// accepted for that too. Under local, `scope` is cleared (local graphs take no module scope).
+/// Throws InputError for other values and for full_iteration with transformer_engine.
+MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t& scope,
                               bool full_iteration_spelling = false);
 
 /// The table's precision name of a performance-table precision cell: BF16 or empty -> bf16;
