@@ -112,8 +112,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
             << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
             << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
             << "\n  layout: " << Describe(l) << "\n";
-  for (const std::string& d : parsed.defaults_used) std::cout << "  not set, framework default: " << d << "\n";
-  for (const std::string& d : parsed.overridden) std::cout << "  warning: " << d << "\n";
+  PrintRecipeNotes(parsed);
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
   if (failures.empty()) {
@@ -232,19 +231,27 @@ int RunCheck(const CheckOptions& o) {
   return worst;
 }
 
+void PrintRecipeNotes(const ParsedRecipe& parsed) {
+  for (const std::string& d : parsed.defaults_used) std::cout << "  not set, framework default: " << d << "\n";
+  for (const std::string& d : parsed.overridden) std::cout << "  warning: " << d << "\n";
+}
+
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given) {
   for (const char* name : {"--automodel-version", "--mbridge-version"}) {
     cmd->get_option(name)->each([&given, name](const std::string&) { given.insert(name); });
   }
 }
 
-void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron) {
+void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag) {
   const char* other = megatron ? "--automodel-version" : "--mbridge-version";
-  if (given.count(other)) {
-    throw InputError({"<command line>", 0, 0}, other,
-                     std::string("expected only with ") + (megatron ? "an AutoModel" : "a Megatron-Bridge") +
-                         " layout, found " + (megatron ? "a Megatron-Bridge" : "an AutoModel") + " one");
-  }
+  if (!given.count(other)) return;
+  const std::string message =
+      by_framework_flag
+          ? std::string("expected only with --framework ") + (megatron ? "automodel" : "megatron-bridge") +
+                ", found --framework " + (megatron ? "megatron-bridge" : "automodel")
+          : std::string("expected only with ") + (megatron ? "an AutoModel" : "a Megatron-Bridge") + " layout, found " +
+                (megatron ? "a Megatron-Bridge" : "an AutoModel") + " one";
+  throw InputError({"<command line>", 0, 0}, other, message);
 }
 
 }  // namespace meshplan::cli

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/recipe.hpp"
 #include "meshplan/search.hpp"
 
 namespace meshplan::cli {
@@ -143,11 +144,15 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
 /// quoting binary input) becomes U+FFFD instead of an exception.
 std::string JsonText(const nlohmann::json& j);
+/// Prints, indented under a verdict's header, the framework defaults a parsed recipe relies on
+/// and the settings of it the framework overwrites (ParsedRecipe::defaults_used, overridden).
+void PrintRecipeNotes(const ParsedRecipe& parsed);
 /// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
 /// Throws InputError on the version flag of the other framework when it was given: a
 /// Megatron-Bridge run takes no --automodel-version, an AutoModel one no --mbridge-version.
-void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron);
+/// `by_framework_flag`: the framework came from --framework (plan), not from a recipe.
+void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag = false);
 /// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
 /// error: the plan is still made) that the model was not trained on positions that far.
 std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -183,8 +184,7 @@ int RunExplain(const ExplainOptions& o) {
   const ModelSpec model = LoadModel(o.model);
   Layout l;
   bool megatron = false;
-  std::vector<std::string> defaults_used, overridden;
-  int64_t recipe_seq_len = 0;
+  std::optional<ParsedRecipe> parsed;  // with --recipe
   if (!o.recipe.empty()) {
     const std::string text = data::ReadFileOrThrow(o.recipe);
     if (const size_t n = SplitDocuments(text).size(); n > 1) {
@@ -194,15 +194,12 @@ int RunExplain(const ExplainOptions& o) {
                            "with meshplan check");
     }
     megatron = IsMegatronRecipe(text, o.recipe);
-    const ParsedRecipe parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
-                                         : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
-    l = parsed.layout;
-    defaults_used = parsed.defaults_used;
-    overridden = parsed.overridden;
-    recipe_seq_len = parsed.seq_len;
+    parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
+                      : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
+    l = parsed->layout;
     if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers);
-    if (o.precision.empty() && parsed.precision_set) setup.precision = parsed.precision;
-    setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed.global_batch;
+    if (o.precision.empty() && parsed->precision_set) setup.precision = parsed->precision;
+    setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed->global_batch;
     if (setup.global_batch <= 0) {
       throw InputError({"<command line>", 0, 0}, "--global-batch",
                        std::string("required: the recipe sets no ") +
@@ -215,6 +212,7 @@ int RunExplain(const ExplainOptions& o) {
   }
   setup.global_batch = Count(setup.global_batch, "--global-batch", 1LL << 30);
   // --seq-len overrides the recipe's sequence length (said below when they differ).
+  const int64_t recipe_seq_len = parsed ? parsed->seq_len : 0;
   if (o.seq_len == 0 && recipe_seq_len <= 0) {
     throw InputError({"<command line>", 0, 0}, "--seq-len",
                      o.recipe.empty() ? "--seq-len is required"
@@ -237,8 +235,7 @@ int RunExplain(const ExplainOptions& o) {
             << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
-  for (const std::string& d : defaults_used) std::cout << "  not set, framework default: " << d << "\n";
-  for (const std::string& d : overridden) std::cout << "  warning: " << d << "\n";
+  if (parsed) PrintRecipeNotes(*parsed);
   if (recipe_seq_len > 0 && recipe_seq_len != setup.seq_len) {
     std::cout << "  note: --seq-len " << setup.seq_len << " replaces the recipe's " << recipe_seq_len << "\n";
   }

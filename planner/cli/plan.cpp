@@ -71,10 +71,10 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--report", o.report, "write a self-contained HTML report (tables and SVG charts) to this file");
   // Options whose default is also a valid value: recorded when given, so that a meaningless
   // combination (--nodes without --emit-launch, --mbridge-version with AutoModel) is refused.
-  for (const char* name : {"--out", "--report", "--nodes", "--gpus-per-node", "--hf-model", "--automodel-version",
-                           "--mbridge-version"}) {
+  for (const char* name : {"--out", "--report", "--nodes", "--gpus-per-node", "--hf-model"}) {
     cmd->get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   }
+  TrackVersionFlags(cmd, o.given);
 }
 
 namespace {
@@ -209,12 +209,7 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
       throw InputError({"<command line>", 0, 0}, name, "expected together with --emit-launch (it sets the launch files)");
     }
   }
-  const bool mbridge = o.framework == "megatron-bridge";
-  if (o.given.count(mbridge ? "--automodel-version" : "--mbridge-version")) {
-    throw InputError({"<command line>", 0, 0}, mbridge ? "--automodel-version" : "--mbridge-version",
-                     std::string("expected only with --framework ") + (mbridge ? "automodel" : "megatron-bridge") +
-                         ", found --framework " + o.framework);
-  }
+  RefuseOtherFrameworkVersion(o.given, o.framework == "megatron-bridge", /*by_framework_flag=*/true);
   if (o.gpus == kNotGiven) throw InputError({"<command line>", 0, 0}, "--gpus", "--gpus is required (or give --sweep-gpus)");
   if (o.seq_len == kNotGiven) throw InputError({"<command line>", 0, 0}, "--seq-len", "--seq-len is required (or give --sweep-seq)");
   PlanRequest req;
