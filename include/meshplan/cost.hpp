@@ -75,6 +75,11 @@ struct MemoryOptions {
   /// megatron.md 3.5: dense optimizer state sharded over DP·CP, experts over EDP, activation
   /// formula (A) with the average FFN ratio, divided by TP·CP) instead of Megatron-LM's.
   bool megatron_bridge_estimator = false;
+  /// megatron: with FP8 / FP4 GEMMs, Transformer Engine saves the linear layers' inputs
+  /// quantized (1 byte FP8, 0.5625 NVFP4) instead of bf16, which both estimators count as bf16
+  /// (cost::QuantizedInputSaving; transformer_engine/pytorch/module/linear.py). Default true;
+  /// false reproduces the estimators as published.
+  bool quantized_linear_inputs = true;
 };
 
 /// Step time in seconds. Communication fields are the exposed (not overlapped) part.

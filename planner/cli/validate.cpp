@@ -439,6 +439,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   int without_settings = 0;
   std::vector<double> errors;
   int evaluated = 0, skipped = 0, ranked = 0, top5 = 0, top5_no_fit = 0, within5 = 0;
+  // Published runs ran: a prediction above the usable capacity, or above the GPU's whole
+  // memory, is a memory-model miss (or a setting the recipe does not show).
+  int over_capacity = 0, over_memory = 0;
   std::map<std::string, int> skip_reasons;
   std::fprintf(out,
                "# TF: model TFLOP/s per GPU (published: the release's FLOP formula; predicted: meshplan's); err%%: "
@@ -531,6 +534,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       fit_rows[r.system].push_back(row);
     }
     ++evaluated;
+    if (!cost.fits) ++over_capacity;
+    if (cost.memory.Total() > sys.gpu.memory_bytes) ++over_memory;
     std::string rank = "-", gap = "-", best;
     if (o.rank_top > 0) {
       // The software settings are part of the request: runs of two releases with different
@@ -635,6 +640,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                  "ranked (%.0f%%); of the %d in the top 5, %d are predicted not to fit themselves\n",
                  within5, ranked, 100.0 * within5 / ranked, top5, top5_no_fit);
   }
+  std::fprintf(out,
+               "memory: %d of %d published layouts predicted above the usable capacity (headroom %.0f%%), %d above "
+               "the GPU's whole memory\n",
+               over_capacity, evaluated, 100 * TrainSetup{}.headroom, over_memory);
   if (settings_table) {
     std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",
                  settings_table->file.c_str(), settings_table->recipes.size(), without_settings);

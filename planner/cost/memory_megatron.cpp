@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cost/memory.hpp"
+#include "cost/time.hpp"
 
 namespace meshplan::cost {
 
@@ -37,6 +38,14 @@ int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp) {
 /// bridge_estimator (Megatron-Bridge theoretical_memory_utils.py, megatron.md 3.5): bytes(d)
 ///   with d = DP·CP for dense parameters and EDP = DP·t·CP/(EP·ETP) for experts; activation
 ///   always by (A) with f/h replaced by r = (L_d·f + L_m·(f_e·k + f_s))/(L·h), divided by t·CP.
+double EstimatorFfnRatio(const ModelSpec& m, const MegatronArgs& x) {
+  const double h = double(m.hidden_size), f = double(m.intermediate_size);
+  if (!x.bridge_estimator || !m.is_moe()) return f / h;
+  const double L = double(m.num_layers), L_d = double(m.num_dense_layers), L_m = L - L_d;
+  return (L_d * f + L_m * (double(m.moe_intermediate_size) * double(m.experts_per_token) +
+                           double(m.shared_expert_intermediate_size))) / (L * h);
+}
+
 MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArgs& x) {
   const double h = double(m.hidden_size), a = double(m.num_attention_heads);
   const double g = double(m.num_key_value_heads);
@@ -83,13 +92,9 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   e.weight_and_optimizer = (e.p_tp + e.p_rep) * e.bytes_dense + e.p_exp * e.bytes_expert;
 
   const double s = double(x.seq_len), b = double(x.micro_batch);
-  const double L = double(m.num_layers), f = double(m.intermediate_size);
+  const double L = double(m.num_layers);
   const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
-  double ffn_ratio = f / h;
-  if (x.bridge_estimator && moe) {
-    ffn_ratio = (L_d * f + L_m * (double(m.moe_intermediate_size) * double(m.experts_per_token) +
-                                  double(m.shared_expert_intermediate_size))) / (L * h);
-  }
+  const double ffn_ratio = EstimatorFfnRatio(m, x);
   double act = branch_a ? (s * b * h) * (18 + (4 * ffn_ratio)) * L : s * b * h * (10 + (24 / t)) * L;
   act += 8 * s * b * p;
   act += s * b * h * p;
@@ -110,6 +115,36 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   }
   e.activation = e.activation_layers + e.activation_output;
   return e;
+}
+
+double QuantizedInputBytes(Precision p) {
+  switch (p) {
+    case Precision::kFp8: return 1.0;
+    case Precision::kFp4: return 0.5 + 1.0 / 16.0;
+    case Precision::kBf16: break;
+  }
+  return 2.0;
+}
+
+double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision) {
+  const double q = QuantizedInputBytes(precision);
+  if (q >= 2.0) return 0.0;
+  const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
+  const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
+  const double L = double(m.num_layers);
+  const double r = EstimatorFfnRatio(m, x);
+  const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
+  // QKV and fc1 inputs (norm outputs): 2 -> q each; fc2 input: 2r -> q·r; output projection:
+  // the fused attention keeps its bf16 output and the Linear adds its quantized copy (+q).
+  const double replicated = 2.0 * (2.0 - q);    // norm outputs: sequence-sharded only with SP
+  const double sharded = (2.0 - q) * r - q;     // fc2 and projection inputs: always / t
+  double per_layer = branch_a ? (replicated + sharded) / t
+                              : replicated / (x.sequence_parallel ? t : 1.0) + sharded / t;
+  if (x.bridge_estimator) per_layer /= double(std::max<int64_t>(1, x.cp));
+  double saving = s * b * h * per_layer * L;
+  if (x.vpp > 0) saving *= InterleaveFactor(x.pp, x.vpp);
+  else if (x.pp > 1 && x.num_microbatches > 0) saving *= std::min(1.0, double(x.num_microbatches) / p);
+  return branch_a ? saving : saving * 1.05;
 }
 
 double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
@@ -139,12 +174,19 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
 /// parameter; activations / logits = the estimator's two activation parts.
 /// Departures from the estimator, each a no-op for the configurations it covers:
 ///   - full recompute replaces the per-layer term with Korthikanti's 2·s·b·h (/t with SP)
-///     inside branch (B) (the estimator assumes selective recompute or flash attention);
+///     inside branch (B) (the estimator assumes selective recompute or flash attention); with
+///     Megatron-Bridge's estimator, which has no full-recompute case, the recomputed share of
+///     the layers (MegatronFullRecomputeShare: all, or recompute_num_layers per chunk with the
+///     block method) keeps 2·s·b·h instead of (18 + 4r)·s·b·h, divided by t·CP;
 ///   - MemoryOptions::materialized_attention adds 5·a·s²·b/t per layer without recompute;
 ///   - CP divides the activations (Megatron-Bridge's estimator divides by t·CP, megatron.md
 ///     3.5; Megatron-LM ignores CP);
-///   - cpu_offloading_num_layers removes that share of the rank's layers' activations.
-/// With MemoryOptions::megatron_bridge_estimator the Megatron-Bridge variant is used as is.
+///   - cpu_offloading_num_layers removes that share of the rank's layers' activations;
+///   - with FP8 / FP4 GEMMs and MemoryOptions::quantized_linear_inputs (default), the linear
+///     inputs Transformer Engine saves quantized are counted at their quantized size
+///     (QuantizedInputSaving; both estimators count them in bf16).
+/// With MemoryOptions::megatron_bridge_estimator the Megatron-Bridge variant is used, with
+/// the same departures.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   const Layout& l = c.layout;
   const ModelSpec& m = c.model;
@@ -184,6 +226,21 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     if (!(x.sequence_parallel && x.selective_recompute) && x.pp == 1) {
       e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
     }
+  }
+  // Megatron-Bridge's estimator has no full-recompute case: the recomputed share of the layers
+  // keeps only its input, 2·s·b·h (divided by t·CP like the rest of its formula).
+  const double recomputed = x.bridge_estimator ? MegatronFullRecomputeShare(l, m) : (full ? 1.0 : 0.0);
+  if (x.bridge_estimator && recomputed > 0) {
+    const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
+    double dropped = recomputed * double(m.num_layers) * s * b * h * (18 + 4 * EstimatorFfnRatio(m, x) - 2);
+    if (x.vpp > 0) dropped *= InterleaveFactor(x.pp, x.vpp);
+    else if (x.pp > 1 && x.num_microbatches > 0) dropped *= std::min(1.0, double(x.num_microbatches) / double(x.pp));
+    dropped /= double(std::max<int64_t>(1, x.tp)) * double(std::max<int64_t>(1, x.cp));
+    e.activation_layers = std::max(0.0, e.activation_layers - dropped);
+  }
+  if (opts.quantized_linear_inputs && recomputed < 1) {
+    e.activation_layers = std::max(0.0, e.activation_layers - (1 - recomputed) *
+                                                                  QuantizedInputSaving(m, x, c.setup.precision));
   }
   const double cp = x.bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
   MemoryBreakdown mem;

@@ -62,6 +62,27 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& model, const Megatro
 double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
                              Recompute recompute, bool materialized_attention);
 
+/// FFN width ratio r of the estimator's activation formula: f/h, or with Megatron-Bridge's
+/// estimator on an MoE model the layer average (L_d·f + L_m·(f_e·k + f_s))/(L·h) (megatron.md 3.5).
+double EstimatorFfnRatio(const ModelSpec& m, const MegatronArgs& x);
+
+/// Bytes per element of the copy Transformer Engine saves of a Linear / LayerNormLinear input
+/// for the weight-gradient GEMM when the GEMMs run quantized: bf16 2, FP8 (delayed, current
+/// scaling, MXFP8) 1 (the 1/32 MXFP8 scale byte is ignored), NVFP4 0.5 + 1/16 (E4M3 scale per
+/// 16 elements). Source: transformer_engine/pytorch/module/linear.py and layernorm_linear.py
+/// (the quantized input is saved with update_usage(rowwise_usage=False, columnwise_usage=True),
+/// or row-wise only when sequence parallelism re-gathers it; one copy either way).
+double QuantizedInputBytes(Precision precision);
+
+/// Activation bytes the estimator of MegatronTheoreticalMemory counts in bf16 that Transformer
+/// Engine keeps quantized (q = QuantizedInputBytes) under FP8 / FP4 GEMMs, for the same layers,
+/// in-flight factor and divisions as the estimate (x.bridge_estimator: / t·CP; branch A / t;
+/// branch B: norm outputs / t only with SP, × 1.05). Per layer, in units of s·b·h:
+///   (2 − q)·2 (QKV and fc1 inputs, the norm outputs) + (2 − q)·r (fc2 input, r = f/h, or the
+///   Bridge estimator's average MoE ratio) − q (output projection: the fused attention keeps
+///   its bf16 output, the Linear adds a quantized copy). FP8: 1 + r; bf16: 0.
+double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision);
+
 /// Interleaved-schedule activation factor 1 + (p − 1)/(p·v) (Korthikanti §4.2.3).
 double InterleaveFactor(int64_t pp, int64_t vpp);
 

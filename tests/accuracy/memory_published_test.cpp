@@ -6,7 +6,8 @@
 //     and loss_parallel with TP, Float8 and torch.compile on some rows (not modelled), its own
 //     interleaved stage split; it reports max_memory_reserved (allocator reserve included; the
 //     prediction is allocated memory).
-//   Megatron-Bridge SFT: FP8 current scaling (not modelled); Megatron-LM's estimate without
+//   Megatron-Bridge SFT: FP8 current scaling (modelled: linear inputs saved in FP8, not the
+//     FP8 weights of fp8_param_gather); Megatron-LM's estimate without
 //     SP + selective recompute (branch B) does not divide the 10·sbh replicated part by TP
 //     although these runs use SP, so it over-estimates; peak as logged by the skill (GB).
 //   BLOOM: full recompute, "about 60 GB"; estimate with LayerNorm, GeLU, tied embeddings.
@@ -70,6 +71,7 @@ double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool
   s.num_gpus = 32;
   s.seq_len = 4096;
   s.global_batch = 32;
+  s.precision = Precision::kFp8;  // FP8 current scaling: TE saves the linear inputs in FP8
   Layout l;
   l.framework = Framework::kMegatronBridge;
   l.tp = tp;

@@ -14,16 +14,9 @@
 namespace meshplan {
 namespace {
 
-TEST_CASE("megatron: vocabulary padding to a multiple of 128 times tp") {
-  CHECK(cost::MegatronPaddedVocab(128256, 128, 4) == 128512);  // 251 · 512
-  CHECK(cost::MegatronPaddedVocab(151936, 128, 4) == 152064);  // 297 · 512
-  CHECK(cost::MegatronPaddedVocab(51200, 128, 8) == 51200);
-}
-
-TEST_CASE("megatron: theoretical memory of Llama-3 70B pretrain TP4 PP4 VPP5 CP2 on 32 GPUs to the byte") {
-  // megatron.md 1.9 (a): tp 4, pp 4, vpp 5, cp 2, dp 1, SP on, no recompute (branch B),
-  // seq 8192, mbs 1, distributed optimizer.
-  const ModelSpec m = test::Llama3_70B();
+/// megatron.md 1.9 (a): Llama-3 70B pretraining on 32 GPUs, tp 4 (SP), pp 4, vpp 5, cp 2, dp 1,
+/// seq 8192, mbs 1, 512 micro-batches, distributed optimizer, no recompute.
+cost::MegatronArgs Llama70BRecipeA() {
   cost::MegatronArgs x;
   x.tp = 4;
   x.pp = 4;
@@ -34,6 +27,20 @@ TEST_CASE("megatron: theoretical memory of Llama-3 70B pretrain TP4 PP4 VPP5 CP2
   x.seq_len = 8192;
   x.num_microbatches = 512;
   x.sequence_parallel = true;
+  return x;
+}
+
+TEST_CASE("megatron: vocabulary padding to a multiple of 128 times tp") {
+  CHECK(cost::MegatronPaddedVocab(128256, 128, 4) == 128512);  // 251 · 512
+  CHECK(cost::MegatronPaddedVocab(151936, 128, 4) == 152064);  // 297 · 512
+  CHECK(cost::MegatronPaddedVocab(51200, 128, 8) == 51200);
+}
+
+TEST_CASE("megatron: theoretical memory of Llama-3 70B pretrain TP4 PP4 VPP5 CP2 on 32 GPUs to the byte") {
+  // megatron.md 1.9 (a): tp 4, pp 4, vpp 5, cp 2, dp 1, SP on, no recompute (branch B),
+  // seq 8192, mbs 1, distributed optimizer.
+  const ModelSpec m = test::Llama3_70B();
+  cost::MegatronArgs x = Llama70BRecipeA();
   const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
   // attn = 2·8192²·(1 + 8/64)·1 = 150,994,944; dense_mlp = 2·8192·28672·1.5 = 704,643,072
   // V = 128512; P_tp = ((attn + mlp)·80/4 + 8192·128512)/4 = 4,541,382,656
@@ -54,16 +61,7 @@ TEST_CASE("megatron: Megatron-Bridge's estimator variant on the same Llama-3 70B
   // megatron.md 3.5: dense shard DP·CP = 2 -> bytes 6 + 12/2 = 12; activation always by (A),
   // f/h = 3.5, divided by t·CP = 8.
   const ModelSpec m = test::Llama3_70B();
-  cost::MegatronArgs x;
-  x.tp = 4;
-  x.pp = 4;
-  x.vpp = 5;
-  x.cp = 2;
-  x.dp = 1;
-  x.world = 32;
-  x.seq_len = 8192;
-  x.num_microbatches = 512;
-  x.sequence_parallel = true;
+  cost::MegatronArgs x = Llama70BRecipeA();
   x.bridge_estimator = true;
   const cost::MegatronEstimate e = cost::MegatronTheoreticalMemory(m, x);
   // (4,541,382,656 + 329,728) · 12
@@ -206,6 +204,62 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
   CHECK(fsdp.gradients == doctest::Approx(ddp.gradients / 64.0));
   CHECK(fsdp.optimizer == doctest::Approx(ddp.optimizer));
   CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * 2.0 * params / 80.0));
+}
+
+TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Transformer Engine)") {
+  // Llama-3 70B, Megatron-Bridge estimator, tp 4 SP, pp 4 vpp 5, cp 2, seq 8192, mbs 1 (the
+  // recipe of the Bridge-estimator test above). Per layer in s·b·h units, r = f/h = 3.5:
+  //   FP8 (q = 1):       (2 - 1)·2 + (2 - 1)·3.5 - 1 = 4.5
+  //   NVFP4 (q = 9/16):  (23/16)·2 + (23/16)·3.5 - 9/16 = 7.34375
+  // then × 80 layers × (1 + 3/20) / (t·CP = 8), s·b·h = 8192².
+  const ModelSpec m = test::Llama3_70B();
+  cost::MegatronArgs x = Llama70BRecipeA();
+  x.bridge_estimator = true;
+  const double sbh = 8192.0 * 8192.0, layers = 80 * 1.15 / 8;
+  CHECK(cost::QuantizedInputSaving(m, x, Precision::kBf16) == 0.0);
+  CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) == doctest::Approx(4.5 * sbh * layers).epsilon(1e-12));
+  CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp4) ==
+        doctest::Approx(7.34375 * sbh * layers).epsilon(1e-12));
+  // Megatron-LM's branch (B) without SP: the two norm outputs are replicated over TP, the fc2
+  // and projection inputs are split: 2 + 2.5/4 = 2.625 per layer, × 1.05, no CP division.
+  x.bridge_estimator = false;
+  x.sequence_parallel = false;
+  CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) ==
+        doctest::Approx(2.625 * sbh * 80 * 1.15 * 1.05).epsilon(1e-12));
+  // Through the cost model: an FP8 layout's activations are the bf16 ones minus the saving;
+  // full recompute keeps only the layer inputs, so nothing changes there.
+  const TrainSetup bf16 = test::Setup(64, 4096, 64);
+  TrainSetup fp8 = bf16;
+  fp8.precision = Precision::kFp8;
+  Layout l = Dp64Layout(m, bf16, /*distributed_optimizer=*/true);
+  const double a_bf16 = CostModel(m, test::DgxH100(), bf16).Evaluate(l).memory.activations;
+  const double a_fp8 = CostModel(m, test::DgxH100(), fp8).Evaluate(l).memory.activations;
+  // tp 1, pp 1, bridge estimator: 4.5 · 4096 · 8192 · 80 bytes fewer.
+  CHECK(a_bf16 - a_fp8 == doctest::Approx(4.5 * 4096.0 * 8192.0 * 80).epsilon(1e-9));
+  MemoryOptions as_published;
+  as_published.quantized_linear_inputs = false;
+  CHECK(CostModel(m, test::DgxH100(), fp8, as_published).Evaluate(l).memory.activations == a_bf16);
+  l.recompute = Recompute::kFull;
+  CHECK(CostModel(m, test::DgxH100(), fp8).Evaluate(l).memory.activations ==
+        CostModel(m, test::DgxH100(), bf16).Evaluate(l).memory.activations);
+}
+
+TEST_CASE("megatron: full recompute keeps only the layer inputs under Megatron-Bridge's estimator") {
+  // Llama-3 70B, 64 GPUs, tp 1 pp 1, seq 4096, mbs 1, bf16: the estimator's (A) per layer is
+  // (18 + 4·3.5)·s·b·h = 32·sbh; recomputed layers keep 2·sbh, so 80 layers drop 30·sbh each.
+  // recompute_method block with 20 layers per chunk (pp 1: one chunk) recomputes a quarter.
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 64);
+  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
+  const CostModel cm(m, test::DgxH100(), setup);
+  const double none = cm.Evaluate(l).memory.activations;
+  l.recompute = Recompute::kFull;
+  const double full = cm.Evaluate(l).memory.activations;
+  const double sbh = 4096.0 * 8192.0;
+  CHECK(none - full == doctest::Approx(30.0 * sbh * 80).epsilon(1e-12));
+  l.mb.recompute_method = MbRecomputeMethod::kBlock;
+  l.mb.recompute_num_layers = 20;
+  CHECK(none - cm.Evaluate(l).memory.activations == doctest::Approx(30.0 * sbh * 20).epsilon(1e-12));
 }
 
 TEST_CASE("megatron: torch FSDP2 shards weights gradients and optimizer state over dp") {
