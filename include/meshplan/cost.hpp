@@ -77,9 +77,14 @@ struct MemoryOptions {
   bool megatron_bridge_estimator = false;
   /// megatron: with FP8 / FP4 GEMMs, Transformer Engine saves the linear layers' inputs
   /// quantized (1 byte FP8, 0.5625 NVFP4) instead of bf16, which both estimators count as bf16
-  /// (cost::QuantizedInputSaving; transformer_engine/pytorch/module/linear.py). Default true;
+  /// (cost::QuantizedInputSaving; transformer_engine/pytorch/module/linear.py,
+  /// layernorm_linear.py; Megatron-Core attention.py save_original_input). Default true;
   /// false reproduces the estimators as published.
   bool quantized_linear_inputs = true;
+  /// megatron, Megatron-Bridge's estimator on MoE models: add the routed experts' saved fc1
+  /// and fc2 inputs (k copies per token) that the estimator leaves out
+  /// (cost::RoutedExpertInputs; Megatron-Core moe/experts.py). Default true.
+  bool moe_routed_activations = true;
 };
 
 /// Step time in seconds. Communication fields are the exposed (not overlapped) part.

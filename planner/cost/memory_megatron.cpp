@@ -126,18 +126,22 @@ double QuantizedInputBytes(Precision p) {
   return 2.0;
 }
 
-double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision) {
+double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision, bool routed) {
   const double q = QuantizedInputBytes(precision);
   if (q >= 2.0) return 0.0;
   const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
   const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
   const double L = double(m.num_layers);
-  const double r = EstimatorFfnRatio(m, x);
+  double r = EstimatorFfnRatio(m, x);
+  if (!routed && x.bridge_estimator && m.is_moe()) {
+    r -= (L - double(m.num_dense_layers)) * double(m.moe_intermediate_size) * double(m.experts_per_token) / (L * h);
+  }
   const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
-  // QKV and fc1 inputs (norm outputs): 2 -> q each; fc2 input: 2r -> q·r; output projection:
-  // the fused attention keeps its bf16 output and the Linear adds its quantized copy (+q).
+  // QKV and fc1 inputs (norm outputs): 2 -> q each; fc2 input: 2r -> q·r. The output
+  // projection saves the attention output the fused attention already keeps
+  // (save_original_input, Megatron-Core attention.py, FP8 other than delayed scaling and FP4).
   const double replicated = 2.0 * (2.0 - q);    // norm outputs: sequence-sharded only with SP
-  const double sharded = (2.0 - q) * r - q;     // fc2 and projection inputs: always / t
+  const double sharded = (2.0 - q) * r;         // fc2 input: always / t
   double per_layer = branch_a ? (replicated + sharded) / t
                               : replicated / (x.sequence_parallel ? t : 1.0) + sharded / t;
   if (x.bridge_estimator) per_layer /= double(std::max<int64_t>(1, x.cp));
@@ -145,6 +149,25 @@ double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision
   if (x.vpp > 0) saving *= InterleaveFactor(x.pp, x.vpp);
   else if (x.pp > 1 && x.num_microbatches > 0) saving *= std::min(1.0, double(x.num_microbatches) / p);
   return branch_a ? saving : saving * 1.05;
+}
+
+double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp, Precision precision,
+                          bool moe_act_recompute) {
+  if (!m.is_moe()) return 0.0;
+  const double q = QuantizedInputBytes(precision);
+  const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
+  const double t = double(std::max<int64_t>(1, x.tp)), cp = double(std::max<int64_t>(1, x.cp));
+  const double k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
+  const double e = double(std::max<int64_t>(1, etp));
+  const double L_m = double(m.num_layers - m.num_dense_layers);
+  // Per MoE layer and token of the rank's s·b/(t·CP): k copies of the fc1 input (the expert-TP
+  // group gathers its members' tokens: × etp) and of the fc2 input (f_e/etp wide, × etp tokens),
+  // the latter recomputed under moe_act recompute.
+  const double per_token = k * (q * h * e + (moe_act_recompute ? 0.0 : q * fe));
+  double bytes = s * b / (t * cp) * per_token * L_m;
+  if (x.vpp > 0) bytes *= InterleaveFactor(x.pp, x.vpp);
+  else if (x.pp > 1 && x.num_microbatches > 0) bytes *= std::min(1.0, double(x.num_microbatches) / double(x.pp));
+  return bytes;
 }
 
 double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
@@ -182,6 +205,9 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
 ///   - CP divides the activations (Megatron-Bridge's estimator divides by t·CP, megatron.md
 ///     3.5; Megatron-LM ignores CP);
 ///   - cpu_offloading_num_layers removes that share of the rank's layers' activations;
+///   - with Megatron-Bridge's estimator and MemoryOptions::moe_routed_activations (default),
+///     the routed experts' fc1 and fc2 inputs, which its 4·k·f_e/h (the SwiGLU fc1 output)
+///     leaves out, are added (RoutedExpertInputs);
 ///   - with FP8 / FP4 GEMMs and MemoryOptions::quantized_linear_inputs (default), the linear
 ///     inputs Transformer Engine saves quantized are counted at their quantized size
 ///     (QuantizedInputSaving; both estimators count them in bf16).
@@ -238,9 +264,15 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     dropped /= double(std::max<int64_t>(1, x.tp)) * double(std::max<int64_t>(1, x.cp));
     e.activation_layers = std::max(0.0, e.activation_layers - dropped);
   }
+  const bool routed_terms = x.bridge_estimator && opts.moe_routed_activations && m.is_moe();
+  if (routed_terms) {
+    e.activation_layers += (1 - recomputed) * RoutedExpertInputs(m, x, l.EffectiveEtp(), c.setup.precision,
+                                                                 (MegatronSelectiveModules(l) & kRecomputeMoeAct) != 0);
+  }
   if (opts.quantized_linear_inputs && recomputed < 1) {
     e.activation_layers = std::max(0.0, e.activation_layers - (1 - recomputed) *
-                                                                  QuantizedInputSaving(m, x, c.setup.precision));
+                                                                  QuantizedInputSaving(m, x, c.setup.precision,
+                                                                                       !routed_terms));
   }
   const double cp = x.bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
   MemoryBreakdown mem;

@@ -78,10 +78,27 @@ double QuantizedInputBytes(Precision precision);
 /// Engine keeps quantized (q = QuantizedInputBytes) under FP8 / FP4 GEMMs, for the same layers,
 /// in-flight factor and divisions as the estimate (x.bridge_estimator: / t·CP; branch A / t;
 /// branch B: norm outputs / t only with SP, × 1.05). Per layer, in units of s·b·h:
-///   (2 − q)·2 (QKV and fc1 inputs, the norm outputs) + (2 − q)·r (fc2 input, r = f/h, or the
-///   Bridge estimator's average MoE ratio) − q (output projection: the fused attention keeps
-///   its bf16 output, the Linear adds a quantized copy). FP8: 1 + r; bf16: 0.
-double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision);
+///   (2 − q)·(2 + r): the QKV and fc1 inputs (the norm outputs) and the fc2 input (r = f/h, or
+///   the Bridge estimator's average MoE ratio). The output projection saves nothing extra:
+///   Megatron-Core sets save_original_input on it for FP8 recipes other than delayed scaling
+///   and for FP4 (attention.py), so it shares the attention output the fused attention keeps.
+///   FP8: 2 + r; bf16: 0. (Delayed scaling would add q for the projection's FP8 copy.)
+/// With `routed` false and the Bridge estimator on an MoE model, r leaves out the routed
+/// experts' k·f_e/h (their quantized inputs are priced by RoutedExpertInputs instead).
+double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision precision, bool routed = true);
+
+/// Saved activation bytes of the routed experts that Megatron-Bridge's estimator leaves out
+/// (megatron.md 3.5 counts 4·k·f_e/h per MoE layer, which is the SwiGLU fc1 output that the
+/// weighted SwiGLU keeps): Transformer Engine's GroupedLinear also saves its inputs, k permuted
+/// copies of each token for fc1 (h wide) and the probability-weighted SwiGLU output for fc2
+/// (f_e/etp wide), each at q = QuantizedInputBytes bytes per element (2 in bf16). Per MoE layer:
+///   s·b/(t·CP) · k · (q·h·etp + q·f_e)   (the fc2 term is 0 under moe_act recompute),
+/// times the estimator's in-flight factor. Sources: Megatron-Core moe/experts.py (TEGroupedMLP:
+/// probabilities applied in the activation, fc1 → weighted SwiGLU → fc2), moe/moe_utils.py
+/// (unpermute without probabilities saves only the row map), Transformer Engine
+/// module/grouped_linear.py and permutation.py. Bytes; 0 for dense models.
+double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp, Precision precision,
+                          bool moe_act_recompute);
 
 /// Interleaved-schedule activation factor 1 + (p − 1)/(p·v) (Korthikanti §4.2.3).
 double InterleaveFactor(int64_t pp, int64_t vpp);

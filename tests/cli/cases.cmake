@@ -342,8 +342,8 @@ meshplan_cli_case(explain_mb_grad_reduce_preset 1 "seq_len 4096" "gradients +19.
 meshplan_cli_case(explain_mb_grad_reduce_map 1 "gradients +9.62" "!overwritten"
   -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8
      --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_map.yaml)
-meshplan_cli_case(explain_seq_len_replaces_recipe 0 "seq_len 2048" "note: --seq-len 2048 replaces the recipe's 4096"
-  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 2048
+meshplan_cli_case(explain_seq_len_replaces_recipe 0 "seq_len 1024" "note: --seq-len 1024 replaces the recipe's 4096"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 1024
      --recipe ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_map.yaml)
 # A sweep some of whose points have no layout exits 1 with a message on stderr and, under
 # --format json, an error object beside the points.

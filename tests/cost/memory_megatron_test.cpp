@@ -209,23 +209,23 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
 TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Transformer Engine)") {
   // Llama-3 70B, Megatron-Bridge estimator, tp 4 SP, pp 4 vpp 5, cp 2, seq 8192, mbs 1 (the
   // recipe of the Bridge-estimator test above). Per layer in s·b·h units, r = f/h = 3.5:
-  //   FP8 (q = 1):       (2 - 1)·2 + (2 - 1)·3.5 - 1 = 4.5
-  //   NVFP4 (q = 9/16):  (23/16)·2 + (23/16)·3.5 - 9/16 = 7.34375
+  //   FP8 (q = 1):       (2 - 1)·(2 + 3.5) = 5.5
+  //   NVFP4 (q = 9/16):  (23/16)·(2 + 3.5) = 7.90625
   // then × 80 layers × (1 + 3/20) / (t·CP = 8), s·b·h = 8192².
   const ModelSpec m = test::Llama3_70B();
   cost::MegatronArgs x = Llama70BRecipeA();
   x.bridge_estimator = true;
   const double sbh = 8192.0 * 8192.0, layers = 80 * 1.15 / 8;
   CHECK(cost::QuantizedInputSaving(m, x, Precision::kBf16) == 0.0);
-  CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) == doctest::Approx(4.5 * sbh * layers).epsilon(1e-12));
+  CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) == doctest::Approx(5.5 * sbh * layers).epsilon(1e-12));
   CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp4) ==
-        doctest::Approx(7.34375 * sbh * layers).epsilon(1e-12));
+        doctest::Approx(7.90625 * sbh * layers).epsilon(1e-12));
   // Megatron-LM's branch (B) without SP: the two norm outputs are replicated over TP, the fc2
-  // and projection inputs are split: 2 + 2.5/4 = 2.625 per layer, × 1.05, no CP division.
+  // input is split: 2 + 3.5/4 = 2.875 per layer, × 1.05, no CP division.
   x.bridge_estimator = false;
   x.sequence_parallel = false;
   CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) ==
-        doctest::Approx(2.625 * sbh * 80 * 1.15 * 1.05).epsilon(1e-12));
+        doctest::Approx(2.875 * sbh * 80 * 1.15 * 1.05).epsilon(1e-12));
   // Through the cost model: an FP8 layout's activations are the bf16 ones minus the saving;
   // full recompute keeps only the layer inputs, so nothing changes there.
   const TrainSetup bf16 = test::Setup(64, 4096, 64);
@@ -234,8 +234,8 @@ TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Trans
   Layout l = Dp64Layout(m, bf16, /*distributed_optimizer=*/true);
   const double a_bf16 = CostModel(m, test::DgxH100(), bf16).Evaluate(l).memory.activations;
   const double a_fp8 = CostModel(m, test::DgxH100(), fp8).Evaluate(l).memory.activations;
-  // tp 1, pp 1, bridge estimator: 4.5 · 4096 · 8192 · 80 bytes fewer.
-  CHECK(a_bf16 - a_fp8 == doctest::Approx(4.5 * 4096.0 * 8192.0 * 80).epsilon(1e-9));
+  // tp 1, pp 1, bridge estimator: 5.5 · 4096 · 8192 · 80 bytes fewer.
+  CHECK(a_bf16 - a_fp8 == doctest::Approx(5.5 * 4096.0 * 8192.0 * 80).epsilon(1e-9));
   MemoryOptions as_published;
   as_published.quantized_linear_inputs = false;
   CHECK(CostModel(m, test::DgxH100(), fp8, as_published).Evaluate(l).memory.activations == a_bf16);
@@ -260,6 +260,34 @@ TEST_CASE("megatron: full recompute keeps only the layer inputs under Megatron-B
   l.mb.recompute_method = MbRecomputeMethod::kBlock;
   l.mb.recompute_num_layers = 20;
   CHECK(none - cm.Evaluate(l).memory.activations == doctest::Approx(30.0 * sbh * 20).epsilon(1e-12));
+}
+
+TEST_CASE("megatron: routed experts keep their fc1 and fc2 inputs (Qwen3-235B-A22B by hand)") {
+  // h 4096, k 8, f_e 1536, 94 MoE layers; seq 4096, mbs 1, tp 1 pp 1 cp 1, etp 1.
+  // Per token and MoE layer, bf16: k·(2h + 2f_e) = 8·(8192 + 3072) = 90112 bytes;
+  // FP8: k·(h + f_e) = 45056; moe_act recompute (fc2 input recomputed), bf16: k·2h = 65536.
+  const ModelSpec m = LoadModel("qwen3-235b-a22b");
+  REQUIRE(m.num_dense_layers == 0);
+  cost::MegatronArgs x;
+  x.seq_len = 4096;
+  x.bridge_estimator = true;
+  const double tokens_layers = 4096.0 * 94;
+  CHECK(cost::RoutedExpertInputs(m, x, 1, Precision::kBf16, false) == doctest::Approx(90112 * tokens_layers).epsilon(1e-12));
+  CHECK(cost::RoutedExpertInputs(m, x, 1, Precision::kFp8, false) == doctest::Approx(45056 * tokens_layers).epsilon(1e-12));
+  CHECK(cost::RoutedExpertInputs(m, x, 1, Precision::kBf16, true) == doctest::Approx(65536 * tokens_layers).epsilon(1e-12));
+  // tp 2 with expert-TP 2: each rank keeps s/2 tokens of its own but the ETP group gathers
+  // both halves for fc1 (h wide) and splits f_e: 2048 · 8·(2·4096·2 + 2·1536) per layer.
+  x.tp = 2;
+  CHECK(cost::RoutedExpertInputs(m, x, 2, Precision::kBf16, false) ==
+        doctest::Approx(2048.0 * 8 * (2 * 4096 * 2 + 2 * 1536) * 94).epsilon(1e-12));
+  // pp 4 (no VPP) with 2 micro-batches: the in-flight factor min(1, M/p) = 1/2.
+  x.tp = 1;
+  x.pp = 4;
+  x.num_microbatches = 2;
+  CHECK(cost::RoutedExpertInputs(m, x, 1, Precision::kBf16, false) ==
+        doctest::Approx(90112 * tokens_layers / 2).epsilon(1e-12));
+  // Dense models have none.
+  CHECK(cost::RoutedExpertInputs(test::Llama3_70B(), x, 1, Precision::kBf16, false) == 0.0);
 }
 
 TEST_CASE("megatron: torch FSDP2 shards weights gradients and optimizer state over dp") {
