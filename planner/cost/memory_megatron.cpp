@@ -296,6 +296,9 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   // shards the bf16 weights, the gradients and the fp32 master weights and Adam moments (12
   // bytes) over dp·cp. Either materialises the weights of the unit being computed and the
   // prefetched one: two layers of bf16 weights (both wrappers at once is refused by the rules).
+  // Megatron FSDP's double buffers hold the unsharded gradients of those two units as well, in
+  // the main-gradient dtype (Megatron-LM docs/user-guide/features/megatron_fsdp.md, "Double
+  // Buffering": "no more than two FSDP units are un-sharded", parameter and gradient buffers).
   // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
   // has no FSDP term and is reproduced as is.
   const bool bridge = x.bridge_estimator && l.framework == Framework::kMegatronBridge;
@@ -315,6 +318,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   if (bridge) {
     const int wrappers = int(l.mb.use_megatron_fsdp) + int(l.mb.use_torch_fsdp2);
     mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+    if (l.mb.use_megatron_fsdp) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
   }
   mem.phase = "estimate";
   return mem;

@@ -203,7 +203,8 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
   CHECK(fsdp.weights == doctest::Approx(ddp.weights / 64.0));
   CHECK(fsdp.gradients == doctest::Approx(ddp.gradients / 64.0));
   CHECK(fsdp.optimizer == doctest::Approx(ddp.optimizer));
-  CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * 2.0 * params / 80.0));
+  // Two units (layers) unsharded in the double buffers: bf16 weights and fp32 gradients.
+  CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * (2.0 + 4.0) * params / 80.0));
 }
 
 TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Transformer Engine)") {
