@@ -85,6 +85,13 @@ struct MemoryOptions {
   /// and fc2 inputs (k copies per token) that the estimator leaves out
   /// (cost::RoutedExpertInputs; Megatron-Core moe/experts.py). Default true.
   bool moe_routed_activations = true;
+  /// megatron, Megatron-Bridge's estimator: count each layer's saved activations tensor by
+  /// tensor as Megatron-Core with Transformer Engine keeps them (cost::TeSavedBytesPerToken:
+  /// real attention widths, GQA, MLA, q/k norms, SwiGLU, routed and shared experts, quantized
+  /// GEMM inputs, recompute modules) instead of the estimator's (18 + 4r)·s·b·h. Default true;
+  /// when false, the estimator with the departures above (quantized_linear_inputs,
+  /// moe_routed_activations) applies.
+  bool te_saved_tensors = true;
 };
 
 /// Step time in seconds. Communication fields are the exposed (not overlapped) part.

@@ -170,6 +170,52 @@ double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp
   return bytes;
 }
 
+TeLayerBytes TeSavedBytesPerToken(const ModelSpec& m, bool moe_layer, Precision precision, int64_t etp,
+                                  uint32_t recompute_modules) {
+  const double q = QuantizedInputBytes(precision);  // a GEMM input's saved copy (2 in bf16)
+  const bool quantized = q < 2.0;
+  const double h = double(m.hidden_size), a = double(m.num_attention_heads);
+  const bool rc_norm = (recompute_modules & kRecomputeLayernorm) != 0;
+  TeLayerBytes b;
+  // Norm inputs (the residual stream) of the attention and MLP norms.
+  b.sequence += 4.0 * h;
+  // Attention side.
+  if (m.mla) {
+    const MlaSpec& x = m.mla_spec;
+    const double dq = double(x.qk_nope_head_dim + x.qk_rope_head_dim), dv = double(x.v_head_dim);
+    const double qr = double(x.q_lora_rank), kr = double(x.kv_lora_rank), dr = double(x.qk_rope_head_dim);
+    // The norm output feeds the q and kv down projections: one bf16 tensor, or one quantized
+    // copy per Linear.
+    if (!rc_norm) b.sequence += quantized ? (qr > 0 ? 2.0 : 1.0) * q * h : 2.0 * h;
+    if (qr > 0) b.sequence += 2.0 * qr + q * qr;  // q_a norm input, q up-projection input
+    b.sequence += 2.0 * kr + q * kr + 2.0 * dr;   // kv_a norm input, kv up-projection input, k_pe
+    const bool up_rc = (recompute_modules & kRecomputeMlaUpProj) != 0;
+    b.split += 2.0 * (up_rc ? 0.0 : 2.0 * a * dq + a * dv) + 2.0 * a * dv;  // q, k, v; output
+  } else {
+    const double d = double(m.head_dim), g = double(m.num_key_value_heads);
+    if (!rc_norm) b.sequence += q * h;                          // QKV input (norm output)
+    b.split += 2.0 * (2.0 * a * d + 2.0 * g * d);               // q, k, v, output
+    if (m.qk_norm) b.split += 2.0 * (a * d + g * d);           // q and k norm inputs
+  }
+  b.split += 4.0 * a;  // fp32 log-sum-exp per head
+  // MLP side (the output projection shares the attention output: save_original_input).
+  if (!moe_layer) {
+    const double f = double(m.intermediate_size);
+    if (!rc_norm) b.sequence += q * h;                                  // fc1 input
+    if ((recompute_modules & kRecomputeMlp) == 0) b.split += 4.0 * f + q * f;  // fc1 output, fc2 input
+    return b;
+  }
+  const double E = double(m.num_experts), k = double(m.experts_per_token);
+  const double fe = double(m.moe_intermediate_size), fs = double(m.shared_expert_intermediate_size);
+  const double e = double(std::max<int64_t>(1, etp));
+  if (!rc_norm) b.sequence += 2.0 * h + (quantized && fs > 0 ? q * h : 0.0);  // router (bf16), shared fc1 copy
+  b.sequence += 8.0 * E;  // router logits and probabilities, fp32
+  const bool act_rc = (recompute_modules & kRecomputeMoeAct) != 0;
+  b.split += k * (q * h * e + 4.0 * fe + (act_rc ? 0.0 : q * fe));  // routed fc1 in, fc1 out, fc2 in
+  if (fs > 0 && (recompute_modules & kRecomputeSharedExperts) == 0) b.split += 4.0 * fs + q * fs;
+  return b;
+}
+
 double KorthikantiLayerBytes(double h, double a, double f, double s, double b, double t, bool sp,
                              Recompute recompute, bool materialized_attention) {
   const double tsp = sp ? t : 1.0;
@@ -212,7 +258,11 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
 ///     inputs Transformer Engine saves quantized are counted at their quantized size
 ///     (QuantizedInputSaving; both estimators count them in bf16).
 /// With MemoryOptions::megatron_bridge_estimator the Megatron-Bridge variant is used, with
-/// the same departures.
+/// the same departures; with MemoryOptions::te_saved_tensors too (the default for planning
+/// Megatron-Bridge layouts), its per-layer term (18 + 4r)·s·b·h is replaced by the
+/// Transformer Engine count TeSavedBytesPerToken (sequence part / t with SP, split part / t,
+/// / CP), full recompute keeping 2h per token of the recomputed layers, and the three
+/// departures above (full recompute, routed experts, quantized inputs) are part of that count.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   const Layout& l = c.layout;
   const ModelSpec& m = c.model;
@@ -253,10 +303,32 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
       e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
     }
   }
+  if (x.bridge_estimator && opts.te_saved_tensors) {
+    // Transformer Engine saved-tensor count per layer (TeSavedBytesPerToken) in place of the
+    // estimator's (18 + 4r)·s·b·h; the estimator's pipeline terms 8·s·b·p + s·b·h·p are kept.
+    const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
+    const double t = double(std::max<int64_t>(1, x.tp)), cp = double(std::max<int64_t>(1, x.cp));
+    const double p = double(std::max<int64_t>(1, x.pp)), L = double(m.num_layers);
+    const double L_m = m.is_moe() ? double(m.num_layers - m.num_dense_layers) : 0.0, L_d = L - L_m;
+    const double seq_div = x.sequence_parallel ? t : 1.0;
+    const uint32_t rm = MegatronSelectiveModules(l);
+    auto per_token = [&](bool moe) {
+      const TeLayerBytes tb = TeSavedBytesPerToken(m, moe, c.setup.precision, l.EffectiveEtp(), rm);
+      return tb.sequence / seq_div + tb.split / t;
+    };
+    const double share = MegatronFullRecomputeShare(l, m);
+    const double layers = (1.0 - share) * (L_d * per_token(false) + L_m * per_token(true)) +
+                          share * L * 2.0 * h / seq_div;
+    double act = s * b / cp * layers + (8 * s * b * p + s * b * h * p) / (t * cp);
+    if (x.vpp > 0) act *= InterleaveFactor(x.pp, x.vpp);
+    else if (x.pp > 1 && x.num_microbatches > 0) act *= std::min(1.0, double(x.num_microbatches) / p);
+    e.activation_layers = act;
+  }
+  const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
   // Megatron-Bridge's estimator has no full-recompute case: the recomputed share of the layers
   // keeps only its input, 2·s·b·h (divided by t·CP like the rest of its formula).
   const double recomputed = x.bridge_estimator ? MegatronFullRecomputeShare(l, m) : (full ? 1.0 : 0.0);
-  if (x.bridge_estimator && recomputed > 0) {
+  if (x.bridge_estimator && !te_count && recomputed > 0) {
     const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
     double dropped = recomputed * double(m.num_layers) * s * b * h * (18 + 4 * EstimatorFfnRatio(m, x) - 2);
     if (x.vpp > 0) dropped *= InterleaveFactor(x.pp, x.vpp);
@@ -264,12 +336,12 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     dropped /= double(std::max<int64_t>(1, x.tp)) * double(std::max<int64_t>(1, x.cp));
     e.activation_layers = std::max(0.0, e.activation_layers - dropped);
   }
-  const bool routed_terms = x.bridge_estimator && opts.moe_routed_activations && m.is_moe();
+  const bool routed_terms = x.bridge_estimator && !te_count && opts.moe_routed_activations && m.is_moe();
   if (routed_terms) {
     e.activation_layers += (1 - recomputed) * RoutedExpertInputs(m, x, l.EffectiveEtp(), c.setup.precision,
                                                                  (MegatronSelectiveModules(l) & kRecomputeMoeAct) != 0);
   }
-  if (opts.quantized_linear_inputs && recomputed < 1) {
+  if (!te_count && opts.quantized_linear_inputs && recomputed < 1) {
     e.activation_layers = std::max(0.0, e.activation_layers - (1 - recomputed) *
                                                                   QuantizedInputSaving(m, x, c.setup.precision,
                                                                                        !routed_terms));

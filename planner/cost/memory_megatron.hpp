@@ -100,6 +100,34 @@ double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision
 double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp, Precision precision,
                           bool moe_act_recompute);
 
+/// Saved activation bytes per token of one transformer layer under Megatron-Core with
+/// Transformer Engine, split into the part on the sequence dimension (`sequence`: norm inputs
+/// and outputs, router input; divided by TP only with sequence parallelism) and the part split
+/// by TP (`split`: attention heads, FFN widths, routed experts). Counted tensor by tensor
+/// (bytes per token; q = QuantizedInputBytes, 2 in bf16; a heads, g KV heads, d head_dim):
+///   norm inputs 4h; norm outputs saved by the next GEMM q·h each (MLA in FP8: one quantized
+///   copy per down projection); attention q, k, v and output 2·(2ad + 2gd), plus 2·(ad + gd)
+///   for q/k norms, plus the fp32 log-sum-exp 4a; MLA: q, k 2·a·(d_nope + d_rope), v and output
+///   2·a·d_v, the q_a / kv_a norm inputs (2·r) and up-projection inputs (q·r), k_pe 2·d_rope;
+///   the output projection shares the attention output (save_original_input);
+///   dense SwiGLU: fc1 output 4f, fc2 input q·f; MoE: router input 2h, router logits and
+///   probabilities 8E, shared-expert fc1 copy q·h (FP8) and 4f_s + q·f_s, routed experts
+///   k·(q·h·etp + 4f_e + q·f_e) (fc1 input per routed copy, gathered over expert-TP; weighted
+///   SwiGLU input; fc2 input).
+/// Selective recompute modules remove what they recompute: layernorm the norm outputs, mlp the
+/// dense fc1 output and fc2 input, moe_act the routed fc2 input, shared_experts the shared
+/// expert's, mla_up_proj MLA's q, k and v (core_attn changes nothing: flash attention already
+/// keeps only its inputs and output). Dropout is off in every supported model (no masks).
+/// Sources: Transformer Engine module/linear.py, layernorm_linear.py, grouped_linear.py,
+/// attention; Megatron-Core transformer/attention.py, multi_latent_attention.py, moe/experts.py,
+/// moe/router.py; recompute modules from TransformerConfig.recompute_modules.
+struct TeLayerBytes {
+  double sequence = 0;  ///< bytes per token on the sequence dimension
+  double split = 0;     ///< bytes per token split by TP
+};
+TeLayerBytes TeSavedBytesPerToken(const ModelSpec& m, bool moe_layer, Precision precision, int64_t etp,
+                                  uint32_t recompute_modules);
+
 /// Interleaved-schedule activation factor 1 + (p − 1)/(p·v) (Korthikanti §4.2.3).
 double InterleaveFactor(int64_t pp, int64_t vpp);
 

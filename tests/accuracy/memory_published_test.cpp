@@ -66,7 +66,7 @@ double PredictTorchtitan(const char* model, int64_t gpus, int64_t gbs, const Lay
   return worst;
 }
 
-double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool bridge) {
+double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool bridge, uint32_t modules = 0) {
   TrainSetup s;
   s.num_gpus = 32;
   s.seq_len = 4096;
@@ -81,6 +81,7 @@ double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool
   l.sequence_parallel = true;
   l.use_distributed_optimizer = true;
   l.recompute = rc;
+  l.mb.recompute_modules = modules;
   const ModelSpec m = LoadModel("llama3-70b");
   SetMegatronMicroBatch(l, 1, s);
   SyncMegatronCostView(l, m.num_layers);
@@ -122,7 +123,7 @@ TEST_CASE("accuracy: memory model vs published measured peak memory (groundtruth
     p.Row(("MB SFT Llama3-70B TP8 PP4 VPP5 DP1 (fp8)" + est).c_str(), 50.2, "GB",
           PredictMegatronSft(8, 4, 1, Recompute::kNone, bridge));
     p.Row(("MB SFT Llama3-70B TP4 PP4 VPP5 DP2 recompute mlp (fp8)" + est).c_str(), 55.6, "GB",
-          PredictMegatronSft(4, 4, 2, Recompute::kSelective, bridge));
+          PredictMegatronSft(4, 4, 2, Recompute::kSelective, bridge, kRecomputeMlp));
   }
   // BLOOM 176B: TP4 PP12 DP8, ZeRO-1 equivalent (distributed optimizer), seq 2048, MBS 2.
   {

@@ -227,40 +227,88 @@ TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Trans
   x.sequence_parallel = false;
   CHECK(cost::QuantizedInputSaving(m, x, Precision::kFp8) ==
         doctest::Approx(2.875 * sbh * 80 * 1.15 * 1.05).epsilon(1e-12));
-  // Through the cost model: an FP8 layout's activations are the bf16 ones minus the saving;
-  // full recompute keeps only the layer inputs, so nothing changes there.
+  // Through the cost model, on the estimator path (te_saved_tensors off): an FP8 layout's
+  // activations are the bf16 ones minus the saving; full recompute keeps only the layer
+  // inputs, so nothing changes there.
   const TrainSetup bf16 = test::Setup(64, 4096, 64);
   TrainSetup fp8 = bf16;
   fp8.precision = Precision::kFp8;
   Layout l = Dp64Layout(m, bf16, /*distributed_optimizer=*/true);
-  const double a_bf16 = CostModel(m, test::DgxH100(), bf16).Evaluate(l).memory.activations;
-  const double a_fp8 = CostModel(m, test::DgxH100(), fp8).Evaluate(l).memory.activations;
+  MemoryOptions est;
+  est.te_saved_tensors = false;
+  const double a_bf16 = CostModel(m, test::DgxH100(), bf16, est).Evaluate(l).memory.activations;
+  const double a_fp8 = CostModel(m, test::DgxH100(), fp8, est).Evaluate(l).memory.activations;
   // tp 1, pp 1, bridge estimator: 5.5 · 4096 · 8192 · 80 bytes fewer.
   CHECK(a_bf16 - a_fp8 == doctest::Approx(5.5 * 4096.0 * 8192.0 * 80).epsilon(1e-9));
-  MemoryOptions as_published;
+  MemoryOptions as_published = est;
   as_published.quantized_linear_inputs = false;
   CHECK(CostModel(m, test::DgxH100(), fp8, as_published).Evaluate(l).memory.activations == a_bf16);
   l.recompute = Recompute::kFull;
-  CHECK(CostModel(m, test::DgxH100(), fp8).Evaluate(l).memory.activations ==
-        CostModel(m, test::DgxH100(), bf16).Evaluate(l).memory.activations);
+  CHECK(CostModel(m, test::DgxH100(), fp8, est).Evaluate(l).memory.activations ==
+        CostModel(m, test::DgxH100(), bf16, est).Evaluate(l).memory.activations);
 }
 
 TEST_CASE("megatron: full recompute keeps only the layer inputs under Megatron-Bridge's estimator") {
   // Llama-3 70B, 64 GPUs, tp 1 pp 1, seq 4096, mbs 1, bf16: the estimator's (A) per layer is
   // (18 + 4·3.5)·s·b·h = 32·sbh; recomputed layers keep 2·sbh, so 80 layers drop 30·sbh each.
   // recompute_method block with 20 layers per chunk (pp 1: one chunk) recomputes a quarter.
+  // The Transformer Engine count (default) does the same from its 33.5·sbh per layer:
+  // (8h + 2·(2·8192 + 2·1024) + 4·64 + 6·28672) / h = 33.53125.
   const ModelSpec m = test::Llama3_70B();
   const TrainSetup setup = test::Setup(64, 4096, 64);
-  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
-  const CostModel cm(m, test::DgxH100(), setup);
-  const double none = cm.Evaluate(l).memory.activations;
-  l.recompute = Recompute::kFull;
-  const double full = cm.Evaluate(l).memory.activations;
   const double sbh = 4096.0 * 8192.0;
-  CHECK(none - full == doctest::Approx(30.0 * sbh * 80).epsilon(1e-12));
-  l.mb.recompute_method = MbRecomputeMethod::kBlock;
-  l.mb.recompute_num_layers = 20;
-  CHECK(none - cm.Evaluate(l).memory.activations == doctest::Approx(30.0 * sbh * 20).epsilon(1e-12));
+  for (bool te : {false, true}) {
+    MemoryOptions o;
+    o.te_saved_tensors = te;
+    const double per_layer = te ? 33.53125 : 32.0;
+    Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
+    const CostModel cm(m, test::DgxH100(), setup, o);
+    const double none = cm.Evaluate(l).memory.activations;
+    l.recompute = Recompute::kFull;
+    const double full = cm.Evaluate(l).memory.activations;
+    CHECK(none - full == doctest::Approx((per_layer - 2) * sbh * 80).epsilon(1e-12));
+    l.mb.recompute_method = MbRecomputeMethod::kBlock;
+    l.mb.recompute_num_layers = 20;
+    CHECK(none - cm.Evaluate(l).memory.activations == doctest::Approx((per_layer - 2) * sbh * 20).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("megatron: Transformer Engine saved tensors per token by hand (Llama-3 70B Qwen3-235B DeepSeek-V3)") {
+  // Bytes per token of one layer (TeSavedBytesPerToken); see memory_megatron.hpp for the terms.
+  // Llama-3 70B dense layer: h 8192, 64 heads, 8 KV heads, d 128, f 28672.
+  //   bf16: sequence 4h + 2h + 2h = 65536; split 2·(2·8192 + 2·1024) + 4·64 + 4f + 2f = 209152
+  //   FP8:  sequence 4h + h + h = 49152;   split 36864 + 256 + 4f + f = 180480
+  const ModelSpec llama = test::Llama3_70B();
+  cost::TeLayerBytes b = cost::TeSavedBytesPerToken(llama, false, Precision::kBf16, 1, 0);
+  CHECK(b.sequence == 65536.0);
+  CHECK(b.split == 209152.0);
+  b = cost::TeSavedBytesPerToken(llama, false, Precision::kFp8, 1, 0);
+  CHECK(b.sequence == 49152.0);
+  CHECK(b.split == 180480.0);
+  // mlp recompute drops fc1 output and fc2 input; layernorm recompute the two norm outputs.
+  b = cost::TeSavedBytesPerToken(llama, false, Precision::kBf16, 1, kRecomputeMlp | kRecomputeLayernorm);
+  CHECK(b.sequence == 32768.0);
+  CHECK(b.split == 36864.0 + 256.0);
+  // Qwen3-235B-A22B MoE layer, bf16: h 4096, 64 heads of 128 (q 8192), 4 KV heads (512), q/k
+  // norms, 128 experts, top 8, f_e 1536, no shared expert.
+  //   sequence 4h + 2h + 2h (router input) + 8·128 = 33792
+  //   split 2·(2·8192 + 2·512) + 2·(8192 + 512) + 4·64 + 8·(2·4096 + 4·1536 + 2·1536) = 191744
+  const ModelSpec qwen = LoadModel("qwen3-235b-a22b");
+  b = cost::TeSavedBytesPerToken(qwen, true, Precision::kBf16, 1, 0);
+  CHECK(b.sequence == 33792.0);
+  CHECK(b.split == 191744.0);
+  // moe_act recompute drops the routed fc2 inputs, 8·2·1536.
+  CHECK(cost::TeSavedBytesPerToken(qwen, true, Precision::kBf16, 1, kRecomputeMoeAct).split == 191744.0 - 24576.0);
+  // DeepSeek-V3 MoE layer, bf16 (MLA: 128 heads, d_nope 128, d_rope 64, d_v 128, q rank 1536,
+  // kv rank 512; 256 experts, top 8, f_e 2048, one shared expert of 2048):
+  //   sequence 4h + 2h + (2 + 2)·1536 + (2 + 2)·512 + 2·64 + 2h + 8·256 = 67712
+  //   split 2·(2·128·192 + 128·128) + 2·128·128 + 4·128 + 8·(2·7168 + 4·2048 + 2·2048)
+  //         + 4·2048 + 2·2048 = 389632; mla_up_proj recompute drops q, k, v (131072).
+  const ModelSpec ds = LoadModel("deepseek-v3");
+  b = cost::TeSavedBytesPerToken(ds, true, Precision::kBf16, 1, 0);
+  CHECK(b.sequence == 67712.0);
+  CHECK(b.split == 389632.0);
+  CHECK(cost::TeSavedBytesPerToken(ds, true, Precision::kBf16, 1, kRecomputeMlaUpProj).split == 389632.0 - 131072.0);
 }
 
 TEST_CASE("megatron: routed experts keep their fc1 and fc2 inputs (Qwen3-235B-A22B by hand)") {
