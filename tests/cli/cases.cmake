@@ -311,11 +311,17 @@ add_test(NAME cli.plan_json_errors COMMAND bash -c "
   \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
   printf '%s\\n' '{' '  \"error\": {' '    \"column\": null,' '    \"exit_status\": 2,' '    \"field\": \"--gpus\",' '    \"file\": null,' \\
     '    \"kind\": \"input\",' '    \"line\": null,' \\
-    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\"' '  }' '}' >\$d/want
+    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\",' \\
+    '    \"output\": null' '  }' '}' >\$d/want
   [ \$rc -eq 2 ] && cmp -s \$d/out \$d/want && grep -q 'error: --gpus: expected a multiple' \$d/err || { echo gpus rc=\$rc; diff \$d/want \$d/out; cat \$d/err; fail=1; }
   \$mp plan --model ${D}/bert.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
   [ \$rc -eq 2 ] && grep -q '^    \"file\": \".*/bert.json\",\$' \$d/out && grep -q '^    \"line\": 2,\$' \$d/out &&
     grep -q '^    \"field\": \"architectures\",\$' \$d/out || { echo model rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  # An --out that cannot be written is an output path, not an input file.
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out /proc/version --force >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && grep -q '^    \"output\": \"/proc/version\"\$' \$d/out && grep -q '^    \"file\": null,\$' \$d/out &&
+    grep -q '^    \"field\": \"--out\",\$' \$d/out && grep -q '^/proc/version: error: --out: cannot create a file next to it' \$d/err ||
+    { echo out rc=\$rc; cat \$d/out \$d/err; fail=1; }
   echo keep >\$d/r.rank1.yaml
   \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/r.yaml --emit-launch >\$d/out 2>\$d/err; rc=\$?
   [ \$rc -eq 2 ] && [ \$(grep -c '^{' \$d/out) -eq 1 ] && ! grep -q '\"recipes\"' \$d/out && grep -q '^    \"field\": \"--emit-launch\",\$' \$d/out ||
