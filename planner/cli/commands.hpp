@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -124,6 +125,9 @@ struct PointSource {
 /// Throws InputError for unusable input; errors about the GPU count and the sequence length
 /// name the option `source` gives.
 PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
+/// now + max_seconds (seconds as --max-seconds gives them): the search deadline MakePlanRequest
+/// sets, and a sweep sets again when each point's search starts.
+std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
 int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.

@@ -258,10 +258,13 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
   }
 
-  req.deadline = std::chrono::steady_clock::now() +
-                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double>(max_seconds));
+  req.deadline = SearchDeadline(max_seconds);
   return req;
+}
+
+std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(max_seconds));
 }
 
 int RunPlan(const PlanOptions& o) {

@@ -359,3 +359,14 @@ add_test(NAME cli.sweep_json_error COMMAND bash -c "
   [ \$rc -eq 1 ] && grep -q '^meshplan: 1 of 2 sweep points have no layout' \$d/err &&
     grep -q '\"kind\": \"no_layout\"' \$d/out && grep -q '\"exit_status\": 1' \$d/out &&
     [ \$(grep -c '\"seq_len\": 8192' \$d/out) -ge 2 ] || { cat \$d/out \$d/err; exit 1; }")
+# A sweep builds each point's request (model and system loaded) once, validating every point
+# before the first search: the model file is opened once per point (it was twice: once to
+# validate the point, again to plan it). Skipped where strace cannot trace.
+add_test(NAME cli.sweep_loads_model_once_per_point COMMAND bash -c "
+  command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null || exit 77
+  d=\$(mktemp -d); cp ${CMAKE_SOURCE_DIR}/models/llama3.1-8b.json \$d/m.json
+  strace -f -e trace=open,openat -o \$d/trace '$<TARGET_FILE:meshplan>' plan --model \$d/m.json --system dgx-h100 --sweep-gpus 8,16 --sweep-seq 4096,8192 --global-batch 64 >\$d/out 2>&1; rc=\$?
+  n=\$(grep -c '/m\\.json\"' \$d/trace)
+  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -c '^ *[0-9]* *[48][01][9][62]  fsdp2 ' \$d/out) -eq 4 ] ||
+    { echo \"rc=\$rc, model file opened \$n times for 4 points\"; cat \$d/out; exit 1; }")
+set_tests_properties(cli.sweep_loads_model_once_per_point PROPERTIES SKIP_RETURN_CODE 77)
