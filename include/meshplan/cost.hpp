@@ -176,8 +176,9 @@ class CostModel {
   /// cost::kMaxGraphWorld GPUs the link-tier rule's), built once per (system, GPU count) and
   /// shared; Evaluate only looks them up.
   std::shared_ptr<const cost::LinkTable> links_;
-  /// Activation bytes per layer and the pipeline ranks to score per (pp, stage count),
-  /// layout-independent, computed once (planner/cost/tables.hpp).
+  /// Activation bytes per layer, the unfused Megatron-Core ops of a layer and the pipeline
+  /// ranks to score per (pp, stage count), layout-independent, computed once
+  /// (planner/cost/tables.hpp).
   std::shared_ptr<const cost::CostTables> tables_;
 };
 

@@ -27,7 +27,13 @@ std::optional<std::string_view> FindEmbedded(std::string_view path);
 /// ("models", "hwdb/systems"), sorted.
 std::vector<std::string> ListEmbedded(std::string_view dir);
 
-/// Reads a file from disk. Throws InputError (naming the path) if it cannot be read.
+/// Reads a file from disk, without a leading UTF-8 byte-order mark (StripUtf8Bom). Throws
+/// InputError (naming the path) if it cannot be read.
 std::string ReadFileOrThrow(const std::string& path);
+
+/// Removes a leading UTF-8 byte-order mark (EF BB BF), which some editors and spreadsheet
+/// programs write at the start of a file, so that the first line reads as typed and its
+/// columns count from its first visible character.
+void StripUtf8Bom(std::string& text);
 
 }  // namespace meshplan::data

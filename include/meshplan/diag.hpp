@@ -14,6 +14,9 @@ struct SourceLoc {
   std::string file;  ///< path as the user gave it, or "<embedded>/models/x.json"
   int line = 0;
   int column = 0;
+  /// `file` is a path meshplan was asked to write (--out, --report, --emit-launch), not an
+  /// input: `plan --format json` names it under "output" instead of "file".
+  bool output = false;
 };
 
 /// Formats "file:line:col" (or "file" alone when line is 0).

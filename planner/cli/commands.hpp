@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -124,6 +125,9 @@ struct PointSource {
 /// Throws InputError for unusable input; errors about the GPU count and the sequence length
 /// name the option `source` gives.
 PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
+/// now + max_seconds (seconds as --max-seconds gives them): the search deadline MakePlanRequest
+/// sets, and a sweep sets again when each point's search starts.
+std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
 int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
@@ -135,10 +139,11 @@ std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
 /// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
 void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
 /// What `plan --format json` prints on stdout when it fails, the human message going to stderr:
-/// {"error": {"kind", "message", "exit_status", "file", "line", "column", "field"}}. kind is
-/// "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or "internal"
-/// (exit 3); file, line, column and field are null where the error has none (a command-line
-/// error has no file: its field is the option).
+/// {"error": {"kind", "message", "exit_status", "file", "output", "line", "column", "field"}}.
+/// kind is "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or
+/// "internal" (exit 3); file, output, line, column and field are null where the error has none
+/// (a command-line error has no file: its field is the option). A path meshplan was to write
+/// (SourceLoc::output: --out, --report, --emit-launch) is under output, not file.
 nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status,
                          const SourceLoc& loc = {}, const std::string& field = "");
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message

@@ -136,31 +136,32 @@ std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len) {
 
 void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (path.empty()) return;
+  const SourceLoc loc{path, 0, 0, /*output=*/true};
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {
-    throw InputError({path, 0, 0}, flag, "expected a file in an existing directory; '" + parent.string() +
-                                             "' is not a directory (nothing was written)");
+    throw InputError(loc, flag, "expected a file in an existing directory; '" + parent.string() +
+                                    "' is not a directory (nothing was written)");
   }
-  if (std::filesystem::is_directory(path, ec)) throw InputError({path, 0, 0}, flag, "is a directory; expected a file path");
+  if (std::filesystem::is_directory(path, ec)) throw InputError(loc, flag, "is a directory; expected a file path");
   if (!force && std::filesystem::exists(path, ec)) {
-    throw InputError({path, 0, 0}, flag, "file exists; pass --force to replace it (nothing was written)");
+    throw InputError(loc, flag, "file exists; pass --force to replace it (nothing was written)");
   }
   // The file is written through a temporary beside it and a rename: try that now (a read-only
   // directory, /proc, a name too long), so the search is not run for nothing.
   std::string probe = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {
-    throw InputError({path, 0, 0}, flag, std::string("cannot create a file next to it: ") + std::strerror(errno) +
-                                             " (nothing was written)");
+    throw InputError(loc, flag, std::string("cannot create a file next to it: ") + std::strerror(errno) +
+                                    " (nothing was written)");
   }
   ::close(fd);
   const bool renamable = std::rename(probe.c_str(), (probe + "x").c_str()) == 0;
   std::remove(renamable ? (probe + "x").c_str() : probe.c_str());
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError({path, 0, 0}, flag, "expected a regular file to replace, found another kind of file");
+    throw InputError(loc, flag, "expected a regular file to replace, found another kind of file");
   }
-  if (!renamable) throw InputError({path, 0, 0}, flag, "cannot rename a file in its directory (nothing was written)");
+  if (!renamable) throw InputError(loc, flag, "cannot rename a file in its directory (nothing was written)");
 }
 
 nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status, const SourceLoc& loc,
@@ -171,7 +172,8 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
            {{"kind", kind},
             {"message", message},
             {"exit_status", exit_status},
-            {"file", or_null(loc.file, file)},
+            {"file", or_null(loc.file, file && !loc.output)},
+            {"output", or_null(loc.file, file && loc.output)},
             {"line", or_null(loc.line, loc.line > 0)},
             {"column", or_null(loc.column, loc.column > 0)},
             {"field", or_null(field, !field.empty())}}}};
@@ -256,10 +258,13 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
                      "fp8 requested but " + req.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
   }
 
-  req.deadline = std::chrono::steady_clock::now() +
-                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double>(max_seconds));
+  req.deadline = SearchDeadline(max_seconds);
   return req;
+}
+
+std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(max_seconds));
 }
 
 int RunPlan(const PlanOptions& o) {

@@ -121,13 +121,16 @@ int RunSweep(const PlanOptions& o) {
       }
     }
   }
-  // Every point is validated before the first search, so a bad point fails at once; so does
-  // an --out that could not be written. Errors name the sweep option the point came from.
+  // Every point is validated, and its request built (model and system loaded) once, before
+  // the first search, so a bad point fails at once; so does an --out that could not be
+  // written. Errors name the sweep option the point came from.
+  std::vector<Point> points;
   for (long long g : gpus) {
     for (long long s : seqs) {
       const auto [point, source] = PointOptions(o, g, s);
-      const PlanRequest req = MakePlanRequest(point, source);
-      const std::string w = g == gpus.front() ? SeqLenWarning(req.model, s) : "";
+      Point& p = points.emplace_back(Point{g, s, MakePlanRequest(point, source), {}});
+      p.req.top_n = 1;
+      const std::string w = g == gpus.front() ? SeqLenWarning(p.req.model, s) : "";
       if (!w.empty()) std::cerr << "meshplan: warning: " << w << "\n";
     }
   }
@@ -140,30 +143,25 @@ int RunSweep(const PlanOptions& o) {
     std::cout << line;
   }
   bool all = true;
-  std::vector<Point> points;
-  Progress progress("sweep", static_cast<long>(gpus.size() * seqs.size()));
+  Progress progress("sweep", static_cast<long>(points.size()));
   long step = 0;
-  for (long long g : gpus) {
-    for (long long s : seqs) {
-      progress.Step(++step, "planning " + PointName(g, s));
-      const auto [point, source] = PointOptions(o, g, s);
-      Point p{g, s, MakePlanRequest(point, source), {}};  // validates every point like a plain plan
-      p.req.top_n = 1;
-      p.result = Plan(p.req);
-      progress.Clear();
-      if (!p.result.stopped.empty()) std::cerr << PointName(g, s) << ": " << StopWarning(o, p.result) << "\n";
-      if (!p.result.top.empty()) {
-        const Candidate& c = p.result.top.front();
-        std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f\n", g, s,
-                      Describe(c.layout).c_str(), recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds,
-                      c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
-      } else {
-        all = false;
-        std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
-      }
-      if (table) std::cout << line << std::flush;
-      points.push_back(std::move(p));
+  for (Point& p : points) {
+    const long long g = p.gpus, s = p.seq_len;
+    progress.Step(++step, "planning " + PointName(g, s));
+    p.req.deadline = SearchDeadline(o.max_seconds);  // --max-seconds counts per point, from its search
+    p.result = Plan(p.req);
+    progress.Clear();
+    if (!p.result.stopped.empty()) std::cerr << PointName(g, s) << ": " << StopWarning(o, p.result) << "\n";
+    if (!p.result.top.empty()) {
+      const Candidate& c = p.result.top.front();
+      std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f\n", g, s,
+                    Describe(c.layout).c_str(), recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds,
+                    c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
+    } else {
+      all = false;
+      std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
     }
+    if (table) std::cout << line << std::flush;
   }
   const bool json = o.format == "json";
   // Exit 1 when a point has no layout: say so on stderr (and in the JSON), not only per point.

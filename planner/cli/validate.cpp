@@ -29,6 +29,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
+#include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/rules.hpp"
 #include "recipe/perf_settings.hpp"
@@ -393,6 +394,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   }
   std::string line;
   std::getline(f, line);
+  data::StripUtf8Bom(line);  // a spreadsheet's "CSV UTF-8" export starts with one
   const std::vector<std::string> header = SplitCsv(line);
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[Trim(header[i])] = i;

@@ -27,6 +27,7 @@
 
 #include "cost/comm.hpp"
 #include "cost/flops.hpp"
+#include "cost/tables.hpp"
 #include "cost/time.hpp"
 #include "meshplan/cost.hpp"
 
@@ -35,7 +36,8 @@ namespace meshplan {
 namespace {
 
 double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
-                     const cost::FlopsPerToken& f, const cost::LinkTable* links, const Layout& l) {
+                     const cost::FlopsPerToken& f, const cost::MegatronUnfused& u, const cost::LinkTable* links,
+                     const Layout& l) {
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
   const double cp = double(std::max<int64_t>(1, l.cp));
@@ -58,7 +60,6 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
                          cost::AttentionLengthFactor(setup.seq_len, l.cp));
   const double mem_s_per_elem =
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
-  const cost::MegatronUnfused u = cost::MegatronUnfusedOps(m);
   const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
   const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
                              cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem + unfused_s;
@@ -88,7 +89,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
 
 double CostModel::StepSecondsLowerBound(const Layout& l) const {
   if (l.framework == Framework::kMegatronBridge) {
-    return MegatronBound(model_, system_, setup_, *flops_, links_.get(), l);
+    return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l);
   }
   const ModelSpec& m = model_;
   const cost::FlopsPerToken& f = *flops_;

@@ -31,7 +31,8 @@ struct Ctx {
   double tokens_per_mb = 0;   ///< micro_batch · seq_len / cp: tokens of one forward on a rank
   FlopsPerToken flops;        ///< per-token FLOP terms at setup.seq_len
   const LinkTable* links = nullptr;  ///< group links from the topology graph (null: GroupLink)
-  /// Layout-independent tables of the CostModel (activation bytes per layer); null: computed.
+  /// Layout-independent tables of the CostModel (activation bytes per layer, unfused
+  /// Megatron-Core ops); null: computed.
   const CostTables* tables = nullptr;
   /// ParamsOfRank(*this, params_rank) precomputed by the caller (CostModel::Evaluate);
   /// null: computed on each call.

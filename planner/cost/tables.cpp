@@ -41,7 +41,8 @@ ModelSpec LayerCounts(const ModelSpec& m) {
 }
 }  // namespace
 
-CostTables::CostTables(const ModelSpec& model, const ParamCounts& params) : model_(LayerCounts(model)), params_(params) {
+CostTables::CostTables(const ModelSpec& model, const ParamCounts& params)
+    : model_(LayerCounts(model)), params_(params), unfused_(MegatronUnfusedOps(model)) {
   for (int moe = 0; moe < 2; ++moe) {
     for (AcWrap w : {AcWrap::kNone, AcWrap::kLayer, AcWrap::kSubmodule, AcWrap::kSelective}) {
       act_[moe][static_cast<int>(w)] = LayerActivationBytes(model, moe == 1, w);

@@ -2,9 +2,10 @@
 /// \file tables.hpp
 /// What CostModel::Evaluate needs that depends on the model but not on the layout, computed
 /// once per CostModel: the per-token activation bytes of a dense and an MoE layer for each
-/// checkpointing wrap, and, per (PP size, stage count), the pipeline ranks Evaluate scores
-/// with their parameter counts. Private to planner/cost. The values are those of the
-/// functions they cache (LayerActivationBytes, ParamsOfRank), bit for bit.
+/// checkpointing wrap, the unfused Megatron-Core ops of a layer, and, per (PP size, stage
+/// count), the pipeline ranks Evaluate scores with their parameter counts. Private to
+/// planner/cost. The values are those of the functions they cache (LayerActivationBytes,
+/// MegatronUnfusedOps, ParamsOfRank), bit for bit.
 
 #include <atomic>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cost/memory.hpp"
+#include "cost/time.hpp"
 
 namespace meshplan::cost {
 
@@ -39,6 +41,9 @@ class CostTables {
 
   /// LayerActivationBytes(model, moe_layer, wrap).
   const ActBytes& Act(bool moe_layer, AcWrap wrap) const { return act_[moe_layer ? 1 : 0][static_cast<int>(wrap)]; }
+  /// MegatronUnfusedOps(model): read per Megatron-Bridge layout scored, computed here once (it
+  /// compares the model's rope_scaling_type string).
+  const MegatronUnfused& Unfused() const { return unfused_; }
   /// BuildRankPlan(model, params, pp, num_stages), built on first use (thread-safe) for
   /// 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1; nullptr outside.
   const RankPlan* Ranks(int64_t pp, int64_t num_stages) const;
@@ -47,6 +52,7 @@ class CostTables {
   ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
   ParamCounts params_;
   ActBytes act_[2][4];
+  MegatronUnfused unfused_;
   int64_t max_pp_ = 0, max_stages_ = 0;
   /// Built on first use: plans_[pp] -> row of max_stages_ + 1 plans (so that constructing
   /// a CostModel stays cheap; the search builds one per memory probe setup).

@@ -7,6 +7,7 @@
 
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
+#include "cost/tables.hpp"
 #include "cost/time.hpp"
 
 namespace meshplan::cost {
@@ -212,7 +213,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
                 AttentionLengthFactor(c.setup.seq_len, l.cp);
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
-  const MegatronUnfused unfused = MegatronUnfusedOps(m);
+  const MegatronUnfused unfused = c.tables ? c.tables->Unfused() : MegatronUnfusedOps(m);
   // Unfused paths: their forward runs again under full recompute (3·extra = the share).
   const double unfused_s = gpu.hbm_bandwidth > 0 ? (unfused.fwd_elements * (1.0 + 3.0 * s.extra) + unfused.bwd_elements) *
                                                        2.0 * s.tokens / s.tp / gpu.hbm_bandwidth

@@ -42,10 +42,16 @@ std::string ReadFileOrThrow(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError({path, 0, 0}, "file", "read error");
-  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+  std::string text = ss.str();
+  StripUtf8Bom(text);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw InputError({path, 0, 0}, "file", "file is empty; expected YAML or JSON");
   }
-  return ss.str();
+  return text;
+}
+
+void StripUtf8Bom(std::string& text) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
 }
 
 }  // namespace meshplan::data

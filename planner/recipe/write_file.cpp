@@ -60,7 +60,7 @@ class TmpGuard {
 }  // namespace
 
 void WriteFileAtomically(const std::string& path, const std::string& content, bool force, const char* flag) {
-  const SourceLoc loc{path, 0, 0};
+  const SourceLoc loc{path, 0, 0, /*output=*/true};
   if (path.empty()) throw InputError({"<command line>", 0, 0}, flag, "expected a file path, found ''");
   if (path.size() + 16 >= sizeof g_tmp_path) throw InputError(loc, flag, "path too long");
   struct stat st {};

@@ -311,11 +311,17 @@ add_test(NAME cli.plan_json_errors COMMAND bash -c "
   \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 12 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
   printf '%s\\n' '{' '  \"error\": {' '    \"column\": null,' '    \"exit_status\": 2,' '    \"field\": \"--gpus\",' '    \"file\": null,' \\
     '    \"kind\": \"input\",' '    \"line\": null,' \\
-    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\"' '  }' '}' >\$d/want
+    '    \"message\": \"expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12\",' \\
+    '    \"output\": null' '  }' '}' >\$d/want
   [ \$rc -eq 2 ] && cmp -s \$d/out \$d/want && grep -q 'error: --gpus: expected a multiple' \$d/err || { echo gpus rc=\$rc; diff \$d/want \$d/out; cat \$d/err; fail=1; }
   \$mp plan --model ${D}/bert.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json >\$d/out 2>\$d/err; rc=\$?
   [ \$rc -eq 2 ] && grep -q '^    \"file\": \".*/bert.json\",\$' \$d/out && grep -q '^    \"line\": 2,\$' \$d/out &&
     grep -q '^    \"field\": \"architectures\",\$' \$d/out || { echo model rc=\$rc; cat \$d/out \$d/err; fail=1; }
+  # An --out that cannot be written is an output path, not an input file.
+  \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out /proc/version --force >\$d/out 2>\$d/err; rc=\$?
+  [ \$rc -eq 2 ] && grep -q '^    \"output\": \"/proc/version\"\$' \$d/out && grep -q '^    \"file\": null,\$' \$d/out &&
+    grep -q '^    \"field\": \"--out\",\$' \$d/out && grep -q '^/proc/version: error: --out: cannot create a file next to it' \$d/err ||
+    { echo out rc=\$rc; cat \$d/out \$d/err; fail=1; }
   echo keep >\$d/r.rank1.yaml
   \$mp plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/r.yaml --emit-launch >\$d/out 2>\$d/err; rc=\$?
   [ \$rc -eq 2 ] && [ \$(grep -c '^{' \$d/out) -eq 1 ] && ! grep -q '\"recipes\"' \$d/out && grep -q '^    \"field\": \"--emit-launch\",\$' \$d/out ||
@@ -353,3 +359,14 @@ add_test(NAME cli.sweep_json_error COMMAND bash -c "
   [ \$rc -eq 1 ] && grep -q '^meshplan: 1 of 2 sweep points have no layout' \$d/err &&
     grep -q '\"kind\": \"no_layout\"' \$d/out && grep -q '\"exit_status\": 1' \$d/out &&
     [ \$(grep -c '\"seq_len\": 8192' \$d/out) -ge 2 ] || { cat \$d/out \$d/err; exit 1; }")
+# A sweep builds each point's request (model and system loaded) once, validating every point
+# before the first search: the model file is opened once per point (it was twice: once to
+# validate the point, again to plan it). Skipped where strace cannot trace.
+add_test(NAME cli.sweep_loads_model_once_per_point COMMAND bash -c "
+  command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null || exit 77
+  d=\$(mktemp -d); cp ${CMAKE_SOURCE_DIR}/models/llama3.1-8b.json \$d/m.json
+  strace -f -e trace=open,openat -o \$d/trace '$<TARGET_FILE:meshplan>' plan --model \$d/m.json --system dgx-h100 --sweep-gpus 8,16 --sweep-seq 4096,8192 --global-batch 64 >\$d/out 2>&1; rc=\$?
+  n=\$(grep -c '/m\\.json\"' \$d/trace)
+  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -c '^ *[0-9]* *[48][01][9][62]  fsdp2 ' \$d/out) -eq 4 ] ||
+    { echo \"rc=\$rc, model file opened \$n times for 4 points\"; cat \$d/out; exit 1; }")
+set_tests_properties(cli.sweep_loads_model_once_per_point PROPERTIES SKIP_RETURN_CODE 77)

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "meshplan/recipe.hpp"
 
 using namespace meshplan;
 
@@ -86,7 +87,7 @@ TEST_CASE("ErrorJson carries an input error's place and field") {
   const InputError e({"models/x.json", 3, 5}, "num_attention_heads", "expected a positive integer, found -4");
   const nlohmann::json j = nlohmann::json::parse(cli::JsonText(cli::ErrorJson("input", e.message(), 2, e.loc(), e.field())));
   CHECK(j == nlohmann::json::parse(R"({"error": {"kind": "input", "message": "expected a positive integer, found -4",
-    "exit_status": 2, "file": "models/x.json", "line": 3, "column": 5, "field": "num_attention_heads"}})"));
+    "exit_status": 2, "file": "models/x.json", "output": null, "line": 3, "column": 5, "field": "num_attention_heads"}})"));
   // A command-line error has no file; bytes that are not UTF-8 do not make the JSON fail.
   const nlohmann::json c = nlohmann::json::parse(
       cli::JsonText(cli::ErrorJson("input", "found '\xff'", 2, {"<command line>", 0, 0}, "--gpus")));
@@ -94,4 +95,33 @@ TEST_CASE("ErrorJson carries an input error's place and field") {
   CHECK(c["error"]["line"].is_null());
   CHECK(c["error"]["field"] == "--gpus");
   CHECK(c["error"]["message"] == "found '\xEF\xBF\xBD'");
+}
+
+TEST_CASE("plan --format json names an unwritable output path under output not file") {
+  // What main prints on stdout for the InputError that `run` throws.
+  auto error_json = [](auto run) {
+    try {
+      run();
+    } catch (const InputError& e) {
+      return cli::ErrorJson("input", e.message(), 2, e.loc(), e.field())["error"];
+    }
+    FAIL("expected an InputError");
+    return nlohmann::json();
+  };
+  // --report in a directory that does not exist: refused before the search.
+  cli::PlanOptions o = JsonPlan("llama3.1-8b", 4096, 64);
+  o.report = "/nonexistent-meshplan-dir/report.html";
+  const nlohmann::json r = error_json([&] { cli::RunPlan(o); });
+  CHECK(r["file"].is_null());
+  CHECK(r["output"] == "/nonexistent-meshplan-dir/report.html");
+  CHECK(r["field"] == "--report");
+  CHECK(r["line"].is_null());
+  CHECK(r["message"] == "expected a file in an existing directory; '/nonexistent-meshplan-dir' is not a directory "
+                        "(nothing was written)");
+  // The path WriteFileAtomically refuses (it exists, no --force) is an output too.
+  const nlohmann::json w = error_json([] { WriteFileAtomically("/proc/version", "x", /*force=*/false, "--out"); });
+  CHECK(w["file"].is_null());
+  CHECK(w["output"] == "/proc/version");
+  CHECK(w["field"] == "--out");
+  CHECK(w["message"] == "file exists; pass --force to replace it");
 }

@@ -9,6 +9,7 @@
 #include "cost/comm.hpp"
 #include "cost/cost_fixtures.hpp"
 #include "cost/tables.hpp"
+#include "cost/time.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/layout.hpp"
 
@@ -116,6 +117,40 @@ TEST_CASE("cost tables: the pipeline ranks scored are rank 0 and each new layer 
   // Activation bytes per layer are LayerActivationBytes'.
   CHECK(tables.Act(true, cost::AcWrap::kSelective).split ==
         cost::LayerActivationBytes(m, true, cost::AcWrap::kSelective).split);
+}
+
+TEST_CASE("cost tables: the unfused Megatron-Core ops are counted once per model and read per layout") {
+  // GPT-OSS-120B (YaRN without MLA, biased o_proj): the values of the worked example in
+  // time_megatron_test.cpp.
+  const ModelSpec oss = LoadModel("gpt-oss-120b");
+  const ParamCounts p = CountParams(oss);
+  const cost::CostTables tables(oss, p);
+  CHECK(tables.Unfused().fwd_elements == test::Rel(89763.84 + 10310.4));
+  CHECK(tables.Unfused().bwd_elements == test::Rel(98012.16));
+  CHECK(tables.Unfused().kernels == 35.0);
+  // A layout's shared Megatron terms take the table's value, not the model's
+  // rope_scaling_type again: a plain-RoPE copy of the model scored with GPT-OSS's tables
+  // prices GPT-OSS's unfused ops; without tables it prices none.
+  ModelSpec plain = oss;
+  plain.rope_scaling_type.clear();
+  plain.architecture = Architecture::kQwen3Moe;
+  const SystemSpec sys = test::DgxH100();
+  const TrainSetup setup = test::Setup(8, 4096, 8);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.strategy = Strategy::kDdp;
+  l.dp = 8;
+  l.ep = 8;
+  const cost::MegatronShared want = cost::MegatronLayoutShared(cost::MakeCtx(oss, sys, setup, p, l));
+  cost::Ctx cached = cost::MakeCtx(plain, sys, setup, p, l);
+  cached.tables = &tables;
+  const cost::MegatronShared got = cost::MegatronLayoutShared(cached);
+  CHECK(got.dense_mem_s == want.dense_mem_s);
+  CHECK(got.moe_mem_s == want.moe_mem_s);
+  CHECK(got.dense_layer_kernels == want.dense_layer_kernels);
+  CHECK(got.moe_layer_kernels == want.moe_layer_kernels);
+  const cost::MegatronShared none = cost::MegatronLayoutShared(cost::MakeCtx(plain, sys, setup, p, l));
+  CHECK(want.moe_layer_kernels - none.moe_layer_kernels == test::Rel(35.0));
 }
 
 TEST_CASE("link table: the indexed lookup finds what the binary search finds") {
