@@ -36,7 +36,10 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
                           {"pp_microbatch_size", l.pp_microbatch_size},
                           {"layers_per_stage", l.layers_per_stage > 0 ? nlohmann::json(l.layers_per_stage)
                                                                       : nlohmann::json(nullptr)},
-                          {"round_virtual_stages_to_pp_multiple", StageRoundingName(l.stage_rounding)},
+                          // StageRoundingName spells "no rounding" as the YAML word null: JSON null here.
+                          {"round_virtual_stages_to_pp_multiple",
+                           l.stage_rounding == StageRounding::kNone ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json(StageRoundingName(l.stage_rounding))},
                           {"stages_per_rank", SplitStages(req.model.num_layers, l).stages_per_rank}};
   }
   return {{"rank", rank},
