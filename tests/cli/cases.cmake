@@ -265,6 +265,14 @@ meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware datab
 # A tp that does not divide the GPU count: the message says why dp cannot be inferred.
 meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+# The other rules that do not read dp are still evaluated (only axes_positive was listed on 24 GPUs,
+# while 72 GPUs, which tp3 x cp3 divide, listed the three below); rules reading dp are not.
+meshplan_cli_case(explain_mesh_not_dividing_lists_every_rule 1 "rules: INVALID, 4 rules broken"
+  "axes_positive: dp_size is inferred as world_size / \\(tp_size \\* cp_size \\* pp_size\\) = 24 / \\(3 \\* 3 \\* 1\\)"
+  "tp_divides_heads: num_attention_heads \\(32\\) must be divisible by tp_size \\(3\\)"
+  "tp_divides_kv_heads: num_key_value_heads \\(8\\)" "cp_divides_sequence: CP sequence length 4096 must be divisible by 2 \\* cp_size = 6"
+  "!global_batch_divisible" "!world_divisible_by_model_parallel"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 24 --seq-len 4096 --global-batch 48 --tp 3 --cp 3)
 # --strategy restricts the Megatron-Bridge search as it does AutoModel's.
 meshplan_cli_case(plan_mbridge_strategy 0 "^1 +megatron_fsdp" "^5 +megatron_fsdp" "!^[0-9]+ +ddp"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256
