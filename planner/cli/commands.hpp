@@ -174,6 +174,9 @@ struct Document {
 /// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
 /// only blank lines, comments and markers are left out.
 std::vector<Document> SplitDocuments(const std::string& text);
+/// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
+/// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
+void RefusePlanOutput(const std::string& text, const std::string& file);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

@@ -187,6 +187,7 @@ int RunExplain(const ExplainOptions& o) {
   std::optional<ParsedRecipe> parsed;  // with --recipe
   if (!o.recipe.empty()) {
     const std::string text = data::ReadFileOrThrow(o.recipe);
+    RefusePlanOutput(text, o.recipe);
     if (const size_t n = SplitDocuments(text).size(); n > 1) {
       throw InputError({o.recipe, 0, 0}, "--recipe",
                        "expected one recipe, found " + std::to_string(n) +

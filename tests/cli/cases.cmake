@@ -31,6 +31,16 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# plan --format json --out writes plan output, not a recipe: check said "distributed: missing".
+add_test(NAME cli.check_refuses_plan_json COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/pj.json >/dev/null || exit 1
+  out=\$('$<TARGET_FILE:meshplan>' check \$d/pj.json --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  rm -r \$d
+  [ \$rc -eq 2 ] && grep -q 'pj.json: error: expected a recipe (AutoModel or Megatron-Bridge YAML), found meshplan plan output (JSON' <<<\"\$out\" &&
+    grep -q 'write recipes with plan --format yaml --out FILE' <<<\"\$out\" && ! grep -q 'distributed: missing' <<<\"\$out\" ||
+    { echo rc=\$rc; echo \"\$out\"; exit 1; }")
+
 # A memory budget the search stays under: the full search, no warning.
 meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ layouts" "!stopped early"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
