@@ -31,6 +31,21 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# Two outputs of one run at one path are refused before anything is written: --report replaced
+# --out (--force, exit 0), or the report collided with a launch file after the recipes were written.
+add_test(NAME cli.out_paths_must_differ COMMAND bash -c "
+  set -u; d=\$(mktemp -d); cd \$d; mkdir sub
+  P=('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+  out=\$(\"\${P[@]}\" --out c4.yaml --report sub/../c4.yaml --force 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'sub/../c4.yaml: error: --report: is the same file as --out c4.yaml; expected a different path for each output (nothing was written)' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  out=\$(\"\${P[@]}\" --out c5.yaml --emit-launch --report ./c5.rank1.yaml 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'c5.rank1.yaml: error: --report: is the same file as the launch file c5.rank1.yaml that --emit-launch writes beside --out' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  ln -s . here
+  out=\$(\"\${P[@]}\" --out c6.yaml --report here/c6.yaml --force 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'here/c6.yaml: error: --report: is the same file as --out c6.yaml' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  left=\$(ls \$d | tr '\\n' ' '); cd /; rm -r \$d
+  [ \"\$left\" = 'here sub ' ] || { echo \"left behind: \$left\"; exit 1; }")
+
 # plan --format json --out writes plan output, not a recipe: check said "distributed: missing".
 add_test(NAME cli.check_refuses_plan_json COMMAND bash -c "
   set -u; d=\$(mktemp -d)
