@@ -359,15 +359,25 @@ int RunPlan(const PlanOptions& o) {
           << result.enumerated << " candidates breaks a rule; most common: " << TopRules(result, 4);
     } else {
       const Candidate& c = *result.least_memory;
+      // A shorter sequence shrinks activations and logits, not the gradients and Adam state of
+      // an optimizer-step peak; lowering the headroom helps only when the need fits the whole GPU.
+      const bool optimizer_peak = std::string(c.cost.memory.phase) == "optimizer step";
+      const bool headroom = c.cost.memory.Total() <= req.system.gpu.memory_bytes;
+      std::vector<std::string> fixes = {"add GPUs"};
+      if (!optimizer_peak) fixes.push_back("shorten the sequence");
+      if (headroom) fixes.push_back("lower --headroom");
+      std::string fix;
+      for (size_t i = 0; i < fixes.size(); ++i) fix += (i == 0 ? "" : i + 1 == fixes.size() ? " or " : ", ") + fixes[i];
+      if (optimizer_peak) {
+        fix += " (the peak is the optimizer step: weights, gradients and optimizer state, which a shorter sequence "
+               "does not lower)";
+      }
       why << "no layout fits in memory" << part << ": the smallest need is "
           << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
           << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
           << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
           << "% headroom kept free); "
-          << (!part.empty() ? "raise the limit to search further"
-              // Lowering the headroom helps only when the need fits the whole GPU memory.
-              : c.cost.memory.Total() <= req.system.gpu.memory_bytes ? "add GPUs, shorten the sequence or lower --headroom"
-                                                                        : "add GPUs or shorten the sequence");
+          << (!part.empty() ? "raise the limit to search further" : fix);
     }
     std::cerr << "meshplan: " << why.str() << "\n";
     if (o.format == "json") {

@@ -72,8 +72,15 @@ meshplan_cli_case(explain_seq_len_above_max_positions 0 "warning: seq_len 16384 
   -- ${MP} explain --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64 --tp 2 --recompute full)
 
 # No layout satisfies the request: exit 1 with the reason.
-meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable" "add GPUs or shorten the sequence$" "!lower --headroom"
+# The advice follows the peak: 405B's is the optimizer step, which a shorter sequence does not lower
+# (it said "add GPUs or shorten the sequence" there too); a 1M-token sequence peaks at backward start.
+meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable"
+  "add GPUs \\(the peak is the optimizer step: weights, gradients and optimizer state, which a shorter sequence does not lower\\)$"
+  "!shorten the sequence" "!lower --headroom"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
+meshplan_cli_case(plan_long_sequence_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU"
+  "add GPUs or shorten the sequence$" "!optimizer step"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 1048576 --global-batch 8)
 meshplan_cli_case(plan_no_valid_layout 1 "no valid layout" "global_batch_divisible"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 7 --strategy ddp)
 
