@@ -70,7 +70,7 @@ struct ExplainOptions {
   long long gpus = 0, seq_len = 0, global_batch = 0;
   std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
   long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
-  long long layers_per_stage = 0;
+  long long layers_per_stage = kNotGiven;  ///< not given: null
   bool sequence_parallel = false;
   // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
   // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).

@@ -330,8 +330,18 @@ int RunPlan(const PlanOptions& o) {
                        "--hf-model ID; found the meshplan model file '" + f + "'");
     }
   }
+  // 0 tells ResolveLaunchTopology to derive the value; typed, it is refused as -1 is.
+  for (const auto& [flag, v] :
+       {std::pair<const char*, long long>{"--nodes", o.nodes}, {"--gpus-per-node", o.gpus_per_node}}) {
+    if (o.given.count(flag) && v == 0) {
+      throw InputError({"<command line>", 0, 0}, flag, "expected a positive integer, found 0");
+    }
+  }
   LaunchTopology topo;
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
+  if (const std::string note = LaunchTopologyNote(req, topo); o.emit_launch && !note.empty()) {
+    std::cerr << "meshplan: warning: " << note << " (said in each launch file's header)\n";
+  }
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
   // With as many launch files as --top asks for (the search may find fewer).

@@ -100,6 +100,7 @@ std::string Header(const Candidate& c, const PlanRequest& req, const LaunchTopol
     << OneLine(req.model.name) << " on " << topo.nodes << " node(s) x " << topo.gpus_per_node << " GPUs of "
     << OneLine(req.system.name) << "\n# layout: " << Describe(c.layout) << "\n# predicted: " << c.cost.step_seconds
     << " s/step, " << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
+  if (const std::string note = LaunchTopologyNote(req, topo); !note.empty()) s << "# " << note << "\n";
   return s.str();
 }
 
@@ -141,6 +142,15 @@ LaunchTopology ResolveLaunchTopology(const PlanRequest& req, int64_t nodes, int6
   t.nodes = nodes;
   t.gpus_per_node = gpus_per_node;
   return t;
+}
+
+std::string LaunchTopologyNote(const PlanRequest& req, const LaunchTopology& topo) {
+  const int64_t planned = std::min<int64_t>(req.system.gpus_per_node, req.setup.num_gpus);
+  if (topo.gpus_per_node == planned) return "";
+  return "the prediction assumes " + OneLine(req.system.name) + "'s own nodes of " +
+         std::to_string(req.system.gpus_per_node) + " GPUs (" + std::to_string(req.setup.num_gpus / planned) +
+         " node(s) x " + std::to_string(planned) + "), not these " + std::to_string(topo.nodes) + " x " +
+         std::to_string(topo.gpus_per_node) + ": traffic that crosses the extra node boundaries is not priced";
 }
 
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Candidate& c, const PlanRequest& req) {

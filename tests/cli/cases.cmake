@@ -46,6 +46,17 @@ add_test(NAME cli.out_paths_must_differ COMMAND bash -c "
   left=\$(ls \$d | tr '\\n' ' '); cd /; rm -r \$d
   [ \"\$left\" = 'here sub ' ] || { echo \"left behind: \$left\"; exit 1; }")
 
+# --nodes 2 for 8 GPUs of 8-GPU nodes: the launch files run 2 x 4, but the step time was priced for one
+# 8-GPU node; the header said nothing of it.
+add_test(NAME cli.emit_launch_split_nodes_note COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  err=\$('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 1 --emit-launch --nodes 2 --out \$d/r.yaml 2>&1 >/dev/null) || { echo \"\$err\"; exit 1; }
+  note='# the prediction assumes dgx-h100.s own nodes of 8 GPUs .1 node.s. x 8., not these 2 x 4: traffic that crosses'
+  grep -q -- \"\$note\" \$d/r.rank1.launch.sh && grep -q -- \"\$note\" \$d/r.rank1.sbatch && grep -q -- '--nnodes 2 --nproc-per-node 4' \$d/r.rank1.launch.sh &&
+    grep -q 'meshplan: warning: the prediction assumes' <<<\"\$err\" || { cat \$d/r.rank1.launch.sh; echo \"\$err\"; exit 1; }
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 64 --top 1 --emit-launch --out \$d/s.yaml >/dev/null 2>\$d/err || exit 1
+  ! grep -q 'prediction assumes' \$d/s.rank1.launch.sh \$d/err; rc=\$?; rm -r \$d; exit \$rc")
+
 # plan --format json --out writes plan output, not a recipe: check said "distributed: missing".
 add_test(NAME cli.check_refuses_plan_json COMMAND bash -c "
   set -u; d=\$(mktemp -d)

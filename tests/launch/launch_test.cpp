@@ -137,6 +137,11 @@ TEST_CASE("launch topology is checked against the system and --gpus") {
   CHECK_THROWS_AS(ResolveLaunchTopology(req, 0, 16), InputError);  // more than the 8 GPUs of a node
   CHECK_THROWS_AS(ResolveLaunchTopology(req, 3, 8), InputError);   // 24 != 32
   CHECK_THROWS_AS(ResolveLaunchTopology(req, -1, 0), InputError);
+  // The launch header says when the split differs from the nodes the plan priced.
+  CHECK(LaunchTopologyNote(req, ResolveLaunchTopology(req, 0, 0)).empty());
+  CHECK(LaunchTopologyNote(req, ResolveLaunchTopology(req, 8, 0)) ==
+        "the prediction assumes dgx-h200's own nodes of 8 GPUs (4 node(s) x 8), not these 8 x 4: traffic that "
+        "crosses the extra node boundaries is not priced");
   try {
     ResolveLaunchTopology(req, 3, 8);
   } catch (const InputError& e) {
