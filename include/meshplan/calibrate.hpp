@@ -22,6 +22,8 @@ struct CalibrationPoint {
   double flop = 0;       ///< gemm: 2 m n k
   double seconds = 0;    ///< measured time per call
   std::string where;     ///< "file:line" for messages
+  std::string file;      ///< the measurement file
+  int line = 0;          ///< its line (1-based)
 };
 
 /// Parses the text of one JSON-lines measurement file named `file` (blank lines and the

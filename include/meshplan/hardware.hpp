@@ -41,6 +41,10 @@ struct MegatronTimeFit {
   double residual_p90 = 0;       ///< 90th percentile of the same
 };
 
+/// Efficiencies of a hardware file (matmul_efficiency_*, *_busbw_efficiency, compute_efficiency)
+/// are plausible in (kMinEfficiency, 1]; below, every step is priced as taking ages.
+inline constexpr double kMinEfficiency = 0.01;
+
 /// A system: nodes of identical GPUs, a scale-up (NVLink/NVSwitch) domain and a
 /// scale-out (InfiniBand/RoCE) network of one NIC rail per GPU or fewer.
 struct SystemSpec {

@@ -27,6 +27,11 @@ struct LaunchTopology {
 /// from req.setup.num_gpus, or a value is negative.
 LaunchTopology ResolveLaunchTopology(const PlanRequest& req, int64_t nodes, int64_t gpus_per_node);
 
+/// "" when `topo` has the system's own node size (min(GPUs per node, --gpus), what the plan
+/// priced); otherwise a one-line note for the launch files' headers and a warning: the
+/// predicted step times assume the system's nodes, not this split across more nodes.
+std::string LaunchTopologyNote(const PlanRequest& req, const LaunchTopology& topo);
+
 /// Environment variables to export before the launcher starts (name, value), in order.
 /// Megatron-Bridge: MegatronLaunchEnv (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins where
 /// TP overlap is on). Both frameworks: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the

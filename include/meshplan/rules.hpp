@@ -56,6 +56,9 @@ struct Rule {
   RuleStage stage;      ///< the latest-chosen field group the rule reads
   bool (*check)(const RuleContext&);
   std::string (*explain)(const RuleContext&);
+  /// Reads dp_size (or divides by it). false: also evaluated when the mesh does not divide
+  /// the world and dp cannot be inferred (AllFailures).
+  bool needs_dp = true;
 };
 
 /// All AutoModel rules, in the order they are checked (mesh rules first).
@@ -82,7 +85,11 @@ const Rule* FirstFailure(const RuleContext& ctx);
 /// The first failing rule among those of exactly `stage`, or nullptr.
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage);
 
-/// Every rule `ctx` fails.
+/// Every rule `ctx` fails. The rules after a failed axes_positive / batch_sizes_positive /
+/// mb_axes_positive are skipped (their arithmetic would divide by zero), except that when the
+/// only axis below 1 is an AutoModel dp_size that cannot be inferred (the world is not a
+/// multiple of tp * cp * pp), the rules that do not read dp (Rule::needs_dp false) are still
+/// evaluated, so that every broken one is listed.
 std::vector<const Rule*> AllFailures(const RuleContext& ctx);
 
 /// The rule named `name` in either rule set, or nullptr.

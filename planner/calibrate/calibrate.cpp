@@ -263,6 +263,8 @@ std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, cons
     const LineReader r(file, ln, line, j);
     CalibrationPoint p;
     p.where = file + ":" + std::to_string(ln);
+    p.file = file;
+    p.line = ln;
     if (!j.contains("kind") && j.contains("peak_alloc") && j.contains("step_s")) {  // tests/data/measured/ format
       r.Fail("kind", "missing: this is a training-run line of tools/measure/measure.py; calibrate reads the "
                      "collectives.jsonl and gemm.jsonl of tools/measure/calibration_sweep.sh");
@@ -337,6 +339,15 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
   fit.system = base;
   fit.base_name = base.name;
   fit.dropped_megatron_fit = base.megatron_fit.fitted;
+  // Errors about the points as a whole name their files.
+  std::vector<std::string> seen;
+  std::string files;
+  for (const auto& p : points) {
+    if (std::find(seen.begin(), seen.end(), p.file) != seen.end()) continue;
+    seen.push_back(p.file);
+    files += (files.empty() ? "" : ", ") + p.file;
+  }
+  const SourceLoc all{files.empty() ? "<measurements>" : files, 0, 0};
   std::vector<std::array<double, 3>> coll;
   size_t n_collective = 0, n_multinode = 0, n_bf16 = 0;
   for (const auto& p : points) {
@@ -346,23 +357,32 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
       if (p.nodes == 1 && p.n >= 2 && p.bytes >= (1 << 20)) {
         coll.push_back({Steps(p.op, p.n), p.bytes * BusFactor(p.op, p.n), p.seconds});
       }
-    } else if (p.op == "bf16") {
-      ++n_bf16;
+    } else {
+      // Faster than the datasheet peak (5% allowed for clock boost): a mistimed measurement.
+      const double peak = p.op == "bf16" ? base.gpu.bf16_flops : base.gpu.fp8_flops;
+      if (peak > 0 && p.flop / p.seconds > 1.05 * peak) {
+        std::ostringstream os;
+        os << "expected a GEMM no faster than 1.05 x the dense " << p.op << " peak of " << base.gpu.display_name << " ("
+           << peak / 1e12 << " TFLOP/s), found " << p.seconds << " s for " << p.flop << " FLOP (2 m n k) = "
+           << p.flop / p.seconds / 1e12 << " TFLOP/s; the time was probably not synchronized with the GPU";
+        throw InputError({p.file, p.line, 0}, "seconds", os.str());
+      }
+      if (p.op == "bf16") ++n_bf16;
     }
   }
   Eigen::Vector2d cx(0, 0);
   bool latency_fell_back = false;
   if (!coll.empty()) {
-    if (coll.size() < 3) throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS", "expected at least 3 collective points of >= 1 MiB");
+    if (coll.size() < 3) throw InputError(all, "MEASUREMENTS", "expected at least 3 collective points of >= 1 MiB");
     // No positive latency in the fit: keep the base system's (a system file needs one > 0).
     cx = FitRelative(coll, base.scaleup_latency, &latency_fell_back);
     if (!(cx(1) > 0) || !std::isfinite(cx(1))) {
-      throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
+      throw InputError(all, "MEASUREMENTS",
                        "expected collective times that grow with the message size; the least-squares fit gives a "
                        "non-positive bus bandwidth");
     }
     if (!(cx(0) <= 0.1)) {  // hwdb's limit for scaleup_latency_us (0.1 s per step)
-      throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
+      throw InputError(all, "MEASUREMENTS",
                        "expected a scale-up latency of at most 100000 us per collective step, the fit gives " +
                            std::to_string(cx(0) * 1e6) + " us; the collective times do not follow the model");
     }
@@ -388,8 +408,20 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
     fit.system.compute_efficiency = std::min(1.0, base.compute_efficiency * fit.bf16_rate / mamf);
   }
   if (g[1](1) > 0) fit.fp8_rate = 1.0 / g[1](1);
+  // The written system file must load: its efficiencies in hwdb's (0.01, 1].
+  const std::pair<const char*, double> efficiencies[] = {
+      {"compute_efficiency", fit.system.compute_efficiency},
+      {"scaleup_busbw_efficiency", fit.system.scaleup_busbw_efficiency}};
+  for (const auto& [key, value] : efficiencies) {
+    if (!(value > kMinEfficiency)) {
+      std::ostringstream os;
+      os << "expected measurements giving a " << key << " above " << kMinEfficiency << " (hwdb's range ("
+         << kMinEfficiency << ", 1]), the fit gives " << value << "; the times are far slower than the model expects";
+      throw InputError(all, "MEASUREMENTS", os.str());
+    }
+  }
   if (coll.empty() && fit.bf16_rate == 0) {
-    throw InputError({"<measurements>", 0, 0}, "MEASUREMENTS",
+    throw InputError(all, "MEASUREMENTS",
                      "expected scale-up collective points (>= 1 MiB) or bf16 GEMM points (min(m,n,k) >= 2048)");
   }
 

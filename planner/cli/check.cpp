@@ -195,8 +195,23 @@ std::vector<Document> SplitDocuments(const std::string& text) {
   return docs;
 }
 
+void RefusePlanOutput(const std::string& text, const std::string& file) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  const bool plan = j.contains("recipes") && j.contains("counts") && j.contains("request");
+  const bool sweep = j.size() <= 2 && j.contains("sweep") && j["sweep"].is_array();
+  if (!plan && !sweep) return;
+  throw InputError({file, 0, 0}, "",
+                   std::string("expected a recipe (AutoModel or Megatron-Bridge YAML), found meshplan ") +
+                       (sweep ? "sweep" : "plan") +
+                       " output (JSON: layouts and predictions, not a recipe); write recipes with plan --format yaml "
+                       "--out FILE (one YAML document per recipe) or --emit-launch --out FILE (one recipe file per "
+                       "layout), then check those");
+}
+
 int RunCheck(const CheckOptions& o) {
   const std::string text = data::ReadFileOrThrow(o.recipe);
+  RefusePlanOutput(text, o.recipe);
   if (o.gpus < 1 || o.gpus > (1LL << 20)) {
     throw InputError({"<command line>", 0, 0}, "--gpus", "expected an integer in [1, 1048576], found " + std::to_string(o.gpus));
   }

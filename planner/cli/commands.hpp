@@ -71,7 +71,7 @@ struct ExplainOptions {
   long long gpus = 0, seq_len = 0, global_batch = 0;
   std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
   long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
-  long long layers_per_stage = 0;
+  long long layers_per_stage = kNotGiven;  ///< not given: null
   bool sequence_parallel = false;
   // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
   // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).
@@ -179,6 +179,9 @@ struct Document {
 /// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
 /// only blank lines, comments and markers are left out.
 std::vector<Document> SplitDocuments(const std::string& text);
+/// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
+/// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
+void RefusePlanOutput(const std::string& text, const std::string& file);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

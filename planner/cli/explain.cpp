@@ -40,7 +40,7 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
       cmd->add_option("--pp-microbatch", o.pp_microbatch, "pipeline.pp_microbatch_size"),
       cmd->add_option("--pp-schedule", o.pp_schedule, "1f1b or interleaved1f1b")
           ->check(CLI::IsMember({"1f1b", "interleaved1f1b"})),
-      cmd->add_option("--layers-per-stage", o.layers_per_stage, "pipeline.layers_per_stage (0 = null)"),
+      cmd->add_option("--layers-per-stage", o.layers_per_stage, "pipeline.layers_per_stage (default null)"),
       cmd->add_flag("--sequence-parallel", o.sequence_parallel, "sequence_parallel: true"),
       cmd->add_option("--recompute", o.recompute, "activation checkpointing: none, selective or full")
           ->check(CLI::IsMember({"none", "selective", "full"})),
@@ -85,11 +85,8 @@ Layout LayoutFromFlags(const ExplainOptions& o, int64_t gpus) {
   l.dp_replicate = Count(o.dp_replicate, "--dp-replicate", 1 << 20);
   l.local_batch_size = Count(o.local_batch, "--local-batch", 1 << 20);
   l.pp_microbatch_size = Count(o.pp_microbatch, "--pp-microbatch", 1 << 20);
-  if (o.layers_per_stage < 0 || o.layers_per_stage > (1 << 20)) {
-    throw InputError({"<command line>", 0, 0}, "--layers-per-stage",
-                     "expected 0 (null) or a positive integer, found " + std::to_string(o.layers_per_stage));
-  }
-  l.layers_per_stage = o.layers_per_stage;
+  // Not given: null (0 in the layout). 0 typed is refused: AutoModel takes null or a positive count.
+  l.layers_per_stage = o.layers_per_stage == kNotGiven ? 0 : Count(o.layers_per_stage, "--layers-per-stage", 1 << 20);
   l.pp_schedule = o.pp_schedule == "interleaved1f1b" ? PpSchedule::kInterleaved1F1B : PpSchedule::k1F1B;
   l.sequence_parallel = o.sequence_parallel;
   l.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective
@@ -187,6 +184,7 @@ int RunExplain(const ExplainOptions& o) {
   std::optional<ParsedRecipe> parsed;  // with --recipe
   if (!o.recipe.empty()) {
     const std::string text = data::ReadFileOrThrow(o.recipe);
+    RefusePlanOutput(text, o.recipe);
     if (const size_t n = SplitDocuments(text).size(); n > 1) {
       throw InputError({o.recipe, 0, 0}, "--recipe",
                        "expected one recipe, found " + std::to_string(n) +

@@ -1,7 +1,9 @@
 // meshplan command line: CLI11 only; every decision is made by the library.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <regex>
 #include <string>
@@ -59,6 +61,27 @@ std::string ParseErrorMessage(const CLI::App& app, const CLI::ParseError& e) {
   return what;
 }
 
+// CLI11 reads integers with strtoll, which clamps a number too large for 64 bits to the
+// limit: "--gpus 99999999999999999999" went on as 9223372036854775807 and was reported so.
+// Every integer option of every subcommand refuses such a number first, quoting it as typed.
+void RefuseIntegerOverflow(CLI::App& app) {
+  const CLI::Validator in_range(
+      [](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        std::strtoll(text.c_str(), &end, 0);
+        if (errno != ERANGE || end != text.c_str() + text.size()) return "";
+        return "expected an integer, found '" + text + "' (out of range)";
+      },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      // "INT", or "INT:..." with a validator's description (--top's range).
+      if (opt->get_type_name().compare(0, 3, "INT") == 0 && opt->get_items_expected_max() == 1) opt->check(in_range);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +100,7 @@ int main(int argc, char** argv) {
   meshplan::cli::AddValidateCommand(app, validate);
   meshplan::cli::CalibrateOptions calibrate;
   meshplan::cli::AddCalibrateCommand(app, calibrate);
+  RefuseIntegerOverflow(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

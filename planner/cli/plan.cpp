@@ -103,6 +103,46 @@ Strategy ParseStrategy(const std::string& s) {
   return Strategy::kFsdp2;
 }
 
+// Every file a plan run writes, with the option that names it: --out, the launch files of
+// `recipes` recipes beside it (--emit-launch), --report.
+std::vector<std::pair<std::string, const char*>> OutputTargets(const PlanOptions& o, size_t recipes) {
+  std::vector<std::pair<std::string, const char*>> targets;
+  if (!o.out.empty()) targets.emplace_back(o.out, "--out");
+  if (o.emit_launch) {
+    for (size_t i = 0; i < recipes; ++i) {
+      const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
+      for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
+    }
+  }
+  if (!o.report.empty()) targets.emplace_back(o.report, "--report");
+  return targets;
+}
+
+// Two outputs of one run that are one file: the later would replace the earlier (with --force)
+// or stop the run half-written (without). Throws InputError on the later one. Compared by the
+// weakly canonical path of the directory and the file name ("./a.yaml", "d/../a.yaml" and
+// "link-to-this-dir/a.yaml" are a.yaml); not through a symbolic link at the file itself, which
+// WriteFileAtomically's rename replaces rather than writing through.
+void RefuseSameOutputs(const std::vector<std::pair<std::string, const char*>>& targets) {
+  std::vector<std::filesystem::path> seen;
+  for (const auto& [path, flag] : targets) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+    std::filesystem::path p = std::filesystem::weakly_canonical(abs.parent_path(), ec) / abs.filename();
+    if (ec) p = abs.lexically_normal();
+    for (size_t i = 0; i < seen.size(); ++i) {
+      if (seen[i] != p) continue;
+      const std::string what = targets[i].second == std::string("--emit-launch")
+                                   ? "the launch file " + targets[i].first + " that --emit-launch writes beside --out"
+                                   : std::string(targets[i].second) + " " + targets[i].first;
+      throw InputError({path, 0, 0}, flag,
+                       "is the same file as " + what +
+                           "; expected a different path for each output (nothing was written)");
+    }
+    seen.push_back(p);
+  }
+}
+
 std::string TopRules(const PlanResult& r, size_t n) {
   std::string s;
   for (size_t i = 0; i < r.rejected_by_rule.size() && i < n; ++i) {
@@ -295,10 +335,22 @@ int RunPlan(const PlanOptions& o) {
                        "--hf-model ID; found the meshplan model file '" + f + "'");
     }
   }
+  // 0 tells ResolveLaunchTopology to derive the value; typed, it is refused as -1 is.
+  for (const auto& [flag, v] :
+       {std::pair<const char*, long long>{"--nodes", o.nodes}, {"--gpus-per-node", o.gpus_per_node}}) {
+    if (o.given.count(flag) && v == 0) {
+      throw InputError({"<command line>", 0, 0}, flag, "expected a positive integer, found 0");
+    }
+  }
   LaunchTopology topo;
   if (o.emit_launch || o.nodes != 0 || o.gpus_per_node != 0) topo = ResolveLaunchTopology(req, o.nodes, o.gpus_per_node);
+  if (const std::string note = LaunchTopologyNote(req, topo); o.emit_launch && !note.empty()) {
+    std::cerr << "meshplan: warning: " << note << " (said in each launch file's header)\n";
+  }
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
+  // With as many launch files as --top asks for (the search may find fewer).
+  RefuseSameOutputs(OutputTargets(o, static_cast<size_t>(o.top)));
   CheckOutputPath(o.out, "--out", o.force);
   CheckOutputPath(o.report, "--report", o.force);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
@@ -322,15 +374,25 @@ int RunPlan(const PlanOptions& o) {
           << result.enumerated << " candidates breaks a rule; most common: " << TopRules(result, 4);
     } else {
       const Candidate& c = *result.least_memory;
+      // A shorter sequence shrinks activations and logits, not the gradients and Adam state of
+      // an optimizer-step peak; lowering the headroom helps only when the need fits the whole GPU.
+      const bool optimizer_peak = std::string(c.cost.memory.phase) == "optimizer step";
+      const bool headroom = c.cost.memory.Total() <= req.system.gpu.memory_bytes;
+      std::vector<std::string> fixes = {"add GPUs"};
+      if (!optimizer_peak) fixes.push_back("shorten the sequence");
+      if (headroom) fixes.push_back("lower --headroom");
+      std::string fix;
+      for (size_t i = 0; i < fixes.size(); ++i) fix += (i == 0 ? "" : i + 1 == fixes.size() ? " or " : ", ") + fixes[i];
+      if (optimizer_peak) {
+        fix += " (the peak is the optimizer step: weights, gradients and optimizer state, which a shorter sequence "
+               "does not lower)";
+      }
       why << "no layout fits in memory" << part << ": the smallest need is "
           << recipe::Fixed(recipe::GiB(c.cost.memory.Total()), 1) << " GiB per GPU (" << Describe(c.layout)
           << "), above the usable " << recipe::Fixed(recipe::GiB(c.cost.capacity_bytes), 1) << " GiB of "
           << req.system.gpu.display_name << " (" << recipe::Fixed(100 * req.setup.headroom, 0)
           << "% headroom kept free); "
-          << (!part.empty() ? "raise the limit to search further"
-              // Lowering the headroom helps only when the need fits the whole GPU memory.
-              : c.cost.memory.Total() <= req.system.gpu.memory_bytes ? "add GPUs, shorten the sequence or lower --headroom"
-                                                                        : "add GPUs or shorten the sequence");
+          << (!part.empty() ? "raise the limit to search further" : fix);
     }
     std::cerr << "meshplan: " << why.str() << "\n";
     if (o.format == "json") {
@@ -352,16 +414,7 @@ int RunPlan(const PlanOptions& o) {
   // Files are written whole or not at all, and none is written unless every one can be: probe
   // every target (--out, each launch file, --report) before writing the first, so that a
   // directory in the way or an existing file without --force leaves nothing behind.
-  std::vector<std::pair<std::string, const char*>> targets;
-  if (!o.out.empty()) targets.emplace_back(o.out, "--out");
-  if (o.emit_launch) {
-    for (size_t i = 0; i < result.top.size(); ++i) {
-      const LaunchPaths p = LaunchFilePaths(o.out, static_cast<int>(i + 1));
-      for (const std::string& f : {p.recipe, p.launch, p.sbatch}) targets.emplace_back(f, "--emit-launch");
-    }
-  }
-  if (!o.report.empty()) targets.emplace_back(o.report, "--report");
-  for (const auto& [path, flag] : targets) CheckOutputPath(path, flag, o.force);
+  for (const auto& [path, flag] : OutputTargets(o, result.top.size())) CheckOutputPath(path, flag, o.force);
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
     if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";

@@ -21,6 +21,7 @@ constexpr double kMicro = 1e-6;          // 1 us in seconds
 
 // Sane upper bounds, in the file's units. Far above any real part, low enough to catch a
 // value written in the wrong unit (e.g. FLOP/s instead of TFLOP/s).
+constexpr double kMinTflops = 1;         // below any tensor-core GPU (A100: 312)
 constexpr double kMaxTflops = 100000;    // 100 PFLOP/s per GPU
 constexpr double kMaxGib = 16384;        // 16 TiB of HBM
 constexpr double kMaxTBps = 1000;
@@ -44,31 +45,46 @@ std::string Stem(const std::string& filename) {
   return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
 }
 
-/// A required finite number in (0, max] (or [0, max] when `zero_ok`), described as `what`
-/// ("dense BF16 peak in TFLOP/s") in messages. Missing and out-of-range values throw.
-double Number(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what,
+/// The plausible values of a number: (min, max] when `min_open`, else [min, max].
+struct Bounds {
+  double min = 0;
+  bool min_open = true;
+  double max = 0;
+};
+
+/// A required finite number within `b` (or 0 when `zero_ok`), described as `what` ("dense BF16
+/// peak in TFLOP/s") in messages. Missing and out-of-range values throw.
+double Number(yamlutil::MapReader& r, const std::string& key, Bounds b, const std::string& what,
               bool zero_ok = false) {
-  std::string range = (zero_ok ? "[0, " : "(0, ") + Str(max) + "]";
+  const std::string interval = (b.min_open ? "(" : "[") + Str(b.min) + ", " + Str(b.max) + "]";
+  // [0, max] rather than "0 or (0, max]".
+  const std::string range = !zero_ok ? interval : b.min == 0 ? "[0, " + Str(b.max) + "]" : "0 or " + interval;
   if (!r.HasValue(key)) {
     r.Fail(key, r.Has(key) ? "expected " + what + ", a number in " + range + ", found null"
                            : "missing; expected " + what + ", a number in " + range);
   }
   double v = r.Num(key, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
-  if (v < 0 || (v == 0 && !zero_ok) || v > max) {
+  const bool inside = (b.min_open ? v > b.min : v >= b.min) && v <= b.max;
+  if (!inside && !(v == 0 && zero_ok)) {
     r.Fail(key, "expected " + what + ", a number in " + range + ", found " + Str(v));
   }
   return v;
 }
 
-/// An optional number in [0, max]; absent or null reads as 0 (unsupported).
-double OptionalNumber(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what) {
-  if (!r.HasValue(key)) return 0;
-  return Number(r, key, max, what, /*zero_ok=*/true);
+/// A number in (0, max].
+double Number(yamlutil::MapReader& r, const std::string& key, double max, const std::string& what) {
+  return Number(r, key, Bounds{0, true, max}, what);
 }
 
-/// An efficiency: a fraction in (0, 1].
+/// An optional peak in TFLOP/s; absent, null or 0 reads as 0 (unsupported).
+double OptionalTflops(yamlutil::MapReader& r, const std::string& key, const std::string& what) {
+  if (!r.HasValue(key)) return 0;
+  return Number(r, key, Bounds{kMinTflops, false, kMaxTflops}, what, /*zero_ok=*/true);
+}
+
+/// An efficiency: a fraction in (0.01, 1] (1e-300 priced every step as taking forever).
 double Fraction(yamlutil::MapReader& r, const std::string& key, const std::string& what) {
-  return Number(r, key, 1.0, what + " (a fraction, not a percentage)");
+  return Number(r, key, Bounds{kMinEfficiency, true, 1.0}, what + " (a fraction, not a percentage)");
 }
 
 /// Parses a GPU file; see hwdb/README.md for the keys. Unknown keys are reported first (with
@@ -83,9 +99,10 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   GpuSpec g;
   g.name = Stem(filename);
   g.display_name = r.Str("display_name");
-  g.bf16_flops = Number(r, "bf16_tflops", kMaxTflops, "the dense BF16 peak in TFLOP/s") * kTflops;
-  g.fp8_flops = OptionalNumber(r, "fp8_tflops", kMaxTflops, "the dense FP8 peak in TFLOP/s (0: none)") * kTflops;
-  g.fp4_flops = OptionalNumber(r, "fp4_tflops", kMaxTflops, "the dense FP4 peak in TFLOP/s (0: none)") * kTflops;
+  g.bf16_flops =
+      Number(r, "bf16_tflops", Bounds{kMinTflops, false, kMaxTflops}, "the dense BF16 peak in TFLOP/s") * kTflops;
+  g.fp8_flops = OptionalTflops(r, "fp8_tflops", "the dense FP8 peak in TFLOP/s (0: none)") * kTflops;
+  g.fp4_flops = OptionalTflops(r, "fp4_tflops", "the dense FP4 peak in TFLOP/s (0: none)") * kTflops;
   g.memory_bytes = Number(r, "memory_gib", kMaxGib, "the HBM capacity torch reports, in GiB") * kGib;
   g.hbm_bandwidth = Number(r, "hbm_tbps", kMaxTBps, "the HBM bandwidth in TB/s") * kTBps;
   g.matmul_efficiency_bf16 = Fraction(r, "matmul_efficiency_bf16", "the BF16 MAMF / peak");

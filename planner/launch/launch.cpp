@@ -13,10 +13,13 @@
 
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
+#include "recipe/format.hpp"
 
 namespace meshplan {
 
 namespace {
+
+using recipe::OneLine;
 
 const SourceLoc kCmdLine{"<command line>", 0, 0};
 
@@ -94,9 +97,10 @@ std::string Command(const Candidate& c, const PlanRequest& req, const LaunchTopo
 std::string Header(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo, int rank) {
   std::ostringstream s;
   s << "# meshplan " << (IsMegatron(req) ? "Megatron-Bridge" : "AutoModel") << " launch of recipe " << rank << ": "
-    << req.model.name << " on " << topo.nodes << " node(s) x " << topo.gpus_per_node << " GPUs of " << req.system.name
-    << "\n# layout: " << Describe(c.layout) << "\n# predicted: " << c.cost.step_seconds << " s/step, "
-    << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
+    << OneLine(req.model.name) << " on " << topo.nodes << " node(s) x " << topo.gpus_per_node << " GPUs of "
+    << OneLine(req.system.name) << "\n# layout: " << Describe(c.layout) << "\n# predicted: " << c.cost.step_seconds
+    << " s/step, " << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
+  if (const std::string note = LaunchTopologyNote(req, topo); !note.empty()) s << "# " << note << "\n";
   return s.str();
 }
 
@@ -138,6 +142,15 @@ LaunchTopology ResolveLaunchTopology(const PlanRequest& req, int64_t nodes, int6
   t.nodes = nodes;
   t.gpus_per_node = gpus_per_node;
   return t;
+}
+
+std::string LaunchTopologyNote(const PlanRequest& req, const LaunchTopology& topo) {
+  const int64_t planned = std::min<int64_t>(req.system.gpus_per_node, req.setup.num_gpus);
+  if (topo.gpus_per_node == planned) return "";
+  return "the prediction assumes " + OneLine(req.system.name) + "'s own nodes of " +
+         std::to_string(req.system.gpus_per_node) + " GPUs (" + std::to_string(req.setup.num_gpus / planned) +
+         " node(s) x " + std::to_string(planned) + "), not these " + std::to_string(topo.nodes) + " x " +
+         std::to_string(topo.gpus_per_node) + ": traffic that crosses the extra node boundaries is not priced";
 }
 
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Candidate& c, const PlanRequest& req) {
@@ -206,14 +219,14 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   y << "model:\n";
   if (!id.empty()) {
     y << "  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n";
-    y << "  pretrained_model_name_or_path: " << id << "\n";
+    y << "  pretrained_model_name_or_path: " << recipe::YamlQuoted(id) << "\n";
   } else {
     // transformers' from_pretrained takes a configuration JSON file as well as a directory.
     const std::string file =
         std::filesystem::absolute(req.model.source.file.empty() ? req.model.name : req.model.source.file).string();
     y << "  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_config\n";
     y << "  config:\n    _target_: transformers.AutoConfig.from_pretrained\n";
-    y << "    pretrained_model_name_or_path: " << file << "  # the model's config JSON\n";
+    y << "    pretrained_model_name_or_path: " << recipe::YamlQuoted(file) << "  # the model's config JSON\n";
   }
   y << "  torch_dtype: bfloat16\n";
   if (c.layout.cp > 1) y << "  attn_implementation: sdpa  # required for cp > 1 (automodel.md 1.4)\n";
@@ -257,7 +270,8 @@ std::string LaunchScript(const Candidate& c, const PlanRequest& req, const Launc
   s << "#!/usr/bin/env bash\n" << Header(c, req, topo, rank);
   if (topo.nodes > 1) s << "# Run this script on each of the " << topo.nodes << " nodes with NODE_RANK and MASTER_ADDR set.\n";
   if (IsMegatron(req)) {
-    s << "# Recipe overrides (also in " << recipe_path << "); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
+    s << "# Recipe overrides (also in " << OneLine(recipe_path)
+      << "); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
       << "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n";
   }
   s << "set -euo pipefail\n" << Exports(c, req, topo) << "exec " << Command(c, req, topo, recipe_path, false);
@@ -268,7 +282,7 @@ std::string SlurmScript(const Candidate& c, const PlanRequest& req, const Launch
                         const std::string& recipe_path, int rank) {
   std::ostringstream s;
   s << "#!/usr/bin/env bash\n";
-  s << "#SBATCH --job-name=meshplan-" << req.model.name << "-r" << rank << "\n";
+  s << "#SBATCH --job-name=meshplan-" << ShellWord(req.model.name) << "-r" << rank << "\n";
   s << "#SBATCH --nodes=" << topo.nodes << "\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=" << topo.gpus_per_node
     << "\n#SBATCH --exclusive\n";
   s << Header(c, req, topo, rank);

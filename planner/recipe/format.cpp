@@ -1,5 +1,7 @@
 #include "recipe/format.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 
 namespace meshplan::recipe {
@@ -8,6 +10,33 @@ std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+std::string OneLine(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string YamlQuoted(const std::string& s) {
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
 }
 
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank) {
@@ -36,7 +65,10 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
                           {"pp_microbatch_size", l.pp_microbatch_size},
                           {"layers_per_stage", l.layers_per_stage > 0 ? nlohmann::json(l.layers_per_stage)
                                                                       : nlohmann::json(nullptr)},
-                          {"round_virtual_stages_to_pp_multiple", StageRoundingName(l.stage_rounding)},
+                          // StageRoundingName spells "no rounding" as the YAML word null: JSON null here.
+                          {"round_virtual_stages_to_pp_multiple",
+                           l.stage_rounding == StageRounding::kNone ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json(StageRoundingName(l.stage_rounding))},
                           {"stages_per_rank", SplitStages(req.model.num_layers, l).stages_per_rank}};
   }
   return {{"rank", rank},

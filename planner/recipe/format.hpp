@@ -14,6 +14,14 @@ inline double GiB(double bytes) { return bytes / 1073741824.0; }
 /// `v` with `digits` decimals.
 std::string Fixed(double v, int digits);
 
+/// `s` safe inside a one-line `#` comment of a YAML file or a script: a line break or another
+/// control character (a file name may hold any) is written as \n, \r, \t or \xNN.
+std::string OneLine(const std::string& s);
+
+/// `s` as a double-quoted YAML scalar (yaml-cpp's emitter) that reads back as exactly `s`: a
+/// path with " #", ": ", quotes or a line break in it.
+std::string YamlQuoted(const std::string& s);
+
 /// One candidate: layout fields, memory (GiB) and time (s) breakdowns, throughput.
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank);
 

@@ -11,6 +11,7 @@ namespace meshplan {
 
 using recipe::Fixed;
 using recipe::GiB;
+using recipe::OneLine;
 
 namespace {
 
@@ -115,8 +116,9 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
   const Layout& l = c.layout;
   const Cost& k = c.cost;
   std::ostringstream y;
-  y << "# meshplan Megatron-Bridge recipe " << rank << ": " << req.model.name << " on " << req.setup.num_gpus
-    << " GPUs of " << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
+  y << "# meshplan Megatron-Bridge recipe " << rank << ": " << OneLine(req.model.name) << " on " << req.setup.num_gpus
+    << " GPUs of " << OneLine(req.system.name) << " (" << OneLine(req.system.gpu.display_name) << "), seq_len "
+    << req.setup.seq_len
     << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
   y << "# layout: " << Describe(l) << " (dp " << l.dp << ", expert dp "
     << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp) << ", " << l.MicroBatchesPerStep(req.setup)

@@ -33,8 +33,9 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   const MemoryBreakdown& m = k.memory;
   const TimeBreakdown& t = k.time;
   std::ostringstream y;
-  y << "# meshplan recipe " << rank << ": " << req.model.name << " on " << req.setup.num_gpus << " GPUs of "
-    << req.system.name << " (" << req.system.gpu.display_name << "), seq_len " << req.setup.seq_len
+  y << "# meshplan recipe " << rank << ": " << recipe::OneLine(req.model.name) << " on " << req.setup.num_gpus
+    << " GPUs of " << recipe::OneLine(req.system.name) << " (" << recipe::OneLine(req.system.gpu.display_name)
+    << "), seq_len " << req.setup.seq_len
     << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
   y << "# layout: " << Describe(l) << "\n";
   y << "# batch: " << l.MicroBatchesPerStep(req.setup) << " micro-batches of " << l.micro_batch()

@@ -30,7 +30,7 @@ std::string GlobalBatchDivisibleMsg(const RuleContext& c) {
 
 const Rule kRules[] = {
     {"batch_sizes_positive", "components/training/step_scheduler.py", RuleStage::kBatch, BatchSizesPositive,
-     BatchSizesPositiveMsg},
+     BatchSizesPositiveMsg, kNoDp},
     {"global_batch_divisible", "components/training/step_scheduler.py", RuleStage::kBatch, GlobalBatchDivisible,
      GlobalBatchDivisibleMsg},
 };

@@ -144,17 +144,17 @@ const Rule kRules[] = {
      AxesPositiveMsg},
     {"world_divisible_by_model_parallel", "components/distributed/mesh_utils.py::_infer_dp_size", RuleStage::kMesh,
      WorldDivisible, WorldDivisibleMsg},
-    {"ddp_data_parallel_only", kMeshUtils, RuleStage::kMesh, DdpDataParallelOnly, DdpDataParallelOnlyMsg},
-    {"megatron_fsdp_no_pp_ep", kMeshUtils, RuleStage::kMesh, MegatronFsdpNoPpEp, MegatronFsdpNoPpEpMsg},
+    {"ddp_data_parallel_only", kMeshUtils, RuleStage::kMesh, DdpDataParallelOnly, DdpDataParallelOnlyMsg, kNoDp},
+    {"megatron_fsdp_no_pp_ep", kMeshUtils, RuleStage::kMesh, MegatronFsdpNoPpEp, MegatronFsdpNoPpEpMsg, kNoDp},
     {"megatron_fsdp_pure_dp", "components/distributed/config.py::MegatronFSDPConfig (Automodel issue #3191)",
-     RuleStage::kMesh, MegatronFsdpPureDp, MegatronFsdpPureDpMsg},
-    {"hsdp_fsdp2_only", kMeshUtils, RuleStage::kMesh, HsdpFsdp2Only, HsdpFsdp2OnlyMsg},
+     RuleStage::kMesh, MegatronFsdpPureDp, MegatronFsdpPureDpMsg, kNoDp},
+    {"hsdp_fsdp2_only", kMeshUtils, RuleStage::kMesh, HsdpFsdp2Only, HsdpFsdp2OnlyMsg, kNoDp},
     {"hsdp_divides_dp", kMeshUtils, RuleStage::kMesh, HsdpDividesDp, HsdpDividesDpMsg},
     {"hsdp_not_pure_replication", kMeshUtils, RuleStage::kMesh, HsdpNotPureReplication, HsdpNotPureReplicationMsg},
     {"megatron_fsdp_no_checkpointing", "components/distributed/megatron_fsdp.py", RuleStage::kFeatures,
-     MegatronFsdpNoCheckpointing, MegatronFsdpNoCheckpointingMsg},
+     MegatronFsdpNoCheckpointing, MegatronFsdpNoCheckpointingMsg, kNoDp},
     {"selective_checkpointing_strategy", "recipes/_dist_utils.py::parse_distributed_section", RuleStage::kFeatures,
-     SelectiveCheckpointingStrategy, SelectiveCheckpointingStrategyMsg},
+     SelectiveCheckpointingStrategy, SelectiveCheckpointingStrategyMsg, kNoDp},
 };
 
 }  // namespace

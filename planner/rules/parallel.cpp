@@ -108,24 +108,24 @@ std::string EpDividesNonPpRanksMsg(const RuleContext& c) {
 constexpr const char* kValidateTp = "components/distributed/parallelizer.py::validate_tp_mesh";
 
 const Rule kRules[] = {
-    {"tp_divides_heads", kValidateTp, RuleStage::kMesh, TpDividesHeads, TpDividesHeadsMsg},
-    {"tp_divides_kv_heads", kValidateTp, RuleStage::kMesh, TpDividesKvHeads, TpDividesKvHeadsMsg},
+    {"tp_divides_heads", kValidateTp, RuleStage::kMesh, TpDividesHeads, TpDividesHeadsMsg, kNoDp},
+    {"tp_divides_kv_heads", kValidateTp, RuleStage::kMesh, TpDividesKvHeads, TpDividesKvHeadsMsg, kNoDp},
     {"moe_no_tensor_parallel", "components/moe/parallelizer.py::_resolve_moe_tp_plan", RuleStage::kMesh,
-     MoeNoTensorParallel, MoeNoTensorParallelMsg},
+     MoeNoTensorParallel, MoeNoTensorParallelMsg, kNoDp},
     {"ep_requires_moe", "_transformers/capabilities.py::validate_for_mesh", RuleStage::kMesh, EpRequiresMoe,
-     EpRequiresMoeMsg},
+     EpRequiresMoeMsg, kNoDp},
     {"ep_divides_experts", "components/moe/parallelizer.py::parallelize_model", RuleStage::kMesh, EpDividesExperts,
-     EpDividesExpertsMsg},
+     EpDividesExpertsMsg, kNoDp},
     {"ep_divides_non_pp_ranks", "components/distributed/mesh_utils.py (non_pp_size % ep_size)", RuleStage::kMesh,
      EpDividesNonPpRanks, EpDividesNonPpRanksMsg},
     {"cp_divides_sequence", "components/distributed/context_parallel/utils.py", RuleStage::kMesh, CpDividesSequence,
-     CpDividesSequenceMsg},
+     CpDividesSequenceMsg, kNoDp},
     {"cp_no_sliding_window", "components/distributed/context_parallel/utils.py::attach_context_parallel_hooks",
-     RuleStage::kMesh, CpNoSlidingWindow, CpNoSlidingWindowMsg},
+     RuleStage::kMesh, CpNoSlidingWindow, CpNoSlidingWindowMsg, kNoDp},
     {"sequence_parallel_fsdp2_only", "components/distributed/config.py::FSDP2Config", RuleStage::kFeatures,
-     SequenceParallelFsdp2Only, SequenceParallelFsdp2OnlyMsg},
+     SequenceParallelFsdp2Only, SequenceParallelFsdp2OnlyMsg, kNoDp},
     {"sequence_parallel_dense_only", "components/moe/parallelizer.py::_resolve_moe_tp_plan", RuleStage::kFeatures,
-     SequenceParallelDenseOnly, SequenceParallelDenseOnlyMsg},
+     SequenceParallelDenseOnly, SequenceParallelDenseOnlyMsg, kNoDp},
 };
 
 }  // namespace

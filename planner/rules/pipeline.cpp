@@ -98,15 +98,16 @@ constexpr const char* kFunctional = "components/distributed/pipelining/functiona
 
 const Rule kRules[] = {
     {"pp_no_tied_embeddings", "components/distributed/pipelining/hf_utils.py::validate_hf_model_for_pipeline_support",
-     RuleStage::kMesh, PpNoTiedEmbeddings, PpNoTiedEmbeddingsMsg},
+     RuleStage::kMesh, PpNoTiedEmbeddings, PpNoTiedEmbeddingsMsg, kNoDp},
     {"pp_microbatch_divides_local_batch", "components/distributed/pipelining/functional.py::build_pipeline_schedule",
-     RuleStage::kBatch, PpMicrobatchDividesLocalBatch, PpMicrobatchDividesLocalBatchMsg},
+     RuleStage::kBatch, PpMicrobatchDividesLocalBatch, PpMicrobatchDividesLocalBatchMsg, kNoDp},
     {"pp_enough_microbatches", "recipes/llm/train_ft.py (pp_batch_size // pp_microbatch_size >= pp_size)",
-     RuleStage::kBatch, PpEnoughMicrobatches, PpEnoughMicrobatchesMsg},
-    {"pp_stages_divisible", kFunctional, RuleStage::kBatch, PpStagesDivisible, PpStagesDivisibleMsg},
-    {"pp_stages_fit_layers", kFunctional, RuleStage::kBatch, PpStagesFitLayers, PpStagesFitLayersMsg},
-    {"pp_single_stage_schedule", kFunctional, RuleStage::kBatch, PpSingleStageSchedule, PpSingleStageScheduleMsg},
-    {"pp_multi_stage_schedule", kFunctional, RuleStage::kBatch, PpMultiStageSchedule, PpMultiStageScheduleMsg},
+     RuleStage::kBatch, PpEnoughMicrobatches, PpEnoughMicrobatchesMsg, kNoDp},
+    {"pp_stages_divisible", kFunctional, RuleStage::kBatch, PpStagesDivisible, PpStagesDivisibleMsg, kNoDp},
+    {"pp_stages_fit_layers", kFunctional, RuleStage::kBatch, PpStagesFitLayers, PpStagesFitLayersMsg, kNoDp},
+    {"pp_single_stage_schedule", kFunctional, RuleStage::kBatch, PpSingleStageSchedule, PpSingleStageScheduleMsg,
+     kNoDp},
+    {"pp_multi_stage_schedule", kFunctional, RuleStage::kBatch, PpMultiStageSchedule, PpMultiStageScheduleMsg, kNoDp},
 };
 
 }  // namespace

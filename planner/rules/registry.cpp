@@ -52,12 +52,23 @@ const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
 
 std::vector<const Rule*> AllFailures(const RuleContext& ctx) {
   std::vector<const Rule*> out;
-  // A failed mesh-axis check would make later arithmetic meaningless (division by zero).
+  // A failed mesh-axis check would make later arithmetic meaningless (division by zero); but
+  // dp 0 alone (explain's inferred dp of a world that tp * cp * pp does not divide) leaves the
+  // rules that do not read dp meaningful.
+  const Layout& l = ctx.layout;
+  const bool only_dp_unknown =
+      l.dp == 0 && l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1 && l.dp_replicate >= 1;
+  bool dp_unknown = false;
   for (const Rule& r : Registry(ctx)) {
+    if (dp_unknown && r.needs_dp) continue;
     if (!r.check(ctx)) {
       out.push_back(&r);
       const std::string_view n = r.name;
-      if (n == "axes_positive" || n == "batch_sizes_positive" || n == "mb_axes_positive") break;
+      if (n == "axes_positive" && only_dp_unknown) {
+        dp_unknown = true;
+      } else if (n == "axes_positive" || n == "batch_sizes_positive" || n == "mb_axes_positive") {
+        break;
+      }
     }
   }
   return out;

@@ -17,6 +17,9 @@ std::string Cat(const Args&... args) {
   return os.str();
 }
 
+/// Rule::needs_dp = false: the rule reads no dp_size (AllFailures evaluates it when dp is unknown).
+inline constexpr bool kNoDp = false;
+
 /// Rules of one topic, concatenated by registry.cpp in check order.
 std::span<const Rule> MeshRules();
 std::span<const Rule> ParallelRules();

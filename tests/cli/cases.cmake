@@ -31,6 +31,42 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# Two outputs of one run at one path are refused before anything is written: --report replaced
+# --out (--force, exit 0), or the report collided with a launch file after the recipes were written.
+add_test(NAME cli.out_paths_must_differ COMMAND bash -c "
+  set -u; d=\$(mktemp -d); cd \$d; mkdir sub
+  P=('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+  out=\$(\"\${P[@]}\" --out c4.yaml --report sub/../c4.yaml --force 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'sub/../c4.yaml: error: --report: is the same file as --out c4.yaml; expected a different path for each output (nothing was written)' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  out=\$(\"\${P[@]}\" --out c5.yaml --emit-launch --report ./c5.rank1.yaml 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'c5.rank1.yaml: error: --report: is the same file as the launch file c5.rank1.yaml that --emit-launch writes beside --out' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  ln -s . here
+  out=\$(\"\${P[@]}\" --out c6.yaml --report here/c6.yaml --force 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'here/c6.yaml: error: --report: is the same file as --out c6.yaml' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  left=\$(ls \$d | tr '\\n' ' '); cd /; rm -r \$d
+  [ \"\$left\" = 'here sub ' ] || { echo \"left behind: \$left\"; exit 1; }")
+
+# --nodes 2 for 8 GPUs of 8-GPU nodes: the launch files run 2 x 4, but the step time was priced for one
+# 8-GPU node; the header said nothing of it.
+add_test(NAME cli.emit_launch_split_nodes_note COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  err=\$('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 1 --emit-launch --nodes 2 --out \$d/r.yaml 2>&1 >/dev/null) || { echo \"\$err\"; exit 1; }
+  note='# the prediction assumes dgx-h100.s own nodes of 8 GPUs .1 node.s. x 8., not these 2 x 4: traffic that crosses'
+  grep -q -- \"\$note\" \$d/r.rank1.launch.sh && grep -q -- \"\$note\" \$d/r.rank1.sbatch && grep -q -- '--nnodes 2 --nproc-per-node 4' \$d/r.rank1.launch.sh &&
+    grep -q 'meshplan: warning: the prediction assumes' <<<\"\$err\" || { cat \$d/r.rank1.launch.sh; echo \"\$err\"; exit 1; }
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 64 --top 1 --emit-launch --out \$d/s.yaml >/dev/null 2>\$d/err || exit 1
+  ! grep -q 'prediction assumes' \$d/s.rank1.launch.sh \$d/err; rc=\$?; rm -r \$d; exit \$rc")
+
+# plan --format json --out writes plan output, not a recipe: check said "distributed: missing".
+add_test(NAME cli.check_refuses_plan_json COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --format json --out \$d/pj.json >/dev/null || exit 1
+  out=\$('$<TARGET_FILE:meshplan>' check \$d/pj.json --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?
+  rm -r \$d
+  [ \$rc -eq 2 ] && grep -q 'pj.json: error: expected a recipe (AutoModel or Megatron-Bridge YAML), found meshplan plan output (JSON' <<<\"\$out\" &&
+    grep -q 'write recipes with plan --format yaml --out FILE' <<<\"\$out\" && ! grep -q 'distributed: missing' <<<\"\$out\" ||
+    { echo rc=\$rc; echo \"\$out\"; exit 1; }")
+
 # A memory budget the search stays under: the full search, no warning.
 meshplan_cli_case(plan_memory_budget_ample 0 "^rank +strategy" "searched [0-9]+ layouts" "!stopped early"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512 --max-memory-mb 65536)
@@ -47,8 +83,15 @@ meshplan_cli_case(explain_seq_len_above_max_positions 0 "warning: seq_len 16384 
   -- ${MP} explain --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384 --global-batch 64 --tp 2 --recompute full)
 
 # No layout satisfies the request: exit 1 with the reason.
-meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable" "add GPUs or shorten the sequence$" "!lower --headroom"
+# The advice follows the peak: 405B's is the optimizer step, which a shorter sequence does not lower
+# (it said "add GPUs or shorten the sequence" there too); a 1M-token sequence peaks at backward start.
+meshplan_cli_case(plan_405b_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU" "above the usable"
+  "add GPUs \\(the peak is the optimizer step: weights, gradients and optimizer state, which a shorter sequence does not lower\\)$"
+  "!shorten the sequence" "!lower --headroom"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --gpus 8 --seq-len 8192 --global-batch 64)
+meshplan_cli_case(plan_long_sequence_does_not_fit 1 "no layout fits in memory: the smallest need is [0-9.]+ GiB per GPU"
+  "add GPUs or shorten the sequence$" "!optimizer step"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 1048576 --global-batch 8)
 meshplan_cli_case(plan_no_valid_layout 1 "no valid layout" "global_batch_divisible"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 7 --strategy ddp)
 
@@ -265,6 +308,14 @@ meshplan_cli_case(list_systems_hwdb_missing 2 "--hwdb: expected a hardware datab
 # A tp that does not divide the GPU count: the message says why dp cannot be inferred.
 meshplan_cli_case(explain_tp_not_dividing 1 "32 / 3, not a whole number: world_size must be divisible by tp_size"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+# The other rules that do not read dp are still evaluated (only axes_positive was listed on 24 GPUs,
+# while 72 GPUs, which tp3 x cp3 divide, listed the three below); rules reading dp are not.
+meshplan_cli_case(explain_mesh_not_dividing_lists_every_rule 1 "rules: INVALID, 4 rules broken"
+  "axes_positive: dp_size is inferred as world_size / \\(tp_size \\* cp_size \\* pp_size\\) = 24 / \\(3 \\* 3 \\* 1\\)"
+  "tp_divides_heads: num_attention_heads \\(32\\) must be divisible by tp_size \\(3\\)"
+  "tp_divides_kv_heads: num_key_value_heads \\(8\\)" "cp_divides_sequence: CP sequence length 4096 must be divisible by 2 \\* cp_size = 6"
+  "!global_batch_divisible" "!world_divisible_by_model_parallel"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 24 --seq-len 4096 --global-batch 48 --tp 3 --cp 3)
 # --strategy restricts the Megatron-Bridge search as it does AutoModel's.
 meshplan_cli_case(plan_mbridge_strategy 0 "^1 +megatron_fsdp" "^5 +megatron_fsdp" "!^[0-9]+ +ddp"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256

@@ -186,7 +186,7 @@ TEST_CASE("out-of-range numbers are rejected with file and line and field and ex
   }
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "compute_efficiency: 0.8", "compute_efficiency: 1.5")); }) ==
         "test.yaml:12:1: error: compute_efficiency: expected the achieved fraction of the MAMF matmul rate (a "
-        "fraction, not a percentage), a number in (0, 1], found 1.5");
+        "fraction, not a percentage), a number in (0.01, 1], found 1.5");
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "nic_gbit: 400", "nic_gbit: 0")); })
             .find("test.yaml:8:1: error: nic_gbit: expected the line rate per NIC in Gb/s, a number in (0, 100000], "
                   "found 0") == 0);
@@ -197,8 +197,30 @@ TEST_CASE("out-of-range numbers are rejected with file and line and field and ex
   CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "bf16_tflops: 989", "bf16_tflops: fast"), "g.yaml"); }) ==
         "g.yaml:2:1: error: bf16_tflops: expected a number, found 'fast'");
   CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "bf16_tflops: 989", "bf16_tflops: 989e12"), "g.yaml"); })
-            .find("bf16_tflops: expected the dense BF16 peak in TFLOP/s, a number in (0, 100000], found 9.89e+14") !=
+            .find("bf16_tflops: expected the dense BF16 peak in TFLOP/s, a number in [1, 100000], found 9.89e+14") !=
         std::string::npos);
+}
+
+TEST_CASE("absurdly small peaks and efficiencies are refused: they priced every step as taking ages") {
+  // compute_efficiency 1e-300 and bf16_tflops 1e-9 were accepted and gave nonsense step times.
+  CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "compute_efficiency: 0.8", "compute_efficiency: 1e-300")); }) ==
+        "test.yaml:12:1: error: compute_efficiency: expected the achieved fraction of the MAMF matmul rate (a "
+        "fraction, not a percentage), a number in (0.01, 1], found 1e-300");
+  CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "compute_efficiency: 0.8", "compute_efficiency: 0.01")); })
+            .find("a number in (0.01, 1], found 0.01") != std::string::npos);
+  CHECK(ParseSys(Edit(kSystemText, "compute_efficiency: 0.8", "compute_efficiency: 0.011")).compute_efficiency ==
+        doctest::Approx(0.011));
+  CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "bf16_tflops: 989", "bf16_tflops: 1e-9"), "g.yaml"); }) ==
+        "g.yaml:2:1: error: bf16_tflops: expected the dense BF16 peak in TFLOP/s, a number in [1, 100000], found "
+        "1e-09");
+  CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "fp8_tflops: 1979", "fp8_tflops: 0.5"), "g.yaml"); }) ==
+        "g.yaml:3:1: error: fp8_tflops: expected the dense FP8 peak in TFLOP/s (0: none), a number in 0 or [1, "
+        "100000], found 0.5");
+  CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "matmul_efficiency_bf16: 0.803", "matmul_efficiency_bf16: 0.001"),
+                              "g.yaml"); })
+            .find("matmul_efficiency_bf16: expected the BF16 MAMF / peak (a fraction, not a percentage), a number in "
+                  "(0.01, 1], found 0.001") != std::string::npos);
+  CHECK(ParseGpu(Edit(kGpuText, "bf16_tflops: 989", "bf16_tflops: 1"), "g.yaml").bf16_flops == doctest::Approx(1e12));
 }
 
 TEST_CASE("scale-up domain must be a whole number of nodes") {

@@ -79,6 +79,34 @@ TEST_CASE("full AutoModel recipe for Llama-3.1-8B on 8 H200 has every key the re
   }
 }
 
+TEST_CASE("full recipe quotes the model path and the HF id so that they read back exactly") {
+  // Unquoted, "/tmp/x/run #3/config.json" read back as "/tmp/x/run" (" #" starts a comment) and a
+  // directory "a: b" broke the YAML; a line break in a model name broke the header comment.
+  PlanRequest req = Llama8bOn8H200();
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  req.model.name = "my\nmodel";  // a file name may hold a line break
+  req.model.source.file = "/tmp/x/run #3/a: b/'q\"/config.json";
+  const std::string text = AutoModelFullRecipeYaml(r.top[0], req, 1);
+  const YAML::Node y = YAML::Load(text);
+  CHECK(y["model"]["config"]["pretrained_model_name_or_path"].as<std::string>() ==
+        "/tmp/x/run #3/a: b/'q\"/config.json");
+  CHECK(text.find("# meshplan recipe 1: my\\nmodel on 8 GPUs of dgx-h200") != std::string::npos);
+  CHECK(text.find("\nmodel on") == std::string::npos);
+  // check reads it (ParseAutoModelRecipe is its reader) with the planned layout.
+  const ParsedRecipe back = ParseAutoModelRecipe(text, "full.yaml", 8);
+  CHECK(back.layout.dp == r.top[0].layout.dp);
+  CHECK(back.global_batch == 64);
+
+  const std::string id = "org/a: b #c\nd";
+  const YAML::Node h = YAML::Load(AutoModelFullRecipeYaml(r.top[0], req, 1, id));
+  CHECK(h["model"]["pretrained_model_name_or_path"].as<std::string>() == id);
+  // The sbatch job name and the launch header stay on their lines.
+  const std::string sb = SlurmScript(r.top[0], req, ResolveLaunchTopology(req, 0, 0), "/x/r.yaml", 1);
+  CHECK(sb.find("#SBATCH --job-name=meshplan-my_model-r1\n") != std::string::npos);
+  CHECK(sb.find("# meshplan AutoModel launch of recipe 1: my\\nmodel on 1 node(s)") != std::string::npos);
+}
+
 TEST_CASE("launch script and sbatch start the recipe with torchrun") {
   const PlanRequest req = Llama8bOn8H200();
   const PlanResult r = Plan(req);
@@ -109,6 +137,11 @@ TEST_CASE("launch topology is checked against the system and --gpus") {
   CHECK_THROWS_AS(ResolveLaunchTopology(req, 0, 16), InputError);  // more than the 8 GPUs of a node
   CHECK_THROWS_AS(ResolveLaunchTopology(req, 3, 8), InputError);   // 24 != 32
   CHECK_THROWS_AS(ResolveLaunchTopology(req, -1, 0), InputError);
+  // The launch header says when the split differs from the nodes the plan priced.
+  CHECK(LaunchTopologyNote(req, ResolveLaunchTopology(req, 0, 0)).empty());
+  CHECK(LaunchTopologyNote(req, ResolveLaunchTopology(req, 8, 0)) ==
+        "the prediction assumes dgx-h200's own nodes of 8 GPUs (4 node(s) x 8), not these 8 x 4: traffic that "
+        "crosses the extra node boundaries is not priced");
   try {
     ResolveLaunchTopology(req, 3, 8);
   } catch (const InputError& e) {

@@ -28,6 +28,19 @@ PlanRequest Request(const std::string& model, int64_t gpus, int64_t gbs, Framewo
   return req;
 }
 
+// AutoModel tp4 pp4 cp2 dp2 (64 GPUs), local batch 8 in pipeline micro-batches of 1, sequence parallel.
+Layout Tp4Pp4Cp2Dp2() {
+  Layout l;
+  l.tp = 4;
+  l.pp = 4;
+  l.cp = 2;
+  l.dp = 2;
+  l.local_batch_size = 8;
+  l.pp_microbatch_size = 1;
+  l.sequence_parallel = true;
+  return l;
+}
+
 // The whitespace-separated fields of the table line starting with `first`.
 std::vector<std::string> Row(const std::string& table, const std::string& first) {
   std::istringstream in(table);
@@ -47,14 +60,7 @@ TEST_CASE("output: AutoModel PP layout shows 256 micro-batches per step (32 accu
   // 8 in micro-batches of 1. By hand: 512 / (2 * 1) = 256 micro-batches per step per pipeline,
   // = 512 / (8 * 2) = 32 accumulation steps x 8 / 1 = 8 micro-batches per schedule call.
   const PlanRequest req = Request("llama3.1-70b", 64, 512, Framework::kAutoModel);
-  Layout l;
-  l.tp = 4;
-  l.pp = 4;
-  l.cp = 2;
-  l.dp = 2;
-  l.local_batch_size = 8;
-  l.pp_microbatch_size = 1;
-  l.sequence_parallel = true;
+  Layout l = Tp4Pp4Cp2Dp2();
   CHECK(l.GradAccumSteps(req.setup) == 32);
   CHECK(l.pp_microbatches() == 8);
   CHECK(l.MicroBatchesPerStep(req.setup) == 256);
@@ -108,4 +114,18 @@ TEST_CASE("output: Megatron-Bridge PP layout shows its 64 micro-batches per step
   CHECK(j["recipes"][0]["layout"]["microbatches_per_step"] == 64);
   CHECK(j["recipes"][0]["layout"]["grad_accum_steps"] == 64);  // Megatron accumulates over its M micro-batches
   CHECK(RecipesYaml(result, req).find(", 64 micro-batches per step)") != std::string::npos);
+}
+
+TEST_CASE("output: JSON round_virtual_stages_to_pp_multiple is JSON null without rounding and up or down with it") {
+  // The YAML recipe spells "no rounding" null; the JSON printed the string "null" for it.
+  const PlanRequest req = Request("llama3.1-70b", 64, 512, Framework::kAutoModel);
+  Layout l = Tp4Pp4Cp2Dp2();
+  PlanResult result;
+  result.top.push_back(Candidate{l, Cost{}});
+  l.stage_rounding = StageRounding::kUp;
+  result.top.push_back(Candidate{l, Cost{}});
+  const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+  const nlohmann::json& none = j["recipes"][0]["layout"]["pipeline"]["round_virtual_stages_to_pp_multiple"];
+  CHECK(none.is_null());
+  CHECK(j["recipes"][1]["layout"]["pipeline"]["round_virtual_stages_to_pp_multiple"] == "up");
 }
