@@ -56,7 +56,9 @@ struct Bounds {
 /// peak in TFLOP/s") in messages. Missing and out-of-range values throw.
 double Number(yamlutil::MapReader& r, const std::string& key, Bounds b, const std::string& what,
               bool zero_ok = false) {
-  const std::string interval = (b.min_open ? "(" : "[") + Str(b.min) + ", " + Str(b.max) + "]";
+  // Built by append: GCC 12 warns falsely (-Wrestrict) on `const char* + std::string` here.
+  std::string interval(b.min_open ? "(" : "[");
+  interval.append(Str(b.min)).append(", ").append(Str(b.max)).append("]");
   // [0, max] rather than "0 or (0, max]".
   const std::string range = !zero_ok ? interval : b.min == 0 ? "[0, " + Str(b.max) + "]" : "0 or " + interval;
   if (!r.HasValue(key)) {
