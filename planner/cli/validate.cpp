@@ -444,6 +444,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   // Published runs ran: a prediction above the usable capacity, or above the GPU's whole
   // memory, is a memory-model miss (or a setting the recipe does not show).
   int over_capacity = 0, over_memory = 0;
+  std::vector<double> memory_shares;  // predicted memory / the GPU's memory, per evaluated row
   std::map<std::string, int> skip_reasons;
   std::fprintf(out,
                "# TF: model TFLOP/s per GPU (published: the release's FLOP formula; predicted: meshplan's); err%%: "
@@ -538,6 +539,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     ++evaluated;
     if (!cost.fits) ++over_capacity;
     if (cost.memory.Total() > sys.gpu.memory_bytes) ++over_memory;
+    if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
     std::string rank = "-", gap = "-", best;
     if (o.rank_top > 0) {
       // The software settings are part of the request: runs of two releases with different
@@ -644,8 +646,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   }
   std::fprintf(out,
                "memory: %d of %d published layouts predicted above the usable capacity (headroom %.0f%%), %d above "
-               "the GPU's whole memory\n",
-               over_capacity, evaluated, 100 * TrainSetup{}.headroom, over_memory);
+               "the GPU's whole memory; predicted share of the GPU's memory: median %.0f%%, p90 %.0f%%\n",
+               over_capacity, evaluated, 100 * TrainSetup{}.headroom, over_memory,
+               100 * Quantile(memory_shares, 0.5), 100 * Quantile(memory_shares, 0.9));
   if (settings_table) {
     std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",
                  settings_table->file.c_str(), settings_table->recipes.size(), without_settings);
