@@ -322,6 +322,9 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     double act = s * b / cp * layers + (8 * s * b * p + s * b * h * p) / (t * cp);
     if (x.vpp > 0) act *= InterleaveFactor(x.pp, x.vpp);
     else if (x.pp > 1 && x.num_microbatches > 0) act *= std::min(1.0, double(x.num_microbatches) / p);
+    // Under full recompute, the backward of a recomputed layer holds its rebuilt activations
+    // once, beside every checkpoint: one layer of the larger kind for one micro-batch.
+    if (share > 0) act += s * b / cp * std::max(L_d > 0 ? per_token(false) : 0.0, L_m > 0 ? per_token(true) : 0.0);
     e.activation_layers = act;
   }
   const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
@@ -357,7 +360,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
   // saved tensors of that many layers of the rank wait in host memory until backward.
   const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-  if (l.framework == Framework::kMegatronBridge && l.mb.cpu_offloading_num_layers > 0) {
+  if (l.framework == Framework::kMegatronBridge && l.mb.cpu_offloading && l.mb.cpu_offloading_num_layers > 0) {
     mem.activations *= std::max(0.0, 1.0 - double(l.mb.cpu_offloading_num_layers) / layers_on_rank);
   }
   mem.logits = e.activation_output / cp;

@@ -114,6 +114,8 @@ double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp
 ///   probabilities 8E, shared-expert fc1 copy q·h (FP8) and 4f_s + q·f_s, routed experts
 ///   k·(q·h·etp + 4f_e + q·f_e) (fc1 input per routed copy, gathered over expert-TP; weighted
 ///   SwiGLU input; fc2 input).
+/// Full recompute keeps 2h per token of each recomputed layer plus, once, the rebuilt
+/// activations of one layer (the larger kind) for one micro-batch.
 /// Selective recompute modules remove what they recompute: layernorm the norm outputs, mlp the
 /// dense fc1 output and fc2 input, moe_act the routed fc2 input, shared_experts the shared
 /// expert's, mla_up_proj MLA's q, k and v (core_attn changes nothing: flash attention already

@@ -59,6 +59,12 @@ void CheckDuplicates(const YAML::Node& node, const std::string& filename, std::v
       if (named && !keys.insert(kv.first.Scalar()).second) {
         throw InputError(LocOf(kv.first, filename), PathName(path, kv.first.Scalar()), "duplicate key");
       }
+      // yaml-cpp has no merge keys: a plain `<<` is an ordinary key, and the keys it should
+      // merge would be lost without a word.
+      if (named && kv.first.Scalar() == "<<" && kv.first.Tag() == "?") {
+        throw InputError(LocOf(kv.first, filename), PathName(path, "<<"),
+                         "YAML merge keys are not supported; write the merged keys out in this map");
+      }
       if (named) path.push_back({&kv.first.Scalar(), 0});
       CheckDuplicates(kv.second, filename, path, depth + 1, visited);
       if (named) path.pop_back();

@@ -91,6 +91,24 @@ std::string MfsdpOffloadMsg(const RuleContext& c) {
              L(c).pp, ", recompute ", RecomputeName(L(c).recompute));
 }
 
+/// Source: MCore transformer/transformer_config.py:1884-1889 ("CPU offloading can be done only for
+/// layers less than num_layers").
+bool OffloadLayers(const RuleContext& c) {
+  const Layout& l = L(c);
+  return !l.mb.cpu_offloading || l.mb.cpu_offloading_num_layers < c.model.num_layers;
+}
+std::string OffloadLayersMsg(const RuleContext& c) {
+  return Cat("cpu_offloading_num_layers must be less than the model's ", c.model.num_layers, " layers; found ",
+             L(c).mb.cpu_offloading_num_layers);
+}
+
+/// Source: MCore transformer/transformer_config.py:1891-1894 (no pipeline parallelism with CPU
+/// offloading).
+bool OffloadPp(const RuleContext& c) { return !L(c).mb.cpu_offloading || L(c).pp <= 1; }
+std::string OffloadPpMsg(const RuleContext& c) {
+  return Cat("cpu_offloading does not support pipeline parallelism; found pipeline_model_parallel_size ", L(c).pp);
+}
+
 /// Source: MCore transformer_config.py (cpu_offloading is incompatible with recompute; megatron.md 2.12).
 bool OffloadRecompute(const RuleContext& c) { return !L(c).mb.cpu_offloading || L(c).recompute == Recompute::kNone; }
 std::string OffloadRecomputeMsg(const RuleContext& c) {
@@ -282,6 +300,10 @@ const Rule kRules[] = {
      MfsdpOffload, MfsdpOffloadMsg},
     {"mb_cpu_offloading_no_recompute", "MCore transformer/transformer_config.py", RuleStage::kFeatures, OffloadRecompute,
      OffloadRecomputeMsg},
+    {"mb_cpu_offloading_num_layers", "MCore transformer/transformer_config.py:1884-1889", RuleStage::kFeatures,
+     OffloadLayers, OffloadLayersMsg},
+    {"mb_cpu_offloading_no_pp", "MCore transformer/transformer_config.py:1891-1894", RuleStage::kFeatures, OffloadPp,
+     OffloadPpMsg},
     {"mb_recompute_arguments", "MCore transformer/transformer_config.py:1901-1939", RuleStage::kFeatures, RecomputeArgs,
      RecomputeArgsMsg},
     {"mb_ep_overlap_requirements", "MB training/comm_overlap.py:478-518", RuleStage::kFeatures, EpOverlap, EpOverlapMsg},
