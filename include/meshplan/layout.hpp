@@ -84,6 +84,7 @@ enum MbRecomputeModule : uint32_t {
   kRecomputeLayernorm = 1u << 3,    ///< input norms of attention and MLP
   kRecomputeMlaUpProj = 1u << 4,    ///< MLA's q and kv up-projections
   kRecomputeSharedExperts = 1u << 5,  ///< the shared experts of MoE layers
+  kRecomputeMoe = 1u << 6,            ///< the whole MoE block: router, dispatch, experts, combine
 };
 
 /// Megatron `model.recompute_method` (full recompute only).

@@ -208,6 +208,11 @@ TeLayerBytes TeSavedBytesPerToken(const ModelSpec& m, bool moe_layer, Precision 
   const double E = double(m.num_experts), k = double(m.experts_per_token);
   const double fe = double(m.moe_intermediate_size), fs = double(m.shared_expert_intermediate_size);
   const double e = double(std::max<int64_t>(1, etp));
+  // moe recompute: the whole MoE block is a checkpoint that keeps only its input.
+  if (recompute_modules & kRecomputeMoe) {
+    b.sequence += 2.0 * h;
+    return b;
+  }
   if (!rc_norm) b.sequence += 2.0 * h + (quantized && fs > 0 ? q * h : 0.0);  // router (bf16), shared fc1 copy
   b.sequence += 8.0 * E;  // router logits and probabilities, fp32
   const bool act_rc = (recompute_modules & kRecomputeMoeAct) != 0;

@@ -118,7 +118,7 @@ double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp
 /// activations of one layer (the larger kind) for one micro-batch.
 /// Selective recompute modules remove what they recompute: layernorm the norm outputs, mlp the
 /// dense fc1 output and fc2 input, moe_act the routed fc2 input, shared_experts the shared
-/// expert's, mla_up_proj MLA's q, k and v (core_attn changes nothing: flash attention already
+/// expert's, moe everything of the MoE block but its bf16 input (2h), mla_up_proj MLA's q, k and v (core_attn changes nothing: flash attention already
 /// keeps only its inputs and output). Dropout is off in every supported model (no masks).
 /// Sources: Transformer Engine module/linear.py, layernorm_linear.py, grouped_linear.py,
 /// attention; Megatron-Core transformer/attention.py, multi_latent_attention.py, moe/experts.py,

@@ -135,6 +135,8 @@ struct MegatronShared {
   /// elements per token per dense / MoE layer that run again in backward.
   double recompute_dense_flops = 0, recompute_moe_flops = 0;
   double recompute_dense_elems = 0, recompute_moe_elems = 0;
+  double recompute_routed_flops = 0;  ///< routed-expert forward FLOP per token per MoE layer (moe recompute)
+  bool moe_recompute = false;         ///< recompute_modules has moe: dispatch and combine run again
   double a2a_copies = 0;  ///< token copies per dispatch (top-k, or distinct ranks with flex)
   double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
   Group gd, ge;  ///< dense DP·CP group, expert-DP group

@@ -199,10 +199,12 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     const double norms = (rm & kRecomputeLayernorm) ? 4.0 * h : 0.0;
     const double mla = (rm & kRecomputeMlaUpProj) ? up : 0.0;
     s.recompute_dense_flops = mla + ((rm & kRecomputeMlp) ? f.dense_mlp_flops / 3.0 : 0.0);
-    s.recompute_moe_flops = mla + ((rm & kRecomputeSharedExperts) ? f.shared_flops / 3.0 : 0.0);
+    s.recompute_moe_flops = mla + ((rm & (kRecomputeSharedExperts | kRecomputeMoe)) ? f.shared_flops / 3.0 : 0.0);
+    s.recompute_routed_flops = (rm & kRecomputeMoe) ? f.routed_flops / 3.0 : 0.0;
+    s.moe_recompute = (rm & kRecomputeMoe) != 0;
     s.recompute_dense_elems = norms;
     s.recompute_moe_elems =
-        norms + ((rm & kRecomputeMoeAct) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
+        norms + ((rm & (kRecomputeMoeAct | kRecomputeMoe)) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
   }
   const bool fp8 = c.setup.precision != Precision::kBf16;
   const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
@@ -298,7 +300,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double experts = tokens * moe_layers * f.routed_flops / tp;
   const double recompute_linear = tokens * (dense_layers * s.recompute_dense_flops + moe_layers * s.recompute_moe_flops) / tp;
   const double linear_s = (linear * (1.0 + extra) + head + recompute_linear) / s.linear_rate;
-  const double expert_s = experts * (1.0 + extra) / s.expert_rate;
+  const double expert_s = (experts * (1.0 + extra) + tokens * moe_layers * s.recompute_routed_flops / tp) / s.expert_rate;
   t.gemm = linear_s + expert_s;
   t.attention = tokens * layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
   t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s + (rp.has_head ? s.head_mem_s : 0.0);
@@ -324,7 +326,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   if (l.cp > 1 && layers > 0) t.cp = s.cp_layer_mb * layers * n_mb;
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
-    const double comm = (s.full ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
+    // Dispatch and combine, forward and backward; full and moe recompute repeat the forward.
+    const double comm = (s.full || s.moe_recompute ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
     if (l.mb.ep_a2a_overlap == Tri::kTrue) {
       // The combined 1F1B schedule pairs one chunk's forward with another's backward; the
       // warm-up forwards and cool-down backwards have no partner (MegatronEpUnpairedShare).

@@ -99,6 +99,7 @@ uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key) {
                {"mla_up_proj", kRecomputeMlaUpProj},
                {"mlp", kRecomputeMlp},
                {"moe_act", kRecomputeMoeAct},
+               {"moe", kRecomputeMoe},
                {"shared_experts", kRecomputeSharedExperts}});
 }
 

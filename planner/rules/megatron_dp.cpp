@@ -243,13 +243,15 @@ bool EpOverlap(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.mb.ep_a2a_overlap != Tri::kTrue) return true;
   const MbDispatcher d = l.mb.token_dispatcher;
-  return l.ep > 1 && d != MbDispatcher::kAllgather && (l.pp == 1 || l.vpp > 1) && l.recompute != Recompute::kFull;
+  const bool moe_rc = l.recompute == Recompute::kSelective && (l.mb.recompute_modules & kRecomputeMoe) != 0;
+  return l.ep > 1 && d != MbDispatcher::kAllgather && (l.pp == 1 || l.vpp > 1) && l.recompute != Recompute::kFull &&
+         !moe_rc;
 }
 std::string EpOverlapMsg(const RuleContext& c) {
   const Layout& l = L(c);
   return Cat("overlap_moe_expert_parallel_comm needs EP > 1 (found ", l.ep, "), moe_token_dispatcher_type alltoall or flex "
              "(found ", l.mb.token_dispatcher == MbDispatcher::kAllgather ? "allgather" : "alltoall/flex",
-             "), VPP when PP > 1 (PP ", l.pp, ", VPP ", l.vpp, ") and no full recompute");
+             "), VPP when PP > 1 (PP ", l.pp, ", VPP ", l.vpp, "), no full recompute and no moe in recompute_modules");
 }
 
 /// Source: MCore num_microbatches_calculator.py:381-391 (GBS % (MBS*DP) == 0).

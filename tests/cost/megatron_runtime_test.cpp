@@ -166,6 +166,37 @@ TEST_CASE("megatron runtime: recompute modules add their forward pass") {
   CHECK(mlp.attention == test::Rel(none.attention).epsilon(1e-12));
 }
 
+TEST_CASE("megatron runtime: moe recompute repeats the MoE forward and its dispatch") {
+  // Qwen3-30B-A3B, 8 GPUs, EP 8 (alltoall, no overlap), seq 2048, global batch 8, mbs 1:
+  // recompute_modules [moe] runs each MoE layer's routed and shared experts forward again
+  // (routed at the expert rate: a third of their forward-and-backward GEMM time) and its
+  // dispatch and combine again: the EP time is 6/4 of the one without.
+  const ModelSpec m = test::Qwen3_30B_A3B();
+  const ParamCounts p = CountParams(m);
+  const TrainSetup setup = test::Setup(8, 2048, 8);
+  const SystemSpec system = test::DgxH100();
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.strategy = Strategy::kDdp;
+  l.ep = 8;
+  l.dp = 8;
+  l.mb.token_dispatcher = MbDispatcher::kAlltoall;
+  SetMegatronMicroBatch(l, 1, setup);
+  SyncMegatronCostView(l, m.num_layers);
+  auto terms = [&](const Layout& x) {
+    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, x);
+    return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
+  };
+  const cost::MegatronTerms none = terms(l);
+  l.recompute = Recompute::kSelective;
+  l.mb.recompute_modules = kRecomputeMoe;
+  const cost::MegatronTerms moe = terms(l);
+  REQUIRE(none.ep > 0);
+  CHECK(moe.ep == test::Rel(1.5 * none.ep).epsilon(1e-12));
+  CHECK(moe.gemm > none.gemm);
+  CHECK(moe.attention == test::Rel(none.attention).epsilon(1e-12));  // no core_attn in the set
+}
+
 TEST_CASE("megatron runtime: block full recompute repeats only its layers") {
   // Full recompute, uniform: every layer's forward again, kernels 160 x 4/3. Block with one
   // layer of TinyLlama's four on the single stage: a quarter of that, 160 x (1 + 1/12).
@@ -237,12 +268,12 @@ namespace meshplan {
 TEST_CASE("megatron runtime: a Megatron-Bridge recipe's recompute modules and CUDA graphs are read") {
   const std::string text =
       "model:\n  tensor_model_parallel_size: 1\n  pipeline_model_parallel_size: 1\n"
-      "  recompute_granularity: selective\n  recompute_modules: [mla_up_proj, moe_act]\n"
+      "  recompute_granularity: selective\n  recompute_modules: [mla_up_proj, moe_act, moe]\n"
       "  cuda_graph_impl: transformer_engine\n  cuda_graph_scope: [attn, moe_router]\n"
       "  cpu_offloading: true\n  cpu_offloading_num_layers: 4\n";
   const ParsedRecipe r = ParseMegatronRecipe(text, "r.yaml", 8);
   CHECK(r.layout.recompute == Recompute::kSelective);
-  CHECK(r.layout.mb.recompute_modules == (kRecomputeMlaUpProj | kRecomputeMoeAct));
+  CHECK(r.layout.mb.recompute_modules == (kRecomputeMlaUpProj | kRecomputeMoeAct | kRecomputeMoe));
   CHECK(r.layout.mb.cuda_graph == MbCudaGraph::kTransformerEngine);
   CHECK(r.layout.mb.cuda_graph_scope == (kGraphAttn | kGraphMoeRouter));
   CHECK(r.layout.mb.cpu_offloading_num_layers == 4);

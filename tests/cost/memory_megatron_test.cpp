@@ -302,6 +302,11 @@ TEST_CASE("megatron: Transformer Engine saved tensors per token by hand (Llama-3
   CHECK(b.split == 191744.0);
   // moe_act recompute drops the routed fc2 inputs, 8·2·1536.
   CHECK(cost::TeSavedBytesPerToken(qwen, true, Precision::kBf16, 1, kRecomputeMoeAct).split == 191744.0 - 24576.0);
+  // moe recompute keeps only the MoE block's bf16 input: sequence 4h + 2h + 2h = 32768, split
+  // the attention side 34816 + 17408 + 256 = 52480.
+  b = cost::TeSavedBytesPerToken(qwen, true, Precision::kBf16, 1, kRecomputeMoe);
+  CHECK(b.sequence == 32768.0);
+  CHECK(b.split == 52480.0);
   // DeepSeek-V3 MoE layer, bf16 (MLA: 128 heads, d_nope 128, d_rope 64, d_v 128, q rank 1536,
   // kv rank 512; 256 experts, top 8, f_e 2048, one shared expert of 2048):
   //   sequence 4h + 2h + (2 + 2)·1536 + (2 + 2)·512 + 2·64 + 2h + 8·256 = 67712

@@ -184,6 +184,15 @@ const Case kCases[] = {
                                        l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
                                        l.mb.token_dispatcher = MbDispatcher::kAlltoall; },
      [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.ep_a2a_overlap = Tri::kTrue; l.mb.token_dispatcher = MbDispatcher::kAllgather; }},
+    {"mb_ep_overlap_requirements", "no full recompute and no moe in recompute_modules",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue;
+                                       l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
+                                       l.mb.token_dispatcher = MbDispatcher::kAlltoall;
+                                       l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoeAct; },
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue;
+                                       l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
+                                       l.mb.token_dispatcher = MbDispatcher::kAlltoall;
+                                       l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoe; }},
     {"mb_global_batch_divisible", "global_batch_size (510) must be divisible by micro_batch_size x data parallel (1 x 4 = 4)",
      Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 510; }},
     {"mb_interleaved_microbatches", "the number of micro-batches (1 = global_batch / (micro_batch_size x DP))",
