@@ -27,6 +27,16 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b) {
     }
     Diff(c, "data-parallel flavour", std::string(MbDpFlavourName(a)), std::string(MbDpFlavourName(b)));
     Diff(c, "micro_batch_size", N(a.micro_batch()), N(b.micro_batch()));
+    auto method = [](const Layout& x) {
+      return std::string(x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
+                         : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
+                                                                             : "null");
+    };
+    Diff(c, "recompute_method", method(a), method(b));
+    Diff(c, "recompute_num_layers", a.mb.recompute_num_layers > 0 ? N(a.mb.recompute_num_layers) : "null",
+         b.mb.recompute_num_layers > 0 ? N(b.mb.recompute_num_layers) : "null");
+    Diff(c, "cpu_offloading", std::string(a.mb.cpu_offloading ? "true" : "false"),
+         std::string(b.mb.cpu_offloading ? "true" : "false"));
   } else {
     Diff(c, "strategy", std::string(StrategyName(a.strategy)), std::string(StrategyName(b.strategy)));
     Diff(c, "tp_size", N(a.tp), N(b.tp));

@@ -155,6 +155,10 @@ meshplan_cli_case(check_mb_5_4_deepseek_1024 0 "valid: passes all"
 meshplan_cli_case(check_mb_5_4_deepseek_64 1 "INVALID: 1 rule fail" "mb_world_divisible_by_etp_ep_pp: world_size \\(64\\) is not divisible by expert_tensor x expert x pipeline parallel \\(1 x 64 x 8 = 512\\)"
   "source: MCore parallel_state.py:870-885" "nearest valid layouts \\(3\\)" "--- 1: [0-9]+ change"
   -- ${MP} check ${R}/mbridge_5_4_deepseek_v3_pretrain_64gpu_h100_bf16.yaml --model deepseek-v3 --system dgx-h100 --gpus 64)
+# The nearest valid layouts name the recompute fields they change (not "0 changes").
+meshplan_cli_case(check_mb_full_no_method 1 "mb_recompute_arguments" "recompute_method: null -> uniform"
+  "recompute_num_layers: null -> 1" "!--- 1: 0 changes"
+  -- ${MP} check ${R}/mbridge_full_no_method.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_pp" "\\(1 x 32 x 8 = 256\\)"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
