@@ -98,11 +98,7 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   double act = branch_a ? (s * b * h) * (18 + (4 * ffn_ratio)) * L : s * b * h * (10 + (24 / t)) * L;
   act += 8 * s * b * p;
   act += s * b * h * p;
-  if (x.vpp > 0) {
-    act *= 1 + ((p - 1) / (p * double(x.vpp)));
-  } else if (x.pp > 1 && x.num_microbatches > 0) {
-    act *= std::min(1.0, double(x.num_microbatches) / p);
-  }
+  act *= InFlightFactor(x);
   double out = 0;
   if (x.pp == 1) out = branch_a ? s * b * h * 4 * (1 + (V / h)) : ((s * b * V) / t + s * b * h) * 2;
   if (branch_a) {
@@ -130,7 +126,7 @@ double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision
   const double q = QuantizedInputBytes(precision);
   if (q >= 2.0) return 0.0;
   const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
-  const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
+  const double t = double(std::max<int64_t>(1, x.tp));
   const double L = double(m.num_layers);
   double r = EstimatorFfnRatio(m, x);
   if (!routed && x.bridge_estimator && m.is_moe()) {
@@ -146,8 +142,7 @@ double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision
                               : replicated / (x.sequence_parallel ? t : 1.0) + sharded / t;
   if (x.bridge_estimator) per_layer /= double(std::max<int64_t>(1, x.cp));
   double saving = s * b * h * per_layer * L;
-  if (x.vpp > 0) saving *= InterleaveFactor(x.pp, x.vpp);
-  else if (x.pp > 1 && x.num_microbatches > 0) saving *= std::min(1.0, double(x.num_microbatches) / p);
+  saving *= InFlightFactor(x);
   return branch_a ? saving : saving * 1.05;
 }
 
@@ -165,9 +160,7 @@ double RoutedExpertInputs(const ModelSpec& m, const MegatronArgs& x, int64_t etp
   // the latter recomputed under moe_act recompute.
   const double per_token = k * (q * h * e + (moe_act_recompute ? 0.0 : q * fe));
   double bytes = s * b / (t * cp) * per_token * L_m;
-  if (x.vpp > 0) bytes *= InterleaveFactor(x.pp, x.vpp);
-  else if (x.pp > 1 && x.num_microbatches > 0) bytes *= std::min(1.0, double(x.num_microbatches) / double(x.pp));
-  return bytes;
+  return bytes * InFlightFactor(x);
 }
 
 TeLayerBytes TeSavedBytesPerToken(const ModelSpec& m, bool moe_layer, Precision precision, int64_t etp,
@@ -240,6 +233,12 @@ double InterleaveFactor(int64_t pp, int64_t vpp) {
   return 1.0 + double(pp - 1) / (double(pp) * double(vpp));
 }
 
+double InFlightFactor(const MegatronArgs& x) {
+  if (x.vpp > 0) return InterleaveFactor(x.pp, x.vpp);
+  if (x.pp > 1 && x.num_microbatches > 0) return std::min(1.0, double(x.num_microbatches) / double(x.pp));
+  return 1.0;
+}
+
 /// Layout -> MegatronArgs: vpp from a Megatron layout (vpp > 1) or the interleaved stages
 /// per rank of an AutoModel layout; dp = layout.dp; num_microbatches = micro-batches per
 /// optimizer step; the distributed optimizer as the Megatron layout says (AutoModel
@@ -301,14 +300,16 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
     double layer = full ? 2.0 * s * b * h / (x.sequence_parallel ? t : 1.0) : s * b * h * (10 + 24 / t);
     if (extra_scores) layer += 5.0 * double(m.num_attention_heads) * s * s * b / t;
     double act = layer * L + 8 * s * b * p + s * b * h * p;
-    if (x.vpp > 0) act *= InterleaveFactor(x.pp, x.vpp);
-    else if (x.pp > 1 && x.num_microbatches > 0) act *= std::min(1.0, double(x.num_microbatches) / p);
+    act *= InFlightFactor(x);
     e.activation_layers = act * 1.05;
     if (!(x.sequence_parallel && x.selective_recompute) && x.pp == 1) {
       e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
     }
   }
-  if (x.bridge_estimator && opts.te_saved_tensors) {
+  const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
+  // Share of the layers fully recomputed (Megatron-LM's branch above assumes all of them).
+  const double recomputed = x.bridge_estimator ? MegatronFullRecomputeShare(l, m) : (full ? 1.0 : 0.0);
+  if (te_count) {
     // Transformer Engine saved-tensor count per layer (TeSavedBytesPerToken) in place of the
     // estimator's (18 + 4r)·s·b·h; the estimator's pipeline terms 8·s·b·p + s·b·h·p are kept.
     const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
@@ -321,26 +322,21 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
       const TeLayerBytes tb = TeSavedBytesPerToken(m, moe, c.setup.precision, l.EffectiveEtp(), rm);
       return tb.sequence / seq_div + tb.split / t;
     };
-    const double share = MegatronFullRecomputeShare(l, m);
-    const double layers = (1.0 - share) * (L_d * per_token(false) + L_m * per_token(true)) +
-                          share * L * 2.0 * h / seq_div;
+    const double dense_tok = L_d > 0 ? per_token(false) : 0.0, moe_tok = L_m > 0 ? per_token(true) : 0.0;
+    const double layers = (1.0 - recomputed) * (L_d * dense_tok + L_m * moe_tok) + recomputed * L * 2.0 * h / seq_div;
     double act = s * b / cp * layers + (8 * s * b * p + s * b * h * p) / (t * cp);
-    if (x.vpp > 0) act *= InterleaveFactor(x.pp, x.vpp);
-    else if (x.pp > 1 && x.num_microbatches > 0) act *= std::min(1.0, double(x.num_microbatches) / p);
+    act *= InFlightFactor(x);
     // Under full recompute, the backward of a recomputed layer holds its rebuilt activations
     // once, beside every checkpoint: one layer of the larger kind for one micro-batch.
-    if (share > 0) act += s * b / cp * std::max(L_d > 0 ? per_token(false) : 0.0, L_m > 0 ? per_token(true) : 0.0);
+    if (recomputed > 0) act += s * b / cp * std::max(dense_tok, moe_tok);
     e.activation_layers = act;
   }
-  const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
   // Megatron-Bridge's estimator has no full-recompute case: the recomputed share of the layers
   // keeps only its input, 2·s·b·h (divided by t·CP like the rest of its formula).
-  const double recomputed = x.bridge_estimator ? MegatronFullRecomputeShare(l, m) : (full ? 1.0 : 0.0);
   if (x.bridge_estimator && !te_count && recomputed > 0) {
     const double s = double(x.seq_len), b = double(x.micro_batch), h = double(m.hidden_size);
     double dropped = recomputed * double(m.num_layers) * s * b * h * (18 + 4 * EstimatorFfnRatio(m, x) - 2);
-    if (x.vpp > 0) dropped *= InterleaveFactor(x.pp, x.vpp);
-    else if (x.pp > 1 && x.num_microbatches > 0) dropped *= std::min(1.0, double(x.num_microbatches) / double(x.pp));
+    dropped *= InFlightFactor(x);
     dropped /= double(std::max<int64_t>(1, x.tp)) * double(std::max<int64_t>(1, x.cp));
     e.activation_layers = std::max(0.0, e.activation_layers - dropped);
   }

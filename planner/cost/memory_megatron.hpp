@@ -133,6 +133,10 @@ TeLayerBytes TeSavedBytesPerToken(const ModelSpec& m, bool moe_layer, Precision 
 /// Interleaved-schedule activation factor 1 + (p − 1)/(p·v) (Korthikanti §4.2.3).
 double InterleaveFactor(int64_t pp, int64_t vpp);
 
+/// The estimator's in-flight activation factor (megatron.md 3.4) for `x`: InterleaveFactor with
+/// VPP, else min(1, M/p) when p > 1 and the micro-batch count M is known, else 1.
+double InFlightFactor(const MegatronArgs& x);
+
 /// Bytes per parameter of the main-gradient buffer, which is also the dtype of the DP gradient
 /// reduction: 4 (fp32) unless a Megatron-Bridge layout sets grad_reduce_in_fp32 false, then 2
 /// (bf16). megatron.md 3.3 ("grad_reduce_in_fp32=False ... makes the main-grad buffer bf16").
