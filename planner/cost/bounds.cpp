@@ -18,9 +18,11 @@
 // way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
 // GEMM factor (GemmSizeFactor <= 1), routed experts / tp, recompute only under full; the
 // attention core at kFlashAttentionEfficiency x AttentionLengthFactor; the HBM-bound term exactly (it is linear in
-// the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP communication only
-// without tp_comm_overlap (with it the exposed part can be 0), EP only without the
-// all-to-all overlap, both without latency terms. The least-cost layer kind (dense or MoE)
+// the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP and EP communication
+// without latency terms, in full without overlap; with tp_comm_overlap at least
+// kTpOverlapExposedFraction of it (Pos(c − g) + f·min(c, g) >= f·c for f <= 1), with the EP
+// all-to-all overlap at least HiddenCommCost of it (same argument, the unpaired share
+// exposed in full). The least-cost layer kind (dense or MoE)
 // is charged for every layer of the rank holding the most layers (>= L/pp), and the EP
 // term counts only that rank's MoE layers (>= L/pp − dense layers).
 #include <algorithm>
@@ -70,17 +72,21 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   double bound = tokens * layers * per_layer;
   const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
   const double h = double(m.hidden_size);
-  if (l.tp > 1 && l.mb.tp_comm_overlap != Tri::kTrue) {
+  if (l.tp > 1) {
     const cost::Link link = cost::RingLink(sys, links, g.tp);
     double volumes = 4.0;
     if (m.is_moe() && etp <= 1) volumes = 2.0;
-    bound += volumes * (full ? 1.5 : 1.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+    const double comm =
+        volumes * (full ? 1.5 : 1.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+    bound += l.mb.tp_comm_overlap == Tri::kTrue ? cost::kTpOverlapExposedFraction * comm : comm;
   }
-  if (l.ep > 1 && m.is_moe() && l.mb.ep_a2a_overlap != Tri::kTrue) {
+  if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
     const double ep = double(l.ep);
     const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
-    bound += (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 * (ep - 1) / ep / link.busbw_bytes_per_s;
+    const double comm = (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 *
+                        (ep - 1) / ep / link.busbw_bytes_per_s;
+    bound += l.mb.ep_a2a_overlap == Tri::kTrue ? cost::HiddenCommCost(comm, link) : comm;
   }
   return bound;
 }

@@ -30,6 +30,11 @@ double GemmSizeFactor(double tokens, double width) {
   return ft * fw;
 }
 
+double HiddenCommCost(double seconds, const Link& link) {
+  if (seconds <= 0) return 0.0;
+  return seconds * kHiddenCommKappa * std::min(1.0, link.busbw_bytes_per_s / kHiddenCommRefBusbw);
+}
+
 double PeakFlops(const GpuSpec& gpu, Precision precision) {
   if (precision == Precision::kFp4 && gpu.fp4_flops > 0) return gpu.fp4_flops;
   if ((precision == Precision::kFp8 || precision == Precision::kFp4) && gpu.fp8_flops > 0) return gpu.fp8_flops;
@@ -91,6 +96,8 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   DDP: one all-reduce of fp32 grads per step over all ranks, overlapped with the backward
 ///     of the last micro-batch: exposed = max(0, t − backward of one micro-batch) + last
 ///     bucket.
+///   FSDP and DDP: the hidden part adds HiddenCommCost (the compute it hides behind runs
+///     slower while the collective is in flight; measured, time.hpp).
 /// Optimizer: Adam reads master params, grads, m, v and writes params, m, v of this rank:
 ///   (2·state − grads) bytes / hbm_bandwidth.
 TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
@@ -178,8 +185,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     const Link link = RingLink(sys, c.links, g.ddp);
     const double ar = AllReduceSeconds(4.0 * (dense_local + expert_local), g.ddp.n, link);
     const double bwd_mb = t.compute / n_mb * (2.0 / 3.0);
-    t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) +
-                                  AllReduceSeconds(kDdpBucketBytes, g.ddp.n, link)
+    t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) + AllReduceSeconds(kDdpBucketBytes, g.ddp.n, link) +
+                                  HiddenCommCost(std::min(ar, bwd_mb), link)
                             : 0.0;
   } else {
     Group gd = g.dp_shard_cp, ge = g.ep_shard;
@@ -192,21 +199,31 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     const double layers_dense = rp.layer_dense / tp, root = rp.root / tp;
     const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
                             AllGatherSeconds(2.0 * rp.max_layer_expert / ep, ge.n, le);
-    const double rs = ReduceScatterSeconds(4.0 * dense_local, gd.n, ld) +
-                      ReduceScatterSeconds(4.0 * expert_local, ge.n, le) +
-                      AllReduceSeconds(4.0 * dense_local / double(gd.n), g.dp_replicate.n, lr);
+    const double rs_d = ReduceScatterSeconds(4.0 * dense_local, gd.n, ld);
+    const double rs_e = ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
+    const double rs_r = AllReduceSeconds(4.0 * dense_local / double(gd.n), g.dp_replicate.n, lr);
+    const double rs = rs_d + rs_e + rs_r;
+    // Hidden collectives slow the compute they hide behind (HiddenCommCost): `*_cost` is that
+    // cost were all of it hidden, scaled below by the hidden share.
     if (l.pp > 1) {
       const double calls = double(c.grad_accum);
-      const double ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) +
-                        AllGatherSeconds(2.0 * expert_local, ge.n, le);
-      t.dp_comm = std::max(0.0, calls * ag - kFsdpOverlapFraction * t.compute) + calls * first_ag +
-                  calls * rs;
+      const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
+      const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      const double ag = calls * (ag_d + ag_e);
+      const double hidden = std::min(ag, kFsdpOverlapFraction * t.compute);
+      const double ag_cost = calls * (HiddenCommCost(ag_d, ld) + HiddenCommCost(ag_e, le));
+      t.dp_comm = std::max(0.0, ag - kFsdpOverlapFraction * t.compute) + calls * first_ag + calls * rs +
+                  (ag > 0 ? ag_cost * hidden / ag : 0.0);
     } else {
       const bool experts_kept = !kMoeReshardAfterForward && l.ep > 1 && ge.n > 1;
-      const double ag = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) +
-                        AllGatherSeconds(2.0 * root, gd.n, ld) +
-                        (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
-      t.dp_comm = std::max(0.0, n_mb * (ag + rs) - kFsdpOverlapFraction * t.compute) + n_mb * first_ag;
+      const double ag_d = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) + AllGatherSeconds(2.0 * root, gd.n, ld);
+      const double ag_e = (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      const double comm = n_mb * (ag_d + ag_e + rs);
+      const double hidden = std::min(comm, kFsdpOverlapFraction * t.compute);
+      const double cost =
+          n_mb * (HiddenCommCost(ag_d + rs_d, ld) + HiddenCommCost(ag_e + rs_e, le) + HiddenCommCost(rs_r, lr));
+      t.dp_comm = std::max(0.0, comm - kFsdpOverlapFraction * t.compute) + n_mb * first_ag +
+                  (comm > 0 ? cost * hidden / comm : 0.0);
     }
   }
   // --- optimizer ---

@@ -20,6 +20,23 @@ inline constexpr double kGemmWidthK0 = 128.0;
 /// Fraction of FSDP all-gather / reduce-scatter time that prefetch can hide behind the
 /// compute of the same step. Assumption, uncalibrated.
 inline constexpr double kFsdpOverlapFraction = 0.8;
+/// Communication hidden behind compute is not free: NCCL's kernels hold SMs (one CTA per
+/// channel) and move every byte through HBM, so the kernels that hide a collective run slower
+/// while it is in flight, and the collective runs slower beside them. Measured on 2 H200
+/// (tools/measure/overlap.py, tests/data/measured/h200_overlap*.jsonl: BF16 8192^3 GEMM,
+/// causal flash attention fwd+bwd, residual add, each beside a 512 MiB all-gather,
+/// reduce-scatter or all-to-all): with s_compute and s_comm the two slowdowns, each second of
+/// hidden collective costs kappa = s_comm·(1 − 1/s_compute) seconds of extra step time.
+/// kappa at the full NVLink rate (busbw 246-297 GB/s): median 0.266 of 9 points (0.17-0.43);
+/// with NCCL_MAX_NCHANNELS 8 (112-134 GB/s) 0.161, with 2 (29-36 GB/s) 0.046: the cost
+/// follows the bytes moved, so a link of busbw B below kHiddenCommRefBusbw costs
+/// kHiddenCommKappa·B/kHiddenCommRefBusbw (no faster link was measured: not extrapolated
+/// above). tests/cost/time_test.cpp reproduces the constants from the data.
+inline constexpr double kHiddenCommKappa = 0.266;
+inline constexpr double kHiddenCommRefBusbw = 257e9;  ///< bytes/s: median busbw of those 9 points
+/// Extra step time (s) when `seconds` of a collective on `link` are hidden behind compute:
+/// seconds · kHiddenCommKappa · min(1, link busbw / kHiddenCommRefBusbw). 0 for seconds <= 0.
+double HiddenCommCost(double seconds, const Link& link);
 /// Fraction of pipeline p2p time left exposed (the rest overlaps compute). Assumption.
 inline constexpr double kPpP2pExposedFraction = 0.2;
 
@@ -139,6 +156,7 @@ struct MegatronShared {
   bool moe_recompute = false;         ///< recompute_modules has moe: dispatch and combine run again
   double a2a_copies = 0;  ///< token copies per dispatch (top-k, or distinct ranks with flex)
   double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
+  double ep_hidden_cost = 0;  ///< HiddenCommCost of one second of the EP all-to-all
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;
 };

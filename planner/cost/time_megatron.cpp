@@ -168,6 +168,8 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     overlap. Megatron FSDP / torch FSDP2: per micro-batch gathers and reduce-scatters,
 ///     kFsdpOverlapFraction of the compute hides them; torch FSDP2 also copies every gathered
 ///     parameter out of, and every gradient into, its flat collective buffers (HBM-bound).
+///   Every hidden DP / FSDP / EP second adds HiddenCommCost (the compute it hides behind runs
+///     slower, measured); TP overlap keeps kTpOverlapExposedFraction instead.
 ///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3).
 ///   optimizer: as in RankTime.
 MegatronShared MegatronLayoutShared(const Ctx& c) {
@@ -263,7 +265,9 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.a2a_copies = DispatchCopies(l, m);
     const double a2a_bytes = t_mb / s.tp * s.a2a_copies * h * 2.0;
     const Group gep{l.ep, static_cast<int64_t>(s.etp)};
-    s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, A2aLink(sys, c.links, gep));
+    const Link lep = A2aLink(sys, c.links, gep);
+    s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, lep);
+    s.ep_hidden_cost = HiddenCommCost(1.0, lep);
   }
   s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
@@ -332,7 +336,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
       // The combined 1F1B schedule pairs one chunk's forward with another's backward; the
       // warm-up forwards and cool-down backwards have no partner (MegatronEpUnpairedShare).
       const double unpaired = MegatronEpUnpairedShare(l.pp, static_cast<int64_t>(s.v), static_cast<int64_t>(n_mb));
-      t.ep = unpaired * comm + (1.0 - unpaired) * Pos(comm - compute0);
+      t.ep = unpaired * comm +
+             (1.0 - unpaired) * (Pos(comm - compute0) + s.ep_hidden_cost * std::min(comm, compute0));
     } else {
       t.ep = comm;
     }
@@ -349,27 +354,43 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double g = MainGradBytes(l);  // bytes per gradient element reduced
   if (l.strategy == Strategy::kDdp) {
     const bool overlap = l.mb.overlap_grad_reduce == Tri::kTrue;
-    double rs = 0, ag = 0, tail = 0;
+    double rs = 0, ag = 0, tail = 0, rs_cost = 0, ag_cost = 0;  // *_cost: HiddenCommCost if all hidden
     if (l.use_distributed_optimizer) {
-      rs = ReduceScatterSeconds(g * dense_local, gd.n, ld) + ReduceScatterSeconds(g * expert_local, ge.n, le);
-      ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
+      const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
+      const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
+      const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
+      rs = rs_d + rs_e;
+      ag = ag_d + ag_e;
+      rs_cost = HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le);
+      ag_cost = HiddenCommCost(ag_d, ld) + HiddenCommCost(ag_e, le);
     } else {
-      rs = AllReduceSeconds(g * dense_local, gd.n, ld) + AllReduceSeconds(g * expert_local, ge.n, le);
+      const double ar_d = AllReduceSeconds(g * dense_local, gd.n, ld);
+      const double ar_e = AllReduceSeconds(g * expert_local, ge.n, le);
+      rs = ar_d + ar_e;
+      rs_cost = HiddenCommCost(ar_d, ld) + HiddenCommCost(ar_e, le);
     }
     const double bucket = l.mb.bucket_size > 0 ? g * double(l.mb.bucket_size) : kDdpBucketBytes;
     tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, g * dense_local), gd.n, ld) : 0.0;
     if (overlap) {
       t.dp = std::max(Pos(rs - bwd_mb * v), tail) + (ag > 0 ? std::max(Pos(ag - fwd_mb * v), 0.5 * tail) : 0.0);
+      // The hidden share slows the compute it hides behind (HiddenCommCost).
+      if (rs > 0) t.dp += rs_cost * std::min(rs, bwd_mb * v) / rs;
+      if (ag > 0) t.dp += ag_cost * std::min(ag, fwd_mb * v) / ag;
     } else {
       t.dp = rs + ag;
     }
   } else {
     const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
                             AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);
-    const double ag = AllGatherSeconds(2.0 * dense_local, gd.n, ld) + AllGatherSeconds(2.0 * expert_local, ge.n, le);
-    const double rs =
-        ReduceScatterSeconds(g * dense_local, gd.n, ld) + ReduceScatterSeconds(g * expert_local, ge.n, le);
-    t.dp = Pos(n_mb * (2.0 * ag + rs) - kFsdpOverlapFraction * compute0) + n_mb * first_ag;
+    const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
+    const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
+    const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
+    const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
+    const double comm = n_mb * (2.0 * (ag_d + ag_e) + rs_d + rs_e);
+    const double hidden = std::min(comm, kFsdpOverlapFraction * compute0);
+    const double cost = n_mb * (HiddenCommCost(2.0 * ag_d + rs_d, ld) + HiddenCommCost(2.0 * ag_e + rs_e, le));
+    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + n_mb * first_ag + (comm > 0 ? cost * hidden / comm : 0.0);
     // torch FSDP2 gathers into a flat buffer and copies out to each parameter (forward and
     // backward), and copies each gradient into a flat buffer before the reduce-scatter
     // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,

@@ -74,6 +74,31 @@ const char* kEntry =
     "     cuda_graph_impl: none, cuda_graph_scope: [], grad_reduce_in_fp32: false, cpu_offloading_num_layers: 0,\n"
     "     notes: ''}\n";
 
+// Qwen3-30B-A3B on 8 GPUs of a DGX H100 at seq 2048: EP 8, DDP, the alltoall dispatcher,
+// micro-batch 1. Terms(x) prices layout x (held by reference in the Ctx: members, not temporaries).
+struct Qwen3Ep8 {
+  explicit Qwen3Ep8(int64_t global_batch)
+      : m(test::Qwen3_30B_A3B()), p(CountParams(m)), setup(test::Setup(8, 2048, global_batch)),
+        system(test::DgxH100()) {
+    l.framework = Framework::kMegatronBridge;
+    l.strategy = Strategy::kDdp;
+    l.ep = 8;
+    l.dp = 8;
+    l.mb.token_dispatcher = MbDispatcher::kAlltoall;
+    SetMegatronMicroBatch(l, 1, setup);
+    SyncMegatronCostView(l, m.num_layers);
+  }
+  cost::MegatronTerms Terms(const Layout& x) const {
+    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, x);
+    return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
+  }
+  ModelSpec m;
+  ParamCounts p;
+  TrainSetup setup;
+  SystemSpec system;
+  Layout l;
+};
+
 }  // namespace
 
 TEST_CASE("megatron runtime: flex dispatch sends a token once per distinct EP rank") {
@@ -171,30 +196,80 @@ TEST_CASE("megatron runtime: moe recompute repeats the MoE forward and its dispa
   // recompute_modules [moe] runs each MoE layer's routed and shared experts forward again
   // (routed at the expert rate: a third of their forward-and-backward GEMM time) and its
   // dispatch and combine again: the EP time is 6/4 of the one without.
-  const ModelSpec m = test::Qwen3_30B_A3B();
-  const ParamCounts p = CountParams(m);
-  const TrainSetup setup = test::Setup(8, 2048, 8);
-  const SystemSpec system = test::DgxH100();
-  Layout l;
-  l.framework = Framework::kMegatronBridge;
-  l.strategy = Strategy::kDdp;
-  l.ep = 8;
-  l.dp = 8;
-  l.mb.token_dispatcher = MbDispatcher::kAlltoall;
-  SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
-  auto terms = [&](const Layout& x) {
-    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, x);
-    return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
-  };
-  const cost::MegatronTerms none = terms(l);
+  Qwen3Ep8 q(8);
+  Layout l = q.l;
+  const cost::MegatronTerms none = q.Terms(l);
   l.recompute = Recompute::kSelective;
   l.mb.recompute_modules = kRecomputeMoe;
-  const cost::MegatronTerms moe = terms(l);
+  const cost::MegatronTerms moe = q.Terms(l);
   REQUIRE(none.ep > 0);
   CHECK(moe.ep == test::Rel(1.5 * none.ep).epsilon(1e-12));
   CHECK(moe.gemm > none.gemm);
   CHECK(moe.attention == test::Rel(none.attention).epsilon(1e-12));  // no core_attn in the set
+}
+
+TEST_CASE("megatron runtime: hidden EP all-to-all costs the measured contention") {
+  // Qwen3-30B-A3B, 8 GPUs of a DGX H100, EP 8, no PP: with overlap_moe_expert_parallel_comm
+  // the first forward and last backward chunk are unpaired (MegatronEpUnpairedShare), the rest
+  // hides behind compute and slows it by HiddenCommCost per hidden second.
+  const Qwen3Ep8 q(64);
+  Layout l = q.l;
+  const cost::MegatronTerms plain = q.Terms(l);
+  l.mb.ep_a2a_overlap = Tri::kTrue;
+  const cost::MegatronTerms over = q.Terms(l);
+  const cost::Ctx c1 = cost::MakeCtx(q.m, q.system, q.setup, q.p, l);
+  const double comm = plain.ep;  // exposed in full without overlap
+  const double compute0 = over.gemm + over.attention + over.memory_bound;
+  const double unpaired = cost::MegatronEpUnpairedShare(1, 1, c1.mb_per_step);
+  const cost::Link link = cost::A2aLink(q.system, c1.links, cost::Group{8, 1});
+  // NVLink inside the node: busbw above the measured reference, so the full kappa applies.
+  REQUIRE(link.busbw_bytes_per_s > cost::kHiddenCommRefBusbw);
+  CHECK(cost::HiddenCommCost(1.0, link) == doctest::Approx(cost::kHiddenCommKappa));
+  const double expect = unpaired * comm + (1.0 - unpaired) * (std::max(0.0, comm - compute0) +
+                                                              cost::kHiddenCommKappa * std::min(comm, compute0));
+  REQUIRE(comm > 0);
+  CHECK(over.ep == test::Rel(expect).epsilon(1e-12));
+  CHECK(over.ep < comm);
+  // A link at half the reference busbw costs half (the cost follows the bytes moved).
+  CHECK(cost::HiddenCommCost(2.0, cost::Link{cost::kHiddenCommRefBusbw / 2, 0}) ==
+        doctest::Approx(cost::kHiddenCommKappa));
+  CHECK(cost::HiddenCommCost(-1.0, link) == 0.0);
+}
+
+TEST_CASE("megatron runtime: the hidden-communication constants are the measured contention") {
+  // tools/measure/overlap.py on 2 H200: kappa = s_comm (1 - 1/s_compute) per 512 MiB point;
+  // busbw = bytes / comm_alone_s x (n-1)/n.
+  auto read = [](const std::string& name) {
+    std::ifstream in(test::kMeasuredDir + name);
+    REQUIRE(in.good());
+    std::string line;
+    std::getline(in, line);  // environment
+    std::vector<double> kappa, busbw;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      const double bytes = j.at("bytes").get<double>();
+      if (bytes < 512.0 * (1 << 20) - 4) continue;
+      const double n = j.at("n").get<double>();
+      kappa.push_back(j.at("s_comm").get<double>() * (1.0 - 1.0 / j.at("s_compute").get<double>()));
+      busbw.push_back(bytes / j.at("comm_alone_s").get<double>() * (n - 1.0) / n);
+    }
+    REQUIRE(kappa.size() == 9);
+    std::sort(kappa.begin(), kappa.end());
+    std::sort(busbw.begin(), busbw.end());
+    return std::pair<double, double>{kappa[4], busbw[4]};
+  };
+  const auto [k_full, bw_full] = read("h200_overlap.jsonl");
+  CHECK(cost::kHiddenCommKappa == doctest::Approx(k_full).epsilon(0.01));
+  CHECK(cost::kHiddenCommRefBusbw == doctest::Approx(bw_full).epsilon(0.03));
+  // Fewer NCCL channels: less bandwidth and less contention, roughly in proportion (the model's
+  // per-byte scaling predicts within 40% of the measured medians, and lower, not higher).
+  for (const char* name : {"h200_overlap_ch8.jsonl", "h200_overlap_ch2.jsonl"}) {
+    const auto [k, bw] = read(name);
+    INFO(name);
+    CHECK(k < k_full);
+    const double predicted = cost::HiddenCommCost(1.0, cost::Link{bw, 0});
+    CHECK(predicted == doctest::Approx(k).epsilon(0.40));
+  }
 }
 
 TEST_CASE("megatron runtime: block full recompute repeats only its layers") {

@@ -157,8 +157,10 @@ TEST_CASE("megatron time: the EP all-to-all share the combined 1F1B schedule can
   // A single micro-batch has no partner at all.
   CHECK(cost::MegatronEpUnpairedShare(1, 1, 1) == test::Rel(1.0));
   CHECK(cost::MegatronEpUnpairedShare(8, 2, 4) == test::Rel(1.0));
-  // In the time model: with overlap on, the exposed EP time is that share of the all-to-all
-  // (the paired rest hides behind compute here), against all of it with overlap off.
+  // In the time model: with overlap on, the exposed EP time is that share of the all-to-all,
+  // and the paired rest hides behind compute here at the measured contention cost
+  // (kHiddenCommKappa: EP 8 on NVLink, above the reference busbw), against all of it with
+  // overlap off.
   const ModelSpec m = test::Qwen3_30B_A3B();
   Layout l = MegatronLayout(1, 8);
   l.ep = 8;
@@ -171,7 +173,7 @@ TEST_CASE("megatron time: the EP all-to-all share the combined 1F1B schedule can
   const cost::MegatronTerms on = Terms(m, test::DgxH100(), setup, l);
   REQUIRE(off.ep > 0);
   REQUIRE(off.ep < off.gemm);
-  CHECK(on.ep == test::Rel(0.2 * off.ep));
+  CHECK(on.ep == test::Rel((0.2 + 0.8 * cost::kHiddenCommKappa) * off.ep));
 }
 
 TEST_CASE("megatron time: torch FSDP2 copies parameters and gradients through its flat buffers") {
