@@ -196,8 +196,10 @@ struct StageSplit {
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
 /// 2*pp for interleaved1f1b; else S = ceil(L / layers_per_stage), rounded to a multiple of
 /// pp if a rounding mode is set. Layers are split with the first L % S stages one layer
-/// larger; rank r holds stages r, r+pp, r+2pp, ... Does not check validity
-/// (see rules); num_stages is 0 when S would be 0.
+/// larger; rank r holds stages r, r+pp, r+2pp, ... Megatron-Bridge layouts with vpp > 1:
+/// S = pp·vpp (Megatron-Core's model chunks; pipeline_model_parallel_layout may split the
+/// layers unevenly, modelled the same way). Does not check validity (see rules); num_stages
+/// is 0 when S would be 0.
 StageSplit SplitStages(int64_t num_layers, const Layout& layout);
 
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"

@@ -19,6 +19,12 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
   int64_t s = 0;
   if (layout.pp <= 1) {
     s = 1;
+  } else if (multi && layout.framework == Framework::kMegatronBridge && layout.vpp > 1) {
+    // Megatron-Core: exactly vpp model chunks per rank (virtual_pipeline_model_parallel_size);
+    // when pp·vpp does not divide the layers, pipeline_model_parallel_layout gives the first
+    // chunks one layer more (as below). Not AutoModel's layers_per_stage arithmetic, which
+    // cannot reach every pp·vpp (61 layers: no layers_per_stage gives 32 or 40 stages).
+    s = pp * layout.vpp;
   } else if (layout.layers_per_stage <= 0) {
     s = multi ? 2 * pp : pp;
   } else {
@@ -55,22 +61,32 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
 
 // The search asks for few distinct splits, once per layout from the cost model and from
 // several pipeline rules, and the computation is integer divisions: a per-thread memo keyed
-// by every field it reads (num_layers, pp, pp_schedule, layers_per_stage, stage_rounding).
+// by every field it reads (num_layers, pp, pp_schedule, layers_per_stage, stage_rounding,
+// framework, vpp).
 StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
   struct Slot {
     bool used = false;
-    int64_t layers = 0, pp = 0, lps = 0;
+    int64_t layers = 0, pp = 0, lps = 0, vpp = 0;
+    Framework framework = Framework::kAutoModel;
     PpSchedule schedule = PpSchedule::k1F1B;
     StageRounding rounding = StageRounding::kNone;
     StageSplit split;
   };
   thread_local Slot memo[64];
   const uint64_t h = uint64_t(num_layers) * 7 + uint64_t(layout.pp) * 31 + uint64_t(layout.layers_per_stage) * 5 +
-                     uint64_t(layout.pp_schedule) * 3 + uint64_t(layout.stage_rounding);
+                     uint64_t(layout.pp_schedule) * 3 + uint64_t(layout.stage_rounding) + uint64_t(layout.vpp) * 11;
   Slot& s = memo[h & 63];
   if (!s.used || s.layers != num_layers || s.pp != layout.pp || s.lps != layout.layers_per_stage ||
-      s.schedule != layout.pp_schedule || s.rounding != layout.stage_rounding) {
-    s = Slot{true, num_layers, layout.pp, layout.layers_per_stage, layout.pp_schedule, layout.stage_rounding,
+      s.vpp != layout.vpp || s.framework != layout.framework || s.schedule != layout.pp_schedule ||
+      s.rounding != layout.stage_rounding) {
+    s = Slot{true,
+             num_layers,
+             layout.pp,
+             layout.layers_per_stage,
+             layout.vpp,
+             layout.framework,
+             layout.pp_schedule,
+             layout.stage_rounding,
              ComputeSplitStages(num_layers, layout)};
   }
   return s.split;

@@ -225,6 +225,33 @@ TEST_CASE("layout: AutoModel stage split") {
   CHECK(s.last_rank_layers == 26);
 }
 
+TEST_CASE("layout: Megatron-Bridge VPP gives exactly vpp chunks per rank") {
+  // DeepSeek-V3's 61 layers on PP 8: Megatron-Core builds vpp model chunks per rank for any
+  // vpp (a pipeline_model_parallel_layout splits the layers unevenly). The cost view used to
+  // borrow AutoModel's layers_per_stage arithmetic, which turned vpp 4, 5 and 6 into 7 chunks.
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.pp = 8;
+  for (const int64_t vpp : {4, 5, 7}) {
+    l.vpp = vpp;
+    SyncMegatronCostView(l, 61);
+    const StageSplit s = SplitStages(61, l);
+    INFO("vpp " << vpp);
+    CHECK(s.num_stages == 8 * vpp);
+    CHECK(s.stages_per_rank == vpp);
+    // 61 = 8·vpp·1 + (61 − 8·vpp): the first 61 − 8·vpp chunks hold 2 layers. Rank 0 holds
+    // chunks 0, 8, ...: vpp 4 -> 29 two-layer chunks, all 4 of rank 0's: 8 layers; vpp 5 -> 21:
+    // chunks 0, 8, 16 of rank 0: 5 + 3 = 8; vpp 7 -> 5: chunk 0 only: 7 + 1 = 8. The last rank
+    // (chunks 7, 15, ...): vpp 4 -> 4 + 3 (7, 15, 23 < 29) = 7; vpp 5 -> 5 + 2 = 7; vpp 7 -> 7.
+    CHECK(s.first_rank_layers == 8);
+    CHECK(s.last_rank_layers == 7);
+  }
+  // No VPP: 1F1B, one chunk per rank.
+  l.vpp = 1;
+  SyncMegatronCostView(l, 61);
+  CHECK(SplitStages(61, l).stages_per_rank == 1);
+}
+
 TEST_CASE("layout: closed-form stage split equals counting stage by stage") {
   for (int64_t layers = 1; layers <= 130; layers += 3) {
     for (int64_t pp : {2, 3, 4, 7, 8, 16}) {
