@@ -12,7 +12,8 @@
 //     1/3 (full) or 1/6 of the matmul work (selective) exactly as RankTime does;
 //   - TP all-reduces move at least (4, or 6 under full recompute) · layers · tokens·h·2
 //     bytes · 2(tp−1)/tp at the TP group's bus bandwidth (latency terms dropped), and EP
-//     all-to-alls likewise for the MoE layers; every other term (CP, PP, bubble, DP,
+//     all-to-alls likewise for the MoE layers; the eager HBM-bound kernels of those layers
+//     exactly as RankTime charges them (linear in the tokens); every other term (CP, PP, bubble, DP,
 //     optimizer) is >= 0 and dropped.
 // Megatron-Bridge layouts are scored by time_megatron.cpp (MegatronTime), bounded the same
 // way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
@@ -123,6 +124,21 @@ double CostModel::StepSecondsLowerBound(const Layout& l) const {
                                gpu.bf16_flops * cost::MatmulEfficiency(gpu, Precision::kBf16)) *
                       eff;
   double bound = tokens * layers * per_layer / rate;
+  // Eager HBM-bound kernels as RankTime charges them (linear in the tokens; the loss dropped:
+  // the rank with the most layers may not hold the head).
+  if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
+    const double h = double(m.hidden_size);
+    const double qk = m.qk_norm ? double(cost::QDim(m) + cost::KDim(m)) : 0.0;
+    const double common = cost::kEagerHiddenPasses * h + cost::kEagerQkNormPasses * qk / tp;
+    const double dense = common + cost::kEagerFfnPasses * double(m.intermediate_size) / tp;
+    const double moe = common + cost::kEagerFfnPasses *
+                                    (double(m.experts_per_token) * double(m.moe_intermediate_size) +
+                                     double(m.shared_expert_intermediate_size)) / tp;
+    double elems = dense;
+    if (m.is_moe()) elems = m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
+    const double recompute = l.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
+    bound += 2.0 * tokens * layers * elems * recompute / gpu.hbm_bandwidth;
+  }
 
   const bool full = l.recompute == Recompute::kFull;
   const cost::MeshGroups g = cost::LayoutGroups(l, setup_.num_gpus);

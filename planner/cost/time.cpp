@@ -74,6 +74,8 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   AttentionLengthFactor(seq, 1)).
 ///   GemmSizeFactor(T, h/tp) for the linear work, (T·k·ep/E, f_e) for the experts (tokens
 ///   per local expert), (T, ∞) for the core; T = micro_batch·seq/cp.
+///   Eager HBM-bound kernels: 2 bytes · tokens · (layers' kEager*Passes elements, x 4/3
+///   under recompute, + kEagerLossVocabPasses·V on the head's rank) / HBM bandwidth (time.hpp).
 /// Communication (exposed parts; groups and links from comm.cpp):
 ///   TP (DTensor, no overlap in AutoModel): per layer per micro-batch 2 all-reduces forward
 ///     and 2 backward (all-gather + reduce-scatter with SP: same volume) of T·h·2 bytes;
@@ -149,6 +151,25 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0) * cp_chunk;
   const double core_s = core * (1.0 + extra_core) / core_rate_eff;
   t.compute = linear_s + expert_s + core_s;
+  // Eager HBM-bound kernels (kEagerHiddenPasses..., measured) of the Hugging Face modules
+  // AutoModel trains dense models with. TP (no sequence parallel in AutoModel's plans) splits
+  // the FFN and head widths, not the norms and residual adds; the loss runs on the full
+  // vocabulary (the logits are gathered). Both recompute modes repeat the forward's
+  // elementwise ops (a third of forward + backward). MoE models run AutoModel's own
+  // implementations with Transformer Engine norms, linear layers and fused RoPE
+  // (model.backend te, automodel.md 1.4): not these kernels, and not measured; no term.
+  if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
+    const double ffn_dense = double(m.intermediate_size);
+    const double ffn_moe = double(m.experts_per_token) * double(m.moe_intermediate_size) +
+                           double(m.shared_expert_intermediate_size);
+    const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
+    const double per_layer = kEagerHiddenPasses * h + kEagerQkNormPasses * qk / tp;
+    const double elems = double(rp.dense_layers) * (per_layer + kEagerFfnPasses * ffn_dense / tp) +
+                         moe_layers * (per_layer + kEagerFfnPasses * ffn_moe / tp);
+    const double recompute = l.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
+    const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
+    t.compute += 2.0 * tokens * (elems * recompute + loss) / gpu.hbm_bandwidth;
+  }
 
   const bool full = l.recompute == Recompute::kFull;
   const MeshGroups& g = c.groups;

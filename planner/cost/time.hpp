@@ -47,6 +47,23 @@ inline constexpr double kPpP2pExposedFraction = 0.2;
 /// The median of the head-dim-128 points; used for every GPU (no other GPU measured).
 inline constexpr double kSdpaAttentionEfficiency = 0.43;
 
+/// AutoModel trains Hugging Face decoders in eager PyTorch: RMSNorm in fp32 op by op, RoPE,
+/// SwiGLU, residual adds, q/k norms, each a chain of HBM-bound kernels, forward and autograd
+/// backward, and a loss that upcasts the logits to fp32. Their GPU time, measured per decoder
+/// layer with torch.profiler on H200 (tools/measure/eager_profile.py,
+/// tests/data/measured/h200_eager_profile.jsonl: 6 Llama / Qwen2 / Qwen3 configs, 8192 tokens,
+/// kernels that are neither GEMMs nor attention), expressed as 2-byte element passes per token
+/// at the HBM peak and fitted by least squares to h, f and (q + kv) of models with q/k norms:
+/// within 5% on all six. Per token per layer, forward + backward:
+///   kEagerHiddenPasses·h + kEagerFfnPasses·f + kEagerQkNormPasses·(q + kv)·[qk_norm].
+/// The lm_head's loss path (fp32 upcast, cross entropy, its backward): kEagerLossVocabPasses·V
+/// per token (median of the six, 32.9-38.8). tests/cost/eager_ops_test.cpp refits both from the
+/// data. Dense models only: AutoModel's MoE models are its own Transformer Engine implementations.
+inline constexpr double kEagerHiddenPasses = 341.4;
+inline constexpr double kEagerFfnPasses = 15.8;
+inline constexpr double kEagerQkNormPasses = 159.2;
+inline constexpr double kEagerLossVocabPasses = 35.7;
+
 /// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
 /// Best-GEMM efficiency (MAMF / peak) for the precision actually used.

@@ -1,8 +1,12 @@
-// Issue "calibration on the user's own cluster": does the system calibrated from the H200
-// collective and GEMM sweeps (hwdb/systems/dgx-h200-calibrated.yaml, fitted by
-// `meshplan calibrate` from tests/data/calibration/) predict the step times measured on the
-// same H200 GPUs (tests/data/measured/, default allocator) better than the datasheet
-// dgx-h200? Prints every case and both median errors.
+// Issue "calibration on the user's own cluster": how well do the datasheet dgx-h200 and the
+// system calibrated from the H200 collective and GEMM sweeps (hwdb/systems/dgx-h200-calibrated.yaml,
+// fitted by `meshplan calibrate` from tests/data/calibration/) predict the step times measured
+// on the same H200 GPUs (tests/data/measured/, default allocator)? Prints every case and both
+// median errors. Before the eager HBM-bound term (time.hpp kEager*Passes) the calibrated system
+// was the better one (median 31% datasheet, 22% calibrated), its lower GEMM rate standing in
+// for the missing time; with the term the datasheet one is: the calibration's GEMM sweep
+// measured 687 TFLOP/s where the profiled training GEMMs of Llama 3.1 8B reach about 800
+// (tests/data/measured/h200_eager_profile.jsonl: 6 x 218.1e6 x 8192 FLOP in 13.3 ms per layer).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -23,7 +27,7 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-TEST_CASE("accuracy: calibrated H200 system predicts measured step times better than the datasheet one") {
+TEST_CASE("accuracy: the H200 systems predict the measured step times within 15% median") {
   const SystemSpec base = LoadSystem("dgx-h200");
   const SystemSpec calibrated = LoadSystem("dgx-h200-calibrated");
   std::vector<double> err_base, err_cal;
@@ -43,5 +47,6 @@ TEST_CASE("accuracy: calibrated H200 system predicts measured step times better 
   REQUIRE(err_base.size() == 37);
   const double mb = Median(err_base), mc = Median(err_cal);
   std::printf("median |err|: dgx-h200 %.1f%%, dgx-h200-calibrated %.1f%%\n", 100 * mb, 100 * mc);
-  CHECK(mc < mb);
+  CHECK(mb <= 0.15);
+  CHECK(mc <= 0.15);
 }
