@@ -54,12 +54,17 @@ void Merge(Tri& into, Tri v) {
   if (v != Tri::kUnset) into = v;
 }
 
-// A section as a reader; an absent section reads as an empty map.
-MapReader Section(MapReader& top, const char* name, const std::string& filename) {
-  if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name);
+// A section as a reader; an absent section reads as an empty map. Integers must be written as
+// integers (MapReader::Int): OmegaConf reads 4.0 as a float and "4" as a string, and
+// _apply_overrides sets either on the config as it is (omegaconf_utils.py:454-515), where
+// Megatron-Core fails on it. Only env_vars takes strings (ConfigContainer.env_vars:
+// dict[str, str | int | float | bool], exported with str(value): config.py:965, 1984-1989).
+MapReader Section(MapReader& top, const char* name, const std::string& filename,
+                  yamlutil::QuotedInts quoted = yamlutil::QuotedInts::kRefused) {
+  if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name, quoted);
   YAML::Node n = top.Get(name);
   if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
-  return MapReader(n, filename, name);
+  return MapReader(n, filename, name, quoted);
 }
 
 /// The mixed-precision recipes Megatron-Bridge registers (training/mixed_precision.py,
@@ -277,7 +282,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   l.mb.checkpointing = !IsNull(ckpt, "save") || !IsNull(ckpt, "load");
   ckpt.Ignore({"save", "load"});
   if (l.mb.dist_use_megatron_fsdp == Tri::kTrue && !ddp.Has("use_megatron_fsdp")) l.mb.use_megatron_fsdp = true;
-  MapReader env = Section(top, "env_vars", filename);
+  MapReader env = Section(top, "env_vars", filename, yamlutil::QuotedInts::kRead);
   if (!IsNull(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
     l.mb.cuda_device_max_connections = env.Int("CUDA_DEVICE_MAX_CONNECTIONS", 1, 1024);
   }

@@ -71,3 +71,47 @@ TEST_CASE("megatron_read: none is a value and not null in every field") {
   CHECK(e.field() == "mixed_precision");
   CHECK(e.message().find("found 'none'") != std::string::npos);
 }
+
+TEST_CASE("megatron_read: integer fields take integers and refuse floats and quoted strings") {
+  const ParsedRecipe r = Read(
+      "model:\n  tensor_model_parallel_size: 4\n  pipeline_model_parallel_size: 2\n  seq_length: 8192\n"
+      "train:\n  global_batch_size: 128\n  micro_batch_size: 2\nenv_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n");
+  CHECK(r.layout.tp == 4);
+  CHECK(r.layout.pp == 2);
+  CHECK(r.layout.dp == 1);
+  CHECK(r.seq_len == 8192);
+  CHECK(r.global_batch == 128);
+  CHECK(r.layout.mb.cuda_device_max_connections == 1);
+  // OmegaConf reads 4.0 as a float and "4" as a string and sets either on the config as it is:
+  // refused in every section, with the position of the key.
+  struct Case {
+    std::string text, field, message;
+    int line;
+  };
+  for (const Case& c : {
+           Case{"model:\n  tensor_model_parallel_size: 4.0\n", "model.tensor_model_parallel_size",
+                "expected an integer, found '4.0' (a float; write 4)", 2},
+           Case{"model:\n  tensor_model_parallel_size: \"4\"\n", "model.tensor_model_parallel_size",
+                "expected an integer, found the string \"4\"", 2},
+           Case{"model:\n  tensor_model_parallel_size: '4'\n", "model.tensor_model_parallel_size",
+                "expected an integer, found the string \"4\"", 2},
+           Case{"model:\n  pipeline_model_parallel_size: 1e1\n", "model.pipeline_model_parallel_size",
+                "expected an integer, found '1e1' (a float; write 10)", 2},
+           Case{"model:\n  tensor_model_parallel_size: 2\n  expert_model_parallel_size: 8.5\n",
+                "model.expert_model_parallel_size", "expected an integer, found '8.5'", 3},
+           Case{"model: {seq_length: 4096}\ntrain:\n  global_batch_size: 64.0\n", "train.global_batch_size",
+                "expected an integer, found '64.0' (a float; write 64)", 3},
+           Case{"ddp:\n  bucket_size: \"40000000\"\n", "ddp.bucket_size",
+                "expected an integer, found the string \"40000000\"", 2},
+       }) {
+    CAPTURE(c.text);
+    const InputError e = ReadError(c.text);
+    CHECK(e.loc().line == c.line);
+    CHECK(e.loc().column == 3);
+    CHECK(e.field() == c.field);
+    CHECK(e.message() == c.message);
+  }
+  // env_vars are strings to Megatron-Bridge (exported with str(value)): "8" is 8.
+  CHECK(Read("model: {tensor_model_parallel_size: 1}\nenv_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: \"8\"\n")
+            .layout.mb.cuda_device_max_connections == 8);
+}
