@@ -107,6 +107,70 @@ Precision MixedPrecisionRecipe(MapReader& top) {
            expected + "'" + n.Scalar() + "'" + (hint.empty() ? std::string() : "; did you mean '" + hint + "'?"));
 }
 
+/// MixedPrecisionConfig's fields other than those ReadMixedPrecisionMap reads
+/// (training/mixed_precision.py:33-75; the same from v0.2.0 to main, fp4_param and
+/// fp4_param_gather since v0.5.0). meshplan does not price them (fp32 has no counterpart in the
+/// configs setup() copies to, so it changes nothing).
+constexpr const char* kMixedPrecisionUnpriced[] = {
+    "fp32", "params_dtype", "pipeline_dtype", "autocast_dtype", "autocast_enabled", "first_last_layers_bf16",
+    "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention",
+    "fp8_multi_head_attention", "fp8_param", "fp8_param_gather", "fp4_param", "fp4_param_gather", "loss_scale",
+    "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis", "num_layers_at_start_in_bf16",
+    "num_layers_at_end_in_bf16", "reuse_grad_buf_for_mxfp8_param_ag"};
+
+// `key` as one of `allowed`, or "" when null or absent.
+std::string Choice(MapReader& r, const char* key, std::initializer_list<const char*> allowed) {
+  if (IsNull(r, key)) return "";
+  const std::string v = r.Str(key);
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  r.Fail(key, "expected " + list + " or null; " + Found(v));
+}
+
+/// A mixed_precision map: Megatron-Bridge sets its keys on the recipe's MixedPrecisionConfig
+/// (omegaconf_utils.py _apply_overrides), or, with _target_ MixedPrecisionConfig, builds one of
+/// them alone. The GEMM precision is what fp8 / fp4 select (Megatron-Core transformer_config.py:
+/// fp8 e4m3 | hybrid at 587 with fp8_recipe tensorwise | delayed | mxfp8 | blockwise | custom at
+/// 594, priced as FP8 as the registered fp8 and mxfp8 recipes are; fp4 e2m1 at 673 with
+/// fp4_recipe nvfp4 | custom at 679, FP4); bf16 / fp16 GEMMs are priced as bf16. A key that is
+/// not a field is refused: Megatron-Bridge skips it with only a logged warning, so a misspelt
+/// fp8_recipe would quietly keep the recipe's own.
+void ReadMixedPrecisionMap(MapReader& r, ParsedRecipe& out) {
+  bool whole = false;
+  if (r.Has("_target_")) {
+    const std::string target = r.Str("_target_");
+    if (target != "megatron.bridge.training.mixed_precision.MixedPrecisionConfig") {
+      r.Fail("_target_", "expected megatron.bridge.training.mixed_precision.MixedPrecisionConfig (or no _target_: the "
+                         "keys then apply to the recipe's mixed-precision config); found '" + target + "'");
+    }
+    whole = true;
+  }
+  const std::string fp8 = Choice(r, "fp8", {"e4m3", "hybrid"});
+  Choice(r, "fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
+  const std::string fp4 = Choice(r, "fp4", {"e2m1"});
+  Choice(r, "fp4_recipe", {"nvfp4", "custom"});
+  r.Bool("bf16", false);
+  r.Bool("fp16", false);
+  if (!fp8.empty() && !fp4.empty()) {
+    // MixedPrecisionConfig.finalize: "fp4 and fp8 cannot be used simultaneously" (mixed_precision.py:107-108).
+    r.Fail("fp4", "expected fp8 or fp4, not both (Megatron-Bridge raises: fp4 and fp8 cannot be used "
+                  "simultaneously); found fp8: " + fp8 + " and fp4: " + fp4);
+  }
+  if (!fp8.empty() || !fp4.empty() || whole || (r.Has("fp8") && r.Has("fp4"))) {
+    out.precision = !fp4.empty() ? Precision::kFp4 : !fp8.empty() ? Precision::kFp8 : Precision::kBf16;
+    out.precision_set = true;
+  } else {
+    out.defaults_used.push_back(
+        "mixed_precision.fp8 / fp4 = the recipe's own (the map sets neither, and Megatron-Bridge applies it over the "
+        "recipe's mixed-precision config): priced as bf16 unless --precision says otherwise; fp8: e4m3 or hybrid "
+        "prices FP8, fp4: e2m1 FP4");
+  }
+  for (const char* k : kMixedPrecisionUnpriced) r.Ignore({k});
+}
+
 void ReadModel(MapReader& m, ParsedRecipe& out) {
   Layout& l = out.layout;
   l.tp = Size(m, "tensor_model_parallel_size", 1);
@@ -294,12 +358,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
               "mixed_precision", "scheduler", "dataset", "logger", "tokenizer", "rng", "profiling", "ft",
               "straggler", "nvrx_straggler", "peft", "rerun_state_machine", "inprocess_restart"});
   top.RejectNearMisses();
-  // mixed_precision: a registered recipe name (megatron.md 1.7); a MixedPrecisionConfig map is
-  // not interpreted.
-  if (!IsNull(top, "mixed_precision") && !top.Get("mixed_precision").IsMap()) {
-    out.precision = MixedPrecisionRecipe(top);
-    out.precision_set = true;
-  }
+  // mixed_precision: a registered recipe name (megatron.md 1.7) or a MixedPrecisionConfig map.
   // grad_reduce_in_fp32: MixedPrecisionConfig.setup() copies every field it shares with the
   // DDP config over it (training/mixed_precision.py, update_config_with_precision_overrides),
   // so the mixed-precision value wins: True for bf16_mixed and the recipes built on it, False
@@ -308,11 +367,15 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
     bool fp32 = true;
     if (!IsNull(top, "mixed_precision")) {
       const YAML::Node mp = top.Get("mixed_precision");
-      if (mp.IsScalar()) {
-        fp32 = mp.Scalar().rfind("fp16", 0) != 0;
-      } else if (mp.IsMap()) {
+      if (mp.IsMap()) {
         MapReader mpr(mp, filename, "mixed_precision");
+        ReadMixedPrecisionMap(mpr, out);
         fp32 = mpr.Bool("grad_reduce_in_fp32", true);
+        mpr.RejectUnknown();
+      } else {
+        out.precision = MixedPrecisionRecipe(top);
+        out.precision_set = true;
+        fp32 = mp.Scalar().rfind("fp16", 0) != 0;
       }
     }
     const Tri asked = TriKey(ddp, "grad_reduce_in_fp32");

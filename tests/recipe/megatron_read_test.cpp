@@ -19,6 +19,22 @@ InputError ReadError(const std::string& text) {
   return test::ErrorOf([&] { (void)Read(text); });
 }
 
+// A recipe refused at `line` (the key's line, column 3), with its field and message.
+struct Refused {
+  std::string text, field, message;
+  int line;
+};
+
+void CheckRefused(const Refused& c) {
+  CAPTURE(c.text);
+  const InputError e = ReadError(c.text);
+  CHECK(e.loc().file == "r.yaml");
+  CHECK(e.loc().line == c.line);
+  CHECK(e.loc().column == 3);
+  CHECK(e.field() == c.field);
+  CHECK(e.message() == c.message);
+}
+
 }  // namespace
 
 TEST_CASE("megatron_read: recompute_granularity is null or full or selective and the string none is refused") {
@@ -84,34 +100,85 @@ TEST_CASE("megatron_read: integer fields take integers and refuse floats and quo
   CHECK(r.layout.mb.cuda_device_max_connections == 1);
   // OmegaConf reads 4.0 as a float and "4" as a string and sets either on the config as it is:
   // refused in every section, with the position of the key.
-  struct Case {
-    std::string text, field, message;
-    int line;
-  };
-  for (const Case& c : {
-           Case{"model:\n  tensor_model_parallel_size: 4.0\n", "model.tensor_model_parallel_size",
+  for (const Refused& c : {
+           Refused{"model:\n  tensor_model_parallel_size: 4.0\n", "model.tensor_model_parallel_size",
                 "expected an integer, found '4.0' (a float; write 4)", 2},
-           Case{"model:\n  tensor_model_parallel_size: \"4\"\n", "model.tensor_model_parallel_size",
+           Refused{"model:\n  tensor_model_parallel_size: \"4\"\n", "model.tensor_model_parallel_size",
                 "expected an integer, found the string \"4\"", 2},
-           Case{"model:\n  tensor_model_parallel_size: '4'\n", "model.tensor_model_parallel_size",
+           Refused{"model:\n  tensor_model_parallel_size: '4'\n", "model.tensor_model_parallel_size",
                 "expected an integer, found the string \"4\"", 2},
-           Case{"model:\n  pipeline_model_parallel_size: 1e1\n", "model.pipeline_model_parallel_size",
+           Refused{"model:\n  pipeline_model_parallel_size: 1e1\n", "model.pipeline_model_parallel_size",
                 "expected an integer, found '1e1' (a float; write 10)", 2},
-           Case{"model:\n  tensor_model_parallel_size: 2\n  expert_model_parallel_size: 8.5\n",
+           Refused{"model:\n  tensor_model_parallel_size: 2\n  expert_model_parallel_size: 8.5\n",
                 "model.expert_model_parallel_size", "expected an integer, found '8.5'", 3},
-           Case{"model: {seq_length: 4096}\ntrain:\n  global_batch_size: 64.0\n", "train.global_batch_size",
+           Refused{"model: {seq_length: 4096}\ntrain:\n  global_batch_size: 64.0\n", "train.global_batch_size",
                 "expected an integer, found '64.0' (a float; write 64)", 3},
-           Case{"ddp:\n  bucket_size: \"40000000\"\n", "ddp.bucket_size",
+           Refused{"ddp:\n  bucket_size: \"40000000\"\n", "ddp.bucket_size",
                 "expected an integer, found the string \"40000000\"", 2},
        }) {
-    CAPTURE(c.text);
-    const InputError e = ReadError(c.text);
-    CHECK(e.loc().line == c.line);
-    CHECK(e.loc().column == 3);
-    CHECK(e.field() == c.field);
-    CHECK(e.message() == c.message);
+    CheckRefused(c);
   }
   // env_vars are strings to Megatron-Bridge (exported with str(value)): "8" is 8.
   CHECK(Read("model: {tensor_model_parallel_size: 1}\nenv_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: \"8\"\n")
             .layout.mb.cuda_device_max_connections == 8);
+}
+
+TEST_CASE("megatron_read: a mixed_precision map sets the precision from fp8 and fp4") {
+  const std::string head = "model: {tensor_model_parallel_size: 1, seq_length: 4096}\nmixed_precision:\n";
+  struct Case {
+    std::string map;
+    Precision precision;
+  };
+  // fp8 (e4m3 or hybrid) with any scaling recipe, MXFP8 included, is priced as FP8, as the
+  // registered bf16_with_*fp8* recipes are; fp4 e2m1 (NVFP4) as FP4.
+  for (const Case& c : {
+           Case{"  fp8: hybrid\n  fp8_recipe: tensorwise\n  fp8_param_gather: true\n", Precision::kFp8},
+           Case{"  bf16: true\n  fp8: e4m3\n  fp8_recipe: mxfp8\n  reuse_grad_buf_for_mxfp8_param_ag: true\n",
+                Precision::kFp8},
+           Case{"  fp8: hybrid\n  fp8_recipe: delayed\n  fp8_amax_history_len: 1024\n  fp8_amax_compute_algo: max\n",
+                Precision::kFp8},
+           Case{"  fp8: hybrid\n  fp8_recipe: blockwise\n  first_last_layers_bf16: true\n", Precision::kFp8},
+           Case{"  fp8: null\n  fp4: e2m1\n  fp4_recipe: nvfp4\n  fp4_param_gather: true\n", Precision::kFp4},
+           // The map says neither: bf16.
+           Case{"  fp8: null\n  fp4: null\n  bf16: true\n", Precision::kBf16},
+           Case{"  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n  bf16: true\n",
+                Precision::kBf16},
+       }) {
+    CAPTURE(c.map);
+    const ParsedRecipe r = Read(head + c.map);
+    CHECK(r.precision_set);
+    CHECK(r.precision == c.precision);
+    CHECK(r.defaults_used.size() == 2);  // train.global_batch_size, train.micro_batch_size
+  }
+  // A map that sets neither keeps the recipe's own fp8 / fp4: bf16 is assumed, and said.
+  const ParsedRecipe partial = Read(head + "  bf16: true\n  grad_reduce_in_fp32: false\n");
+  CHECK_FALSE(partial.precision_set);
+  CHECK(partial.precision == Precision::kBf16);
+  CHECK_FALSE(partial.layout.mb.grad_reduce_in_fp32);
+  REQUIRE(partial.defaults_used.size() == 3);
+  CHECK(partial.defaults_used[2].rfind("mixed_precision.fp8 / fp4 = the recipe's own (the map sets neither", 0) == 0);
+}
+
+TEST_CASE("megatron_read: a mixed_precision map refuses unknown keys and values Megatron-Core refuses") {
+  const std::string head = "model: {tensor_model_parallel_size: 1, seq_length: 4096}\nmixed_precision:\n";
+  for (const Refused& c : {
+           // Megatron-Bridge would skip it with a logged warning and keep the recipe's fp8_recipe.
+           Refused{head + "  fp8: hybrid\n  fp8_recipie: mxfp8\n", "mixed_precision.fp8_recipie",
+                "unknown key; did you mean 'fp8_recipe'?", 4},
+           Refused{head + "  fp8: true\n", "mixed_precision.fp8", "expected e4m3, hybrid or null; found 'true'", 3},
+           Refused{head + "  fp8: e5m2\n", "mixed_precision.fp8", "expected e4m3, hybrid or null; found 'e5m2'", 3},
+           Refused{head + "  fp8: hybrid\n  fp8_recipe: current\n", "mixed_precision.fp8_recipe",
+                "expected tensorwise, delayed, mxfp8, blockwise, custom or null; found 'current'", 4},
+           Refused{head + "  fp4: nvfp4\n", "mixed_precision.fp4", "expected e2m1 or null; found 'nvfp4'", 3},
+           Refused{head + "  fp8: hybrid\n  fp4: e2m1\n", "mixed_precision.fp4",
+                "expected fp8 or fp4, not both (Megatron-Bridge raises: fp4 and fp8 cannot be used simultaneously); "
+                "found fp8: hybrid and fp4: e2m1",
+                4},
+           Refused{head + "  _target_: megatron.bridge.training.mixed_precision.bf16_mixed\n", "mixed_precision._target_",
+                "expected megatron.bridge.training.mixed_precision.MixedPrecisionConfig (or no _target_: the keys then "
+                "apply to the recipe's mixed-precision config); found 'megatron.bridge.training.mixed_precision.bf16_mixed'",
+                3},
+       }) {
+    CheckRefused(c);
+  }
 }
