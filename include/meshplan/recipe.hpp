@@ -61,8 +61,8 @@ struct ParsedRecipe {
   int64_t global_batch = 0;
   int64_t seq_len = 0;  ///< Megatron model.seq_length or AutoModel dataset.seq_len if set; 0 otherwise
   /// GEMM precision the recipe asks for: Megatron-Bridge `mixed_precision` (a registered recipe
-  /// name: the fp8 / mxfp8 / nvfp4 ones, or bf16 / fp16), AutoModel `fp8.enabled`.
-  /// `precision_set` false: not said.
+  /// name: the fp8 / mxfp8 / nvfp4 ones, or bf16 / fp16; or a MixedPrecisionConfig map's fp8 /
+  /// fp4), AutoModel `fp8.enabled`. `precision_set` false: not said.
   Precision precision = Precision::kBf16;
   bool precision_set = false;
   /// Keys the recipe leaves to the framework's defaults that matter to the plan ("train.
@@ -94,7 +94,7 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// checkpoint.ckpt_format and env_vars.CUDA_DEVICE_MAX_CONNECTIONS. Other keys of these
 /// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp), at least 1 (when it
 /// is not whole, mb_world_divisible_by_tp_pp_cp fails). A mixed_precision that is not a name
-/// Megatron-Bridge registers is an InputError.
+/// Megatron-Bridge registers, nor a map of MixedPrecisionConfig fields, is an InputError.
 /// Throws InputError (file, line, column, field) for a value of the wrong type or range.
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 

@@ -139,8 +139,8 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   return root;
 }
 
-MapReader::MapReader(YAML::Node map, std::string filename, std::string path)
-    : map_(std::move(map)), filename_(std::move(filename)), path_(std::move(path)) {}
+MapReader::MapReader(YAML::Node map, std::string filename, std::string path, QuotedInts quoted)
+    : map_(std::move(map)), filename_(std::move(filename)), path_(std::move(path)), quoted_(quoted) {}
 
 void MapReader::Mark(const std::string& key) const {
   if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) seen_.push_back(key);
@@ -207,24 +207,28 @@ int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::op
     if (n.IsDefined()) Fail(key, range + ", found null");
     FailMissing(key, range);
   }
-  std::string s = n.IsScalar() ? n.Scalar() : "";
+  if (!n.IsScalar()) Fail(key, "expected an integer, found " + Shown(n));
+  std::string s = n.Scalar();
+  // yaml-cpp tags a quoted scalar "!" and a plain one "?".
+  if (n.Tag() == "!" && quoted_ == QuotedInts::kRefused) {
+    Fail(key, "expected an integer, found the string \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"");
+  }
   char* end = nullptr;
   errno = 0;
-  long long v = n.IsScalar() && !s.empty() ? std::strtoll(s.c_str(), &end, 10) : 0;
-  const bool overflow = n.IsScalar() && !s.empty() && *end == '\0' && errno == ERANGE;
-  if (!n.IsScalar() || s.empty() || *end != '\0' || overflow) {
-    // Accept integral floats such as 8.0 written by some tools.
+  const long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') {
+    // A whole float (4.0, 1e3) is no integer either: the frameworks get the float as it is
+    // (Megatron-Core then fails on it or, worse, computes with it).
     double d = 0;
-    const bool integral = n.IsScalar() && YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d);
-    if (integral && std::fabs(d) < 9.0e15) {
-      v = static_cast<long long>(d);
-    } else if (integral || overflow) {
-      // An integer all the same (99999999999999999999, 1e30), too large for any range read here.
-      if (s.size() > 40) s = s.substr(0, 40) + "...";
-      Fail(key, range + ", found " + s + " (out of range)");
-    } else {
-      Fail(key, "expected an integer, found " + Shown(n));
-    }
+    const bool whole = YAML::convert<double>::decode(n, d) && std::isfinite(d) && d == std::floor(d);
+    Fail(key, "expected an integer, found " + Shown(n) +
+                  (whole && std::fabs(d) < 9.0e15 ? " (a float; write " + std::to_string(static_cast<long long>(d)) + ")"
+                                                  : whole ? " (a float)" : ""));
+  }
+  if (errno == ERANGE) {
+    // An integer all the same (99999999999999999999), too large for any range read here.
+    if (s.size() > 40) s = s.substr(0, 40) + "...";
+    Fail(key, range + ", found " + s + " (out of range)");
   }
   if (v < min || v > max) Fail(key, range + ", found " + std::to_string(v));
   return v;

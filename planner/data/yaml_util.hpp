@@ -24,18 +24,27 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename);
 /// 1-based position of `node` in `filename` (line 0 if the node has no mark).
 SourceLoc LocOf(const YAML::Node& node, const std::string& filename);
 
+/// How Int reads a quoted scalar ("4"). YAML types it a string, and so do PyYAML / OmegaConf
+/// (Megatron-Bridge's override files) and JSON: refused. AutoModel's config loader turns every
+/// string into the Python literal it spells (components/config/loader.py, translate_value), so
+/// "4" is the integer 4 there; Megatron-Bridge's env_vars take strings too.
+enum class QuotedInts { kRefused, kRead };
+
 /// Reader for one map node: typed getters with range checks, and a final check that
 /// every key was known. `path` prefixes field names in messages ("gpu" -> "gpu.bf16_tflops").
 class MapReader {
  public:
-  MapReader(YAML::Node map, std::string filename, std::string path = "");
+  MapReader(YAML::Node map, std::string filename, std::string path = "", QuotedInts quoted = QuotedInts::kRefused);
 
   bool Has(const std::string& key) const;
   /// Value present and not null.
   bool HasValue(const std::string& key) const;
   YAML::Node Get(const std::string& key) const;
 
-  /// Integer in [min, max]. Missing: `fallback` if given, else an error.
+  /// Integer in [min, max], written as one: a float (4.0, 1e3) is refused, even a whole one
+  /// (every reader of these files, PyYAML, JSON, AutoModel's loader, keeps it a float), and so is
+  /// a quoted "4" unless the reader was made with QuotedInts::kRead. Missing: `fallback` if
+  /// given, else an error.
   int64_t Int(const std::string& key, int64_t min, int64_t max,
               std::optional<int64_t> fallback = std::nullopt);
   /// Finite number in [min, max].
@@ -65,6 +74,7 @@ class MapReader {
   YAML::Node map_;
   std::string filename_;
   std::string path_;
+  QuotedInts quoted_;
   mutable std::vector<std::string> seen_;
   void Mark(const std::string& key) const;
 };

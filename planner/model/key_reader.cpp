@@ -80,8 +80,7 @@ void KeyReader::RejectQuoted(const std::string& key, const char* expected) const
 
 int64_t KeyReader::Int(const std::string& key, int64_t min, int64_t max, std::optional<int64_t> fallback) {
   Note(key);
-  RejectQuoted(key, "an integer");
-  return map_.Int(key, min, max, fallback);
+  return map_.Int(key, min, max, fallback);  // refuses a quoted "4096" itself
 }
 
 bool KeyReader::Bool(const std::string& key, std::optional<bool> fallback) {

@@ -17,14 +17,25 @@ using yamlutil::MapReader;
 
 constexpr const char* kSections[] = {"model", "train", "ddp", "dist", "optimizer", "comm_overlap", "checkpoint"};
 
-bool IsNullish(MapReader& r, const char* key) {
-  if (!r.HasValue(key)) return true;
-  YAML::Node n = r.Get(key);
-  return n.IsScalar() && (n.Scalar() == "None" || n.Scalar() == "none");
+// Python's None in an override file is YAML null (null, ~ or no value): absent or null reads as
+// unset. Megatron-Bridge loads override files with OmegaConf.load, a PyYAML SafeLoader, which
+// reads `none` and `None` as the strings "none" / "None" and hands them to the config field as
+// they are (training/utils/omegaconf_utils.py, process_config_with_overrides and
+// _apply_overrides); Megatron-Core refuses them where it checks the value (recompute_granularity:
+// transformer_config.py:1901-1906 raises ValueError). So they are values here, checked like any
+// other, not None. (AutoModel differs: its loader turns "none" / "None" into None.)
+bool IsNull(MapReader& r, const char* key) { return !r.HasValue(key); }
+
+// "found 'v'", and for the string none / None, that it is not null.
+std::string Found(const std::string& v) {
+  return "found '" + v + "'" +
+         (v == "none" || v == "None" ? " (a string, not None: Megatron-Bridge's YAML loader reads it as the string; "
+                                       "write null)"
+                                     : "");
 }
 
 int64_t Size(MapReader& r, const char* key, int64_t fallback) {
-  if (IsNullish(r, key)) {
+  if (IsNull(r, key)) {
     r.Ignore({key});
     return fallback;
   }
@@ -32,7 +43,7 @@ int64_t Size(MapReader& r, const char* key, int64_t fallback) {
 }
 
 Tri TriKey(MapReader& r, const char* key) {
-  if (IsNullish(r, key)) {
+  if (IsNull(r, key)) {
     r.Ignore({key});
     return Tri::kUnset;
   }
@@ -43,12 +54,17 @@ void Merge(Tri& into, Tri v) {
   if (v != Tri::kUnset) into = v;
 }
 
-// A section as a reader; an absent section reads as an empty map.
-MapReader Section(MapReader& top, const char* name, const std::string& filename) {
-  if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name);
+// A section as a reader; an absent section reads as an empty map. Integers must be written as
+// integers (MapReader::Int): OmegaConf reads 4.0 as a float and "4" as a string, and
+// _apply_overrides sets either on the config as it is (omegaconf_utils.py:454-515), where
+// Megatron-Core fails on it. Only env_vars takes strings (ConfigContainer.env_vars:
+// dict[str, str | int | float | bool], exported with str(value): config.py:965, 1984-1989).
+MapReader Section(MapReader& top, const char* name, const std::string& filename,
+                  yamlutil::QuotedInts quoted = yamlutil::QuotedInts::kRefused) {
+  if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name, quoted);
   YAML::Node n = top.Get(name);
   if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
-  return MapReader(n, filename, name);
+  return MapReader(n, filename, name, quoted);
 }
 
 /// The mixed-precision recipes Megatron-Bridge registers (training/mixed_precision.py,
@@ -91,6 +107,70 @@ Precision MixedPrecisionRecipe(MapReader& top) {
            expected + "'" + n.Scalar() + "'" + (hint.empty() ? std::string() : "; did you mean '" + hint + "'?"));
 }
 
+/// MixedPrecisionConfig's fields other than those ReadMixedPrecisionMap reads
+/// (training/mixed_precision.py:33-75; the same from v0.2.0 to main, fp4_param and
+/// fp4_param_gather since v0.5.0). meshplan does not price them (fp32 has no counterpart in the
+/// configs setup() copies to, so it changes nothing).
+constexpr const char* kMixedPrecisionUnpriced[] = {
+    "fp32", "params_dtype", "pipeline_dtype", "autocast_dtype", "autocast_enabled", "first_last_layers_bf16",
+    "fp8_margin", "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention",
+    "fp8_multi_head_attention", "fp8_param", "fp8_param_gather", "fp4_param", "fp4_param_gather", "loss_scale",
+    "initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis", "num_layers_at_start_in_bf16",
+    "num_layers_at_end_in_bf16", "reuse_grad_buf_for_mxfp8_param_ag"};
+
+// `key` as one of `allowed`, or "" when null or absent.
+std::string Choice(MapReader& r, const char* key, std::initializer_list<const char*> allowed) {
+  if (IsNull(r, key)) return "";
+  const std::string v = r.Str(key);
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  r.Fail(key, "expected " + list + " or null; " + Found(v));
+}
+
+/// A mixed_precision map: Megatron-Bridge sets its keys on the recipe's MixedPrecisionConfig
+/// (omegaconf_utils.py _apply_overrides), or, with _target_ MixedPrecisionConfig, builds one of
+/// them alone. The GEMM precision is what fp8 / fp4 select (Megatron-Core transformer_config.py:
+/// fp8 e4m3 | hybrid at 587 with fp8_recipe tensorwise | delayed | mxfp8 | blockwise | custom at
+/// 594, priced as FP8 as the registered fp8 and mxfp8 recipes are; fp4 e2m1 at 673 with
+/// fp4_recipe nvfp4 | custom at 679, FP4); bf16 / fp16 GEMMs are priced as bf16. A key that is
+/// not a field is refused: Megatron-Bridge skips it with only a logged warning, so a misspelt
+/// fp8_recipe would quietly keep the recipe's own.
+void ReadMixedPrecisionMap(MapReader& r, ParsedRecipe& out) {
+  bool whole = false;
+  if (r.Has("_target_")) {
+    const std::string target = r.Str("_target_");
+    if (target != "megatron.bridge.training.mixed_precision.MixedPrecisionConfig") {
+      r.Fail("_target_", "expected megatron.bridge.training.mixed_precision.MixedPrecisionConfig (or no _target_: the "
+                         "keys then apply to the recipe's mixed-precision config); found '" + target + "'");
+    }
+    whole = true;
+  }
+  const std::string fp8 = Choice(r, "fp8", {"e4m3", "hybrid"});
+  Choice(r, "fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
+  const std::string fp4 = Choice(r, "fp4", {"e2m1"});
+  Choice(r, "fp4_recipe", {"nvfp4", "custom"});
+  r.Bool("bf16", false);
+  r.Bool("fp16", false);
+  if (!fp8.empty() && !fp4.empty()) {
+    // MixedPrecisionConfig.finalize: "fp4 and fp8 cannot be used simultaneously" (mixed_precision.py:107-108).
+    r.Fail("fp4", "expected fp8 or fp4, not both (Megatron-Bridge raises: fp4 and fp8 cannot be used "
+                  "simultaneously); found fp8: " + fp8 + " and fp4: " + fp4);
+  }
+  if (!fp8.empty() || !fp4.empty() || whole || (r.Has("fp8") && r.Has("fp4"))) {
+    out.precision = !fp4.empty() ? Precision::kFp4 : !fp8.empty() ? Precision::kFp8 : Precision::kBf16;
+    out.precision_set = true;
+  } else {
+    out.defaults_used.push_back(
+        "mixed_precision.fp8 / fp4 = the recipe's own (the map sets neither, and Megatron-Bridge applies it over the "
+        "recipe's mixed-precision config): priced as bf16 unless --precision says otherwise; fp8: e4m3 or hybrid "
+        "prices FP8, fp4: e2m1 FP4");
+  }
+  for (const char* k : kMixedPrecisionUnpriced) r.Ignore({k});
+}
+
 void ReadModel(MapReader& m, ParsedRecipe& out) {
   Layout& l = out.layout;
   l.tp = Size(m, "tensor_model_parallel_size", 1);
@@ -101,7 +181,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   l.etp = Size(m, "expert_tensor_parallel_size", 0);
   l.sequence_parallel = m.Bool("sequence_parallel", false);
   // Absent: the recipe's mixed-precision config sets it (MixedPrecisionConfig.setup); null: unset.
-  l.mb.pipeline_dtype_set = !m.Has("pipeline_dtype") || !IsNullish(m, "pipeline_dtype");
+  l.mb.pipeline_dtype_set = !m.Has("pipeline_dtype") || !IsNull(m, "pipeline_dtype");
   m.Ignore({"pipeline_dtype"});
   const bool emb = m.Bool("account_for_embedding_in_pipeline_split", false);
   const bool loss = m.Bool("account_for_loss_in_pipeline_split", false);
@@ -111,7 +191,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
            "set both");
   }
   if (emb) l.pp_split = MbPpSplit::kAccountEmbeddingLoss;
-  if (!IsNullish(m, "pipeline_model_parallel_layout")) {
+  if (!IsNull(m, "pipeline_model_parallel_layout")) {
     l.pp_split = MbPpSplit::kLayout;
     YAML::Node n = m.Get("pipeline_model_parallel_layout");
     if (n.IsScalar() && !m.Has("virtual_pipeline_model_parallel_size")) {
@@ -125,41 +205,44 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     }
   }
   m.Ignore({"pipeline_model_parallel_layout"});
-  if (!IsNullish(m, "recompute_granularity")) {
+  if (!IsNull(m, "recompute_granularity")) {
     const std::string g = m.Str("recompute_granularity");
     if (g == "full") {
       l.recompute = Recompute::kFull;
     } else if (g == "selective") {
       l.recompute = Recompute::kSelective;
     } else {
-      m.Fail("recompute_granularity", "expected full, selective or null; found '" + g + "'");
+      // Megatron-Core: None, "full" or "selective" (transformer_config.py:532, checked at 1901-1906).
+      m.Fail("recompute_granularity", "expected full, selective or null (no recompute); " + Found(g));
     }
   }
   m.Ignore({"recompute_granularity"});
   // Megatron-Core's selective recompute modules and CUDA graphs, priced by the time model.
-  if (!IsNullish(m, "recompute_modules")) {
+  if (!IsNull(m, "recompute_modules")) {
     l.mb.recompute_modules = recipe::ReadRecomputeModules(m, "recompute_modules");
     if (l.recompute == Recompute::kSelective && l.mb.recompute_modules == 0) l.recompute = Recompute::kNone;
   }
-  if (!IsNullish(m, "cuda_graph_impl")) {
-    l.mb.cuda_graph_scope = IsNullish(m, "cuda_graph_scope") ? 0u : recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
+  if (!IsNull(m, "cuda_graph_impl")) {
+    l.mb.cuda_graph_scope = IsNull(m, "cuda_graph_scope") ? 0u : recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
     l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl", l.mb.cuda_graph_scope);
+    // Megatron-Core: the scope has no effect with cuda_graph_impl "none" (transformer_config.py).
+    if (l.mb.cuda_graph == MbCudaGraph::kNone) l.mb.cuda_graph_scope = 0;
   }
   m.Ignore({"cuda_graph_scope"});
-  if (!IsNullish(m, "cpu_offloading_num_layers")) {
+  if (!IsNull(m, "cpu_offloading_num_layers")) {
     l.mb.cpu_offloading_num_layers = m.Int("cpu_offloading_num_layers", 0, 1 << 20);
   }
-  if (!IsNullish(m, "recompute_method")) {
+  if (!IsNull(m, "recompute_method")) {
     const std::string v = m.Str("recompute_method");
-    if (v != "uniform" && v != "block") m.Fail("recompute_method", "expected uniform, block or null; found '" + v + "'");
+    if (v != "uniform" && v != "block") m.Fail("recompute_method", "expected uniform, block or null; " + Found(v));
     l.mb.recompute_method = v == "block" ? MbRecomputeMethod::kBlock : MbRecomputeMethod::kUniform;
   }
   m.Ignore({"recompute_method"});
-  l.mb.recompute_num_layers = IsNullish(m, "recompute_num_layers") ? 0 : m.Int("recompute_num_layers", 1, 1LL << 20);
-  if (!IsNullish(m, "moe_token_dispatcher_type")) {
+  l.mb.recompute_num_layers = IsNull(m, "recompute_num_layers") ? 0 : m.Int("recompute_num_layers", 1, 1LL << 20);
+  if (!IsNull(m, "moe_token_dispatcher_type")) {
     const std::string d = m.Str("moe_token_dispatcher_type");
     if (d != "allgather" && d != "alltoall" && d != "flex") {
-      m.Fail("moe_token_dispatcher_type", "expected allgather, alltoall or flex; found '" + d + "'");
+      m.Fail("moe_token_dispatcher_type", "expected allgather, alltoall or flex; " + Found(d));
     }
     l.mb.token_dispatcher = d == "flex" ? MbDispatcher::kFlex : d == "alltoall" ? MbDispatcher::kAlltoall
                                                                                  : MbDispatcher::kAllgather;
@@ -169,7 +252,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   Merge(l.mb.overlap_p2p_comm, TriKey(m, "overlap_p2p_comm"));
   Merge(l.mb.batch_p2p_comm, TriKey(m, "batch_p2p_comm"));
   Merge(l.mb.tp_comm_overlap, TriKey(m, "tp_comm_overlap"));
-  out.seq_len = IsNullish(m, "seq_length") ? 0 : m.Int("seq_length", 1, 1LL << 24);
+  out.seq_len = IsNull(m, "seq_length") ? 0 : m.Int("seq_length", 1, 1LL << 24);
 }
 
 void ReadDdp(MapReader& d, MapReader& opt, Layout& l) {
@@ -178,20 +261,20 @@ void ReadDdp(MapReader& d, MapReader& opt, Layout& l) {
   const Tri a = TriKey(d, "use_distributed_optimizer"), b = TriKey(opt, "use_distributed_optimizer");
   l.use_distributed_optimizer = (a == Tri::kUnset && b == Tri::kUnset) || a == Tri::kTrue || b == Tri::kTrue;
   l.mb.use_megatron_fsdp = d.Bool("use_megatron_fsdp", false);
-  if (!IsNullish(d, "data_parallel_sharding_strategy")) {
+  if (!IsNull(d, "data_parallel_sharding_strategy")) {
     const std::string s = d.Str("data_parallel_sharding_strategy");
     if (s == "no_shard") l.mb.sharding = MbSharding::kNoShard;
     else if (s == "optim") l.mb.sharding = MbSharding::kOptim;
     else if (s == "optim_grads") l.mb.sharding = MbSharding::kOptimGrads;
     else if (s == "optim_grads_params") l.mb.sharding = MbSharding::kOptimGradsParams;
-    else d.Fail("data_parallel_sharding_strategy", "expected no_shard, optim, optim_grads or optim_grads_params; found '" + s + "'");
+    else d.Fail("data_parallel_sharding_strategy", "expected no_shard, optim, optim_grads or optim_grads_params; " + Found(s));
   }
   d.Ignore({"data_parallel_sharding_strategy"});
   l.mb.average_in_collective = TriKey(d, "average_in_collective");
   l.mb.overlap_grad_reduce = TriKey(d, "overlap_grad_reduce");
   l.mb.overlap_param_gather = TriKey(d, "overlap_param_gather");
   Merge(l.mb.overlap_param_gather, TriKey(opt, "overlap_param_gather"));
-  if (!IsNullish(d, "bucket_size")) l.mb.bucket_size = d.Int("bucket_size", 1, 1LL << 40);
+  if (!IsNull(d, "bucket_size")) l.mb.bucket_size = d.Int("bucket_size", 1, 1LL << 40);
   l.mb.num_distributed_optimizer_instances = d.Int("num_distributed_optimizer_instances", 1, 1LL << 20, 1);
 }
 
@@ -202,7 +285,7 @@ void ReadCommOverlap(MapReader& c, Layout& l) {
   Merge(l.mb.overlap_grad_reduce, TriKey(c, "overlap_grad_reduce"));
   Merge(l.mb.overlap_param_gather, TriKey(c, "overlap_param_gather"));
   l.mb.ep_a2a_overlap = TriKey(c, "overlap_moe_expert_parallel_comm");
-  if (!IsNullish(c, "bucket_size")) l.mb.bucket_size = c.Int("bucket_size", 1, 1LL << 40);
+  if (!IsNull(c, "bucket_size")) l.mb.bucket_size = c.Int("bucket_size", 1, 1LL << 40);
 }
 
 }  // namespace
@@ -252,19 +335,19 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   MapReader comm = Section(top, "comm_overlap", filename);
   ReadCommOverlap(comm, l);
   MapReader ckpt = Section(top, "checkpoint", filename);
-  if (!IsNullish(ckpt, "ckpt_format")) {
+  if (!IsNull(ckpt, "ckpt_format")) {
     const std::string f = ckpt.Str("ckpt_format");
     if (f == "torch") l.mb.ckpt_format = MbCkptFormat::kTorch;
     else if (f == "torch_dist") l.mb.ckpt_format = MbCkptFormat::kTorchDist;
     else if (f == "torch_dcp") l.mb.ckpt_format = MbCkptFormat::kTorchDcp;
     else if (f == "fsdp_dtensor") l.mb.ckpt_format = MbCkptFormat::kFsdpDtensor;
-    else ckpt.Fail("ckpt_format", "expected torch, torch_dist, torch_dcp or fsdp_dtensor; found '" + f + "'");
+    else ckpt.Fail("ckpt_format", "expected torch, torch_dist, torch_dcp or fsdp_dtensor; " + Found(f));
   }
-  l.mb.checkpointing = !IsNullish(ckpt, "save") || !IsNullish(ckpt, "load");
+  l.mb.checkpointing = !IsNull(ckpt, "save") || !IsNull(ckpt, "load");
   ckpt.Ignore({"save", "load"});
   if (l.mb.dist_use_megatron_fsdp == Tri::kTrue && !ddp.Has("use_megatron_fsdp")) l.mb.use_megatron_fsdp = true;
-  MapReader env = Section(top, "env_vars", filename);
-  if (!IsNullish(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
+  MapReader env = Section(top, "env_vars", filename, yamlutil::QuotedInts::kRead);
+  if (!IsNull(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
     l.mb.cuda_device_max_connections = env.Int("CUDA_DEVICE_MAX_CONNECTIONS", 1, 1024);
   }
   // A typo of a key meshplan checks would silently fall back to its default: refuse keys
@@ -275,25 +358,24 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
               "mixed_precision", "scheduler", "dataset", "logger", "tokenizer", "rng", "profiling", "ft",
               "straggler", "nvrx_straggler", "peft", "rerun_state_machine", "inprocess_restart"});
   top.RejectNearMisses();
-  // mixed_precision: a registered recipe name (megatron.md 1.7); a MixedPrecisionConfig map is
-  // not interpreted.
-  if (!IsNullish(top, "mixed_precision") && !top.Get("mixed_precision").IsMap()) {
-    out.precision = MixedPrecisionRecipe(top);
-    out.precision_set = true;
-  }
+  // mixed_precision: a registered recipe name (megatron.md 1.7) or a MixedPrecisionConfig map.
   // grad_reduce_in_fp32: MixedPrecisionConfig.setup() copies every field it shares with the
   // DDP config over it (training/mixed_precision.py, update_config_with_precision_overrides),
   // so the mixed-precision value wins: True for bf16_mixed and the recipes built on it, False
   // for fp16_mixed and its fp16_* variants, a map's own grad_reduce_in_fp32 (default True).
   {
     bool fp32 = true;
-    if (!IsNullish(top, "mixed_precision")) {
+    if (!IsNull(top, "mixed_precision")) {
       const YAML::Node mp = top.Get("mixed_precision");
-      if (mp.IsScalar()) {
-        fp32 = mp.Scalar().rfind("fp16", 0) != 0;
-      } else if (mp.IsMap()) {
+      if (mp.IsMap()) {
         MapReader mpr(mp, filename, "mixed_precision");
+        ReadMixedPrecisionMap(mpr, out);
         fp32 = mpr.Bool("grad_reduce_in_fp32", true);
+        mpr.RejectUnknown();
+      } else {
+        out.precision = MixedPrecisionRecipe(top);
+        out.precision_set = true;
+        fp32 = mp.Scalar().rfind("fp16", 0) != 0;
       }
     }
     const Tri asked = TriKey(ddp, "grad_reduce_in_fp32");

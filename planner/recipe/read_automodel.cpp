@@ -13,6 +13,10 @@ namespace {
 
 using yamlutil::MapReader;
 
+// AutoModel's config loader turns a quoted "4" into the integer 4 (and "4.0" into a float, which
+// is refused): components/config/loader.py, translate_value. Every reader of the recipe reads so.
+constexpr yamlutil::QuotedInts kQuoted = yamlutil::QuotedInts::kRead;
+
 // Keys of each strategy dataclass that meshplan does not model but accepts as written.
 constexpr std::array kFsdp2Fields = {"tp_plan", "patch_is_packed_sequence", "mp_policy", "offload_policy",
                                      "autocast_dtype", "activation_checkpointing_scope", "defer_fsdp_grad_sync",
@@ -55,7 +59,7 @@ void ReadPipeline(MapReader& d, Layout& l) {
   }
   YAML::Node node = d.Get("pipeline");
   if (!node.IsMap()) d.Fail("pipeline", "expected a map");
-  MapReader p(node, d.filename(), "distributed.pipeline");
+  MapReader p(node, d.filename(), "distributed.pipeline", kQuoted);
   if (l.pp > 1) {
     std::string sched = p.Str("pp_schedule", std::string("1f1b"));
     std::string lower = sched;
@@ -91,10 +95,10 @@ void ReadPipeline(MapReader& d, Layout& l) {
 
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
-  MapReader top(root, filename);
+  MapReader top(root, filename, "", kQuoted);
   if (!top.HasValue("distributed")) top.FailMissing("distributed", "expected the AutoModel distributed: section");
   if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map");
-  MapReader d(top.Get("distributed"), filename, "distributed");
+  MapReader d(top.Get("distributed"), filename, "distributed", kQuoted);
   ParsedRecipe out;
   Layout& l = out.layout;
 
@@ -153,16 +157,16 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
 
   if (!top.HasValue("step_scheduler")) top.FailMissing("step_scheduler", "expected global_batch_size and local_batch_size");
   if (!top.Get("step_scheduler").IsMap()) top.Fail("step_scheduler", "expected a map");  // fuzz finding
-  MapReader s(top.Get("step_scheduler"), filename, "step_scheduler");
+  MapReader s(top.Get("step_scheduler"), filename, "step_scheduler", kQuoted);
   out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
   l.local_batch_size = s.Int("local_batch_size", 1, 1LL << 30);
   // The full recipe's dataset.seq_len and fp8.enabled (TorchAO float8), when present.
   if (top.HasValue("dataset") && top.Get("dataset").IsMap()) {
-    MapReader ds(top.Get("dataset"), filename, "dataset");
+    MapReader ds(top.Get("dataset"), filename, "dataset", kQuoted);
     if (ds.HasValue("seq_len")) out.seq_len = ds.Int("seq_len", 1, 1LL << 24);
   }
   if (top.HasValue("fp8") && top.Get("fp8").IsMap()) {
-    MapReader f(top.Get("fp8"), filename, "fp8");
+    MapReader f(top.Get("fp8"), filename, "fp8", kQuoted);
     if (f.HasValue("enabled")) {
       out.precision = f.Bool("enabled") ? Precision::kFp8 : Precision::kBf16;
       out.precision_set = true;

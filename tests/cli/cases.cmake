@@ -175,6 +175,15 @@ meshplan_cli_case(check_seq_len_above_max_positions 0 "warning: seq_len 16384 is
 # The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
 meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
   -- ${MP} check ${R}/mbridge_mixed_precision_hyphens.yaml --model llama3.1-8b --system dgx-b200 --gpus 8)
+# A MixedPrecisionConfig map is priced by its fp8 / fp4 (it was priced as bf16 without a word).
+meshplan_cli_case(check_mb_mixed_precision_map_fp8 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all" "!mixed_precision.fp8 / fp4"
+  -- ${MP} check ${R}/mbridge_mixed_precision_map_fp8.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_mb_mixed_precision_map_fp8 0 "seq_len 4096, global batch 64, fp8$"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h200 --gpus 8 --recipe ${R}/mbridge_mixed_precision_map_fp8.yaml)
+# A map that sets neither fp8 nor fp4 is priced as bf16, and says so.
+meshplan_cli_case(check_mb_mixed_precision_map_neither 0 "global batch 256, bf16$"
+  "not set, framework default: mixed_precision.fp8 / fp4 = the recipe's own .the map sets neither"
+  -- ${MP} check ${R}/mbridge_grad_reduce_map.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 # Keys a Megatron-Bridge recipe leaves to the framework are named with the default used.
 meshplan_cli_case(check_mb_defaults_named 0 "not set, framework default: train.global_batch_size = 32"
   "not set, framework default: train.micro_batch_size = 2"
