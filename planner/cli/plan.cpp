@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstdlib>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <cerrno>
 #include <unistd.h>
@@ -189,15 +190,28 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   }
   // The file is written through a temporary beside it and a rename: try that now (a read-only
   // directory, /proc, a name too long), so the search is not run for nothing.
+  // SIGINT / SIGTERM / SIGHUP are held back until the probe is gone, so that a run killed
+  // here leaves no temporary file (a pending signal is delivered at the unblock).
+  sigset_t block, prev;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  sigprocmask(SIG_BLOCK, &block, &prev);
   std::string probe = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(probe.data());
+  const int mkstemp_errno = errno;
+  bool renamable = false;
+  if (fd >= 0) {
+    ::close(fd);
+    renamable = std::rename(probe.c_str(), (probe + "x").c_str()) == 0;
+    std::remove(renamable ? (probe + "x").c_str() : probe.c_str());
+  }
+  sigprocmask(SIG_SETMASK, &prev, nullptr);
   if (fd < 0) {
-    throw InputError(loc, flag, std::string("cannot create a file next to it: ") + std::strerror(errno) +
+    throw InputError(loc, flag, std::string("cannot create a file next to it: ") + std::strerror(mkstemp_errno) +
                                     " (nothing was written)");
   }
-  ::close(fd);
-  const bool renamable = std::rename(probe.c_str(), (probe + "x").c_str()) == 0;
-  std::remove(renamable ? (probe + "x").c_str() : probe.c_str());
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
     throw InputError(loc, flag, "expected a regular file to replace, found another kind of file");
   }
