@@ -20,6 +20,7 @@
 #include "meshplan/recipe.hpp"
 #include "meshplan/report.hpp"
 #include "recipe/format.hpp"
+#include "recipe/term_signals.hpp"
 
 namespace meshplan::cli {
 
@@ -192,12 +193,7 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   // directory, /proc, a name too long), so the search is not run for nothing.
   // SIGINT / SIGTERM / SIGHUP are held back until the probe is gone, so that a run killed
   // here leaves no temporary file (a pending signal is delivered at the unblock).
-  sigset_t block, prev;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  sigprocmask(SIG_BLOCK, &block, &prev);
+  TermSignalsHeld held;
   std::string probe = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(probe.data());
   const int mkstemp_errno = errno;
@@ -207,7 +203,7 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
     renamable = std::rename(probe.c_str(), (probe + "x").c_str()) == 0;
     std::remove(renamable ? (probe + "x").c_str() : probe.c_str());
   }
-  sigprocmask(SIG_SETMASK, &prev, nullptr);
+  held.Release();
   if (fd < 0) {
     throw InputError(loc, flag, std::string("cannot create a file next to it: ") + std::strerror(mkstemp_errno) +
                                     " (nothing was written)");

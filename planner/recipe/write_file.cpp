@@ -20,6 +20,7 @@
 
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
+#include "recipe/term_signals.hpp"
 
 namespace meshplan {
 namespace {
@@ -70,16 +71,11 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
   }
   std::string tmpl = path + ".tmp.XXXXXX";
   // Block the signals while the temporary file is created and its name recorded.
-  sigset_t block, prev;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  sigprocmask(SIG_BLOCK, &block, &prev);
+  TermSignalsHeld held;
   int fd = mkstemp(tmpl.data());
   const int mkstemp_errno = errno;
   if (fd < 0) {
-    sigprocmask(SIG_SETMASK, &prev, nullptr);
+    held.Release();
     std::string why = std::strerror(mkstemp_errno);
     const size_t slash = path.find_last_of('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -88,7 +84,7 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
     throw InputError(loc, flag, "cannot create a file next to it: " + why);
   }
   TmpGuard guard(tmpl);
-  sigprocmask(SIG_SETMASK, &prev, nullptr);
+  held.Release();
 
   const char* p = content.data();
   size_t left = content.size();
