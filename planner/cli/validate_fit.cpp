@@ -41,7 +41,8 @@ MegatronTimeFit FromVector(const std::array<double, kConstants>& x) {
 // Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none).
 std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip, std::array<bool, kConstants>& used) {
   const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
-  const std::array<double, kConstants> lower{0.5, 0.5, 0.5, 0.0, 0.0};
+  // A GEMM factor below 1 would run GEMMs faster than the measured best (MAMF): not physical.
+  const std::array<double, kConstants> lower{1.0, 1.0, 1.0, 0.0, 0.0};
   used.fill(false);
   used[3] = used[4] = true;
   for (long i = 0; i < long(rows.size()); ++i) {
@@ -54,6 +55,7 @@ std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip,
     for (int j = 0; j < kConstants; ++j) {
       if (used[j] && !clamped[j]) free.push_back(j);
     }
+    if (free.empty()) break;  // every used constant sits on its bound
     const long n = long(rows.size()) - (skip >= 0 ? 1 : 0);
     Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n + long(free.size()), long(free.size()));
     Eigen::VectorXd b = Eigen::VectorXd::Zero(n + long(free.size()));
