@@ -14,12 +14,27 @@ void Diff(std::vector<std::string>& out, const char* field, const T& a, const T&
 
 std::string N(int64_t v) { return std::to_string(v); }
 
+// How a Megatron-Bridge recipe splits the layers over the pipeline stages, as its keys say it.
+std::string PpSplitKeys(const Layout& l) {
+  if (l.pp <= 1) return "none";
+  switch (l.pp_split) {
+    case MbPpSplit::kAccountEmbeddingLoss:
+      return "account_for_embedding/loss_in_pipeline_split";
+    case MbPpSplit::kLayout:
+      return "pipeline_model_parallel_layout";
+    case MbPpSplit::kEven:
+      break;
+  }
+  return "even (num_layers / (pp x vpp))";
+}
+
 std::vector<std::string> Changes(const Layout& a, const Layout& b) {
   std::vector<std::string> c;
   if (a.framework == Framework::kMegatronBridge) {
     Diff(c, "tensor_model_parallel_size", N(a.tp), N(b.tp));
     Diff(c, "pipeline_model_parallel_size", N(a.pp), N(b.pp));
     Diff(c, "virtual_pipeline_model_parallel_size", a.vpp > 1 ? N(a.vpp) : "null", b.vpp > 1 ? N(b.vpp) : "null");
+    Diff(c, "pipeline layer split", PpSplitKeys(a), PpSplitKeys(b));
     Diff(c, "context_parallel_size", N(a.cp), N(b.cp));
     Diff(c, "expert_model_parallel_size", N(a.ep), N(b.ep));
     if (a.EffectiveEtp() != b.EffectiveEtp()) {

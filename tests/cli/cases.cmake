@@ -435,3 +435,9 @@ add_test(NAME cli.sweep_loads_model_once_per_point COMMAND bash -c "
   [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -c '^ *[0-9]* *[48][01][9][62]  fsdp2 ' \$d/out) -eq 4 ] ||
     { echo \"rc=\$rc, model file opened \$n times for 4 points\"; cat \$d/out; exit 1; }")
 set_tests_properties(cli.sweep_loads_model_once_per_point PROPERTIES SKIP_RETURN_CODE 77)
+# 61 layers do not split evenly over pp 8 x vpp 4: the nearest valid layouts name the
+# pipeline_model_parallel_layout they add (they read "0 changes" when it was the only one).
+meshplan_cli_case(check_nearest_names_layout_split 1 "mb_pp_divides_layers"
+  "--- 1: [0-9]+ changes?; .*pipeline layer split: even \\(num_layers / \\(pp x vpp\\)\\) -> pipeline_model_parallel_layout"
+  "!--- [0-9]+: 0 changes"
+  -- ${MP} check ${D}/mb_deepseek_pp8_vpp4_uneven.yaml --model deepseek-v3 --system dgx-h100 --gpus 64)
