@@ -113,6 +113,9 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
             << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
             << "\n  layout: " << Describe(l) << "\n";
   PrintRecipeNotes(parsed);
+  if (o.seq_len > 0 && parsed.seq_len > 0 && parsed.seq_len != o.seq_len) {
+    std::cout << "  note: --seq-len " << o.seq_len << " replaces the recipe's " << parsed.seq_len << "\n";
+  }
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
   if (failures.empty()) {

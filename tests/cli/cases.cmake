@@ -441,3 +441,6 @@ meshplan_cli_case(check_nearest_names_layout_split 1 "mb_pp_divides_layers"
   "--- 1: [0-9]+ changes?; .*pipeline layer split: even \\(num_layers / \\(pp x vpp\\)\\) -> pipeline_model_parallel_layout"
   "!--- [0-9]+: 0 changes"
   -- ${MP} check ${D}/mb_deepseek_pp8_vpp4_uneven.yaml --model deepseek-v3 --system dgx-h100 --gpus 64)
+# check, like explain, says when --seq-len replaces the recipe's sequence length.
+meshplan_cli_case(check_seq_len_note 1 "note: --seq-len 8192 replaces the recipe's 4096" "seq_len 8192"
+  -- ${MP} check ${D}/mb_deepseek_pp8_vpp4_uneven.yaml --model deepseek-v3 --system dgx-h100 --gpus 8 --seq-len 8192)
