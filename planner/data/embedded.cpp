@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <filesystem>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -38,7 +40,13 @@ std::string ReadFileOrThrow(const std::string& path) {
     throw InputError({path, 0, 0}, "file", "is not a regular file (a FIFO, device or socket); expected a file");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot open file for reading");
+  if (!in) {
+    const int err = errno;  // set by the failed open (POSIX filebuf)
+    const bool exists = std::filesystem::exists(path, ec);
+    throw InputError({path, 0, 0}, "file",
+                     std::string("cannot open file for reading: ") +
+                         (!exists ? "no such file" : err != 0 ? std::strerror(err) : "permission denied or unreadable"));
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError({path, 0, 0}, "file", "read error");

@@ -121,7 +121,16 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   } catch (const YAML::Exception& e) {
     SourceLoc loc{filename, e.mark.is_null() ? 0 : e.mark.line + 1,
                   e.mark.is_null() ? 0 : e.mark.column + 1};
-    throw InputError(loc, "", "malformed YAML/JSON: " + e.msg);
+    // yaml-cpp reports an unclosed flow map or list with no expected / found; say both.
+    std::string why = e.msg;
+    if (e.msg == "end of map flow not found") {
+      why += ": an unclosed map: expected '}' (or a comma and the next key), found the end of the text or a token that cannot "
+             "continue it (a truncated file or a missing comma?)";
+    } else if (e.msg == "end of sequence flow not found") {
+      why += ": an unclosed list: expected ']' (or a comma and the next item), found the end of the text or a token that cannot "
+             "continue it (a truncated file or a missing comma?)";
+    }
+    throw InputError(loc, "", "malformed YAML/JSON: " + why);
   }
   if (!root.IsMap()) {
     throw InputError(LocOf(root, filename), "",
