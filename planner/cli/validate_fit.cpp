@@ -127,7 +127,7 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
       row.memory_bound = t.memory_bound;
       row.kernels = t.kernels;
       row.bubble_fraction = t.bubble_fraction;
-      row.fixed = t.tp + t.cp + t.dp + t.ep + t.pp + t.optimizer;
+      row.fixed = (1.0 + t.bubble_fraction) * (t.tp + t.cp + t.ep) + t.dp + t.pp + t.optimizer;  // as MegatronTime
     }
   }
   return row;

@@ -86,7 +86,8 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   EP: per MoE layer per micro-batch dispatch + combine all-to-all forward and backward
 ///     (+ forward again under full recompute), T·k·h·2 bytes each, fully exposed.
 ///   PP: T·h·2 bytes p2p per micro-batch per virtual stage, forward and backward;
-///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · compute (groundtruth.md B.4),
+///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · (compute + exposed TP, CP and EP
+///     communication) (groundtruth.md B.4),
 ///     m = micro-batches per schedule call, v = stages per rank, for every schedule call.
 ///   FSDP2 / Megatron-FSDP (no deferral): per micro-batch all-gather of bf16 params forward
 ///     and again backward (root module and, with moe.reshard_after_forward=false, experts
@@ -197,7 +198,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   if (l.pp > 1) {
     const double per = P2pSeconds(t_mb * h * 2.0, RingLink(sys, c.links, g.pp));
     t.pp_comm = kPpP2pExposedFraction * 2.0 * v * n_mb * per;
-    t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * t.compute;
+    // Of the stage work: compute and the TP, CP and EP communication exposed in the layers.
+    t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * (t.compute + t.tp_comm + t.cp_comm + t.ep_comm);
   }
   // --- DP ---
   const double dense_local = (rp.layer_dense + rp.root) / tp;

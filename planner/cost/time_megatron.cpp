@@ -170,7 +170,8 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     parameter out of, and every gradient into, its flat collective buffers (HBM-bound).
 ///   Every hidden DP / FSDP / EP second adds HiddenCommCost (the compute it hides behind runs
 ///     slower, measured); TP overlap keeps kTpOverlapExposedFraction instead.
-///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3).
+///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3), of the
+///     stage work: compute plus the exposed TP, CP and EP communication inside the layers.
 ///   optimizer: as in RankTime.
 MegatronShared MegatronLayoutShared(const Ctx& c) {
   const ModelSpec& m = c.model;
@@ -423,7 +424,9 @@ TimeBreakdown MegatronTime(const MegatronTerms& t, const MegatronTimeFit& fit, P
   out.dp_comm = t.dp;
   out.ep_comm = t.ep;
   out.pp_comm = t.pp;
-  out.bubble = t.bubble_fraction * out.compute;
+  // The idle ticks of the pipeline fill and drain last as long as a micro-batch's stage work,
+  // which includes the TP, CP and EP communication exposed inside its layers.
+  out.bubble = t.bubble_fraction * (out.compute + out.tp_comm + out.cp_comm + out.ep_comm);
   out.optimizer = t.optimizer;
   return out;
 }

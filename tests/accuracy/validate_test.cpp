@@ -38,7 +38,7 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   REQUIRE(at != std::string::npos);
   const double median = std::stod(text.substr(at + 15));
   CHECK(median <= 15.0);
-  // The issue's p90 target (<= 30%; 26.5% since the GEMM factors are bounded at 1).
+  // The issue's p90 target (<= 30%; 25.9% now).
   const size_t p90 = text.find("p90 |error| ", at);
   REQUIRE(p90 != std::string::npos);
   CHECK(std::stod(text.substr(p90 + 12)) <= 30.0);

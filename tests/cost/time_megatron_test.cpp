@@ -113,7 +113,10 @@ TEST_CASE("megatron time: the compute split of the slowest rank sums to the cost
   CHECK(split.memory_bound > 0);
   CHECK(split.kernels > 0);
   CHECK(split.gemm + split.attention + split.memory_bound + split.kernels == test::Rel(c.time.compute));
-  CHECK(split.bubble_fraction * c.time.compute == test::Rel(c.time.bubble));
+  // The bubble covers the stage work: compute and the exposed EP (and TP, CP) communication.
+  REQUIRE(c.time.ep_comm > 0);
+  CHECK(split.bubble_fraction * (c.time.compute + c.time.tp_comm + c.time.cp_comm + c.time.ep_comm) ==
+        test::Rel(c.time.bubble));
 }
 
 TEST_CASE("megatron time: the attention rate against sequence and context-parallel chunk length by hand") {
