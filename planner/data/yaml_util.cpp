@@ -272,6 +272,11 @@ bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
   }
   bool b = false;
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b)) Fail(key, "expected true or false, found " + Shown(n));
+  if (n.Tag() == "!" && quoted_ == QuotedInts::kRefused) {
+    Fail(key, "expected true or false, found the string \"" + n.Scalar() +
+                  "\" (quoted: the framework would get a string, and any non-empty string is true in Python; "
+                  "write " + (b ? "true" : "false") + " without quotes)");
+  }
   return b;
 }
 

@@ -24,10 +24,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename);
 /// 1-based position of `node` in `filename` (line 0 if the node has no mark).
 SourceLoc LocOf(const YAML::Node& node, const std::string& filename);
 
-/// How Int reads a quoted scalar ("4"). YAML types it a string, and so do PyYAML / OmegaConf
-/// (Megatron-Bridge's override files) and JSON: refused. AutoModel's config loader turns every
-/// string into the Python literal it spells (components/config/loader.py, translate_value), so
-/// "4" is the integer 4 there; Megatron-Bridge's env_vars take strings too.
+/// How Int and Bool read a quoted scalar ("4", "false"). YAML types it a string, and so do
+/// PyYAML / OmegaConf (Megatron-Bridge's override files) and JSON: refused (a quoted "false"
+/// set on a Megatron config is a non-empty string, which Python reads as true). AutoModel's
+/// config loader turns every string into the Python literal it spells
+/// (components/config/loader.py, translate_value), so "4" is the integer 4 and "false" is
+/// False there; Megatron-Bridge's env_vars take strings too.
 enum class QuotedInts { kRefused, kRead };
 
 /// Reader for one map node: typed getters with range checks, and a final check that
@@ -50,6 +52,7 @@ class MapReader {
   /// Finite number in [min, max].
   double Num(const std::string& key, double min, double max,
              std::optional<double> fallback = std::nullopt);
+  /// true or false; a quoted "true" / "false" only with QuotedInts::kRead. Throws InputError.
   bool Bool(const std::string& key, std::optional<bool> fallback = std::nullopt);
   std::string Str(const std::string& key, std::optional<std::string> fallback = std::nullopt);
 
