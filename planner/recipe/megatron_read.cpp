@@ -224,7 +224,16 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   }
   if (!IsNull(m, "cuda_graph_impl")) {
     l.mb.cuda_graph_scope = IsNull(m, "cuda_graph_scope") ? 0u : recipe::ReadCudaGraphScope(m, "cuda_graph_scope");
-    l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl", l.mb.cuda_graph_scope);
+    // Megatron-Core main (transformer_config.py:1075, :2795) spells the whole-iteration graph
+    // cuda_graph_impl: full_iteration, its modules list empty; releases up to core 0.15 spell
+    // it local + cuda_graph_scope [full_iteration] (still migrated by main). Both are read.
+    const uint32_t modules = l.mb.cuda_graph_scope & ~kGraphFullIteration;  // scopes other than the iteration
+    l.mb.cuda_graph = recipe::ReadCudaGraphImpl(m, "cuda_graph_impl", l.mb.cuda_graph_scope,
+                                                /*full_iteration_spelling=*/true);
+    if (l.mb.cuda_graph == MbCudaGraph::kFullIteration && modules != 0) {
+      m.Fail("cuda_graph_scope", "expected an empty list with cuda_graph_impl: full_iteration (Megatron-Core: "
+                                 "'cuda_graph_modules must be empty'), found a module scope");
+    }
     // Megatron-Core: the scope has no effect with cuda_graph_impl "none" (transformer_config.py).
     if (l.mb.cuda_graph == MbCudaGraph::kNone) l.mb.cuda_graph_scope = 0;
   }

@@ -380,10 +380,12 @@ TEST_CASE("megatron runtime: CUDA graph settings as Megatron-Core spells them") 
   const MbSettings moe = read("transformer_engine", "[attn, moe]");
   CHECK(moe.cuda_graph == MbCudaGraph::kTransformerEngine);
   CHECK(moe.cuda_graph_scope == (kGraphAttn | kGraphMoe));
-  // meshplan's own full_iteration spelling is not Megatron-Core's: refused in a recipe, and so
-  // is full_iteration with Transformer Engine graphs.
+  // Megatron-Core main's own spelling: cuda_graph_impl full_iteration with no modules.
+  CHECK(read("full_iteration", "[]").cuda_graph == MbCudaGraph::kFullIteration);
+  // Refused: full_iteration with a module scope, and full_iteration scope with Transformer
+  // Engine graphs.
   for (const auto& [impl, scope, expected] :
-       {std::tuple<std::string, std::string, std::string>{"full_iteration", "[]", "found 'full_iteration'"},
+       {std::tuple<std::string, std::string, std::string>{"full_iteration", "[attn]", "expected an empty list"},
         {"transformer_engine", "[full_iteration]", "expected cuda_graph_impl: local with cuda_graph_scope full_iteration"}}) {
     CAPTURE(impl);
     try {
