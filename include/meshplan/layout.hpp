@@ -220,7 +220,7 @@ struct Layout {
   MbPpSplit pp_split = MbPpSplit::kEven;
   /// The recipe's pipeline_model_parallel_layout (pp_split kLayout), as read; null for the
   /// layouts meshplan builds (their layout is meshplan's own split, MegatronOverrides). The
-  /// mb_pp_layout_ rules check it.
+  /// mb_pp_layout_ rules check it, and the cost model prices its split (PricedPpLayout).
   std::shared_ptr<const PpLayerLayout> pp_layout;
   MbSettings mb;
 
@@ -249,6 +249,9 @@ struct StageSplit {
   int64_t max_layers_per_rank = 0;  ///< decoder layers on the most loaded PP rank
   int64_t first_rank_layers = 0;    ///< decoder layers on PP rank 0 (holds the embedding)
   int64_t last_rank_layers = 0;     ///< decoder layers on PP rank pp-1 (holds norm + lm_head)
+  /// The recipe's layout when its split is priced (PricedPpLayout), else null: then the layers
+  /// are split as above. Points into the Layout's pp_layout (valid as long as that Layout).
+  const PpLayerLayout* given = nullptr;
 };
 
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
@@ -257,8 +260,26 @@ struct StageSplit {
 /// larger; rank r holds stages r, r+pp, r+2pp, ... Megatron-Bridge layouts with vpp > 1:
 /// S = pp·vpp (Megatron-Core's model chunks; pipeline_model_parallel_layout may split the
 /// layers unevenly, modelled the same way). Does not check validity (see rules); num_stages
-/// is 0 when S would be 0.
+/// is 0 when S would be 0. A Megatron layout whose recipe gives a pipeline_model_parallel_layout
+/// that PricedPpLayout accepts is split as written: S = its stage count, the rank counts its
+/// own, `given` set.
 StageSplit SplitStages(int64_t num_layers, const Layout& layout);
+
+/// True when the layout's pipeline_model_parallel_layout can be priced: pp·vpp stages (vpp as
+/// Megatron-Core derives it), num_layers decoder layers, one embedding and one loss (else an
+/// mb_pp_layout_ rule fails, and meshplan's own split prices the layout).
+bool PpLayoutFits(int64_t num_layers, const Layout& layout);
+
+/// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
+/// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
+/// layers per stage, the embedding in the first stage and the loss in the last), so that a
+/// layout equal to what `plan` emits is priced exactly as the planner priced it. MTP layers are
+/// not priced.
+const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& layout);
+
+/// Decoder layers on each pipeline rank (one entry per rank, pp entries) as the cost model
+/// splits them: SplitStages, with the layout's priced pipeline_model_parallel_layout if any.
+std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layout);
 
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"
 const char* RecomputeName(Recompute r);      ///< "none", "selective", "full"
