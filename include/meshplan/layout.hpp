@@ -4,7 +4,10 @@
 /// space: a complete AutoModel `distributed:` + `step_scheduler:` choice).
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace meshplan {
 
@@ -54,6 +57,57 @@ enum class MbPpSplit {
   kAccountEmbeddingLoss,  ///< account_for_embedding_in_pipeline_split and _loss_: (L + 2) / (pp*vpp)
   kLayout,                ///< explicit pipeline_model_parallel_layout (pp*vpp stages, any split)
 };
+
+/// A `model.pipeline_model_parallel_layout` as a recipe gives it, read the way Megatron-Core's
+/// PipelineParallelLayerLayout reads it (Megatron-LM megatron/core/transformer/
+/// pipeline_parallel_layer_layout.py, 2026-08-22): the stages in the order written, stage i
+/// being virtual stage i / pp of pipeline rank i % pp (lines 48-55), each the string of its
+/// layers in order: 'E' embedding, 't' decoder (transformer) layer, 'm' MTP layer, 'L' loss
+/// (the string symbols, lines 303-308), and 'c' for an encoder layer, which only the list
+/// form can name (LayerType.encoder; Megatron-Core refuses it, lines 148-149).
+struct PpLayerLayout {
+  std::vector<std::string> stages;
+  std::string written;  ///< the value as the recipe writes it (a list in flow style, names lower-cased)
+  std::string where;    ///< "file:line:column" of the value in the recipe; empty if none
+  /// Recipe settings Megatron-Core checks against the layout: model.mtp_num_layers (-1: the
+  /// recipe does not set it, so the model provider's value applies, which meshplan does not
+  /// know; 0: null or 0) and the other pipeline-split keys the recipe also sets
+  /// (transformer_config.py:2245-2259 refuses them beside a layout).
+  int64_t mtp_num_layers = -1;
+  std::vector<std::string> other_split_keys;
+
+  /// Layers of `symbol` in the whole layout, or in stage `stage`.
+  int64_t Count(char symbol) const;
+  int64_t CountIn(size_t stage, char symbol) const;
+  /// Index of the first stage holding `symbol`, or -1.
+  int64_t StageOf(char symbol) const;
+  /// The layout as one string of the grammar ("Ett|tt|tL"): what Megatron-Core reads back
+  /// as the same stages (an encoder layer has no string symbol and is left out).
+  std::string ToString() const;
+};
+
+/// The result of ParsePpLayoutString: the stages, or what is wrong.
+struct PpLayoutParse {
+  bool ok = false;
+  std::vector<std::string> stages;  ///< as PpLayerLayout::stages
+  std::string error;                ///< when !ok: what was expected and found
+};
+
+/// Megatron-Core's PipelineParallelLayerLayout.parse_str_to_list (pipeline_parallel_layer_
+/// layout.py:282-321), step by step:
+///   1. every ',' is removed (purely cosmetic, line 288);
+///   2. re.sub(r'\(([^)]+)\)\*(\d+)', group1 * n): a parenthesised run (no ')' inside,
+///      at least one character) followed by '*' and decimal digits is repeated n times,
+///      left to right, once over the string (line 297; "(tt|)*2" -> "tt|tt|"; n may be 0);
+///   3. re.sub(r'(.)\*(\d+)', ...): any one character but a newline followed by '*' and
+///      digits is repeated n times, once over the result of 2 (line 298; "t*3" -> "ttt");
+///   4. the string is split at every '|' into stages (so "" is one empty stage and "E|" ends
+///      with an empty one), and each character of a stage must be E, L, t or m (lines
+///      311-320): anything else, whitespace and a parenthesis or '*' left over by 2-3
+///      included, is refused.
+/// Differences: digits are ASCII only (Python's \d also takes other Unicode decimal digits),
+/// and a layout expanding to more than 1,048,576 symbols is refused (Python would build it).
+PpLayoutParse ParsePpLayoutString(std::string_view text);
 
 /// Megatron `model.moe_token_dispatcher_type` (megatron.md 1.2).
 enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
@@ -164,6 +218,10 @@ struct Layout {
   int64_t etp = 0;  ///< model.expert_tensor_parallel_size; 0 = null, which Megatron-Core reads as tp
   bool use_distributed_optimizer = false;  ///< ddp/optimizer.use_distributed_optimizer
   MbPpSplit pp_split = MbPpSplit::kEven;
+  /// The recipe's pipeline_model_parallel_layout (pp_split kLayout), as read; null for the
+  /// layouts meshplan builds (their layout is meshplan's own split, MegatronOverrides). The
+  /// mb_pp_layout_ rules check it, and the cost model prices its split (PricedPpLayout).
+  std::shared_ptr<const PpLayerLayout> pp_layout;
   MbSettings mb;
 
   /// Expert tensor parallel size in effect: etp, or tp when unset (MCore model_parallel_config.py:507).
@@ -191,6 +249,9 @@ struct StageSplit {
   int64_t max_layers_per_rank = 0;  ///< decoder layers on the most loaded PP rank
   int64_t first_rank_layers = 0;    ///< decoder layers on PP rank 0 (holds the embedding)
   int64_t last_rank_layers = 0;     ///< decoder layers on PP rank pp-1 (holds norm + lm_head)
+  /// The recipe's layout when its split is priced (PricedPpLayout), else null: then the layers
+  /// are split as above. Points into the Layout's pp_layout (valid as long as that Layout).
+  const PpLayerLayout* given = nullptr;
 };
 
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
@@ -199,8 +260,26 @@ struct StageSplit {
 /// larger; rank r holds stages r, r+pp, r+2pp, ... Megatron-Bridge layouts with vpp > 1:
 /// S = pp·vpp (Megatron-Core's model chunks; pipeline_model_parallel_layout may split the
 /// layers unevenly, modelled the same way). Does not check validity (see rules); num_stages
-/// is 0 when S would be 0.
+/// is 0 when S would be 0. A Megatron layout whose recipe gives a pipeline_model_parallel_layout
+/// that PricedPpLayout accepts is split as written: S = its stage count, the rank counts its
+/// own, `given` set.
 StageSplit SplitStages(int64_t num_layers, const Layout& layout);
+
+/// True when the layout's pipeline_model_parallel_layout can be priced: pp·vpp stages (vpp as
+/// Megatron-Core derives it), num_layers decoder layers, one embedding and one loss (else an
+/// mb_pp_layout_ rule fails, and meshplan's own split prices the layout).
+bool PpLayoutFits(int64_t num_layers, const Layout& layout);
+
+/// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
+/// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
+/// layers per stage, the embedding in the first stage and the loss in the last), so that a
+/// layout equal to what `plan` emits is priced exactly as the planner priced it. MTP layers are
+/// not priced.
+const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& layout);
+
+/// Decoder layers on each pipeline rank (one entry per rank, pp entries) as the cost model
+/// splits them: SplitStages, with the layout's priced pipeline_model_parallel_layout if any.
+std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layout);
 
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"
 const char* RecomputeName(Recompute r);      ///< "none", "selective", "full"

@@ -171,6 +171,25 @@ void PrintMegatronCompute(const MegatronComputeSplit& c, double compute) {
   }
 }
 
+// The decoder layers per pipeline rank the cost model prices, and whose split they are.
+void PrintPipelineSplit(const ModelSpec& model, const Layout& l) {
+  const std::vector<int64_t> layers = DecoderLayersPerRank(model.num_layers, l);
+  std::cout << "pipeline split: decoder layers per rank";
+  for (int64_t n : layers) std::cout << " " << n;
+  const PpLayerLayout* given = PricedPpLayout(model.num_layers, l);
+  const PpLayerLayout* g = l.pp_layout.get();
+  if (given != nullptr) {
+    std::cout << " (as pipeline_model_parallel_layout places them; embedding on rank " << given->StageOf('E') % l.pp
+              << ", loss on rank " << given->StageOf('L') % l.pp << ")\n";
+  } else if (PpLayoutFits(model.num_layers, l)) {
+    std::cout << " (as pipeline_model_parallel_layout places them: meshplan's even split)\n";
+  } else if (g != nullptr) {
+    std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)\n";
+  } else {
+    std::cout << " (meshplan's split)\n";
+  }
+}
+
 }  // namespace
 
 int RunExplain(const ExplainOptions& o) {
@@ -249,6 +268,7 @@ int RunExplain(const ExplainOptions& o) {
     std::cout << "rules: INVALID, " << failures.size() << " rule" << (failures.size() > 1 ? "s" : "") << " broken\n";
     for (const Rule* r : failures) std::cout << "  " << r->name << ": " << r->explain(ctx) << "\n    source: " << r->source << "\n";
   }
+  if (megatron && l.pp > 1) PrintPipelineSplit(model, l);
   const bool scorable = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == setup.num_gpus && l.micro_batch() >= 1 &&
                         l.dp_replicate >= 1 && l.dp % l.dp_replicate == 0 && SplitStages(model.num_layers, l).num_stages > 0 &&
                         l.GradAccumSteps(setup) >= 1;

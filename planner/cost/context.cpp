@@ -53,11 +53,27 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
              nullptr};
 }
 
-LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank) {
+LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
+                      const PpLayerLayout* given) {
   const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, pp_size);
-  if (pp == 1 || num_stages <= 0) return mix;
   LayerMix r{0, 0};
+  if (given != nullptr) {
+    // The recipe's layout: stage s on rank s % pp, its decoder layers following those of the
+    // stages before it in the model (pipeline_parallel_layer_layout.py get_layer_offset).
+    int64_t start = 0;
+    for (size_t s = 0; s < given->stages.size(); ++s) {
+      const int64_t size = given->CountIn(s, 't');
+      if (int64_t(s) % pp == pp_rank) {
+        const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
+        r.dense += dense;
+        r.moe += size - dense;
+      }
+      start += size;
+    }
+    return r;
+  }
+  if (pp == 1 || num_stages <= 0) return mix;
   const int64_t L = m.num_layers, S = num_stages;
   const int64_t base = L / S, extra = L % S;
   for (int64_t s = pp_rank; s < S; s += pp) {
@@ -71,18 +87,20 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
 }
 
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
-  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank);
+  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank, c.split.given);
 }
 
 RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
-                        int64_t pp_rank) {
+                        int64_t pp_rank, const PpLayerLayout* given) {
   const int64_t pp = std::max<int64_t>(1, pp_size);
   RankParams r;
-  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank);
+  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank, given);
   r.dense_layers = layers.dense;
   r.moe_layers = layers.moe;
-  r.has_embedding = pp_rank == 0;
-  r.has_head = pp_rank == pp - 1;
+  // A recipe's layout puts the embedding and the loss (with the final norm and the output
+  // layer) on the ranks of the stages that hold E and L.
+  r.has_embedding = given != nullptr ? given->StageOf('E') % pp == pp_rank : pp_rank == 0;
+  r.has_head = given != nullptr ? given->StageOf('L') % pp == pp_rank : pp_rank == pp - 1;
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);
   const double dense_layer = attn + double(p.dense_mlp_per_layer) + norms;
   const double moe_layer = attn + double(p.shared_per_layer) + double(p.router_per_layer) + norms;
@@ -99,7 +117,7 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
 
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
-  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank);
+  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank, c.split.given);
 }
 
 int64_t QDim(const ModelSpec& m) {

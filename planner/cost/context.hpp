@@ -49,8 +49,9 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
 struct RankParams {
   int64_t dense_layers = 0;
   int64_t moe_layers = 0;
-  bool has_embedding = false;  ///< PP rank 0
-  bool has_head = false;       ///< PP rank pp-1 (lm_head, or the tied embedding when pp = 1)
+  bool has_embedding = false;  ///< PP rank 0 (a recipe's layout: the rank of its E stage)
+  bool has_head = false;       ///< PP rank pp-1 (lm_head, or the tied embedding when pp = 1; a
+                               ///< recipe's layout: the rank of its L stage)
   double layer_dense = 0;      ///< non-expert params of the rank's layers (attention, MLP,
                                ///< shared experts, router, norms)
   double layer_expert = 0;     ///< all routed experts of the rank's MoE layers
@@ -61,15 +62,21 @@ struct RankParams {
 };
 /// `pp_rank` in [0, pp). Dense layers are the first num_dense_layers of the model; stage s
 /// holds layers [s·base + min(s, extra), ...) with base = L / S, extra = L % S and rank r
-/// holds stages r, r+pp, ... (SplitStages, AutoModel pipelining/functional.py).
+/// holds stages r, r+pp, ... (SplitStages, AutoModel pipelining/functional.py). With a
+/// recipe's pipeline_model_parallel_layout (StageSplit::given), stage s holds the decoder
+/// layers it names, after those of the stages before it, and the embedding / head sit on the
+/// ranks of its E / L stages.
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
 /// Dense and MoE decoder layers on `pp_rank` (the layer split of ParamsOfRank alone).
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
-/// The same from the model, the PP size and the total stage count S (StageSplit::num_stages).
-LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank);
-/// ParamsOfRank from the model, its parameter counts, the PP size and the stage count.
+/// The same from the model, the PP size, the total stage count S (StageSplit::num_stages) and
+/// the priced layout (StageSplit::given; null: meshplan's own split).
+LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank,
+                      const PpLayerLayout* given = nullptr);
+/// ParamsOfRank from the model, its parameter counts, the PP size, the stage count and the
+/// priced layout.
 RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
-                        int64_t pp_rank);
+                        int64_t pp_rank, const PpLayerLayout* given = nullptr);
 
 /// Model dims used by activation and communication terms (elements per token).
 int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA

@@ -12,7 +12,8 @@ namespace meshplan {
 namespace {
 
 // Calls visit(entry, memory) for each pipeline rank to score (the tables' RankPlan, or one
-// built here outside their range: pp above the layer count, only hand-written layouts), in
+// built here outside their range: pp above the layer count, only hand-written layouts, and
+// for a recipe's pipeline_model_parallel_layout), in
 // order, with ctx set to that rank's parameters and `memory` its RankMemory. Where the
 // memory profile makes the memory rank-independent (RankMemoryIsUniform) only the first
 // rank's is computed, and with `memory_only` the scan stops there; otherwise the "pytorch"
@@ -21,12 +22,14 @@ namespace {
 template <class Visit>
 void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit) {
   cost::RankPlan local;
-  const cost::RankPlan* plan = ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
+  // A recipe's pipeline layout has its own split: its plan is built here.
+  const cost::RankPlan* plan =
+      ctx.split.given != nullptr ? nullptr : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
   if (plan == nullptr) {
-    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages);
+    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given);
     plan = &local;
   }
-  const bool uniform = cost::RankMemoryIsUniform(ctx.layout, opts);
+  const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
   cost::PytorchRankTerms terms;
   if (!uniform && plan->ranks.size() > 1) {
     terms = cost::PytorchTerms(ctx, opts);

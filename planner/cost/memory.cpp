@@ -131,7 +131,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     // 1.9(a) at 125.9 GiB against 73.8 GiB, and stays available for reproduction.
     MemoryOptions effective = opts;
     if (opts.profile == MemoryProfile::kAuto) effective.megatron_bridge_estimator = true;
-    MemoryBreakdown mem = MegatronRankMemory(c, effective);
+    MemoryBreakdown mem = MegatronRankMemory(c, pp_rank, effective);
     mem.overhead = Overhead(c);
     mem.step_gradients = mem.gradients;
     return mem;
@@ -243,6 +243,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
 
-bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts) { return UseMegatron(layout, opts); }
+bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
+  return UseMegatron(c.layout, opts) && c.split.given == nullptr;
+}
 
 }  // namespace meshplan::cost

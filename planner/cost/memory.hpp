@@ -75,9 +75,9 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 /// Same with default MemoryOptions.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
 /// True when RankMemory(c, r, opts) is the same for every PP rank r (the "megatron" profile:
-/// Megatron's estimate is for the most loaded shard whatever the rank), so that a caller may
-/// compute it once per layout.
-bool RankMemoryIsUniform(const Layout& layout, const MemoryOptions& opts);
+/// Megatron's estimate is for the most loaded shard whatever the rank, unless a recipe's
+/// pipeline layout is priced, c.split.given), so that a caller may compute it once per layout.
+bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts);
 
 /// CUDA context with the kernels PyTorch loads lazily during training, outside the
 /// caching allocator: measured 767-773 MiB on H200, torch 2.11 / CUDA 13.0 (device in use

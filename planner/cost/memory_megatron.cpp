@@ -42,6 +42,7 @@ double EstimatorFfnRatio(const ModelSpec& m, const MegatronArgs& x) {
   const double h = double(m.hidden_size), f = double(m.intermediate_size);
   if (!x.bridge_estimator || !m.is_moe()) return f / h;
   const double L = double(m.num_layers), L_d = double(m.num_dense_layers), L_m = L - L_d;
+  if (L <= 0) return f / h;  // a pipeline rank without decoder layers (a recipe's layout)
   return (L_d * f + L_m * (double(m.moe_intermediate_size) * double(m.experts_per_token) +
                            double(m.shared_expert_intermediate_size))) / (L * h);
 }
@@ -78,8 +79,12 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   const double final_ln = n * h;
   const double embedding = h * V;
 
-  e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + embedding) / t;
-  if (!m.tie_word_embeddings && x.pp == 1) e.p_tp += embedding / t;
+  if (x.vocab_tables >= 0) {
+    e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + x.vocab_tables * embedding) / t;
+  } else {
+    e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + embedding) / t;
+    if (!m.tie_word_embeddings && x.pp == 1) e.p_tp += embedding / t;
+  }
   e.p_rep = (layernorms * L_d + (layernorms + router) * L_m + final_ln) / p;
   const double etp_ep = double(std::max<int64_t>(1, x.etp)) * double(std::max<int64_t>(1, x.ep));
   e.p_exp = (routed * L_m / p) / etp_ep;
@@ -129,7 +134,7 @@ double QuantizedInputSaving(const ModelSpec& m, const MegatronArgs& x, Precision
   const double t = double(std::max<int64_t>(1, x.tp));
   const double L = double(m.num_layers);
   double r = EstimatorFfnRatio(m, x);
-  if (!routed && x.bridge_estimator && m.is_moe()) {
+  if (!routed && x.bridge_estimator && m.is_moe() && L > 0) {
     r -= (L - double(m.num_dense_layers)) * double(m.moe_intermediate_size) * double(m.experts_per_token) / (L * h);
   }
   const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
@@ -267,10 +272,29 @@ double InFlightFactor(const MegatronArgs& x) {
 /// Transformer Engine count TeSavedBytesPerToken (sequence part / t with SP, split part / t,
 /// / CP), full recompute keeping 2h per token of the recomputed layers, and the three
 /// departures above (full recompute, routed experts, quantized inputs) are part of that count.
-MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
+MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
   const Layout& l = c.layout;
-  const ModelSpec& m = c.model;
+  // A recipe's pipeline_model_parallel_layout (SplitStages prices it: c.split.given): the
+  // estimate of this rank, whose formulas read L / p as the layers of a stage, is made with
+  // L = p · (the rank's decoder layers) and L_d = p · (its dense ones); the rank holds the
+  // word embeddings if it holds E and the output layer if it holds L (both h·V; p > 1); and
+  // its activations, the estimator's first-stage in-flight count, are scaled to its own
+  // (InflightMicrobatches of the rank against rank 0's: pp - r against pp for 1F1B).
+  ModelSpec rank_model;
+  double vocab_tables = -1, inflight_share = 1.0;
+  if (c.split.given != nullptr) {
+    const RankParams rp = ParamsOfRank(c, pp_rank);
+    const int64_t p = std::max<int64_t>(1, l.pp);
+    rank_model = c.model;
+    rank_model.num_layers = p * rp.Layers();
+    rank_model.num_dense_layers = p * rp.dense_layers;
+    if (p > 1) vocab_tables = double(rp.has_embedding) + double(rp.has_head);
+    const double first = InflightMicrobatches(l, c.split, 0);
+    if (first > 0) inflight_share = InflightMicrobatches(l, c.split, pp_rank) / first;
+  }
+  const ModelSpec& m = c.split.given != nullptr ? rank_model : c.model;
   MegatronArgs x;
+  x.vocab_tables = vocab_tables;
   x.tp = l.tp;
   x.pp = l.pp;
   x.cp = l.cp;
@@ -357,7 +381,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts) {
   mem.weights = 2.0 * (pd + pe);
   mem.gradients = grad_bytes * (pd + pe);
   mem.optimizer = (e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe;
-  mem.activations = e.activation_layers / cp;
+  mem.activations = e.activation_layers / cp * inflight_share;
   // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
   // saved tensors of that many layers of the rank wait in host memory until backward.
   const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));

@@ -32,6 +32,10 @@ struct MegatronArgs {
   int64_t norm_size = 1;  ///< 1 RMSNorm, 2 LayerNorm
   /// Megatron-Bridge's estimator (megatron.md 3.5) instead of Megatron-LM's.
   bool bridge_estimator = false;
+  /// Embedding-sized tables (h·V: word embeddings, output layer) on the rank; -1: the
+  /// estimator's own (the first stage's embedding, and the untied output layer when p = 1).
+  /// A recipe's pipeline layout sets it per rank: one for its E stage, one for its L stage.
+  double vocab_tables = -1;
 };
 
 /// The estimate and its parts, bytes.
@@ -143,7 +147,10 @@ double InFlightFactor(const MegatronArgs& x);
 double MainGradBytes(const Layout& layout);
 
 /// Memory of the megatron profile for a layout: the estimate of the most loaded (first) PP
-/// stage for every rank, split into MemoryBreakdown terms (see memory_megatron.cpp).
-MemoryBreakdown MegatronRankMemory(const Ctx& c, const MemoryOptions& opts);
+/// stage for every rank, split into MemoryBreakdown terms (see memory_megatron.cpp). With a
+/// recipe's pipeline layout (c.split.given) the estimate of rank `pp_rank` itself: its own
+/// decoder layers in place of L / p, its own embedding-sized tables, and its activations scaled
+/// by its in-flight micro-batches against the first stage's.
+MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 
 }  // namespace meshplan::cost

@@ -6,7 +6,8 @@
 
 namespace meshplan::cost {
 
-RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages) {
+RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages,
+                       const PpLayerLayout* given) {
   RankPlan plan;
   const int64_t pp = std::max<int64_t>(1, pp_size);
   struct Seen {
@@ -16,8 +17,10 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
   Seen seen[8];
   int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
-    const LayerMix mix = LayersOfRank(model, pp_size, num_stages, r);
-    const Seen sig{mix.dense, mix.moe, r == 0, r == pp - 1};
+    const LayerMix mix = LayersOfRank(model, pp_size, num_stages, r, given);
+    const bool embedding = given != nullptr ? given->StageOf('E') % pp == r : r == 0;
+    const bool head = given != nullptr ? given->StageOf('L') % pp == r : r == pp - 1;
+    const Seen sig{mix.dense, mix.moe, embedding, head};
     bool dup = false;
     for (int i = 0; i < n_seen && !dup; ++i) {
       dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
@@ -25,7 +28,7 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
     }
     if (dup) continue;
     if (n_seen < 8) seen[n_seen++] = sig;
-    plan.ranks.push_back({r, ParamsOfRank(model, params, pp_size, num_stages, r)});
+    plan.ranks.push_back({r, ParamsOfRank(model, params, pp_size, num_stages, r, given)});
   }
   return plan;
 }

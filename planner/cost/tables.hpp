@@ -26,11 +26,13 @@ struct RankEntry {
 /// The ranks of one (pp, S) that CostModel::Evaluate scores: rank 0, then every rank whose
 /// (dense layers, MoE layers, embedding, head) signature differs from the first eight
 /// distinct signatures seen (a later rank of a seen signature holds no more memory and
-/// takes the same time).
+/// takes the same time). `given`: a recipe's priced layout (StageSplit::given), whose plan is
+/// built per layout, not cached here.
 struct RankPlan {
   std::vector<RankEntry> ranks;
 };
-RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages);
+RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
+                       const PpLayerLayout* given = nullptr);
 
 class CostTables {
  public:

@@ -1,6 +1,7 @@
 #include "meshplan/layout.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace meshplan {
 
@@ -57,13 +58,55 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
   return out;
 }
 
+// Megatron-Core's split of a pipeline_model_parallel_layout: stage i is virtual stage i / pp
+// of rank i % pp (pipeline_parallel_layer_layout.py:48-55), with the decoder layers it names.
+std::vector<int64_t> GivenRankLayers(const PpLayerLayout& g, int64_t pp) {
+  std::vector<int64_t> rank(static_cast<size_t>(pp), 0);
+  for (size_t s = 0; s < g.stages.size(); ++s) rank[s % static_cast<size_t>(pp)] += g.CountIn(s, 't');
+  return rank;
+}
+
+StageSplit GivenSplit(const PpLayerLayout& g, int64_t pp) {
+  StageSplit out;
+  out.num_stages = int64_t(g.stages.size());
+  out.stages_per_rank = out.num_stages / pp;
+  const std::vector<int64_t> rank = GivenRankLayers(g, pp);
+  out.first_rank_layers = rank.front();
+  out.last_rank_layers = rank.back();
+  out.max_layers_per_rank = *std::max_element(rank.begin(), rank.end());
+  out.given = &g;
+  return out;
+}
+
 }  // namespace
+
+bool PpLayoutFits(int64_t num_layers, const Layout& l) {
+  const PpLayerLayout* g = l.pp_layout.get();
+  if (g == nullptr || l.framework != Framework::kMegatronBridge || l.pp < 1 || l.vpp < 1) return false;
+  const int64_t n = int64_t(g->stages.size());
+  return n > 0 && n == l.pp * l.vpp && g->Count('t') == num_layers && g->Count('E') == 1 && g->Count('L') == 1;
+}
+
+const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
+  if (!PpLayoutFits(num_layers, l)) return nullptr;
+  const PpLayerLayout* g = l.pp_layout.get();
+  const int64_t n = int64_t(g->stages.size());
+  // meshplan's own split of pp·vpp stages (MegatronOverrides writes it as the layout string):
+  // L / S decoder layers each, the first L % S stages one more, E first, L last.
+  const int64_t base = num_layers / n, extra = num_layers % n;
+  bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1;
+  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == base + (s < extra ? 1 : 0);
+  return own ? nullptr : g;
+}
 
 // The search asks for few distinct splits, once per layout from the cost model and from
 // several pipeline rules, and the computation is integer divisions: a per-thread memo keyed
 // by every field it reads (num_layers, pp, pp_schedule, layers_per_stage, stage_rounding,
 // framework, vpp).
 StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
+  if (layout.pp_layout != nullptr) {  // only layouts read from a recipe: not memoised
+    if (const PpLayerLayout* g = PricedPpLayout(num_layers, layout)) return GivenSplit(*g, layout.pp);
+  }
   struct Slot {
     bool used = false;
     int64_t layers = 0, pp = 0, lps = 0, vpp = 0;
@@ -90,6 +133,18 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
              ComputeSplitStages(num_layers, layout)};
   }
   return s.split;
+}
+
+std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layout) {
+  const int64_t pp = std::max<int64_t>(1, layout.pp);
+  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
+  const StageSplit split = SplitStages(num_layers, layout);
+  if (split.given != nullptr) return GivenRankLayers(*split.given, pp);
+  const int64_t n = split.num_stages;
+  if (n <= 0) return out;
+  const int64_t base = num_layers / n, extra = num_layers % n;
+  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += base + (s < extra ? 1 : 0);
+  return out;
 }
 
 const char* StrategyName(Strategy s) {

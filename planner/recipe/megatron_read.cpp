@@ -2,6 +2,9 @@
 // Keys: megatron.md 1.2-1.6 (MCore ModelParallelConfig / TransformerConfig /
 // DistributedDataParallelConfig, MB DistributedInitConfig, CommOverlapConfig, CheckpointConfig).
 #include <algorithm>
+#include <cctype>
+#include <memory>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -171,6 +174,102 @@ void ReadMixedPrecisionMap(MapReader& r, ParsedRecipe& out) {
   for (const char* k : kMixedPrecisionUnpriced) r.Ignore({k});
 }
 
+// What PyYAML's SafeLoader, under OmegaConf.load's resolvers (YAML 1.1 booleans and integers,
+// YAML 1.2-style floats, no timestamps), makes of a plain scalar that is not null: "an
+// integer", "a number", "a boolean", or "" for a string (also for any quoted scalar).
+std::string PlainScalarType(const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() != "?") return "";
+  static const std::regex kBool("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
+  static const std::regex kInt(
+      R"([-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)");
+  static const std::regex kFloat(
+      R"([-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))");
+  const std::string& v = n.Scalar();
+  if (std::regex_match(v, kBool)) return "a boolean";
+  if (std::regex_match(v, kInt)) return "an integer";
+  if (std::regex_match(v, kFloat)) return "a number";
+  return "";
+}
+
+std::string Shorten(const std::string& s) { return s.size() > 60 ? s.substr(0, 57) + "..." : s; }
+
+constexpr const char* kLayoutKey = "pipeline_model_parallel_layout";
+
+/// model.pipeline_model_parallel_layout, read as Megatron-Core reads it (TransformerConfig.
+/// __post_init__, transformer_config.py:2261-2273, into PipelineParallelLayerLayout,
+/// pipeline_parallel_layer_layout.py:25-84): a string of the grammar of ParsePpLayoutString,
+/// or a list of lists (one per stage) of layer names, each str.strip().lower()'d and a
+/// LayerType name: embedding, decoder, mtp, loss or encoder (lines 35-38 and 57-73; "E" or "t"
+/// are not names there, whatever the TransformerConfig docstring says). Anything else reaches
+/// Megatron-Core as a value it cannot use (an int has no virtual_pipeline_model_parallel_size:
+/// transformer_config.py:2276-2278 raises) and is an InputError here, as is a string outside the
+/// grammar. What a well-formed layout must satisfy is left to the mb_pp_layout_ rules.
+std::shared_ptr<PpLayerLayout> ReadPpLayout(MapReader& m) {
+  auto out = std::make_shared<PpLayerLayout>();
+  const YAML::Node n = m.Get(kLayoutKey);
+  const std::string field = m.Field(kLayoutKey);
+  const char* expected_list =
+      "expected a layout string (\"Ett|tt|tL\") or a list of stages, each a list of layer names (embedding, "
+      "decoder, mtp, loss)";
+  if (n.IsScalar()) {
+    if (const std::string type = PlainScalarType(n); !type.empty()) {
+      m.Fail(kLayoutKey, std::string(expected_list) + "; found " + type + ", " + n.Scalar() +
+                             " (quote a layout string: \"...\")");
+    }
+    const PpLayoutParse p = ParsePpLayoutString(n.Scalar());
+    if (!p.ok) m.Fail(kLayoutKey, p.error + "; the layout is \"" + Shorten(n.Scalar()) + "\"");
+    out->stages = p.stages;
+    out->written = "\"" + n.Scalar() + "\"";
+  } else if (n.IsSequence()) {
+    out->written = "[";
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node row = n[i];
+      const std::string row_field = field + "[" + std::to_string(i) + "]";
+      if (!row.IsSequence()) {
+        // pipeline_parallel_layer_layout.py:35-38: "must be a list of lists".
+        throw InputError(yamlutil::LocOf(row, m.filename()), row_field,
+                         std::string(expected_list) + "; found " +
+                             (row.IsMap() ? std::string("a map") : row.IsNull() ? std::string("null")
+                                                                   : "'" + Shorten(row.Scalar()) + "'") +
+                             " as stage " + std::to_string(i) + " (every stage is a list, [] when empty)");
+      }
+      out->stages.emplace_back();
+      out->written += std::string(i ? ", " : "") + "[";
+      for (size_t j = 0; j < row.size(); ++j) {
+        const YAML::Node e = row[j];
+        const std::string e_field = row_field + "[" + std::to_string(j) + "]";
+        std::string found;
+        if (!e.IsScalar()) found = e.IsMap() ? "a map" : e.IsSequence() ? "a list" : "null";
+        else if (const std::string type = PlainScalarType(e); !type.empty()) found = type + ", " + e.Scalar();
+        // layer_type.strip().lower() in LayerType.__members__ (lines 62-71).
+        std::string name = found.empty() ? e.Scalar() : "";
+        const size_t b = name.find_first_not_of(" \t\n\r\v\f"), z = name.find_last_not_of(" \t\n\r\v\f");
+        name = b == std::string::npos ? "" : name.substr(b, z - b + 1);
+        for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        char symbol = 0;
+        if (found.empty()) {
+          symbol = name == "embedding" ? 'E' : name == "decoder" ? 't' : name == "mtp" ? 'm' : name == "loss" ? 'L'
+                   : name == "encoder" ? 'c' : 0;
+          if (symbol == 0) found = "'" + Shorten(e.Scalar()) + "'";
+        }
+        if (symbol == 0) {
+          throw InputError(yamlutil::LocOf(e, m.filename()), e_field,
+                           "expected a Megatron-Core LayerType name: embedding, decoder, mtp, loss (or encoder, which "
+                           "Megatron-Core does not support here); found " + found);
+        }
+        out->stages.back() += symbol;
+        out->written += std::string(j ? ", " : "") + name;
+      }
+      out->written += "]";
+    }
+    out->written += "]";
+  } else {
+    m.Fail(kLayoutKey, std::string(expected_list) + "; found a map");
+  }
+  out->where = FormatLoc(m.Loc(kLayoutKey));
+  return out;
+}
+
 void ReadModel(MapReader& m, ParsedRecipe& out) {
   Layout& l = out.layout;
   l.tp = Size(m, "tensor_model_parallel_size", 1);
@@ -185,26 +284,36 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   m.Ignore({"pipeline_dtype"});
   const bool emb = m.Bool("account_for_embedding_in_pipeline_split", false);
   const bool loss = m.Bool("account_for_loss_in_pipeline_split", false);
-  if (emb != loss) {
-    m.Fail(emb ? "account_for_loss_in_pipeline_split" : "account_for_embedding_in_pipeline_split",
-           "meshplan models account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split together; "
-           "set both");
-  }
-  if (emb) l.pp_split = MbPpSplit::kAccountEmbeddingLoss;
-  if (!IsNull(m, "pipeline_model_parallel_layout")) {
+  if (!IsNull(m, kLayoutKey)) {
+    // An explicit layout (Megatron-Core reads it whenever it is not None, whatever PP is).
     l.pp_split = MbPpSplit::kLayout;
-    YAML::Node n = m.Get("pipeline_model_parallel_layout");
-    if (n.IsScalar() && !m.Has("virtual_pipeline_model_parallel_size")) {
-      const int64_t stages = 1 + std::count(n.Scalar().begin(), n.Scalar().end(), '|');
-      if (stages % l.pp != 0) {
-        m.Fail("pipeline_model_parallel_layout", "has " + std::to_string(stages) +
-                                                     " stages, not a multiple of pipeline_model_parallel_size " +
-                                                     std::to_string(l.pp));
-      }
+    std::shared_ptr<PpLayerLayout> p = ReadPpLayout(m);
+    // transformer_config.py:2245-2259: no other pipeline-split setting beside it (mb_pp_layout_alone).
+    if (emb) p->other_split_keys.push_back("account_for_embedding_in_pipeline_split: true");
+    if (loss) p->other_split_keys.push_back("account_for_loss_in_pipeline_split: true");
+    for (const char* k : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"}) {
+      if (!IsNull(m, k)) p->other_split_keys.push_back(std::string(k) + ": " + m.Get(k).Scalar());
+      m.Ignore({k});
+    }
+    // validate_layer_layout(num_layers, mtp_num_layers) (transformer_config.py:2290-2292) with
+    // the recipe's mtp_num_layers; unset, the model provider's applies (mb_pp_layout_mtp).
+    if (m.Has("mtp_num_layers")) p->mtp_num_layers = IsNull(m, "mtp_num_layers") ? 0 : m.Int("mtp_num_layers", 0, 1 << 20);
+    // transformer_config.py:2279-2287: VPP None takes the layout's stages / PP when above 1; a
+    // VPP given must equal it (mb_pp_layout_vpp).
+    const int64_t stages = int64_t(p->stages.size());
+    if (IsNull(m, "virtual_pipeline_model_parallel_size") && stages % l.pp == 0 && stages / l.pp > 1) {
       l.vpp = stages / l.pp;
     }
+    l.pp_layout = std::move(p);
+  } else {
+    if (emb != loss) {
+      m.Fail(emb ? "account_for_loss_in_pipeline_split" : "account_for_embedding_in_pipeline_split",
+             "meshplan models account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split together; "
+             "set both");
+    }
+    if (emb) l.pp_split = MbPpSplit::kAccountEmbeddingLoss;
   }
-  m.Ignore({"pipeline_model_parallel_layout"});
+  m.Ignore({kLayoutKey});
   if (!IsNull(m, "recompute_granularity")) {
     const std::string g = m.Str("recompute_granularity");
     if (g == "full") {

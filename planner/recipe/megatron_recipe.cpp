@@ -55,7 +55,11 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     add("model.account_for_embedding_in_pipeline_split", "true");
     add("model.account_for_loss_in_pipeline_split", "true");
   }
-  if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
+  if (l.pp_layout != nullptr) {  // a recipe's own layout, as read (check's layouts)
+    std::string v(1, '"');
+    v.append(l.pp_layout->ToString()).push_back('"');
+    add("model.pipeline_model_parallel_layout", v);
+  } else if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
     add("model.pipeline_model_parallel_layout", LayoutString(req.model.num_layers, l.pp * l.vpp));
   }
   add("model.recompute_granularity", RecomputeValue(l.recompute));

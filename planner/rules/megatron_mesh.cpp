@@ -177,10 +177,12 @@ std::string VppLayersMsg(const RuleContext& c) {
              ": every virtual stage gets the same number of layers");
 }
 
-/// A pipeline_model_parallel_layout has PP*VPP stages; meshplan gives each at least one
+/// A pipeline_model_parallel_layout meshplan writes has PP*VPP stages, each given at least one
 /// decoder layer. Source: MCore transformer_config.py:2241-2258 (len(stages) % PP == 0, VPP = len / PP).
+/// A recipe's own layout (pp_layout) may leave stages empty: the mb_pp_layout_ rules
+/// (megatron_layout.cpp) check it instead.
 bool LayoutStages(const RuleContext& c) {
-  return L(c).pp_split != MbPpSplit::kLayout || L(c).pp * L(c).vpp <= c.model.num_layers;
+  return L(c).pp_split != MbPpSplit::kLayout || L(c).pp_layout != nullptr || L(c).pp * L(c).vpp <= c.model.num_layers;
 }
 std::string LayoutStagesMsg(const RuleContext& c) {
   return Cat("pipeline_model_parallel_layout with ", L(c).pp, " x ", L(c).vpp, " = ", L(c).pp * L(c).vpp,

@@ -10,7 +10,7 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronDpRules()}) all.insert(all.end(), part.begin(), part.end());
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronLayoutRules(), rules::MegatronDpRules()}) all.insert(all.end(), part.begin(), part.end());
   std::stable_sort(all.begin(), all.end(), [](const Rule& a, const Rule& b) { return a.stage < b.stage; });
   return all;
 }

@@ -9,6 +9,7 @@ namespace meshplan::rules {
 
 /// Megatron-Bridge rule groups, concatenated by megatron_registry.cpp in check order.
 std::span<const Rule> MegatronMeshRules();
+std::span<const Rule> MegatronLayoutRules();  ///< a recipe's pipeline_model_parallel_layout
 std::span<const Rule> MegatronDpRules();
 
 namespace mb {

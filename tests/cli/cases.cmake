@@ -163,6 +163,31 @@ meshplan_cli_case(check_mb_5_4_qwen235_64_gb200 1 "mb_world_divisible_by_etp_ep_
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs.yaml --model qwen3-235b-a22b --system gb200-nvl72 --gpus 64)
 meshplan_cli_case(check_mb_5_4_qwen235_256_h100 0 "valid: passes all" "warning: CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm"
   -- ${MP} check ${R}/mbridge_5_4_qwen3_235b_a22b_pretrain_256gpu_h100_bf16.yaml --model qwen3-235b-a22b --system dgx-h100 --gpus 256)
+# pipeline_model_parallel_layout: a well-formed layout that breaks a Megatron-Core rule is INVALID (exit 1) with the
+# rule, the counts found and expected and the recipe line (it was valid: only its presence was read); the list form
+# of Megatron-Bridge's own recipes is read; the layout's split is priced (it was priced as the even split).
+meshplan_cli_case(check_mb_layout_three_stages 1 "INVALID: 2 rules fail"
+  "mb_pp_layout_stages_divisible_by_pp: pipeline_model_parallel_layout \"Ett\\|tt\\|tL\" \\(.*mbridge_layout_three_stages.yaml:7:3\\) has 3 stages \\(model chunks\\). expected a multiple of pipeline_model_parallel_size 4 \\(8 with virtual_pipeline_model_parallel_size 2\\)"
+  "mb_pp_layout_num_layers: .* holds 5 decoder layers \\(t\\). expected num_layers 80 of llama3.1-70b"
+  "source: MCore transformer/pipeline_parallel_layer_layout.py:40-46"
+  -- ${MP} check ${R}/mbridge_layout_three_stages.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(check_mb_layout_empty 1 "INVALID: 4 rules fail" "mb_pp_layout_stages_divisible_by_pp: .* has 1 stage "
+  "mb_pp_layout_embedding_first: .* has no layers" "mb_pp_layout_loss_last" "holds 0 decoder layers"
+  -- ${MP} check ${R}/mbridge_layout_empty.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(explain_mb_layout_vpp_conflict 1 "rules: INVALID, 1 rule broken"
+  "mb_pp_layout_vpp: .* has 8 stages = 4 pipeline ranks x 2 virtual stages, but virtual_pipeline_model_parallel_size is 3: expected 12 stages"
+  "source: MCore transformer/transformer_config.py:2275-2287"
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_vpp_conflict.yaml)
+meshplan_cli_case(check_mb_layout_list 0 "valid: passes all" "tp4 pp4 vpp2"
+  -- ${MP} check ${R}/mbridge_layout_list.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(explain_mb_layout_balanced 0 "rules: valid"
+  "pipeline split: decoder layers per rank 20 20 20 20 \\(as pipeline_model_parallel_layout places them: meshplan's even split\\)"
+  "^fits: "
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_balanced_llama70b.yaml)
+meshplan_cli_case(explain_mb_layout_unbalanced 1 "rules: valid"
+  "pipeline split: decoder layers per rank 32 16 16 16 \\(as pipeline_model_parallel_layout places them. embedding on rank 0, loss on rank 3\\)"
+  "stage 0 .* stage 1 .* stage 3" "^does NOT fit: "
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_unbalanced_llama70b.yaml)
 # TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
 meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"
   "!mb_axes_positive" "!dp0"

@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "fixtures/models.hpp"
 #include "meshplan/rules.hpp"
@@ -77,6 +79,38 @@ void Fsdp2(ModelSpec&, TrainSetup&, Layout& l) {
   l.mb.cuda_device_max_connections = 8;
 }
 
+// A recipe's pipeline_model_parallel_layout (as megatron_read.cpp keeps it) on the base layout
+// (pp 2; 80 layers): its text, mtp_num_layers, VPP, the other pipeline-split keys set beside it,
+// and an encoder layer after the embedding (only the list form can name one).
+struct LayoutSpec {
+  std::string text;
+  int64_t mtp_num_layers = -1;
+  int64_t vpp = 1;
+  std::vector<std::string> other_keys = {};
+  bool encoder = false;
+};
+void WithLayout(Layout& l, const LayoutSpec& spec) {
+  auto g = std::make_shared<PpLayerLayout>();
+  const PpLayoutParse p = ParsePpLayoutString(spec.text);
+  REQUIRE(p.ok);
+  g->stages = p.stages;
+  if (spec.encoder) g->stages[0].insert(1, "c");
+  g->written = "\"" + spec.text + "\"";
+  g->where = "r.yaml:4:3";
+  g->mtp_num_layers = spec.mtp_num_layers;
+  g->other_split_keys = spec.other_keys;
+  l.pp_split = MbPpSplit::kLayout;
+  l.pp_layout = g;
+  l.vpp = spec.vpp;
+}
+Case LayoutCase(const char* rule, const char* fragment, const LayoutSpec& pass, const LayoutSpec& fail) {
+  return {rule, fragment, [pass](auto&, auto&, Layout& l) { WithLayout(l, pass); },
+          [fail](auto&, auto&, Layout& l) { WithLayout(l, fail); }};
+}
+const LayoutSpec kBalanced{"Et*40|t*40L"};
+const LayoutSpec kInterleaved{"Et*20|t*20|t*20|t*20L", -1, 2};
+const LayoutSpec kWithMtp{"Et*40|t*40mL", 1};
+
 const Case kCases[] = {
     {"mb_axes_positive", "every parallel size must be >= 1", Nothing, [](auto&, auto&, Layout& l) { l.cp = 0; }},
     {"mb_world_divisible_by_tp_pp_cp", "world_size (30) is not divisible by tensor x pipeline x context parallel (4 x 2 x 1 = 8)",
@@ -119,6 +153,59 @@ const Case kCases[] = {
     {"mb_pp_layout_stages", "pipeline_model_parallel_layout with 2 x 41 = 82 stages",
      [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 40; },
      [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 41; }},
+    // A recipe's layout (megatron_layout.cpp): pp 2, 80 decoder layers.
+    LayoutCase("mb_pp_layout_alone",
+               "pipeline_model_parallel_layout \"Et*40|t*40L\" (r.yaml:4:3) cannot be set with other pipeline layout "
+               "arguments; found account_for_embedding_in_pipeline_split: true, num_layers_in_first_pipeline_stage: 39",
+               kBalanced,
+               {"Et*40|t*40L", -1, 1,
+                {"account_for_embedding_in_pipeline_split: true", "num_layers_in_first_pipeline_stage: 39"}}),
+    LayoutCase("mb_pp_layout_stages_divisible_by_pp",
+               "pipeline_model_parallel_layout \"Et*40|t*39|tL\" (r.yaml:4:3) has 3 stages (model chunks); expected a "
+               "multiple of pipeline_model_parallel_size 2",
+               kBalanced, {"Et*40|t*39|tL"}),
+    LayoutCase("mb_pp_layout_vpp",
+               "has 4 stages = 2 pipeline ranks x 2 virtual stages, but virtual_pipeline_model_parallel_size is 3: "
+               "expected 6 stages (2 x 3), or set virtual_pipeline_model_parallel_size: 2 (or null)",
+               kInterleaved, {"Et*20|t*20|t*20|t*20L", -1, 3}),
+    LayoutCase("mb_pp_layout_embedding_first",
+               "pipeline_model_parallel_layout \"t*40|Et*40L\" (r.yaml:4:3) starts with a decoder layer (t); expected "
+               "the embedding (E) as the first layer",
+               kBalanced, {"t*40|Et*40L"}),
+    LayoutCase("mb_pp_layout_embedding_first", "has 2 embeddings (E); expected exactly one, the first layer", kBalanced,
+               {"Et*40|Et*40L"}),
+    LayoutCase("mb_pp_layout_embedding_first",
+               "pipeline_model_parallel_layout \"|\" (r.yaml:4:3) has no layers; expected the embedding (E) as the first",
+               kBalanced, {"|"}),
+    LayoutCase("mb_pp_layout_loss_last",
+               "pipeline_model_parallel_layout \"Et*40|Lt*40\" (r.yaml:4:3) ends with a decoder layer (t); expected the "
+               "loss (L) as the last layer",
+               kBalanced, {"Et*40|Lt*40"}),
+    LayoutCase("mb_pp_layout_loss_last", "has 2 losses (L); expected exactly one, the last layer", kBalanced,
+               {"Et*40L|t*40L"}),
+    LayoutCase("mb_pp_layout_num_layers",
+               "pipeline_model_parallel_layout \"Et*40|t*39L\" (r.yaml:4:3) holds 79 decoder layers (t); expected "
+               "num_layers 80 of dense",
+               kBalanced, {"Et*40|t*39L"}),
+    LayoutCase("mb_pp_layout_mtp_count",
+               "pipeline_model_parallel_layout \"Et*40|t*40L\" (r.yaml:4:3) holds 0 MTP layers (m); expected "
+               "mtp_num_layers 1",
+               kWithMtp, {"Et*40|t*40L", 1}),
+    LayoutCase("mb_pp_layout_mtp_count", "holds 1 MTP layers (m); expected mtp_num_layers 0 (null or 0: no m)", kBalanced,
+               {"Et*40|t*40mL", 0}),
+    LayoutCase("mb_pp_layout_mtp_placement",
+               "pipeline_model_parallel_layout \"Et*40|t*39mtL\" (r.yaml:4:3): a decoder layer (t) comes after the "
+               "first MTP layer (m)",
+               kWithMtp, {"Et*40|t*39mtL", 1}),
+    LayoutCase("mb_pp_layout_mtp_placement",
+               "stage 1 (pipeline rank 1, virtual stage 0 of 2) holds an MTP layer (m); expected MTP layers only in a "
+               "rank's last virtual stage",
+               kWithMtp, {"Et*40|t*40m|L|", 1, 2}),
+    LayoutCase("mb_pp_layout_mtp_placement", "stage 2 holds 1 of the 2 MTP layers (m); expected all of them in one stage",
+               {"Et*40|t*40||mmL", 2, 2}, {"Et*40|t*40|m|mL", 2, 2}),
+    LayoutCase("mb_pp_layout_no_encoder",
+               "holds 1 encoder layers; Megatron-Core does not support encoder layers in a pipeline layout", kBalanced,
+               {"Et*40|t*40L", -1, 1, {}, true}),
     {"mb_vpp_pp2_needs_p2p_overlap", "at pipeline_model_parallel_size 2 needs overlap_p2p_comm: true",
      [](auto&, auto&, Layout& l) { l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue; l.mb.batch_p2p_comm = Tri::kFalse; },
      [](auto&, auto&, Layout& l) { l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kFalse; }},
