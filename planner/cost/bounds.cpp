@@ -127,17 +127,8 @@ double CostModel::StepSecondsLowerBound(const Layout& l) const {
   // Eager HBM-bound kernels as RankTime charges them (linear in the tokens; the loss dropped:
   // the rank with the most layers may not hold the head).
   if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
-    const double h = double(m.hidden_size);
-    const double qk = m.qk_norm ? double(cost::QDim(m) + cost::KDim(m)) : 0.0;
-    const double common = cost::kEagerHiddenPasses * h + cost::kEagerQkNormPasses * qk / tp;
-    const double dense = common + cost::kEagerFfnPasses * double(m.intermediate_size) / tp;
-    const double moe = common + cost::kEagerFfnPasses *
-                                    (double(m.experts_per_token) * double(m.moe_intermediate_size) +
-                                     double(m.shared_expert_intermediate_size)) / tp;
-    double elems = dense;
-    if (m.is_moe()) elems = m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
-    const double recompute = l.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
-    bound += 2.0 * tokens * layers * elems * recompute / gpu.hbm_bandwidth;
+    bound += 2.0 * tokens * layers * cost::EagerLayerPasses(m, tp) * cost::EagerRecomputeFactor(l) /
+             gpu.hbm_bandwidth;
   }
 
   const bool full = l.recompute == Recompute::kFull;

@@ -30,6 +30,12 @@ double GemmSizeFactor(double tokens, double width) {
   return ft * fw;
 }
 
+double EagerLayerPasses(const ModelSpec& m, double tp) {
+  const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
+  return kEagerHiddenPasses * double(m.hidden_size) +
+         (kEagerQkNormPasses * qk + kEagerFfnPasses * double(m.intermediate_size)) / tp;
+}
+
 double HiddenCommCost(double seconds, const Link& link) {
   if (seconds <= 0) return 0.0;
   return seconds * kHiddenCommKappa * std::min(1.0, link.busbw_bytes_per_s / kHiddenCommRefBusbw);
@@ -160,16 +166,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // implementations with Transformer Engine norms, linear layers and fused RoPE
   // (model.backend te, automodel.md 1.4): not these kernels, and not measured; no term.
   if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
-    const double ffn_dense = double(m.intermediate_size);
-    const double ffn_moe = double(m.experts_per_token) * double(m.moe_intermediate_size) +
-                           double(m.shared_expert_intermediate_size);
-    const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
-    const double per_layer = kEagerHiddenPasses * h + kEagerQkNormPasses * qk / tp;
-    const double elems = double(rp.dense_layers) * (per_layer + kEagerFfnPasses * ffn_dense / tp) +
-                         moe_layers * (per_layer + kEagerFfnPasses * ffn_moe / tp);
-    const double recompute = l.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
+    const double elems = double(rp.dense_layers) * EagerLayerPasses(m, tp);
     const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
-    t.compute += 2.0 * tokens * (elems * recompute + loss) / gpu.hbm_bandwidth;
+    t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth;
   }
 
   const bool full = l.recompute == Recompute::kFull;

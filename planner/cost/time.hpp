@@ -63,6 +63,16 @@ inline constexpr double kEagerHiddenPasses = 341.4;
 inline constexpr double kEagerFfnPasses = 15.8;
 inline constexpr double kEagerQkNormPasses = 159.2;
 inline constexpr double kEagerLossVocabPasses = 35.7;
+/// Eager element passes per token of one decoder layer of a dense `model`, forward + backward,
+/// on a TP rank: kEagerHiddenPasses·h (norms and residual adds are not split: AutoModel's
+/// plans have no sequence parallelism) + (kEagerQkNormPasses·(q + kv) with q/k norms +
+/// kEagerFfnPasses·f) / tp. Used by RankTime and the search's lower bound alike.
+double EagerLayerPasses(const ModelSpec& model, double tp);
+/// 4/3 when a recompute mode repeats the forward's elementwise ops (a third of forward +
+/// backward), else 1.
+inline double EagerRecomputeFactor(const Layout& layout) {
+  return layout.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
+}
 
 /// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
