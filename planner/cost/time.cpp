@@ -225,27 +225,25 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     const double rs_e = ReduceScatterSeconds(4.0 * expert_local, ge.n, le);
     const double rs_r = AllReduceSeconds(4.0 * dense_local / double(gd.n), g.dp_replicate.n, lr);
     const double rs = rs_d + rs_e + rs_r;
-    // Hidden collectives slow the compute they hide behind (HiddenCommCost): `*_cost` is that
-    // cost were all of it hidden, scaled below by the hidden share.
+    // Hidden collectives slow the compute they hide behind: `*_cost` is HiddenCommCost were
+    // all of it hidden, HiddenShareCost takes the hidden share.
     if (l.pp > 1) {
       const double calls = double(c.grad_accum);
       const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
       const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
       const double ag = calls * (ag_d + ag_e);
-      const double hidden = std::min(ag, kFsdpOverlapFraction * t.compute);
       const double ag_cost = calls * (HiddenCommCost(ag_d, ld) + HiddenCommCost(ag_e, le));
       t.dp_comm = std::max(0.0, ag - kFsdpOverlapFraction * t.compute) + calls * first_ag + calls * rs +
-                  (ag > 0 ? ag_cost * hidden / ag : 0.0);
+                  HiddenShareCost(ag, kFsdpOverlapFraction * t.compute, ag_cost);
     } else {
       const bool experts_kept = !kMoeReshardAfterForward && l.ep > 1 && ge.n > 1;
       const double ag_d = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) + AllGatherSeconds(2.0 * root, gd.n, ld);
       const double ag_e = (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
       const double comm = n_mb * (ag_d + ag_e + rs);
-      const double hidden = std::min(comm, kFsdpOverlapFraction * t.compute);
       const double cost =
           n_mb * (HiddenCommCost(ag_d + rs_d, ld) + HiddenCommCost(ag_e + rs_e, le) + HiddenCommCost(rs_r, lr));
       t.dp_comm = std::max(0.0, comm - kFsdpOverlapFraction * t.compute) + n_mb * first_ag +
-                  (comm > 0 ? cost * hidden / comm : 0.0);
+                  HiddenShareCost(comm, kFsdpOverlapFraction * t.compute, cost);
     }
   }
   // --- optimizer ---

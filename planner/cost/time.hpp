@@ -37,6 +37,12 @@ inline constexpr double kHiddenCommRefBusbw = 257e9;  ///< bytes/s: median busbw
 /// Extra step time (s) when `seconds` of a collective on `link` are hidden behind compute:
 /// seconds · kHiddenCommKappa · min(1, link busbw / kHiddenCommRefBusbw). 0 for seconds <= 0.
 double HiddenCommCost(double seconds, const Link& link);
+/// The part of `cost_all_hidden` (HiddenCommCost summed over a collective's parts, as if all
+/// `comm` seconds were hidden) for the share of `comm` that `window` seconds of compute hide:
+/// cost_all_hidden · min(comm, window) / comm; 0 when comm <= 0.
+inline double HiddenShareCost(double comm, double window, double cost_all_hidden) {
+  return comm > 0 ? cost_all_hidden * (comm < window ? comm : window) / comm : 0.0;
+}
 /// Fraction of pipeline p2p time left exposed (the rest overlaps compute). Assumption.
 inline constexpr double kPpP2pExposedFraction = 0.2;
 

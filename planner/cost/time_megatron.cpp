@@ -375,9 +375,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, g * dense_local), gd.n, ld) : 0.0;
     if (overlap) {
       t.dp = std::max(Pos(rs - bwd_mb * v), tail) + (ag > 0 ? std::max(Pos(ag - fwd_mb * v), 0.5 * tail) : 0.0);
-      // The hidden share slows the compute it hides behind (HiddenCommCost).
-      if (rs > 0) t.dp += rs_cost * std::min(rs, bwd_mb * v) / rs;
-      if (ag > 0) t.dp += ag_cost * std::min(ag, fwd_mb * v) / ag;
+      // The hidden share slows the compute it hides behind.
+      t.dp += HiddenShareCost(rs, bwd_mb * v, rs_cost) + HiddenShareCost(ag, fwd_mb * v, ag_cost);
     } else {
       t.dp = rs + ag;
     }
@@ -389,9 +388,9 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
     const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
     const double comm = n_mb * (2.0 * (ag_d + ag_e) + rs_d + rs_e);
-    const double hidden = std::min(comm, kFsdpOverlapFraction * compute0);
     const double cost = n_mb * (HiddenCommCost(2.0 * ag_d + rs_d, ld) + HiddenCommCost(2.0 * ag_e + rs_e, le));
-    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + n_mb * first_ag + (comm > 0 ? cost * hidden / comm : 0.0);
+    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + n_mb * first_ag +
+           HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
     // torch FSDP2 gathers into a flat buffer and copies out to each parameter (forward and
     // backward), and copies each gradient into a flat buffer before the reduce-scatter
     // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,
