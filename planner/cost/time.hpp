@@ -31,7 +31,7 @@ inline constexpr double kFsdpOverlapFraction = 0.8;
 /// with NCCL_MAX_NCHANNELS 8 (112-134 GB/s) 0.161, with 2 (29-36 GB/s) 0.046: the cost
 /// follows the bytes moved, so a link of busbw B below kHiddenCommRefBusbw costs
 /// kHiddenCommKappa·B/kHiddenCommRefBusbw (no faster link was measured: not extrapolated
-/// above). tests/cost/time_test.cpp reproduces the constants from the data.
+/// above). tests/cost/megatron_runtime_test.cpp reproduces the constants from the data.
 inline constexpr double kHiddenCommKappa = 0.266;
 inline constexpr double kHiddenCommRefBusbw = 257e9;  ///< bytes/s: median busbw of those 9 points
 /// Extra step time (s) when `seconds` of a collective on `link` are hidden behind compute:

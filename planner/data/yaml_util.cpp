@@ -148,7 +148,7 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
   return root;
 }
 
-MapReader::MapReader(YAML::Node map, std::string filename, std::string path, QuotedInts quoted)
+MapReader::MapReader(YAML::Node map, std::string filename, std::string path, QuotedScalars quoted)
     : map_(std::move(map)), filename_(std::move(filename)), path_(std::move(path)), quoted_(quoted) {}
 
 void MapReader::Mark(const std::string& key) const {
@@ -219,7 +219,7 @@ int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::op
   if (!n.IsScalar()) Fail(key, "expected an integer, found " + Shown(n));
   std::string s = n.Scalar();
   // yaml-cpp tags a quoted scalar "!" and a plain one "?".
-  if (n.Tag() == "!" && quoted_ == QuotedInts::kRefused) {
+  if (n.Tag() == "!" && quoted_ == QuotedScalars::kRefused) {
     Fail(key, "expected an integer, found the string \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"");
   }
   char* end = nullptr;
@@ -272,7 +272,7 @@ bool MapReader::Bool(const std::string& key, std::optional<bool> fallback) {
   }
   bool b = false;
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b)) Fail(key, "expected true or false, found " + Shown(n));
-  if (n.Tag() == "!" && quoted_ == QuotedInts::kRefused) {
+  if (n.Tag() == "!" && quoted_ == QuotedScalars::kRefused) {
     Fail(key, "expected true or false, found the string \"" + n.Scalar() +
                   "\" (quoted: the framework would get a string, and any non-empty string is true in Python; "
                   "write " + (b ? "true" : "false") + " without quotes)");

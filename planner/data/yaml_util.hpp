@@ -30,13 +30,13 @@ SourceLoc LocOf(const YAML::Node& node, const std::string& filename);
 /// config loader turns every string into the Python literal it spells
 /// (components/config/loader.py, translate_value), so "4" is the integer 4 and "false" is
 /// False there; Megatron-Bridge's env_vars take strings too.
-enum class QuotedInts { kRefused, kRead };
+enum class QuotedScalars { kRefused, kRead };
 
 /// Reader for one map node: typed getters with range checks, and a final check that
 /// every key was known. `path` prefixes field names in messages ("gpu" -> "gpu.bf16_tflops").
 class MapReader {
  public:
-  MapReader(YAML::Node map, std::string filename, std::string path = "", QuotedInts quoted = QuotedInts::kRefused);
+  MapReader(YAML::Node map, std::string filename, std::string path = "", QuotedScalars quoted = QuotedScalars::kRefused);
 
   bool Has(const std::string& key) const;
   /// Value present and not null.
@@ -45,14 +45,14 @@ class MapReader {
 
   /// Integer in [min, max], written as one: a float (4.0, 1e3) is refused, even a whole one
   /// (every reader of these files, PyYAML, JSON, AutoModel's loader, keeps it a float), and so is
-  /// a quoted "4" unless the reader was made with QuotedInts::kRead. Missing: `fallback` if
+  /// a quoted "4" unless the reader was made with QuotedScalars::kRead. Missing: `fallback` if
   /// given, else an error.
   int64_t Int(const std::string& key, int64_t min, int64_t max,
               std::optional<int64_t> fallback = std::nullopt);
   /// Finite number in [min, max].
   double Num(const std::string& key, double min, double max,
              std::optional<double> fallback = std::nullopt);
-  /// true or false; a quoted "true" / "false" only with QuotedInts::kRead. Throws InputError.
+  /// true or false; a quoted "true" / "false" only with QuotedScalars::kRead. Throws InputError.
   bool Bool(const std::string& key, std::optional<bool> fallback = std::nullopt);
   std::string Str(const std::string& key, std::optional<std::string> fallback = std::nullopt);
 
@@ -77,7 +77,7 @@ class MapReader {
   YAML::Node map_;
   std::string filename_;
   std::string path_;
-  QuotedInts quoted_;
+  QuotedScalars quoted_;
   mutable std::vector<std::string> seen_;
   void Mark(const std::string& key) const;
 };

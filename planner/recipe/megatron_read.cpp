@@ -63,7 +63,7 @@ void Merge(Tri& into, Tri v) {
 // Megatron-Core fails on it. Only env_vars takes strings (ConfigContainer.env_vars:
 // dict[str, str | int | float | bool], exported with str(value): config.py:965, 1984-1989).
 MapReader Section(MapReader& top, const char* name, const std::string& filename,
-                  yamlutil::QuotedInts quoted = yamlutil::QuotedInts::kRefused) {
+                  yamlutil::QuotedScalars quoted = yamlutil::QuotedScalars::kRefused) {
   if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name, quoted);
   YAML::Node n = top.Get(name);
   if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
@@ -464,7 +464,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   l.mb.checkpointing = !IsNull(ckpt, "save") || !IsNull(ckpt, "load");
   ckpt.Ignore({"save", "load"});
   if (l.mb.dist_use_megatron_fsdp == Tri::kTrue && !ddp.Has("use_megatron_fsdp")) l.mb.use_megatron_fsdp = true;
-  MapReader env = Section(top, "env_vars", filename, yamlutil::QuotedInts::kRead);
+  MapReader env = Section(top, "env_vars", filename, yamlutil::QuotedScalars::kRead);
   if (!IsNull(env, "CUDA_DEVICE_MAX_CONNECTIONS")) {
     l.mb.cuda_device_max_connections = env.Int("CUDA_DEVICE_MAX_CONNECTIONS", 1, 1024);
   }

@@ -15,7 +15,7 @@ using yamlutil::MapReader;
 
 // AutoModel's config loader turns a quoted "4" into the integer 4 (and "4.0" into a float, which
 // is refused): components/config/loader.py, translate_value. Every reader of the recipe reads so.
-constexpr yamlutil::QuotedInts kQuoted = yamlutil::QuotedInts::kRead;
+constexpr yamlutil::QuotedScalars kQuoted = yamlutil::QuotedScalars::kRead;
 
 // Keys of each strategy dataclass that meshplan does not model but accepts as written.
 constexpr std::array kFsdp2Fields = {"tp_plan", "patch_is_packed_sequence", "mp_policy", "offload_policy",
