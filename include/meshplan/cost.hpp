@@ -123,10 +123,13 @@ struct Cost {
 };
 
 /// Model FLOP of one optimizer step (forward + backward, no recompute) for
-/// `global_batch` sequences of `seq_len` tokens.
+/// `global_batch` sequences of `seq_len` tokens, with `mtp_layers` multi-token prediction
+/// layers trained (Megatron-Bridge's model.mtp_num_layers; 0: none).
 /// Source: Megatron-LM megatron/training/training.py::num_floating_point_operations
-/// (megatron.md 3.6): causal attention halved, GQA, MLA, SwiGLU, MoE top-k, logits.
-double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup);
+/// (megatron.md 3.6): causal attention halved, GQA, MLA, SwiGLU, MoE top-k, logits; each MTP
+/// layer adds a decoder layer of the last layer's type, 6·(3h + 2h²) for its norms and
+/// eh_proj, and 6·h·V for its logits.
+double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers = 0);
 
 namespace cost {
 struct FlopsPerToken;

@@ -222,6 +222,11 @@ struct Layout {
   /// layouts meshplan builds (their layout is meshplan's own split, MegatronOverrides). The
   /// mb_pp_layout_ rules check it, and the cost model prices its split (PricedPpLayout).
   std::shared_ptr<const PpLayerLayout> pp_layout;
+  /// model.mtp_num_layers: multi-token prediction layers trained (ModelSpec::mtp_num_layers),
+  /// Megatron-Bridge only; 0 = null (AutoModel layouts: 0). A recipe that does not set it takes
+  /// the model provider's value, num_nextn_predict_layers (kMtpFromModel until
+  /// SyncMegatronCostView resolves it). They sit in the last stage, before the loss.
+  int64_t mtp_layers = 0;
   MbSettings mb;
 
   /// Expert tensor parallel size in effect: etp, or tp when unset (MCore model_parallel_config.py:507).
@@ -252,7 +257,33 @@ struct StageSplit {
   /// The recipe's layout when its split is priced (PricedPpLayout), else null: then the layers
   /// are split as above. Points into the Layout's pp_layout (valid as long as that Layout).
   const PpLayerLayout* given = nullptr;
+  /// PP rank holding the MTP layers (Layout::mtp_layers; the given layout's 'm'), -1 if none.
+  int64_t mtp_rank = -1;
 };
+
+/// Layout::mtp_layers of a Megatron-Bridge recipe that leaves model.mtp_num_layers unset.
+inline constexpr int64_t kMtpFromModel = -1;
+
+/// Decoder layers in stage `stage` (0-based) of meshplan's own even split of `num_layers`
+/// decoder layers over `num_stages` stages, `mtp_slots` MTP layers taking places of their own:
+/// the L + m layers are dealt so that the first (L + m) % S stages hold one more, and the m MTP
+/// layers take the last places of the last stage, where Megatron-Core wants them
+/// (pipeline_parallel_layer_layout.py validate_layer_layout: after every decoder layer, in a
+/// rank's last virtual stage). With m = 0 this is AutoModel's split (pipelining/functional.py
+/// generate_hf_model_fqn_per_model_part) and Megatron-Core's even split, which puts MTP layers
+/// on top of the last stage's (MtpSlots). 0 when num_stages <= 0 or stage is out of range;
+/// never negative.
+int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t mtp_slots, int64_t num_stages, int64_t stage);
+
+/// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
+/// AutoModel (meshplan prices AutoModel's models without their MTP module).
+int64_t MtpLayers(const Layout& layout);
+/// The MTP layers that take places of the pipeline split (OwnStageDecoderLayers): those of a
+/// layout whose split meshplan writes as a pipeline_model_parallel_layout (pp > 1, MbPpSplit::
+/// kLayout); with Megatron-Core's even split (and account_for_*_in_pipeline_split) they are
+/// added to the last stage's decoder layers (transformer_block.py get_num_layers_to_build
+/// counts decoder layers only), so 0.
+int64_t MtpSlots(const Layout& layout);
 
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
 /// 2*pp for interleaved1f1b; else S = ceil(L / layers_per_stage), rounded to a multiple of
@@ -267,14 +298,15 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout);
 
 /// True when the layout's pipeline_model_parallel_layout can be priced: pp·vpp stages (vpp as
 /// Megatron-Core derives it), num_layers decoder layers, one embedding and one loss (else an
-/// mb_pp_layout_ rule fails, and meshplan's own split prices the layout).
+/// mb_pp_layout_ rule fails, and meshplan's own split prices the layout); its MTP layers ('m')
+/// must number Layout::mtp_layers.
 bool PpLayoutFits(int64_t num_layers, const Layout& layout);
 
 /// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
 /// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
-/// layers per stage, the embedding in the first stage and the loss in the last), so that a
-/// layout equal to what `plan` emits is priced exactly as the planner priced it. MTP layers are
-/// not priced.
+/// layers per stage as OwnStageDecoderLayers, the embedding in the first stage, the MTP layers
+/// and the loss in the last), so that a layout equal to what `plan` emits is priced exactly as
+/// the planner priced it.
 const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& layout);
 
 /// Decoder layers on each pipeline rank (one entry per rank, pp entries) as the cost model
@@ -299,7 +331,9 @@ void SetMegatronMicroBatch(Layout& layout, int64_t mbs, const TrainSetup& setup)
 /// Sets the AutoModel-equivalent fields the cost model reads from a Megatron layout's own
 /// fields: strategy from the DP flavour, interleaved schedule with `vpp` chunks per rank
 /// (layers_per_stage = num_layers / (pp*vpp), rounded to a multiple of pp when uneven).
-void SyncMegatronCostView(Layout& layout, int64_t num_layers);
+/// With num_layers > 0 it also resolves mtp_layers kMtpFromModel to `model_mtp_layers` (the
+/// model provider's mtp_num_layers, ModelSpec::mtp_num_layers).
+void SyncMegatronCostView(Layout& layout, int64_t num_layers, int64_t model_mtp_layers = 0);
 
 /// One-line description, e.g. "fsdp2 tp4 pp2 cp1 ep1 dp4 (rep1) lbs8 mb1 interleaved1f1b v2 sp ac=full";
 /// Megatron layouts: "ddp+distopt tp4 pp4 vpp5 cp2 ep1 dp1 mbs1 sp recompute=none".

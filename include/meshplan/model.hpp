@@ -76,6 +76,15 @@ struct ModelSpec {
   bool mla = false;
   MlaSpec mla_spec;
 
+  /// Multi-token prediction layers (DeepSeek-V3 num_nextn_predict_layers; 0 for every other
+  /// architecture). Not part of num_layers or of ParamCounts' totals, as in the published
+  /// parameter counts (DeepSeek-V3: 671B without its 14B MTP module). Megatron-Bridge's
+  /// model provider trains them (mtp_num_layers = num_nextn_predict_layers, AutoBridge), each
+  /// an MTP block of Megatron-Core's MultiTokenPredictionLayer: two RMSNorms (enorm, hnorm) of
+  /// h, eh_proj (2h -> h, no bias), one decoder layer of the model's last layer type, and a
+  /// final RMSNorm of h (megatron/core/transformer/multi_token_prediction.py).
+  int64_t mtp_num_layers = 0;
+
   /// Where each config key was read (for messages that point into the user's file).
   std::map<std::string, SourceLoc> field_locs;
 

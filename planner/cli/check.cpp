@@ -106,7 +106,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   req.model = model;
   req.system = system;
   Layout& l = parsed.layout;
-  if (megatron && l.dp > 0) SyncMegatronCostView(l, req.model.num_layers);
+  if (megatron && l.dp > 0) SyncMegatronCostView(l, req.model.num_layers, req.model.mtp_num_layers);
 
   std::cout << label << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
             << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len

@@ -180,14 +180,19 @@ void PrintPipelineSplit(const ModelSpec& model, const Layout& l) {
   const PpLayerLayout* g = l.pp_layout.get();
   if (given != nullptr) {
     std::cout << " (as pipeline_model_parallel_layout places them; embedding on rank " << given->StageOf('E') % l.pp
-              << ", loss on rank " << given->StageOf('L') % l.pp << ")\n";
+              << ", loss on rank " << given->StageOf('L') % l.pp << ")";
   } else if (PpLayoutFits(model.num_layers, l)) {
-    std::cout << " (as pipeline_model_parallel_layout places them: meshplan's even split)\n";
+    std::cout << " (as pipeline_model_parallel_layout places them: meshplan's even split)";
   } else if (g != nullptr) {
-    std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)\n";
+    std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
   } else {
-    std::cout << " (meshplan's split)\n";
+    std::cout << " (meshplan's split)";
   }
+  if (const int64_t mtp = MtpLayers(l); mtp > 0) {
+    const int64_t rank = std::max<int64_t>(0, SplitStages(model.num_layers, l).mtp_rank);
+    std::cout << "; " << mtp << " MTP layer" << (mtp > 1 ? "s" : "") << " (model.mtp_num_layers) on rank " << rank;
+  }
+  std::cout << "\n";
 }
 
 }  // namespace
@@ -214,7 +219,7 @@ int RunExplain(const ExplainOptions& o) {
     parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
                       : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
     l = parsed->layout;
-    if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers);
+    if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers, model.mtp_num_layers);
     if (o.precision.empty() && parsed->precision_set) setup.precision = parsed->precision;
     setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed->global_batch;
     if (setup.global_batch <= 0) {

@@ -134,7 +134,6 @@ std::string PresetOf(const std::string& raw) {
   }
   auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
   if (has("nemotron") || has("v4")) return "";  // hybrid Mamba / DeepSeek-V4: not describable
-  if (has("w/ mtp")) return "";  // multi-token prediction layers are not modelled
   if (has("deepseek") && has("v3")) return "deepseek-v3";
   if (has("kimi")) return "kimi-k2";
   if (has("qwen3") && has("235")) return "qwen3-235b-a22b";
@@ -186,13 +185,31 @@ struct Run {
   double published_tokens = 0;  // tokens/s per GPU (0 = not published)
   std::string precision_cell;   // the table's precision cell (recipe-settings key)
   bool tokendrop = false;       // a "(tokendrop)" model row
+  int64_t mtp = kMtpFromModel;  // MTP layers: "(w/o MTP)" 0, "(w/ MTP)" 1, else the model provider's
 };
+
+// MTP layers a row's model name says the run trained, or kMtpFromModel (the model provider's
+// mtp_num_layers, num_nextn_predict_layers: DeepSeek-V3 1, the recipes' default).
+int64_t MtpOf(const std::string& raw) {
+  const std::string s = Lower(raw);
+  if (s.find("w/o mtp") != std::string::npos) return 0;
+  if (s.find("w/ mtp") != std::string::npos) return 1;
+  return kMtpFromModel;
+}
+
+// Megatron-Bridge's DeepSeek-V3 layout of 16 pipeline stages with one MTP layer, which its
+// recipes set for PP 16, PP 8 x VPP 2 and PP 4 x VPP 4 (recipes/deepseek/deepseek_v3.py
+// set_deepseek_v3_pipeline_model_parallel_layout, v0.2.0 .. v0.6.0) and its GB300 perf recipes
+// give for PP 2 x VPP 8 (perf_recipes/deepseek/gb300/deepseek_v3.py, v0.6.0): the embedding and
+// 4 decoder layers, 14 stages of 4, then 1 decoder layer, the MTP layer and the loss.
+constexpr const char* kDeepseekV3Layout16 = "Et*4|(t*4|)*14tmL";
 
 Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup, int64_t tp, int64_t pp,
                        int64_t cp, int64_t vpp, int64_t ep, int64_t mbs, bool fsdp, Recompute rc,
-                       const recipe::PerfRecipeSettings* settings) {
+                       const recipe::PerfRecipeSettings* settings, int64_t mtp) {
   Layout l;
   l.framework = Framework::kMegatronBridge;
+  l.mtp_layers = mtp == kMtpFromModel ? m.mtp_num_layers : mtp;
   l.tp = tp;
   l.pp = pp;
   l.cp = cp;
@@ -211,6 +228,15 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
+  if (m.architecture == Architecture::kDeepseekV3 && L == 61 && l.mtp_layers == 1 && pp * vpp == 16) {
+    const PpLayoutParse parsed = ParsePpLayoutString(kDeepseekV3Layout16);
+    auto g = std::make_shared<PpLayerLayout>();
+    g->stages = parsed.stages;
+    g->written = kDeepseekV3Layout16;
+    g->mtp_num_layers = 1;
+    l.pp_split = MbPpSplit::kLayout;
+    l.pp_layout = std::move(g);
+  }
   search::ApplyEmittedSettings(l, sys, setup.precision);
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
@@ -223,7 +249,7 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
   }
   SetMegatronMicroBatch(l, mbs, setup);
-  SyncMegatronCostView(l, L);
+  SyncMegatronCostView(l, L, m.mtp_num_layers);
   return l;
 }
 
@@ -242,6 +268,7 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.setup.precision = PrecisionOf(cell(5));
   r.precision_cell = cell(5);
   r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
+  r.mtp = MtpOf(cell(2));
   int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
   SizeReader sz;
   sz.Read("gpus", cell(4), 0, gpus, kMaxGpus);
@@ -296,6 +323,9 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (!sz.problem.empty()) r.skip = sz.problem;
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
+  // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
+  // pricing; Megatron runs follow the model provider.
+  r.mtp = zero.find("fsdp2") != std::string::npos ? 0 : MtpOf(cell("model"));
   const std::string rec = Lower(cell("recompute"));
   rc = rec.rfind("full", 0) == 0 ? Recompute::kFull : rec.rfind("selective", 0) == 0 ? Recompute::kSelective
                                                                                      : Recompute::kNone;
@@ -502,7 +532,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                                                          r.setup.num_gpus, r.tokendrop)
                                   : nullptr;
     if (mbridge && settings_table && !settings) ++without_settings;
-    const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc, settings);
+    const Layout l = PublishedLayout(m, sys, r.setup, z.tp, z.pp, z.cp, z.vpp, z.ep, z.mbs, fsdp, rc, settings, r.mtp);
     // A layout the framework would refuse is not priced (the perf table's own rows all pass;
     // hand-made rows may not).
     {
@@ -552,11 +582,12 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                   std::to_string(int(rt.grad_reduce_in_fp32));
       }
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
-                                       int(r.setup.precision), runtime);
+                                       int(r.setup.precision), runtime + "/mtp" + std::to_string(l.mtp_layers));
       auto it = ranks.find(key);
       if (it == ranks.end()) {
         PlanRequest req;
         req.model = m;
+        req.model.mtp_num_layers = l.mtp_layers;  // the planner's layouts train what the run trained
         req.system = sys;
         req.setup = r.setup;
         req.framework = Framework::kMegatronBridge;

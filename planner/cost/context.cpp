@@ -54,10 +54,12 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
 }
 
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
-                      const PpLayerLayout* given) {
+                      const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_slots) {
   const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, pp_size);
+  const int64_t mtp = std::max<int64_t>(0, mtp_layers);
   LayerMix r{0, 0};
+  int64_t mtp_rank = -1;
   if (given != nullptr) {
     // The recipe's layout: stage s on rank s % pp, its decoder layers following those of the
     // stages before it in the model (pipeline_parallel_layer_layout.py get_layer_offset).
@@ -71,36 +73,52 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
       }
       start += size;
     }
-    return r;
+    const int64_t m_stage = given->StageOf('m');
+    mtp_rank = m_stage >= 0 ? m_stage % pp : -1;
+  } else if (pp == 1 || num_stages <= 0) {
+    r = mix;
+    mtp_rank = 0;
+  } else {
+    const int64_t L = m.num_layers, S = num_stages;
+    // Stage s starts after the decoder layers of the stages before it (the MTP layers sit
+    // after all of them): OwnStageDecoderLayers in closed form.
+    const int64_t slots = std::max<int64_t>(0, mtp_slots);
+    const int64_t base = (L + slots) / S, extra = (L + slots) % S;
+    for (int64_t s = pp_rank; s < S; s += pp) {
+      const int64_t start = s * base + std::min(s, extra);
+      const int64_t size = OwnStageDecoderLayers(L, slots, S, s);
+      const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
+      r.dense += dense;
+      r.moe += size - dense;
+    }
+    mtp_rank = (S - 1) % pp;
   }
-  if (pp == 1 || num_stages <= 0) return mix;
-  const int64_t L = m.num_layers, S = num_stages;
-  const int64_t base = L / S, extra = L % S;
-  for (int64_t s = pp_rank; s < S; s += pp) {
-    const int64_t start = s * base + std::min(s, extra);
-    const int64_t size = base + (s < extra ? 1 : 0);
-    const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
-    r.dense += dense;
-    r.moe += size - dense;
-  }
+  // An MTP layer's decoder layer has the type of the model's last layer (megatron.md 3.6).
+  if (mtp > 0 && pp_rank == mtp_rank) (mix.moe > 0 ? r.moe : r.dense) += mtp;
   return r;
 }
 
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
-  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank, c.split.given);
+  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
+                      MtpSlots(c.layout));
 }
 
 RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
-                        int64_t pp_rank, const PpLayerLayout* given) {
+                        int64_t pp_rank, const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_slots) {
   const int64_t pp = std::max<int64_t>(1, pp_size);
   RankParams r;
-  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank, given);
+  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank, given, mtp_layers, mtp_slots);
   r.dense_layers = layers.dense;
   r.moe_layers = layers.moe;
   // A recipe's layout puts the embedding and the loss (with the final norm and the output
   // layer) on the ranks of the stages that hold E and L.
   r.has_embedding = given != nullptr ? given->StageOf('E') % pp == pp_rank : pp_rank == 0;
   r.has_head = given != nullptr ? given->StageOf('L') % pp == pp_rank : pp_rank == pp - 1;
+  const int64_t mtp = std::max<int64_t>(0, mtp_layers);
+  if (mtp > 0) {
+    const int64_t m_stage = given != nullptr ? given->StageOf('m') : std::max<int64_t>(1, num_stages) - 1;
+    if (m_stage >= 0 && m_stage % pp == pp_rank) r.mtp_layers = mtp;
+  }
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);
   const double dense_layer = attn + double(p.dense_mlp_per_layer) + norms;
   const double moe_layer = attn + double(p.shared_per_layer) + double(p.router_per_layer) + norms;
@@ -112,12 +130,22 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
   const double final_norm = std::max(0.0, double(p.norms) - double(m.num_layers) * norms);
   if (r.has_embedding) r.root += double(p.embedding);
   if (r.has_head) r.root += double(p.output_head) + final_norm;
+  if (r.mtp_layers > 0) {
+    // Beside its decoder layer (counted above) each MTP layer holds enorm, hnorm and its final
+    // norm (3h) and eh_proj (2h·h); the rank also builds its own copy of the word embedding
+    // when it is not the embedding's rank (gpt_model.py: pre_process or mtp_process), whose
+    // gradient is all-reduced with the first stage's like a tied embedding.
+    const double h = double(m.hidden_size);
+    r.layer_dense += double(r.mtp_layers) * (3.0 * h + 2.0 * h * h);
+    if (!r.has_embedding) r.root += double(p.embedding);
+  }
   return r;
 }
 
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
-  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank, c.split.given);
+  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
+                      MtpSlots(c.layout));
 }
 
 int64_t QDim(const ModelSpec& m) {

@@ -58,6 +58,11 @@ struct RankParams {
   double root = 0;             ///< embedding / final norm / lm_head held by this rank
   double max_layer_dense = 0;  ///< non-expert params of the largest layer
   double max_layer_expert = 0; ///< routed experts of the largest (MoE) layer
+  /// MTP layers on this rank (Layout::mtp_layers on the rank of the last stage, or of the
+  /// given layout's 'm'). Their decoder layers are counted in dense_layers / moe_layers (the
+  /// model's last layer type) and their parameters in layer_dense / layer_expert; eh_proj and
+  /// the three norms of each are in layer_dense, an embedding copy in root.
+  int64_t mtp_layers = 0;
   int64_t Layers() const { return dense_layers + moe_layers; }
 };
 /// `pp_rank` in [0, pp). Dense layers are the first num_dense_layers of the model; stage s
@@ -67,16 +72,20 @@ struct RankParams {
 /// layers it names, after those of the stages before it, and the embedding / head sit on the
 /// ranks of its E / L stages.
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
-/// Dense and MoE decoder layers on `pp_rank` (the layer split of ParamsOfRank alone).
+/// Dense and MoE decoder layers on `pp_rank` (the layer split of ParamsOfRank alone), the
+/// decoder layers of the rank's MTP layers included.
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
-/// The same from the model, the PP size, the total stage count S (StageSplit::num_stages) and
-/// the priced layout (StageSplit::given; null: meshplan's own split).
+/// The same from the model, the PP size, the total stage count S (StageSplit::num_stages), the
+/// priced layout (StageSplit::given; null: meshplan's own split, OwnStageDecoderLayers), the
+/// MTP layers trained (MtpLayers) and those of them that take places of the split (MtpSlots).
 LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank,
-                      const PpLayerLayout* given = nullptr);
-/// ParamsOfRank from the model, its parameter counts, the PP size, the stage count and the
-/// priced layout.
+                      const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_slots = 0);
+/// ParamsOfRank from the model, its parameter counts, the PP size, the stage count, the
+/// priced layout and the MTP layers trained and in the split.
 RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
-                        int64_t pp_rank, const PpLayerLayout* given = nullptr);
+                        int64_t pp_rank, const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0,
+                        int64_t mtp_slots = 0);
+
 
 /// Model dims used by activation and communication terms (elements per token).
 int64_t QDim(const ModelSpec& m);        ///< query width: a·d, or a·(d_nope + d_rope) for MLA

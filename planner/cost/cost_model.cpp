@@ -22,11 +22,15 @@ namespace {
 template <class Visit>
 void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit) {
   cost::RankPlan local;
-  // A recipe's pipeline layout has its own split: its plan is built here.
-  const cost::RankPlan* plan =
-      ctx.split.given != nullptr ? nullptr : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
+  // A recipe's pipeline layout has its own split, and MTP layers add a rank kind: their plans
+  // are built here.
+  const int64_t mtp = MtpLayers(ctx.layout);
+  const cost::RankPlan* plan = ctx.split.given != nullptr || mtp > 0
+                                   ? nullptr
+                                   : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
   if (plan == nullptr) {
-    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given);
+    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given, mtp,
+                                MtpSlots(ctx.layout));
     plan = &local;
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
@@ -112,16 +116,21 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   });
   const double capacity = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
   const double step = time_of_slowest.Step();
+  // Megatron-LM counts the MTP layers a layout trains in its model FLOPs (megatron.md 3.6).
+  const int64_t mtp = MtpLayers(layout);
+  const double flops = mtp > 0 ? model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * double(mtp) *
+                                                    ctx.flops.MtpLayer(model_.is_moe())
+                               : model_flops_;
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
   double tokens_per_s = 0, tflops = 0, mfu = 0;
   if (step > 0) {
     tokens_per_s = double(setup_.global_batch) * double(setup_.seq_len) / (step * gpus);
-    const double flops_per_s = model_flops_ / (step * gpus);
+    const double flops_per_s = flops / (step * gpus);
     tflops = flops_per_s / 1e12;
     mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
   // Every member named: built in place, not zeroed first.
-  return Cost{memory, time_of_slowest, capacity, memory.Total() <= capacity, model_flops_, step,
+  return Cost{memory, time_of_slowest, capacity, memory.Total() <= capacity, flops, step,
               tokens_per_s, tflops, mfu};
 }
 

@@ -66,6 +66,7 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
     f.routed_flops = 6.0 * h * c * double(m.moe_intermediate_size) * double(m.experts_per_token);
   }
   f.logits_flops = 6.0 * h * double(m.vocab_size);
+  f.mtp_extra_flops = 6.0 * (3.0 * h + 2.0 * h * h);
   return f;
 }
 
@@ -82,10 +83,11 @@ namespace meshplan {
 /// F = T · F/token with T = global_batch·seq_len tokens; the attention core term uses
 /// S2 = global_batch·seq_len² (BSHD, no packing). Source: megatron.md 3.6; reproduces the
 /// published Megatron-Bridge "Model TFLOP/s/GPU" rows (see tests/cost/flops_test.cpp).
-double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup) {
+double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers) {
   const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(model, setup.seq_len);
   const double tokens = double(setup.global_batch) * double(setup.seq_len);
-  return tokens * f.Total(cost::ModelLayerMix(model));
+  const double mtp = double(std::max<int64_t>(0, mtp_layers)) * f.MtpLayer(model.is_moe());
+  return tokens * (f.Total(cost::ModelLayerMix(model)) + mtp);
 }
 
 }  // namespace meshplan

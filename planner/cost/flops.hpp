@@ -33,6 +33,14 @@ struct FlopsPerToken {
   double MoeLayerLinear() const { return attn_linear_flops + shared_flops + routed_flops; }
   /// Whole model per token: sum over layers + logits.
   double Total(const LayerMix& mix) const;
+  /// One MTP layer per token beyond its decoder layer: 6·(3h + 2h²) for enorm, hnorm, the final
+  /// norm and eh_proj (2h -> h), as Megatron-LM counts them (training.py transformer_flops).
+  double mtp_extra_flops = 0;
+  /// One MTP layer per token, all of it: its decoder layer (the model's last layer type, `moe`),
+  /// mtp_extra_flops and its logits (6·h·V).
+  double MtpLayer(bool moe) const {
+    return (moe ? MoeLayerLinear() : DenseLayerLinear()) + attn_core_flops + mtp_extra_flops + logits_flops;
+  }
 };
 
 /// Terms for `model` with sequences of `seq_len` tokens (S2/T = seq_len for BSHD batches).

@@ -85,6 +85,7 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
     e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + embedding) / t;
     if (!m.tie_word_embeddings && x.pp == 1) e.p_tp += embedding / t;
   }
+  e.p_tp += x.extra_tp_params / t;
   e.p_rep = (layernorms * L_d + (layernorms + router) * L_m + final_ln) / p;
   const double etp_ep = double(std::max<int64_t>(1, x.etp)) * double(std::max<int64_t>(1, x.ep));
   e.p_exp = (routed * L_m / p) / etp_ep;
@@ -280,21 +281,31 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // word embeddings if it holds E and the output layer if it holds L (both h·V; p > 1); and
   // its activations, the estimator's first-stage in-flight count, are scaled to its own
   // (InflightMicrobatches of the rank against rank 0's: pp - r against pp for 1F1B).
+  // Layouts that train MTP layers are estimated the same way, rank by rank: the MTP rank holds
+  // their decoder layers (in rp.Layers()), their eh_proj and norms (extra_tp_params) and, when
+  // it is not the embedding's rank, a copy of the word embeddings (gpt_model.py builds one
+  // where pre_process or mtp_process).
   ModelSpec rank_model;
-  double vocab_tables = -1, inflight_share = 1.0;
-  if (c.split.given != nullptr) {
+  double vocab_tables = -1, inflight_share = 1.0, extra_tp_params = 0;
+  const bool per_rank = c.split.given != nullptr || MtpLayers(l) > 0;
+  if (per_rank) {
     const RankParams rp = ParamsOfRank(c, pp_rank);
     const int64_t p = std::max<int64_t>(1, l.pp);
     rank_model = c.model;
     rank_model.num_layers = p * rp.Layers();
     rank_model.num_dense_layers = p * rp.dense_layers;
-    if (p > 1) vocab_tables = double(rp.has_embedding) + double(rp.has_head);
+    if (p > 1) {
+      vocab_tables = double(rp.has_embedding) + double(rp.has_head) + (rp.mtp_layers > 0 && !rp.has_embedding ? 1.0 : 0.0);
+    }
+    const double h = double(c.model.hidden_size);
+    extra_tp_params = double(rp.mtp_layers) * (3.0 * h + 2.0 * h * h);
     const double first = InflightMicrobatches(l, c.split, 0);
     if (first > 0) inflight_share = InflightMicrobatches(l, c.split, pp_rank) / first;
   }
-  const ModelSpec& m = c.split.given != nullptr ? rank_model : c.model;
+  const ModelSpec& m = per_rank ? rank_model : c.model;
   MegatronArgs x;
   x.vocab_tables = vocab_tables;
+  x.extra_tp_params = extra_tp_params;
   x.tp = l.tp;
   x.pp = l.pp;
   x.cp = l.cp;

@@ -7,28 +7,26 @@
 namespace meshplan::cost {
 
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages,
-                       const PpLayerLayout* given) {
+                       const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_slots) {
   RankPlan plan;
   const int64_t pp = std::max<int64_t>(1, pp_size);
   struct Seen {
-    int64_t dense, moe;
+    int64_t dense, moe, mtp;
     bool embedding, head;
   };
   Seen seen[8];
   int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
-    const LayerMix mix = LayersOfRank(model, pp_size, num_stages, r, given);
-    const bool embedding = given != nullptr ? given->StageOf('E') % pp == r : r == 0;
-    const bool head = given != nullptr ? given->StageOf('L') % pp == r : r == pp - 1;
-    const Seen sig{mix.dense, mix.moe, embedding, head};
+    const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, mtp_slots);
+    const Seen sig{rp.dense_layers, rp.moe_layers, rp.mtp_layers, rp.has_embedding, rp.has_head};
     bool dup = false;
     for (int i = 0; i < n_seen && !dup; ++i) {
-      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].embedding == sig.embedding &&
-            seen[i].head == sig.head;
+      dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].mtp == sig.mtp &&
+            seen[i].embedding == sig.embedding && seen[i].head == sig.head;
     }
     if (dup) continue;
     if (n_seen < 8) seen[n_seen++] = sig;
-    plan.ranks.push_back({r, ParamsOfRank(model, params, pp_size, num_stages, r, given)});
+    plan.ranks.push_back({r, rp});
   }
   return plan;
 }
@@ -40,6 +38,7 @@ ModelSpec LayerCounts(const ModelSpec& m) {
   s.num_layers = m.num_layers;
   s.num_dense_layers = m.num_dense_layers;
   s.num_experts = m.num_experts;
+  s.hidden_size = m.hidden_size;  // MTP parameters
   return s;
 }
 }  // namespace

@@ -26,13 +26,14 @@ struct RankEntry {
 /// The ranks of one (pp, S) that CostModel::Evaluate scores: rank 0, then every rank whose
 /// (dense layers, MoE layers, embedding, head) signature differs from the first eight
 /// distinct signatures seen (a later rank of a seen signature holds no more memory and
-/// takes the same time). `given`: a recipe's priced layout (StageSplit::given), whose plan is
-/// built per layout, not cached here.
+/// takes the same time). `given`: a recipe's priced layout (StageSplit::given), and layouts
+/// that train MTP layers (`mtp_layers` > 0, MtpLayers), whose plans are built per layout, not
+/// cached here.
 struct RankPlan {
   std::vector<RankEntry> ranks;
 };
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
-                       const PpLayerLayout* given = nullptr);
+                       const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_slots = 0);
 
 class CostTables {
  public:

@@ -137,6 +137,10 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     the ones a CUDA graph replays (cuda_graph_impl full_iteration: all; transformer_engine:
 ///     the parts in cuda_graph_scope, kAttnBlockKernels ... kMoePreprocessKernels, or the
 ///     whole layer when the scope is empty) weighted by kGraphedKernelShare.
+///   MTP layers (RankParams::mtp_layers, on the rank of the last stage): each is one more
+///     decoder layer of the model's last type in every term above and below, plus its eh_proj
+///     and norms (FlopsPerToken::mtp_extra_flops) and its logits (6·h·V) as GEMMs and one more
+///     fused cross-entropy, all / tp.
 ///   Recompute: full adds one forward (1/3 of gemm, attention, memory_bound, kernels; with
 ///   recompute_method block only recompute_num_layers per (virtual) stage);
 ///   selective adds one forward of each module in recompute_modules (Megatron-Core's default
@@ -301,14 +305,19 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   // --- compute ---
   const double linear = tokens * (dense_layers * f.DenseLayerLinear() +
                                   moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
-  const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
+  // The rank's MTP layers (their decoder layers are in dense_layers / moe_layers): eh_proj
+  // and norms, and the logits of each through the shared output layer.
+  const double mtp = double(rp.mtp_layers);
+  const double head = (rp.has_head ? tokens * f.logits_flops / tp : 0.0) +
+                      mtp * tokens * (f.mtp_extra_flops + f.logits_flops) / tp;
   const double experts = tokens * moe_layers * f.routed_flops / tp;
   const double recompute_linear = tokens * (dense_layers * s.recompute_dense_flops + moe_layers * s.recompute_moe_flops) / tp;
   const double linear_s = (linear * (1.0 + extra) + head + recompute_linear) / s.linear_rate;
   const double expert_s = (experts * (1.0 + extra) + tokens * moe_layers * s.recompute_routed_flops / tp) / s.expert_rate;
   t.gemm = linear_s + expert_s;
   t.attention = tokens * layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
-  t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s + (rp.has_head ? s.head_mem_s : 0.0);
+  t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s +
+                   ((rp.has_head ? 1.0 : 0.0) + mtp) * s.head_mem_s;  // one cross-entropy per MTP layer too
   if (gpu.hbm_bandwidth > 0) {
     t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
                       gpu.hbm_bandwidth;

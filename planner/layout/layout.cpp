@@ -42,19 +42,24 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
     return out;
   }
   out.stages_per_rank = s / pp;
-  // Rank r holds stages r, r + pp, ..., each of base layers, plus one for each of its
-  // stages below `extra`: r + k*pp < extra for k in [0, stages of r). Non-increasing in r,
-  // so rank 0 holds the most.
-  const int64_t base = num_layers / s;
-  const int64_t extra = num_layers % s;
+  // OwnStageDecoderLayers in closed form: rank r holds stages r, r + pp, ..., each of base
+  // places, plus one for each of its stages below `extra`: r + k*pp < extra for k in [0,
+  // stages of r). The MTP layers take m places of the last stage (rank (S − 1) % pp). The
+  // places are non-increasing in r, so rank 0 holds the most decoder layers.
+  const int64_t mtp = MtpLayers(layout), slots = MtpSlots(layout);
+  const int64_t places = num_layers + slots;
+  const int64_t base = places / s;
+  const int64_t extra = places % s;
+  const int64_t mtp_rank = (s - 1) % pp;
   auto layers_of = [&](int64_t r) {
     const int64_t stages = r < s ? (s - r + pp - 1) / pp : 0;
     const int64_t bigger = r < extra ? std::min(stages, (extra - r + pp - 1) / pp) : 0;
-    return stages * base + bigger;
+    return std::max<int64_t>(0, stages * base + bigger - (r == mtp_rank ? slots : 0));
   };
   out.first_rank_layers = layers_of(0);
   out.last_rank_layers = layers_of(pp - 1);
   out.max_layers_per_rank = out.first_rank_layers;
+  out.mtp_rank = mtp > 0 ? mtp_rank : -1;
   return out;
 }
 
@@ -75,16 +80,33 @@ StageSplit GivenSplit(const PpLayerLayout& g, int64_t pp) {
   out.last_rank_layers = rank.back();
   out.max_layers_per_rank = *std::max_element(rank.begin(), rank.end());
   out.given = &g;
+  const int64_t m = g.StageOf('m');
+  out.mtp_rank = m >= 0 ? m % pp : -1;
   return out;
 }
 
 }  // namespace
 
+int64_t MtpLayers(const Layout& l) {
+  return l.framework == Framework::kMegatronBridge ? std::max<int64_t>(0, l.mtp_layers) : 0;
+}
+
+int64_t MtpSlots(const Layout& l) { return l.pp > 1 && l.pp_split == MbPpSplit::kLayout ? MtpLayers(l) : 0; }
+
+int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t mtp_slots, int64_t num_stages, int64_t stage) {
+  if (num_stages <= 0 || stage < 0 || stage >= num_stages) return 0;
+  const int64_t mtp = std::max<int64_t>(0, mtp_slots);
+  const int64_t places = std::max<int64_t>(0, num_layers) + mtp;
+  const int64_t size = places / num_stages + (stage < places % num_stages ? 1 : 0);
+  return std::max<int64_t>(0, size - (stage == num_stages - 1 ? mtp : 0));
+}
+
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {
   const PpLayerLayout* g = l.pp_layout.get();
   if (g == nullptr || l.framework != Framework::kMegatronBridge || l.pp < 1 || l.vpp < 1) return false;
   const int64_t n = int64_t(g->stages.size());
-  return n > 0 && n == l.pp * l.vpp && g->Count('t') == num_layers && g->Count('E') == 1 && g->Count('L') == 1;
+  return n > 0 && n == l.pp * l.vpp && g->Count('t') == num_layers && g->Count('E') == 1 && g->Count('L') == 1 &&
+         g->Count('m') == std::max<int64_t>(0, l.mtp_layers);
 }
 
 const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
@@ -92,44 +114,48 @@ const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
   const PpLayerLayout* g = l.pp_layout.get();
   const int64_t n = int64_t(g->stages.size());
   // meshplan's own split of pp·vpp stages (MegatronOverrides writes it as the layout string):
-  // L / S decoder layers each, the first L % S stages one more, E first, L last.
-  const int64_t base = num_layers / n, extra = num_layers % n;
-  bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1;
-  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == base + (s < extra ? 1 : 0);
+  // OwnStageDecoderLayers decoder layers each, E first, the MTP layers and L last.
+  const int64_t mtp = MtpLayers(l), slots = MtpSlots(l);
+  bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1 && g->CountIn(size_t(n - 1), 'm') == mtp;
+  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == OwnStageDecoderLayers(num_layers, slots, n, s);
   return own ? nullptr : g;
 }
 
 // The search asks for few distinct splits, once per layout from the cost model and from
 // several pipeline rules, and the computation is integer divisions: a per-thread memo keyed
 // by every field it reads (num_layers, pp, pp_schedule, layers_per_stage, stage_rounding,
-// framework, vpp).
+// framework, vpp, mtp_layers, pp_split).
 StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
   if (layout.pp_layout != nullptr) {  // only layouts read from a recipe: not memoised
     if (const PpLayerLayout* g = PricedPpLayout(num_layers, layout)) return GivenSplit(*g, layout.pp);
   }
   struct Slot {
     bool used = false;
-    int64_t layers = 0, pp = 0, lps = 0, vpp = 0;
+    int64_t layers = 0, pp = 0, lps = 0, vpp = 0, mtp = 0;
     Framework framework = Framework::kAutoModel;
     PpSchedule schedule = PpSchedule::k1F1B;
     StageRounding rounding = StageRounding::kNone;
+    MbPpSplit pp_split = MbPpSplit::kEven;
     StageSplit split;
   };
   thread_local Slot memo[64];
   const uint64_t h = uint64_t(num_layers) * 7 + uint64_t(layout.pp) * 31 + uint64_t(layout.layers_per_stage) * 5 +
-                     uint64_t(layout.pp_schedule) * 3 + uint64_t(layout.stage_rounding) + uint64_t(layout.vpp) * 11;
+                     uint64_t(layout.pp_schedule) * 3 + uint64_t(layout.stage_rounding) + uint64_t(layout.vpp) * 11 +
+                     uint64_t(layout.mtp_layers) * 13;
   Slot& s = memo[h & 63];
   if (!s.used || s.layers != num_layers || s.pp != layout.pp || s.lps != layout.layers_per_stage ||
-      s.vpp != layout.vpp || s.framework != layout.framework || s.schedule != layout.pp_schedule ||
-      s.rounding != layout.stage_rounding) {
+      s.vpp != layout.vpp || s.mtp != layout.mtp_layers || s.framework != layout.framework ||
+      s.schedule != layout.pp_schedule || s.rounding != layout.stage_rounding || s.pp_split != layout.pp_split) {
     s = Slot{true,
              num_layers,
              layout.pp,
              layout.layers_per_stage,
              layout.vpp,
+             layout.mtp_layers,
              layout.framework,
              layout.pp_schedule,
              layout.stage_rounding,
+             layout.pp_split,
              ComputeSplitStages(num_layers, layout)};
   }
   return s.split;
@@ -141,9 +167,8 @@ std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layo
   const StageSplit split = SplitStages(num_layers, layout);
   if (split.given != nullptr) return GivenRankLayers(*split.given, pp);
   const int64_t n = split.num_stages;
-  if (n <= 0) return out;
-  const int64_t base = num_layers / n, extra = num_layers % n;
-  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += base + (s < extra ? 1 : 0);
+  const int64_t slots = MtpSlots(layout);
+  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += OwnStageDecoderLayers(num_layers, slots, n, s);
   return out;
 }
 
@@ -194,7 +219,8 @@ void SetMegatronMicroBatch(Layout& l, int64_t mbs, const TrainSetup& setup) {
   l.local_batch_size = (l.pp > 1 && d > 0 && setup.global_batch % d == 0) ? setup.global_batch / l.dp : mbs;
 }
 
-void SyncMegatronCostView(Layout& l, int64_t num_layers) {
+void SyncMegatronCostView(Layout& l, int64_t num_layers, int64_t model_mtp_layers) {
+  if (l.mtp_layers == kMtpFromModel && num_layers > 0) l.mtp_layers = std::max<int64_t>(0, model_mtp_layers);
   if (l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue) {
     l.strategy = Strategy::kMegatronFsdp;
   } else if (l.mb.use_torch_fsdp2) {

@@ -8,7 +8,8 @@
 //    key): that is taken for a misspelling and rejected ("unknown key; did you mean ...").
 //  * Numbers must be unquoted; sizes are range-checked; MoE keys come all together (a dense
 //    architecture must have none; DeepSeek-V3 with none is a dense MLA model, as in HF).
-//  * num_nextn_predict_layers (DeepSeek MTP) is ignored: counts are for the main model.
+//  * num_nextn_predict_layers (DeepSeek MTP) is read into mtp_num_layers; parameter counts
+//    and num_layers are for the main model.
 // Key names and defaults follow the transformers configuration classes of each
 // architecture (LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config,
 // Qwen3MoeConfig, DeepseekV3Config, GptOssConfig) and the layer-construction code of the
@@ -234,9 +235,11 @@ void ReadQwen3Moe(KeyReader& r, ModelSpec& s) {
 
 /// DeepSeek-V3: MLA (DeepseekV3Attention) and DeepseekV3MoE on layer i when
 /// i >= first_k_dense_replace and i % moe_layer_freq == 0. MTP layers
-/// (num_nextn_predict_layers) are not part of the main model and are ignored.
+/// (num_nextn_predict_layers, default 0 as in DeepseekV3Config) are not part of the main
+/// model: mtp_num_layers.
 void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
   s.mla = true;
+  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 0);
   MlaSpec& m = s.mla_spec;
   m.q_lora_rank = r.HasValue("q_lora_rank") ? r.Int("q_lora_rank", 1, kMaxWidth) : 0;
   m.kv_lora_rank = r.Int("kv_lora_rank", 1, kMaxWidth);

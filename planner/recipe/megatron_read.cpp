@@ -282,6 +282,11 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   // Absent: the recipe's mixed-precision config sets it (MixedPrecisionConfig.setup); null: unset.
   l.mb.pipeline_dtype_set = !m.Has("pipeline_dtype") || !IsNull(m, "pipeline_dtype");
   m.Ignore({"pipeline_dtype"});
+  // model.mtp_num_layers (null or 0: none); unset, the model provider's value applies
+  // (AutoBridge: num_nextn_predict_layers), resolved by SyncMegatronCostView.
+  l.mtp_layers = !m.Has("mtp_num_layers")       ? kMtpFromModel
+                 : IsNull(m, "mtp_num_layers") ? 0
+                                               : m.Int("mtp_num_layers", 0, 64);
   const bool emb = m.Bool("account_for_embedding_in_pipeline_split", false);
   const bool loss = m.Bool("account_for_loss_in_pipeline_split", false);
   if (!IsNull(m, kLayoutKey)) {
@@ -297,7 +302,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     }
     // validate_layer_layout(num_layers, mtp_num_layers) (transformer_config.py:2290-2292) with
     // the recipe's mtp_num_layers; unset, the model provider's applies (mb_pp_layout_mtp).
-    if (m.Has("mtp_num_layers")) p->mtp_num_layers = IsNull(m, "mtp_num_layers") ? 0 : m.Int("mtp_num_layers", 0, 1 << 20);
+    if (l.mtp_layers != kMtpFromModel) p->mtp_num_layers = l.mtp_layers;
     // transformer_config.py:2279-2287: VPP None takes the layout's stages / PP when above 1; a
     // VPP given must equal it (mb_pp_layout_vpp).
     const int64_t stages = int64_t(p->stages.size());

@@ -22,16 +22,16 @@ const char* RecomputeValue(Recompute r) {
   return r == Recompute::kFull ? "full" : r == Recompute::kSelective ? "selective" : "null";
 }
 
-// Explicit pipeline_model_parallel_layout: pp*vpp stages, layers spread evenly (the first
-// L % S stages one larger), E on the first stage, L (loss) on the last.
-std::string LayoutString(int64_t num_layers, int64_t stages) {
+// Explicit pipeline_model_parallel_layout: pp*vpp stages, decoder layers as meshplan's own
+// split (OwnStageDecoderLayers: the MTP layers take places of their own), E on the first
+// stage, the MTP layers (m) and L (loss) on the last.
+std::string LayoutString(int64_t num_layers, int64_t stages, int64_t mtp) {
   std::string s = "\"";
-  const int64_t base = num_layers / stages, extra = num_layers % stages;
   for (int64_t i = 0; i < stages; ++i) {
     if (i) s += "|";
     if (i == 0) s += "E";
-    s += std::string(static_cast<size_t>(base + (i < extra ? 1 : 0)), 't');
-    if (i == stages - 1) s += "L";
+    s += std::string(static_cast<size_t>(OwnStageDecoderLayers(num_layers, mtp, stages, i)), 't');
+    if (i == stages - 1) s += std::string(static_cast<size_t>(mtp), 'm') + "L";
   }
   return s + "\"";
 }
@@ -60,7 +60,13 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     v.append(l.pp_layout->ToString()).push_back('"');
     add("model.pipeline_model_parallel_layout", v);
   } else if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
-    add("model.pipeline_model_parallel_layout", LayoutString(req.model.num_layers, l.pp * l.vpp));
+    add("model.pipeline_model_parallel_layout", LayoutString(req.model.num_layers, l.pp * l.vpp, MtpSlots(l)));
+  }
+  // Megatron-Bridge's model provider sets mtp_num_layers from the checkpoint's config
+  // (num_nextn_predict_layers); written out whenever the model has MTP layers, so that the
+  // recipe says what was priced and matches its layout's m (null: none trained).
+  if (req.model.mtp_num_layers > 0 || MtpLayers(l) > 0) {
+    add("model.mtp_num_layers", MtpLayers(l) > 0 ? num(MtpLayers(l)) : "null");
   }
   add("model.recompute_granularity", RecomputeValue(l.recompute));
   if (l.recompute == Recompute::kFull) {

@@ -138,18 +138,31 @@ std::string NumLayersMsg(const RuleContext& c) {
              c.model.name);
 }
 
-/// As many MTP layers as mtp_num_layers (none when it is None). Checked only when the recipe
-/// sets model.mtp_num_layers: otherwise Megatron-Bridge's model provider sets it (DeepSeek:
-/// num_nextn_predict_layers), which meshplan's models do not record.
+// mtp_num_layers in effect: the recipe's, else the model provider's (Layout::mtp_layers once
+// SyncMegatronCostView resolved it from the model's num_nextn_predict_layers); -1 unknown.
+int64_t MtpInEffect(const RuleContext& c, const PpLayerLayout& g) {
+  if (g.mtp_num_layers >= 0) return g.mtp_num_layers;
+  return L(c).mtp_layers >= 0 ? L(c).mtp_layers : -1;
+}
+
+/// As many MTP layers as mtp_num_layers (none when it is None): the recipe's model.
+/// mtp_num_layers, or when unset the model provider's (Megatron-Bridge's AutoBridge sets it
+/// from the checkpoint config's num_nextn_predict_layers: DeepSeek-V3 1, every other model 0).
 /// Source: MCore transformer/pipeline_parallel_layer_layout.py:111-114.
 bool MtpCount(const RuleContext& c) {
   const PpLayerLayout* g = Given(c);
-  return g == nullptr || g->mtp_num_layers < 0 || g->Count('m') == g->mtp_num_layers;
+  if (g == nullptr) return true;
+  const int64_t want = MtpInEffect(c, *g);
+  return want < 0 || g->Count('m') == want;
 }
 std::string MtpCountMsg(const RuleContext& c) {
   const PpLayerLayout& g = *Given(c);
-  return Cat(Named(g), " holds ", g.Count('m'), " MTP layers (m); expected mtp_num_layers ", g.mtp_num_layers,
-             g.mtp_num_layers == 0 ? " (null or 0: no m)" : "");
+  const int64_t want = MtpInEffect(c, g);
+  return Cat(Named(g), " holds ", g.Count('m'), " MTP layers (m); expected mtp_num_layers ", want,
+             want == 0 ? " (null or 0: no m)" : "",
+             g.mtp_num_layers < 0 ? Cat(" (model.mtp_num_layers unset: ", c.model.name,
+                                        "'s num_nextn_predict_layers, as Megatron-Bridge's model provider sets it)")
+                                  : std::string());
 }
 
 // What is wrong with where a layout's MTP layers stand (MtpMisplacement).
@@ -177,7 +190,7 @@ MtpProblem MtpMisplacement(const PpLayerLayout& g, int64_t pp) {
   }
   if (!seen_mtp || pp < 1 || Stages(g) % pp != 0) return p;
   const int64_t vpp = Stages(g) / pp;
-  p.all = g.mtp_num_layers >= 0 ? g.mtp_num_layers : g.Count('m');
+  p.all = g.Count('m');  // mb_pp_layout_mtp_count checks it against mtp_num_layers
   for (p.stage = 0; p.stage < Stages(g); ++p.stage) {
     p.count = g.CountIn(size_t(p.stage), 'm');
     if (p.count == 0) continue;

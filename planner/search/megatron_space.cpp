@@ -94,6 +94,7 @@ class MegatronSpace : public Space {
             if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
             Layout l;
             l.framework = Framework::kMegatronBridge;
+            l.mtp_layers = req_.model.mtp_num_layers;  // as Megatron-Bridge's model provider sets it
             l.tp = tp;
             l.cp = cp;
             l.pp = pp;

@@ -188,6 +188,14 @@ meshplan_cli_case(explain_mb_layout_unbalanced 1 "rules: valid"
   "pipeline split: decoder layers per rank 32 16 16 16 \\(as pipeline_model_parallel_layout places them. embedding on rank 0, loss on rank 3\\)"
   "stage 0 .* stage 1 .* stage 3" "^does NOT fit: "
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_unbalanced_llama70b.yaml)
+# An MTP layer: priced on the rank of its stage and named in the split.
+meshplan_cli_case(explain_mb_deepseek_mtp 0 "rules: valid"
+  "decoder layers per rank 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1 \\(as pipeline_model_parallel_layout places them. embedding on rank 0, loss on rank 15\\). 1 MTP layer \\(model.mtp_num_layers\\) on rank 15"
+  "^fits: "
+  -- ${MP} explain --model deepseek-v3 --system dgx-b200 --gpus 256 --recipe ${R}/mbridge_deepseek_v3_mtp_pp16.yaml)
+# Without the m, Megatron-Core refuses the layout: the provider sets mtp_num_layers 1.
+meshplan_cli_case(check_mb_deepseek_no_mtp_layer 1 "mb_pp_layout_mtp_count: .* holds 0 MTP layers \\(m\\). expected mtp_num_layers 1 \\(model.mtp_num_layers unset: deepseek-v3's num_nextn_predict_layers"
+  -- ${MP} check ${D}/mb_deepseek_no_mtp_layer.yaml --model deepseek-v3 --system dgx-b200 --gpus 256)
 # TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
 meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"
   "!mb_axes_positive" "!dp0"

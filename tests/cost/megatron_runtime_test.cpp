@@ -301,7 +301,14 @@ TEST_CASE("megatron runtime: bf16 gradient reduction halves the gradient buffer 
 TEST_CASE("megatron runtime: the embedded published-recipe settings cover every row key once") {
   const recipe::PerfRecipeTable t = recipe::LoadPerfRecipeSettings("");
   CHECK(t.file == "recipes/megatron-bridge-perf.yaml");
-  CHECK(t.recipes.size() == 125);
+  CHECK(t.recipes.size() == 126);
+  // 25.11 DeepSeek-V3 with MTP on 256 B200 (v0.2.0 DEEPSEEK_V3_B200_BASE_CONFIG): the provider's
+  // alltoall dispatcher, no CUDA graphs, selective recompute of mla_up_proj.
+  const recipe::PerfRecipeSettings* ds = t.Find("25.11", "deepseek-v3", "dgx-b200", "fp8mx", 256, false);
+  REQUIRE(ds != nullptr);
+  CHECK(ds->runtime.dispatcher == MbDispatcher::kAlltoall);
+  CHECK(ds->runtime.cuda_graph == MbCudaGraph::kNone);
+  CHECK(ds->recompute == Recompute::kSelective);
   // 26.06 GPT-OSS-120B on 64 GB200, MXFP8: HybridEP, full-iteration CUDA graph, EP overlap
   // (perf_recipes at v0.5.0).
   const recipe::PerfRecipeSettings* e = t.Find("26.06", "gpt-oss-120b", "gb200-nvl72", "fp8mx", 64, false);
