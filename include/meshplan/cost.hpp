@@ -104,8 +104,11 @@ struct TimeBreakdown {
   double pp_comm = 0;
   double bubble = 0;   ///< pipeline bubble
   double optimizer = 0;  ///< optimizer step (HBM-bound)
+  /// Host-bound time: the part of the host's (CPU's) time issuing the layers' work that the
+  /// GPU time above does not cover, so the GPU waits (AutoModel's eager dense layers: RankTime).
+  double host = 0;
   double Step() const {
-    return compute + tp_comm + cp_comm + dp_comm + ep_comm + pp_comm + bubble + optimizer;
+    return compute + tp_comm + cp_comm + dp_comm + ep_comm + pp_comm + bubble + optimizer + host;
   }
 };
 

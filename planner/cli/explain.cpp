@@ -152,7 +152,7 @@ void PrintTime(const Cost& c) {
   const std::pair<const char*, double> rows[] = {
       {"compute", t.compute},   {"TP communication", t.tp_comm}, {"CP communication", t.cp_comm},
       {"DP communication", t.dp_comm}, {"EP communication", t.ep_comm}, {"PP communication", t.pp_comm},
-      {"pipeline bubble", t.bubble},   {"optimizer step", t.optimizer},
+      {"pipeline bubble", t.bubble},   {"optimizer step", t.optimizer}, {"host-bound (CPU)", t.host},
   };
   std::printf("time per step (slowest rank; communication = exposed part):\n");
   for (const auto& [name, v] : rows) std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, step).c_str());

@@ -635,11 +635,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       const double pub_step = pred > 0 ? cost.step_seconds * pred / pub : 0.0;
       std::fprintf(out,
                    "    step ms: published %.1f predicted %.1f = compute %.1f + tp %.1f + cp %.1f + dp %.1f + ep %.1f + "
-                   "pp %.1f + bubble %.1f + optimizer %.1f\n"
+                   "pp %.1f + bubble %.1f + optimizer %.1f + host %.1f\n"
                    "    memory GiB: %.1f of %.1f = weights %.1f + gradients %.1f + optimizer %.1f + activations %.1f + "
                    "logits %.1f + buffers %.1f + other %.1f\n",
                    1e3 * pub_step, 1e3 * cost.step_seconds, 1e3 * t.compute, 1e3 * t.tp_comm, 1e3 * t.cp_comm,
-                   1e3 * t.dp_comm, 1e3 * t.ep_comm, 1e3 * t.pp_comm, 1e3 * t.bubble, 1e3 * t.optimizer,
+                   1e3 * t.dp_comm, 1e3 * t.ep_comm, 1e3 * t.pp_comm, 1e3 * t.bubble, 1e3 * t.optimizer, 1e3 * t.host,
                    cost.memory.Total() / kGiB, cost.capacity_bytes / kGiB, cost.memory.weights / kGiB,
                    cost.memory.gradients / kGiB, cost.memory.optimizer / kGiB, cost.memory.activations / kGiB,
                    cost.memory.logits / kGiB, cost.memory.buffers / kGiB,

@@ -249,7 +249,24 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // --- optimizer ---
   const double state = mem.weights + mem.step_gradients + mem.optimizer;
   t.optimizer = gpu.hbm_bandwidth > 0 ? (2.0 * state - mem.step_gradients) / gpu.hbm_bandwidth : 0.0;
+  // --- host ---
+  // The host issues every micro-batch's layers while the GPU runs them; when it needs longer
+  // than the GPU's work (compute, exposed communication, bubble), the GPU waits for the rest.
+  // Dense Hugging Face models only, like the eager term above.
+  if (!m.is_moe() && rp.dense_layers > 0) {
+    const double host = n_mb * double(rp.dense_layers) * HostLayerSecondsOf(l, c.setup.num_gpus);
+    const double gpu_s = t.compute + t.tp_comm + t.cp_comm + t.dp_comm + t.ep_comm + t.pp_comm + t.bubble;
+    t.host = std::max(0.0, host - gpu_s);
+  }
   return t;
+}
+
+double HostLayerSecondsOf(const Layout& l, int64_t num_gpus) {
+  const HostLayerSeconds& h = num_gpus <= 1                   ? kHostPlain
+                              : l.strategy == Strategy::kDdp ? kHostDdp
+                              : l.tp > 1                      ? kHostFsdp2Tp
+                                                              : kHostFsdp2;
+  return l.recompute == Recompute::kFull ? h.full : l.recompute == Recompute::kSelective ? h.selective : h.none;
 }
 
 }  // namespace meshplan::cost

@@ -80,6 +80,29 @@ inline double EagerRecomputeFactor(const Layout& layout) {
   return layout.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
 }
 
+/// Host (CPU) seconds per decoder layer per micro-batch of AutoModel's eager Hugging Face
+/// decoder layers, forward + backward (+ the recomputed forward), for no / full / selective
+/// activation checkpointing: the Python of the modules, PyTorch's dispatcher (DTensor's under
+/// TP), the wrapper's hooks and the kernel launches. Measured on an H200 host (torch 2.11,
+/// transformers 5.17, 2 GPUs; tools/measure/host_overhead.py, tests/data/measured/
+/// h200_host_overhead_*.jsonl) as the slope of the step time of a Llama decoder whose kernels
+/// take microseconds (h 256, 256 tokens) against its layer count (4-32), least squares over
+/// all points of two runs (the two runs' TP 2 slopes differ by up to 30%: host noise).
+/// tests/cost/host_overhead_test.cpp refits them from the data.
+struct HostLayerSeconds {
+  double none, full, selective;
+};
+inline constexpr HostLayerSeconds kHostPlain{2.92e-3, 7.60e-3, 11.82e-3};   ///< one GPU, no wrapper
+inline constexpr HostLayerSeconds kHostDdp{3.74e-3, 9.36e-3, 11.94e-3};     ///< DDP
+inline constexpr HostLayerSeconds kHostFsdp2{7.80e-3, 12.60e-3, 16.97e-3};  ///< FSDP2 per layer
+/// FSDP2 with DTensor TP (AutoModel's Llama plan, no SP), measured at TP 2 and used for every
+/// TP > 1 (an assumption: DTensor's dispatch cost per op does not depend on the group size).
+inline constexpr HostLayerSeconds kHostFsdp2Tp{19.06e-3, 27.96e-3, 26.31e-3};
+/// The host seconds per decoder layer per micro-batch of an AutoModel layout on `num_gpus`:
+/// kHostPlain on one GPU, kHostDdp for DDP, kHostFsdp2Tp with TP > 1, else kHostFsdp2
+/// (MegatronFSDP, HSDP and CP assumed alike, unmeasured); by its recompute mode.
+double HostLayerSecondsOf(const Layout& layout, int64_t num_gpus);
+
 /// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
 /// Best-GEMM efficiency (MAMF / peak) for the precision actually used.

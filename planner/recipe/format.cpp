@@ -93,6 +93,7 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
             {"pp_comm", t.pp_comm},
             {"bubble", t.bubble},
             {"optimizer", t.optimizer},
+            {"host", t.host},
             {"step", c.cost.step_seconds}}},
           {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu},
           {"model_tflops_per_gpu", c.cost.model_tflops_per_gpu},

@@ -53,7 +53,7 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   y << "#   compute " << Fixed(t.compute, 3) << " s, exposed comm: tp " << Fixed(t.tp_comm, 3) << ", cp "
     << Fixed(t.cp_comm, 3) << ", dp " << Fixed(t.dp_comm, 3) << ", ep " << Fixed(t.ep_comm, 3) << ", pp "
     << Fixed(t.pp_comm, 3) << "; bubble " << Fixed(t.bubble, 3) << " s; optimizer " << Fixed(t.optimizer, 3)
-    << " s\n";
+    << " s; host-bound " << Fixed(t.host, 3) << " s\n";
   y << "step_scheduler:\n";
   y << "  global_batch_size: " << req.setup.global_batch << "\n";
   y << "  local_batch_size: " << l.local_batch_size << "\n";

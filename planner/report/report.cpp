@@ -46,7 +46,7 @@ const Seg kMemSegs[] = {{"weights", "#4e79a7"},     {"gradients", "#f28e2b"}, {"
                         {"activations", "#76b7b2"}, {"buffers", "#edc948"},   {"headroom", "#d9d9d9"}};
 const Seg kTimeSegs[] = {{"compute", "#4e79a7"}, {"TP comm", "#f28e2b"}, {"CP comm", "#e15759"},
                          {"DP comm", "#76b7b2"}, {"EP comm", "#59a14f"}, {"PP comm", "#edc948"},
-                         {"bubble", "#b07aa1"},  {"optimizer", "#9c755f"}};
+                         {"bubble", "#b07aa1"},  {"optimizer", "#9c755f"}, {"host-bound", "#bab0ac"}};
 
 template <size_t N>
 std::string Legend(const Seg (&segs)[N], double x0, double y) {
@@ -179,7 +179,7 @@ std::string ReportHtml(const PlanResult& result, const std::vector<Candidate>& s
     mem.push_back({GiB(m.weights), GiB(m.gradients), GiB(m.optimizer), GiB(m.activations + m.logits),
                    GiB(m.buffers + m.workspace + m.overhead), std::max(0.0, GiB(c.cost.capacity_bytes - m.Total()))});
     const TimeBreakdown& t = c.cost.time;
-    tim.push_back({t.compute, t.tp_comm, t.cp_comm, t.dp_comm, t.ep_comm, t.pp_comm, t.bubble, t.optimizer});
+    tim.push_back({t.compute, t.tp_comm, t.cp_comm, t.dp_comm, t.ep_comm, t.pp_comm, t.bubble, t.optimizer, t.host});
     tmax = std::max(tmax, t.Step());
   }
   h << "<section>"
