@@ -264,26 +264,39 @@ struct StageSplit {
 /// Layout::mtp_layers of a Megatron-Bridge recipe that leaves model.mtp_num_layers unset.
 inline constexpr int64_t kMtpFromModel = -1;
 
-/// Decoder layers in stage `stage` (0-based) of meshplan's own even split of `num_layers`
-/// decoder layers over `num_stages` stages, `mtp_slots` MTP layers taking places of their own:
-/// the L + m layers are dealt so that the first (L + m) % S stages hold one more, and the m MTP
-/// layers take the last places of the last stage, where Megatron-Core wants them
-/// (pipeline_parallel_layer_layout.py validate_layer_layout: after every decoder layer, in a
-/// rank's last virtual stage). With m = 0 this is AutoModel's split (pipelining/functional.py
-/// generate_hf_model_fqn_per_model_part) and Megatron-Core's even split, which puts MTP layers
-/// on top of the last stage's (MtpSlots). 0 when num_stages <= 0 or stage is out of range;
-/// never negative.
-int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t mtp_slots, int64_t num_stages, int64_t stage);
+/// meshplan's own split of `num_layers` decoder layers over `num_stages` stages S whose last
+/// stage also holds `last_places` decoder-layer equivalents of other work (MtpPlaces): the last
+/// stage gets its even share of the L + last_places places, less last_places (never below 0),
+/// and the first S - 1 stages share the other decoder layers evenly, the first ones one more.
+/// With last_places 0 this is AutoModel's split (pipelining/functional.py
+/// generate_hf_model_fqn_per_model_part: the first L % S stages one layer larger) and
+/// Megatron-Core's even split. DeepSeek-V3 (61 layers, one MTP layer, 3 places) over 16 stages
+/// gives Megatron-Bridge's own layout, 4 per stage and "t m L" last
+/// (set_deepseek_v3_pipeline_model_parallel_layout).
+struct OwnSplit {
+  int64_t last = 0;   ///< decoder layers of stage S - 1
+  int64_t base = 0;   ///< decoder layers of each of stages 0 .. S - 2 ...
+  int64_t extra = 0;  ///< ... plus one for the first `extra` of them
+};
+OwnSplit OwnStageSplit(int64_t num_layers, int64_t last_places, int64_t num_stages);
+/// Decoder layers in stage `stage` (0-based) of OwnStageSplit; 0 when num_stages <= 0 or stage
+/// is out of range.
+int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage);
+/// Decoder layers in the stages before `stage` (the index of its first decoder layer).
+int64_t OwnStageFirstLayer(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage);
 
 /// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
 /// AutoModel (meshplan prices AutoModel's models without their MTP module).
 int64_t MtpLayers(const Layout& layout);
-/// The MTP layers that take places of the pipeline split (OwnStageDecoderLayers): those of a
-/// layout whose split meshplan writes as a pipeline_model_parallel_layout (pp > 1, MbPpSplit::
-/// kLayout); with Megatron-Core's even split (and account_for_*_in_pipeline_split) they are
-/// added to the last stage's decoder layers (transformer_block.py get_num_layers_to_build
-/// counts decoder layers only), so 0.
-int64_t MtpSlots(const Layout& layout);
+/// The places the MTP layers and the loss take in the last stage of meshplan's own split
+/// (OwnStageSplit): 2 per MTP layer (its decoder layer and its own logits, which for DeepSeek-V3
+/// cost more than a decoder layer: 6·h·V = 5.6 GFLOP per token against 4.0) and 1 for the
+/// loss's logits, for a layout whose split meshplan writes as a pipeline_model_parallel_layout
+/// (pp > 1, MbPpSplit::kLayout) and trains MTP layers; otherwise 0. Megatron-Bridge's DeepSeek-V3
+/// layouts weigh them so (4 decoder layers per stage, 1 beside "m L"). With Megatron-Core's even
+/// split (no layout string) the MTP layers are added to the last stage's decoder layers
+/// (transformer_block.py get_num_layers_to_build counts decoder layers only): 0.
+int64_t MtpPlaces(const Layout& layout);
 
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
 /// 2*pp for interleaved1f1b; else S = ceil(L / layers_per_stage), rounded to a multiple of
@@ -291,9 +304,12 @@ int64_t MtpSlots(const Layout& layout);
 /// larger; rank r holds stages r, r+pp, r+2pp, ... Megatron-Bridge layouts with vpp > 1:
 /// S = pp·vpp (Megatron-Core's model chunks; pipeline_model_parallel_layout may split the
 /// layers unevenly, modelled the same way). Does not check validity (see rules); num_stages
-/// is 0 when S would be 0. A Megatron layout whose recipe gives a pipeline_model_parallel_layout
-/// that PricedPpLayout accepts is split as written: S = its stage count, the rank counts its
-/// own, `given` set.
+/// is 0 when S would be 0. A Megatron layout's MTP layers (MtpLayers) sit in the last stage,
+/// which gives MtpPlaces places of the split to them and the loss (OwnStageSplit); mtp_rank is
+/// that stage's rank.
+/// A Megatron layout whose recipe gives a pipeline_model_parallel_layout that PricedPpLayout
+/// accepts is split as written: S = its stage count, the rank counts its own, `given` set,
+/// mtp_rank the rank of its 'm' stage.
 StageSplit SplitStages(int64_t num_layers, const Layout& layout);
 
 /// True when the layout's pipeline_model_parallel_layout can be priced: pp·vpp stages (vpp as
@@ -304,7 +320,7 @@ bool PpLayoutFits(int64_t num_layers, const Layout& layout);
 
 /// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
 /// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
-/// layers per stage as OwnStageDecoderLayers, the embedding in the first stage, the MTP layers
+/// layers per stage as OwnStageSplit with MtpPlaces, the embedding in the first stage, the MTP layers
 /// and the loss in the last), so that a layout equal to what `plan` emits is priced exactly as
 /// the planner priced it.
 const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& layout);

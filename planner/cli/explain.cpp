@@ -182,7 +182,7 @@ void PrintPipelineSplit(const ModelSpec& model, const Layout& l) {
     std::cout << " (as pipeline_model_parallel_layout places them; embedding on rank " << given->StageOf('E') % l.pp
               << ", loss on rank " << given->StageOf('L') % l.pp << ")";
   } else if (PpLayoutFits(model.num_layers, l)) {
-    std::cout << " (as pipeline_model_parallel_layout places them: meshplan's even split)";
+    std::cout << " (as pipeline_model_parallel_layout places them: meshplan's own split)";
   } else if (g != nullptr) {
     std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
   } else {

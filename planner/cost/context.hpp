@@ -76,15 +76,15 @@ RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
 /// decoder layers of the rank's MTP layers included.
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
 /// The same from the model, the PP size, the total stage count S (StageSplit::num_stages), the
-/// priced layout (StageSplit::given; null: meshplan's own split, OwnStageDecoderLayers), the
-/// MTP layers trained (MtpLayers) and those of them that take places of the split (MtpSlots).
+/// priced layout (StageSplit::given; null: meshplan's own split, OwnStageSplit), the MTP layers
+/// trained (MtpLayers) and the places they and the loss take in the last stage (MtpPlaces).
 LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank,
-                      const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_slots = 0);
+                      const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_places = 0);
 /// ParamsOfRank from the model, its parameter counts, the PP size, the stage count, the
 /// priced layout and the MTP layers trained and in the split.
 RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
                         int64_t pp_rank, const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0,
-                        int64_t mtp_slots = 0);
+                        int64_t mtp_places = 0);
 
 
 /// Model dims used by activation and communication terms (elements per token).

@@ -22,15 +22,15 @@ namespace {
 template <class Visit>
 void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit) {
   cost::RankPlan local;
-  // A recipe's pipeline layout has its own split, and MTP layers add a rank kind: their plans
-  // are built here.
+  // A recipe's pipeline layout has its own split: its plan is built here (and so is one for an
+  // MTP layer count other than the model's).
   const int64_t mtp = MtpLayers(ctx.layout);
-  const cost::RankPlan* plan = ctx.split.given != nullptr || mtp > 0
-                                   ? nullptr
-                                   : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages);
+  const cost::RankPlan* plan = ctx.split.given != nullptr ? nullptr
+                                                          : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages, mtp,
+                                                                              MtpPlaces(ctx.layout));
   if (plan == nullptr) {
     local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given, mtp,
-                                MtpSlots(ctx.layout));
+                                MtpPlaces(ctx.layout));
     plan = &local;
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
@@ -39,13 +39,20 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
     terms = cost::PytorchTerms(ctx, opts);
     ctx.pytorch_terms = &terms;
   }
-  MemoryBreakdown memory;
+  MemoryBreakdown memory, shared;
+  bool have_shared = false;
   for (const cost::RankEntry& e : plan->ranks) {
     ctx.rank_params = &e.params;
     ctx.params_rank = e.rank;
-    if (!uniform || &e == &plan->ranks.front()) memory = cost::RankMemory(ctx, e.rank, opts);
+    if (!uniform || e.params.mtp_layers > 0) {
+      memory = cost::RankMemory(ctx, e.rank, opts);  // the rank's own (the MTP rank holds more)
+    } else {
+      if (!have_shared) shared = cost::RankMemory(ctx, e.rank, opts);
+      have_shared = true;
+      memory = shared;
+    }
     visit(e, memory);
-    if (uniform && memory_only) break;  // every rank the same
+    if (uniform && memory_only && MtpLayers(ctx.layout) == 0) break;  // every rank the same
   }
   ctx.pytorch_terms = nullptr;  // `terms` and `local` end here
   ctx.rank_params = nullptr;

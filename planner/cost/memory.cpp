@@ -244,7 +244,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
 
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
-  return UseMegatron(c.layout, opts) && c.split.given == nullptr && MtpLayers(c.layout) == 0;
+  return UseMegatron(c.layout, opts) && c.split.given == nullptr;
 }
 
 }  // namespace meshplan::cost

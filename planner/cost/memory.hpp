@@ -74,9 +74,10 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 /// Same with default MemoryOptions.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
-/// True when RankMemory(c, r, opts) is the same for every PP rank r (the "megatron" profile:
-/// Megatron's estimate is for the most loaded shard whatever the rank, unless a recipe's
-/// pipeline layout is priced, c.split.given), so that a caller may compute it once per layout.
+/// True when RankMemory(c, r, opts) is the same for every PP rank r without MTP layers (the
+/// "megatron" profile: Megatron's estimate is for the most loaded shard whatever the rank,
+/// unless a recipe's pipeline layout is priced, c.split.given), so that a caller may compute it
+/// once per layout, and once more for the rank holding MTP layers (RankParams::mtp_layers).
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts);
 
 /// CUDA context with the kernels PyTorch loads lazily during training, outside the

@@ -281,15 +281,16 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // word embeddings if it holds E and the output layer if it holds L (both h·V; p > 1); and
   // its activations, the estimator's first-stage in-flight count, are scaled to its own
   // (InflightMicrobatches of the rank against rank 0's: pp - r against pp for 1F1B).
-  // Layouts that train MTP layers are estimated the same way, rank by rank: the MTP rank holds
-  // their decoder layers (in rp.Layers()), their eh_proj and norms (extra_tp_params) and, when
-  // it is not the embedding's rank, a copy of the word embeddings (gpt_model.py builds one
-  // where pre_process or mtp_process).
+  // The rank holding MTP layers (RankParams::mtp_layers) is estimated the same way, from its own
+  // layers (their decoder layers are in rp.Layers()), with their eh_proj and norms
+  // (extra_tp_params) and, when it is not the embedding's rank, a copy of the word embeddings
+  // (gpt_model.py builds one where pre_process or mtp_process); every other rank keeps the
+  // estimate it has without MTP, and the most loaded of them all is reported.
   ModelSpec rank_model;
   double vocab_tables = -1, inflight_share = 1.0, extra_tp_params = 0;
-  const bool per_rank = c.split.given != nullptr || MtpLayers(l) > 0;
+  const RankParams rp = c.split.given != nullptr || MtpLayers(l) > 0 ? ParamsOfRank(c, pp_rank) : RankParams{};
+  const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0;
   if (per_rank) {
-    const RankParams rp = ParamsOfRank(c, pp_rank);
     const int64_t p = std::max<int64_t>(1, l.pp);
     rank_model = c.model;
     rank_model.num_layers = p * rp.Layers();

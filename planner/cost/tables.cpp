@@ -7,7 +7,7 @@
 namespace meshplan::cost {
 
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages,
-                       const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_slots) {
+                       const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_places) {
   RankPlan plan;
   const int64_t pp = std::max<int64_t>(1, pp_size);
   struct Seen {
@@ -17,7 +17,7 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
   Seen seen[8];
   int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
-    const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, mtp_slots);
+    const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, mtp_places);
     const Seen sig{rp.dense_layers, rp.moe_layers, rp.mtp_layers, rp.has_embedding, rp.has_head};
     bool dup = false;
     for (int i = 0; i < n_seen && !dup; ++i) {
@@ -52,23 +52,39 @@ CostTables::CostTables(const ModelSpec& model, const ParamCounts& params)
   }
   max_pp_ = std::max<int64_t>(1, model.num_layers);
   max_stages_ = 2 * std::max<int64_t>(0, model.num_layers) + 1;
-  plans_.reset(new std::atomic<std::atomic<const RankPlan*>*>[static_cast<size_t>(max_pp_) + 1]);
-  for (int64_t pp = 0; pp <= max_pp_; ++pp) plans_[static_cast<size_t>(pp)].store(nullptr, std::memory_order_relaxed);
+  model_mtp_ = std::max<int64_t>(0, model.mtp_num_layers);
+  for (auto& plans : plans_) {
+    plans.reset(new std::atomic<std::atomic<const RankPlan*>*>[static_cast<size_t>(max_pp_) + 1]);
+    for (int64_t pp = 0; pp <= max_pp_; ++pp) plans[static_cast<size_t>(pp)].store(nullptr, std::memory_order_relaxed);
+  }
 }
 
 CostTables::~CostTables() {
   const size_t n = static_cast<size_t>(max_stages_) + 1;
-  for (int64_t pp = 0; pp <= max_pp_; ++pp) {
-    std::atomic<const RankPlan*>* row = plans_[static_cast<size_t>(pp)].load(std::memory_order_relaxed);
-    if (row == nullptr) continue;
-    for (size_t s = 0; s < n; ++s) delete row[s].load(std::memory_order_relaxed);
-    delete[] row;
+  for (auto& plans : plans_) {
+    for (int64_t pp = 0; pp <= max_pp_; ++pp) {
+      std::atomic<const RankPlan*>* row = plans[static_cast<size_t>(pp)].load(std::memory_order_relaxed);
+      if (row == nullptr) continue;
+      for (size_t s = 0; s < n; ++s) delete row[s].load(std::memory_order_relaxed);
+      delete[] row;
+    }
   }
 }
 
-const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages) const {
+const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers, int64_t mtp_places) const {
   if (pp < 1 || pp > max_pp_ || num_stages < 0 || num_stages > max_stages_) return nullptr;
-  std::atomic<std::atomic<const RankPlan*>*>& row_slot = plans_[static_cast<size_t>(pp)];
+  int variant = -1;
+  if (mtp_layers <= 0 && mtp_places <= 0) {
+    variant = 0;
+  } else if (mtp_layers == model_mtp_ && mtp_places == 0) {
+    variant = 1;
+  } else if (mtp_layers == model_mtp_ && mtp_places == 2 * model_mtp_ + 1) {
+    variant = 2;
+  }
+  if (variant < 0) return nullptr;
+  const int64_t mtp = variant == 0 ? 0 : model_mtp_;
+  const int64_t places = variant == 2 ? 2 * model_mtp_ + 1 : 0;
+  std::atomic<std::atomic<const RankPlan*>*>& row_slot = plans_[variant][static_cast<size_t>(pp)];
   std::atomic<const RankPlan*>* row = row_slot.load(std::memory_order_acquire);
   if (row == nullptr) {
     const size_t n = static_cast<size_t>(max_stages_) + 1;
@@ -84,7 +100,7 @@ const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages) const {
   std::atomic<const RankPlan*>& slot = row[num_stages];
   const RankPlan* plan = slot.load(std::memory_order_acquire);
   if (plan != nullptr) return plan;
-  auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages));
+  auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages, nullptr, mtp, places));
   const RankPlan* expected = nullptr;
   if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) return fresh.release();
   return expected;  // another thread built it first

@@ -33,7 +33,7 @@ struct RankPlan {
   std::vector<RankEntry> ranks;
 };
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
-                       const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_slots = 0);
+                       const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_places = 0);
 
 class CostTables {
  public:
@@ -47,9 +47,11 @@ class CostTables {
   /// MegatronUnfusedOps(model): read per Megatron-Bridge layout scored, computed here once (it
   /// compares the model's rope_scaling_type string).
   const MegatronUnfused& Unfused() const { return unfused_; }
-  /// BuildRankPlan(model, params, pp, num_stages), built on first use (thread-safe) for
-  /// 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1; nullptr outside.
-  const RankPlan* Ranks(int64_t pp, int64_t num_stages) const;
+  /// BuildRankPlan(model, params, pp, num_stages, nullptr, mtp_layers, mtp_places), built on
+  /// first use (thread-safe) for 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1,
+  /// with no MTP layers or the model's own (ModelSpec::mtp_num_layers, with its MtpPlaces: 0 or
+  /// 2·m + 1); nullptr otherwise.
+  const RankPlan* Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers = 0, int64_t mtp_places = 0) const;
 
  private:
   ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
@@ -57,9 +59,12 @@ class CostTables {
   ActBytes act_[2][4];
   MegatronUnfused unfused_;
   int64_t max_pp_ = 0, max_stages_ = 0;
-  /// Built on first use: plans_[pp] -> row of max_stages_ + 1 plans (so that constructing
-  /// a CostModel stays cheap; the search builds one per memory probe setup).
-  mutable std::unique_ptr<std::atomic<std::atomic<const RankPlan*>*>[]> plans_;
+  int64_t model_mtp_ = 0;  ///< ModelSpec::mtp_num_layers
+  /// Built on first use: plans_[variant][pp] -> row of max_stages_ + 1 plans (so that
+  /// constructing a CostModel stays cheap; the search builds one per memory probe setup).
+  /// Variants: no MTP; the model's MTP layers on top of the last stage; with places of it.
+  static constexpr int kVariants = 3;
+  mutable std::unique_ptr<std::atomic<std::atomic<const RankPlan*>*>[]> plans_[kVariants];
 };
 
 }  // namespace meshplan::cost

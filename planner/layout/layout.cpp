@@ -42,24 +42,22 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
     return out;
   }
   out.stages_per_rank = s / pp;
-  // OwnStageDecoderLayers in closed form: rank r holds stages r, r + pp, ..., each of base
-  // places, plus one for each of its stages below `extra`: r + k*pp < extra for k in [0,
-  // stages of r). The MTP layers take m places of the last stage (rank (S − 1) % pp). The
-  // places are non-increasing in r, so rank 0 holds the most decoder layers.
-  const int64_t mtp = MtpLayers(layout), slots = MtpSlots(layout);
-  const int64_t places = num_layers + slots;
-  const int64_t base = places / s;
-  const int64_t extra = places % s;
-  const int64_t mtp_rank = (s - 1) % pp;
+  // OwnStageSplit in closed form per rank: rank r holds stages r, r + pp, ...; of those below
+  // S - 1 (c of them) each has base decoder layers plus one for each below `extra`; the rank of
+  // stage S - 1 also holds that stage's `last`. The MTP layers sit in stage S - 1.
+  const int64_t mtp = MtpLayers(layout);
+  const OwnSplit own = OwnStageSplit(num_layers, MtpPlaces(layout), s);
+  const int64_t last_rank = (s - 1) % pp;
   auto layers_of = [&](int64_t r) {
-    const int64_t stages = r < s ? (s - r + pp - 1) / pp : 0;
-    const int64_t bigger = r < extra ? std::min(stages, (extra - r + pp - 1) / pp) : 0;
-    return std::max<int64_t>(0, stages * base + bigger - (r == mtp_rank ? slots : 0));
+    const int64_t c = r < s - 1 ? (s - 2 - r) / pp + 1 : 0;
+    const int64_t bigger = r < own.extra ? std::min(c, (own.extra - r + pp - 1) / pp) : 0;
+    return c * own.base + bigger + (r == last_rank ? own.last : 0);
   };
   out.first_rank_layers = layers_of(0);
   out.last_rank_layers = layers_of(pp - 1);
-  out.max_layers_per_rank = out.first_rank_layers;
-  out.mtp_rank = mtp > 0 ? mtp_rank : -1;
+  out.max_layers_per_rank = 0;
+  for (int64_t r = 0; r < pp; ++r) out.max_layers_per_rank = std::max(out.max_layers_per_rank, layers_of(r));
+  out.mtp_rank = mtp > 0 ? last_rank : -1;
   return out;
 }
 
@@ -91,14 +89,39 @@ int64_t MtpLayers(const Layout& l) {
   return l.framework == Framework::kMegatronBridge ? std::max<int64_t>(0, l.mtp_layers) : 0;
 }
 
-int64_t MtpSlots(const Layout& l) { return l.pp > 1 && l.pp_split == MbPpSplit::kLayout ? MtpLayers(l) : 0; }
+int64_t MtpPlaces(const Layout& l) {
+  const int64_t mtp = MtpLayers(l);
+  return l.pp > 1 && l.pp_split == MbPpSplit::kLayout && mtp > 0 ? 2 * mtp + 1 : 0;
+}
 
-int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t mtp_slots, int64_t num_stages, int64_t stage) {
+OwnSplit OwnStageSplit(int64_t num_layers, int64_t last_places, int64_t num_stages) {
+  OwnSplit o;
+  const int64_t L = std::max<int64_t>(0, num_layers), S = num_stages;
+  if (S <= 0) return o;
+  if (S == 1) {
+    o.last = L;
+    return o;
+  }
+  const int64_t places = L + std::max<int64_t>(0, last_places);
+  const int64_t last_size = places / S + (S - 1 < places % S ? 1 : 0);
+  o.last = std::min(L, std::max<int64_t>(0, last_size - std::max<int64_t>(0, last_places)));
+  const int64_t rest = L - o.last;
+  o.base = rest / (S - 1);
+  o.extra = rest % (S - 1);
+  return o;
+}
+
+int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage) {
   if (num_stages <= 0 || stage < 0 || stage >= num_stages) return 0;
-  const int64_t mtp = std::max<int64_t>(0, mtp_slots);
-  const int64_t places = std::max<int64_t>(0, num_layers) + mtp;
-  const int64_t size = places / num_stages + (stage < places % num_stages ? 1 : 0);
-  return std::max<int64_t>(0, size - (stage == num_stages - 1 ? mtp : 0));
+  const OwnSplit o = OwnStageSplit(num_layers, last_places, num_stages);
+  return stage == num_stages - 1 ? o.last : o.base + (stage < o.extra ? 1 : 0);
+}
+
+int64_t OwnStageFirstLayer(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage) {
+  if (num_stages <= 0 || stage <= 0) return 0;
+  const OwnSplit o = OwnStageSplit(num_layers, last_places, num_stages);
+  const int64_t s = std::min(stage, num_stages - 1);
+  return s * o.base + std::min(s, o.extra) + (stage >= num_stages ? o.last : 0);
 }
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {
@@ -114,10 +137,10 @@ const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
   const PpLayerLayout* g = l.pp_layout.get();
   const int64_t n = int64_t(g->stages.size());
   // meshplan's own split of pp·vpp stages (MegatronOverrides writes it as the layout string):
-  // OwnStageDecoderLayers decoder layers each, E first, the MTP layers and L last.
-  const int64_t mtp = MtpLayers(l), slots = MtpSlots(l);
+  // OwnStageSplit's decoder layers each, E first, the MTP layers and L last.
+  const int64_t mtp = MtpLayers(l), places = MtpPlaces(l);
   bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1 && g->CountIn(size_t(n - 1), 'm') == mtp;
-  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == OwnStageDecoderLayers(num_layers, slots, n, s);
+  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == OwnStageDecoderLayers(num_layers, places, n, s);
   return own ? nullptr : g;
 }
 
@@ -167,8 +190,8 @@ std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layo
   const StageSplit split = SplitStages(num_layers, layout);
   if (split.given != nullptr) return GivenRankLayers(*split.given, pp);
   const int64_t n = split.num_stages;
-  const int64_t slots = MtpSlots(layout);
-  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += OwnStageDecoderLayers(num_layers, slots, n, s);
+  const int64_t places = MtpPlaces(layout);
+  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += OwnStageDecoderLayers(num_layers, places, n, s);
   return out;
 }
 

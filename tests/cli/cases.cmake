@@ -181,7 +181,7 @@ meshplan_cli_case(explain_mb_layout_vpp_conflict 1 "rules: INVALID, 1 rule broke
 meshplan_cli_case(check_mb_layout_list 0 "valid: passes all" "tp4 pp4 vpp2"
   -- ${MP} check ${R}/mbridge_layout_list.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(explain_mb_layout_balanced 0 "rules: valid"
-  "pipeline split: decoder layers per rank 20 20 20 20 \\(as pipeline_model_parallel_layout places them: meshplan's even split\\)"
+  "pipeline split: decoder layers per rank 20 20 20 20 \\(as pipeline_model_parallel_layout places them: meshplan's own split\\)"
   "^fits: "
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_balanced_llama70b.yaml)
 meshplan_cli_case(explain_mb_layout_unbalanced 1 "rules: valid"
@@ -190,7 +190,7 @@ meshplan_cli_case(explain_mb_layout_unbalanced 1 "rules: valid"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_unbalanced_llama70b.yaml)
 # An MTP layer: priced on the rank of its stage and named in the split.
 meshplan_cli_case(explain_mb_deepseek_mtp 0 "rules: valid"
-  "decoder layers per rank 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1 \\(as pipeline_model_parallel_layout places them. embedding on rank 0, loss on rank 15\\). 1 MTP layer \\(model.mtp_num_layers\\) on rank 15"
+  "decoder layers per rank 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1 \\(as pipeline_model_parallel_layout places them: meshplan's own split\\). 1 MTP layer \\(model.mtp_num_layers\\) on rank 15"
   "^fits: "
   -- ${MP} explain --model deepseek-v3 --system dgx-b200 --gpus 256 --recipe ${R}/mbridge_deepseek_v3_mtp_pp16.yaml)
 # Without the m, Megatron-Core refuses the layout: the provider sets mtp_num_layers 1.

@@ -53,28 +53,43 @@ TEST_CASE("mtp: the model config's num_nextn_predict_layers is read") {
   CHECK(LoadModel("llama3.1-8b").mtp_num_layers == 0);
 }
 
-TEST_CASE("mtp: the MTP layer takes a place of meshplan's own layout split in the last stage") {
-  // 61 decoder layers + 1 MTP layer = 62 places over 16 stages: 3 each, the first 14 one more;
-  // the last stage's 3 places are 2 decoder layers and the MTP layer.
+TEST_CASE("mtp: the MTP layer and the loss take three places of meshplan's own layout split in the last stage") {
+  // 61 decoder layers + 3 places (the MTP layer and its logits 2, the loss 1) = 64 over 16
+  // stages: 4 each, the last stage's 4 are 1 decoder layer, the MTP layer and the loss: the
+  // layout Megatron-Bridge sets for DeepSeek-V3 (Et*4|(t*4|)*14tmL).
   int64_t sum = 0;
   for (int64_t s = 0; s < 16; ++s) {
-    const int64_t n = OwnStageDecoderLayers(61, 1, 16, s);
-    CHECK(n == (s < 14 ? 4 : s == 14 ? 3 : 2));
+    const int64_t n = OwnStageDecoderLayers(61, 3, 16, s);
+    CHECK(n == (s < 15 ? 4 : 1));
+    CHECK(OwnStageFirstLayer(61, 3, 16, s) == sum);
     sum += n;
   }
   CHECK(sum == 61);
-  // Without MTP places: 61 over 16, the first 13 stages 4, then 3 (AutoModel's split).
+  // 32 stages: 64 / 32 = 2 places last, fewer than 3: no decoder layer there ("mL"); the 61
+  // layers over the other 31, the first 30 two each, then one.
+  CHECK(OwnStageDecoderLayers(61, 3, 32, 31) == 0);
+  CHECK(OwnStageDecoderLayers(61, 3, 32, 29) == 2);
+  CHECK(OwnStageDecoderLayers(61, 3, 32, 30) == 1);
+  CHECK(OwnStageFirstLayer(61, 3, 32, 31) == 61);
+  // Without places: 61 over 16, the first 13 stages 4, then 3 (AutoModel's split).
   CHECK(OwnStageDecoderLayers(61, 0, 16, 12) == 4);
   CHECK(OwnStageDecoderLayers(61, 0, 16, 13) == 3);
+  CHECK(OwnStageDecoderLayers(61, 0, 16, 15) == 3);
   CHECK(OwnStageDecoderLayers(61, 0, 16, 16) == 0);  // out of range
+  CHECK(OwnStageDecoderLayers(61, 3, 1, 0) == 61);   // one stage holds them all
 
   const TrainSetup setup = test::Setup(256, 4096, 4096);
-  const StageSplit layout = SplitStages(61, Pp16(1, MbPpSplit::kLayout, setup));
+  const Layout with_layout = Pp16(1, MbPpSplit::kLayout, setup);
+  CHECK(MtpPlaces(with_layout) == 3);
+  const StageSplit layout = SplitStages(61, with_layout);
   CHECK(layout.first_rank_layers == 4);
-  CHECK(layout.last_rank_layers == 2);
+  CHECK(layout.last_rank_layers == 1);
+  CHECK(layout.max_layers_per_rank == 4);
   CHECK(layout.mtp_rank == 15);
   // Megatron-Core's even split (no layout string) adds the MTP layer to the last stage's.
-  const StageSplit even = SplitStages(61, Pp16(1, MbPpSplit::kEven, setup));
+  const Layout even_layout = Pp16(1, MbPpSplit::kEven, setup);
+  CHECK(MtpPlaces(even_layout) == 0);
+  const StageSplit even = SplitStages(61, even_layout);
   CHECK(even.last_rank_layers == 3);
   CHECK(even.mtp_rank == 15);
   CHECK(SplitStages(61, Pp16(0, MbPpSplit::kLayout, setup)).mtp_rank == -1);
@@ -101,24 +116,25 @@ TEST_CASE("mtp: the rank of the last stage holds the MTP layer with its eh_proj 
   const TrainSetup setup = test::Setup(256, 4096, 4096);
   const Layout l = Pp16(1, MbPpSplit::kLayout, setup);
   const StageSplit split = SplitStages(61, l);
-  const cost::RankParams last = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 1, MtpSlots(l));
+  const cost::RankParams last = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 1, MtpPlaces(l));
   const cost::RankParams none = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 0, 0);
   CHECK(last.mtp_layers == 1);
-  CHECK(last.moe_layers == 3);  // 2 decoder layers + the MTP layer's (DeepSeek's last layer is MoE)
-  CHECK(none.moe_layers == 3);  // 61 over 16 without the MTP place: 3 decoder layers
+  CHECK(last.moe_layers == 2);  // 1 decoder layer + the MTP layer's (DeepSeek's last layer is MoE)
+  CHECK(none.moe_layers == 3);  // 61 over 16 without MTP: 3 decoder layers
   CHECK(last.dense_layers == 0);
   const double h = 7168;
   const double moe_layer = double(p.attention_per_layer + p.shared_per_layer + p.router_per_layer + p.norms_per_layer);
-  // Same layer count (3 MoE layers), plus the MTP block's norms and eh_proj; the word
-  // embedding copy (gpt_model.py: pre_process or mtp_process) in root.
-  CHECK(last.layer_dense == test::Rel(3 * moe_layer + 3 * h + 2 * h * h));
+  // The MTP block's norms and eh_proj beside its decoder layer; the word embedding copy
+  // (gpt_model.py: pre_process or mtp_process) in root.
+  CHECK(last.layer_dense == test::Rel(2 * moe_layer + 3 * h + 2 * h * h));
   CHECK(last.root == test::Rel(none.root + double(p.embedding)));
   CHECK_FALSE(last.has_embedding);
   CHECK(last.has_head);
-  // Rank 0 holds 4 decoder layers and no MTP layer.
-  const cost::RankParams first = cost::ParamsOfRank(m, p, 16, split.num_stages, 0, nullptr, 1, MtpSlots(l));
+  // Rank 0 holds 4 decoder layers (3 dense) and no MTP layer.
+  const cost::RankParams first = cost::ParamsOfRank(m, p, 16, split.num_stages, 0, nullptr, 1, MtpPlaces(l));
   CHECK(first.mtp_layers == 0);
   CHECK(first.Layers() == 4);
+  CHECK(first.dense_layers == 3);
 }
 
 TEST_CASE("mtp: Evaluate counts the MTP FLOPs of Megatron-Bridge layouts only") {
@@ -192,12 +208,19 @@ TEST_CASE("mtp: a read recipe's layout must hold the MTP layers mtp_num_layers s
   CHECK(null.mtp_layers == 0);
   CHECK(Broken(m, setup, null, sys) == nullptr);
   CHECK(Broken(m, setup, ReadDeepseek(with_m + "  mtp_num_layers: null\n", m), sys) != nullptr);
-  // The MB perf recipes' layout is priced as written: rank 15 holds 1 decoder layer + MTP.
+  // The MB perf recipes' layout is meshplan's own split (so priced as the planner prices it):
+  // rank 15 holds 1 decoder layer and the MTP layer.
   const Layout perf = ReadDeepseek(with_m, m);
+  CHECK(PricedPpLayout(m.num_layers, perf) == nullptr);
   const StageSplit split = SplitStages(m.num_layers, perf);
-  REQUIRE(split.given != nullptr);
   CHECK(split.mtp_rank == 15);
   CHECK(split.last_rank_layers == 1);
+  // A layout that puts the MTP layer with 3 decoder layers is priced as written.
+  const Layout heavy = ReadDeepseek("  pipeline_model_parallel_layout: \"Et*4|(t*4|)*13tt|tttmL\"\n", m);
+  const StageSplit h = SplitStages(m.num_layers, heavy);
+  REQUIRE(h.given != nullptr);
+  CHECK(h.last_rank_layers == 3);
+  CHECK(h.mtp_rank == 15);
 }
 
 }  // namespace meshplan
