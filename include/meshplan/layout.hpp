@@ -285,6 +285,12 @@ int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t last_places, int64_t n
 /// Decoder layers in the stages before `stage` (the index of its first decoder layer).
 int64_t OwnStageFirstLayer(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage);
 
+/// The pipeline_model_parallel_layout string of meshplan's own split of a Megatron-Bridge
+/// layout (OwnStageSplit over pp·vpp stages with MtpPlaces; "E" before the first stage's
+/// layers, the MTP layers "m" and the loss "L" after the last's), quoted: what `plan` writes.
+/// Empty for a layout of one stage.
+std::string OwnPpLayoutString(int64_t num_layers, const Layout& layout);
+
 /// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
 /// AutoModel (meshplan prices AutoModel's models without their MTP module).
 int64_t MtpLayers(const Layout& layout);

@@ -147,7 +147,11 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   std::cout << "silently off: " << (off.empty() ? "none" : "") << "\n";
   for (const std::string& s : off) std::cout << "  " << s << "\n";
   if (!failures.empty() || out_of_memory) {
-    const std::vector<NearbyLayout> near = NearestValidLayouts(req, l, 3);
+    // The nearest layouts train the MTP layers the recipe asks for (model.mtp_num_layers, or
+    // the model provider's when unset), as Megatron-Bridge would with the recipe's settings.
+    PlanRequest near_req = req;
+    if (megatron && l.mtp_layers >= 0) near_req.model.mtp_num_layers = l.mtp_layers;
+    const std::vector<NearbyLayout> near = NearestValidLayouts(near_req, l, 3);
     std::cout << "nearest valid layouts (" << near.size() << "):\n";
     for (size_t i = 0; i < near.size(); ++i) {
       const NearbyLayout& x = near[i];

@@ -15,6 +15,7 @@
 // NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
 // sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -267,6 +268,16 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   r.system = SystemOf(cell(3));
   r.setup.precision = PrecisionOf(cell(5));
   r.precision_cell = cell(5);
+  {
+    // The table's precision cells (anything else would be priced at a guessed rate).
+    std::string p = Lower(Trim(cell(5)));
+    p.erase(std::remove(p.begin(), p.end(), ' '), p.end());
+    static const char* const kKnown[] = {"", "bf16", "fp8", "fp8-cs", "fp8-mx", "mxfp8", "nvfp4", "fp8-cs(fp8-mx)"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), p) == std::end(kKnown) && r.skip.empty()) {
+      r.skip = "precision '" + Trim(cell(5)) +
+               "': expected empty (BF16), BF16, FP8, FP8-CS, FP8-MX, MXFP8, NVFP4 or FP8-CS (FP8-MX)";
+    }
+  }
   r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
   r.mtp = MtpOf(cell(2));
   int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
@@ -498,7 +509,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     } else {
       ReadSurvey(c, col, r, z, fsdp, rc);
     }
-    if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid/MTP/other)";
+    if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
     if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
     if (r.skip.empty() && (r.setup.num_gpus % (z.tp * z.pp * z.cp) != 0)) r.skip = "sizes do not divide the GPUs";

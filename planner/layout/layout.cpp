@@ -1,6 +1,7 @@
 #include "meshplan/layout.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 namespace meshplan {
@@ -87,6 +88,20 @@ StageSplit GivenSplit(const PpLayerLayout& g, int64_t pp) {
 
 int64_t MtpLayers(const Layout& l) {
   return l.framework == Framework::kMegatronBridge ? std::max<int64_t>(0, l.mtp_layers) : 0;
+}
+
+std::string OwnPpLayoutString(int64_t num_layers, const Layout& l) {
+  const int64_t stages = std::max<int64_t>(1, l.pp) * std::max<int64_t>(1, l.vpp);
+  if (stages <= 1) return "";
+  const int64_t mtp = MtpLayers(l), places = MtpPlaces(l);
+  std::string s = "\"";
+  for (int64_t i = 0; i < stages; ++i) {
+    if (i) s += "|";
+    if (i == 0) s += "E";
+    s += std::string(static_cast<size_t>(OwnStageDecoderLayers(num_layers, places, stages, i)), 't');
+    if (i == stages - 1) s += std::string(static_cast<size_t>(mtp), 'm') + "L";
+  }
+  return s + "\"";
 }
 
 int64_t MtpPlaces(const Layout& l) {

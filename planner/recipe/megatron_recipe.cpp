@@ -22,20 +22,6 @@ const char* RecomputeValue(Recompute r) {
   return r == Recompute::kFull ? "full" : r == Recompute::kSelective ? "selective" : "null";
 }
 
-// Explicit pipeline_model_parallel_layout: pp*vpp stages, decoder layers as meshplan's own
-// split (OwnStageSplit: the MTP layers and the loss take `places` of the last stage), E on the
-// first stage, the MTP layers (m) and L (loss) on the last.
-std::string LayoutString(int64_t num_layers, int64_t stages, int64_t mtp, int64_t places) {
-  std::string s = "\"";
-  for (int64_t i = 0; i < stages; ++i) {
-    if (i) s += "|";
-    if (i == 0) s += "E";
-    s += std::string(static_cast<size_t>(OwnStageDecoderLayers(num_layers, places, stages, i)), 't');
-    if (i == stages - 1) s += std::string(static_cast<size_t>(mtp), 'm') + "L";
-  }
-  return s + "\"";
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout& l, const PlanRequest& req) {
@@ -60,7 +46,7 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     v.append(l.pp_layout->ToString()).push_back('"');
     add("model.pipeline_model_parallel_layout", v);
   } else if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
-    add("model.pipeline_model_parallel_layout", LayoutString(req.model.num_layers, l.pp * l.vpp, MtpLayers(l), MtpPlaces(l)));
+    add("model.pipeline_model_parallel_layout", OwnPpLayoutString(req.model.num_layers, l));
   }
   // Megatron-Bridge's model provider sets mtp_num_layers from the checkpoint's config
   // (num_nextn_predict_layers); written out whenever the model has MTP layers, so that the

@@ -158,7 +158,7 @@ bool MtpCount(const RuleContext& c) {
 std::string MtpCountMsg(const RuleContext& c) {
   const PpLayerLayout& g = *Given(c);
   const int64_t want = MtpInEffect(c, g);
-  return Cat(Named(g), " holds ", g.Count('m'), " MTP layers (m); expected mtp_num_layers ", want,
+  return Cat(Named(g), " holds ", g.Count('m'), g.Count('m') == 1 ? " MTP layer" : " MTP layers", " (m); expected mtp_num_layers ", want,
              want == 0 ? " (null or 0: no m)" : "",
              g.mtp_num_layers < 0 ? Cat(" (model.mtp_num_layers unset: ", c.model.name,
                                         "'s num_nextn_predict_layers, as Megatron-Bridge's model provider sets it)")

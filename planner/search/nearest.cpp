@@ -28,13 +28,25 @@ std::string PpSplitKeys(const Layout& l) {
   return "even (num_layers / (pp x vpp))";
 }
 
-std::vector<std::string> Changes(const Layout& a, const Layout& b) {
+// The pipeline_model_parallel_layout a Megatron-Bridge layout uses: the recipe's as read, or
+// meshplan's own split when it writes one; "null" otherwise.
+std::string PpLayoutValue(int64_t num_layers, const Layout& l) {
+  if (l.pp_layout != nullptr) return "\"" + l.pp_layout->ToString() + "\"";
+  if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) return OwnPpLayoutString(num_layers, l);
+  return "null";
+}
+
+std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_layers) {
   std::vector<std::string> c;
   if (a.framework == Framework::kMegatronBridge) {
     Diff(c, "tensor_model_parallel_size", N(a.tp), N(b.tp));
     Diff(c, "pipeline_model_parallel_size", N(a.pp), N(b.pp));
     Diff(c, "virtual_pipeline_model_parallel_size", a.vpp > 1 ? N(a.vpp) : "null", b.vpp > 1 ? N(b.vpp) : "null");
     Diff(c, "pipeline layer split", PpSplitKeys(a), PpSplitKeys(b));
+    if (a.pp_split == MbPpSplit::kLayout && b.pp_split == MbPpSplit::kLayout) {
+      Diff(c, "pipeline_model_parallel_layout", PpLayoutValue(num_layers, a), PpLayoutValue(num_layers, b));
+    }
+    Diff(c, "mtp_num_layers", MtpLayers(a) > 0 ? N(MtpLayers(a)) : "null", MtpLayers(b) > 0 ? N(MtpLayers(b)) : "null");
     Diff(c, "context_parallel_size", N(a.cp), N(b.cp));
     Diff(c, "expert_model_parallel_size", N(a.ep), N(b.ep));
     if (a.EffectiveEtp() != b.EffectiveEtp()) {
@@ -80,7 +92,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layo
   for (const Layout& l : EnumerateLayouts(req)) {
     RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
     if (FirstFailure(ctx)) continue;
-    valid.emplace_back(l, Changes(from, l));
+    valid.emplace_back(l, Changes(from, l, req.model.num_layers));
   }
   std::stable_sort(valid.begin(), valid.end(),
                    [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });

@@ -196,6 +196,13 @@ meshplan_cli_case(explain_mb_deepseek_mtp 0 "rules: valid"
 # Without the m, Megatron-Core refuses the layout: the provider sets mtp_num_layers 1.
 meshplan_cli_case(check_mb_deepseek_no_mtp_layer 1 "mb_pp_layout_mtp_count: .* holds 0 MTP layers \\(m\\). expected mtp_num_layers 1 \\(model.mtp_num_layers unset: deepseek-v3's num_nextn_predict_layers"
   -- ${MP} check ${D}/mb_deepseek_no_mtp_layer.yaml --model deepseek-v3 --system dgx-b200 --gpus 256)
+# The nearest layouts of a recipe train its MTP layers and name a layout string they change.
+meshplan_cli_case(check_mb_deepseek_mtp0_nearest 1 "holds 1 MTP layer \\(m\\). expected mtp_num_layers 0"
+  "--- 1: 1 change. pipeline_model_parallel_layout: .*tmL\" -> " "!0 changes" "!mtp_num_layers: 1"
+  -- ${MP} check ${D}/mb_deepseek_mtp0_with_m.yaml --model deepseek-v3 --system dgx-b200 --gpus 256)
+# An unknown precision cell is not priced at a guessed rate.
+meshplan_cli_case(validate_bad_precision 1 "skipped \\(line 2\\): precision 'FP7': expected empty \\(BF16\\), BF16, FP8"
+  -- ${MP} validate ${D}/validate_bad_precision.csv --rank-top 0)
 # TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
 meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"
   "!mb_axes_positive" "!dp0"

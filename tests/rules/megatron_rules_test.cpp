@@ -191,7 +191,7 @@ const Case kCases[] = {
                "pipeline_model_parallel_layout \"Et*40|t*40L\" (r.yaml:4:3) holds 0 MTP layers (m); expected "
                "mtp_num_layers 1",
                kWithMtp, {"Et*40|t*40L", 1}),
-    LayoutCase("mb_pp_layout_mtp_count", "holds 1 MTP layers (m); expected mtp_num_layers 0 (null or 0: no m)", kBalanced,
+    LayoutCase("mb_pp_layout_mtp_count", "holds 1 MTP layer (m); expected mtp_num_layers 0 (null or 0: no m)", kBalanced,
                {"Et*40|t*40mL", 0}),
     LayoutCase("mb_pp_layout_mtp_placement",
                "pipeline_model_parallel_layout \"Et*40|t*39mtL\" (r.yaml:4:3): a decoder layer (t) comes after the "
