@@ -264,29 +264,39 @@ struct StageSplit {
 /// Layout::mtp_layers of a Megatron-Bridge recipe that leaves model.mtp_num_layers unset.
 inline constexpr int64_t kMtpFromModel = -1;
 
-/// meshplan's own split of `num_layers` decoder layers over `num_stages` stages S whose last
-/// stage also holds `last_places` decoder-layer equivalents of other work (MtpPlaces): the last
-/// stage gets its even share of the L + last_places places, less last_places (never below 0),
-/// and the first S - 1 stages share the other decoder layers evenly, the first ones one more.
-/// With last_places 0 this is AutoModel's split (pipelining/functional.py
+/// Decoder-layer equivalents of other work that the first and the last pipeline stage hold in
+/// meshplan's own split (OwnStageSplit): OwnSplitPlaces.
+struct SplitPlaces {
+  int64_t first = 0;
+  int64_t last = 0;
+};
+
+/// meshplan's own split of `num_layers` decoder layers over `num_stages` stages S whose first and
+/// last stages also hold `places` decoder-layer equivalents of other work: the first and the last
+/// stage get their even share of the L + first + last places, less their own places (never below
+/// 0), and the S - 2 stages between share the other decoder layers evenly, the first ones one
+/// more. With no places this is AutoModel's split (pipelining/functional.py
 /// generate_hf_model_fqn_per_model_part: the first L % S stages one layer larger) and
-/// Megatron-Core's even split. DeepSeek-V3 (61 layers, one MTP layer, 3 places) over 16 stages
+/// Megatron-Core's even split; with {1, 1} Megatron-Core's account_for_embedding/loss_in_
+/// pipeline_split (transformer_block.py get_num_layers_to_build: (L + 2) / S per stage, one fewer
+/// on the first and the last); DeepSeek-V3 (61 layers, one MTP layer: {0, 3}) over 16 stages
 /// gives Megatron-Bridge's own layout, 4 per stage and "t m L" last
 /// (set_deepseek_v3_pipeline_model_parallel_layout).
 struct OwnSplit {
-  int64_t last = 0;   ///< decoder layers of stage S - 1
-  int64_t base = 0;   ///< decoder layers of each of stages 0 .. S - 2 ...
+  int64_t first = 0;  ///< decoder layers of stage 0 (all of them when S = 1)
+  int64_t last = 0;   ///< decoder layers of stage S - 1 (S > 1)
+  int64_t base = 0;   ///< decoder layers of each of stages 1 .. S - 2 ...
   int64_t extra = 0;  ///< ... plus one for the first `extra` of them
 };
-OwnSplit OwnStageSplit(int64_t num_layers, int64_t last_places, int64_t num_stages);
+OwnSplit OwnStageSplit(int64_t num_layers, SplitPlaces places, int64_t num_stages);
 /// Decoder layers in stage `stage` (0-based) of OwnStageSplit; 0 when num_stages <= 0 or stage
 /// is out of range.
-int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage);
+int64_t OwnStageDecoderLayers(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage);
 /// Decoder layers in the stages before `stage` (the index of its first decoder layer).
-int64_t OwnStageFirstLayer(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage);
+int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage);
 
 /// The pipeline_model_parallel_layout string of meshplan's own split of a Megatron-Bridge
-/// layout (OwnStageSplit over pp·vpp stages with MtpPlaces; "E" before the first stage's
+/// layout (OwnStageSplit over pp·vpp stages with OwnSplitPlaces; "E" before the first stage's
 /// layers, the MTP layers "m" and the loss "L" after the last's), quoted: what `plan` writes.
 /// Empty for a layout of one stage.
 std::string OwnPpLayoutString(int64_t num_layers, const Layout& layout);
@@ -294,15 +304,17 @@ std::string OwnPpLayoutString(int64_t num_layers, const Layout& layout);
 /// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
 /// AutoModel (meshplan prices AutoModel's models without their MTP module).
 int64_t MtpLayers(const Layout& layout);
-/// The places the MTP layers and the loss take in the last stage of meshplan's own split
-/// (OwnStageSplit): 2 per MTP layer (its decoder layer and its own logits, which for DeepSeek-V3
-/// cost more than a decoder layer: 6·h·V = 5.6 GFLOP per token against 4.0) and 1 for the
-/// loss's logits, for a layout whose split meshplan writes as a pipeline_model_parallel_layout
-/// (pp > 1, MbPpSplit::kLayout) and trains MTP layers; otherwise 0. Megatron-Bridge's DeepSeek-V3
-/// layouts weigh them so (4 decoder layers per stage, 1 beside "m L"). With Megatron-Core's even
-/// split (no layout string) the MTP layers are added to the last stage's decoder layers
-/// (transformer_block.py get_num_layers_to_build counts decoder layers only): 0.
-int64_t MtpPlaces(const Layout& layout);
+/// The places of a Megatron-Bridge layout's own split (OwnStageSplit), pp > 1:
+///   - a split meshplan writes as a pipeline_model_parallel_layout (MbPpSplit::kLayout) with MTP
+///     layers: {0, 2·m + 1}, 2 per MTP layer (its decoder layer and its own logits, which for
+///     DeepSeek-V3 cost more than a decoder layer: 6·h·V = 5.6 GFLOP per token against 4.0) and 1
+///     for the loss's logits, as Megatron-Bridge's DeepSeek-V3 layouts weigh them (4 decoder
+///     layers per stage, 1 beside "m L");
+///   - account_for_embedding/loss_in_pipeline_split (MbPpSplit::kAccountEmbeddingLoss): {1, 1};
+///   - otherwise {0, 0}: Megatron-Core's even split, to whose last stage the MTP layers are added
+///     (transformer_block.py get_num_layers_to_build counts decoder layers only).
+/// AutoModel layouts: {0, 0}.
+SplitPlaces OwnSplitPlaces(const Layout& layout);
 
 /// Stage count as AutoModel computes it. With layers_per_stage null: pp stages for 1f1b,
 /// 2*pp for interleaved1f1b; else S = ceil(L / layers_per_stage), rounded to a multiple of
@@ -310,9 +322,8 @@ int64_t MtpPlaces(const Layout& layout);
 /// larger; rank r holds stages r, r+pp, r+2pp, ... Megatron-Bridge layouts with vpp > 1:
 /// S = pp·vpp (Megatron-Core's model chunks; pipeline_model_parallel_layout may split the
 /// layers unevenly, modelled the same way). Does not check validity (see rules); num_stages
-/// is 0 when S would be 0. A Megatron layout's MTP layers (MtpLayers) sit in the last stage,
-/// which gives MtpPlaces places of the split to them and the loss (OwnStageSplit); mtp_rank is
-/// that stage's rank.
+/// is 0 when S would be 0. Megatron layouts are split by OwnStageSplit with OwnSplitPlaces; their
+/// MTP layers (MtpLayers) sit in the last stage, whose rank is mtp_rank.
 /// A Megatron layout whose recipe gives a pipeline_model_parallel_layout that PricedPpLayout
 /// accepts is split as written: S = its stage count, the rank counts its own, `given` set,
 /// mtp_rank the rank of its 'm' stage.
@@ -326,7 +337,7 @@ bool PpLayoutFits(int64_t num_layers, const Layout& layout);
 
 /// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
 /// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
-/// layers per stage as OwnStageSplit with MtpPlaces, the embedding in the first stage, the MTP layers
+/// layers per stage as OwnStageSplit with OwnSplitPlaces, the embedding in the first stage, the MTP layers
 /// and the loss in the last), so that a layout equal to what `plan` emits is priced exactly as
 /// the planner priced it.
 const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& layout);

@@ -185,6 +185,11 @@ void PrintPipelineSplit(const ModelSpec& model, const Layout& l) {
     std::cout << " (as pipeline_model_parallel_layout places them: meshplan's own split)";
   } else if (g != nullptr) {
     std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
+  } else if (l.framework == Framework::kMegatronBridge && l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss) {
+    std::cout << " (Megatron-Core's split with account_for_embedding/loss_in_pipeline_split: (L + 2) / stages each, "
+                 "one fewer on the first and the last)";
+  } else if (l.framework == Framework::kMegatronBridge && l.pp > 1) {
+    std::cout << " (Megatron-Core's even split)";
   } else {
     std::cout << " (meshplan's split)";
   }

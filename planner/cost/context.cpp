@@ -54,7 +54,7 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
 }
 
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
-                      const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_places) {
+                      const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
   const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, pp_size);
   const int64_t mtp = std::max<int64_t>(0, mtp_layers);
@@ -81,8 +81,8 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
   } else {
     const int64_t L = m.num_layers, S = num_stages;
     for (int64_t s = pp_rank; s < S; s += pp) {
-      const int64_t start = OwnStageFirstLayer(L, mtp_places, S, s);
-      const int64_t size = OwnStageDecoderLayers(L, mtp_places, S, s);
+      const int64_t start = OwnStageFirstLayer(L, places, S, s);
+      const int64_t size = OwnStageDecoderLayers(L, places, S, s);
       const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
       r.dense += dense;
       r.moe += size - dense;
@@ -96,14 +96,14 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
 
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
   return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
-                      MtpPlaces(c.layout));
+                      OwnSplitPlaces(c.layout));
 }
 
 RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
-                        int64_t pp_rank, const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_places) {
+                        int64_t pp_rank, const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
   const int64_t pp = std::max<int64_t>(1, pp_size);
   RankParams r;
-  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank, given, mtp_layers, mtp_places);
+  const LayerMix layers = LayersOfRank(m, pp_size, num_stages, pp_rank, given, mtp_layers, places);
   r.dense_layers = layers.dense;
   r.moe_layers = layers.moe;
   // A recipe's layout puts the embedding and the loss (with the final norm and the output
@@ -141,7 +141,7 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
   return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
-                      MtpPlaces(c.layout));
+                      OwnSplitPlaces(c.layout));
 }
 
 int64_t QDim(const ModelSpec& m) {

@@ -77,14 +77,14 @@ RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank);
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank);
 /// The same from the model, the PP size, the total stage count S (StageSplit::num_stages), the
 /// priced layout (StageSplit::given; null: meshplan's own split, OwnStageSplit), the MTP layers
-/// trained (MtpLayers) and the places they and the loss take in the last stage (MtpPlaces).
+/// trained (MtpLayers) and the places of the first and last stage (OwnSplitPlaces).
 LayerMix LayersOfRank(const ModelSpec& model, int64_t pp, int64_t num_stages, int64_t pp_rank,
-                      const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_places = 0);
+                      const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, SplitPlaces places = {});
 /// ParamsOfRank from the model, its parameter counts, the PP size, the stage count, the
 /// priced layout and the MTP layers trained and in the split.
 RankParams ParamsOfRank(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
                         int64_t pp_rank, const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0,
-                        int64_t mtp_places = 0);
+                        SplitPlaces places = {});
 
 
 /// Model dims used by activation and communication terms (elements per token).

@@ -27,10 +27,10 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
   const int64_t mtp = MtpLayers(ctx.layout);
   const cost::RankPlan* plan = ctx.split.given != nullptr ? nullptr
                                                           : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages, mtp,
-                                                                              MtpPlaces(ctx.layout));
+                                                                              OwnSplitPlaces(ctx.layout));
   if (plan == nullptr) {
     local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given, mtp,
-                                MtpPlaces(ctx.layout));
+                                OwnSplitPlaces(ctx.layout));
     plan = &local;
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);

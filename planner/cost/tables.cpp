@@ -7,7 +7,7 @@
 namespace meshplan::cost {
 
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp_size, int64_t num_stages,
-                       const PpLayerLayout* given, int64_t mtp_layers, int64_t mtp_places) {
+                       const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
   RankPlan plan;
   const int64_t pp = std::max<int64_t>(1, pp_size);
   struct Seen {
@@ -17,7 +17,7 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
   Seen seen[8];
   int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
-    const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, mtp_places);
+    const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, places);
     const Seen sig{rp.dense_layers, rp.moe_layers, rp.mtp_layers, rp.has_embedding, rp.has_head};
     bool dup = false;
     for (int i = 0; i < n_seen && !dup; ++i) {
@@ -71,19 +71,23 @@ CostTables::~CostTables() {
   }
 }
 
-const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers, int64_t mtp_places) const {
+const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers, SplitPlaces places) const {
   if (pp < 1 || pp > max_pp_ || num_stages < 0 || num_stages > max_stages_) return nullptr;
+  // The (MTP layers, places) of the variants: no MTP layers or the model's, with the places
+  // OwnSplitPlaces gives (none, account_for_*: {1, 1}, a layout string with MTP: {0, 2m + 1}).
+  const int64_t m = model_mtp_;
+  const struct {
+    int64_t mtp, first, last;
+  } kinds[kVariants] = {{0, 0, 0}, {0, 1, 1}, {m, 0, 0}, {m, 1, 1}, {m, 0, 2 * m + 1}};
   int variant = -1;
-  if (mtp_layers <= 0 && mtp_places <= 0) {
-    variant = 0;
-  } else if (mtp_layers == model_mtp_ && mtp_places == 0) {
-    variant = 1;
-  } else if (mtp_layers == model_mtp_ && mtp_places == 2 * model_mtp_ + 1) {
-    variant = 2;
+  for (int v = 0; v < kVariants && variant < 0; ++v) {
+    if (std::max<int64_t>(0, mtp_layers) == kinds[v].mtp && places.first == kinds[v].first && places.last == kinds[v].last) {
+      variant = v;
+    }
   }
   if (variant < 0) return nullptr;
-  const int64_t mtp = variant == 0 ? 0 : model_mtp_;
-  const int64_t places = variant == 2 ? 2 * model_mtp_ + 1 : 0;
+  const int64_t mtp = kinds[variant].mtp;
+  const SplitPlaces use{kinds[variant].first, kinds[variant].last};
   std::atomic<std::atomic<const RankPlan*>*>& row_slot = plans_[variant][static_cast<size_t>(pp)];
   std::atomic<const RankPlan*>* row = row_slot.load(std::memory_order_acquire);
   if (row == nullptr) {
@@ -100,7 +104,7 @@ const RankPlan* CostTables::Ranks(int64_t pp, int64_t num_stages, int64_t mtp_la
   std::atomic<const RankPlan*>& slot = row[num_stages];
   const RankPlan* plan = slot.load(std::memory_order_acquire);
   if (plan != nullptr) return plan;
-  auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages, nullptr, mtp, places));
+  auto fresh = std::make_unique<const RankPlan>(BuildRankPlan(model_, params_, pp, num_stages, nullptr, mtp, use));
   const RankPlan* expected = nullptr;
   if (slot.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) return fresh.release();
   return expected;  // another thread built it first

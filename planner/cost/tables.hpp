@@ -33,7 +33,7 @@ struct RankPlan {
   std::vector<RankEntry> ranks;
 };
 RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_t pp, int64_t num_stages,
-                       const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, int64_t mtp_places = 0);
+                       const PpLayerLayout* given = nullptr, int64_t mtp_layers = 0, SplitPlaces places = {});
 
 class CostTables {
  public:
@@ -47,11 +47,11 @@ class CostTables {
   /// MegatronUnfusedOps(model): read per Megatron-Bridge layout scored, computed here once (it
   /// compares the model's rope_scaling_type string).
   const MegatronUnfused& Unfused() const { return unfused_; }
-  /// BuildRankPlan(model, params, pp, num_stages, nullptr, mtp_layers, mtp_places), built on
-  /// first use (thread-safe) for 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1,
-  /// with no MTP layers or the model's own (ModelSpec::mtp_num_layers, with its MtpPlaces: 0 or
-  /// 2·m + 1); nullptr otherwise.
-  const RankPlan* Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers = 0, int64_t mtp_places = 0) const;
+  /// BuildRankPlan(model, params, pp, num_stages, nullptr, mtp_layers, places), built on first
+  /// use (thread-safe) for 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1, with no
+  /// MTP layers or the model's own (ModelSpec::mtp_num_layers) and the places OwnSplitPlaces
+  /// gives; nullptr otherwise.
+  const RankPlan* Ranks(int64_t pp, int64_t num_stages, int64_t mtp_layers = 0, SplitPlaces places = {}) const;
 
  private:
   ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
@@ -62,8 +62,9 @@ class CostTables {
   int64_t model_mtp_ = 0;  ///< ModelSpec::mtp_num_layers
   /// Built on first use: plans_[variant][pp] -> row of max_stages_ + 1 plans (so that
   /// constructing a CostModel stays cheap; the search builds one per memory probe setup).
-  /// Variants: no MTP; the model's MTP layers on top of the last stage; with places of it.
-  static constexpr int kVariants = 3;
+  /// Variants: (no MTP layers, the model's) x (no places, account_for_*), and the model's MTP
+  /// layers with their places in a layout string (Ranks).
+  static constexpr int kVariants = 5;
   mutable std::unique_ptr<std::atomic<std::atomic<const RankPlan*>*>[]> plans_[kVariants];
 };
 

@@ -43,16 +43,14 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
     return out;
   }
   out.stages_per_rank = s / pp;
-  // OwnStageSplit in closed form per rank: rank r holds stages r, r + pp, ...; of those below
-  // S - 1 (c of them) each has base decoder layers plus one for each below `extra`; the rank of
-  // stage S - 1 also holds that stage's `last`. The MTP layers sit in stage S - 1.
+  // OwnStageSplit per rank: rank r holds stages r, r + pp, ... The MTP layers sit in stage S - 1.
   const int64_t mtp = MtpLayers(layout);
-  const OwnSplit own = OwnStageSplit(num_layers, MtpPlaces(layout), s);
+  const SplitPlaces places = OwnSplitPlaces(layout);
   const int64_t last_rank = (s - 1) % pp;
   auto layers_of = [&](int64_t r) {
-    const int64_t c = r < s - 1 ? (s - 2 - r) / pp + 1 : 0;
-    const int64_t bigger = r < own.extra ? std::min(c, (own.extra - r + pp - 1) / pp) : 0;
-    return c * own.base + bigger + (r == last_rank ? own.last : 0);
+    int64_t n = 0;
+    for (int64_t st = r; st < s; st += pp) n += OwnStageDecoderLayers(num_layers, places, s, st);
+    return n;
   };
   out.first_rank_layers = layers_of(0);
   out.last_rank_layers = layers_of(pp - 1);
@@ -93,7 +91,8 @@ int64_t MtpLayers(const Layout& l) {
 std::string OwnPpLayoutString(int64_t num_layers, const Layout& l) {
   const int64_t stages = std::max<int64_t>(1, l.pp) * std::max<int64_t>(1, l.vpp);
   if (stages <= 1) return "";
-  const int64_t mtp = MtpLayers(l), places = MtpPlaces(l);
+  const int64_t mtp = MtpLayers(l);
+  const SplitPlaces places = OwnSplitPlaces(l);
   std::string s = "\"";
   for (int64_t i = 0; i < stages; ++i) {
     if (i) s += "|";
@@ -104,39 +103,51 @@ std::string OwnPpLayoutString(int64_t num_layers, const Layout& l) {
   return s + "\"";
 }
 
-int64_t MtpPlaces(const Layout& l) {
+SplitPlaces OwnSplitPlaces(const Layout& l) {
+  if (l.framework != Framework::kMegatronBridge || l.pp <= 1) return {};
+  if (l.pp_split == MbPpSplit::kAccountEmbeddingLoss) return {1, 1};
   const int64_t mtp = MtpLayers(l);
-  return l.pp > 1 && l.pp_split == MbPpSplit::kLayout && mtp > 0 ? 2 * mtp + 1 : 0;
+  if (l.pp_split == MbPpSplit::kLayout && mtp > 0) return {0, 2 * mtp + 1};
+  return {};
 }
 
-OwnSplit OwnStageSplit(int64_t num_layers, int64_t last_places, int64_t num_stages) {
+OwnSplit OwnStageSplit(int64_t num_layers, SplitPlaces places, int64_t num_stages) {
   OwnSplit o;
   const int64_t L = std::max<int64_t>(0, num_layers), S = num_stages;
   if (S <= 0) return o;
   if (S == 1) {
-    o.last = L;
+    o.first = L;
     return o;
   }
-  const int64_t places = L + std::max<int64_t>(0, last_places);
-  const int64_t last_size = places / S + (S - 1 < places % S ? 1 : 0);
-  o.last = std::min(L, std::max<int64_t>(0, last_size - std::max<int64_t>(0, last_places)));
-  const int64_t rest = L - o.last;
-  o.base = rest / (S - 1);
-  o.extra = rest % (S - 1);
+  const int64_t fp = std::max<int64_t>(0, places.first), lp = std::max<int64_t>(0, places.last);
+  const int64_t total = L + fp + lp;
+  auto share = [&](int64_t st) { return total / S + (st < total % S ? 1 : 0); };
+  o.first = std::min(L, std::max<int64_t>(0, share(0) - fp));
+  o.last = std::min(L - o.first, std::max<int64_t>(0, share(S - 1) - lp));
+  const int64_t rest = L - o.first - o.last;
+  if (S == 2) {
+    o.first += rest;  // no stage between: the first takes what the shares leave
+    return o;
+  }
+  o.base = rest / (S - 2);
+  o.extra = rest % (S - 2);
   return o;
 }
 
-int64_t OwnStageDecoderLayers(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage) {
+int64_t OwnStageDecoderLayers(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage) {
   if (num_stages <= 0 || stage < 0 || stage >= num_stages) return 0;
-  const OwnSplit o = OwnStageSplit(num_layers, last_places, num_stages);
-  return stage == num_stages - 1 ? o.last : o.base + (stage < o.extra ? 1 : 0);
+  const OwnSplit o = OwnStageSplit(num_layers, places, num_stages);
+  if (stage == 0) return o.first;
+  if (stage == num_stages - 1) return o.last;
+  return o.base + (stage - 1 < o.extra ? 1 : 0);
 }
 
-int64_t OwnStageFirstLayer(int64_t num_layers, int64_t last_places, int64_t num_stages, int64_t stage) {
+int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage) {
   if (num_stages <= 0 || stage <= 0) return 0;
-  const OwnSplit o = OwnStageSplit(num_layers, last_places, num_stages);
-  const int64_t s = std::min(stage, num_stages - 1);
-  return s * o.base + std::min(s, o.extra) + (stage >= num_stages ? o.last : 0);
+  const OwnSplit o = OwnStageSplit(num_layers, places, num_stages);
+  if (stage >= num_stages) return o.first + (num_stages - 2) * o.base + o.extra + (num_stages > 1 ? o.last : 0);
+  const int64_t between = stage - 1;  // middle stages before `stage`
+  return o.first + between * o.base + std::min(between, o.extra);
 }
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {
@@ -153,7 +164,8 @@ const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
   const int64_t n = int64_t(g->stages.size());
   // meshplan's own split of pp·vpp stages (MegatronOverrides writes it as the layout string):
   // OwnStageSplit's decoder layers each, E first, the MTP layers and L last.
-  const int64_t mtp = MtpLayers(l), places = MtpPlaces(l);
+  const int64_t mtp = MtpLayers(l);
+  const SplitPlaces places = OwnSplitPlaces(l);
   bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1 && g->CountIn(size_t(n - 1), 'm') == mtp;
   for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == OwnStageDecoderLayers(num_layers, places, n, s);
   return own ? nullptr : g;
@@ -205,7 +217,7 @@ std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layo
   const StageSplit split = SplitStages(num_layers, layout);
   if (split.given != nullptr) return GivenRankLayers(*split.given, pp);
   const int64_t n = split.num_stages;
-  const int64_t places = MtpPlaces(layout);
+  const SplitPlaces places = OwnSplitPlaces(layout);
   for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += OwnStageDecoderLayers(num_layers, places, n, s);
   return out;
 }

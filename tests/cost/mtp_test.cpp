@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "cost/context.hpp"
 #include "cost/cost_fixtures.hpp"
@@ -59,28 +60,28 @@ TEST_CASE("mtp: the MTP layer and the loss take three places of meshplan's own l
   // layout Megatron-Bridge sets for DeepSeek-V3 (Et*4|(t*4|)*14tmL).
   int64_t sum = 0;
   for (int64_t s = 0; s < 16; ++s) {
-    const int64_t n = OwnStageDecoderLayers(61, 3, 16, s);
+    const int64_t n = OwnStageDecoderLayers(61, {0, 3}, 16, s);
     CHECK(n == (s < 15 ? 4 : 1));
-    CHECK(OwnStageFirstLayer(61, 3, 16, s) == sum);
+    CHECK(OwnStageFirstLayer(61, {0, 3}, 16, s) == sum);
     sum += n;
   }
   CHECK(sum == 61);
   // 32 stages: 64 / 32 = 2 places last, fewer than 3: no decoder layer there ("mL"); the 61
   // layers over the other 31, the first 30 two each, then one.
-  CHECK(OwnStageDecoderLayers(61, 3, 32, 31) == 0);
-  CHECK(OwnStageDecoderLayers(61, 3, 32, 29) == 2);
-  CHECK(OwnStageDecoderLayers(61, 3, 32, 30) == 1);
-  CHECK(OwnStageFirstLayer(61, 3, 32, 31) == 61);
+  CHECK(OwnStageDecoderLayers(61, {0, 3}, 32, 31) == 0);
+  CHECK(OwnStageDecoderLayers(61, {0, 3}, 32, 29) == 2);
+  CHECK(OwnStageDecoderLayers(61, {0, 3}, 32, 30) == 1);
+  CHECK(OwnStageFirstLayer(61, {0, 3}, 32, 31) == 61);
   // Without places: 61 over 16, the first 13 stages 4, then 3 (AutoModel's split).
-  CHECK(OwnStageDecoderLayers(61, 0, 16, 12) == 4);
-  CHECK(OwnStageDecoderLayers(61, 0, 16, 13) == 3);
-  CHECK(OwnStageDecoderLayers(61, 0, 16, 15) == 3);
-  CHECK(OwnStageDecoderLayers(61, 0, 16, 16) == 0);  // out of range
-  CHECK(OwnStageDecoderLayers(61, 3, 1, 0) == 61);   // one stage holds them all
+  CHECK(OwnStageDecoderLayers(61, {}, 16, 12) == 4);
+  CHECK(OwnStageDecoderLayers(61, {}, 16, 13) == 3);
+  CHECK(OwnStageDecoderLayers(61, {}, 16, 15) == 3);
+  CHECK(OwnStageDecoderLayers(61, {}, 16, 16) == 0);  // out of range
+  CHECK(OwnStageDecoderLayers(61, {0, 3}, 1, 0) == 61);   // one stage holds them all
 
   const TrainSetup setup = test::Setup(256, 4096, 4096);
   const Layout with_layout = Pp16(1, MbPpSplit::kLayout, setup);
-  CHECK(MtpPlaces(with_layout) == 3);
+  CHECK(OwnSplitPlaces(with_layout).last == 3);
   const StageSplit layout = SplitStages(61, with_layout);
   CHECK(layout.first_rank_layers == 4);
   CHECK(layout.last_rank_layers == 1);
@@ -88,11 +89,35 @@ TEST_CASE("mtp: the MTP layer and the loss take three places of meshplan's own l
   CHECK(layout.mtp_rank == 15);
   // Megatron-Core's even split (no layout string) adds the MTP layer to the last stage's.
   const Layout even_layout = Pp16(1, MbPpSplit::kEven, setup);
-  CHECK(MtpPlaces(even_layout) == 0);
+  CHECK(OwnSplitPlaces(even_layout).last == 0);
   const StageSplit even = SplitStages(61, even_layout);
   CHECK(even.last_rank_layers == 3);
   CHECK(even.mtp_rank == 15);
   CHECK(SplitStages(61, Pp16(0, MbPpSplit::kLayout, setup)).mtp_rank == -1);
+}
+
+TEST_CASE("pipeline split: account_for_embedding/loss_in_pipeline_split gives the first and last stage one layer fewer") {
+  // Megatron-Core transformer_block.py get_num_layers_to_build: (L + 2) / S per stage, the
+  // embedding and the loss counted as a layer each. Llama 3.1 405B (126 layers) on PP 4: 32 per
+  // stage, 31 on the first and the last.
+  const int64_t expect[] = {31, 32, 32, 31};
+  for (int64_t s = 0; s < 4; ++s) CHECK(OwnStageDecoderLayers(126, {1, 1}, 4, s) == expect[s]);
+  CHECK(OwnStageFirstLayer(126, {1, 1}, 4, 3) == 95);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.pp = 4;
+  l.pp_split = MbPpSplit::kAccountEmbeddingLoss;
+  CHECK(OwnSplitPlaces(l).first == 1);
+  CHECK(OwnSplitPlaces(l).last == 1);
+  const std::vector<int64_t> per_rank = DecoderLayersPerRank(126, l);
+  CHECK(per_rank == std::vector<int64_t>{31, 32, 32, 31});
+  // With VPP 2 (8 virtual stages of 16, the first and the last 15): ranks 0 and 3 hold 31.
+  l.vpp = 2;
+  CHECK(DecoderLayersPerRank(126, l) == std::vector<int64_t>{31, 32, 32, 31});
+  // DeepSeek-V3 (61 layers) on PP 3: 21 per stage, 20 on the first and the last.
+  l.vpp = 1;
+  l.pp = 3;
+  CHECK(DecoderLayersPerRank(61, l) == std::vector<int64_t>{20, 21, 20});
 }
 
 TEST_CASE("mtp: Megatron's model FLOPs with one MTP layer reproduce 4912 tok/s -> 1277 TFLOP/s") {
@@ -116,8 +141,8 @@ TEST_CASE("mtp: the rank of the last stage holds the MTP layer with its eh_proj 
   const TrainSetup setup = test::Setup(256, 4096, 4096);
   const Layout l = Pp16(1, MbPpSplit::kLayout, setup);
   const StageSplit split = SplitStages(61, l);
-  const cost::RankParams last = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 1, MtpPlaces(l));
-  const cost::RankParams none = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 0, 0);
+  const cost::RankParams last = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 1, OwnSplitPlaces(l));
+  const cost::RankParams none = cost::ParamsOfRank(m, p, 16, split.num_stages, 15, nullptr, 0, {});
   CHECK(last.mtp_layers == 1);
   CHECK(last.moe_layers == 2);  // 1 decoder layer + the MTP layer's (DeepSeek's last layer is MoE)
   CHECK(none.moe_layers == 3);  // 61 over 16 without MTP: 3 decoder layers
@@ -131,7 +156,7 @@ TEST_CASE("mtp: the rank of the last stage holds the MTP layer with its eh_proj 
   CHECK_FALSE(last.has_embedding);
   CHECK(last.has_head);
   // Rank 0 holds 4 decoder layers (3 dense) and no MTP layer.
-  const cost::RankParams first = cost::ParamsOfRank(m, p, 16, split.num_stages, 0, nullptr, 1, MtpPlaces(l));
+  const cost::RankParams first = cost::ParamsOfRank(m, p, 16, split.num_stages, 0, nullptr, 1, OwnSplitPlaces(l));
   CHECK(first.mtp_layers == 0);
   CHECK(first.Layers() == 4);
   CHECK(first.dense_layers == 3);
