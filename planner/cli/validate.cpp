@@ -42,8 +42,9 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-// RFC-4180-ish CSV line split: quoted cells may hold commas and doubled quotes.
-std::vector<std::string> SplitCsv(const std::string& line) {
+// RFC-4180-ish CSV line split: quoted cells may hold commas and doubled quotes. A quote left
+// open at the end of the line sets *unterminated (quoted cells do not span lines here).
+std::vector<std::string> SplitCsv(const std::string& line, bool* unterminated = nullptr) {
   std::vector<std::string> out;
   std::string cell;
   bool quoted = false;
@@ -67,6 +68,7 @@ std::vector<std::string> SplitCsv(const std::string& line) {
       cell += ch;
     }
   }
+  if (unterminated != nullptr) *unterminated = quoted;
   out.push_back(cell);
   return out;
 }
@@ -428,7 +430,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "expected a CSV file, found a directory");
   }
   std::ifstream f(o.runs);
-  if (!f.good()) throw InputError(SourceLoc{o.runs, 0, 0}, "runs", "cannot read the file");
+  if (!f.good()) {
+    throw InputError(SourceLoc{o.runs, 0, 0}, "runs",
+                     std::filesystem::exists(o.runs) ? "cannot read the file (permission denied or unreadable)"
+                                                     : "no such file");
+  }
   if (!o.fit.empty() && !std::filesystem::is_directory(o.fit + "/systems")) {
     throw InputError(SourceLoc{"<command line>", 0, 0}, "--fit",
                      "expected an hwdb directory with a systems/ folder (a copy of hwdb/), found '" + o.fit + "'");
@@ -499,7 +505,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     ++lineno;
     if (Trim(line).empty()) continue;
     progress.Step(lineno - 1, "planning CSV row " + std::to_string(lineno - 1));
-    const std::vector<std::string> c = SplitCsv(line);
+    bool open_quote = false;
+    const std::vector<std::string> c = SplitCsv(line, &open_quote);
     Run r;
     Sizes z;
     bool fsdp = false;
@@ -509,6 +516,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     } else {
       ReadSurvey(c, col, r, z, fsdp, rc);
     }
+    if (open_quote) r.skip = "unterminated quote: a '\"' opens a cell that the line does not close";
     if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
     if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
@@ -636,7 +644,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     }
     const std::string desc = Describe(l);
     progress.Clear();
-    std::fprintf(out, "%-52.52s %8.0f %8.0f %+7.1f %6s %6s %5s  %s%s%s\n", r.label.c_str(), tf_pub, tf_pred, 100 * err,
+    char tf_pub_cell[32] = "-";  // no published TFLOP/s: "-", not 0
+    if (tf_pub > 0) std::snprintf(tf_pub_cell, sizeof tf_pub_cell, "%.0f", tf_pub);
+    std::fprintf(out, "%-52.52s %8s %8.0f %+7.1f %6s %6s %5s  %s%s%s\n", r.label.c_str(), tf_pub_cell, tf_pred, 100 * err,
                  rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
                  on_tokens ? "" : "  (err% on TFLOP/s)",
                  mbridge && settings_table && !settings ? "  (no recipe settings: meshplan's emitted ones)" : "");
@@ -670,7 +680,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   if (evaluated == 0) {
     std::fprintf(out, "summary: 0 rows evaluated, %d skipped; no error to report\n", skipped);
     if (!o.fit.empty()) throw InputError(SourceLoc{o.runs, 0, 0}, "--fit", "no evaluated row to fit; nothing was written");
-    std::fprintf(stderr, "%s: no row could be evaluated (the skip reasons are above)\n", o.runs.c_str());
+    std::fprintf(stderr, "%s: no row could be evaluated (%s)\n", o.runs.c_str(),
+                 skipped > 0 ? "the skip reasons are above" : "the file has no data rows after its header");
     return 1;
   }
   std::fprintf(out,

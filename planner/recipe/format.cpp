@@ -80,6 +80,7 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
             {"activations", GiB(m.activations)},
             {"logits", GiB(m.logits)},
             {"buffers", GiB(m.buffers)},
+            {"workspace", GiB(m.workspace)},
             {"overhead", GiB(m.overhead)},
             {"total", GiB(m.Total())},
             {"capacity", GiB(c.cost.capacity_bytes)},
