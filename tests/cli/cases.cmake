@@ -195,11 +195,11 @@ meshplan_cli_case(explain_mb_deepseek_mtp 0 "rules: valid"
   -- ${MP} explain --model deepseek-v3 --system dgx-b200 --gpus 256 --recipe ${R}/mbridge_deepseek_v3_mtp_pp16.yaml)
 # Without the m, Megatron-Core refuses the layout: the provider sets mtp_num_layers 1.
 meshplan_cli_case(check_mb_deepseek_no_mtp_layer 1 "mb_pp_layout_mtp_count: .* holds 0 MTP layers \\(m\\). expected mtp_num_layers 1 \\(model.mtp_num_layers unset: deepseek-v3's num_nextn_predict_layers"
-  -- ${MP} check ${D}/mb_deepseek_no_mtp_layer.yaml --model deepseek-v3 --system dgx-b200 --gpus 256)
+  -- ${MP} check ${D}/mb_deepseek_no_mtp_layer.yaml --model deepseek-v3 --system dgx-b200 --gpus 16)
 # The nearest layouts of a recipe train its MTP layers and name a layout string they change.
 meshplan_cli_case(check_mb_deepseek_mtp0_nearest 1 "holds 1 MTP layer \\(m\\). expected mtp_num_layers 0"
   "--- 1: 1 change. pipeline_model_parallel_layout: .*tmL\" -> " "!0 changes" "!mtp_num_layers: 1"
-  -- ${MP} check ${D}/mb_deepseek_mtp0_with_m.yaml --model deepseek-v3 --system dgx-b200 --gpus 256)
+  -- ${MP} check ${D}/mb_deepseek_mtp0_with_m.yaml --model deepseek-v3 --system dgx-b200 --gpus 16)
 # A quote left open names the problem instead of a misread cell.
 meshplan_cli_case(validate_unterminated_quote 1 "skipped \\(line 2\\): unterminated quote"
   -- ${MP} validate ${D}/validate_unterminated_quote.csv --rank-top 0)
