@@ -283,10 +283,15 @@ struct SplitPlaces {
 /// gives Megatron-Bridge's own layout, 4 per stage and "t m L" last
 /// (set_deepseek_v3_pipeline_model_parallel_layout).
 struct OwnSplit {
+  int64_t stages = 0; ///< S
   int64_t first = 0;  ///< decoder layers of stage 0 (all of them when S = 1)
   int64_t last = 0;   ///< decoder layers of stage S - 1 (S > 1)
   int64_t base = 0;   ///< decoder layers of each of stages 1 .. S - 2 ...
   int64_t extra = 0;  ///< ... plus one for the first `extra` of them
+  /// Decoder layers of `stage`; 0 out of range.
+  int64_t Layers(int64_t stage) const;
+  /// Decoder layers of the stages before `stage` (the index of its first decoder layer).
+  int64_t FirstLayer(int64_t stage) const;
 };
 OwnSplit OwnStageSplit(int64_t num_layers, SplitPlaces places, int64_t num_stages);
 /// Decoder layers in stage `stage` (0-based) of OwnStageSplit; 0 when num_stages <= 0 or stage
@@ -300,6 +305,10 @@ int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_s
 /// layers, the MTP layers "m" and the loss "L" after the last's), quoted: what `plan` writes.
 /// Empty for a layout of one stage.
 std::string OwnPpLayoutString(int64_t num_layers, const Layout& layout);
+/// The model.pipeline_model_parallel_layout a Megatron-Bridge layout sets, quoted: the recipe's as
+/// read (Layout::pp_layout), else OwnPpLayoutString when its split is written as a layout (pp > 1,
+/// MbPpSplit::kLayout); empty when it sets none.
+std::string PpLayoutValue(int64_t num_layers, const Layout& layout);
 
 /// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
 /// AutoModel (meshplan prices AutoModel's models without their MTP module).

@@ -203,9 +203,9 @@ int64_t MtpOf(const std::string& raw) {
 // Megatron-Bridge's DeepSeek-V3 layout of 16 pipeline stages with one MTP layer, which its
 // recipes set for PP 16, PP 8 x VPP 2 and PP 4 x VPP 4 (recipes/deepseek/deepseek_v3.py
 // set_deepseek_v3_pipeline_model_parallel_layout, v0.2.0 .. v0.6.0) and its GB300 perf recipes
-// give for PP 2 x VPP 8 (perf_recipes/deepseek/gb300/deepseek_v3.py, v0.6.0): the embedding and
-// 4 decoder layers, 14 stages of 4, then 1 decoder layer, the MTP layer and the loss.
-constexpr const char* kDeepseekV3Layout16 = "Et*4|(t*4|)*14tmL";
+// give for PP 2 x VPP 8 (perf_recipes/deepseek/gb300/deepseek_v3.py, v0.6.0), Et*4|(t*4|)*14tmL,
+// is meshplan's own split of those rows (OwnStageSplit with the MTP layer's places; tests/cost/
+// mtp_test.cpp), so PublishedLayout's kLayout split prices it as written.
 
 Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup, int64_t tp, int64_t pp,
                        int64_t cp, int64_t vpp, int64_t ep, int64_t mbs, bool fsdp, Recompute rc,
@@ -231,15 +231,6 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
-  if (m.architecture == Architecture::kDeepseekV3 && L == 61 && l.mtp_layers == 1 && pp * vpp == 16) {
-    const PpLayoutParse parsed = ParsePpLayoutString(kDeepseekV3Layout16);
-    auto g = std::make_shared<PpLayerLayout>();
-    g->stages = parsed.stages;
-    g->written = kDeepseekV3Layout16;
-    g->mtp_num_layers = 1;
-    l.pp_split = MbPpSplit::kLayout;
-    l.pp_layout = std::move(g);
-  }
   search::ApplyEmittedSettings(l, sys, setup.precision);
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);

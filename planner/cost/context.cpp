@@ -53,13 +53,23 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
              nullptr};
 }
 
+namespace {
+
+// The PP rank holding the MTP layers: that of the given layout's 'm' stage (-1 without one),
+// else that of the last stage (rank 0 without stages).
+int64_t MtpRank(int64_t pp, int64_t num_stages, const PpLayerLayout* given) {
+  const int64_t stage = given != nullptr ? given->StageOf('m') : std::max<int64_t>(1, num_stages) - 1;
+  return stage >= 0 ? stage % pp : -1;
+}
+
+}  // namespace
+
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
                       const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
   const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, pp_size);
   const int64_t mtp = std::max<int64_t>(0, mtp_layers);
   LayerMix r{0, 0};
-  int64_t mtp_rank = -1;
   if (given != nullptr) {
     // The recipe's layout: stage s on rank s % pp, its decoder layers following those of the
     // stages before it in the model (pipeline_parallel_layer_layout.py get_layer_offset).
@@ -73,24 +83,19 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
       }
       start += size;
     }
-    const int64_t m_stage = given->StageOf('m');
-    mtp_rank = m_stage >= 0 ? m_stage % pp : -1;
   } else if (pp == 1 || num_stages <= 0) {
     r = mix;
-    mtp_rank = 0;
   } else {
-    const int64_t L = m.num_layers, S = num_stages;
-    for (int64_t s = pp_rank; s < S; s += pp) {
-      const int64_t start = OwnStageFirstLayer(L, places, S, s);
-      const int64_t size = OwnStageDecoderLayers(L, places, S, s);
+    const OwnSplit own = OwnStageSplit(m.num_layers, places, num_stages);
+    for (int64_t s = pp_rank; s < num_stages; s += pp) {
+      const int64_t start = own.FirstLayer(s), size = own.Layers(s);
       const int64_t dense = std::clamp<int64_t>(mix.dense - start, 0, size);
       r.dense += dense;
       r.moe += size - dense;
     }
-    mtp_rank = (S - 1) % pp;
   }
   // An MTP layer's decoder layer has the type of the model's last layer (megatron.md 3.6).
-  if (mtp > 0 && pp_rank == mtp_rank) (mix.moe > 0 ? r.moe : r.dense) += mtp;
+  if (mtp > 0 && pp_rank == MtpRank(pp, num_stages, given)) (mix.moe > 0 ? r.moe : r.dense) += mtp;
   return r;
 }
 
@@ -110,11 +115,7 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
   // layer) on the ranks of the stages that hold E and L.
   r.has_embedding = given != nullptr ? given->StageOf('E') % pp == pp_rank : pp_rank == 0;
   r.has_head = given != nullptr ? given->StageOf('L') % pp == pp_rank : pp_rank == pp - 1;
-  const int64_t mtp = std::max<int64_t>(0, mtp_layers);
-  if (mtp > 0) {
-    const int64_t m_stage = given != nullptr ? given->StageOf('m') : std::max<int64_t>(1, num_stages) - 1;
-    if (m_stage >= 0 && m_stage % pp == pp_rank) r.mtp_layers = mtp;
-  }
+  if (mtp_layers > 0 && MtpRank(pp, num_stages, given) == pp_rank) r.mtp_layers = mtp_layers;
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);
   const double dense_layer = attn + double(p.dense_mlp_per_layer) + norms;
   const double moe_layer = attn + double(p.shared_per_layer) + double(p.router_per_layer) + norms;

@@ -124,10 +124,8 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   const double capacity = system_.gpu.memory_bytes * (1.0 - setup_.headroom);
   const double step = time_of_slowest.Step();
   // Megatron-LM counts the MTP layers a layout trains in its model FLOPs (megatron.md 3.6).
-  const int64_t mtp = MtpLayers(layout);
-  const double flops = mtp > 0 ? model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * double(mtp) *
-                                                    ctx.flops.MtpLayer(model_.is_moe())
-                               : model_flops_;
+  const double flops =
+      model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * ctx.flops.Mtp(model_, MtpLayers(layout));
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
   double tokens_per_s = 0, tflops = 0, mfu = 0;
   if (step > 0) {

@@ -86,8 +86,7 @@ namespace meshplan {
 double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers) {
   const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(model, setup.seq_len);
   const double tokens = double(setup.global_batch) * double(setup.seq_len);
-  const double mtp = double(std::max<int64_t>(0, mtp_layers)) * f.MtpLayer(model.is_moe());
-  return tokens * (f.Total(cost::ModelLayerMix(model)) + mtp);
+  return tokens * (f.Total(cost::ModelLayerMix(model)) + f.Mtp(model, mtp_layers));
 }
 
 }  // namespace meshplan

@@ -41,6 +41,10 @@ struct FlopsPerToken {
   double MtpLayer(bool moe) const {
     return (moe ? MoeLayerLinear() : DenseLayerLinear()) + attn_core_flops + mtp_extra_flops + logits_flops;
   }
+  /// `mtp_layers` MTP layers of `model` per token (0 for none or a negative count).
+  double Mtp(const ModelSpec& model, int64_t mtp_layers) const {
+    return mtp_layers > 0 ? double(mtp_layers) * MtpLayer(model.is_moe()) : 0.0;
+  }
 };
 
 /// Terms for `model` with sequences of `seq_len` tokens (S2/T = seq_len for BSHD batches).

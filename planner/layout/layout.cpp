@@ -14,6 +14,21 @@ namespace meshplan {
 //   one layer larger; stage s lives on rank s % pp (looped placement).
 namespace {
 
+// Decoder layers of each PP rank under OwnStageSplit: rank r holds stages r, r + pp, ...
+std::vector<int64_t> OwnRankLayers(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t pp) {
+  std::vector<int64_t> rank(static_cast<size_t>(pp), 0);
+  const OwnSplit own = OwnStageSplit(num_layers, places, num_stages);
+  for (int64_t s = 0; s < num_stages; ++s) rank[static_cast<size_t>(s % pp)] += own.Layers(s);
+  return rank;
+}
+
+// The first, last and largest of the decoder layers per rank.
+void SetRankLayers(StageSplit& out, const std::vector<int64_t>& rank) {
+  out.first_rank_layers = rank.front();
+  out.last_rank_layers = rank.back();
+  out.max_layers_per_rank = *std::max_element(rank.begin(), rank.end());
+}
+
 StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
   StageSplit out;
   const int64_t pp = std::max<int64_t>(1, layout.pp);
@@ -23,8 +38,8 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
     s = 1;
   } else if (multi && layout.framework == Framework::kMegatronBridge && layout.vpp > 1) {
     // Megatron-Core: exactly vpp model chunks per rank (virtual_pipeline_model_parallel_size);
-    // when pp·vpp does not divide the layers, pipeline_model_parallel_layout gives the first
-    // chunks one layer more (as below). Not AutoModel's layers_per_stage arithmetic, which
+    // when pp·vpp does not divide the layers, the layout string meshplan writes splits them
+    // as OwnStageSplit does. Not AutoModel's layers_per_stage arithmetic, which
     // cannot reach every pp·vpp (61 layers: no layers_per_stage gives 32 or 40 stages).
     s = pp * layout.vpp;
   } else if (layout.layers_per_stage <= 0) {
@@ -43,20 +58,8 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
     return out;
   }
   out.stages_per_rank = s / pp;
-  // OwnStageSplit per rank: rank r holds stages r, r + pp, ... The MTP layers sit in stage S - 1.
-  const int64_t mtp = MtpLayers(layout);
-  const SplitPlaces places = OwnSplitPlaces(layout);
-  const int64_t last_rank = (s - 1) % pp;
-  auto layers_of = [&](int64_t r) {
-    int64_t n = 0;
-    for (int64_t st = r; st < s; st += pp) n += OwnStageDecoderLayers(num_layers, places, s, st);
-    return n;
-  };
-  out.first_rank_layers = layers_of(0);
-  out.last_rank_layers = layers_of(pp - 1);
-  out.max_layers_per_rank = 0;
-  for (int64_t r = 0; r < pp; ++r) out.max_layers_per_rank = std::max(out.max_layers_per_rank, layers_of(r));
-  out.mtp_rank = mtp > 0 ? last_rank : -1;
+  out.mtp_rank = MtpLayers(layout) > 0 ? (s - 1) % pp : -1;
+  SetRankLayers(out, OwnRankLayers(num_layers, OwnSplitPlaces(layout), s, pp));
   return out;
 }
 
@@ -72,10 +75,7 @@ StageSplit GivenSplit(const PpLayerLayout& g, int64_t pp) {
   StageSplit out;
   out.num_stages = int64_t(g.stages.size());
   out.stages_per_rank = out.num_stages / pp;
-  const std::vector<int64_t> rank = GivenRankLayers(g, pp);
-  out.first_rank_layers = rank.front();
-  out.last_rank_layers = rank.back();
-  out.max_layers_per_rank = *std::max_element(rank.begin(), rank.end());
+  SetRankLayers(out, GivenRankLayers(g, pp));
   out.given = &g;
   const int64_t m = g.StageOf('m');
   out.mtp_rank = m >= 0 ? m % pp : -1;
@@ -92,15 +92,21 @@ std::string OwnPpLayoutString(int64_t num_layers, const Layout& l) {
   const int64_t stages = std::max<int64_t>(1, l.pp) * std::max<int64_t>(1, l.vpp);
   if (stages <= 1) return "";
   const int64_t mtp = MtpLayers(l);
-  const SplitPlaces places = OwnSplitPlaces(l);
+  const OwnSplit own = OwnStageSplit(num_layers, OwnSplitPlaces(l), stages);
   std::string s = "\"";
   for (int64_t i = 0; i < stages; ++i) {
     if (i) s += "|";
     if (i == 0) s += "E";
-    s += std::string(static_cast<size_t>(OwnStageDecoderLayers(num_layers, places, stages, i)), 't');
+    s += std::string(static_cast<size_t>(own.Layers(i)), 't');
     if (i == stages - 1) s += std::string(static_cast<size_t>(mtp), 'm') + "L";
   }
   return s + "\"";
+}
+
+std::string PpLayoutValue(int64_t num_layers, const Layout& l) {
+  if (l.pp_layout != nullptr) return "\"" + l.pp_layout->ToString() + "\"";
+  if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) return OwnPpLayoutString(num_layers, l);
+  return "";
 }
 
 SplitPlaces OwnSplitPlaces(const Layout& l) {
@@ -115,6 +121,7 @@ OwnSplit OwnStageSplit(int64_t num_layers, SplitPlaces places, int64_t num_stage
   OwnSplit o;
   const int64_t L = std::max<int64_t>(0, num_layers), S = num_stages;
   if (S <= 0) return o;
+  o.stages = S;
   if (S == 1) {
     o.first = L;
     return o;
@@ -134,20 +141,26 @@ OwnSplit OwnStageSplit(int64_t num_layers, SplitPlaces places, int64_t num_stage
   return o;
 }
 
+int64_t OwnSplit::Layers(int64_t stage) const {
+  if (stage < 0 || stage >= stages) return 0;
+  if (stage == 0) return first;
+  if (stage == stages - 1) return last;
+  return base + (stage - 1 < extra ? 1 : 0);
+}
+
+int64_t OwnSplit::FirstLayer(int64_t stage) const {
+  if (stages <= 0 || stage <= 0) return 0;
+  if (stage >= stages) return first + (stages - 2) * base + extra + last;
+  const int64_t between = stage - 1;  // middle stages before `stage`
+  return first + between * base + std::min(between, extra);
+}
+
 int64_t OwnStageDecoderLayers(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage) {
-  if (num_stages <= 0 || stage < 0 || stage >= num_stages) return 0;
-  const OwnSplit o = OwnStageSplit(num_layers, places, num_stages);
-  if (stage == 0) return o.first;
-  if (stage == num_stages - 1) return o.last;
-  return o.base + (stage - 1 < o.extra ? 1 : 0);
+  return OwnStageSplit(num_layers, places, num_stages).Layers(stage);
 }
 
 int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage) {
-  if (num_stages <= 0 || stage <= 0) return 0;
-  const OwnSplit o = OwnStageSplit(num_layers, places, num_stages);
-  if (stage >= num_stages) return o.first + (num_stages - 2) * o.base + o.extra + (num_stages > 1 ? o.last : 0);
-  const int64_t between = stage - 1;  // middle stages before `stage`
-  return o.first + between * o.base + std::min(between, o.extra);
+  return OwnStageSplit(num_layers, places, num_stages).FirstLayer(stage);
 }
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {
@@ -164,10 +177,9 @@ const PpLayerLayout* PricedPpLayout(int64_t num_layers, const Layout& l) {
   const int64_t n = int64_t(g->stages.size());
   // meshplan's own split of pp·vpp stages (MegatronOverrides writes it as the layout string):
   // OwnStageSplit's decoder layers each, E first, the MTP layers and L last.
-  const int64_t mtp = MtpLayers(l);
-  const SplitPlaces places = OwnSplitPlaces(l);
-  bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1 && g->CountIn(size_t(n - 1), 'm') == mtp;
-  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == OwnStageDecoderLayers(num_layers, places, n, s);
+  const OwnSplit split = OwnStageSplit(num_layers, OwnSplitPlaces(l), n);
+  bool own = g->CountIn(0, 'E') == 1 && g->CountIn(size_t(n - 1), 'L') == 1 && g->CountIn(size_t(n - 1), 'm') == MtpLayers(l);
+  for (int64_t s = 0; own && s < n; ++s) own = g->CountIn(size_t(s), 't') == split.Layers(s);
   return own ? nullptr : g;
 }
 
@@ -213,13 +225,9 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
 
 std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layout) {
   const int64_t pp = std::max<int64_t>(1, layout.pp);
-  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
   const StageSplit split = SplitStages(num_layers, layout);
   if (split.given != nullptr) return GivenRankLayers(*split.given, pp);
-  const int64_t n = split.num_stages;
-  const SplitPlaces places = OwnSplitPlaces(layout);
-  for (int64_t s = 0; s < n; ++s) out[static_cast<size_t>(s % pp)] += OwnStageDecoderLayers(num_layers, places, n, s);
-  return out;
+  return OwnRankLayers(num_layers, OwnSplitPlaces(layout), split.num_stages, pp);  // zeros without stages
 }
 
 const char* StrategyName(Strategy s) {

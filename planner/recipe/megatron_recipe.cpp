@@ -41,12 +41,9 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     add("model.account_for_embedding_in_pipeline_split", "true");
     add("model.account_for_loss_in_pipeline_split", "true");
   }
-  if (l.pp_layout != nullptr) {  // a recipe's own layout, as read (check's layouts)
-    std::string v(1, '"');
-    v.append(l.pp_layout->ToString()).push_back('"');
+  // A recipe's own layout as read (check's layouts), or meshplan's split written as one.
+  if (const std::string v = PpLayoutValue(req.model.num_layers, l); !v.empty()) {
     add("model.pipeline_model_parallel_layout", v);
-  } else if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) {
-    add("model.pipeline_model_parallel_layout", OwnPpLayoutString(req.model.num_layers, l));
   }
   // Megatron-Bridge's model provider sets mtp_num_layers from the checkpoint's config
   // (num_nextn_predict_layers); written out whenever the model has MTP layers, so that the

@@ -28,12 +28,10 @@ std::string PpSplitKeys(const Layout& l) {
   return "even (num_layers / (pp x vpp))";
 }
 
-// The pipeline_model_parallel_layout a Megatron-Bridge layout uses: the recipe's as read, or
-// meshplan's own split when it writes one; "null" otherwise.
-std::string PpLayoutValue(int64_t num_layers, const Layout& l) {
-  if (l.pp_layout != nullptr) return "\"" + l.pp_layout->ToString() + "\"";
-  if (l.pp > 1 && l.pp_split == MbPpSplit::kLayout) return OwnPpLayoutString(num_layers, l);
-  return "null";
+// The pipeline_model_parallel_layout a Megatron-Bridge layout sets, "null" for none.
+std::string LayoutValue(int64_t num_layers, const Layout& l) {
+  const std::string v = PpLayoutValue(num_layers, l);
+  return v.empty() ? "null" : v;
 }
 
 std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_layers) {
@@ -44,7 +42,7 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
     Diff(c, "virtual_pipeline_model_parallel_size", a.vpp > 1 ? N(a.vpp) : "null", b.vpp > 1 ? N(b.vpp) : "null");
     Diff(c, "pipeline layer split", PpSplitKeys(a), PpSplitKeys(b));
     if (a.pp_split == MbPpSplit::kLayout && b.pp_split == MbPpSplit::kLayout) {
-      Diff(c, "pipeline_model_parallel_layout", PpLayoutValue(num_layers, a), PpLayoutValue(num_layers, b));
+      Diff(c, "pipeline_model_parallel_layout", LayoutValue(num_layers, a), LayoutValue(num_layers, b));
     }
     Diff(c, "mtp_num_layers", MtpLayers(a) > 0 ? N(MtpLayers(a)) : "null", MtpLayers(b) > 0 ? N(MtpLayers(b)) : "null");
     Diff(c, "context_parallel_size", N(a.cp), N(b.cp));
