@@ -357,6 +357,10 @@ std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layo
 
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"
 const char* RecomputeName(Recompute r);      ///< "none", "selective", "full"
+/// Megatron-Core spelling of a `recompute_modules` bit set as a flow list, in Megatron-Core's
+/// order of TransformerConfig's allowed modules: "[mla_up_proj,moe_act]"; 0 gives "[core_attn]"
+/// (Megatron-Core's default). Valid YAML and a valid Hydra override value.
+std::string RecomputeModulesValue(uint32_t modules);
 const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
 const char* PrecisionName(Precision p);      ///< "bf16", "fp8", "fp4"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"

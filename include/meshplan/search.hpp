@@ -42,6 +42,12 @@ struct PlanRequest {
   /// CUDA graphs, gradient dtype); unset: the settings meshplan emits (ApplyEmittedSettings).
   /// `meshplan validate` sets the published run's, so that its rank compares like with like.
   std::optional<MbRuntime> mb_runtime;
+  /// Megatron-Bridge selective recompute: the `recompute_modules` sets (MbRecomputeModule bits;
+  /// 0 = Megatron-Core's default {core_attn}) searched besides no recompute and full recompute.
+  /// Empty by default: `plan --recompute-modules` sets those of NVIDIA's performance recipes
+  /// (search::SearchedRecomputeModules); `check` the recipe's own set. {core_attn} alone is not
+  /// searched by default: fused attention keeps no score matrix, so it saves no memory.
+  std::vector<uint32_t> mb_recompute_module_sets;
   std::vector<Strategy> strategies = {Strategy::kFsdp2, Strategy::kMegatronFsdp, Strategy::kDdp};
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated
@@ -90,6 +96,10 @@ struct PlanResult {
   std::string stopped;
   /// (mesh, features) subtrees skipped by branch-and-bound (PlanRequest::prune).
   int64_t pruned = 0;
+  /// Fitting layouts with activation recompute left out of `top` because the same layout
+  /// without recompute also passes every rule and fits: recompute would only add time. Counted
+  /// among those that could rank in `top` (no slower than its last entry when it was full).
+  int64_t recompute_dominated = 0;
 };
 
 /// Every layout the planner considers for `req` (all strategies, sizes dividing the GPU

@@ -37,6 +37,7 @@ struct PlanOptions {
   bool force = false;
   double headroom = 0.10;
   long long max_micro_batch = 16;
+  bool recompute_modules = false;  ///< Megatron-Bridge: also search selective recompute_modules sets
   double max_seconds = 300;  ///< search time limit; the best layouts so far are printed
   long long max_layouts = 0;  ///< search work limit (layouts tested); 0 = none
   long long max_memory_mb = 0;  ///< search memory budget (resident MiB); 0 = none
@@ -94,6 +95,7 @@ struct ValidateOptions {
   double rank_seconds = 20;  ///< search time limit per distinct (model, system, gpus, seq, gbs, precision)
   int threads = 0;           ///< search threads; 0 = one per core
   bool breakdown = false;    ///< also print each row's predicted step-time breakdown (ms)
+  int show_top = 0;          ///< also print the planner's N fastest fitting layouts under each row (0 = none)
   std::string fit;           ///< hwdb directory: fit each system's MegatronTimeFit and write it there ("" = no fit)
   /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
   /// file, "none" = price every row with meshplan's emitted settings instead.

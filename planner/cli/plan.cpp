@@ -21,6 +21,7 @@
 #include "meshplan/report.hpp"
 #include "recipe/format.hpp"
 #include "recipe/term_signals.hpp"
+#include "search/megatron_space.hpp"
 
 namespace meshplan::cli {
 
@@ -50,6 +51,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
   cmd->add_flag("--force", o.force, "replace --out if it exists");
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_flag("--recompute-modules", o.recompute_modules,
+                "Megatron-Bridge: also search selective recompute with the recompute_modules sets of NVIDIA's perf "
+                "recipes ([mla_up_proj], [layernorm,moe_act], ... as the model allows)");
   cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
   AddListOption(cmd, "--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",
@@ -287,6 +291,7 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   req.top_n = static_cast<int>(CheckedCount(o.top, "--top", 1000));
   req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
+  if (o.recompute_modules) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
   if (!o.strategies.empty()) {
     req.strategies.clear();
     for (const std::string& s : o.strategies) {
@@ -328,6 +333,10 @@ int RunPlan(const PlanOptions& o) {
   }
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
+  }
+  if (o.recompute_modules && req.framework != Framework::kMegatronBridge) {
+    throw InputError({"<command line>", 0, 0}, "--recompute-modules",
+                     "expected with --framework megatron-bridge only (AutoModel has no recompute_modules)");
   }
   if (o.full_recipe && req.framework == Framework::kMegatronBridge) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe",

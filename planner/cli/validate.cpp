@@ -394,6 +394,8 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--rank-seconds", o.rank_seconds, "search time limit per distinct request");
   cmd->add_option("--threads", o.threads, "search threads (0 = one per core)");
   cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
+  cmd->add_option("--show-top", o.show_top,
+                  "print the planner's N fastest fitting layouts under each row, with step time and memory");
   cmd->add_option("--recipe-settings", o.recipe_settings,
                   "YAML of the published runs' recipe settings (dispatcher, EP overlap, recompute, CUDA graphs, "
                   "gradient dtype, offloading); default: the embedded recipes/megatron-bridge-perf.yaml; 'none': "
@@ -415,6 +417,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   option(o.rank_top >= 0 && o.rank_top <= 100000, "--rank-top", "an integer in [0, 100000]", o.rank_top);
   option(std::isfinite(o.rank_seconds) && o.rank_seconds > 0 && o.rank_seconds <= 86400, "--rank-seconds",
          "seconds in (0, 86400]", o.rank_seconds);
+  option(o.show_top >= 0 && o.show_top <= 1000, "--show-top", "an integer in [0, 1000]", o.show_top);
   option(o.threads >= 0 && o.threads <= 1024, "--threads", "an integer in [0, 1024]", o.threads);
   CheckHwdbDir(o.hwdb);
   if (std::filesystem::is_directory(o.runs)) {
@@ -472,6 +475,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   struct Ranked {
     std::vector<double> steps;
     std::string best;
+    std::vector<std::string> top;  // --show-top lines, fastest first
   };
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::optional<recipe::PerfRecipeTable> settings_table;
@@ -581,6 +585,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (cost.memory.Total() > sys.gpu.memory_bytes) ++over_memory;
     if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
     std::string rank = "-", gap = "-", best;
+    const std::vector<std::string>* it_top = nullptr;
     if (o.rank_top > 0) {
       // The software settings are part of the request: runs of two releases with different
       // dispatchers or CUDA graphs are ranked among differently priced layouts.
@@ -602,7 +607,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         req.setup = r.setup;
         req.framework = Framework::kMegatronBridge;
         if (settings) req.mb_runtime = settings->runtime;
-        req.top_n = o.rank_top;
+        req.top_n = std::max(o.rank_top, o.show_top);
         req.threads = o.threads;
         req.max_micro_batch = std::max<int64_t>(16, z.mbs);
         req.deadline = std::chrono::steady_clock::now() +
@@ -611,10 +616,18 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         Ranked rk;
         for (const Candidate& cand : res.top) rk.steps.push_back(cand.cost.step_seconds);
         if (!res.top.empty()) rk.best = Describe(res.top.front().layout);
+        for (size_t i = 0; i < res.top.size() && int64_t(i) < o.show_top; ++i) {
+          const Candidate& cand = res.top[i];
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "    #%-3zu %9.1f ms %6.1f GiB  ", i + 1, 1e3 * cand.cost.step_seconds,
+                        cand.cost.memory.Total() / kGiB);
+          rk.top.push_back(buf + Describe(cand.layout));
+        }
         it = ranks.emplace(key, rk).first;
       }
       const std::vector<double>& steps = it->second.steps;
       best = it->second.best;
+      it_top = &it->second.top;
       // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
       // layout itself is among them).
       int64_t faster = 0;
@@ -641,6 +654,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                  rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no", desc.c_str(),
                  on_tokens ? "" : "  (err% on TFLOP/s)",
                  mbridge && settings_table && !settings ? "  (no recipe settings: meshplan's emitted ones)" : "");
+    if (o.show_top > 0 && it_top != nullptr) {
+      std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", it_top->size(),
+                   1e3 * cost.step_seconds, cost.memory.Total() / kGiB);
+      for (const std::string& t : *it_top) std::fprintf(out, "%s\n", t.c_str());
+    }
     if (o.breakdown) {
       if (!best.empty()) std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
       const TimeBreakdown& t = cost.time;

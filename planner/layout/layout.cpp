@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace meshplan {
@@ -299,6 +300,21 @@ void SyncMegatronCostView(Layout& l, int64_t num_layers, int64_t model_mtp_layer
   }
 }
 
+std::string RecomputeModulesValue(uint32_t modules) {
+  if (modules == 0) modules = kRecomputeCoreAttn;
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kRecomputeCoreAttn, "core_attn"}, {kRecomputeMoeAct, "moe_act"},       {kRecomputeLayernorm, "layernorm"},
+      {kRecomputeMlaUpProj, "mla_up_proj"}, {kRecomputeMlp, "mlp"},          {kRecomputeMoe, "moe"},
+      {kRecomputeSharedExperts, "shared_experts"}};
+  std::string s = "[";
+  for (const auto& [bit, name] : kNames) {
+    if ((modules & bit) == 0) continue;
+    if (s.size() > 1) s += ",";
+    s += name;
+  }
+  return s + "]";
+}
+
 std::string Describe(const Layout& l) {
   if (l.framework == Framework::kMegatronBridge) {
     std::string s = MbDpFlavourName(l);
@@ -309,6 +325,7 @@ std::string Describe(const Layout& l) {
     s += " dp" + std::to_string(l.dp) + " mbs" + std::to_string(l.micro_batch());
     if (l.sequence_parallel) s += " sp";
     s += std::string(" recompute=") + RecomputeName(l.recompute);
+    if (l.recompute == Recompute::kSelective) s += RecomputeModulesValue(l.mb.recompute_modules);
     return s;
   }
   std::string s = StrategyName(l.strategy);

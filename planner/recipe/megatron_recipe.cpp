@@ -52,6 +52,7 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     add("model.mtp_num_layers", MtpLayers(l) > 0 ? num(MtpLayers(l)) : "null");
   }
   add("model.recompute_granularity", RecomputeValue(l.recompute));
+  if (l.recompute == Recompute::kSelective) add("model.recompute_modules", RecomputeModulesValue(s.recompute_modules));
   if (l.recompute == Recompute::kFull) {
     add("model.recompute_method", s.recompute_method == MbRecomputeMethod::kBlock ? "block" : "uniform");
     add("model.recompute_num_layers", num(s.recompute_num_layers));

@@ -144,6 +144,9 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
       sched += " v" + std::to_string(SplitStages(req.model.num_layers, l).stages_per_rank);
     }
     std::string rc = RecomputeName(l.recompute);
+    if (l.framework == Framework::kMegatronBridge && l.recompute == Recompute::kSelective) {
+      rc += RecomputeModulesValue(l.mb.recompute_modules);
+    }
     if (l.sequence_parallel) rc += "+sp";
     std::snprintf(line, sizeof line,
                   "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %7lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
@@ -156,7 +159,8 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     o << line;
   }
   o << "searched " << result.enumerated << " layouts: " << result.valid << " valid and scored, " << result.fitting
-    << " fit, " << result.pruned << " subtrees pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
+    << " fit (" << result.recompute_dominated << " with recompute not ranked: the same layout fits without it), "
+    << result.pruned << " subtrees pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
     << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)\n";
   return o.str();
 }
@@ -173,6 +177,7 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
                  {"valid", result.valid},
                  {"fitting", result.fitting},
                  {"pruned_subtrees", result.pruned},
+                 {"recompute_not_ranked", result.recompute_dominated},
                  {"stopped", result.stopped}};
   json rej = json::object();
   for (const auto& [name, n] : result.rejected_by_rule) rej[name] = n;

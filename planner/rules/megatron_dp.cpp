@@ -238,6 +238,25 @@ std::string RecomputeArgsMsg(const RuleContext& c) {
              l.mb.recompute_num_layers);
 }
 
+/// Selective recompute modules the model has: mla_up_proj needs multi_latent_attention,
+/// moe_act needs moe_grouped_gemm (Megatron-Bridge's MoE model providers set it; dense models
+/// have no experts to group). Source: MCore transformer_config.py:1964-1973 (d98e8a6, 2026-08).
+bool RecomputeModulesModel(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.recompute != Recompute::kSelective) return true;
+  const uint32_t m = l.mb.recompute_modules;
+  return ((m & kRecomputeMlaUpProj) == 0 || c.model.mla) && ((m & kRecomputeMoeAct) == 0 || c.model.is_moe());
+}
+std::string RecomputeModulesModelMsg(const RuleContext& c) {
+  const uint32_t m = L(c).mb.recompute_modules;
+  if ((m & kRecomputeMlaUpProj) != 0 && !c.model.mla) {
+    return "recompute_modules has mla_up_proj, which needs multi_latent_attention; " + c.model.name +
+           " has no MLA (found " + RecomputeModulesValue(m) + ")";
+  }
+  return "recompute_modules has moe_act, which needs moe_grouped_gemm (MoE experts); " + c.model.name +
+         " is a dense model (found " + RecomputeModulesValue(m) + ")";
+}
+
 /// Source: MB training/comm_overlap.py:478-518; MCore transformer_config.py:3002-3030.
 bool EpOverlap(const RuleContext& c) {
   const Layout& l = L(c);
@@ -308,6 +327,8 @@ const Rule kRules[] = {
      OffloadPpMsg},
     {"mb_recompute_arguments", "MCore transformer/transformer_config.py:1901-1939", RuleStage::kFeatures, RecomputeArgs,
      RecomputeArgsMsg},
+    {"mb_recompute_modules_model", "MCore transformer/transformer_config.py:1964-1973", RuleStage::kFeatures,
+     RecomputeModulesModel, RecomputeModulesModelMsg},
     {"mb_ep_overlap_requirements", "MB training/comm_overlap.py:478-518", RuleStage::kFeatures, EpOverlap, EpOverlapMsg},
     {"mb_global_batch_divisible", "MCore num_microbatches_calculator.py:381-391", RuleStage::kBatch, GlobalBatch,
      GlobalBatchMsg},

@@ -188,14 +188,33 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
   // A strictly slower layout never ranks before the k-th (RanksBefore compares the step first).
   if (top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds) return;
+  if (NoRecomputeFits(l)) {
+    ++recompute_dominated_;
+    return;
+  }
   std::pair<Candidate, uint64_t> c{Candidate{l, cost}, order};
   if (top_.size() == k && !Before(c, top_.back())) return;
   top_.insert(std::upper_bound(top_.begin(), top_.end(), c, Before), std::move(c));
   if (top_.size() > k) top_.pop_back();
 }
 
+bool Scorer::NoRecomputeFits(const Layout& l) const {
+  if (l.recompute == Recompute::kNone) return false;
+  Layout n = l;
+  n.recompute = Recompute::kNone;
+  n.mb.recompute_modules = 0;
+  n.mb.recompute_method = MbRecomputeMethod::kUnset;
+  n.mb.recompute_num_layers = 0;
+  const RuleContext ctx{req_.model, req_.setup, n, req_.version, req_.mb_version, &req_.system};
+  for (RuleStage stage : {RuleStage::kMesh, RuleStage::kFeatures, RuleStage::kBatch}) {
+    if (FirstFailureAtStage(ctx, stage) != nullptr) return false;
+  }
+  return cost_model_.MemoryTotal(n) <= req_.system.gpu.memory_bytes * (1.0 - req_.setup.headroom);
+}
+
 void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
+  recompute_dominated_ += o.recompute_dominated_;
   tested_ += o.tested_;
   pruned_ += o.pruned_;
   valid_ += o.valid_;
@@ -230,6 +249,7 @@ PlanResult Scorer::Finish() const {
   r.valid = valid_;
   r.fitting = fitting_;
   r.pruned = pruned_;
+  r.recompute_dominated = recompute_dominated_;
   r.stopped = stopped_;
   if (has_least_) r.least_memory = least_.first;
   for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);

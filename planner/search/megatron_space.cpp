@@ -55,6 +55,31 @@ std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_
   return out;
 }
 
+}  // namespace
+
+std::vector<uint32_t> SearchedRecomputeModules(const ModelSpec& m) {
+  // The module sets of Megatron-Bridge's own performance recipes (megatron.md, perf-recipe
+  // table; recipes/megatron-bridge-perf.yaml), each kept when the model has what it recomputes.
+  // Megatron-Core's default {core_attn} is not searched: Transformer Engine's fused attention
+  // keeps no score matrix, so recomputing it saves no memory and costs time (MCore warns so
+  // in transformer_config.py:1983-1989).
+  const bool dense_mlp = !m.is_moe() || m.num_dense_layers > 0;
+  std::vector<uint32_t> out;
+  if (m.mla) {
+    out.push_back(kRecomputeMlaUpProj);
+    if (dense_mlp) out.push_back(kRecomputeMlaUpProj | kRecomputeMlp);
+    if (m.is_moe()) out.push_back(kRecomputeMlaUpProj | kRecomputeLayernorm | kRecomputeMoeAct);
+  }
+  if (m.is_moe()) {
+    out.push_back(kRecomputeLayernorm | kRecomputeMoeAct);
+    out.push_back(kRecomputeMoeAct);
+  }
+  if (!m.is_moe()) out.push_back(kRecomputeMlp);
+  return out;
+}
+
+namespace {
+
 struct Flavour {
   bool distopt, mfsdp, fsdp2;
 };
@@ -117,14 +142,18 @@ class MegatronSpace : public Space {
   }
 
   void Features(const Layout& mesh, std::vector<Layout>& out) const override {
-    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    auto add = [&](Recompute rc, uint32_t modules) {
       Layout l = mesh;
       l.sequence_parallel = l.tp > 1;
       l.recompute = rc;
+      l.mb.recompute_modules = modules;
       ApplyEmittedSettings(l, req_.system, req_.setup.precision);
       if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
       out.push_back(l);
-    }
+    };
+    add(Recompute::kNone, 0);
+    for (uint32_t modules : req_.mb_recompute_module_sets) add(Recompute::kSelective, modules);
+    add(Recompute::kFull, 0);
   }
 
   void Leaves(const Layout& subtree, std::vector<Layout>& out) const override {

@@ -24,6 +24,12 @@ bool PreBlackwellGpu(const SystemSpec& system);
 /// dispatcher and EP overlap when ep > 1, CUDA graphs and the gradient dtype always. Call after
 /// ApplyEmittedSettings.
 void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
+/// The `recompute_modules` sets (MbRecomputeModule bits) the search tries with selective
+/// recompute for model `m`: those of Megatron-Bridge's performance recipes that apply to it
+/// ({mla_up_proj}, {mla_up_proj, mlp}, {mla_up_proj, layernorm, moe_act} with MLA;
+/// {layernorm, moe_act}, {moe_act} with MoE; {mlp} for dense models). Never the default
+/// {core_attn} (no memory saved under fused attention).
+std::vector<uint32_t> SearchedRecomputeModules(const ModelSpec& m);
 /// Sizes d of n in increasing order.
 std::vector<int64_t> Divisors(int64_t n);
 

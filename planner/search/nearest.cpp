@@ -57,6 +57,12 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
                          : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
                                                                              : "null");
     };
+    const auto modules = [](const Layout& x) {
+      return x.recompute == Recompute::kSelective ? RecomputeModulesValue(x.mb.recompute_modules) : std::string("-");
+    };
+    if (a.recompute == Recompute::kSelective && b.recompute == Recompute::kSelective) {
+      Diff(c, "recompute_modules", modules(a), modules(b));
+    }
     Diff(c, "recompute_method", method(a), method(b));
     Diff(c, "recompute_num_layers", a.mb.recompute_num_layers > 0 ? N(a.mb.recompute_num_layers) : "null",
          b.mb.recompute_num_layers > 0 ? N(b.mb.recompute_num_layers) : "null");
@@ -84,7 +90,14 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
 
 }  // namespace
 
-std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n) {
+std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const Layout& from, int n) {
+  PlanRequest req = request;
+  // The recipe's own selective recompute is among the nearest layouts' choices.
+  if (from.framework == Framework::kMegatronBridge && from.recompute == Recompute::kSelective &&
+      std::find(req.mb_recompute_module_sets.begin(), req.mb_recompute_module_sets.end(), from.mb.recompute_modules) ==
+          req.mb_recompute_module_sets.end()) {
+    req.mb_recompute_module_sets.push_back(from.mb.recompute_modules);
+  }
   const CostModel cost(req.model, req.system, req.setup);
   std::vector<std::pair<Layout, std::vector<std::string>>> valid;
   for (const Layout& l : EnumerateLayouts(req)) {

@@ -15,6 +15,7 @@
 #include "meshplan/recipe.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
+#include "search/megatron_space.hpp"
 
 using namespace meshplan;
 using test::Rel;
@@ -134,6 +135,8 @@ TEST_CASE("pp_layout cost: a recipe plan emits and read back is the same layout 
     req.setup = test::Setup(c.gpus, 4096, 576);  // 576 micro-batches: a multiple of PP 3 (interleaving)
     req.framework = Framework::kMegatronBridge;
     req.max_micro_batch = 2;
+    // Selective recompute with the perf recipes' module sets: recompute_modules round-trips too.
+    req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
     const CostModel cm(req.model, req.system, req.setup);
     int round_trips = 0, interleaved = 0;
     std::map<std::pair<int64_t, int64_t>, int> per_split;  // (pp, vpp): a few layouts of each
@@ -149,6 +152,8 @@ TEST_CASE("pp_layout cost: a recipe plan emits and read back is the same layout 
       CAPTURE(Describe(planned));
       REQUIRE(read.pp_layout != nullptr);
       CHECK(read.vpp == planned.vpp);
+      CHECK(read.recompute == Recompute::kSelective);
+      CHECK(read.mb.recompute_modules == planned.mb.recompute_modules);
       CHECK(int64_t(read.pp_layout->stages.size()) == planned.pp * planned.vpp);
       CHECK(PricedPpLayout(req.model.num_layers, read) == nullptr);
       CHECK(DecoderLayersPerRank(req.model.num_layers, read) == DecoderLayersPerRank(req.model.num_layers, planned));

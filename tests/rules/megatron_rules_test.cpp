@@ -266,6 +266,12 @@ const Case kCases[] = {
     {"mb_recompute_arguments", "recompute_granularity: full needs recompute_method (uniform or block)",
      [](auto&, auto&, Layout& l) { l.recompute = Recompute::kFull; l.mb.recompute_method = MbRecomputeMethod::kUniform; l.mb.recompute_num_layers = 1; },
      [](auto&, auto&, Layout& l) { l.recompute = Recompute::kFull; }},
+    {"mb_recompute_modules_model", "recompute_modules has mla_up_proj, which needs multi_latent_attention",
+     [](auto&, auto&, Layout& l) { l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeLayernorm | kRecomputeMlp; },
+     [](auto&, auto&, Layout& l) { l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMlaUpProj; }},
+    {"mb_recompute_modules_model", "recompute_modules has moe_act, which needs moe_grouped_gemm (MoE experts)",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoeAct; },
+     [](auto&, auto&, Layout& l) { l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoeAct; }},
     {"mb_ep_overlap_requirements", "moe_token_dispatcher_type alltoall or flex (found allgather)",
      [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.vpp = 2; l.mb.overlap_p2p_comm = Tri::kTrue;
                                        l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
