@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -357,10 +358,20 @@ std::vector<int64_t> DecoderLayersPerRank(int64_t num_layers, const Layout& layo
 
 const char* StrategyName(Strategy s);        ///< "fsdp2", "megatron_fsdp", "ddp"
 const char* RecomputeName(Recompute r);      ///< "none", "selective", "full"
-/// Megatron-Core spelling of a `recompute_modules` bit set as a flow list, in Megatron-Core's
-/// order of TransformerConfig's allowed modules: "[mla_up_proj,moe_act]"; 0 gives "[core_attn]"
-/// (Megatron-Core's default). Valid YAML and a valid Hydra override value.
+/// Megatron-Core's name of each MbRecomputeModule bit, in the order of TransformerConfig's
+/// allowed modules (transformer_config.py): what recipes are read and written with.
+struct RecomputeModuleName {
+  uint32_t bit;
+  const char* name;
+};
+std::span<const RecomputeModuleName> RecomputeModuleNames();
+/// Megatron-Core spelling of a `recompute_modules` bit set as a flow list, in the order of
+/// RecomputeModuleNames: "[moe_act,mla_up_proj]"; 0 gives "[core_attn]" (Megatron-Core's
+/// default). Valid YAML and a valid Hydra override value.
 std::string RecomputeModulesValue(uint32_t modules);
+/// A layout's recompute as meshplan prints it: RecomputeName, followed for a Megatron-Bridge
+/// layout with selective recompute by its RecomputeModulesValue ("selective[mla_up_proj]").
+std::string RecomputeLabel(const Layout& layout);
 const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
 const char* PrecisionName(Precision p);      ///< "bf16", "fp8", "fp4"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"

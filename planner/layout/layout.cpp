@@ -300,19 +300,31 @@ void SyncMegatronCostView(Layout& l, int64_t num_layers, int64_t model_mtp_layer
   }
 }
 
-std::string RecomputeModulesValue(uint32_t modules) {
-  if (modules == 0) modules = kRecomputeCoreAttn;
-  static const std::pair<uint32_t, const char*> kNames[] = {
+std::span<const RecomputeModuleName> RecomputeModuleNames() {
+  static constexpr RecomputeModuleName kNames[] = {
       {kRecomputeCoreAttn, "core_attn"}, {kRecomputeMoeAct, "moe_act"},       {kRecomputeLayernorm, "layernorm"},
       {kRecomputeMlaUpProj, "mla_up_proj"}, {kRecomputeMlp, "mlp"},          {kRecomputeMoe, "moe"},
       {kRecomputeSharedExperts, "shared_experts"}};
+  return kNames;
+}
+
+std::string RecomputeModulesValue(uint32_t modules) {
+  if (modules == 0) modules = kRecomputeCoreAttn;
   std::string s = "[";
-  for (const auto& [bit, name] : kNames) {
-    if ((modules & bit) == 0) continue;
+  for (const RecomputeModuleName& m : RecomputeModuleNames()) {
+    if ((modules & m.bit) == 0) continue;
     if (s.size() > 1) s += ",";
-    s += name;
+    s += m.name;
   }
   return s + "]";
+}
+
+std::string RecomputeLabel(const Layout& l) {
+  std::string s = RecomputeName(l.recompute);
+  if (l.framework == Framework::kMegatronBridge && l.recompute == Recompute::kSelective) {
+    s += RecomputeModulesValue(l.mb.recompute_modules);
+  }
+  return s;
 }
 
 std::string Describe(const Layout& l) {
@@ -324,8 +336,7 @@ std::string Describe(const Layout& l) {
     if (l.etp > 0) s += " etp" + std::to_string(l.etp);
     s += " dp" + std::to_string(l.dp) + " mbs" + std::to_string(l.micro_batch());
     if (l.sequence_parallel) s += " sp";
-    s += std::string(" recompute=") + RecomputeName(l.recompute);
-    if (l.recompute == Recompute::kSelective) s += RecomputeModulesValue(l.mb.recompute_modules);
+    s += " recompute=" + RecomputeLabel(l);
     return s;
   }
   std::string s = StrategyName(l.strategy);

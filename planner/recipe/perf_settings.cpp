@@ -93,14 +93,12 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
 }  // namespace
 
 uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key) {
-  return Bits(r, key,
-              {{"core_attn", kRecomputeCoreAttn},
-               {"layernorm", kRecomputeLayernorm},
-               {"mla_up_proj", kRecomputeMlaUpProj},
-               {"mlp", kRecomputeMlp},
-               {"moe_act", kRecomputeMoeAct},
-               {"moe", kRecomputeMoe},
-               {"shared_experts", kRecomputeSharedExperts}});
+  static const std::map<std::string, uint32_t> kByName = [] {
+    std::map<std::string, uint32_t> m;
+    for (const RecomputeModuleName& x : RecomputeModuleNames()) m.emplace(x.name, x.bit);
+    return m;
+  }();
+  return Bits(r, key, kByName);
 }
 
 uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key) {

@@ -143,10 +143,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     } else if (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) {
       sched += " v" + std::to_string(SplitStages(req.model.num_layers, l).stages_per_rank);
     }
-    std::string rc = RecomputeName(l.recompute);
-    if (l.framework == Framework::kMegatronBridge && l.recompute == Recompute::kSelective) {
-      rc += RecomputeModulesValue(l.mb.recompute_modules);
-    }
+    std::string rc = RecomputeLabel(l);
     if (l.sequence_parallel) rc += "+sp";
     std::snprintf(line, sizeof line,
                   "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %7lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",

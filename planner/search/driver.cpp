@@ -188,7 +188,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
   // A strictly slower layout never ranks before the k-th (RanksBefore compares the step first).
   if (top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds) return;
-  if (NoRecomputeFits(l)) {
+  if (NoRecomputeFits(l, cost.capacity_bytes)) {
     ++recompute_dominated_;
     return;
   }
@@ -198,18 +198,18 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   if (top_.size() > k) top_.pop_back();
 }
 
-bool Scorer::NoRecomputeFits(const Layout& l) const {
+bool Scorer::NoRecomputeFits(const Layout& l, double capacity_bytes) const {
   if (l.recompute == Recompute::kNone) return false;
   Layout n = l;
   n.recompute = Recompute::kNone;
   n.mb.recompute_modules = 0;
   n.mb.recompute_method = MbRecomputeMethod::kUnset;
   n.mb.recompute_num_layers = 0;
+  // `l` passed every rule, and the twin differs in recompute fields only, which only the
+  // feature rules read (the stage contract of Space): its mesh and batch rules pass as l's did.
   const RuleContext ctx{req_.model, req_.setup, n, req_.version, req_.mb_version, &req_.system};
-  for (RuleStage stage : {RuleStage::kMesh, RuleStage::kFeatures, RuleStage::kBatch}) {
-    if (FirstFailureAtStage(ctx, stage) != nullptr) return false;
-  }
-  return cost_model_.MemoryTotal(n) <= req_.system.gpu.memory_bytes * (1.0 - req_.setup.headroom);
+  if (FirstFailureAtStage(ctx, RuleStage::kFeatures) != nullptr) return false;
+  return cost_model_.MemoryTotal(n) <= capacity_bytes;
 }
 
 void Scorer::Merge(const Scorer& o) {

@@ -74,9 +74,10 @@ class alignas(64) Scorer {
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
   std::atomic<int64_t>* budget_ = nullptr;
-  /// True when `l` recomputes activations and the same layout without recompute passes every
-  /// rule and fits: recompute then only adds time, so `l` is not ranked.
-  bool NoRecomputeFits(const Layout& l) const;
+  /// True when `l` (valid) recomputes activations and the same layout without recompute passes
+  /// every rule and fits in `capacity_bytes` (Cost::capacity_bytes): recompute then only adds
+  /// time, so `l` is not ranked.
+  bool NoRecomputeFits(const Layout& l, double capacity_bytes) const;
 
   int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0, recompute_dominated_ = 0;
   std::string stopped_;

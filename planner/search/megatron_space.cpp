@@ -55,31 +55,6 @@ std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_
   return out;
 }
 
-}  // namespace
-
-std::vector<uint32_t> SearchedRecomputeModules(const ModelSpec& m) {
-  // The module sets of Megatron-Bridge's own performance recipes (megatron.md, perf-recipe
-  // table; recipes/megatron-bridge-perf.yaml), each kept when the model has what it recomputes.
-  // Megatron-Core's default {core_attn} is not searched: Transformer Engine's fused attention
-  // keeps no score matrix, so recomputing it saves no memory and costs time (MCore warns so
-  // in transformer_config.py:1983-1989).
-  const bool dense_mlp = !m.is_moe() || m.num_dense_layers > 0;
-  std::vector<uint32_t> out;
-  if (m.mla) {
-    out.push_back(kRecomputeMlaUpProj);
-    if (dense_mlp) out.push_back(kRecomputeMlaUpProj | kRecomputeMlp);
-    if (m.is_moe()) out.push_back(kRecomputeMlaUpProj | kRecomputeLayernorm | kRecomputeMoeAct);
-  }
-  if (m.is_moe()) {
-    out.push_back(kRecomputeLayernorm | kRecomputeMoeAct);
-    out.push_back(kRecomputeMoeAct);
-  }
-  if (!m.is_moe()) out.push_back(kRecomputeMlp);
-  return out;
-}
-
-namespace {
-
 struct Flavour {
   bool distopt, mfsdp, fsdp2;
 };
@@ -192,6 +167,27 @@ class MegatronSpace : public Space {
 };
 
 }  // namespace
+
+std::vector<uint32_t> SearchedRecomputeModules(const ModelSpec& m) {
+  // The module sets of Megatron-Bridge's own performance recipes (megatron.md, perf-recipe
+  // table; recipes/megatron-bridge-perf.yaml), each kept when the model has what it recomputes.
+  // Megatron-Core's default {core_attn} is not searched: Transformer Engine's fused attention
+  // keeps no score matrix, so recomputing it saves no memory and costs time (MCore warns so
+  // in transformer_config.py:1983-1989).
+  const bool dense_mlp = !m.is_moe() || m.num_dense_layers > 0;
+  std::vector<uint32_t> out;
+  if (m.mla) {
+    out.push_back(kRecomputeMlaUpProj);
+    if (dense_mlp) out.push_back(kRecomputeMlaUpProj | kRecomputeMlp);
+    if (m.is_moe()) out.push_back(kRecomputeMlaUpProj | kRecomputeLayernorm | kRecomputeMoeAct);
+  }
+  if (m.is_moe()) {
+    out.push_back(kRecomputeLayernorm | kRecomputeMoeAct);
+    out.push_back(kRecomputeMoeAct);
+  }
+  if (!m.is_moe()) out.push_back(kRecomputeMlp);
+  return out;
+}
 
 void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precision) {
   MbSettings& s = l.mb;

@@ -57,11 +57,9 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
                          : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
                                                                              : "null");
     };
-    const auto modules = [](const Layout& x) {
-      return x.recompute == Recompute::kSelective ? RecomputeModulesValue(x.mb.recompute_modules) : std::string("-");
-    };
     if (a.recompute == Recompute::kSelective && b.recompute == Recompute::kSelective) {
-      Diff(c, "recompute_modules", modules(a), modules(b));
+      Diff(c, "recompute_modules", RecomputeModulesValue(a.mb.recompute_modules),
+           RecomputeModulesValue(b.mb.recompute_modules));
     }
     Diff(c, "recompute_method", method(a), method(b));
     Diff(c, "recompute_num_layers", a.mb.recompute_num_layers > 0 ? N(a.mb.recompute_num_layers) : "null",
