@@ -152,9 +152,11 @@ class CostModel {
   CostModel WithSetup(const TrainSetup& setup) const;
   /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
   /// `layout`'s strategy, mesh axes, sequence_parallel and recompute, whatever its local
-  /// batch, micro-batch and pipeline schedule. Used by the search to prune (branch and
-  /// bound); the proof, term by term, is in planner/cost/bounds.cpp. Throws nothing.
-  double StepSecondsLowerBound(const Layout& layout) const;
+  /// batch, pipeline schedule and micro-batch up to `max_micro_batch` sequences (0: any
+  /// micro-batch; Megatron's host-issue term then assumes one micro-batch per step). Used by
+  /// the search to prune (branch and bound); the proof, term by term, is in
+  /// planner/cost/bounds.cpp. Throws nothing.
+  double StepSecondsLowerBound(const Layout& layout, int64_t max_micro_batch = 0) const;
   /// Scores a layout that has passed the rules.
   Cost Evaluate(const Layout& layout) const;
   /// Evaluate(layout).memory.Total(), without the step time (the search's memory probes).

@@ -39,7 +39,20 @@ MegatronTimeFit FromVector(const std::array<double, kConstants>& x) {
 }
 
 // Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none).
-std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip, std::array<bool, kConstants>& used) {
+double FitHostBound(const FitRow& row, double compute) {
+  const double gpu = (1.0 + row.bubble_fraction) * compute + row.fixed - row.optimizer;
+  return std::max(0.0, row.host * (1.0 + row.bubble_fraction) - gpu);
+}
+
+double FitCompute(const FitRow& row, const MegatronTimeFit& fit) {
+  return cost::MegatronGemmFactor(fit, row.precision) * row.gemm + row.attention + fit.memory_bound * row.memory_bound +
+         fit.kernel_overhead * row.kernels;
+}
+
+// Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none) and the rows
+// marked in `host_bound`.
+std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long skip,
+                                           const std::vector<bool>& host_bound, std::array<bool, kConstants>& used) {
   const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
   // A GEMM factor below 1 would run GEMMs faster than the measured best (MAMF): not physical.
   const std::array<double, kConstants> lower{1.0, 1.0, 1.0, 0.0, 0.0};
@@ -56,12 +69,13 @@ std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip,
       if (used[j] && !clamped[j]) free.push_back(j);
     }
     if (free.empty()) break;  // every used constant sits on its bound
-    const long n = long(rows.size()) - (skip >= 0 ? 1 : 0);
+    long n = 0;
+    for (long i = 0; i < long(rows.size()); ++i) n += (i != skip && !host_bound[size_t(i)]) ? 1 : 0;
     Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n + long(free.size()), long(free.size()));
     Eigen::VectorXd b = Eigen::VectorXd::Zero(n + long(free.size()));
     long r = 0;
     for (long i = 0; i < long(rows.size()); ++i) {
-      if (i == skip) continue;
+      if (i == skip || host_bound[size_t(i)]) continue;
       const FitRow& row = rows[size_t(i)];
       const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
       std::array<double, kConstants> col{};
@@ -98,6 +112,20 @@ std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip,
   return x;
 }
 
+std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip, std::array<bool, kConstants>& used) {
+  std::vector<bool> host_bound(rows.size(), false);
+  std::array<double, kConstants> x = SolveLinear(rows, skip, host_bound, used);
+  for (int round = 0; round < 4; ++round) {
+    const MegatronTimeFit f = FromVector(x);
+    std::vector<bool> next(rows.size(), false);
+    for (size_t i = 0; i < rows.size(); ++i) next[i] = FitHostBound(rows[i], FitCompute(rows[i], f)) > 0.0;
+    if (next == host_bound) break;
+    host_bound = next;
+    x = SolveLinear(rows, skip, host_bound, used);
+  }
+  return x;
+}
+
 }  // namespace
 
 FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
@@ -128,6 +156,8 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
       row.kernels = t.kernels;
       row.bubble_fraction = t.bubble_fraction;
       row.fixed = (1.0 + t.bubble_fraction) * (t.tp + t.cp + t.ep) + t.dp + t.pp + t.optimizer;  // as MegatronTime
+      row.optimizer = t.optimizer;
+      row.host = t.host;
     }
   }
   return row;
@@ -142,9 +172,8 @@ MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSp
 }
 
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
-  const double compute = cost::MegatronGemmFactor(fit, row.precision) * row.gemm + row.attention +
-                         fit.memory_bound * row.memory_bound + fit.kernel_overhead * row.kernels;
-  return (1.0 + row.bubble_fraction) * compute + row.fixed;
+  const double compute = FitCompute(row, fit);
+  return (1.0 + row.bubble_fraction) * compute + row.fixed + FitHostBound(row, compute);
 }
 
 FitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {

@@ -19,6 +19,8 @@ struct FitRow {
   Precision precision = Precision::kBf16;
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
   double fixed = 0;  ///< exposed communication + optimizer: not scaled by the fit
+  double optimizer = 0;  ///< the optimizer part of `fixed` (the host does not wait for it)
+  double host = 0;       ///< host seconds issuing the layers' kernels (MegatronTerms::host)
   double published_step = 0;
 };
 
@@ -51,7 +53,10 @@ struct FitOutcome {
 /// ridge term kFitRidge·Σ (x − prior)² on each constant relative to its prior (1, 1, 4 us),
 /// which keeps systems with few rows near the physical model. Linear in the constants:
 ///   published − (1+b)·attention − fixed = (1+b)·(g_p·gemm + m·memory_bound + k·kernels).
-/// Bounds (active set): g_p ≥ 0.5 (no GEMM beats half its MAMF time), m ≥ 0, k ≥ 0.
+/// Bounds (active set): g_p ≥ 1 (no GEMM beats its MAMF time), m ≥ 0, k ≥ 0.
+/// Rows whose predicted step is host-bound (cost::MegatronHostBound > 0) do not depend on the
+/// GPU constants: after each solve they are set aside and the rest solved again, until the
+/// host-bound set stops changing (at most 4 rounds); their residuals still count below.
 /// Solved with Eigen's column-pivoting Householder QR. Throws nothing; an empty `rows`
 /// returns the prior.
 FitOutcome FitMegatronTime(const std::vector<FitRow>& rows);

@@ -25,7 +25,10 @@
 // all-to-all overlap at least HiddenCommCost of it (same argument, the unpaired share
 // exposed in full). The least-cost layer kind (dense or MoE)
 // is charged for every layer of the rank holding the most layers (>= L/pp), and the EP
-// term counts only that rank's MoE layers (>= L/pp − dense layers).
+// term counts only that rank's MoE layers (>= L/pp − dense layers). The step is also at least
+// the host's time issuing those layers' kernels (same least-cost layer kind) for the fewest
+// micro-batches a leaf can have (global batch / (dp · largest micro-batch)); the bound is the
+// larger of the two.
 #include <algorithm>
 
 #include "cost/comm.hpp"
@@ -40,7 +43,7 @@ namespace {
 
 double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
                      const cost::FlopsPerToken& f, const cost::MegatronUnfused& u, const cost::LinkTable* links,
-                     const Layout& l) {
+                     const Layout& l, int64_t max_micro_batch) {
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
   const double cp = double(std::max<int64_t>(1, l.cp));
@@ -89,14 +92,24 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
                         (ep - 1) / ep / link.busbw_bytes_per_s;
     bound += l.mb.ep_a2a_overlap == Tri::kTrue ? cost::HiddenCommCost(comm, link) : comm;
   }
-  return bound;
+  // The step is at least the host's issue time (MegatronHostBound adds what the GPU's work
+  // does not cover, the bubble stretching both): the rank's micro-batches x its layers x the
+  // fewer host kernels of the two layer kinds, at kHostSecondsPerKernel.
+  const cost::MegatronLayerKernels k = cost::MegatronKernelsPerLayer(m, l, u);
+  double host_per_layer = k.dense_host;
+  if (m.is_moe()) host_per_layer = m.num_dense_layers > 0 ? std::min(k.dense_host, k.moe_host) : k.moe_host;
+  // Micro-batches per step: at least global batch / (dp · the largest micro-batch), else 1.
+  const double n_mb =
+      max_micro_batch > 0 ? std::max(1.0, double(setup.global_batch) / (dp * double(max_micro_batch))) : 1.0;
+  const double host = cost::kHostSecondsPerKernel * n_mb * layers * host_per_layer * (1 + e);
+  return std::max(bound, host);
 }
 
 }  // namespace
 
-double CostModel::StepSecondsLowerBound(const Layout& l) const {
+double CostModel::StepSecondsLowerBound(const Layout& l, int64_t max_micro_batch) const {
   if (l.framework == Framework::kMegatronBridge) {
-    return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l);
+    return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l, max_micro_batch);
   }
   const ModelSpec& m = model_;
   const cost::FlopsPerToken& f = *flops_;

@@ -189,6 +189,7 @@ struct MegatronTerms {
   double attention = 0;     ///< causal attention core at kFlashAttentionEfficiency of BF16 peak
   double memory_bound = 0;  ///< elementwise / norm / permute / cross-entropy bytes / HBM bandwidth
   double kernels = 0;       ///< kernels launched per step (count), graphed ones weighted by kGraphedKernelShare
+  double host = 0;          ///< host seconds issuing the layers' kernels (kHostSecondsPerKernel each, graphed ones free)
   double bubble_fraction = 0;  ///< pipeline bubble / compute
   double tp = 0, cp = 0, dp = 0, ep = 0, pp = 0;  ///< exposed communication
   double optimizer = 0;     ///< Adam step, HBM-bound
@@ -204,6 +205,8 @@ struct MegatronShared {
   double dense_mem_s = 0, moe_mem_s = 0, head_mem_s = 0;   ///< HBM seconds per layer / head
   double dense_layer_kernels = 0;  ///< launch-weighted kernels per dense layer per micro-batch
   double moe_layer_kernels = 0;    ///< launch-weighted kernels per MoE layer per micro-batch
+  double dense_host_kernels = 0;   ///< kernels the host launches per dense layer per micro-batch (graphed ones excluded)
+  double moe_host_kernels = 0;     ///< the same per MoE layer
   /// Selective recompute (recompute_modules) beyond the attention core: forward FLOP and HBM
   /// elements per token per dense / MoE layer that run again in backward.
   double recompute_dense_flops = 0, recompute_moe_flops = 0;
@@ -283,8 +286,37 @@ struct MegatronUnfused {
 MegatronUnfused MegatronUnfusedOps(const ModelSpec& m);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
+/// Kernels of one decoder layer per micro-batch, forward + backward (before recompute), by
+/// layer kind: `dense` / `moe` weighted for their GPU-side cost (graphed ones at
+/// kGraphedKernelShare), `dense_host` / `moe_host` the ones the host launches (graphed ones
+/// excluded). MoE layers: kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert; the parts
+/// `layout`'s CUDA graphs capture (cuda_graph_impl, cuda_graph_scope) as in MegatronTerms.
+struct MegatronLayerKernels {
+  double dense = 0, moe = 0, dense_host = 0, moe_host = 0;
+};
+MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& model, const Layout& layout, const MegatronUnfused& unfused);
+/// Host (CPU) seconds per GPU kernel that eager PyTorch training code launches: the Python of
+/// the modules, the autograd engine, PyTorch's dispatcher and the launch itself. Measured on the
+/// H200 host (Intel Xeon, torch 2.11; tools/measure/host_per_kernel.py,
+/// tests/data/measured/h200_host_per_kernel.jsonl) as the slope of the step time against the
+/// layer count over the slope of the profiled kernel count, for decoders whose kernels take
+/// microseconds: a Hugging Face Llama layer (118 kernels per layer, forward + backward) and a
+/// Megatron-Core-style dropless MoE layer with 4 and 16 local experts (one GEMM pair per expert,
+/// the dispatcher's host sync): 31.5-44.2 us per kernel over two runs, the median of the six
+/// fits. Megatron-Core's MoE layers are such code (Megatron-Core's MoE guide lists the CPU
+/// launch bottleneck and CUDA graphs, larger micro-batches or smaller TP as its remedies). An
+/// assumption: the DGX hosts' CPUs issue kernels at the same rate. Not fitted.
+inline constexpr double kHostSecondsPerKernel = 36.0e-6;
+/// Host-bound seconds of a Megatron-Core rank: the part of the host's issue time, stretched by
+/// the pipeline bubble like the stage work, that the GPU's own time (`gpu`: compute, exposed
+/// communication, bubble) does not cover, max(0, host·(1 + bubble_fraction) − gpu). Without
+/// syncs the host runs ahead of the GPU and only the excess shows; the dropless dispatchers'
+/// per-layer host syncs (megatron/core/transformer/moe/token_dispatcher.py,
+/// _maybe_dtoh_and_synchronize) stop it running further ahead than one layer.
+double MegatronHostBound(const MegatronTerms& terms, const TimeBreakdown& gpu);
 /// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;
-/// bubble = bubble_fraction·compute; communication and optimizer as computed.
+/// bubble = bubble_fraction·compute; communication and optimizer as computed; host =
+/// MegatronHostBound.
 TimeBreakdown MegatronTime(const MegatronTerms& terms, const MegatronTimeFit& fit, Precision precision);
 
 }  // namespace meshplan::cost

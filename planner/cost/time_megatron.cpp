@@ -119,6 +119,34 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
   return u;
 }
 
+MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l, const MegatronUnfused& unfused) {
+  const double ep = double(std::max<int64_t>(1, l.ep));
+  const double expert_kernels = double(m.num_experts) / ep * kGroupedGemmKernelsPerExpert;
+  const double attn_kernels = kAttnBlockKernels + unfused.kernels;
+  double dense_graphed = 0.0, moe_graphed = 0.0;
+  const uint32_t scope = l.mb.cuda_graph_scope;
+  if (l.mb.cuda_graph == MbCudaGraph::kFullIteration ||
+      (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine && scope == 0)) {
+    dense_graphed = kDenseLayerKernels + unfused.kernels;
+    moe_graphed = kMoeLayerKernels + unfused.kernels + expert_kernels;
+  } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
+    const double attn = (scope & kGraphAttn) ? attn_kernels : 0.0;
+    dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
+    // "moe" captures the whole MoE block (router, dispatch, experts, combine); otherwise
+    // its router and preprocessing parts.
+    moe_graphed = attn + ((scope & kGraphMoe) ? kMoeLayerKernels - kAttnBlockKernels + expert_kernels
+                                              : ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
+                                                    ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0));
+  }
+  MegatronLayerKernels k;
+  k.dense = kDenseLayerKernels + unfused.kernels - (1.0 - kGraphedKernelShare) * dense_graphed;
+  k.moe = kMoeLayerKernels + unfused.kernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
+  // The host launches the kernels a graph does not replay (a replay is one launch).
+  k.dense_host = kDenseLayerKernels + unfused.kernels - dense_graphed;
+  k.moe_host = kMoeLayerKernels + unfused.kernels + expert_kernels - moe_graphed;
+  return k;
+}
+
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
 ///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
 ///   gemm = FLOP / (peak(precision) · MAMF(precision) · GemmSizeFactor):
@@ -176,6 +204,10 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
 ///     slower, measured); TP overlap keeps kTpOverlapExposedFraction instead.
 ///   bubble_fraction = (pp−1)/(v·M) (interleaved 1F1B, Narayanan et al. 2021 eq. 3), of the
 ///     stage work: compute plus the exposed TP, CP and EP communication inside the layers.
+///   host = kHostSecondsPerKernel · M · (dense layers · dense host kernels + MoE layers · MoE
+///     host kernels) · (1 + recompute share): the layer kernels a CUDA graph does not replay
+///     (kDenseLayerKernels / kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert, less the
+///     graphed ones), each issued by the host (MegatronHostBound).
 ///   optimizer: as in RankTime.
 MegatronShared MegatronLayoutShared(const Ctx& c) {
   const ModelSpec& m = c.model;
@@ -230,26 +262,11 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
   s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
   {
-    const double expert_kernels = double(m.num_experts) / s.ep * kGroupedGemmKernelsPerExpert;
-    const double attn_kernels = kAttnBlockKernels + unfused.kernels;
-    double dense_graphed = 0.0, moe_graphed = 0.0;
-    const uint32_t scope = l.mb.cuda_graph_scope;
-    if (l.mb.cuda_graph == MbCudaGraph::kFullIteration ||
-        (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine && scope == 0)) {
-      dense_graphed = kDenseLayerKernels + unfused.kernels;
-      moe_graphed = kMoeLayerKernels + unfused.kernels + expert_kernels;
-    } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
-      const double attn = (scope & kGraphAttn) ? attn_kernels : 0.0;
-      dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
-      // "moe" captures the whole MoE block (router, dispatch, experts, combine); otherwise
-      // its router and preprocessing parts.
-      moe_graphed = attn + ((scope & kGraphMoe) ? kMoeLayerKernels - kAttnBlockKernels + expert_kernels
-                                                : ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
-                                                      ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0));
-    }
-    s.dense_layer_kernels = kDenseLayerKernels + unfused.kernels - (1.0 - kGraphedKernelShare) * dense_graphed;
-    s.moe_layer_kernels =
-        kMoeLayerKernels + unfused.kernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
+    const MegatronLayerKernels k = MegatronKernelsPerLayer(m, l, unfused);
+    s.dense_layer_kernels = k.dense;
+    s.moe_layer_kernels = k.moe;
+    s.dense_host_kernels = k.dense_host;
+    s.moe_host_kernels = k.moe_host;
   }
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
@@ -323,6 +340,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
                       gpu.hbm_bandwidth;
   }
   t.kernels = n_mb * (dense_layers * s.dense_layer_kernels + moe_layers * s.moe_layer_kernels) * (1.0 + extra);
+  t.host = kHostSecondsPerKernel * n_mb * (dense_layers * s.dense_host_kernels + moe_layers * s.moe_host_kernels) *
+           (1.0 + extra);
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
@@ -419,6 +438,11 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
   return MegatronRankTerms(c, MegatronLayoutShared(c), pp_rank, mem);
 }
 
+double MegatronHostBound(const MegatronTerms& t, const TimeBreakdown& gpu) {
+  const double gpu_s = gpu.compute + gpu.tp_comm + gpu.cp_comm + gpu.dp_comm + gpu.ep_comm + gpu.pp_comm + gpu.bubble;
+  return Pos(t.host * (1.0 + t.bubble_fraction) - gpu_s);
+}
+
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision p) {
   return p == Precision::kFp4 ? fit.gemm_fp4 : p == Precision::kFp8 ? fit.gemm_fp8 : fit.gemm_bf16;
 }
@@ -436,6 +460,7 @@ TimeBreakdown MegatronTime(const MegatronTerms& t, const MegatronTimeFit& fit, P
   // which includes the TP, CP and EP communication exposed inside its layers.
   out.bubble = t.bubble_fraction * (out.compute + out.tp_comm + out.cp_comm + out.ep_comm);
   out.optimizer = t.optimizer;
+  out.host = MegatronHostBound(t, out);
   return out;
 }
 

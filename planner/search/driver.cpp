@@ -99,7 +99,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     if (bounds) {
       std::vector<double> b;
       b.reserve(mine.size());
-      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(l));
+      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(l, req.max_micro_batch));
       out.part_bounds[p] = std::move(b);
     }
     out.parts[p] = std::move(mine);

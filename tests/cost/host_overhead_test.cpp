@@ -4,6 +4,7 @@
 // charges the host time the GPU's own work does not cover.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <string>
@@ -94,6 +95,30 @@ TEST_CASE("host overhead: RankTime charges the host time the GPU's work does not
   CHECK(CostModel(test::Llama3_70B(), sys, test::Setup(2, 1024, 1)).Evaluate(l).time.host > 0.0);
   // MoE models run AutoModel's own Transformer Engine layers: not measured, no host term.
   CHECK(CostModel(test::DeepSeekV3(), sys, test::Setup(8, 256, 8)).Evaluate(Layout{}).time.host == 0.0);
+}
+
+TEST_CASE("host overhead: the Megatron-Core host seconds per kernel are the median of the measured H200 fits") {
+  // tools/measure/host_per_kernel.py: per (run, layer kind) the slope of the step time over the
+  // slope of the profiled kernel count against the layer count; refitted here from the points.
+  std::ifstream in(test::kMeasuredDir + "h200_host_per_kernel.jsonl");
+  REQUIRE(in.good());
+  std::map<std::tuple<int64_t, std::string, int64_t>, std::vector<std::pair<double, double>>> time, kernels;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.contains("layers")) continue;
+    const auto key = std::make_tuple(j.at("run").get<int64_t>(), j.at("kind").get<std::string>(), j.at("experts").get<int64_t>());
+    time[key].push_back({j.at("layers").get<double>(), j.at("step_s").get<double>()});
+    kernels[key].push_back({j.at("layers").get<double>(), j.at("kernels").get<double>()});
+  }
+  REQUIRE(time.size() == 6);  // 2 runs x (dense, MoE with 4 and with 16 local experts)
+  std::vector<double> per_kernel;
+  for (const auto& [key, pts] : time) per_kernel.push_back(Slope(pts) / Slope(kernels.at(key)));
+  std::sort(per_kernel.begin(), per_kernel.end());
+  CHECK(per_kernel.front() > 30e-6);
+  CHECK(per_kernel.back() < 45e-6);
+  CHECK(0.5 * (per_kernel[2] + per_kernel[3]) == doctest::Approx(cost::kHostSecondsPerKernel).epsilon(0.01));
+  // Sixteen local experts cost the host about 5 ms more per layer than four (their GEMM loop).
+  CHECK(Slope(time.at({1, "moe", 16})) - Slope(time.at({1, "moe", 4})) > 4e-3);
 }
 
 }  // namespace meshplan

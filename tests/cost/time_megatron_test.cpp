@@ -55,6 +55,19 @@ TEST_CASE("megatron time: terms of one GPU worked by hand") {
   fit.kernel_overhead = 10e-6;
   const TimeBreakdown b = cost::MegatronTime(t, fit, Precision::kBf16);
   CHECK(b.compute == test::Rel(1.5 * 1.83267e-3 + 2.91758e-4 + 2.0 * 6.81105e-4 + 160 * 10e-6).epsilon(1e-4));
+  // The host issues 4 layers x 40 kernels at 36 us: 5.76 ms. That fit's GPU time (6.50 ms)
+  // covers it; no host-bound time.
+  CHECK(t.host == test::Rel(160 * 36e-6));
+  CHECK(b.host == 0.0);
+  // At the prior constants the GPU needs 1.83267 + 0.291758 + 0.681105 + 160 x 0.004 = 3.445533
+  // ms (and the optimizer, which the host does not wait for): the host's 5.76 ms leave the GPU
+  // idle for 2.314467 ms.
+  const TimeBreakdown p = cost::MegatronTime(t, MegatronTimeFit{}, Precision::kBf16);
+  CHECK(p.host == test::Rel(5.76e-3 - 3.445533e-3).epsilon(1e-4));
+  // A full-iteration CUDA graph replays every layer kernel: nothing left for the host.
+  Layout graphed = MegatronLayout(1, 1);
+  graphed.mb.cuda_graph = MbCudaGraph::kFullIteration;
+  CHECK(Terms(test::TinyLlama(), test::DgxH100(), test::Setup(1, 2048, 1), graphed).host == 0.0);
 }
 
 TEST_CASE("megatron time: unfused RoPE and bias-dropout-add of GPT-OSS worked by hand") {

@@ -86,7 +86,9 @@ void CheckBound(const PlanRequest& req, int max_checked, int& checked, int& tigh
   int here = 0;
   for (const Layout& l : EnumerateLayouts(req)) {
     if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) continue;
-    const double bound = cm.StepSecondsLowerBound(l);
+    // Each layout bounded for micro-batches up to its own (the search bounds a subtree for
+    // all of its leaves' micro-batches, up to req.max_micro_batch: the prune test above).
+    const double bound = cm.StepSecondsLowerBound(l, l.micro_batch());
     const double step = cm.Evaluate(l).step_seconds;
     CHECK_MESSAGE(bound <= step * (1 + 1e-12), Describe(l));
     CHECK(bound > 0);
