@@ -107,9 +107,10 @@ struct TimeBreakdown {
   /// Host-bound time: the part of the host's (CPU's) time issuing the layers' work that the
   /// GPU time above does not cover, so the GPU waits (AutoModel's eager dense layers: RankTime).
   double host = 0;
-  double Step() const {
-    return compute + tp_comm + cp_comm + dp_comm + ep_comm + pp_comm + bubble + optimizer + host;
-  }
+  /// The GPU's time that the host's issuing overlaps: everything but the optimizer step and
+  /// the host-bound time (compute, exposed communication, bubble).
+  double GpuSeconds() const { return compute + tp_comm + cp_comm + dp_comm + ep_comm + pp_comm + bubble; }
+  double Step() const { return GpuSeconds() + optimizer + host; }
 };
 
 /// Result of scoring one layout.

@@ -38,10 +38,11 @@ MegatronTimeFit FromVector(const std::array<double, kConstants>& x) {
   return f;
 }
 
-// Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none).
+// MegatronTime's host-bound term of `row` whose compute is `compute`: its GPU time is the
+// stretched compute plus the fixed part less the optimizer step.
 double FitHostBound(const FitRow& row, double compute) {
   const double gpu = (1.0 + row.bubble_fraction) * compute + row.fixed - row.optimizer;
-  return std::max(0.0, row.host * (1.0 + row.bubble_fraction) - gpu);
+  return cost::MegatronHostBound(row.host, row.bubble_fraction, gpu);
 }
 
 double FitCompute(const FitRow& row, const MegatronTimeFit& fit) {

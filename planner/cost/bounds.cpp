@@ -71,9 +71,11 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
                              cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem + unfused_s;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
                            core_s + cost::MegatronLayerElements(m, true, fp8) * mem_s_per_elem + unfused_s;
-  double per_layer = dense_layer;
-  if (m.is_moe()) per_layer = m.num_dense_layers > 0 ? std::min(dense_layer, moe_layer) : moe_layer;
-  double bound = tokens * layers * per_layer;
+  // The least of the layer kinds the model has.
+  auto least_kind = [&](double dense, double moe) {
+    return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
+  };
+  double bound = tokens * layers * least_kind(dense_layer, moe_layer);
   const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
@@ -96,8 +98,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   // does not cover, the bubble stretching both): the rank's micro-batches x its layers x the
   // fewer host kernels of the two layer kinds, at kHostSecondsPerKernel.
   const cost::MegatronLayerKernels k = cost::MegatronKernelsPerLayer(m, l, u);
-  double host_per_layer = k.dense_host;
-  if (m.is_moe()) host_per_layer = m.num_dense_layers > 0 ? std::min(k.dense_host, k.moe_host) : k.moe_host;
+  const double host_per_layer = least_kind(k.dense_host, k.moe_host);
   // Micro-batches per step: at least global batch / (dp · the largest micro-batch), else 1.
   const double n_mb =
       max_micro_batch > 0 ? std::max(1.0, double(setup.global_batch) / (dp * double(max_micro_batch))) : 1.0;

@@ -255,8 +255,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // Dense Hugging Face models only, like the eager term above.
   if (!m.is_moe() && rp.dense_layers > 0) {
     const double host = n_mb * double(rp.dense_layers) * HostLayerSecondsOf(l, c.setup.num_gpus);
-    const double gpu_s = t.compute + t.tp_comm + t.cp_comm + t.dp_comm + t.ep_comm + t.pp_comm + t.bubble;
-    t.host = std::max(0.0, host - gpu_s);
+    t.host = std::max(0.0, host - t.GpuSeconds());
   }
   return t;
 }

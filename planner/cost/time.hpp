@@ -182,6 +182,14 @@ inline constexpr double kGroupedGemmKernelsPerExpert = 6.0;
 /// GEMM cannot overlap). Assumption, not fitted.
 inline constexpr double kTpOverlapExposedFraction = 0.15;
 
+/// Kernels of one decoder layer per micro-batch, forward + backward (before recompute), by
+/// layer kind: `dense` / `moe` weighted for their GPU-side cost (graphed ones at
+/// kGraphedKernelShare), `dense_host` / `moe_host` the ones the host launches (graphed ones
+/// excluded). MoE layers: kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert; the parts
+/// `layout`'s CUDA graphs capture (cuda_graph_impl, cuda_graph_scope) as in MegatronTerms.
+struct MegatronLayerKernels {
+  double dense = 0, moe = 0, dense_host = 0, moe_host = 0;
+};
 /// Physical terms of one pipeline rank's Megatron-Core step, at datasheet rates, before the
 /// fitted constants. Seconds unless stated. Formulas: time_megatron.cpp.
 struct MegatronTerms {
@@ -203,10 +211,7 @@ struct MegatronShared {
   bool full = false;
   double linear_rate = 0, expert_rate = 0, core_rate = 0;  ///< FLOP/s incl. GemmSizeFactor
   double dense_mem_s = 0, moe_mem_s = 0, head_mem_s = 0;   ///< HBM seconds per layer / head
-  double dense_layer_kernels = 0;  ///< launch-weighted kernels per dense layer per micro-batch
-  double moe_layer_kernels = 0;    ///< launch-weighted kernels per MoE layer per micro-batch
-  double dense_host_kernels = 0;   ///< kernels the host launches per dense layer per micro-batch (graphed ones excluded)
-  double moe_host_kernels = 0;     ///< the same per MoE layer
+  MegatronLayerKernels layer_kernels;  ///< kernels per layer per micro-batch, GPU-weighted and host-launched
   /// Selective recompute (recompute_modules) beyond the attention core: forward FLOP and HBM
   /// elements per token per dense / MoE layer that run again in backward.
   double recompute_dense_flops = 0, recompute_moe_flops = 0;
@@ -286,14 +291,7 @@ struct MegatronUnfused {
 MegatronUnfused MegatronUnfusedOps(const ModelSpec& m);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
-/// Kernels of one decoder layer per micro-batch, forward + backward (before recompute), by
-/// layer kind: `dense` / `moe` weighted for their GPU-side cost (graphed ones at
-/// kGraphedKernelShare), `dense_host` / `moe_host` the ones the host launches (graphed ones
-/// excluded). MoE layers: kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert; the parts
-/// `layout`'s CUDA graphs capture (cuda_graph_impl, cuda_graph_scope) as in MegatronTerms.
-struct MegatronLayerKernels {
-  double dense = 0, moe = 0, dense_host = 0, moe_host = 0;
-};
+/// MegatronLayerKernels of `model`'s layers under `layout` (unfused ops' kernels included).
 MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& model, const Layout& layout, const MegatronUnfused& unfused);
 /// Host (CPU) seconds per GPU kernel that eager PyTorch training code launches: the Python of
 /// the modules, the autograd engine, PyTorch's dispatcher and the launch itself. Measured on the
@@ -307,13 +305,14 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& model, const Layou
 /// launch bottleneck and CUDA graphs, larger micro-batches or smaller TP as its remedies). An
 /// assumption: the DGX hosts' CPUs issue kernels at the same rate. Not fitted.
 inline constexpr double kHostSecondsPerKernel = 36.0e-6;
-/// Host-bound seconds of a Megatron-Core rank: the part of the host's issue time, stretched by
-/// the pipeline bubble like the stage work, that the GPU's own time (`gpu`: compute, exposed
-/// communication, bubble) does not cover, max(0, host·(1 + bubble_fraction) − gpu). Without
+/// Host-bound seconds of a Megatron-Core rank: the part of the host's issue time `host`
+/// (MegatronTerms::host), stretched by the pipeline bubble like the stage work, that the GPU's
+/// own time (`gpu_seconds`: compute, exposed communication, bubble; TimeBreakdown::GpuSeconds)
+/// does not cover, max(0, host·(1 + bubble_fraction) − gpu_seconds). Without
 /// syncs the host runs ahead of the GPU and only the excess shows; the dropless dispatchers'
 /// per-layer host syncs (megatron/core/transformer/moe/token_dispatcher.py,
 /// _maybe_dtoh_and_synchronize) stop it running further ahead than one layer.
-double MegatronHostBound(const MegatronTerms& terms, const TimeBreakdown& gpu);
+double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds);
 /// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;
 /// bubble = bubble_fraction·compute; communication and optimizer as computed; host =
 /// MegatronHostBound.

@@ -261,13 +261,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
                                                  : 0.0;
   s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
   s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
-  {
-    const MegatronLayerKernels k = MegatronKernelsPerLayer(m, l, unfused);
-    s.dense_layer_kernels = k.dense;
-    s.moe_layer_kernels = k.moe;
-    s.dense_host_kernels = k.dense_host;
-    s.moe_host_kernels = k.moe_host;
-  }
+  s.layer_kernels = MegatronKernelsPerLayer(m, l, unfused);
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
                      : 0.0;
@@ -339,9 +333,9 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
                       gpu.hbm_bandwidth;
   }
-  t.kernels = n_mb * (dense_layers * s.dense_layer_kernels + moe_layers * s.moe_layer_kernels) * (1.0 + extra);
-  t.host = kHostSecondsPerKernel * n_mb * (dense_layers * s.dense_host_kernels + moe_layers * s.moe_host_kernels) *
-           (1.0 + extra);
+  const MegatronLayerKernels& lk = s.layer_kernels;
+  t.kernels = n_mb * (dense_layers * lk.dense + moe_layers * lk.moe) * (1.0 + extra);
+  t.host = kHostSecondsPerKernel * n_mb * (dense_layers * lk.dense_host + moe_layers * lk.moe_host) * (1.0 + extra);
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
@@ -438,9 +432,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
   return MegatronRankTerms(c, MegatronLayoutShared(c), pp_rank, mem);
 }
 
-double MegatronHostBound(const MegatronTerms& t, const TimeBreakdown& gpu) {
-  const double gpu_s = gpu.compute + gpu.tp_comm + gpu.cp_comm + gpu.dp_comm + gpu.ep_comm + gpu.pp_comm + gpu.bubble;
-  return Pos(t.host * (1.0 + t.bubble_fraction) - gpu_s);
+double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds) {
+  return Pos(host * (1.0 + bubble_fraction) - gpu_seconds);
 }
 
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision p) {
@@ -460,7 +453,7 @@ TimeBreakdown MegatronTime(const MegatronTerms& t, const MegatronTimeFit& fit, P
   // which includes the TP, CP and EP communication exposed inside its layers.
   out.bubble = t.bubble_fraction * (out.compute + out.tp_comm + out.cp_comm + out.ep_comm);
   out.optimizer = t.optimizer;
-  out.host = MegatronHostBound(t, out);
+  out.host = MegatronHostBound(t.host, t.bubble_fraction, out.GpuSeconds());
   return out;
 }
 

@@ -147,10 +147,10 @@ TEST_CASE("cost tables: the unfused Megatron-Core ops are counted once per model
   const cost::MegatronShared got = cost::MegatronLayoutShared(cached);
   CHECK(got.dense_mem_s == want.dense_mem_s);
   CHECK(got.moe_mem_s == want.moe_mem_s);
-  CHECK(got.dense_layer_kernels == want.dense_layer_kernels);
-  CHECK(got.moe_layer_kernels == want.moe_layer_kernels);
+  CHECK(got.layer_kernels.dense == want.layer_kernels.dense);
+  CHECK(got.layer_kernels.moe == want.layer_kernels.moe);
   const cost::MegatronShared none = cost::MegatronLayoutShared(cost::MakeCtx(plain, sys, setup, p, l));
-  CHECK(want.moe_layer_kernels - none.moe_layer_kernels == test::Rel(35.0));
+  CHECK(want.layer_kernels.moe - none.layer_kernels.moe == test::Rel(35.0));
 }
 
 TEST_CASE("link table: the indexed lookup finds what the binary search finds") {

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from host_overhead import slope  # noqa: E402
+from host_overhead import slope, tiny_llama  # noqa: E402
 from measure import environment  # noqa: E402
 
 WARMUP = 3
@@ -78,16 +78,10 @@ class MoeMlp(torch.nn.Module):
 
 
 def build(kind, experts, layers, device):
-    import transformers
-
-    cfg = transformers.LlamaConfig(hidden_size=HIDDEN, intermediate_size=512, num_hidden_layers=layers,
-                                   num_attention_heads=4, num_key_value_heads=4, head_dim=64,
-                                   vocab_size=2048, max_position_embeddings=4096, tie_word_embeddings=False)
-    cfg.use_cache = False
-    cfg._attn_implementation = "sdpa"
+    cls, cfg = tiny_llama(layers)  # host_overhead.py's decoder: hidden 256 (HIDDEN)
     torch.set_default_dtype(torch.bfloat16)
     with torch.device(device):
-        model = transformers.LlamaForCausalLM(cfg)
+        model = cls(cfg)
         if kind == "moe":
             for layer in model.model.layers:
                 layer.mlp = MoeMlp(experts, HIDDEN, 128)
