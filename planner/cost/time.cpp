@@ -30,6 +30,32 @@ double GemmSizeFactor(double tokens, double width) {
   return ft * fw;
 }
 
+double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8) {
+  if (tokens <= 0 || k <= 0 || n <= 0 || rate <= 0) return 0.0;
+  const double flop = 2.0 * tokens * k * n;
+  const double bytes = (tokens * k + k * n) * (fp8 ? 1.0 : 2.0) + tokens * n * 2.0;
+  const double bw = (fp8 ? kGemmOperandBwShareFp8 : kGemmOperandBwShareBf16) * hbm_bandwidth;
+  const double memory = bw > 0 ? bytes / bw : 0.0;
+  return std::max(flop / rate, memory) + (fp8 ? kGemmLatencyFp8 : kGemmLatencyBf16);
+}
+
+double LinearGemmFactor(const ModelSpec& m, double tokens, double tp, double rate, double hbm_bandwidth, bool fp8) {
+  if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0) return 1.0;
+  const double h = double(m.hidden_size), q = double(QDim(m)), kv = double(KDim(m)), o = double(AttnOutDim(m));
+  const double f = m.is_moe() ? double(m.shared_expert_intermediate_size) : double(m.intermediate_size);
+  double flop = 0.0, seconds = 0.0;
+  auto add = [&](double k, double n) {
+    if (k <= 0 || n <= 0) return;
+    flop += 2.0 * tokens * k * n;
+    seconds += GemmSeconds(tokens, k, n, rate, hbm_bandwidth, fp8);
+  };
+  add(h, (q + 2.0 * kv) / tp);
+  add(o / tp, h);
+  add(h, 2.0 * f / tp);
+  add(f / tp, h);
+  return seconds > 0 ? std::min(1.0, flop / rate / seconds) : 1.0;
+}
+
 double EagerLayerPasses(const ModelSpec& m, double tp) {
   const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
   return kEagerHiddenPasses * double(m.hidden_size) +
@@ -74,12 +100,13 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   kSelective (op-level SAC, see memory.cpp) recomputes every other matmul forward
 ///   (1/6 of the layers' linear and expert FLOP); attention is saved, not recomputed.
 ///   Rate = peak(precision) · matmul_efficiency(precision) · system.compute_efficiency
-///   · GemmSizeFactor; the attention core runs in bf16 (PyTorch SDPA) even under fp8, at
+///   · the size factors below; the attention core runs in bf16 (PyTorch SDPA) even under fp8, at
 ///   kSdpaAttentionEfficiency of the bf16 peak (measured, time.hpp), x GemmSizeFactor of the
 ///   micro-batch's tokens, x the ring-chunk slowdown under CP (AttentionLengthFactor(seq, cp) /
 ///   AttentionLengthFactor(seq, 1)).
-///   GemmSizeFactor(T, h/tp) for the linear work, (T·k·ep/E, f_e) for the experts (tokens
-///   per local expert), (T, ∞) for the core; T = micro_batch·seq/cp.
+///   LinearGemmFactor(T, tp) for the linear work (the layer's GEMM shapes, measured);
+///   GemmSizeFactor (T·k·ep/E, f_e) for the experts (tokens per local expert), (T, ∞) for
+///   the core; T = micro_batch·seq/cp.
 ///   Eager HBM-bound kernels: 2 bytes · tokens · (layers' kEager*Passes elements, x 4/3
 ///   under recompute, + kEagerLossVocabPasses·V on the head's rank) / HBM bandwidth (time.hpp).
 /// Communication (exposed parts; groups and links from comm.cpp):
@@ -146,7 +173,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep / double(m.num_experts) : t_mb;
   const double linear_s =
-      (linear * (1.0 + extra_mm) + head) / (linear_rate * GemmSizeFactor(t_mb, h / tp));
+      (linear * (1.0 + extra_mm) + head) /
+      (linear_rate * LinearGemmFactor(m, t_mb, tp, linear_rate / sys_eff, gpu.hbm_bandwidth,
+                                      c.setup.precision != Precision::kBf16));
   const double expert_s =
       experts * (1.0 + extra_mm) /
       (linear_rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size)));

@@ -10,12 +10,40 @@ namespace meshplan::cost {
 
 /// Small-GEMM efficiency factor in (0, 1]:
 ///   factor = T/(T + kGemmTokensK0) · w/(w + kGemmWidthK0)
-/// T = rows of the GEMM (tokens), w = the TP-sliced width. Assumption, uncalibrated: a
-/// saturating curve so that small per-GPU GEMMs (short micro-batches, wide TP, small
-/// experts) run below the large-GEMM rate; calibrate later against measured runs.
+/// T = rows of the GEMM (tokens), w = the TP-sliced width. Assumption, uncalibrated. Used for
+/// the routed experts' grouped GEMMs, which were not measured (Transformer Engine's grouped
+/// GEMM runs the experts on 4 compute streams, transformer_engine/common/util/multi_stream.h
+/// num_compute_streams, so one GEMM's fixed cost overlaps the next expert's), and, with
+/// w = 0, for the tokens of the AutoModel attention core. The dense GEMMs use
+/// LinearGemmFactor (measured).
 double GemmSizeFactor(double tokens, double width);
 inline constexpr double kGemmTokensK0 = 256.0;
 inline constexpr double kGemmWidthK0 = 128.0;
+
+/// One GEMM of a linear layer's training step (forward T x K x N, or its dgrad or wgrad,
+/// which move the same FLOP and bytes), on one stream:
+///   seconds = max(2·T·K·N / rate, bytes / (share · HBM bandwidth)) + latency
+///   bytes = (T·K + K·N) · (2 BF16 | 1 FP8 operands) + T·N · 2 (BF16 output)
+/// rate = peak(precision) x MAMF (FLOP/s), HBM bandwidth in bytes/s. Measured on one H200
+/// (tools/measure/gemm_size.py, tests/data/measured/h200_gemm_size.jsonl: torch.matmul and
+/// torch._scaled_mm replayed from a CUDA graph, T 256-32768, K 2048-8192, N 256-16384, two
+/// runs): least squares on log time with the rate fixed at hwdb's MAMF and a free level
+/// (large GEMMs sustain 1/1.15 (BF16) and 1/1.20 (FP8) of MAMF, which MatmulEfficiency and
+/// the fitted constants carry); rms error 7% (BF16) and 10% (FP8) of the time, against 25%
+/// and 37% for GemmSizeFactor. tests/cost/gemm_size_test.cpp refits the four constants.
+/// The shares and latencies of other GPUs are assumed equal to H200's (not measured).
+inline constexpr double kGemmOperandBwShareBf16 = 0.570;
+inline constexpr double kGemmOperandBwShareFp8 = 0.359;
+inline constexpr double kGemmLatencyBf16 = 2.93e-6;  ///< seconds per GEMM
+inline constexpr double kGemmLatencyFp8 = 2.51e-6;   ///< seconds per GEMM
+double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8);
+/// Achieved fraction of `rate` over the dense GEMMs of one decoder layer at T tokens per
+/// micro-batch: Σ FLOP / rate ÷ Σ GemmSeconds over q/k/v (K = h, N = (q + 2k)/tp), the
+/// output projection (K = o/tp, N = h) and the MLP's up/gate (K = h, N = 2f/tp) and down
+/// (K = f/tp, N = h) projections; f = the dense FFN width, or for MoE models the shared
+/// experts' width (none: attention only). In (0, 1]; 1 without HBM bandwidth or GEMMs.
+double LinearGemmFactor(const ModelSpec& model, double tokens, double tp, double rate, double hbm_bandwidth,
+                        bool fp8);
 
 /// Fraction of FSDP all-gather / reduce-scatter time that prefetch can hide behind the
 /// compute of the same step. Assumption, uncalibrated.
@@ -193,7 +221,7 @@ struct MegatronLayerKernels {
 /// Physical terms of one pipeline rank's Megatron-Core step, at datasheet rates, before the
 /// fitted constants. Seconds unless stated. Formulas: time_megatron.cpp.
 struct MegatronTerms {
-  double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x GemmSizeFactor, incl. recompute
+  double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x LinearGemmFactor / GemmSizeFactor, incl. recompute
   double attention = 0;     ///< causal attention core at kFlashAttentionEfficiency of BF16 peak
   double memory_bound = 0;  ///< elementwise / norm / permute / cross-entropy bytes / HBM bandwidth
   double kernels = 0;       ///< kernels launched per step (count), graphed ones weighted by kGraphedKernelShare
@@ -209,7 +237,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
 struct MegatronShared {
   double tp = 1, ep = 1, etp = 1, n_mb = 1, tokens = 0, extra = 0, core_extra = 0, v = 1;
   bool full = false;
-  double linear_rate = 0, expert_rate = 0, core_rate = 0;  ///< FLOP/s incl. GemmSizeFactor
+  double linear_rate = 0, expert_rate = 0, core_rate = 0;  ///< FLOP/s incl. the size factors
   double dense_mem_s = 0, moe_mem_s = 0, head_mem_s = 0;   ///< HBM seconds per layer / head
   MegatronLayerKernels layer_kernels;  ///< kernels per layer per micro-batch, GPU-weighted and host-launched
   /// Selective recompute (recompute_modules) beyond the attention core: forward FLOP and HBM
