@@ -7,7 +7,7 @@
 //   - that rank holds at least L/pp layers (the max is >= the mean) and each of its layers
 //     costs at least min(dense layer, MoE layer) FLOP per token;
 //   - it processes global_batch·seq_len/(dp·cp) tokens per step whatever the micro-batch;
-//   - compute runs at most at peak·matmul_efficiency·compute_efficiency (LinearGemmFactor, GemmSizeFactor <= 1),
+//   - compute runs at most at peak·matmul_efficiency·compute_efficiency (LinearGemmFactor, ExpertGemmFactor <= 1),
 //     the attention core at most at the faster of the GEMM and bf16 rates; recompute adds
 //     1/3 (full) or 1/6 of the matmul work (selective) exactly as RankTime does;
 //   - TP all-reduces move at least (4, or 6 under full recompute) · layers · tokens·h·2
@@ -17,7 +17,7 @@
 //     optimizer) is >= 0 and dropped.
 // Megatron-Bridge layouts are scored by time_megatron.cpp (MegatronTime), bounded the same
 // way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
-// GEMM factor (LinearGemmFactor, GemmSizeFactor <= 1), routed experts / tp, recompute only under full; the
+// GEMM factor (LinearGemmFactor, ExpertGemmFactor <= 1), routed experts / tp, recompute only under full; the
 // attention core at kFlashAttentionEfficiency x AttentionLengthFactor; the HBM-bound term exactly (it is linear in
 // the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP and EP communication
 // without latency terms, in full without overlap; with tp_comm_overlap at least

@@ -30,13 +30,25 @@ double GemmSizeFactor(double tokens, double width) {
   return ft * fw;
 }
 
-double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8) {
+double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8, bool grouped) {
   if (tokens <= 0 || k <= 0 || n <= 0 || rate <= 0) return 0.0;
   const double flop = 2.0 * tokens * k * n;
   const double bytes = (tokens * k + k * n) * (fp8 ? 1.0 : 2.0) + tokens * n * 2.0;
-  const double bw = (fp8 ? kGemmOperandBwShareFp8 : kGemmOperandBwShareBf16) * hbm_bandwidth;
-  const double memory = bw > 0 ? bytes / bw : 0.0;
-  return std::max(flop / rate, memory) + (fp8 ? kGemmLatencyFp8 : kGemmLatencyBf16);
+  const double share = grouped ? (fp8 ? kGroupedGemmOperandBwShareFp8 : kGroupedGemmOperandBwShareBf16)
+                               : (fp8 ? kGemmOperandBwShareFp8 : kGemmOperandBwShareBf16);
+  const double latency = grouped ? (fp8 ? kGroupedGemmLatencyFp8 : kGroupedGemmLatencyBf16)
+                                 : (fp8 ? kGemmLatencyFp8 : kGemmLatencyBf16);
+  const double memory = share * hbm_bandwidth > 0 ? bytes / (share * hbm_bandwidth) : 0.0;
+  return std::max(flop / rate, memory) + latency;
+}
+
+double ExpertGemmFactor(const ModelSpec& m, double tokens, double etp, double rate, double hbm_bandwidth, bool fp8) {
+  const double h = double(m.hidden_size), f = double(m.moe_intermediate_size) / std::max(1.0, etp);
+  if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0 || f <= 0) return 1.0;
+  const double flop = 2.0 * tokens * h * 3.0 * f;  // fc1 (gated: 2f) and fc2
+  const double seconds = GemmSeconds(tokens, h, 2.0 * f, rate, hbm_bandwidth, fp8, true) +
+                         GemmSeconds(tokens, f, h, rate, hbm_bandwidth, fp8, true);
+  return std::min(1.0, flop / rate / seconds);
 }
 
 double LinearGemmFactor(const ModelSpec& m, double tokens, double tp, double rate, double hbm_bandwidth, bool fp8) {
@@ -104,9 +116,9 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   kSdpaAttentionEfficiency of the bf16 peak (measured, time.hpp), x GemmSizeFactor of the
 ///   micro-batch's tokens, x the ring-chunk slowdown under CP (AttentionLengthFactor(seq, cp) /
 ///   AttentionLengthFactor(seq, 1)).
-///   LinearGemmFactor(T, tp) for the linear work (the layer's GEMM shapes, measured);
-///   GemmSizeFactor (T·k·ep/E, f_e) for the experts (tokens per local expert), (T, ∞) for
-///   the core; T = micro_batch·seq/cp.
+///   LinearGemmFactor(T, tp) for the linear work (the layer's GEMM shapes, measured),
+///   ExpertGemmFactor(T·k·ep/E) for the experts (tokens per local expert, grouped GEMM,
+///   measured), GemmSizeFactor(T, 0) for the core; T = micro_batch·seq/cp.
 ///   Eager HBM-bound kernels: 2 bytes · tokens · (layers' kEager*Passes elements, x 4/3
 ///   under recompute, + kEagerLossVocabPasses·V on the head's rank) / HBM bandwidth (time.hpp).
 /// Communication (exposed parts; groups and links from comm.cpp):
@@ -178,7 +190,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
                                       c.setup.precision != Precision::kBf16));
   const double expert_s =
       experts * (1.0 + extra_mm) /
-      (linear_rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size)));
+      (linear_rate * ExpertGemmFactor(m, expert_tokens, 1.0, linear_rate / sys_eff, gpu.hbm_bandwidth,
+                                      c.setup.precision != Precision::kBf16));
   // The ring of a context-parallel group runs the core as cp steps over seq/cp-token chunks:
   // slower than one sequence (AttentionLengthFactor against the unsplit sequence; 1 at cp 1).
   const double cp_chunk = l.cp > 1 ? AttentionLengthFactor(c.setup.seq_len, l.cp) /

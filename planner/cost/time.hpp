@@ -10,12 +10,9 @@ namespace meshplan::cost {
 
 /// Small-GEMM efficiency factor in (0, 1]:
 ///   factor = T/(T + kGemmTokensK0) · w/(w + kGemmWidthK0)
-/// T = rows of the GEMM (tokens), w = the TP-sliced width. Assumption, uncalibrated. Used for
-/// the routed experts' grouped GEMMs, which were not measured (Transformer Engine's grouped
-/// GEMM runs the experts on 4 compute streams, transformer_engine/common/util/multi_stream.h
-/// num_compute_streams, so one GEMM's fixed cost overlaps the next expert's), and, with
-/// w = 0, for the tokens of the AutoModel attention core. The dense GEMMs use
-/// LinearGemmFactor (measured).
+/// T = rows of the GEMM (tokens), w = the TP-sliced width. Assumption, uncalibrated. Now used
+/// only with w = 0, for the tokens of the AutoModel attention core; GEMMs use
+/// LinearGemmFactor and ExpertGemmFactor (measured).
 double GemmSizeFactor(double tokens, double width);
 inline constexpr double kGemmTokensK0 = 256.0;
 inline constexpr double kGemmWidthK0 = 128.0;
@@ -36,13 +33,35 @@ inline constexpr double kGemmOperandBwShareBf16 = 0.570;
 inline constexpr double kGemmOperandBwShareFp8 = 0.359;
 inline constexpr double kGemmLatencyBf16 = 2.93e-6;  ///< seconds per GEMM
 inline constexpr double kGemmLatencyFp8 = 2.51e-6;   ///< seconds per GEMM
-double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8);
+/// The same model for routed experts as Transformer Engine's grouped GEMM runs them: the
+/// experts' GEMMs issued round-robin on 4 compute streams (general_grouped_gemm,
+/// transformer_engine/common/util/multi_stream.h num_compute_streams; the default grouped path
+/// of the releases Megatron-Bridge's published runs used). Measured on one H200
+/// (tools/measure/grouped_gemm.py, tests/data/measured/h200_grouped_gemm.jsonl: 4 and 16
+/// experts, 128-8192 tokens each, hidden / expert width 2048/768, 4096/1536, 7168/2048,
+/// 2880/2880, fc1 and fc2 forward, dgrad and wgrad, two runs): rms 7% (BF16) and 6% (FP8);
+/// the streams overlap one GEMM's fixed cost and memory traffic with the next expert's.
+/// The same GEMMs on one stream give back the dense constants above within 10%
+/// (tests/cost/gemm_size_test.cpp refits both).
+inline constexpr double kGroupedGemmOperandBwShareBf16 = 0.620;
+inline constexpr double kGroupedGemmOperandBwShareFp8 = 0.421;
+inline constexpr double kGroupedGemmLatencyBf16 = 2.01e-6;  ///< seconds per GEMM
+inline constexpr double kGroupedGemmLatencyFp8 = 1.82e-6;   ///< seconds per GEMM
+/// Seconds of one GEMM of `tokens` x `k` x `n` (above); `grouped`: an expert GEMM of a
+/// grouped GEMM (the kGroupedGemm* constants). 0 when a size or the rate is not positive.
+double GemmSeconds(double tokens, double k, double n, double rate, double hbm_bandwidth, bool fp8,
+                   bool grouped = false);
 /// Achieved fraction of `rate` over the dense GEMMs of one decoder layer at T tokens per
 /// micro-batch: Σ FLOP / rate ÷ Σ GemmSeconds over q/k/v (K = h, N = (q + 2k)/tp), the
 /// output projection (K = o/tp, N = h) and the MLP's up/gate (K = h, N = 2f/tp) and down
 /// (K = f/tp, N = h) projections; f = the dense FFN width, or for MoE models the shared
 /// experts' width (none: attention only). In (0, 1]; 1 without HBM bandwidth or GEMMs.
 double LinearGemmFactor(const ModelSpec& model, double tokens, double tp, double rate, double hbm_bandwidth,
+                        bool fp8);
+/// Achieved fraction of `rate` over one routed expert's GEMMs (grouped): fc1 (K = h,
+/// N = 2·f_e/etp) and fc2 (K = f_e/etp, N = h) at `tokens` per local expert. In (0, 1]; 1
+/// without HBM bandwidth, tokens or experts.
+double ExpertGemmFactor(const ModelSpec& model, double tokens, double etp, double rate, double hbm_bandwidth,
                         bool fp8);
 
 /// Fraction of FSDP all-gather / reduce-scatter time that prefetch can hide behind the

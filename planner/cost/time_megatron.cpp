@@ -153,8 +153,8 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l
 ///     linear layers (attention projections, dense MLP, shared experts) and lm_head / tp at
 ///     LinearGemmFactor (the layer's GEMM shapes, measured on H200);
 ///     routed experts / tp (sequence parallel gives each TP rank T/tp tokens to route, or
-///     expert-TP splits the expert width) at GemmSizeFactor of the tokens per local expert
-///     T·k·ep·etp/(tp·E) and the expert width / etp (grouped GEMMs: assumption).
+///     expert-TP splits the expert width) at ExpertGemmFactor of the tokens per local expert
+///     T·k·ep·etp/(tp·E) and the expert width / etp (grouped GEMM, measured on H200).
 ///   attention = causal core FLOP / tp at kFlashAttentionEfficiency (x AttentionHeadDimFactor x
 ///     AttentionLengthFactor(seq_len, cp): shorter sequences and CP ring chunks run slower) of the BF16 peak
 ///     (Transformer Engine runs the core in BF16 under FP8 recipes).
@@ -252,7 +252,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * s.ep * s.etp / (s.tp * double(m.num_experts)) : t_mb;
   s.linear_rate = rate * LinearGemmFactor(m, t_mb, s.tp, rate, gpu.hbm_bandwidth, fp8);
-  s.expert_rate = rate * GemmSizeFactor(expert_tokens, double(m.moe_intermediate_size) / s.etp);
+  s.expert_rate = rate * ExpertGemmFactor(m, expert_tokens, s.etp, rate, gpu.hbm_bandwidth, fp8);
   s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
                 AttentionLengthFactor(c.setup.seq_len, l.cp);
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
