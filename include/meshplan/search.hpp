@@ -98,7 +98,9 @@ struct PlanResult {
   int64_t pruned = 0;
   /// Fitting layouts with activation recompute left out of `top` because the same layout
   /// without recompute also passes every rule and fits: recompute would only add time. Counted
-  /// among those that could rank in `top` (no slower than its last entry when it was full).
+  /// among those no slower than the pruning threshold (the top_n-th best step of the search's
+  /// first phase; all of them with `prune` false), so the count does not depend on the search
+  /// threads' timing.
   int64_t recompute_dominated = 0;
 };
 

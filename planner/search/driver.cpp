@@ -44,9 +44,10 @@ int ThreadCount(const PlanRequest& req, size_t work) {
 // `budget`: the search's shared layout budget (nullptr = none).
 template <typename Fn>
 Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stoppable, Fn fn,
-                std::atomic<int64_t>* budget = nullptr) {
+                std::atomic<int64_t>* budget = nullptr,
+                double count_limit = std::numeric_limits<double>::infinity()) {
   const int threads = ThreadCount(req, n);
-  std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm, budget));
+  std::vector<Scorer> scorers(static_cast<size_t>(threads), Scorer(req, cm, budget, count_limit));
   // Indices are handed out in small chunks (one shared counter update per chunk).
   const size_t chunk = std::clamp<size_t>(n / (static_cast<size_t>(threads) * 64), 1, 64);
   std::atomic<size_t> next{0};
@@ -131,8 +132,8 @@ void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Score
 
 }  // namespace
 
-Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget)
-    : req_(req), cost_model_(cost_model), budget_(req.max_layouts > 0 ? budget : nullptr) {}
+Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget, double count_limit)
+    : req_(req), cost_model_(cost_model), budget_(req.max_layouts > 0 ? budget : nullptr), count_limit_(count_limit) {}
 
 bool Scorer::Stopped() {
   if (!stopped_.empty()) return true;
@@ -187,11 +188,14 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   ++fitting_;
   const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
   // A strictly slower layout never ranks before the k-th (RanksBefore compares the step first).
-  if (top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds) return;
+  const bool may_rank = !(top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds);
+  const bool counted = cost.step_seconds <= count_limit_;
+  if (!may_rank && !counted) return;
   if (NoRecomputeFits(l, cost.capacity_bytes)) {
-    ++recompute_dominated_;
+    if (counted) dominated_steps_.push_back(cost.step_seconds);
     return;
   }
+  if (!may_rank) return;
   std::pair<Candidate, uint64_t> c{Candidate{l, cost}, order};
   if (top_.size() == k && !Before(c, top_.back())) return;
   top_.insert(std::upper_bound(top_.begin(), top_.end(), c, Before), std::move(c));
@@ -214,7 +218,7 @@ bool Scorer::NoRecomputeFits(const Layout& l, double capacity_bytes) const {
 
 void Scorer::Merge(const Scorer& o) {
   enumerated_ += o.enumerated_;
-  recompute_dominated_ += o.recompute_dominated_;
+  dominated_steps_.insert(dominated_steps_.end(), o.dominated_steps_.begin(), o.dominated_steps_.end());
   tested_ += o.tested_;
   pruned_ += o.pruned_;
   valid_ += o.valid_;
@@ -241,6 +245,12 @@ void Scorer::Merge(const Scorer& o) {
   if (stopped_.empty()) stopped_ = o.stopped_;
 }
 
+void Scorer::KeepDominatedUpTo(double limit) {
+  dominated_steps_.erase(std::remove_if(dominated_steps_.begin(), dominated_steps_.end(),
+                                        [limit](double s) { return s > limit; }),
+                         dominated_steps_.end());
+}
+
 PlanResult Scorer::Finish() const {
   PlanResult r;
   for (const auto& c : top_) r.top.push_back(c.first);
@@ -249,7 +259,7 @@ PlanResult Scorer::Finish() const {
   r.valid = valid_;
   r.fitting = fitting_;
   r.pruned = pruned_;
-  r.recompute_dominated = recompute_dominated_;
+  r.recompute_dominated = static_cast<int64_t>(dominated_steps_.size());
   r.stopped = stopped_;
   if (has_least_) r.least_memory = least_.first;
   for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);
@@ -335,6 +345,9 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const size_t k = static_cast<size_t>(std::max(1, req.top_n));
   const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
                                                      : std::numeric_limits<double>::infinity();
+  // The seeds counted every recompute-dominated layout; both phases count those up to the
+  // threshold (a number fixed before phase 2: the count does not depend on thread timing).
+  seeded.KeepDominatedUpTo(threshold);
 
   // Phase 2: the rest, pruned.
   Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
@@ -344,7 +357,7 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       return;
     }
     ScoreSubtree(space, *subtrees[i], i, s);
-  }, &budget);
+  }, &budget, threshold);
   head.Merge(seeded);
   head.Merge(rest);
   PlanResult result = head.Finish();

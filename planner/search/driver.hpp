@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -42,8 +43,12 @@ class Space {
 class alignas(64) Scorer {
  public:
   /// `budget`: complete layouts reserved so far by every scorer of the search, shared by all
-  /// threads (PlanRequest::max_layouts); nullptr = no limit.
-  Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget = nullptr);
+  /// threads (PlanRequest::max_layouts); nullptr = no limit. `count_limit` (seconds): layouts
+  /// left out for their no-recompute twin are counted when their step is at most this
+  /// (PlanResult::recompute_dominated); a limit that does not depend on the scorer's own top
+  /// keeps the count independent of how subtrees were spread over threads.
+  Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget = nullptr,
+         double count_limit = std::numeric_limits<double>::infinity());
 
   /// Tests the rules of `stage`; counts a rejection per rule. True if rejected.
   bool Reject(const Layout& l, RuleStage stage);
@@ -61,6 +66,8 @@ class alignas(64) Scorer {
   int64_t pruned() const { return pruned_; }
 
   void Merge(const Scorer& other);
+  /// Keeps only the recompute-dominated layouts counted so far whose step is at most `limit`.
+  void KeepDominatedUpTo(double limit);
   PlanResult Finish() const;
 
   const std::vector<std::pair<Candidate, uint64_t>>& top() const { return top_; }
@@ -79,7 +86,9 @@ class alignas(64) Scorer {
   /// time, so `l` is not ranked.
   bool NoRecomputeFits(const Layout& l, double capacity_bytes) const;
 
-  int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0, recompute_dominated_ = 0;
+  int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
+  double count_limit_;
+  std::vector<double> dominated_steps_;  ///< step seconds of the counted recompute-dominated layouts
   std::string stopped_;
 };
 

@@ -66,3 +66,27 @@ TEST_CASE("search: a layout is ranked with recompute only when it does not fit w
     CHECK(with_recompute > 0);  // layouts that need recompute to fit are still ranked
   }
 }
+
+TEST_CASE("search: the count of recompute layouts not ranked does not depend on the thread count") {
+  // With pruning, each thread's own top-k fills at its own pace; the count uses the
+  // first phase's threshold instead, so 1, 2 and 3 threads count the same layouts.
+  PlanRequest req;
+  req.model = LoadModel("qwen3-30b-a3b");
+  req.system = LoadSystem("dgx-h100");
+  req.setup.num_gpus = 16;
+  req.setup.seq_len = 4096;
+  req.setup.global_batch = 512;
+  req.framework = Framework::kMegatronBridge;
+  req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
+  req.top_n = 5;
+  std::vector<int64_t> counts;
+  for (int threads : {1, 2, 3, 2}) {
+    req.threads = threads;
+    const PlanResult r = Plan(req);
+    REQUIRE(r.stopped.empty());
+    counts.push_back(r.recompute_dominated);
+  }
+  CAPTURE(counts[0]);
+  CHECK(counts[0] > 0);
+  for (int64_t c : counts) CHECK(c == counts[0]);
+}
