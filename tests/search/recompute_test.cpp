@@ -29,18 +29,29 @@ TEST_CASE("search: the selective recompute_modules sets follow the model's archi
   CHECK(RecomputeModulesValue(0) == "[core_attn]");
 }
 
+namespace {
+
+// Qwen3-30B-A3B on 16 H100, sequence 4096, global batch 512, with the searched
+// recompute_modules sets under Megatron-Bridge.
+PlanRequest Qwen30bOn16H100(Framework fw) {
+  PlanRequest req;
+  req.model = LoadModel("qwen3-30b-a3b");
+  req.system = LoadSystem("dgx-h100");
+  req.setup.num_gpus = 16;
+  req.setup.seq_len = 4096;
+  req.setup.global_batch = 512;
+  req.framework = fw;
+  if (fw == Framework::kMegatronBridge) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
+  return req;
+}
+
+}  // namespace
+
 TEST_CASE("search: a layout is ranked with recompute only when it does not fit without") {
   for (Framework fw : {Framework::kAutoModel, Framework::kMegatronBridge}) {
     CAPTURE(int(fw));
-    PlanRequest req;
-    req.model = LoadModel("qwen3-30b-a3b");
-    req.system = LoadSystem("dgx-h100");
-    req.setup.num_gpus = 16;
-    req.setup.seq_len = 4096;
-    req.setup.global_batch = 512;
-    req.framework = fw;
+    PlanRequest req = Qwen30bOn16H100(fw);
     req.max_micro_batch = 2;
-    if (fw == Framework::kMegatronBridge) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
     req.top_n = 100000;  // every fitting layout is kept
     req.prune = false;
     const PlanResult r = Plan(req);
@@ -70,14 +81,7 @@ TEST_CASE("search: a layout is ranked with recompute only when it does not fit w
 TEST_CASE("search: the count of recompute layouts not ranked does not depend on the thread count") {
   // With pruning, each thread's own top-k fills at its own pace; the count uses the
   // first phase's threshold instead, so 1, 2 and 3 threads count the same layouts.
-  PlanRequest req;
-  req.model = LoadModel("qwen3-30b-a3b");
-  req.system = LoadSystem("dgx-h100");
-  req.setup.num_gpus = 16;
-  req.setup.seq_len = 4096;
-  req.setup.global_batch = 512;
-  req.framework = Framework::kMegatronBridge;
-  req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
+  PlanRequest req = Qwen30bOn16H100(Framework::kMegatronBridge);
   req.top_n = 5;
   std::vector<int64_t> counts;
   for (int threads : {1, 2, 3, 2}) {
