@@ -79,6 +79,8 @@ void CheckDuplicates(const YAML::Node& node, const std::string& filename, std::v
   }
 }
 
+}  // namespace
+
 std::string Shown(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "null";
   if (n.IsScalar()) {
@@ -89,8 +91,6 @@ std::string Shown(const YAML::Node& n) {
   if (n.IsSequence()) return "a list";
   return "a map";
 }
-
-}  // namespace
 
 SourceLoc LocOf(const YAML::Node& node, const std::string& filename) {
   SourceLoc loc{filename, 0, 0};
@@ -126,6 +126,8 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     if (e.msg == "end of map flow not found") {
       why += ": an unclosed map: expected '}' (or a comma and the next key), found the end of the text or a token that cannot "
              "continue it (a truncated file or a missing comma?)";
+    } else if (e.msg == "illegal tab when looking for indentation") {
+      why += ": YAML indents with spaces only; expected spaces, found a tab character";
     } else if (e.msg == "end of sequence flow not found") {
       why += ": an unclosed list: expected ']' (or a comma and the next item), found the end of the text or a token that cannot "
              "continue it (a truncated file or a missing comma?)";

@@ -23,6 +23,9 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename);
 
 /// 1-based position of `node` in `filename` (line 0 if the node has no mark).
 SourceLoc LocOf(const YAML::Node& node, const std::string& filename);
+/// A node as error messages show what was found: 'scalar' (quoted, cut at 40 characters),
+/// null, "a list" or "a map".
+std::string Shown(const YAML::Node& node);
 
 /// How Int and Bool read a quoted scalar ("4", "false"). YAML types it a string, and so do
 /// PyYAML / OmegaConf (Megatron-Bridge's override files) and JSON: refused (a quoted "false"

@@ -124,7 +124,7 @@ MegatronTimeFit ParseMegatronFit(const YAML::Node& node, const std::string& file
   if (!node.IsMap()) {
     throw InputError(yamlutil::LocOf(node, filename), "megatron_time_fit",
                      "expected a map of fitted constants (gemm_bf16, gemm_fp8, gemm_fp4, memory_bound, "
-                     "kernel_overhead_us, ...)");
+                     "kernel_overhead_us, ...), found " + yamlutil::Shown(node));
   }
   yamlutil::MapReader r(node, filename, "megatron_time_fit");
   r.Ignore({"source", "residuals", "fitted"});

@@ -66,7 +66,7 @@ MapReader Section(MapReader& top, const char* name, const std::string& filename,
                   yamlutil::QuotedScalars quoted = yamlutil::QuotedScalars::kRefused) {
   if (!top.HasValue(name)) return MapReader(YAML::Node(YAML::NodeType::Map), filename, name, quoted);
   YAML::Node n = top.Get(name);
-  if (!n.IsMap()) top.Fail(name, "expected a map of overrides");
+  if (!n.IsMap()) top.Fail(name, "expected a map of overrides, found " + yamlutil::Shown(n));
   return MapReader(n, filename, name, quoted);
 }
 

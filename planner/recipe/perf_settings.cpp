@@ -164,7 +164,8 @@ PerfRecipeTable LoadPerfRecipeSettings(const std::string& path) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, int64_t, bool>, int> seen;
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].IsMap()) {
-      throw InputError(yamlutil::LocOf(list[i], t.file), "recipes[" + std::to_string(i) + "]", "expected a map");
+      throw InputError(yamlutil::LocOf(list[i], t.file), "recipes[" + std::to_string(i) + "]",
+                       "expected a map, found " + yamlutil::Shown(list[i]));
     }
     yamlutil::MapReader r(list[i], t.file, "recipes[" + std::to_string(i) + "]");
     PerfRecipeSettings e = ReadEntry(r);

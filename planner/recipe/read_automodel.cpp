@@ -58,7 +58,7 @@ void ReadPipeline(MapReader& d, Layout& l) {
     return;
   }
   YAML::Node node = d.Get("pipeline");
-  if (!node.IsMap()) d.Fail("pipeline", "expected a map");
+  if (!node.IsMap()) d.Fail("pipeline", "expected a map, found " + yamlutil::Shown(node));
   MapReader p(node, d.filename(), "distributed.pipeline", kQuoted);
   if (l.pp > 1) {
     std::string sched = p.Str("pp_schedule", std::string("1f1b"));
@@ -97,7 +97,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   YAML::Node root = yamlutil::ParseMap(text, filename);
   MapReader top(root, filename, "", kQuoted);
   if (!top.HasValue("distributed")) top.FailMissing("distributed", "expected the AutoModel distributed: section");
-  if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map");
+  if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map, found " + yamlutil::Shown(top.Get("distributed")));
   MapReader d(top.Get("distributed"), filename, "distributed", kQuoted);
   ParsedRecipe out;
   Layout& l = out.layout;
@@ -156,7 +156,9 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   d.RejectUnknown();
 
   if (!top.HasValue("step_scheduler")) top.FailMissing("step_scheduler", "expected global_batch_size and local_batch_size");
-  if (!top.Get("step_scheduler").IsMap()) top.Fail("step_scheduler", "expected a map");  // fuzz finding
+  if (!top.Get("step_scheduler").IsMap()) {  // fuzz finding
+    top.Fail("step_scheduler", "expected a map, found " + yamlutil::Shown(top.Get("step_scheduler")));
+  }
   MapReader s(top.Get("step_scheduler"), filename, "step_scheduler", kQuoted);
   out.global_batch = s.Int("global_batch_size", 1, 1LL << 30);
   l.local_batch_size = s.Int("local_batch_size", 1, 1LL << 30);
