@@ -254,12 +254,17 @@ struct Sizes {
 void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp) {
   // release,task,model,system,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,ga,tok,tflops
   auto cell = [&](size_t i) { return i < c.size() ? c[i] : std::string(); };
-  r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (Trim(cell(5)).empty() ? "BF16" : cell(5));
+  // An empty precision cell is the 25.09 table's, which had no precision column: its numbers
+  // are FP8 (current or delayed scaling) runs, the parenthesised ones the MX / blockwise
+  // variant (megatron.md 5.1; the 25.09 layouts match the releases' fp8 presets, not the bf16
+  // ones: recipes/megatron-bridge-perf.yaml notes). Priced as FP8.
+  const bool no_precision = Trim(cell(5)).empty();
+  r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (no_precision ? "FP8 (25.09)" : cell(5));
   r.release = Trim(cell(0));
   if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
   r.preset = PresetOf(cell(2));
   r.system = SystemOf(cell(3));
-  r.setup.precision = PrecisionOf(cell(5));
+  r.setup.precision = no_precision ? Precision::kFp8 : PrecisionOf(cell(5));
   r.precision_cell = cell(5);
   {
     // The table's precision cells (anything else would be priced at a guessed rate).
@@ -268,7 +273,7 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
     static const char* const kKnown[] = {"", "bf16", "fp8", "fp8-cs", "fp8-mx", "mxfp8", "nvfp4", "fp8-cs(fp8-mx)"};
     if (std::find(std::begin(kKnown), std::end(kKnown), p) == std::end(kKnown) && r.skip.empty()) {
       r.skip = "precision '" + Trim(cell(5)) +
-               "': expected empty (BF16), BF16, FP8, FP8-CS, FP8-MX, MXFP8, NVFP4 or FP8-CS (FP8-MX)";
+               "': expected empty (the 25.09 table: FP8), BF16, FP8, FP8-CS, FP8-MX, MXFP8, NVFP4 or FP8-CS (FP8-MX)";
     }
   }
   r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
@@ -578,6 +583,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (!o.fit.empty() && pred > 0) {
       FitRow row = MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
       row.label = r.label + (r.release.empty() ? "" : " (" + r.release + ")");
+      row.model = r.preset;
       fit_rows[r.system].push_back(row);
     }
     ++evaluated;

@@ -52,6 +52,31 @@ double FitCompute(const FitRow& row, const MegatronTimeFit& fit) {
 
 // Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none) and the rows
 // marked in `host_bound`.
+// The GEMM constant each precision's rows are fitted with: its own when kFitMinModels models
+// ran in it, else that of the identified precision with the most rows (fp8 first on a tie),
+// else its own at the prior (-1: no rows need it). tie[g] == g: fitted on its own.
+std::array<int, 3> GemmTies(const std::vector<FitRow>& rows, long skip) {
+  std::array<std::vector<std::string>, 3> models;
+  std::array<long, 3> count{};
+  for (long i = 0; i < long(rows.size()); ++i) {
+    const FitRow& row = rows[size_t(i)];
+    if (i == skip) continue;
+    const int g = GemmIndex(row.precision);
+    ++count[size_t(g)];
+    auto& m = models[size_t(g)];
+    if (std::find(m.begin(), m.end(), row.model) == m.end()) m.push_back(row.model);
+  }
+  int donor = -1;
+  for (int g : {1, 0, 2}) {
+    if (int(models[size_t(g)].size()) >= kFitMinModels && (donor < 0 || count[size_t(g)] > count[size_t(donor)])) donor = g;
+  }
+  std::array<int, 3> tie{};
+  for (int g = 0; g < 3; ++g) {
+    tie[size_t(g)] = int(models[size_t(g)].size()) >= kFitMinModels ? g : donor >= 0 ? donor : (count[size_t(g)] ? g : -1);
+  }
+  return tie;
+}
+
 std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long skip,
                                            const std::vector<bool>& host_bound, std::array<bool, kConstants>& used) {
   const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
@@ -59,8 +84,9 @@ std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long
   const std::array<double, kConstants> lower{1.0, 1.0, 1.0, 0.0, 0.0};
   used.fill(false);
   used[3] = used[4] = true;
-  for (long i = 0; i < long(rows.size()); ++i) {
-    if (i != skip) used[GemmIndex(rows[size_t(i)].precision)] = true;
+  const std::array<int, 3> tie = GemmTies(rows, skip);
+  for (int g = 0; g < 3; ++g) {
+    if (tie[size_t(g)] == g) used[size_t(g)] = true;
   }
   std::array<bool, kConstants> clamped{};
   std::array<double, kConstants> x = prior;
@@ -80,12 +106,13 @@ std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long
       const FitRow& row = rows[size_t(i)];
       const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
       std::array<double, kConstants> col{};
-      col[size_t(GemmIndex(row.precision))] = one_b * row.gemm;
+      const int g = GemmIndex(row.precision);
+      col[size_t(tie[size_t(g)] >= 0 && used[size_t(tie[size_t(g)])] ? tie[size_t(g)] : g)] = one_b * row.gemm;
       col[3] = one_b * row.memory_bound;
       col[4] = one_b * row.kernels * kKernelPrior;
       double rhs = row.published_step - one_b * row.attention - row.fixed;
       for (int j = 0; j < kConstants; ++j) {
-        if (clamped[j]) rhs -= col[size_t(j)] * x[size_t(j)];
+        if (clamped[j] || !used[j]) rhs -= col[size_t(j)] * x[size_t(j)];  // held at its bound or prior
       }
       for (size_t c = 0; c < free.size(); ++c) A(r, long(c)) = w * col[size_t(free[c])];
       b(r) = w * rhs;
@@ -109,6 +136,9 @@ std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long
       }
     }
     if (!again) break;
+  }
+  for (int g = 0; g < 3; ++g) {
+    if (tie[size_t(g)] >= 0 && tie[size_t(g)] != g) x[size_t(g)] = x[size_t(tie[size_t(g)])];
   }
   return x;
 }
@@ -182,8 +212,13 @@ FitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
   if (rows.empty()) return out;
   std::array<bool, kConstants> used{};
   out.fit = FromVector(Solve(rows, -1, used));
+  const std::array<int, 3> tie = GemmTies(rows, -1);
   for (int j = 0; j < kConstants; ++j) {
-    if (used[size_t(j)]) out.fitted.push_back(kNames[j]);
+    if (used[size_t(j)]) {
+      out.fitted.push_back(kNames[j]);
+    } else if (j < 3 && tie[size_t(j)] >= 0 && tie[size_t(j)] != j) {
+      out.fitted.push_back(std::string(kNames[j]) + " = " + kNames[tie[size_t(j)]]);
+    }
   }
   std::vector<double> abs;
   for (long i = 0; i < long(rows.size()); ++i) {

@@ -16,6 +16,7 @@ namespace meshplan::cli {
 /// kernels a count) and its published step time (seconds).
 struct FitRow {
   std::string system, label;
+  std::string model;  ///< the row's model (preset name): a GEMM constant needs kFitMinModels of them
   Precision precision = Precision::kBf16;
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
   double fixed = 0;  ///< exposed communication + optimizer: not scaled by the fit
@@ -48,7 +49,13 @@ struct FitOutcome {
   std::vector<std::string> fitted;    ///< names of the constants fitted (others stay at the prior)
 };
 
-/// Fits gemm_<precision> (for each precision present), memory_bound and kernel_overhead to
+/// Fits gemm_<precision> (for each precision whose rows come from at least kFitMinModels
+/// models; any other precision, with rows or none, takes the constant of the identified
+/// precision with the most rows, whose rows then fit it together: the measured sustained rate
+/// of large GEMMs below MAMF is about the same in both, 1/1.15 BF16 and 1/1.20 FP8 on H200,
+/// time.hpp; when no precision is identified, each precision with rows is fitted on its own,
+/// as with one model's own measurements, and one without rows stays at the prior, 1),
+/// memory_bound and kernel_overhead to
 /// `rows` (all of one system) by minimising Σ ((predicted − published)/published)² plus a
 /// ridge term kFitRidge·Σ (x − prior)² on each constant relative to its prior (1, 1, 4 us),
 /// which keeps systems with few rows near the physical model. Linear in the constants:
@@ -61,6 +68,10 @@ struct FitOutcome {
 /// returns the prior.
 FitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
 inline constexpr double kFitRidge = 0.1;
+/// Distinct models a precision's rows must come from for its GEMM constant to be fitted: with
+/// one model, a cost the model misses (GPT-OSS's BF16 rows on DGX H100 and B200, all run with
+/// the alltoall dispatcher) would be charged to the system's GEMMs and slow every other model.
+inline constexpr int kFitMinModels = 2;
 
 /// Replaces (or appends) the `megatron_time_fit:` block at the end of the system YAML at
 /// `path` with `outcome` (constants, row count, residual median / p90 and every row's

@@ -204,7 +204,7 @@ meshplan_cli_case(check_mb_deepseek_mtp0_nearest 1 "holds 1 MTP layer \\(m\\). e
 meshplan_cli_case(validate_unterminated_quote 1 "skipped \\(line 2\\): unterminated quote"
   -- ${MP} validate ${D}/validate_unterminated_quote.csv --rank-top 0)
 # An unknown precision cell is not priced at a guessed rate.
-meshplan_cli_case(validate_bad_precision 1 "skipped \\(line 2\\): precision 'FP7': expected empty \\(BF16\\), BF16, FP8"
+meshplan_cli_case(validate_bad_precision 1 "skipped \\(line 2\\): precision 'FP7': expected empty \\(the 25.09 table: FP8\\), BF16, FP8"
   -- ${MP} validate ${D}/validate_bad_precision.csv --rank-top 0)
 # TP*PP*CP not dividing the world is named as such (dp was inferred as 0 and only mb_axes_positive was reported).
 meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible by tensor x pipeline x context parallel \\(1 x 3 x 1 = 3\\)"

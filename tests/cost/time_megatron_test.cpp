@@ -273,6 +273,43 @@ TEST_CASE("megatron time: the fit recovers known constants from synthetic rows")
   REQUIRE(f.loo_residuals.size() == rows.size());
 }
 
+TEST_CASE("megatron time: a GEMM constant run by one model only takes the constant of a precision run by two") {
+  // FP8 rows of two models, BF16 rows of one: the BF16 constant is not told apart from that
+  // model's own costs, so BF16 rows share the FP8 constant (1.5 in the data), and so does the
+  // absent FP4 one.
+  MegatronTimeFit truth;
+  truth.gemm_bf16 = 1.5;
+  truth.gemm_fp8 = 1.5;
+  truth.memory_bound = 1.6;
+  truth.kernel_overhead = 6e-6;
+  std::vector<cli::FitRow> rows;
+  for (int i = 0; i < 60; ++i) {
+    cli::FitRow r;
+    r.precision = i % 3 == 0 ? Precision::kBf16 : Precision::kFp8;
+    r.model = r.precision == Precision::kBf16 ? "gpt-oss-120b" : (i % 3 == 1 ? "qwen3-30b-a3b" : "deepseek-v3");
+    r.gemm = 1.0 + 0.37 * (i % 5);
+    r.memory_bound = 0.5 + 0.3 * (i % 7);
+    r.kernels = 100000.0 + 90000.0 * (i % 4);
+    r.published_step = cli::FitPredict(r, truth);
+    // The one BF16 model misses a cost of its own: on its own the BF16 constant would take it.
+    if (r.precision == Precision::kBf16) r.published_step *= 1.3;
+    rows.push_back(r);
+  }
+  const cli::FitOutcome f = cli::FitMegatronTime(rows);
+  CHECK(f.fit.gemm_bf16 == f.fit.gemm_fp8);
+  CHECK(f.fit.gemm_fp4 == f.fit.gemm_fp8);
+  CHECK(f.fit.gemm_fp8 < 2.0);  // the BF16 model's 30% pulls it up only partly (the fit of both)
+  CHECK(std::find(f.fitted.begin(), f.fitted.end(), "gemm_bf16 = gemm_fp8") != f.fitted.end());
+  CHECK(std::find(f.fitted.begin(), f.fitted.end(), "gemm_fp8") != f.fitted.end());
+  // A second BF16 model makes the BF16 constant its own.
+  for (size_t i = 0; i < rows.size(); i += 6) {
+    if (rows[i].precision == Precision::kBf16) rows[i].model = "llama3-70b";
+  }
+  const cli::FitOutcome g = cli::FitMegatronTime(rows);
+  CHECK(g.fit.gemm_bf16 > g.fit.gemm_fp8 * 1.2);
+  CHECK(std::find(g.fitted.begin(), g.fitted.end(), "gemm_bf16") != g.fitted.end());
+}
+
 TEST_CASE("megatron time: the fit clamps a constant that would turn negative") {
   // Published steps shorter than the GEMM time alone: memory_bound cannot be negative, so it
   // is clamped at 0, and the GEMM constant, which would take the rest (0.8), stops at its
