@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "meshplan/recipe.hpp"
@@ -134,6 +135,12 @@ int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
 void CheckOutputPath(const std::string& path, const char* flag, bool force);
+/// Refuses an output (path, option) that is one of the run's input files (path, option; an
+/// input that is not an existing regular file, such as a preset name, is passed over): with
+/// --force it would replace the input. Compared with std::filesystem::equivalent, so links
+/// and other spellings of the path count. Throws InputError naming the output's option.
+void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>>& outputs,
+                           const std::vector<std::pair<std::string, const char*>>& inputs);
 /// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
 /// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
 /// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".

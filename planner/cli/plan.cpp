@@ -218,6 +218,21 @@ void CheckOutputPath(const std::string& path, const char* flag, bool force) {
   if (!renamable) throw InputError(loc, flag, "cannot rename a file in its directory (nothing was written)");
 }
 
+void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>>& targets,
+                           const std::vector<std::pair<std::string, const char*>>& inputs) {
+  for (const auto& [path, flag] : targets) {
+    for (const auto& [in, in_flag] : inputs) {
+      std::error_code ec;
+      if (in.empty() || !std::filesystem::is_regular_file(in, ec) || !std::filesystem::exists(path, ec)) continue;
+      if (!std::filesystem::equivalent(path, in, ec) || ec) continue;
+      throw InputError({path, 0, 0, /*output=*/true}, flag,
+                       std::string("is the ") + in_flag + " file " + in +
+                           ", an input of this run; expected a different path (nothing was written)");
+    }
+  }
+}
+
+
 nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status, const SourceLoc& loc,
                          const std::string& field) {
   auto or_null = [](auto v, bool known) { return known ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -370,6 +385,7 @@ int RunPlan(const PlanOptions& o) {
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
   // With as many launch files as --top asks for (the search may find fewer).
   RefuseSameOutputs(OutputTargets(o, static_cast<size_t>(o.top)));
+  RefuseInputsAsOutputs(OutputTargets(o, static_cast<size_t>(o.top)), {{o.model, "--model"}, {o.system, "--system"}});
   CheckOutputPath(o.out, "--out", o.force);
   CheckOutputPath(o.report, "--report", o.force);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.

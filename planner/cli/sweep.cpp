@@ -134,6 +134,7 @@ int RunSweep(const PlanOptions& o) {
       if (!w.empty()) std::cerr << "meshplan: warning: " << w << "\n";
     }
   }
+  if (!o.out.empty()) RefuseInputsAsOutputs({{o.out, "--out"}}, {{o.model, "--model"}, {o.system, "--system"}});
   CheckOutputPath(o.out, "--out", o.force);
   const bool table = o.format == "table";
   char line[512];

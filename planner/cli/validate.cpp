@@ -493,6 +493,22 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   int over_capacity = 0, over_memory = 0;
   std::vector<double> memory_shares;  // predicted memory / the GPU's memory, per evaluated row
   std::map<std::string, int> skip_reasons;
+  // A row the CSV itself breaks (a quote left open, a cell too many or too few) makes the file
+  // unusable: refused before any row is evaluated (exit 2), not skipped like a row that is
+  // well formed but cannot be priced.
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(l);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (Trim(lines[i]).empty()) continue;
+    bool open = false;
+    const size_t cells = SplitCsv(lines[i], &open).size();
+    const SourceLoc at{o.runs, int(i) + 2, 1};
+    if (open) throw InputError(at, "row", "unterminated quote: a '\"' opens a cell that the line does not close");
+    if (cells != header.size()) {
+      throw InputError(at, "row", "expected " + std::to_string(header.size()) + " cells as in the header, found " +
+                                      std::to_string(cells) + " (nothing was evaluated)");
+    }
+  }
   std::fprintf(out,
                "# TF: model TFLOP/s per GPU (published: the release's FLOP formula; predicted: meshplan's); err%%: "
                "predicted vs published tokens/s per GPU where published\n");
@@ -501,12 +517,12 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   int lineno = 1;
   std::map<std::string, std::vector<FitRow>> fit_rows;  // system -> rows
   Progress progress("validate", 0);
-  while (std::getline(f, line)) {
+  for (const std::string& row_line : lines) {
     ++lineno;
-    if (Trim(line).empty()) continue;
+    if (Trim(row_line).empty()) continue;
     progress.Step(lineno - 1, "planning CSV row " + std::to_string(lineno - 1));
     bool open_quote = false;
-    const std::vector<std::string> c = SplitCsv(line, &open_quote);
+    const std::vector<std::string> c = SplitCsv(row_line, &open_quote);
     Run r;
     Sizes z;
     bool fsdp = false;
@@ -699,12 +715,21 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                  skipped > 0 ? "the skip reasons are above" : "the file has no data rows after its header");
     return 1;
   }
+  // Below 5 searched layouts a rank beyond them may still be in the top 5: not claimed.
+  char top5_text[96];
+  if (o.rank_top == 0) {
+    std::snprintf(top5_text, sizeof top5_text, "not ranked (--rank-top 0)");
+  } else if (o.rank_top < 5) {
+    std::snprintf(top5_text, sizeof top5_text, "not determined (--rank-top %d searches fewer than 5)", o.rank_top);
+  } else {
+    std::snprintf(top5_text, sizeof top5_text, "%d of %d ranked (%.0f%%)", top5, ranked,
+                  ranked > 0 ? 100.0 * top5 / ranked : 0.0);
+  }
   std::fprintf(out,
                "summary: %d rows evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
-               "in top 5: %d of %d ranked (%.0f%%)\n",
-               evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5, ranked,
-               ranked > 0 ? 100.0 * top5 / ranked : 0.0);
-  if (ranked > 0) {
+               "in top 5: %s\n",
+               evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5_text);
+  if (ranked > 0 && o.rank_top >= 5) {
     // Near-ties: thousands of layouts sit within a few percent of the best, far below the
     // model's own error, so the rank alone overstates how far the published choice is.
     std::fprintf(out,

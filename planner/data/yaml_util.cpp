@@ -126,11 +126,24 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     if (e.msg == "end of map flow not found") {
       why += ": an unclosed map: expected '}' (or a comma and the next key), found the end of the text or a token that cannot "
              "continue it (a truncated file or a missing comma?)";
-    } else if (e.msg == "illegal tab when looking for indentation") {
-      why += ": YAML indents with spaces only; expected spaces, found a tab character";
     } else if (e.msg == "end of sequence flow not found") {
       why += ": an unclosed list: expected ']' (or a comma and the next item), found the end of the text or a token that cannot "
              "continue it (a truncated file or a missing comma?)";
+    }
+    // A tab in a line's indentation makes yaml-cpp fail with several messages ("illegal tab
+    // when looking for indentation", "end of map not found", "illegal map value"), at or after
+    // that line: name the first such line up to the error.
+    const size_t last = e.mark.is_null() ? std::string_view::npos : size_t(e.mark.line);
+    size_t line = 0;
+    for (size_t pos = 0; pos < text.size() && (last == std::string_view::npos || line <= last); ++line) {
+      const size_t end = std::min(text.find('\n', pos), text.size());
+      const size_t indent_end = text.find_first_not_of(" \t", pos);
+      if (text.substr(pos, std::min(indent_end, end) - pos).find('\t') != std::string_view::npos) {
+        why += "; line " + std::to_string(line + 1) +
+               " is indented with a tab: YAML indents with spaces only (expected spaces, found a tab character)";
+        break;
+      }
+      pos = end + 1;
     }
     throw InputError(loc, "", "malformed YAML/JSON: " + why);
   }

@@ -45,8 +45,13 @@ std::string WorldExpertMsg(const RuleContext& c) {
   const Layout& l = L(c);
   return Cat("world_size (", c.setup.num_gpus, ") is not divisible by expert_tensor x expert x pipeline parallel (",
              l.EffectiveEtp(), " x ", l.ep, " x ", l.pp, " = ", l.EffectiveEtp() * l.ep * l.pp, ")",
-             // Setting ETP 1 is a fix only when TP > 1 and EP x PP then divides the world.
-             l.etp == 0 && l.tp > 1 && c.setup.num_gpus % (l.ep * l.pp) == 0
+             // Setting ETP 1 is a fix only when TP > 1 and EP x PP then divides the world; a
+             // model without experts gets its fix from the TP x PP x CP rule instead.
+             !c.model.is_moe()
+                 ? Cat("; the model has no experts, so its expert grid is TP x 1 x PP: choose "
+                       "tensor_model_parallel_size and pipeline_model_parallel_size whose product divides ",
+                       c.setup.num_gpus)
+             : l.etp == 0 && l.tp > 1 && c.setup.num_gpus % (l.ep * l.pp) == 0
                  ? Cat("; expert_tensor_parallel_size is unset, so it equals tensor_model_parallel_size (", l.tp,
                        "): set expert_tensor_parallel_size: 1")
                  : c.setup.num_gpus % (l.ep * l.pp) != 0

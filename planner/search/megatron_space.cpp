@@ -89,9 +89,17 @@ class MegatronSpace : public Space {
       for (int64_t ep : ep_options_) {
         for (int64_t etp : {int64_t{0}, int64_t{1}}) {
           if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
+          // With one data-parallel rank for the dense and the expert parameters, every DP
+          // flavour shards over one rank: the same layout. Only the first allowed is emitted.
+          const int64_t dense_dp = n / (tp * pp);  // dp·cp
+          const int64_t expert_dp = n / (pp * std::max<int64_t>(1, ep) * (etp > 0 ? etp : tp));
+          const bool one_dp_rank = dense_dp == 1 && (!req_.model.is_moe() || expert_dp == 1);
+          bool emitted = false;
           for (const Flavour& f : kFlavours) {
             const Strategy st = f.mfsdp ? Strategy::kMegatronFsdp : f.fsdp2 ? Strategy::kFsdp2 : Strategy::kDdp;
             if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
+            if (one_dp_rank && emitted) continue;
+            emitted = true;
             Layout l;
             l.framework = Framework::kMegatronBridge;
             l.mtp_layers = req_.model.mtp_num_layers;  // as Megatron-Bridge's model provider sets it

@@ -39,4 +39,12 @@ fi
 echo keep >"$dir/keep.yaml"
 "$mp" "${args[@]}" --out "$dir/keep.yaml" >/dev/null 2>&1; rc=$?
 [ "$rc" = 2 ] && [ "$(cat "$dir/keep.yaml")" = keep ] || { echo "existing file: rc=$rc"; fail=1; }
+# --out naming the --model file (here through a second spelling), even with --force: exit 2,
+# the model file kept byte for byte.
+here=$(cd "$(dirname "$0")" && pwd)
+cp "$here/../../models/llama3.1-8b.json" "$dir/model.json"
+"$mp" plan --model "$dir/model.json" --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 \
+  --out "$dir/./model.json" --force >/dev/null 2>"$dir/err.txt"; rc=$?
+[ "$rc" = 2 ] && cmp -s "$dir/model.json" "$here/../../models/llama3.1-8b.json" && grep -q "input of this run" "$dir/err.txt" ||
+  { echo "--out naming the --model file: rc=$rc"; fail=1; }
 exit $fail

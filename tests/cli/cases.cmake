@@ -200,8 +200,8 @@ meshplan_cli_case(check_mb_deepseek_no_mtp_layer 1 "mb_pp_layout_mtp_count: .* h
 meshplan_cli_case(check_mb_deepseek_mtp0_nearest 1 "holds 1 MTP layer \\(m\\). expected mtp_num_layers 0"
   "--- 1: 1 change. pipeline_model_parallel_layout: .*tmL\" -> " "!0 changes" "!mtp_num_layers: 1"
   -- ${MP} check ${D}/mb_deepseek_mtp0_with_m.yaml --model deepseek-v3 --system dgx-b200 --gpus 16)
-# A quote left open names the problem instead of a misread cell.
-meshplan_cli_case(validate_unterminated_quote 1 "skipped \\(line 2\\): unterminated quote"
+# A quote left open names the problem instead of a misread cell: the file is refused (exit 2).
+meshplan_cli_case(validate_unterminated_quote 2 "validate_unterminated_quote\\.csv:2:1: error: row: unterminated quote"
   -- ${MP} validate ${D}/validate_unterminated_quote.csv --rank-top 0)
 # An unknown precision cell is not priced at a guessed rate.
 meshplan_cli_case(validate_bad_precision 1 "skipped \\(line 2\\): precision 'FP7': expected empty \\(the 25.09 table: FP8\\), BF16, FP8"
