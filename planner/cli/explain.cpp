@@ -266,6 +266,10 @@ int RunExplain(const ExplainOptions& o) {
   if (recipe_seq_len > 0 && recipe_seq_len != setup.seq_len) {
     std::cout << "  note: --seq-len " << setup.seq_len << " replaces the recipe's " << recipe_seq_len << "\n";
   }
+  if (parsed && parsed->global_batch > 0 && parsed->global_batch != setup.global_batch) {
+    std::cout << "  note: --global-batch " << setup.global_batch << " replaces the recipe's " << parsed->global_batch
+              << "\n";
+  }
   if (const std::string w = SeqLenWarning(model, setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   const AutoModelVersion version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
   const MBridgeVersion mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;

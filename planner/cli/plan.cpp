@@ -452,7 +452,10 @@ int RunPlan(const PlanOptions& o) {
   for (const auto& [path, flag] : OutputTargets(o, result.top.size())) CheckOutputPath(path, flag, o.force);
   if (!o.out.empty()) {
     WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
-    if (o.format == "table") std::cout << "wrote " << result.top.size() << " recipes to " << o.out << "\n";
+    if (o.format == "table") {
+      std::cout << "wrote " << result.top.size() << (result.top.size() == 1 ? " recipe to " : " recipes to ") << o.out
+                << "\n";
+    }
   }
   if (o.emit_launch) {
     const auto files = WriteLaunchFiles(result, req, topo, o.out, o.full_recipe, o.hf_model, o.force);

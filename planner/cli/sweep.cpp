@@ -183,7 +183,10 @@ int RunSweep(const PlanOptions& o) {
       std::cerr << "meshplan: no point has a layout; " << o.out << " was not written\n";
     } else {
       WriteFileAtomically(o.out, json ? SweepJson(points) : SweepYaml(points, points.front().req), o.force);
-      if (table) std::cout << "wrote " << recipes << " recipes (the best of each point) to " << o.out << "\n";
+      if (table) {
+        std::cout << "wrote " << recipes << (recipes == 1 ? " recipe" : " recipes") << " (the best of each point) to "
+                  << o.out << "\n";
+      }
     }
   }
   if (json) std::cout << SweepJson(points, error);

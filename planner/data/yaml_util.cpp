@@ -3,6 +3,7 @@
 #include <yaml-cpp/depthguard.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cerrno>
 #include <cstdlib>
@@ -354,11 +355,17 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  // Case is ignored: "DGX-H100" is dgx-h100.
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string w = word.size() <= 4096 ? lower(word) : word;
   for (const std::string& c : candidates) {
     // The distance is at least the length difference: skip hopeless (e.g. 1 MB) words fast.
     const size_t diff = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
     if (diff >= best_d) continue;
-    const size_t d = EditDistance(word, c);
+    const size_t d = EditDistance(w, lower(c));
     if (d < best_d) {
       best_d = d;
       best = c;
