@@ -13,13 +13,14 @@ namespace meshplan::cli {
 
 void AddListCommand(CLI::App& app, ListOptions& o) {
   CLI::App* cmd = app.add_subcommand("list", "list the model presets, systems or GPUs");
-  cmd->add_option("what", o.what, "models, systems or gpus")
-      ->required()
-      ->check(CLI::IsMember({"models", "systems", "gpus"}));
+  cmd->add_option("what", o.what, "models, systems or gpus")->check(CLI::IsMember({"models", "systems", "gpus"}));
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
 }
 
 int RunList(const ListOptions& o) {
+  if (o.what.empty()) {
+    throw InputError({"<command line>", 0, 0}, "list", "expected what to list: models, systems or gpus; found nothing");
+  }
   char line[256];
   if (o.what == "models") {
     std::snprintf(line, sizeof line, "%-18s %-24s %6s %7s %9s %9s\n", "name", "architecture", "layers", "hidden",

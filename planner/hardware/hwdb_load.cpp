@@ -123,6 +123,11 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
   if (!hwdb_dir.empty()) {
     CheckHwdbDir(hwdb_dir);
     std::string dir = hwdb_dir + "/systems";
+    if (!std::filesystem::is_directory(dir)) {
+      throw InputError({hwdb_dir, 0, 0}, "--hwdb",
+                       "expected a hardware database directory with systems/ and gpus/ (a copy of hwdb/), found no "
+                       "systems/ folder in it");
+    }
     std::string path = dir + "/" + name + ".yaml";
     if (hardware::IsPlainName(name) && hardware::IsFile(path)) {
       GpuSearch search{{hwdb_dir + "/gpus"}, /*embedded=*/false};
