@@ -232,7 +232,6 @@ void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>
   }
 }
 
-
 nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status, const SourceLoc& loc,
                          const std::string& field) {
   auto or_null = [](auto v, bool known) { return known ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -384,8 +383,9 @@ int RunPlan(const PlanOptions& o) {
   // Output paths known before the search are checked before it: a long search must not end in
   // "file exists" or "no such directory" (the launch files, named per result, are checked after).
   // With as many launch files as --top asks for (the search may find fewer).
-  RefuseSameOutputs(OutputTargets(o, static_cast<size_t>(o.top)));
-  RefuseInputsAsOutputs(OutputTargets(o, static_cast<size_t>(o.top)), {{o.model, "--model"}, {o.system, "--system"}});
+  const auto targets = OutputTargets(o, static_cast<size_t>(o.top));
+  RefuseSameOutputs(targets);
+  RefuseInputsAsOutputs(targets, {{o.model, "--model"}, {o.system, "--system"}});
   CheckOutputPath(o.out, "--out", o.force);
   CheckOutputPath(o.report, "--report", o.force);
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.

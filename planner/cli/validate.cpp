@@ -496,13 +496,14 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   // A row the CSV itself breaks (a quote left open, a cell too many or too few) makes the file
   // unusable: refused before any row is evaluated (exit 2), not skipped like a row that is
   // well formed but cannot be priced.
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(f, l);) lines.push_back(l);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (Trim(lines[i]).empty()) continue;
+  std::vector<std::vector<std::string>> rows;  // the data lines' cells; empty for a blank line
+  for (std::string l; std::getline(f, l);) {
+    rows.emplace_back();
+    if (Trim(l).empty()) continue;
     bool open = false;
-    const size_t cells = SplitCsv(lines[i], &open).size();
-    const SourceLoc at{o.runs, int(i) + 2, 1};
+    rows.back() = SplitCsv(l, &open);
+    const size_t cells = rows.back().size();
+    const SourceLoc at{o.runs, int(rows.size()) + 1, 1};
     if (open) throw InputError(at, "row", "unterminated quote: a '\"' opens a cell that the line does not close");
     if (cells != header.size()) {
       throw InputError(at, "row", "expected " + std::to_string(header.size()) + " cells as in the header, found " +
@@ -517,12 +518,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   int lineno = 1;
   std::map<std::string, std::vector<FitRow>> fit_rows;  // system -> rows
   Progress progress("validate", 0);
-  for (const std::string& row_line : lines) {
+  for (const std::vector<std::string>& c : rows) {
     ++lineno;
-    if (Trim(row_line).empty()) continue;
+    if (c.empty()) continue;
     progress.Step(lineno - 1, "planning CSV row " + std::to_string(lineno - 1));
-    bool open_quote = false;
-    const std::vector<std::string> c = SplitCsv(row_line, &open_quote);
     Run r;
     Sizes z;
     bool fsdp = false;
@@ -532,7 +531,6 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     } else {
       ReadSurvey(c, col, r, z, fsdp, rc);
     }
-    if (open_quote) r.skip = "unterminated quote: a '\"' opens a cell that the line does not close";
     if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
     if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";

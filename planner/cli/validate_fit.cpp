@@ -50,8 +50,6 @@ double FitCompute(const FitRow& row, const MegatronTimeFit& fit) {
          fit.kernel_overhead * row.kernels;
 }
 
-// Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none) and the rows
-// marked in `host_bound`.
 // The GEMM constant each precision's rows are fitted with: its own when kFitMinModels models
 // ran in it, else that of the identified precision with the most rows (fp8 first on a tie),
 // else its own at the prior (-1: no rows need it). tie[g] == g: fitted on its own.
@@ -77,6 +75,8 @@ std::array<int, 3> GemmTies(const std::vector<FitRow>& rows, long skip) {
   return tie;
 }
 
+// Solves the ridge-regularised, bounded problem on `rows` except `skip` (-1: none) and the rows
+// marked in `host_bound`.
 std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long skip,
                                            const std::vector<bool>& host_bound, std::array<bool, kConstants>& used) {
   const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
@@ -106,13 +106,13 @@ std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long
       const FitRow& row = rows[size_t(i)];
       const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
       std::array<double, kConstants> col{};
-      const int g = GemmIndex(row.precision);
-      col[size_t(tie[size_t(g)] >= 0 && used[size_t(tie[size_t(g)])] ? tie[size_t(g)] : g)] = one_b * row.gemm;
+      // A row's precision has rows, so GemmTies gave it a fitted column: its own or the donor's.
+      col[size_t(tie[size_t(GemmIndex(row.precision))])] = one_b * row.gemm;
       col[3] = one_b * row.memory_bound;
       col[4] = one_b * row.kernels * kKernelPrior;
       double rhs = row.published_step - one_b * row.attention - row.fixed;
       for (int j = 0; j < kConstants; ++j) {
-        if (clamped[j] || !used[j]) rhs -= col[size_t(j)] * x[size_t(j)];  // held at its bound or prior
+        if (clamped[j]) rhs -= col[size_t(j)] * x[size_t(j)];
       }
       for (size_t c = 0; c < free.size(); ++c) A(r, long(c)) = w * col[size_t(free[c])];
       b(r) = w * rhs;

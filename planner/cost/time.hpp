@@ -240,7 +240,7 @@ struct MegatronLayerKernels {
 /// Physical terms of one pipeline rank's Megatron-Core step, at datasheet rates, before the
 /// fitted constants. Seconds unless stated. Formulas: time_megatron.cpp.
 struct MegatronTerms {
-  double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x LinearGemmFactor / GemmSizeFactor, incl. recompute
+  double gemm = 0;          ///< GEMMs at peak(precision) x MAMF x LinearGemmFactor / ExpertGemmFactor, incl. recompute
   double attention = 0;     ///< causal attention core at kFlashAttentionEfficiency of BF16 peak
   double memory_bound = 0;  ///< elementwise / norm / permute / cross-entropy bytes / HBM bandwidth
   double kernels = 0;       ///< kernels launched per step (count), graphed ones weighted by kGraphedKernelShare
