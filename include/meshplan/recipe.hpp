@@ -37,8 +37,12 @@ std::vector<std::pair<std::string, std::string>> MegatronLaunchEnv(const Layout&
 /// when req.framework says so.
 std::string RecipesYaml(const PlanResult& result, const PlanRequest& req);
 
-/// Ranked table for a terminal.
+/// Ranked table for a terminal, ending with SearchSummary's line.
 std::string RankTable(const PlanResult& result, const PlanRequest& req);
+
+/// One line (no newline): layouts searched, valid, fitting, recompute variants not ranked,
+/// subtrees pruned, and the usable capacity in GiB (GPU memory x (1 - headroom)).
+std::string SearchSummary(const PlanResult& result, const PlanRequest& req);
 
 /// The whole result as JSON (request, counts, each candidate's layout, memory, time).
 std::string ResultJson(const PlanResult& result, const PlanRequest& req);

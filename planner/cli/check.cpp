@@ -80,6 +80,30 @@ bool IsMarker(const std::string& line, const char* marker) {
 
 // Checks one recipe document; `label` names it in the first line of the verdict. Returns 0
 // valid, 1 invalid; throws InputError for an unusable document.
+// The nearest sequence length (within 1/8 of it, a multiple of 8 ... 1024) at which `ctx`'s
+// layout passes every rule unchanged, or 0: a recipe broken only by its sequence length gets
+// that one change named instead of a reshaped layout.
+int64_t NearestValidSeqLen(const RuleContext& ctx) {
+  const int64_t s = ctx.setup.seq_len;
+  std::vector<int64_t> tries;
+  for (int64_t m = 8; m <= 1024; m *= 2) {
+    const int64_t down = s / m * m, up = (s + m - 1) / m * m;
+    for (int64_t t : {down, up}) {
+      if (t > 0 && t != s && std::llabs(t - s) * 8 <= s) tries.push_back(t);
+    }
+  }
+  std::sort(tries.begin(), tries.end(), [s](int64_t a, int64_t b) {
+    return std::llabs(a - s) != std::llabs(b - s) ? std::llabs(a - s) < std::llabs(b - s) : a > b;
+  });
+  for (int64_t t : tries) {
+    TrainSetup setup = ctx.setup;
+    setup.seq_len = t;
+    const RuleContext moved{ctx.model, setup, ctx.layout, ctx.version, ctx.mb_version, ctx.system};
+    if (AllFailures(moved).empty()) return t;
+  }
+  return 0;
+}
+
 int CheckDocument(const CheckOptions& o, const std::string& text, const std::string& label, const ModelSpec& model,
                   const SystemSpec& system) {
   const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";
@@ -124,6 +148,10 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
     std::cout << "INVALID: " << failures.size() << " rule" << (failures.size() > 1 ? "s" : "") << " fail\n";
     for (const Rule* r : failures) {
       std::cout << "  " << r->name << ": " << r->explain(ctx) << "\n    source: " << r->source << "\n";
+    }
+    if (const int64_t seq = NearestValidSeqLen(ctx); seq > 0) {
+      std::cout << "  hint: with " << (megatron ? "model.seq_length " : "dataset.seq_len ") << seq
+                << " instead of " << req.setup.seq_len << " this layout passes every rule as written\n";
     }
   }
   const bool sane = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == req.setup.num_gpus && l.micro_batch() >= 1 &&

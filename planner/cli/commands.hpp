@@ -101,6 +101,7 @@ struct ValidateOptions {
   /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
   /// file, "none" = price every row with meshplan's emitted settings instead.
   std::string recipe_settings;
+  double headroom = 0.10;  ///< fraction of GPU memory kept free when ranking (as plan's --headroom)
 };
 
 /// `meshplan calibrate` (planner/cli/calibrate.cpp).

@@ -388,6 +388,11 @@ int RunPlan(const PlanOptions& o) {
   RefuseInputsAsOutputs(targets, {{o.model, "--model"}, {o.system, "--system"}});
   CheckOutputPath(o.out, "--out", o.force);
   CheckOutputPath(o.report, "--report", o.force);
+  // Rank 1's launch files are written whenever a layout fits: refuse them before searching
+  // (the other ranks' are checked once the number of recipes is known).
+  if (o.emit_launch) {
+    for (const auto& [path, flag] : OutputTargets(o, 1)) CheckOutputPath(path, flag, o.force);
+  }
   // The report's scatter needs the fitting layouts: one search keeping the best kReportLayouts.
   if (!o.report.empty()) req.top_n = std::max(req.top_n, kReportLayouts);
   PlanResult result = Plan(req);
@@ -443,6 +448,7 @@ int RunPlan(const PlanOptions& o) {
   // only the error's JSON there (main prints it).
   if (o.format == "yaml") {
     std::cout << RecipesYaml(result, req);
+    std::cerr << "meshplan: " << SearchSummary(result, req) << "\n";  // stdout stays one YAML stream
   } else if (o.format == "table") {
     std::cout << RankTable(result, req);
   }

@@ -401,6 +401,8 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
   cmd->add_option("--show-top", o.show_top,
                   "print the planner's N fastest fitting layouts under each row, with step time and memory");
+  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free when deciding which layouts fit (0..0.9)")
+      ->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--recipe-settings", o.recipe_settings,
                   "YAML of the published runs' recipe settings (dispatcher, EP overlap, recompute, CUDA graphs, "
                   "gradient dtype, offloading); default: the embedded recipes/megatron-bridge-perf.yaml; 'none': "
@@ -480,6 +482,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   struct Ranked {
     std::vector<double> steps;
     std::string best;
+    std::optional<Candidate> fastest;  // for --breakdown
     std::vector<std::string> top;  // --show-top lines, fastest first
   };
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
@@ -531,6 +534,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     } else {
       ReadSurvey(c, col, r, z, fsdp, rc);
     }
+    r.setup.headroom = o.headroom;
     if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
     if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
@@ -606,6 +610,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
     std::string rank = "-", gap = "-", best;
     const std::vector<std::string>* it_top = nullptr;
+    const Candidate* fastest = nullptr;
     if (o.rank_top > 0) {
       // The software settings are part of the request: runs of two releases with different
       // dispatchers or CUDA graphs are ranked among differently priced layouts.
@@ -635,7 +640,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         const PlanResult res = Plan(req);
         Ranked rk;
         for (const Candidate& cand : res.top) rk.steps.push_back(cand.cost.step_seconds);
-        if (!res.top.empty()) rk.best = Describe(res.top.front().layout);
+        if (!res.top.empty()) {
+          rk.best = Describe(res.top.front().layout);
+          rk.fastest = res.top.front();
+        }
         for (size_t i = 0; i < res.top.size() && int64_t(i) < o.show_top; ++i) {
           const Candidate& cand = res.top[i];
           char buf[96];
@@ -648,6 +656,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       const std::vector<double>& steps = it->second.steps;
       best = it->second.best;
       it_top = &it->second.top;
+      if (it->second.fastest) fastest = &*it->second.fastest;
       // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
       // layout itself is among them).
       int64_t faster = 0;
@@ -680,26 +689,34 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       for (const std::string& t : *it_top) std::fprintf(out, "%s\n", t.c_str());
     }
     if (o.breakdown) {
-      if (!best.empty()) std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
-      const TimeBreakdown& t = cost.time;
-      const double pub_step = pred > 0 ? cost.step_seconds * pred / pub : 0.0;
-      std::fprintf(out,
-                   "    step ms: published %.1f predicted %.1f = compute %.1f + tp %.1f + cp %.1f + dp %.1f + ep %.1f + "
-                   "pp %.1f + bubble %.1f + optimizer %.1f + host %.1f\n"
-                   "    memory GiB: %.1f of %.1f = weights %.1f + gradients %.1f + optimizer %.1f + activations %.1f + "
-                   "logits %.1f + buffers %.1f + other %.1f\n",
-                   1e3 * pub_step, 1e3 * cost.step_seconds, 1e3 * t.compute, 1e3 * t.tp_comm, 1e3 * t.cp_comm,
-                   1e3 * t.dp_comm, 1e3 * t.ep_comm, 1e3 * t.pp_comm, 1e3 * t.bubble, 1e3 * t.optimizer, 1e3 * t.host,
-                   cost.memory.Total() / kGiB, cost.capacity_bytes / kGiB, cost.memory.weights / kGiB,
-                   cost.memory.gradients / kGiB, cost.memory.optimizer / kGiB, cost.memory.activations / kGiB,
-                   cost.memory.logits / kGiB, cost.memory.buffers / kGiB,
-                   (cost.memory.workspace + cost.memory.overhead) / kGiB);
-      if (mbridge) {
-        const MegatronComputeSplit c = SplitMegatronCompute(m, sys, r.setup, l);
+      // One layout's terms: the step (ms) and memory (GiB) lines, then the compute split.
+      auto print_terms = [&](const char* step_label, const Layout& lay, const Cost& k) {
+        const TimeBreakdown& t = k.time;
         std::fprintf(out,
-                     "    compute ms: gemm %.1f + attention %.1f + memory-bound %.1f + kernel launches %.1f "
-                     "(bubble fraction %.3f)\n",
-                     1e3 * c.gemm, 1e3 * c.attention, 1e3 * c.memory_bound, 1e3 * c.kernels, c.bubble_fraction);
+                     "    %s %.1f = compute %.1f + tp %.1f + cp %.1f + dp %.1f + ep %.1f + pp %.1f + bubble %.1f + "
+                     "optimizer %.1f + host %.1f\n"
+                     "    memory GiB: %.1f of %.1f = weights %.1f + gradients %.1f + optimizer %.1f + activations %.1f + "
+                     "logits %.1f + buffers %.1f + other %.1f\n",
+                     step_label, 1e3 * k.step_seconds, 1e3 * t.compute, 1e3 * t.tp_comm, 1e3 * t.cp_comm,
+                     1e3 * t.dp_comm, 1e3 * t.ep_comm, 1e3 * t.pp_comm, 1e3 * t.bubble, 1e3 * t.optimizer,
+                     1e3 * t.host, k.memory.Total() / kGiB, k.capacity_bytes / kGiB, k.memory.weights / kGiB,
+                     k.memory.gradients / kGiB, k.memory.optimizer / kGiB, k.memory.activations / kGiB,
+                     k.memory.logits / kGiB, k.memory.buffers / kGiB, (k.memory.workspace + k.memory.overhead) / kGiB);
+        if (mbridge) {
+          const MegatronComputeSplit c = SplitMegatronCompute(m, sys, r.setup, lay);
+          std::fprintf(out,
+                       "    compute ms: gemm %.1f + attention %.1f + memory-bound %.1f + kernel launches %.1f "
+                       "(bubble fraction %.3f)\n",
+                       1e3 * c.gemm, 1e3 * c.attention, 1e3 * c.memory_bound, 1e3 * c.kernels, c.bubble_fraction);
+        }
+      };
+      const double pub_step = pred > 0 ? cost.step_seconds * pred / pub : 0.0;
+      char label[64];
+      std::snprintf(label, sizeof label, "step ms: published %.1f predicted", 1e3 * pub_step);
+      print_terms(label, l, cost);
+      if (fastest != nullptr) {
+        std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
+        print_terms("its step ms:", fastest->layout, fastest->cost);
       }
     }
   }
@@ -724,9 +741,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                   ranked > 0 ? 100.0 * top5 / ranked : 0.0);
   }
   std::fprintf(out,
-               "summary: %d rows evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
+               "summary: %d row%s evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
                "in top 5: %s\n",
-               evaluated, skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5_text);
+               evaluated, evaluated == 1 ? "" : "s", skipped, 100 * Quantile(errors, 0.5), 100 * Quantile(errors, 0.9), top5_text);
   if (ranked > 0 && o.rank_top >= 5) {
     // Near-ties: thousands of layouts sit within a few percent of the best, far below the
     // model's own error, so the rank alone overstates how far the published choice is.
@@ -738,7 +755,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::fprintf(out,
                "memory: %d of %d published layouts predicted above the usable capacity (headroom %.0f%%), %d above "
                "the GPU's whole memory; predicted share of the GPU's memory: median %.0f%%, p90 %.0f%%\n",
-               over_capacity, evaluated, 100 * TrainSetup{}.headroom, over_memory,
+               over_capacity, evaluated, 100 * o.headroom, over_memory,
                100 * Quantile(memory_shares, 0.5), 100 * Quantile(memory_shares, 0.9));
   if (settings_table) {
     std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",

@@ -80,10 +80,10 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
     const cost::Link link = cost::RingLink(sys, links, g.tp);
-    double volumes = 4.0;
-    if (m.is_moe() && etp <= 1) volumes = 2.0;
-    const double comm =
-        volumes * (full ? 1.5 : 1.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+    // As MegatronRankTerms: 5 all-reduce volumes per layer (2.5 for a MoE layer with expert-TP
+    // 1), plus the forward's again under full recompute (7 and 3.5).
+    const double volumes = m.is_moe() && etp <= 1 ? (full ? 3.5 : 2.5) : (full ? 7.0 : 5.0);
+    const double comm = volumes * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
     bound += l.mb.tp_comm_overlap == Tri::kTrue ? cost::kTpOverlapExposedFraction * comm : comm;
   }
   if (l.ep > 1 && m.is_moe()) {

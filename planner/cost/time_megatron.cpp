@@ -179,9 +179,13 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l
 ///   token; layernorm: 4h elements; moe_act: 3·k·f_e elements).
 /// Communication, exposed part (groups in Megatron's order tp-cp-ep-dp-pp, megatron.md 2.1):
 ///   TP with sequence parallel: per layer per micro-batch all-gather + reduce-scatter of T·h·2
-///     bytes before and after attention and the MLP, forward and backward (4 all-reduce
-///     volumes per dense layer; 2 per MoE layer with expert-TP 1, whose MLP is reached by the
-///     all-to-all instead); with tp_comm_overlap (TE userbuffers) the part that the layer's
+///     bytes before and after attention and the MLP, forward and backward, and in backward
+///     the all-gathers of the QKV and FC1 inputs again for their weight gradients (the layer
+///     keeps only its sequence shard: Megatron-Core tensor_parallel/layers.py,
+///     LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's
+///     LayerNormLinear does the same): 5 all-reduce volumes per dense layer, 2.5 per MoE
+///     layer with expert-TP 1 (whose MLP is reached by the all-to-all instead), 7 and 3.5
+///     under full recompute; with tp_comm_overlap (TE userbuffers) the part that the layer's
 ///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
 ///   CP: as in RankTime (ring p2p hidden behind the attention core).
 ///   EP: dispatch + combine forward and backward per MoE layer per micro-batch, (T/tp)·c·h·2
@@ -270,7 +274,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   const MeshGroups& g = c.groups;
   if (l.tp > 1) {
     s.tp_per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
-    s.tp_moe_volumes = s.etp > 1 ? 4.0 : 2.0;
+    s.tp_moe_volumes = s.etp > 1 ? 5.0 : 2.5;
   }
   if (l.cp > 1) {
     const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / s.tp * 2.0;
@@ -345,8 +349,10 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
 
   // --- TP ---
   if (l.tp > 1 && layers > 0) {
-    const double volumes = dense_layers * 4.0 + moe_layers * s.tp_moe_volumes;
-    const double comm = volumes * (s.full ? 1.5 : 1.0) * n_mb * s.tp_per;
+    // Full recompute runs the forward's collectives (2 volumes of the 5, 1 of a MoE layer's
+    // 2.5) again.
+    const double volumes = dense_layers * (s.full ? 7.0 : 5.0) + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
+    const double comm = volumes * n_mb * s.tp_per;
     t.tp = l.mb.tp_comm_overlap == Tri::kTrue
                ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)
                : comm;

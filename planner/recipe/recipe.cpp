@@ -155,10 +155,16 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
                   c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
     o << line;
   }
+  o << SearchSummary(result, req) << "\n";
+  return o.str();
+}
+
+std::string SearchSummary(const PlanResult& result, const PlanRequest& req) {
+  std::ostringstream o;
   o << "searched " << result.enumerated << " layouts: " << result.valid << " valid and scored, " << result.fitting
     << " fit (" << result.recompute_dominated << " with recompute not ranked: the same layout fits without it), "
     << result.pruned << " subtrees pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
-    << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)\n";
+    << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)";
   return o.str();
 }
 

@@ -39,8 +39,9 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   REQUIRE(at != std::string::npos);
   const double median = std::stod(text.substr(at + 15));
   CHECK(median <= 15.0);
-  // The issue's p90 target is <= 30%: 21.3% since the 25.09 rows (no precision column) are
-  // priced as the FP8 runs they were and a GEMM constant needs rows of two models (before:
+  // The issue's p90 target is <= 30%: 21.4% (21.3% before the TP backward re-gather) since
+  // the 25.09 rows (no precision column) are priced as the FP8 runs they were and a GEMM
+  // constant needs rows of two models (before:
   // 32.0%, with those rows priced as BF16, which held DGX H100's BF16 constant at its bound,
   // and GPT-OSS alone setting the BF16 constant of DGX B200 and B300). Guard at 22%.
   const size_t p90 = text.find("p90 |error| ", at);

@@ -487,3 +487,30 @@ meshplan_cli_case(check_nearest_names_layout_split 1 "mb_pp_divides_layers"
 # check, like explain, says when --seq-len replaces the recipe's sequence length.
 meshplan_cli_case(check_seq_len_note 1 "note: --seq-len 8192 replaces the recipe's 4096" "seq_len 8192"
   -- ${MP} check ${D}/mb_deepseek_pp8_vpp4_uneven.yaml --model deepseek-v3 --system dgx-h100 --gpus 8 --seq-len 8192)
+
+# check: a recipe broken only by its sequence length names the nearest length that passes.
+meshplan_cli_case(check_seq_len_hint 1 "mb_cp_divides_sequence: seq_length 8191"
+  "hint: with model.seq_length 8192 instead of 8191 this layout passes every rule as written"
+  -- ${MP} check ${D}/mb_llama70b_seq8191.yaml --model llama3-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(check_no_seq_len_hint_when_layout_broken 1 "mb_world_divisible" "!hint: with"
+  -- ${MP} check ${D}/mb_llama70b_seq8191.yaml --model llama3-70b --system dgx-h100 --gpus 24)
+
+# --format yaml: stdout is one YAML stream, the search summary goes to stderr.
+add_test(NAME cli.plan_yaml_summary_on_stderr COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 1 --format yaml >\$d/o 2>\$d/e || exit 1
+  grep -q '^distributed:' \$d/o && ! grep -q 'searched' \$d/o && grep -Eq '^meshplan: searched [0-9]+ layouts: [0-9]+ valid' \$d/e || { cat \$d/o \$d/e; exit 1; }")
+
+# --emit-launch: an existing rank-1 launch file is refused before the search (no ranking printed).
+add_test(NAME cli.emit_launch_existing_refused_before_search COMMAND bash -c "
+  set -u; d=\$(mktemp -d); echo keep > \$d/r.rank1.launch.sh
+  out=\$('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --emit-launch --out \$d/r.yaml 2>&1); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'r.rank1.launch.sh: error: --emit-launch: file exists' <<<\"\$out\" && ! grep -q '^rank ' <<<\"\$out\" &&
+    [ \"\$(cat \$d/r.rank1.launch.sh)\" = keep ] && [ \$(ls \$d | wc -l) -eq 1 ] || { echo rc=\$rc; echo \"\$out\"; ls \$d; exit 1; }")
+
+# validate --headroom sets the usable capacity of the ranking; --breakdown prints the fastest layout's terms too.
+meshplan_cli_case(validate_headroom_breakdown 0 "above the usable capacity \\(headroom 30%\\)" "memory GiB: 65.0 of 55.4"
+  "planner's fastest fitting layout: " "its step ms: [0-9.]+ = compute" "summary: 1 row evaluated"
+  -- ${MP} validate ${D}/validate_llama70b_h100.csv --headroom 0.3 --breakdown --rank-seconds 5)
+meshplan_cli_case(validate_headroom_range 2 "--headroom"
+  -- ${MP} validate ${D}/validate_llama70b_h100.csv --headroom 0.95)
