@@ -185,7 +185,8 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l
 ///     LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's
 ///     LayerNormLinear does the same): 5 all-reduce volumes per dense layer, 2.5 per MoE
 ///     layer with expert-TP 1 (whose MLP is reached by the all-to-all instead), 7 and 3.5
-///     under full recompute; with tp_comm_overlap (TE userbuffers) the part that the layer's
+///     under full recompute; all at 2 bytes per element (under FP8 recipes Transformer Engine
+///     gathers the quantized inputs, 1 byte: not modelled, an over-count of those gathers); with tp_comm_overlap (TE userbuffers) the part that the layer's
 ///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
 ///   CP: as in RankTime (ring p2p hidden behind the attention core).
 ///   EP: dispatch + combine forward and backward per MoE layer per micro-batch, (T/tp)·c·h·2
