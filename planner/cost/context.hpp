@@ -40,6 +40,9 @@ struct Ctx {
   int64_t params_rank = -1;
   /// PytorchTerms(*this, options) precomputed by the caller; null: computed per RankMemory.
   const PytorchRankTerms* pytorch_terms = nullptr;
+  /// MemoryOptions::defer_fsdp_grad_sync: FSDP2 reduce-scatters only in the last micro-batch
+  /// of a step (RankTime's DP term).
+  bool defer_fsdp_grad_sync = false;
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,

@@ -134,9 +134,11 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · (compute + exposed TP, CP and EP
 ///     communication) (groundtruth.md B.4),
 ///     m = micro-batches per schedule call, v = stages per rank, for every schedule call.
-///   FSDP2 / Megatron-FSDP (no deferral): per micro-batch all-gather of bf16 params forward
+///   FSDP2 / Megatron-FSDP: per micro-batch all-gather of bf16 params forward
 ///     and again backward (root module and, with moe.reshard_after_forward=false, experts
-///     once), reduce-scatter of fp32 grads, over dp_shard·cp (dense) and ep_shard (experts);
+///     once), reduce-scatter of fp32 grads (with FSDP2's defer_fsdp_grad_sync only in the
+///     last micro-batch of the step: measured, tests/data/measured/h200_2gpu_ch*.jsonl
+///     ga2-defer against ga2-sync), over dp_shard·cp (dense) and ep_shard (experts);
 ///     HSDP all-reduces the fp32 shard over dp_replicate with every reduce-scatter.
 ///     exposed = max(0, comm − kFsdpOverlapFraction · compute) + first layer's all-gather per
 ///     micro-batch. Under PP torch pipelining gathers once per schedule call and
@@ -281,9 +283,12 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       const bool experts_kept = !kMoeReshardAfterForward && l.ep > 1 && ge.n > 1;
       const double ag_d = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) + AllGatherSeconds(2.0 * root, gd.n, ld);
       const double ag_e = (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
-      const double comm = n_mb * (ag_d + ag_e + rs);
-      const double cost =
-          n_mb * (HiddenCommCost(ag_d + rs_d, ld) + HiddenCommCost(ag_e + rs_e, le) + HiddenCommCost(rs_r, lr));
+      // defer_fsdp_grad_sync (FSDP2 set_requires_gradient_sync(False) before the last
+      // micro-batch): one reduce-scatter per step instead of one per micro-batch.
+      const double rs_calls = c.defer_fsdp_grad_sync && l.strategy == Strategy::kFsdp2 ? 1.0 : n_mb;
+      const double comm = n_mb * (ag_d + ag_e) + rs_calls * rs;
+      const double cost = n_mb * (HiddenCommCost(ag_d, ld) + HiddenCommCost(ag_e, le)) +
+                          rs_calls * (HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le) + HiddenCommCost(rs_r, lr));
       t.dp_comm = std::max(0.0, comm - kFsdpOverlapFraction * t.compute) + n_mb * first_ag +
                   HiddenShareCost(comm, kFsdpOverlapFraction * t.compute, cost);
     }

@@ -73,7 +73,8 @@ def main():
         env = {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                "gpu": torch.cuda.get_device_name(dev), "world": world, "gpus_per_node": local_world,
                "host": socket.gethostname(), "NCCL_ALGO": os.environ.get("NCCL_ALGO", ""),
-               "NCCL_NVLS_ENABLE": os.environ.get("NCCL_NVLS_ENABLE", ""), "dtype": "bfloat16",
+               "NCCL_NVLS_ENABLE": os.environ.get("NCCL_NVLS_ENABLE", ""),
+               "NCCL_MAX_NCHANNELS": os.environ.get("NCCL_MAX_NCHANNELS", ""), "dtype": "bfloat16",
                "warmup": args.warmup, "iters": args.iters}
         out.write(json.dumps({"environment": env}) + "\n")
 

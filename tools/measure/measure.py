@@ -197,6 +197,7 @@ def environment(world):
         "world": world,
         "python": platform.python_version(),
         "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "NCCL_MAX_NCHANNELS": os.environ.get("NCCL_MAX_NCHANNELS", ""),
         "warmup_steps": WARMUP_STEPS,
         "timed_steps": TIMED_STEPS,
         "optimizer": "torch.optim.AdamW(lr=1e-5, betas=(0.9, 0.95), weight_decay=0.01), default foreach",
