@@ -20,6 +20,12 @@ struct GpuSpec {
   double hbm_bandwidth = 0;     ///< bytes/s
   double matmul_efficiency_bf16 = 0;  ///< best achievable GEMM rate / bf16 peak (MAMF)
   double matmul_efficiency_fp8 = 0;   ///< best achievable GEMM rate / fp8 peak (MAMF)
+  /// torch.cuda.get_device_capability() as major + minor/10 (H100 9.0, B200 10.0, B300 10.3;
+  /// ROCm reports MI300X as 9.4). Decides the framework settings that depend on the GPU
+  /// generation: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule and MXFP8 (both: major >= 10).
+  double compute_capability = 0;
+  /// Blackwell or newer (compute capability major >= 10).
+  bool BlackwellOrNewer() const { return compute_capability >= 10.0; }
 };
 
 /// Fitted constants of the Megatron-Core step-time model (planner/cost/time_megatron.cpp), per

@@ -95,7 +95,7 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   yamlutil::MapReader r(root, filename);
   r.Ignore({"display_name", "bf16_tflops", "fp8_tflops", "fp4_tflops", "memory_gib", "hbm_tbps",
-            "matmul_efficiency_bf16", "matmul_efficiency_fp8"});
+            "matmul_efficiency_bf16", "matmul_efficiency_fp8", "compute_capability"});
   r.RejectUnknown();
 
   GpuSpec g;
@@ -115,6 +115,10 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
            "given, but fp8_tflops is 0 or absent (no FP8); expected no matmul_efficiency_fp8, "
            "or a positive fp8_tflops");
   }
+  // Last, so that a broken file reports its first problem first.
+  g.compute_capability =
+      Number(r, "compute_capability", Bounds{1.0, false, 99.9},
+             "torch.cuda.get_device_capability() as major.minor (9.0 for H100, 10.0 for B200)");
   return g;
 }
 

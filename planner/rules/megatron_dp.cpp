@@ -280,6 +280,25 @@ std::string GlobalBatchMsg(const RuleContext& c) {
              L(c).micro_batch(), " x ", L(c).dp, " = ", L(c).micro_batch() * L(c).dp, ")");
 }
 
+/// FP8 / FP4 GEMMs: Transformer Engine asserts that a linear layer's input has a row count
+/// (every dimension but the last: micro_batch · seq_length / cp tokens) divisible by 8.
+/// Source: TE pytorch/utils.py assert_dim_for_fp8_exec (called by Linear, LayerNormLinear and
+/// LayerNormMLP under FP8).
+bool Fp8TokenRows(const RuleContext& c) {
+  if (c.setup.precision == Precision::kBf16) return true;
+  const Layout& l = L(c);
+  const int64_t cp = std::max<int64_t>(1, l.cp);
+  if (c.setup.seq_len % cp != 0) return true;  // mb_cp_divides_sequence reports that
+  return (l.micro_batch() * (c.setup.seq_len / cp)) % 8 == 0;
+}
+std::string Fp8TokenRowsMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  const int64_t cp = std::max<int64_t>(1, l.cp);
+  return Cat(PrecisionName(c.setup.precision), " GEMMs need their input's rows, micro_batch_size x seq_length / "
+             "context_parallel_size = ", l.micro_batch(), " x ", c.setup.seq_len, " / ", cp, " = ",
+             l.micro_batch() * (c.setup.seq_len / cp), " tokens, to be a multiple of 8 (Transformer Engine asserts it)");
+}
+
 /// Interleaved schedule with the default group size PP: M >= PP and M % PP == 0.
 /// Source: MCore pipeline_parallel/schedules.py:1160-1180.
 bool Interleaved(const RuleContext& c) {
@@ -294,6 +313,8 @@ std::string InterleavedMsg(const RuleContext& c) {
 }
 
 const Rule kRules[] = {
+    {"mb_precision_supported", "TE pytorch/fp8.py check_fp8_support / check_nvfp4_support", RuleStage::kMesh,
+     PrecisionSupported, PrecisionSupportedMsg, kNoDp},
     {"mb_fsdp_exclusive", "MB training/config.py (DistributedInitConfig)", RuleStage::kMesh, FsdpExclusive, FsdpExclusiveMsg},
     {"mb_megatron_fsdp_flags", "MB training/config.py:1065-1069", RuleStage::kMesh, MfsdpFlags, MfsdpFlagsMsg},
     {"mb_megatron_fsdp_sharding", "MB recipes/common.py::_pretrain_common", RuleStage::kMesh, MfsdpSharding,
@@ -334,6 +355,8 @@ const Rule kRules[] = {
      GlobalBatchMsg},
     {"mb_interleaved_microbatches", "MCore pipeline_parallel/schedules.py:1160-1180", RuleStage::kBatch, Interleaved,
      InterleavedMsg},
+    {"mb_fp8_token_rows", "TE pytorch/utils.py assert_dim_for_fp8_exec", RuleStage::kBatch, Fp8TokenRows,
+     Fp8TokenRowsMsg},
 };
 
 }  // namespace

@@ -38,13 +38,9 @@ inline int64_t NumMicrobatches(const RuleContext& c) {
   return d > 0 && c.setup.global_batch % d == 0 ? c.setup.global_batch / d : 0;
 }
 
-/// GPUs before Blackwell (compute capability < 10), where Megatron needs
+/// GPUs before Blackwell (GpuSpec::compute_capability < 10), where Megatron needs
 /// CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP (MLM arguments.py:1452-1479).
-inline bool PreBlackwell(const RuleContext& c) {
-  if (!c.system) return false;
-  const std::string& g = c.system->gpu.name;
-  return g.rfind("h100", 0) == 0 || g.rfind("h200", 0) == 0 || g.rfind("a100", 0) == 0;
-}
+inline bool PreBlackwell(const RuleContext& c) { return c.system != nullptr && !c.system->gpu.BlackwellOrNewer(); }
 
 /// MoE with TP: SP is required by the MLM guide (MCore only warns: a warning, not a rule).
 /// Source: MCore model_parallel_config.py:561-566; megatron.md 2.13.

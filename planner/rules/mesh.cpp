@@ -140,6 +140,8 @@ std::string SelectiveCheckpointingStrategyMsg(const RuleContext& c) {
 constexpr const char* kMeshUtils = "components/distributed/mesh_utils.py";
 
 const Rule kRules[] = {
+    {"precision_supported", "torchao float8 / TE check_fp8_support (compute capability 8.9+)", RuleStage::kMesh,
+     PrecisionSupported, PrecisionSupportedMsg, kNoDp},
     {"axes_positive", "components/distributed/mesh_utils.py::_validate_mesh_spec", RuleStage::kMesh, AxesPositive,
      AxesPositiveMsg},
     {"world_divisible_by_model_parallel", "components/distributed/mesh_utils.py::_infer_dp_size", RuleStage::kMesh,

@@ -26,4 +26,22 @@ std::span<const Rule> ParallelRules();
 std::span<const Rule> PipelineRules();
 std::span<const Rule> BatchRules();
 
+
+/// The GPU has tensor cores for the setup's precision: FP8 needs compute capability 8.9+
+/// (Transformer Engine check_fp8_support; torchao float8 likewise), NVFP4 needs Blackwell
+/// (check_nvfp4_support); in hwdb terms a nonzero fp8_tflops / fp4_tflops. Passes when the
+/// system is unknown.
+inline bool PrecisionSupported(const RuleContext& c) {
+  if (c.system == nullptr) return true;
+  if (c.setup.precision == Precision::kFp8) return c.system->gpu.fp8_flops > 0;
+  if (c.setup.precision == Precision::kFp4) return c.system->gpu.fp4_flops > 0;
+  return true;
+}
+inline std::string PrecisionSupportedMsg(const RuleContext& c) {
+  return Cat(PrecisionName(c.setup.precision), " requested but ", c.system->gpu.display_name, " has no ",
+             c.setup.precision == Precision::kFp4 ? "FP4" : "FP8",
+             " tensor cores (the framework stops at start-up); expected bf16",
+             c.setup.precision == Precision::kFp4 && c.system->gpu.fp8_flops > 0 ? " or fp8" : "");
+}
+
 }  // namespace meshplan::rules

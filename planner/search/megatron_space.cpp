@@ -27,10 +27,7 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-bool PreBlackwellGpu(const SystemSpec& s) {
-  const std::string& g = s.gpu.name;
-  return g.rfind("h100", 0) == 0 || g.rfind("h200", 0) == 0 || g.rfind("a100", 0) == 0;
-}
+bool PreBlackwellGpu(const SystemSpec& s) { return !s.gpu.BlackwellOrNewer(); }
 
 namespace {
 

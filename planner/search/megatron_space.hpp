@@ -17,7 +17,7 @@ PlanResult MegatronPlan(const PlanRequest& req);
 /// `precision`: NVFP4 turns TP communication overlap off, as every NVFP4 perf recipe of
 /// megatron.md's recipe table does (tp_comm_overlap False for all of them).
 void ApplyEmittedSettings(Layout& layout, const SystemSpec& system, Precision precision = Precision::kBf16);
-/// True for GPUs before Blackwell (A100, H100, H200: hwdb GPU names starting so).
+/// True for GPUs before Blackwell: GpuSpec::compute_capability below 10 (A100, H100, H200, MI300X).
 bool PreBlackwellGpu(const SystemSpec& system);
 
 /// Overrides `layout`'s software settings with `runtime` (a published recipe's): the token

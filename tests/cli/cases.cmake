@@ -246,7 +246,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 29 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 30 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)

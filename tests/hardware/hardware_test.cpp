@@ -24,6 +24,7 @@ memory_gib: 79.11
 hbm_tbps: 3.35
 matmul_efficiency_bf16: 0.803
 matmul_efficiency_fp8: 0.709
+compute_capability: 9.0
 )";
 
 const std::string kSystemText = R"(display_name: Test System
@@ -255,6 +256,12 @@ TEST_CASE("missing fields name the field and what was expected") {
             .find("matmul_efficiency_fp8: given, but fp8_tflops is 0 or absent") != std::string::npos);
   CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "matmul_efficiency_fp8: 0.709\n", ""), "g.yaml"); })
             .find("matmul_efficiency_fp8: missing; expected the FP8 MAMF / peak") != std::string::npos);
+  // The GPU generation is a field, not guessed from the name (a Hopper file under another name
+  // was given Blackwell's CUDA_DEVICE_MAX_CONNECTIONS and MXFP8).
+  CHECK(ErrorOf([] { ParseGpu(Edit(kGpuText, "compute_capability: 9.0\n", ""), "g.yaml"); }) ==
+        "g.yaml:1:1: error: compute_capability: missing; expected torch.cuda.get_device_capability() as major.minor "
+        "(9.0 for H100, 10.0 for B200), a number in [1, 99.9]");
+  CHECK(ParseGpu(kGpuText, "g.yaml").compute_capability == doctest::Approx(9.0));
 }
 
 TEST_CASE("an unknown GPU name lists the known ones") {

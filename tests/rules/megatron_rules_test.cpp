@@ -28,6 +28,9 @@ SystemSpec H100() {
   SystemSpec s;
   s.name = "h100-test";
   s.gpu.name = "h100-sxm";
+  s.gpu.display_name = "NVIDIA H100 SXM5 80GB";
+  s.gpu.fp8_flops = 1979e12;  // FP8, no FP4 (mb_precision_supported)
+  s.gpu.compute_capability = 9.0;
   s.gpus_per_node = 8;
   return s;
 }
@@ -290,6 +293,13 @@ const Case kCases[] = {
      Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 510; }},
     {"mb_interleaved_microbatches", "the number of micro-batches (1 = global_batch / (micro_batch_size x DP))",
      [](auto&, auto&, Layout& l) { l.vpp = 5; }, [](auto&, TrainSetup& s, Layout& l) { l.vpp = 5; s.global_batch = 4; }},
+    {"mb_precision_supported", "fp4 requested but NVIDIA H100 SXM5 80GB has no FP4 tensor cores (the framework stops "
+     "at start-up); expected bf16 or fp8",
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; },
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp4; }},
+    {"mb_fp8_token_rows", "tokens, to be a multiple of 8 (Transformer Engine asserts it)",
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8200; },
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8196; }},
 };
 
 TrainSetup Setup() {
@@ -361,9 +371,19 @@ TEST_CASE("megatron rules: framework warnings (CUDA_DEVICE_MAX_CONNECTIONS on Ho
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm with TP 4") != std::string::npos);
   SystemSpec b200 = sys;
-  b200.gpu.name = "b200";
+  b200.gpu.compute_capability = 10.0;  // the generation is the capability, not the name
   RuleContext on_b200{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &b200};
   CHECK(MegatronWarnings(on_b200).empty());
+  // A Hopper GPU under another name (a site's own file) and MI300X (ROCm reports 9.4) are
+  // before Blackwell: the warning stays (it named the GPU "b200" and passed, before).
+  SystemSpec renamed = sys;
+  renamed.gpu.name = "b200-looking-name";
+  RuleContext on_renamed{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &renamed};
+  CHECK(MegatronWarnings(on_renamed).size() == 1);
+  const SystemSpec mi300x = LoadSystem("mi300x-8");
+  CHECK(mi300x.gpu.compute_capability == doctest::Approx(9.4));
+  RuleContext on_mi300x{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &mi300x};
+  CHECK(MegatronWarnings(on_mi300x).size() == 1);
   m = Moe();
   l.mb.cuda_device_max_connections = 1;
   l.ep = 8;
@@ -389,7 +409,7 @@ TEST_CASE("megatron rules: ApplyEmittedSettings derives overlap flags and the la
   l.sequence_parallel = false;
   l.mb.use_megatron_fsdp = true;
   SystemSpec gb200 = H100();
-  gb200.gpu.name = "gb200";
+  gb200.gpu.compute_capability = 10.0;
   search::ApplyEmittedSettings(l, gb200);
   CHECK(l.mb.overlap_p2p_comm == Tri::kFalse);
   CHECK(l.mb.batch_p2p_comm == Tri::kTrue);

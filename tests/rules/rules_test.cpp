@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fixtures/models.hpp"
+#include "meshplan/hardware.hpp"
 #include "meshplan/rules.hpp"
 
 using namespace meshplan;
@@ -39,6 +40,7 @@ struct Case {
   std::function<void(ModelSpec&, TrainSetup&, Layout&)> pass;
   std::function<void(ModelSpec&, TrainSetup&, Layout&)> fail;
   AutoModelVersion version = AutoModelVersion::kV05;
+  const char* system = "dgx-h100";  ///< the system both layouts are checked on
 };
 
 void Nothing(ModelSpec&, TrainSetup&, Layout&) {}
@@ -102,6 +104,8 @@ const Case kCases[] = {
      [](auto&, auto&, Layout& l) { l.local_batch_size = 0; }},
     {"global_batch_divisible", "global_batch_size (500) must be divisible by local_batch_size * dp_size (8 * 4 = 32)",
      Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 500; }},
+    {"precision_supported", "fp8 requested but NVIDIA A100 SXM4 80GB has no FP8 tensor cores",
+     Nothing, [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; }, AutoModelVersion::kV05, "dgx-a100"},
     {"pp_no_tied_embeddings", "does not support tie_word_embeddings=True",
      [](ModelSpec& m, auto&, Layout& l) { m.tie_word_embeddings = true; l.pp = 1; l.dp = 8; },
      [](ModelSpec& m, auto&, auto&) { m.tie_word_embeddings = true; }},
@@ -147,7 +151,8 @@ TEST_CASE("rules: every rule accepts one layout and rejects another and with its
       TrainSetup s = Setup();
       Layout l = Base();
       c.pass(m, s, l);
-      RuleContext ctx{m, s, l, c.version};
+      const SystemSpec sys = LoadSystem(c.system);
+      RuleContext ctx{m, s, l, c.version, MBridgeVersion::kMain, &sys};
       const Rule* rule = FindRule(c.rule);
       CHECK(rule->check(ctx));
       const Rule* first = FirstFailure(ctx);
@@ -158,7 +163,8 @@ TEST_CASE("rules: every rule accepts one layout and rejects another and with its
       TrainSetup s = Setup();
       Layout l = Base();
       c.fail(m, s, l);
-      RuleContext ctx{m, s, l, c.version};
+      const SystemSpec sys = LoadSystem(c.system);
+      RuleContext ctx{m, s, l, c.version, MBridgeVersion::kMain, &sys};
       const Rule* rule = FindRule(c.rule);
       REQUIRE_FALSE(rule->check(ctx));
       const std::string msg = rule->explain(ctx);
