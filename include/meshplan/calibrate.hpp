@@ -24,6 +24,7 @@ struct CalibrationPoint {
   std::string where;     ///< "file:line" for messages
   std::string file;      ///< the measurement file
   int line = 0;          ///< its line (1-based)
+  std::string gpu;       ///< the GPU its file's {"environment"} line names ("" if none)
 };
 
 /// Parses the text of one JSON-lines measurement file named `file` (blank lines and the
@@ -36,8 +37,15 @@ struct CalibrationPoint {
 std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, const std::string& file);
 
 /// Reads JSON-lines measurement files with ParseCalibrationPoints. Throws InputError for an
-/// unreadable, empty or non-regular file and for a file without any measurement line.
+/// unreadable, empty or non-regular file, for a file without any measurement line and for a
+/// file given twice (its points would count double).
 std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::string>& files);
+
+/// Whether the GPU named by a measurement's environment line (torch.cuda.get_device_name:
+/// "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X") is `gpu`: its model word (the first after
+/// the vendor words NVIDIA, AMD, Instinct, Tesla) appears among the words of gpu.display_name
+/// or gpu.name, case-insensitively. True when `measured` is empty (no environment line).
+bool MeasuredOnGpu(const std::string& measured, const GpuSpec& gpu);
 
 /// A fitted point: measured and predicted seconds; residual = predicted / measured - 1.
 struct CalibrationResidual {

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
 #include <fstream>
 #include <sstream>
@@ -237,6 +239,7 @@ nlohmann::json ParseLine(const std::string& file, int ln, const std::string& lin
 
 std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, const std::string& file) {
   std::vector<CalibrationPoint> pts;
+  std::string gpu;  // from the {"environment"} line, which comes first
   size_t start = 0;
   int ln = 0;
   while (start <= text.size()) {
@@ -259,12 +262,17 @@ std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, cons
     if (!j.is_object()) {
       throw InputError({file, ln, 1}, "", "expected a JSON object per line (a measurement of collectives.py / gemm.py), found " + Shown(j));
     }
-    if (j.contains("environment")) continue;
+    if (j.contains("environment")) {
+      const nlohmann::json& env = j["environment"];
+      if (env.is_object() && env.contains("gpu") && env["gpu"].is_string()) gpu = env["gpu"].get<std::string>();
+      continue;
+    }
     const LineReader r(file, ln, line, j);
     CalibrationPoint p;
     p.where = file + ":" + std::to_string(ln);
     p.file = file;
     p.line = ln;
+    p.gpu = gpu;
     if (!j.contains("kind") && j.contains("peak_alloc") && j.contains("step_s")) {  // tests/data/measured/ format
       r.Fail("kind", "missing: this is a training-run line of tools/measure/measure.py; calibrate reads the "
                      "collectives.jsonl and gemm.jsonl of tools/measure/calibration_sweep.sh");
@@ -289,7 +297,18 @@ std::vector<CalibrationPoint> ParseCalibrationPoints(std::string_view text, cons
 
 std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::string>& files) {
   std::vector<CalibrationPoint> pts;
+  std::vector<std::filesystem::path> seen;
   for (const std::string& file : files) {
+    std::error_code ec;
+    const std::filesystem::path canon = std::filesystem::weakly_canonical(file, ec);
+    for (size_t i = 0; !ec && i < seen.size(); ++i) {
+      if (seen[i] == canon) {
+        throw InputError({file, 0, 0}, "MEASUREMENTS",
+                         "given twice (as " + files[i] + " too); expected each measurement file once, else its points "
+                         "would count double in the fit");
+      }
+    }
+    seen.push_back(ec ? std::filesystem::path(file) : canon);
     std::vector<CalibrationPoint> some = ParseCalibrationPoints(data::ReadFileOrThrow(file), file);
     if (some.empty()) {
       throw InputError({file, 0, 0}, "MEASUREMENTS",
@@ -563,6 +582,36 @@ std::string CalibratedSystemYaml(const CalibrationFit& fit, const std::vector<st
     y << c.key << ": " << FileValue(c.value, c.unit, !c.fitted()) << "   # " << c.Label(fit.base_name) << "\n";
   }
   return y.str();
+}
+
+bool MeasuredOnGpu(const std::string& measured, const GpuSpec& gpu) {
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::string w;
+    for (char ch : text + " ") {
+      if (std::isalnum(static_cast<unsigned char>(ch))) {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      } else if (!w.empty()) {
+        out.push_back(w);
+        w.clear();
+      }
+    }
+    return out;
+  };
+  std::string model;
+  for (const std::string& w : words(measured)) {
+    if (w != "nvidia" && w != "amd" && w != "instinct" && w != "tesla") {
+      model = w;
+      break;
+    }
+  }
+  if (model.empty()) return true;
+  for (const std::string& text : {gpu.display_name, gpu.name}) {
+    for (const std::string& w : words(text)) {
+      if (w == model) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace meshplan

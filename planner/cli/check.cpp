@@ -21,7 +21,7 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   cmd->add_option("--model", o.model, "preset name or path to config.json / model YAML")->required();
   cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length)");
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)");
   cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's mixed_precision or fp8 section, else bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--framework", o.framework, "recipe framework (default: detected from its keys)")
@@ -140,6 +140,10 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   if (o.seq_len > 0 && parsed.seq_len > 0 && parsed.seq_len != o.seq_len) {
     std::cout << "  note: --seq-len " << o.seq_len << " replaces the recipe's " << parsed.seq_len << "\n";
   }
+  if (!o.precision.empty() && parsed.precision_set && parsed.precision != req.setup.precision) {
+    std::cout << "  note: --precision " << o.precision << " replaces the recipe's " << PrecisionName(parsed.precision)
+              << "\n";
+  }
   RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   const std::vector<const Rule*> failures = AllFailures(ctx);
   if (failures.empty()) {
@@ -167,7 +171,14 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
                            : "out of memory by " + recipe::Fixed(-gap, 1) + " GiB")
               << "\n";
   } else {
-    std::cout << "memory: not predicted (the parallel sizes do not divide the GPU count)\n";
+    const int64_t product = l.tp * l.pp * l.cp * l.dp;
+    if (product != req.setup.num_gpus) {
+      std::cout << "memory: not predicted (the parallel sizes' product tp x pp x cp x dp = " << l.tp << " x " << l.pp
+                << " x " << l.cp << " x " << l.dp << " = " << product << " is not the " << req.setup.num_gpus
+                << " GPUs)\n";
+    } else {
+      std::cout << "memory: not predicted (a parallel size or the micro-batch is below 1)\n";
+    }
   }
   if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
   for (const std::string& w : MegatronWarnings(ctx)) std::cout << "warning: " << w << "\n";
@@ -254,8 +265,10 @@ int RunCheck(const CheckOptions& o) {
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
   CheckGpuCount(system, o.gpus);
   const std::vector<Document> docs = SplitDocuments(text);
-  // One document (or none: the reader says what is missing): the file as it is.
-  if (docs.size() < 2) return CheckDocument(o, text, o.recipe, model, system);
+  // None (the reader says what is missing): the file as it is; one: that document, whatever
+  // empty ones (only `---`) surround it.
+  if (docs.empty()) return CheckDocument(o, text, o.recipe, model, system);
+  if (docs.size() == 1) return CheckDocument(o, docs[0].text, o.recipe, model, system);
 
   // Several (plan --out writes one recipe per document): a verdict for each; the exit status
   // is the worst (2 unusable > 1 invalid > 0 valid). An unusable document does not stop the others.

@@ -257,6 +257,11 @@ int RunExplain(const ExplainOptions& o) {
   mo.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync;
 
   RefuseOtherFrameworkVersion(o.given, megatron);
+  // AutoModel's memory options mean nothing for a Megatron-Bridge layout.
+  if (megatron && (o.fp32_params || o.defer_fsdp_grad_sync)) {
+    throw InputError({"<command line>", 0, 0}, o.fp32_params ? "--fp32-params" : "--defer-fsdp-grad-sync",
+                     "expected only with an AutoModel layout, found a Megatron-Bridge one");
+  }
   const Framework framework = megatron ? Framework::kMegatronBridge : Framework::kAutoModel;
   std::cout << "meshplan explain: " << (megatron ? "Megatron-Bridge" : "AutoModel") << " layout, " << model.name
             << " on " << setup.num_gpus << " GPUs of " << system.name << " (" << system.gpu.display_name

@@ -58,27 +58,30 @@ int RunList(const ListOptions& o) {
     const std::vector<std::string> systems = names("systems", ListSystems());
     std::snprintf(line, sizeof line, "%-20s %-10s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
                   "nvl_domain", "mem_GiB", "bf16_TFLOPs", "nic_GB/s");
-    std::cout << line;
+    // Every file is loaded before anything is printed: a broken one stops the listing whole.
+    std::string table = line;
     for (const std::string& name : systems) {
       const SystemSpec s = LoadSystem(name, o.hwdb);
       std::snprintf(line, sizeof line, "%-20s %-10s %9d %11d %9.1f %12.0f %10.0f\n", name.c_str(),
                     s.gpu.name.c_str(), s.gpus_per_node, s.scaleup_domain_gpus, recipe::GiB(s.gpu.memory_bytes),
                     s.gpu.bf16_flops / 1e12, s.NicBandwidthPerGpu() / 1e9);
-      std::cout << line;
+      table += line;
     }
+    std::cout << table;
     return 0;
   }
   const std::vector<std::string> gpus = names("gpus", ListGpus());
   std::snprintf(line, sizeof line, "%-10s %9s %10s %10s %9s %8s\n", "name", "mem_GiB", "bf16_TF", "fp8_TF",
                 "fp4_TF", "HBM_TB/s");
-  std::cout << line;
+  std::string table = line;
   for (const std::string& name : gpus) {
     const GpuSpec g = LoadGpu(name, o.hwdb);
     std::snprintf(line, sizeof line, "%-10s %9.1f %10.0f %10.0f %9.0f %8.2f\n", name.c_str(),
                   recipe::GiB(g.memory_bytes), g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.fp4_flops / 1e12,
                   g.hbm_bandwidth / 1e12);
-    std::cout << line;
+    table += line;
   }
+  std::cout << table;
   return 0;
 }
 

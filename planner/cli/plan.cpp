@@ -348,6 +348,10 @@ int RunPlan(const PlanOptions& o) {
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
   }
+  if (!o.hf_model.empty() && !o.full_recipe) {
+    throw InputError({"<command line>", 0, 0}, "--hf-model",
+                     "expected together with --full-recipe (only a full recipe has a model section to name it in)");
+  }
   if (o.recompute_modules && req.framework != Framework::kMegatronBridge) {
     throw InputError({"<command line>", 0, 0}, "--recompute-modules",
                      "expected with --framework megatron-bridge only (AutoModel has no recompute_modules)");

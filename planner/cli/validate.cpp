@@ -181,6 +181,8 @@ struct Run {
   std::string label;    // "model system gpus precision"
   std::string release;  // Megatron-Bridge release of the row ("" in the survey)
   std::string skip;     // why the row is skipped ("" = evaluated)
+  std::string skip_detail;  // the row's own words for it ("" = skip)
+  std::string gpu_cell;     // the GPU / system cell as written
   std::string preset, system;
   TrainSetup setup;
   Layout layout;
@@ -264,6 +266,7 @@ void ReadMbridge(const std::vector<std::string>& c, Run& r, Sizes& z, bool& fsdp
   if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
   r.preset = PresetOf(cell(2));
   r.system = SystemOf(cell(3));
+  r.gpu_cell = cell(3);
   r.setup.precision = no_precision ? Precision::kFp8 : PrecisionOf(cell(5));
   r.precision_cell = cell(5);
   {
@@ -317,6 +320,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.label = "#" + cell("id") + " " + cell("model") + " " + cell("num_gpus");
   r.preset = PresetOf(cell("model"));
   r.system = SystemOf(cell("gpu_type"));
+  r.gpu_cell = cell("gpu_type");
   r.setup.precision = PrecisionOf(cell("precision"));
   int64_t gpus = 0, gbs = 0, seq = 0;
   SizeReader sz;
@@ -415,6 +419,10 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
 
 int RunValidate(const ValidateOptions& o, std::FILE* out) {
+  if (o.show_top > 0 && o.rank_top == 0) {
+    throw InputError({"<command line>", 0, 0}, "--show-top",
+                     "expected with ranking on; found --rank-top 0, which searches no layouts to show");
+  }
   auto option = [](bool ok, const char* flag, const std::string& expected, double found) {
     if (ok) return;
     std::ostringstream os;
@@ -449,9 +457,24 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   const bool mbridge = col.count("release") && col.count("model_tflops_per_gpu");
   const bool survey = col.count("gpu_type") && col.count("tflops_per_gpu");
   if (!mbridge && !survey) {
+    const std::string head = Trim(line);
+    // Binary: a control byte in the first line, or a NUL in the first 4 KiB (CSV text has none).
+    std::string start(4096, '\0');
+    std::ifstream raw(o.runs, std::ios::binary);
+    raw.read(start.data(), static_cast<std::streamsize>(start.size()));
+    start.resize(static_cast<size_t>(raw.gcount()));
+    const bool binary = start.find('\0') != std::string::npos ||
+                        std::any_of(head.begin(), head.end(), [](char ch) {
+                          const auto u = static_cast<unsigned char>(ch);
+                          return u < 0x20 && ch != '\t' && ch != '\r';
+                        });
+    const std::string found = head.empty() && f.eof() ? "an empty file"
+                              : head.empty()           ? "an empty first line"
+                              : binary                 ? "binary data (control bytes), not CSV text"
+                                                       : "'" + head.substr(0, 80) + "'";
     throw InputError(SourceLoc{o.runs, 1, 1}, "header",
                      "expected a Megatron-Bridge perf header (release,task,model,system,...) or a published-runs "
-                     "header (id,model,...,gpu_type,TP,PP,...); found '" + Trim(line).substr(0, 80) + "'");
+                     "header (id,model,...,gpu_type,TP,PP,...); found " + found);
   }
   // The perf table is read by position: every column must be where the header says.
   static const char* const kMbridgeColumns[] = {
@@ -536,7 +559,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     }
     r.setup.headroom = o.headroom;
     if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
-    if (r.skip.empty() && r.system.empty()) r.skip = "no hwdb system for the GPU";
+    if (r.skip.empty() && r.system.empty()) {
+      r.skip = "no hwdb system for the GPU";
+      r.skip_detail = "no hwdb system for the GPU '" + r.gpu_cell + "'";
+    }
     if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
     if (r.skip.empty() && (r.setup.num_gpus % (z.tp * z.pp * z.cp) != 0)) r.skip = "sizes do not divide the GPUs";
     // Counts a skipped row under `reason` and prints it with `shown` (the reason itself when
@@ -548,7 +574,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       std::fprintf(out, "%-52.52s skipped (line %d): %s\n", r.label.c_str(), lineno, (shown.empty() ? reason : shown).c_str());
     };
     if (!r.skip.empty()) {
-      skip_row(r.skip, "");
+      skip_row(r.skip, r.skip_detail);
       continue;
     }
     if (!models.count(r.preset)) models[r.preset] = LoadModel(r.preset);
@@ -600,7 +626,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     errors.push_back(std::fabs(err));
     if (!o.fit.empty() && pred > 0) {
       FitRow row = MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
-      row.label = r.label + (r.release.empty() ? "" : " (" + r.release + ")");
+      // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
+      const std::string tag = " (" + r.release + ")";
+      const bool tagged = r.label.size() >= tag.size() && r.label.compare(r.label.size() - tag.size(), tag.size(), tag) == 0;
+      row.label = r.label + (r.release.empty() || tagged ? "" : tag);
       row.model = r.preset;
       fit_rows[r.system].push_back(row);
     }
@@ -720,7 +749,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       }
     }
   }
-  std::fprintf(out, "skipped %d rows%s", skipped, skipped > 0 ? ":" : "");
+  std::fprintf(out, "skipped %d row%s%s", skipped, skipped == 1 ? "" : "s", skipped > 0 ? ":" : "");
   for (const auto& [why, n] : skip_reasons) std::fprintf(out, " [%s] x%d;", why.c_str(), n);
   std::fprintf(out, "\n");
   if (evaluated == 0) {

@@ -327,6 +327,11 @@ std::string RecomputeLabel(const Layout& l) {
   return s;
 }
 
+namespace {
+// dp is 0 when the sizes do not divide the world: "?" rather than a size of 0.
+std::string DpText(const Layout& l) { return l.dp > 0 ? std::to_string(l.dp) : "?"; }
+}  // namespace
+
 std::string Describe(const Layout& l) {
   if (l.framework == Framework::kMegatronBridge) {
     std::string s = MbDpFlavourName(l);
@@ -334,14 +339,14 @@ std::string Describe(const Layout& l) {
     if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
     s += " cp" + std::to_string(l.cp) + " ep" + std::to_string(l.ep);
     if (l.etp > 0) s += " etp" + std::to_string(l.etp);
-    s += " dp" + std::to_string(l.dp) + " mbs" + std::to_string(l.micro_batch());
+    s += " dp" + DpText(l) + " mbs" + std::to_string(l.micro_batch());
     if (l.sequence_parallel) s += " sp";
     s += " recompute=" + RecomputeLabel(l);
     return s;
   }
   std::string s = StrategyName(l.strategy);
   s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " cp" + std::to_string(l.cp) +
-       " ep" + std::to_string(l.ep) + " dp" + std::to_string(l.dp);
+       " ep" + std::to_string(l.ep) + " dp" + DpText(l);
   if (l.dp_replicate > 1) s += " (rep" + std::to_string(l.dp_replicate) + ")";
   s += " lbs" + std::to_string(l.local_batch_size);
   if (l.pp > 1) {

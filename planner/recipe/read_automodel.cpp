@@ -101,6 +101,17 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   MapReader d(top.Get("distributed"), filename, "distributed", kQuoted);
   ParsedRecipe out;
   Layout& l = out.layout;
+  // Megatron-Bridge override sections in an AutoModel recipe: AutoModel ignores them, and the
+  // layout they describe is not the one checked.
+  std::string mb_sections;
+  for (const char* key : {"train", "ddp", "comm_overlap", "mixed_precision", "dist"}) {
+    if (top.Has(key)) mb_sections += std::string(mb_sections.empty() ? "" : ", ") + key;
+  }
+  if (!mb_sections.empty()) {
+    out.overridden.push_back("the recipe also has Megatron-Bridge sections (" + mb_sections +
+                             "), which AutoModel ignores; it is checked as the AutoModel recipe its distributed: "
+                             "section makes it (a Megatron-Bridge override file has no distributed: or step_scheduler:)");
+  }
 
   // Legacy recipes name the manager class (`_target_: ...DDPManager`) instead of `strategy:`;
   // parse_distributed_section ignores _target_, so fsdp2 applies: say so.

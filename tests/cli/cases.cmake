@@ -514,3 +514,38 @@ meshplan_cli_case(validate_headroom_breakdown 0 "above the usable capacity \\(he
   -- ${MP} validate ${D}/validate_llama70b_h100.csv --headroom 0.3 --breakdown --rank-seconds 5)
 meshplan_cli_case(validate_headroom_range 2 "--headroom"
   -- ${MP} validate ${D}/validate_llama70b_h100.csv --headroom 0.95)
+
+# calibrate refuses measurements of another GPU (read from the files' environment line) and a
+# file given twice (double weight).
+meshplan_cli_case(calibrate_other_gpu 2
+  "h200_gemm\\.jsonl:1:1: error: environment.gpu: expected measurements of the base system's GPU, AMD Instinct MI300X 192GB \\(--system mi300x-8\\), found NVIDIA H200"
+  -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/h200_gemm.jsonl --system mi300x-8 -o ${CMAKE_BINARY_DIR}/calibrate_other_gpu.yaml --force)
+meshplan_cli_case(calibrate_file_twice 2 "error: MEASUREMENTS: given twice"
+  -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/h200_gemm.jsonl ${CMAKE_SOURCE_DIR}/tests/data/calibration/../calibration/h200_gemm.jsonl --system dgx-h200 -o ${CMAKE_BINARY_DIR}/calibrate_twice.yaml --force)
+
+# Options that do not apply are refused, not ignored.
+meshplan_cli_case(explain_fp32_params_megatron 2 "--fp32-params: expected only with an AutoModel layout, found a Megatron-Bridge one"
+  -- ${MP} explain --recipe ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --fp32-params)
+meshplan_cli_case(plan_hf_model_needs_full_recipe 2 "--hf-model: expected together with --full-recipe"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --hf-model foo/bar --emit-launch --out ${CMAKE_BINARY_DIR}/hf_model_refused.yaml)
+meshplan_cli_case(validate_show_top_needs_rank 2 "--show-top: expected with ranking on; found --rank-top 0"
+  -- ${MP} validate ${D}/validate_llama70b_h100.csv --show-top 3 --rank-top 0)
+# validate names what it found: an empty file, binary data, the GPU it has no system for.
+meshplan_cli_case(validate_empty_file 2 "validate_empty.csv:1:1: error: header: expected a Megatron-Bridge perf header .* found an empty file"
+  -- ${MP} validate ${D}/validate_empty.csv)
+meshplan_cli_case(validate_binary_file 2 "error: header: expected a Megatron-Bridge perf header .* found binary data \\(control bytes\\), not CSV text"
+  -- ${MP} validate ${D}/garbage.bin)
+meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb system for the GPU 'DGX-X900'" "skipped 1 row:"
+  -- ${MP} validate ${D}/validate_unknown_system.csv --rank-top 0)
+# check: Megatron-Bridge sections in an AutoModel recipe are named; empty documents around one
+# recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
+meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
+  -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 30 rules" "!found null"
+  -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
+meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
+  -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
+meshplan_cli_case(check_dp_size_mismatch 1 "memory: not predicted \\(the parallel sizes' product tp x pp x cp x dp = 1 x 1 x 1 x 4 = 4 is not the 8 GPUs\\)"
+  -- ${MP} check ${D}/automodel_dp_size_mismatch.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_dp_unknown 1 "layout: fsdp2 tp3 pp1 cp1 ep1 dp\\? " "!dp0"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --tp 3)
