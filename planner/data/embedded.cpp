@@ -53,7 +53,7 @@ std::string ReadFileOrThrow(const std::string& path) {
   std::string text = ss.str();
   StripUtf8Bom(text);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InputError({path, 0, 0}, "file", "file is empty; expected YAML or JSON");
+    throw InputError({path, 0, 0}, "file", "expected text, found an empty file (nothing but whitespace)");
   }
   return text;
 }

@@ -114,9 +114,9 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
     << " GPUs of " << OneLine(req.system.name) << " (" << OneLine(req.system.gpu.display_name) << "), seq_len "
     << req.setup.seq_len
     << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision) << "\n";
-  y << "# layout: " << Describe(l) << " (dp " << l.dp << ", expert dp "
-    << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp) << ", " << l.MicroBatchesPerStep(req.setup)
-    << " micro-batches per step)\n";
+  y << "# layout: " << Describe(l) << " (dp " << l.dp;
+  if (req.model.is_moe()) y << ", expert dp " << req.setup.num_gpus / (l.EffectiveEtp() * l.ep * l.pp);
+  y << ", " << l.MicroBatchesPerStep(req.setup) << " micro-batches per step)\n";
   y << "# predicted memory per GPU: " << Fixed(GiB(k.memory.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
     << " GiB usable; step " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
     << " tokens/s/GPU, MFU " << Fixed(100 * k.mfu, 1) << "%\n";
