@@ -127,12 +127,20 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
 }
 
 std::string RankTable(const PlanResult& result, const PlanRequest& req) {
-  std::ostringstream o;
-  char line[512];
-  std::snprintf(line, sizeof line, "%-4s %-13s %4s %4s %4s %4s %5s %4s %4s %7s %-18s %-12s %7s %8s %9s %10s %6s\n",
-                "rank", "strategy", "tp", "pp", "cp", "ep", "dp", "rep", "mbs", "mb/step", "schedule", "recompute",
-                "GiB/GPU", "headroom", "step_s", "tok/s/GPU", "MFU%");
-  o << line;
+  // Cells first, then each column as wide as its widest cell (at least the usual width), so
+  // that long schedules or huge values do not shift the columns after them.
+  struct Column {
+    const char* head;
+    size_t width;
+    bool left;
+  };
+  const std::vector<Column> cols = {
+      {"rank", 4, true},      {"strategy", 13, true}, {"tp", 4, false},        {"pp", 4, false},
+      {"cp", 4, false},       {"ep", 4, false},       {"dp", 5, false},        {"rep", 4, false},
+      {"mbs", 4, false},      {"mb/step", 7, false},  {"schedule", 18, true},  {"recompute", 12, true},
+      {"GiB/GPU", 7, false},  {"headroom", 8, false}, {"step_s", 9, false},    {"tok/s/GPU", 10, false},
+      {"MFU%", 6, false}};
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < result.top.size(); ++i) {
     const Candidate& c = result.top[i];
     const Layout& l = c.layout;
@@ -145,16 +153,33 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     }
     std::string rc = RecomputeLabel(l);
     if (l.sequence_parallel) rc += "+sp";
-    std::snprintf(line, sizeof line,
-                  "%-4zu %-13s %4lld %4lld %4lld %4lld %5lld %4lld %4lld %7lld %-18s %-12s %7.1f %8.1f %9.3f %10.0f %6.1f\n",
-                  i + 1, l.framework == Framework::kMegatronBridge ? MbDpFlavourName(l) : StrategyName(l.strategy), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
-                  static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.dp),
-                  static_cast<long long>(l.dp_replicate), static_cast<long long>(l.micro_batch()),
-                  static_cast<long long>(l.MicroBatchesPerStep(req.setup)), sched.c_str(), rc.c_str(),
-                  GiB(c.cost.memory.Total()), GiB(c.cost.capacity_bytes - c.cost.memory.Total()),
-                  c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
-    o << line;
+    rows.push_back({std::to_string(i + 1),
+                    l.framework == Framework::kMegatronBridge ? MbDpFlavourName(l) : StrategyName(l.strategy),
+                    std::to_string(l.tp), std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.ep),
+                    std::to_string(l.dp), std::to_string(l.dp_replicate), std::to_string(l.micro_batch()),
+                    std::to_string(l.MicroBatchesPerStep(req.setup)), sched, rc, Fixed(GiB(c.cost.memory.Total()), 1),
+                    Fixed(GiB(c.cost.capacity_bytes - c.cost.memory.Total()), 1), Fixed(c.cost.step_seconds, 3),
+                    Fixed(c.cost.tokens_per_s_per_gpu, 0), Fixed(100 * c.cost.mfu, 1)});
   }
+  std::vector<size_t> width(cols.size());
+  for (size_t j = 0; j < cols.size(); ++j) {
+    width[j] = std::max(cols[j].width, std::string(cols[j].head).size());
+    for (const auto& r : rows) width[j] = std::max(width[j], r[j].size());
+  }
+  std::ostringstream o;
+  auto emit = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t j = 0; j < cells.size(); ++j) {
+      const std::string pad(width[j] - std::min(width[j], cells[j].size()), ' ');
+      line += (j ? " " : "") + (cols[j].left ? cells[j] + pad : pad + cells[j]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    o << line << "\n";
+  };
+  std::vector<std::string> head;
+  for (const Column& c : cols) head.emplace_back(c.head);
+  emit(head);
+  for (const auto& r : rows) emit(r);
   o << SearchSummary(result, req) << "\n";
   return o.str();
 }
