@@ -10,7 +10,8 @@
 //   - compute runs at most at peak·matmul_efficiency·compute_efficiency (LinearGemmFactor, ExpertGemmFactor <= 1),
 //     the attention core at most at the faster of the GEMM and bf16 rates; recompute adds
 //     1/3 (full) or 1/6 of the matmul work (selective) exactly as RankTime does;
-//   - TP all-reduces move at least (4, or 6 under full recompute) · layers · tokens·h·2
+//   - TP all-reduces move at least (7, or 9 under full recompute, for dense models; 4 or 6
+//     with MoE layers) · layers · tokens·h·2
 //     bytes · 2(tp−1)/tp at the TP group's bus bandwidth (latency terms dropped), and EP
 //     all-to-alls likewise for the MoE layers; the eager HBM-bound kernels of those layers
 //     exactly as RankTime charges them (linear in the tokens); every other term (CP, PP, bubble, DP,
@@ -150,7 +151,9 @@ double CostModel::StepSecondsLowerBound(const Layout& l, int64_t max_micro_batch
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
     const cost::Link link = cost::RingLink(system_, links_.get(), g.tp);
-    bound += (full ? 6.0 : 4.0) * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+    // RankTime's volumes per layer: 7 (9) dense, 4 (6) MoE; the least for the model's kinds.
+    const double volumes = !m.is_moe() ? (full ? 9.0 : 7.0) : (full ? 6.0 : 4.0);
+    bound += volumes * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));

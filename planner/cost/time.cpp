@@ -122,9 +122,14 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   Eager HBM-bound kernels: 2 bytes · tokens · (layers' kEager*Passes elements, x 4/3
 ///   under recompute, + kEagerLossVocabPasses·V on the head's rank) / HBM bandwidth (time.hpp).
 /// Communication (exposed parts; groups and links from comm.cpp):
-///   TP (DTensor, no overlap in AutoModel): per layer per micro-batch 2 all-reduces forward
-///     and 2 backward (all-gather + reduce-scatter with SP: same volume) of T·h·2 bytes;
-///     +2 under full recompute (the forward runs again).
+///   TP (DTensor, no overlap in AutoModel): all-reduces of T·h·2 bytes per micro-batch; per
+///     dense layer 2 forward (o_proj, down_proj outputs) and 5 backward (the input gradient of
+///     each ColwiseParallel module, q, k, v, gate and up, made Replicate on its own), +2 under
+///     full recompute; per MoE layer 2 and 2 (+2); one more for the vocabulary-parallel
+///     embedding's output and one for the lm_head's input gradient, and an all-gather of the
+///     T·V·2-byte logits for the loss (full_tensor()). Measured: 2 H200 with NCCL held to 1
+///     and 2 channels, tests/data/measured/h200_2gpu_ch*.jsonl (4 volumes per layer priced
+///     Llama 3.1 8B with TP 2 31% and 22% too fast; 7 gives -2.5% and -1.7%).
 ///   CP (ring attention): per layer per micro-batch (cp−1) p2p steps of T·(d_K+d_V)/tp·2
 ///     bytes forward and twice that backward (+1 forward under full recompute), overlapped
 ///     with the layer's attention core: exposed = max(0, comm − core time).
@@ -219,8 +224,20 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const MeshGroups& g = c.groups;
   // --- TP ---
   if (l.tp > 1 && layers > 0) {
-    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
-    t.tp_comm = (full ? 6.0 : 4.0) * layers * n_mb * per;
+    const Link ltp = RingLink(sys, c.links, g.tp);
+    const double per = AllReduceSeconds(t_mb * h * 2.0, l.tp, ltp);
+    // Dense layer (AutoModel's Llama-style plan, no SP): the RowwiseParallel o_proj and
+    // down_proj all-reduce their outputs (2); in backward every ColwiseParallel module turns
+    // its Partial input gradient into a Replicate one on its own (DTensor from_local backward):
+    // q, k, v, gate and up, 5 more. Full recompute repeats the forward's 2. MoE layers: 4 (6).
+    const double dense_volumes = full ? 9.0 : 7.0, moe_volumes = full ? 6.0 : 4.0;
+    t.tp_comm = (double(rp.dense_layers) * dense_volumes + moe_layers * moe_volumes) * n_mb * per;
+    // The vocabulary-parallel embedding all-reduces its output, the ColwiseParallel lm_head its
+    // input gradient, and the loss gathers the vocabulary-sharded logits (full_tensor()).
+    if (rp.has_embedding) t.tp_comm += n_mb * per;
+    if (rp.has_head) {
+      t.tp_comm += n_mb * (per + AllGatherSeconds(t_mb * double(m.vocab_size) * 2.0, l.tp, ltp));
+    }
   }
   // --- CP ---
   if (l.cp > 1 && layers > 0) {
