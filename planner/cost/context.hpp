@@ -43,6 +43,9 @@ struct Ctx {
   /// MemoryOptions::defer_fsdp_grad_sync: FSDP2 reduce-scatters only in the last micro-batch
   /// of a step (RankTime's DP term).
   bool defer_fsdp_grad_sync = false;
+  /// MemoryOptions::fp32_params: the model and its gradients are fp32 (DDP all-reduces 4-byte
+  /// gradients instead of 2-byte ones).
+  bool fp32_params = false;
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,

@@ -98,6 +98,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   ctx.links = links_.get();
   ctx.tables = tables_.get();
   ctx.defer_fsdp_grad_sync = memory_.defer_fsdp_grad_sync;
+  ctx.fp32_params = memory_.fp32_params;
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing
   // in the rank), hence the most memory: only that one is evaluated (cost::RankPlan, built

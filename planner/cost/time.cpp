@@ -148,9 +148,10 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///     exposed = max(0, comm − kFsdpOverlapFraction · compute) + first layer's all-gather per
 ///     micro-batch. Under PP torch pipelining gathers once per schedule call and
 ///     reduce-scatters once after the last backward: that reduce-scatter is fully exposed.
-///   DDP: one all-reduce of fp32 grads per step over all ranks, overlapped with the backward
-///     of the last micro-batch: exposed = max(0, t − backward of one micro-batch) + last
-///     bucket.
+///   DDP: one all-reduce of the grads (bf16, fp32 with fp32_params) per step over all ranks,
+///     overlapped with the backward of the last micro-batch: exposed = max(0, t − backward of
+///     one micro-batch) + the last bucket, the input embedding's gradient (done when the
+///     backward ends; above the 25 MiB cap it is a bucket of its own) or 25 MiB.
 ///   FSDP and DDP: the hidden part adds HiddenCommCost (the compute it hides behind runs
 ///     slower while the collective is in flight; measured, time.hpp).
 /// Optimizer: Adam reads master params, grads, m, v and writes params, m, v of this rank:
@@ -266,9 +267,17 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double expert_local = rp.layer_expert / ep;
   if (l.strategy == Strategy::kDdp) {
     const Link link = RingLink(sys, c.links, g.ddp);
-    const double ar = AllReduceSeconds(4.0 * (dense_local + expert_local), g.ddp.n, link);
+    // torch DDP all-reduces the gradients in the parameters' dtype: bf16 as AutoModel loads
+    // the model (torch_dtype bf16), fp32 with fp32_params.
+    const double grad_bytes = c.fp32_params ? 4.0 : 2.0;
+    const double ar = AllReduceSeconds(grad_bytes * (dense_local + expert_local), g.ddp.n, link);
     const double bwd_mb = t.compute / n_mb * (2.0 / 3.0);
-    t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) + AllReduceSeconds(kDdpBucketBytes, g.ddp.n, link) +
+    // The last bucket to fill is the first module's: the input embedding's gradient is done
+    // only when the backward ends, and a parameter above the 25 MiB cap is a bucket of its
+    // own, so its all-reduce is exposed whole (measured: tests/data/measured/h200_2gpu_ch*).
+    const double embedding = rp.has_embedding ? double(m.vocab_size) * h / tp : 0.0;
+    const double tail = std::max(kDdpBucketBytes, grad_bytes * embedding);
+    t.dp_comm = g.ddp.n > 1 ? std::max(0.0, ar - bwd_mb) + AllReduceSeconds(tail, g.ddp.n, link) +
                                   HiddenCommCost(std::min(ar, bwd_mb), link)
                             : 0.0;
   } else {
