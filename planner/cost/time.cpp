@@ -146,7 +146,8 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///     ga2-defer against ga2-sync), over dp_shard·cp (dense) and ep_shard (experts);
 ///     HSDP all-reduces the fp32 shard over dp_replicate with every reduce-scatter.
 ///     exposed = max(0, comm − kFsdpOverlapFraction · compute) + first layer's all-gather per
-///     micro-batch. Under PP torch pipelining gathers once per schedule call and
+///     micro-batch + torch FSDP2's root-module reduce-scatter (it runs when the backward is
+///     done). Under PP torch pipelining gathers once per schedule call and
 ///     reduce-scatters once after the last backward: that reduce-scatter is fully exposed.
 ///   DDP: one all-reduce of the grads (bf16, fp32 with fp32_params) per step over all ranks,
 ///     overlapped with the backward of the last micro-batch: exposed = max(0, t − backward of
@@ -312,10 +313,16 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       // defer_fsdp_grad_sync (FSDP2 set_requires_gradient_sync(False) before the last
       // micro-batch): one reduce-scatter per step instead of one per micro-batch.
       const double rs_calls = c.defer_fsdp_grad_sync && l.strategy == Strategy::kFsdp2 ? 1.0 : n_mb;
-      const double comm = n_mb * (ag_d + ag_e) + rs_calls * rs;
+      // torch FSDP2's root module (embedding, final norm, lm_head) reduce-scatters when the
+      // whole backward is done: nothing is left to hide it (measured, h200_2gpu_ch*.jsonl).
+      const double rs_root = l.strategy == Strategy::kFsdp2 && root > 0
+                                 ? std::min(rs_d, ReduceScatterSeconds(4.0 * root, gd.n, ld))
+                                 : 0.0;
+      const double comm = n_mb * (ag_d + ag_e) + rs_calls * (rs - rs_root);
       const double cost = n_mb * (HiddenCommCost(ag_d, ld) + HiddenCommCost(ag_e, le)) +
-                          rs_calls * (HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le) + HiddenCommCost(rs_r, lr));
-      t.dp_comm = std::max(0.0, comm - kFsdpOverlapFraction * t.compute) + n_mb * first_ag +
+                          rs_calls * (HiddenCommCost(rs_d - rs_root, ld) + HiddenCommCost(rs_e, le) +
+                                      HiddenCommCost(rs_r, lr));
+      t.dp_comm = std::max(0.0, comm - kFsdpOverlapFraction * t.compute) + n_mb * first_ag + rs_calls * rs_root +
                   HiddenShareCost(comm, kFsdpOverlapFraction * t.compute, cost);
     }
   }

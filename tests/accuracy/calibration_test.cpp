@@ -84,9 +84,9 @@ TEST_CASE("accuracy: FSDP2 / DDP / TP step times with NCCL held to 2 and 1 chann
     med.push_back(Median(err));
     std::printf("%s: median |err| %.1f%%\n", r.file, 100 * med.back());
   }
-  // Today 5.4%, 9.9% and 8.7% (10.3% and 11.4% before DDP's gradients were priced in bf16
-  // with the embedding's bucket exposed, and DTensor TP at 7 all-reduces per layer: DDP was
-  // 7-23% slow at one channel, TP 2 Llama 3.1 8B 31% fast). Most FSDP2 cases are predicted 8-17% fast at 2 and 1
+  // Today 5.3%, 7.3% and 8.3% (5.4%, 10.3% and 11.4% before DDP's gradients were priced in
+  // bf16 with the embedding's bucket exposed, DTensor TP at 7 all-reduces per layer and FSDP2's
+  // root reduce-scatter exposed: DDP was 7-23% slow at one channel, TP 2 Llama 3.1 8B 31% fast). Most FSDP2 cases are predicted 8-17% fast at 2 and 1
   // channels: the calibrated link has one busbw for every collective (39.3 and 20.1 GB/s,
   // fitted over all-reduce, all-gather and reduce-scatter), above the all-gather's 30.3 and
   // 15.2 GB/s that FSDP's gathers see; with the all-gather / reduce-scatter mean (33 and 17
