@@ -113,6 +113,12 @@ PpLayoutParse ParsePpLayoutString(std::string_view text);
 /// Megatron `model.moe_token_dispatcher_type` (megatron.md 1.2).
 enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
 
+/// Transformer Engine's FP8 recipe of a Megatron-Bridge `mixed_precision`: per-tensor scaling
+/// (delayed, current, subchannel: rows of a GEMM input divisible by 8) or MXFP8 (block scaling,
+/// Blackwell only: rows divisible by 32). kUnset: as meshplan emits it, MXFP8 on Blackwell and
+/// current scaling before (recipe/megatron_recipe.cpp).
+enum class MbFp8Recipe { kUnset, kPerTensor, kMxfp8 };
+
 /// Megatron-Core `model.cuda_graph_impl`: none, Transformer Engine graphs of the modules in
 /// `cuda_graph_scope` (per layer), or one graph of the whole iteration ("full_iteration";
 /// "local" with cuda_graph_modules full_iteration is the same capture).
@@ -171,6 +177,7 @@ struct MbSettings {
   Tri overlap_param_gather = Tri::kUnset;  ///< ddp / comm_overlap overlap_param_gather
   Tri ep_a2a_overlap = Tri::kUnset;    ///< comm_overlap.overlap_moe_expert_parallel_comm
   MbDispatcher token_dispatcher = MbDispatcher::kAllgather;  ///< model.moe_token_dispatcher_type
+  MbFp8Recipe fp8_recipe = MbFp8Recipe::kUnset;  ///< from mixed_precision (recipes read by check / explain)
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;       ///< MbGraphScope bits of model.cuda_graph_scope (0 = whole layer)
   uint32_t recompute_modules = 0;      ///< MbRecomputeModule bits under selective recompute (0 = core_attn)

@@ -126,7 +126,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
                         : !o.precision.empty() ? Precision::kBf16
                         : parsed.precision_set ? parsed.precision
                                                : Precision::kBf16;
-  req.setup.headroom = o.headroom;
+  req.setup.headroom = CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
   req.model = model;
   req.system = system;
   Layout& l = parsed.layout;
@@ -137,6 +137,9 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
             << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
             << "\n  layout: " << Describe(l) << "\n";
   PrintRecipeNotes(parsed);
+  if (megatron) {
+    if (const std::string w = UnfittedMegatronWarning(req.system); !w.empty()) std::cout << "  " << w << "\n";
+  }
   if (o.seq_len > 0 && parsed.seq_len > 0 && parsed.seq_len != o.seq_len) {
     std::cout << "  note: --seq-len " << o.seq_len << " replaces the recipe's " << parsed.seq_len << "\n";
   }
@@ -191,7 +194,11 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
     PlanRequest near_req = req;
     if (megatron && l.mtp_layers >= 0) near_req.model.mtp_num_layers = l.mtp_layers;
     const std::vector<NearbyLayout> near = NearestValidLayouts(near_req, l, 3);
-    std::cout << "nearest valid layouts (" << near.size() << "):\n";
+    std::cout << "nearest valid layouts (" << near.size() << "):"
+              << (near.empty() ? " none with this precision and sequence length; the failing rules above say what to "
+                                 "change"
+                               : "")
+              << "\n";
     for (size_t i = 0; i < near.size(); ++i) {
       const NearbyLayout& x = near[i];
       std::cout << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");

@@ -136,6 +136,13 @@ int RunPlan(const PlanOptions& o);
 /// Checks, before a search, that an output file can be written: its directory exists, it is
 /// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
 void CheckOutputPath(const std::string& path, const char* flag, bool force);
+/// "" when `system` carries fitted Megatron-Core step-time constants (megatron_time_fit, written
+/// by validate --fit); otherwise a warning that its Megatron-Bridge step times are the unfitted
+/// physical model, with the fitted systems' GEMM factors for scale.
+std::string UnfittedMegatronWarning(const SystemSpec& system);
+/// `v` when finite and in [min, max]; else throws InputError on the command line's `flag`
+/// (CLI11's Range lets NaN through).
+double CheckedReal(double v, const char* flag, double min, double max);
 /// Refuses an output (path, option) that is one of the run's input files (path, option; an
 /// input that is not an existing regular file, such as a preset name, is passed over): with
 /// --force it would replace the input. Compared with std::filesystem::equivalent, so links

@@ -206,7 +206,7 @@ int RunExplain(const ExplainOptions& o) {
   TrainSetup setup;
   setup.num_gpus = Count(o.gpus, "--gpus", 1LL << 20);
   setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
-  setup.headroom = o.headroom;
+  setup.headroom = CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
   const ModelSpec model = LoadModel(o.model);
   Layout l;
   bool megatron = false;
@@ -268,6 +268,9 @@ int RunExplain(const ExplainOptions& o) {
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(l) << "\n";
   if (parsed) PrintRecipeNotes(*parsed);
+  if (megatron) {
+    if (const std::string w = UnfittedMegatronWarning(system); !w.empty()) std::cout << "  " << w << "\n";
+  }
   if (recipe_seq_len > 0 && recipe_seq_len != setup.seq_len) {
     std::cout << "  note: --seq-len " << setup.seq_len << " replaces the recipe's " << recipe_seq_len << "\n";
   }

@@ -94,15 +94,6 @@ int64_t CheckedCount(long long v, const std::string& flag, long long max, const 
   return v;
 }
 
-double CheckedReal(double v, const char* flag, double min, double max) {
-  if (!std::isfinite(v) || v < min || v > max) {
-    std::ostringstream os;
-    os << "expected a number in [" << min << ", " << max << "], found " << v;
-    throw InputError({"<command line>", 0, 0}, flag, os.str());
-  }
-  return v;
-}
-
 Strategy ParseStrategy(const std::string& s) {
   if (s == "megatron_fsdp") return Strategy::kMegatronFsdp;
   if (s == "ddp") return Strategy::kDdp;
@@ -159,6 +150,23 @@ std::string TopRules(const PlanResult& r, size_t n) {
 }
 
 }  // namespace
+
+std::string UnfittedMegatronWarning(const SystemSpec& system) {
+  if (system.megatron_fit.fitted) return "";
+  return "warning: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
+         "Megatron-Bridge step times are the unfitted physical model, GEMMs at the measured best rate (MAMF), and "
+         "read fast; the fitted systems' GEMM factors are 1.2-2.5 (hwdb/systems/dgx-h100.yaml and others; fit yours "
+         "with validate --fit)";
+}
+
+double CheckedReal(double v, const char* flag, double min, double max) {
+  if (!std::isfinite(v) || v < min || v > max) {
+    std::ostringstream os;
+    os << "expected a number in [" << min << ", " << max << "], found " << v;
+    throw InputError({"<command line>", 0, 0}, flag, os.str());
+  }
+  return v;
+}
 
 std::string GpuCountProblem(const SystemSpec& system, int64_t gpus) {
   const int64_t gpn = std::max(1, system.gpus_per_node);
@@ -407,6 +415,9 @@ int RunPlan(const PlanOptions& o) {
     if (result.top.size() > static_cast<size_t>(o.top)) result.top.resize(static_cast<size_t>(o.top));
   }
   if (!result.stopped.empty()) std::cerr << StopWarning(o, result) << "\n";
+  if (req.framework == Framework::kMegatronBridge) {
+    if (const std::string w = UnfittedMegatronWarning(req.system); !w.empty()) std::cerr << "meshplan: " << w << "\n";
+  }
   // After an early stop only part of the space was searched: say so.
   const std::string part =
       result.stopped.empty() ? "" : " among the " + std::to_string(result.tested) + " layouts tested before the search stopped";

@@ -419,6 +419,7 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
 
 int RunValidate(const ValidateOptions& o, std::FILE* out) {
+  CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
   if (o.show_top > 0 && o.rank_top == 0) {
     throw InputError({"<command line>", 0, 0}, "--show-top",
                      "expected with ranking on; found --rank-top 0, which searches no layouts to show");

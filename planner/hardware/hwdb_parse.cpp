@@ -119,6 +119,16 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   g.compute_capability =
       Number(r, "compute_capability", Bounds{1.0, false, 99.9},
              "torch.cuda.get_device_capability() as major.minor (9.0 for H100, 10.0 for B200)");
+  // Transformer Engine runs FP8 from compute capability 8.9 and NVFP4 from 10.0 (pytorch/fp8.py
+  // check_fp8_support, check_nvfp4_support): a peak below that would be planned and fail.
+  if (g.fp8_flops > 0 && g.compute_capability < 8.9 - 1e-9) {
+    r.Fail("fp8_tflops", "given, but compute_capability " + yamlutil::Shown(r.Get("compute_capability")) +
+                             " has no FP8 (8.9 or later); expected no fp8_tflops, or the GPU's real capability");
+  }
+  if (g.fp4_flops > 0 && g.compute_capability < 10.0 - 1e-9) {
+    r.Fail("fp4_tflops", "given, but compute_capability " + yamlutil::Shown(r.Get("compute_capability")) +
+                             " has no FP4 (10.0 or later); expected no fp4_tflops, or the GPU's real capability");
+  }
   return g;
 }
 

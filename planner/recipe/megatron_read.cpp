@@ -152,7 +152,10 @@ void ReadMixedPrecisionMap(MapReader& r, ParsedRecipe& out) {
     whole = true;
   }
   const std::string fp8 = Choice(r, "fp8", {"e4m3", "hybrid"});
-  Choice(r, "fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
+  const std::string fp8_recipe = Choice(r, "fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"});
+  if (!fp8_recipe.empty()) {
+    out.layout.mb.fp8_recipe = fp8_recipe == "mxfp8" ? MbFp8Recipe::kMxfp8 : MbFp8Recipe::kPerTensor;
+  }
   const std::string fp4 = Choice(r, "fp4", {"e2m1"});
   Choice(r, "fp4_recipe", {"nvfp4", "custom"});
   r.Bool("bf16", false);
@@ -499,6 +502,10 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
         out.precision = MixedPrecisionRecipe(top);
         out.precision_set = true;
         fp32 = mp.Scalar().rfind("fp16", 0) != 0;
+        if (out.precision == Precision::kFp8) {
+          out.layout.mb.fp8_recipe =
+              mp.Scalar().find("mxfp8") != std::string::npos ? MbFp8Recipe::kMxfp8 : MbFp8Recipe::kPerTensor;
+        }
       }
     }
     const Tri asked = TriKey(ddp, "grad_reduce_in_fp32");

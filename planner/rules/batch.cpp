@@ -28,11 +28,30 @@ std::string GlobalBatchDivisibleMsg(const RuleContext& c) {
              L(c).local_batch_size, " * ", L(c).dp, " = ", L(c).local_batch_size * L(c).dp, ")");
 }
 
+/// FP8 (torchao float8, tensorwise): the weight-gradient GEMM contracts over the tokens, and
+/// torch._scaled_mm needs every dimension divisible by 16, so micro_batch · seq_len / cp must be.
+/// Source: torch._scaled_mm shape checks (aten/src/ATen/native/cuda/Blas.cpp); torchao float8
+/// training without pad_inner_dim.
+bool Fp8TokenRows(const RuleContext& c) {
+  if (c.setup.precision != Precision::kFp8) return true;
+  const int64_t cp = std::max<int64_t>(1, L(c).cp);
+  if (c.setup.seq_len % cp != 0) return true;  // the CP rules report that
+  return (L(c).micro_batch() * (c.setup.seq_len / cp)) % 16 == 0;
+}
+std::string Fp8TokenRowsMsg(const RuleContext& c) {
+  const int64_t cp = std::max<int64_t>(1, L(c).cp);
+  return Cat("fp8 GEMMs contract over the micro-batch's tokens in the weight gradient: micro-batch x seq_len / cp_size = ",
+             L(c).micro_batch(), " x ", c.setup.seq_len, " / ", cp, " = ", L(c).micro_batch() * (c.setup.seq_len / cp),
+             " must be a multiple of 16 (torch._scaled_mm)");
+}
+
 const Rule kRules[] = {
     {"batch_sizes_positive", "components/training/step_scheduler.py", RuleStage::kBatch, BatchSizesPositive,
      BatchSizesPositiveMsg, kNoDp},
     {"global_batch_divisible", "components/training/step_scheduler.py", RuleStage::kBatch, GlobalBatchDivisible,
      GlobalBatchDivisibleMsg},
+    {"fp8_token_rows", "torch._scaled_mm (torchao float8 tensorwise)", RuleStage::kBatch, Fp8TokenRows,
+     Fp8TokenRowsMsg, kNoDp},
 };
 
 }  // namespace

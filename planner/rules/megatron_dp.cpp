@@ -280,23 +280,52 @@ std::string GlobalBatchMsg(const RuleContext& c) {
              L(c).micro_batch(), " x ", L(c).dp, " = ", L(c).micro_batch() * L(c).dp, ")");
 }
 
-/// FP8 / FP4 GEMMs: Transformer Engine asserts that a linear layer's input has a row count
-/// (every dimension but the last: micro_batch · seq_length / cp tokens) divisible by 8.
-/// Source: TE pytorch/utils.py assert_dim_for_fp8_exec (called by Linear, LayerNormLinear and
-/// LayerNormMLP under FP8).
+/// MXFP8 (the recipe's, or meshplan's on Blackwell) quantizes GEMM inputs in 1x32 blocks along
+/// both dimensions: Transformer Engine's MXFP8Quantizer.is_quantizable needs the rows divisible
+/// by 32; per-tensor FP8 (and NVFP4 here) needs them divisible by 8 (assert_dim_for_fp8_exec).
+int64_t Fp8RowMultiple(const RuleContext& c) {
+  const MbFp8Recipe r = L(c).mb.fp8_recipe;
+  const bool blackwell = c.system != nullptr && c.system->gpu.BlackwellOrNewer();
+  const bool mx = c.setup.precision == Precision::kFp8 &&
+                  (r == MbFp8Recipe::kMxfp8 || (r == MbFp8Recipe::kUnset && blackwell));
+  return mx ? 32 : 8;
+}
+/// Rows of a linear layer's FP8 input on one rank: micro_batch · seq_length / cp tokens, and
+/// with sequence parallel / tp (the sequence shard is quantized before the all-gather).
+int64_t Fp8Rows(const RuleContext& c) {
+  const Layout& l = L(c);
+  const int64_t cp = std::max<int64_t>(1, l.cp), tp = std::max<int64_t>(1, l.tp);
+  const int64_t rows = l.micro_batch() * (c.setup.seq_len / cp);
+  return l.sequence_parallel && rows % tp == 0 ? rows / tp : rows;
+}
+/// Source: TE pytorch/utils.py assert_dim_for_fp8_exec; tensor/mxfp8_tensor.py
+/// MXFP8Quantizer.is_quantizable.
 bool Fp8TokenRows(const RuleContext& c) {
   if (c.setup.precision == Precision::kBf16) return true;
-  const Layout& l = L(c);
-  const int64_t cp = std::max<int64_t>(1, l.cp);
-  if (c.setup.seq_len % cp != 0) return true;  // mb_cp_divides_sequence reports that
-  return (l.micro_batch() * (c.setup.seq_len / cp)) % 8 == 0;
+  if (c.setup.seq_len % std::max<int64_t>(1, L(c).cp) != 0) return true;  // mb_cp_divides_sequence reports that
+  return Fp8Rows(c) % Fp8RowMultiple(c) == 0;
 }
 std::string Fp8TokenRowsMsg(const RuleContext& c) {
   const Layout& l = L(c);
   const int64_t cp = std::max<int64_t>(1, l.cp);
-  return Cat(PrecisionName(c.setup.precision), " GEMMs need their input's rows, micro_batch_size x seq_length / "
-             "context_parallel_size = ", l.micro_batch(), " x ", c.setup.seq_len, " / ", cp, " = ",
-             l.micro_batch() * (c.setup.seq_len / cp), " tokens, to be a multiple of 8 (Transformer Engine asserts it)");
+  const bool mx = Fp8RowMultiple(c) == 32;
+  return Cat(mx ? "MXFP8" : PrecisionName(c.setup.precision), " GEMMs need their input's rows, micro_batch_size x "
+             "seq_length / context_parallel_size", l.sequence_parallel ? " / tensor_model_parallel_size (the sequence "
+             "shard)" : "", " = ", Fp8Rows(c), " tokens (micro_batch_size ", l.micro_batch(), ", seq_length ",
+             c.setup.seq_len, ", cp ", cp, l.sequence_parallel ? Cat(", tp ", l.tp) : std::string(), "), to be a multiple of ",
+             Fp8RowMultiple(c), " (Transformer Engine asserts it)");
+}
+
+/// MXFP8 needs Blackwell (compute capability 10.0+).
+/// Source: TE pytorch/fp8.py check_mxfp8_support.
+bool Mxfp8Blackwell(const RuleContext& c) {
+  return c.setup.precision != Precision::kFp8 || L(c).mb.fp8_recipe != MbFp8Recipe::kMxfp8 || c.system == nullptr ||
+         c.system->gpu.BlackwellOrNewer();
+}
+std::string Mxfp8BlackwellMsg(const RuleContext& c) {
+  return Cat("the MXFP8 recipe needs a Blackwell GPU (compute capability 10.0+), found ", c.system->gpu.display_name,
+             " (", c.system->gpu.compute_capability, "); expected bf16_with_fp8_current_scaling_mixed or "
+             "bf16_with_fp8_delayed_scaling_mixed");
 }
 
 /// Interleaved schedule with the default group size PP: M >= PP and M % PP == 0.
@@ -315,6 +344,8 @@ std::string InterleavedMsg(const RuleContext& c) {
 const Rule kRules[] = {
     {"mb_precision_supported", "TE pytorch/fp8.py check_fp8_support / check_nvfp4_support", RuleStage::kMesh,
      PrecisionSupported, PrecisionSupportedMsg, kNoDp},
+    {"mb_mxfp8_needs_blackwell", "TE pytorch/fp8.py check_mxfp8_support", RuleStage::kMesh, Mxfp8Blackwell,
+     Mxfp8BlackwellMsg, kNoDp},
     {"mb_fsdp_exclusive", "MB training/config.py (DistributedInitConfig)", RuleStage::kMesh, FsdpExclusive, FsdpExclusiveMsg},
     {"mb_megatron_fsdp_flags", "MB training/config.py:1065-1069", RuleStage::kMesh, MfsdpFlags, MfsdpFlagsMsg},
     {"mb_megatron_fsdp_sharding", "MB recipes/common.py::_pretrain_common", RuleStage::kMesh, MfsdpSharding,
@@ -355,8 +386,8 @@ const Rule kRules[] = {
      GlobalBatchMsg},
     {"mb_interleaved_microbatches", "MCore pipeline_parallel/schedules.py:1160-1180", RuleStage::kBatch, Interleaved,
      InterleavedMsg},
-    {"mb_fp8_token_rows", "TE pytorch/utils.py assert_dim_for_fp8_exec", RuleStage::kBatch, Fp8TokenRows,
-     Fp8TokenRowsMsg},
+    {"mb_fp8_token_rows", "TE pytorch/utils.py assert_dim_for_fp8_exec; tensor/mxfp8_tensor.py is_quantizable",
+     RuleStage::kBatch, Fp8TokenRows, Fp8TokenRowsMsg},
 };
 
 }  // namespace

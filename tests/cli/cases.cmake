@@ -246,7 +246,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 30 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 31 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -541,7 +541,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 30 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 31 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
@@ -549,3 +549,14 @@ meshplan_cli_case(check_dp_size_mismatch 1 "memory: not predicted \\(the paralle
   -- ${MP} check ${D}/automodel_dp_size_mismatch.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
 meshplan_cli_case(explain_dp_unknown 1 "layout: fsdp2 tp3 pp1 cp1 ep1 dp\\? " "!dp0"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --tp 3)
+
+# MXFP8 needs Blackwell; FP8 GEMM rows with sequence parallel are the rank's shard; unfitted
+# systems are named when they price Megatron-Bridge layouts; NaN headroom is refused.
+meshplan_cli_case(check_mxfp8_on_hopper 1 "mb_mxfp8_needs_blackwell: the MXFP8 recipe needs a Blackwell GPU"
+  -- ${MP} check ${D}/mb_llama70b_mxfp8.yaml --model llama3-70b --system dgx-h100 --gpus 32)
+meshplan_cli_case(plan_fp8_rows_sp 0 "tensor_model_parallel_size: 4" "!tensor_model_parallel_size: 8"
+  -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8200 --global-batch 128 --precision fp8 --top 50 --format yaml)
+meshplan_cli_case(plan_unfitted_megatron_warning 0 "warning: dgx-h200 has no fitted Megatron-Core step-time constants"
+  -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 1)
+meshplan_cli_case(check_headroom_nan 2 "--headroom: expected a number in \\[0, 0.9\\], found nan"
+  -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --headroom nan)

@@ -297,9 +297,16 @@ const Case kCases[] = {
      "at start-up); expected bf16 or fp8",
      [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; },
      [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp4; }},
-    {"mb_fp8_token_rows", "tokens, to be a multiple of 8 (Transformer Engine asserts it)",
-     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8200; },
-     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8196; }},
+    // tp 4 with sequence parallel: the rank's rows are 8224 / 4 = 2056 (a multiple of 8) and
+    // 8200 / 4 = 2050 (not), though 8200 itself is a multiple of 8.
+    {"mb_fp8_token_rows", "/ tensor_model_parallel_size (the sequence shard) = 2050 tokens (micro_batch_size 1, "
+     "seq_length 8200, cp 1, tp 4), to be a multiple of 8",
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8224; },
+     [](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; s.seq_len = 8200; }},
+    {"mb_mxfp8_needs_blackwell", "the MXFP8 recipe needs a Blackwell GPU (compute capability 10.0+), found NVIDIA "
+     "H100 SXM5 80GB (9)",
+     [](auto&, TrainSetup& s, Layout& l) { s.precision = Precision::kFp8; l.mb.fp8_recipe = MbFp8Recipe::kPerTensor; },
+     [](auto&, TrainSetup& s, Layout& l) { s.precision = Precision::kFp8; l.mb.fp8_recipe = MbFp8Recipe::kMxfp8; }},
 };
 
 TrainSetup Setup() {
