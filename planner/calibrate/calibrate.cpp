@@ -383,7 +383,8 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
         std::ostringstream os;
         os << "expected a GEMM no faster than 1.05 x the dense " << p.op << " peak of " << base.gpu.display_name << " ("
            << peak / 1e12 << " TFLOP/s), found " << p.seconds << " s for " << p.flop << " FLOP (2 m n k) = "
-           << p.flop / p.seconds / 1e12 << " TFLOP/s; the time was probably not synchronized with the GPU";
+           << p.flop / p.seconds / 1e12 << " TFLOP/s; either the measurements are of a faster GPU than the base system's "
+           << "(--system), or the time was not synchronized with the GPU";
         throw InputError({p.file, p.line, 0}, "seconds", os.str());
       }
       if (p.op == "bf16") ++n_bf16;
