@@ -216,15 +216,18 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
 
 }  // namespace
 
-std::vector<Document> SplitDocuments(const std::string& text) {
+std::vector<Document> SplitDocuments(const std::string& text, int* empty) {
   std::vector<Document> docs;
   Document cur;
-  bool content = false;
+  bool content = false, marked = false;  // marked: the current document began at a "---"
   int line_no = 0;
+  if (empty) *empty = 0;
   auto close = [&](int next_first_line) {
     if (content) docs.push_back(cur);
+    if (!content && marked && empty) ++*empty;
     cur = Document{next_first_line, std::string(static_cast<size_t>(next_first_line - 1), '\n')};
     content = false;
+    marked = false;
   };
   size_t pos = 0;
   while (pos < text.size()) {
@@ -234,6 +237,7 @@ std::vector<Document> SplitDocuments(const std::string& text) {
     ++line_no;
     if (IsMarker(line, "---")) {
       close(line_no);
+      marked = true;
       content = HasContent(line.substr(3));
     } else if (IsMarker(line, "...")) {
       cur.text += line + "\n";
@@ -271,7 +275,8 @@ int RunCheck(const CheckOptions& o) {
   const ModelSpec model = LoadModel(o.model);
   const SystemSpec system = LoadSystem(o.system, o.hwdb);
   CheckGpuCount(system, o.gpus);
-  const std::vector<Document> docs = SplitDocuments(text);
+  int empty = 0;
+  const std::vector<Document> docs = SplitDocuments(text, &empty);
   // None (the reader says what is missing): the file as it is; one: that document, whatever
   // empty ones (only `---`) surround it.
   if (docs.empty()) return CheckDocument(o, text, o.recipe, model, system);
@@ -279,7 +284,9 @@ int RunCheck(const CheckOptions& o) {
 
   // Several (plan --out writes one recipe per document): a verdict for each; the exit status
   // is the worst (2 unusable > 1 invalid > 0 valid). An unusable document does not stop the others.
-  std::cout << o.recipe << ": " << docs.size() << " YAML documents, each checked on its own\n";
+  std::cout << o.recipe << ": " << docs.size() << " YAML documents, each checked on its own";
+  if (empty > 0) std::cout << " (" << empty << " empty one" << (empty == 1 ? "" : "s") << ", only a --- line, skipped)";
+  std::cout << "\n";
   int worst = 0;
   std::vector<std::string> verdicts;
   for (size_t i = 0; i < docs.size(); ++i) {

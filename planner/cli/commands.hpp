@@ -194,8 +194,9 @@ struct Document {
   std::string text;
 };
 /// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
-/// only blank lines, comments and markers are left out.
-std::vector<Document> SplitDocuments(const std::string& text);
+/// only blank lines, comments and markers are left out, and when `empty` is given it counts
+/// those that a "---" started (the text before the first marker is not one).
+std::vector<Document> SplitDocuments(const std::string& text, int* empty = nullptr);
 /// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
 /// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
 void RefusePlanOutput(const std::string& text, const std::string& file);

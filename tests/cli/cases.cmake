@@ -560,3 +560,5 @@ meshplan_cli_case(plan_unfitted_megatron_warning 0 "warning: dgx-h200 has no fit
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 1)
 meshplan_cli_case(check_headroom_nan 2 "--headroom: expected a number in \\[0, 0.9\\], found nan"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --headroom nan)
+meshplan_cli_case(check_empty_document_between_counted 0 "2 YAML documents, each checked on its own \\(1 empty one, only a --- line, skipped\\)"
+  -- ${MP} check ${D}/two_recipes_empty_between.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
