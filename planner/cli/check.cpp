@@ -78,8 +78,6 @@ bool IsMarker(const std::string& line, const char* marker) {
 // ends one (YAML 1.2: both are markers wherever they stand at the start of a line, also inside
 // scalars). Documents with nothing but blank lines, comments and markers are left out.
 
-// Checks one recipe document; `label` names it in the first line of the verdict. Returns 0
-// valid, 1 invalid; throws InputError for an unusable document.
 // The nearest sequence length (within 1/8 of it, a multiple of 8 ... 1024) at which `ctx`'s
 // layout passes every rule unchanged, or 0: a recipe broken only by its sequence length gets
 // that one change named instead of a reshaped layout.
@@ -104,6 +102,8 @@ int64_t NearestValidSeqLen(const RuleContext& ctx) {
   return 0;
 }
 
+// Checks one recipe document; `label` names it in the first line of the verdict. Returns 0
+// valid, 1 invalid; throws InputError for an unusable document.
 int CheckDocument(const CheckOptions& o, const std::string& text, const std::string& label, const ModelSpec& model,
                   const SystemSpec& system) {
   const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";

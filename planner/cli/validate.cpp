@@ -502,10 +502,9 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   std::map<std::string, ModelSpec> models;
   std::map<std::string, SystemSpec> systems;
   // Rank cache: (preset, system, gpus, seq, gbs, precision) -> step times of the top layouts
-  // and the fastest layout's description.
+  // and the fastest layout.
   struct Ranked {
     std::vector<double> steps;
-    std::string best;
     std::optional<Candidate> fastest;  // for --breakdown
     std::vector<std::string> top;  // --show-top lines, fastest first
   };
@@ -638,7 +637,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     if (!cost.fits) ++over_capacity;
     if (cost.memory.Total() > sys.gpu.memory_bytes) ++over_memory;
     if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
-    std::string rank = "-", gap = "-", best;
+    std::string rank = "-", gap = "-";
     const std::vector<std::string>* it_top = nullptr;
     const Candidate* fastest = nullptr;
     if (o.rank_top > 0) {
@@ -670,10 +669,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         const PlanResult res = Plan(req);
         Ranked rk;
         for (const Candidate& cand : res.top) rk.steps.push_back(cand.cost.step_seconds);
-        if (!res.top.empty()) {
-          rk.best = Describe(res.top.front().layout);
-          rk.fastest = res.top.front();
-        }
+        if (!res.top.empty()) rk.fastest = res.top.front();
         for (size_t i = 0; i < res.top.size() && int64_t(i) < o.show_top; ++i) {
           const Candidate& cand = res.top[i];
           char buf[96];
@@ -684,7 +680,6 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
         it = ranks.emplace(key, rk).first;
       }
       const std::vector<double>& steps = it->second.steps;
-      best = it->second.best;
       it_top = &it->second.top;
       if (it->second.fastest) fastest = &*it->second.fastest;
       // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
@@ -745,7 +740,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       std::snprintf(label, sizeof label, "step ms: published %.1f predicted", 1e3 * pub_step);
       print_terms(label, l, cost);
       if (fastest != nullptr) {
-        std::fprintf(out, "    planner's fastest fitting layout: %s\n", best.c_str());
+        std::fprintf(out, "    planner's fastest fitting layout: %s\n", Describe(fastest->layout).c_str());
         print_terms("its step ms:", fastest->layout, fastest->cost);
       }
     }

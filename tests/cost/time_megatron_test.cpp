@@ -13,6 +13,27 @@
 namespace meshplan {
 namespace {
 
+// Constants of a synthetic fit: bf16 and fp8 GEMM factors, memory_bound 1.6, 6 us per kernel.
+MegatronTimeFit SyntheticTruth(double gemm_bf16, double gemm_fp8) {
+  MegatronTimeFit truth;
+  truth.gemm_bf16 = gemm_bf16;
+  truth.gemm_fp8 = gemm_fp8;
+  truth.memory_bound = 1.6;
+  truth.kernel_overhead = 6e-6;
+  return truth;
+}
+
+// Row i of a synthetic fit: GEMM, HBM-bound and kernel terms cycling with different periods
+// (5, 7, 4) so that the constants are told apart.
+cli::FitRow SyntheticRow(int i, Precision precision) {
+  cli::FitRow r;
+  r.precision = precision;
+  r.gemm = 1.0 + 0.37 * (i % 5);
+  r.memory_bound = 0.5 + 0.3 * (i % 7);
+  r.kernels = 100000.0 + 90000.0 * (i % 4);
+  return r;
+}
+
 Layout MegatronLayout(int64_t tp, int64_t gpus) {
   Layout l;
   l.framework = Framework::kMegatronBridge;
@@ -246,19 +267,11 @@ TEST_CASE("megatron time: the fit recovers known constants from synthetic rows")
   // 240 rows built from known constants (gemm_bf16 1.3, gemm_fp8 1.8, memory_bound 1.6, 6 us
   // per kernel) with no noise: the ridge term (0.1, pulling toward the prior) is small against
   // 240 rows, so the fit returns them within 2%, and leaves the absent FP4 constant at its prior.
-  MegatronTimeFit truth;
-  truth.gemm_bf16 = 1.3;
-  truth.gemm_fp8 = 1.8;
-  truth.memory_bound = 1.6;
-  truth.kernel_overhead = 6e-6;
+  const MegatronTimeFit truth = SyntheticTruth(1.3, 1.8);
   std::vector<cli::FitRow> rows;
   for (int i = 0; i < 240; ++i) {
-    cli::FitRow r;
-    r.precision = i % 2 ? Precision::kFp8 : Precision::kBf16;
-    r.gemm = 1.0 + 0.37 * (i % 5);
+    cli::FitRow r = SyntheticRow(i, i % 2 ? Precision::kFp8 : Precision::kBf16);
     r.attention = 0.1 + 0.05 * (i % 3);
-    r.memory_bound = 0.5 + 0.3 * (i % 7);
-    r.kernels = 100000.0 + 90000.0 * (i % 4);
     r.bubble_fraction = 0.05 * (i % 3);
     r.fixed = 0.02 * (i % 6);
     r.published_step = cli::FitPredict(r, truth);
@@ -279,19 +292,11 @@ TEST_CASE("megatron time: a GEMM constant run by one model only takes the consta
   // FP8 rows of two models, BF16 rows of one: the BF16 constant is not told apart from that
   // model's own costs, so BF16 rows share the FP8 constant (1.5 in the data), and so does the
   // absent FP4 one.
-  MegatronTimeFit truth;
-  truth.gemm_bf16 = 1.5;
-  truth.gemm_fp8 = 1.5;
-  truth.memory_bound = 1.6;
-  truth.kernel_overhead = 6e-6;
+  const MegatronTimeFit truth = SyntheticTruth(1.5, 1.5);
   std::vector<cli::FitRow> rows;
   for (int i = 0; i < 60; ++i) {
-    cli::FitRow r;
-    r.precision = i % 3 == 0 ? Precision::kBf16 : Precision::kFp8;
+    cli::FitRow r = SyntheticRow(i, i % 3 == 0 ? Precision::kBf16 : Precision::kFp8);
     r.model = r.precision == Precision::kBf16 ? "gpt-oss-120b" : (i % 3 == 1 ? "qwen3-30b-a3b" : "deepseek-v3");
-    r.gemm = 1.0 + 0.37 * (i % 5);
-    r.memory_bound = 0.5 + 0.3 * (i % 7);
-    r.kernels = 100000.0 + 90000.0 * (i % 4);
     r.published_step = cli::FitPredict(r, truth);
     // The one BF16 model misses a cost of its own: on its own the BF16 constant would take it.
     if (r.precision == Precision::kBf16) r.published_step *= 1.3;
