@@ -279,6 +279,11 @@ int RunCheck(const CheckOptions& o) {
   const std::vector<Document> docs = SplitDocuments(text, &empty);
   // None (the reader says what is missing): the file as it is; one: that document, whatever
   // empty ones (only `---`) surround it.
+  if (docs.empty() && empty > 0) {
+    throw InputError({o.recipe, 0, 0}, "",
+                     "expected a recipe (a YAML map of keys), found only " + std::to_string(empty) + " empty document" +
+                         (empty == 1 ? "" : "s") + " (a --- line and nothing else)");
+  }
   if (docs.empty()) return CheckDocument(o, text, o.recipe, model, system);
   if (docs.size() == 1) return CheckDocument(o, docs[0].text, o.recipe, model, system);
 

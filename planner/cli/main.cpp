@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <regex>
 #include <string>
@@ -61,23 +62,34 @@ std::string ParseErrorMessage(const CLI::App& app, const CLI::ParseError& e) {
   return what;
 }
 
-// CLI11 reads integers with strtoll, which clamps a number too large for 64 bits to the
-// limit: "--gpus 99999999999999999999" went on as 9223372036854775807 and was reported so.
-// Every integer option of every subcommand refuses such a number first, quoting it as typed.
+// CLI11 reads integers with strtoll in base 0, so "--gpus 016" was 14 GPUs (octal) and
+// "--gpus 0x8" was 8; and strtoll clamps a number too large for 64 bits to the limit:
+// "--gpus 99999999999999999999" went on as 9223372036854775807 and was reported so. Every
+// integer option of every subcommand takes decimal digits only (an optional sign, leading
+// zeros read as decimal: 016 is 16) and refuses anything else, quoting it as typed.
 void RefuseIntegerOverflow(CLI::App& app) {
   const CLI::Validator in_range(
       [](std::string& text) -> std::string {
+        size_t i = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
+        if (i == text.size() || text.find_first_not_of("0123456789", i) != std::string::npos) {
+          // 0x.., 0b.., 0o..: numbers to CLI11, not to us; anything else is CLI11's to refuse.
+          const bool prefixed = text.size() > i + 2 && text[i] == '0' && std::strchr("xXbBoO", text[i + 1]) != nullptr;
+          return prefixed ? "expected an integer, found '" + text + "' (decimal digits only)" : "";
+        }
         errno = 0;
         char* end = nullptr;
-        std::strtoll(text.c_str(), &end, 0);
-        if (errno != ERANGE || end != text.c_str() + text.size()) return "";
-        return "expected an integer, found '" + text + "' (out of range)";
+        std::strtoll(text.c_str(), &end, 10);
+        if (errno == ERANGE) return "expected an integer, found '" + text + "' (out of range)";
+        // Leading zeros dropped so that CLI11's base-0 conversion reads the number as decimal.
+        const size_t first = text.find_first_not_of('0', i);
+        text = text.substr(0, i) + (first == std::string::npos ? "0" : text.substr(first));
+        return "";
       },
       "");
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     for (CLI::Option* opt : sub->get_options()) {
       // "INT", or "INT:..." with a validator's description (--top's range).
-      if (opt->get_type_name().compare(0, 3, "INT") == 0 && opt->get_items_expected_max() == 1) opt->check(in_range);
+      if (opt->get_type_name().compare(0, 3, "INT") == 0 && opt->get_items_expected_max() == 1) opt->transform(in_range);
     }
   }
 }

@@ -80,6 +80,25 @@ void CheckDuplicates(const YAML::Node& node, const std::string& filename, std::v
   }
 }
 
+// True when every line is blank, a comment, or a document marker (--- or ...) with at most
+// a comment after it.
+bool OnlyCommentsOrMarkers(std::string_view text) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos) {
+      line.remove_prefix(first);
+      if ((line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) && first == 0) line.remove_prefix(3);
+      const size_t rest = line.find_first_not_of(" \t\r");
+      if (rest != std::string_view::npos && line[rest] != '#') return false;
+    }
+    pos = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string Shown(const YAML::Node& n) {
@@ -149,8 +168,12 @@ YAML::Node ParseMap(std::string_view text, const std::string& filename) {
     throw InputError(loc, "", "malformed YAML/JSON: " + why);
   }
   if (!root.IsMap()) {
-    throw InputError(LocOf(root, filename), "",
-                     "expected a map of keys at the top level, found " + Shown(root));
+    // A file of comments, blank lines and --- / ... markers only parses to null: say so.
+    const bool no_content = root.IsNull() && OnlyCommentsOrMarkers(text);
+    throw InputError(no_content ? SourceLoc{filename, 0, 0} : LocOf(root, filename), "",
+                     no_content ? "expected a map of keys at the top level, found no content (only comments, blank "
+                                  "lines or --- markers)"
+                                : "expected a map of keys at the top level, found " + Shown(root));
   }
   // Further documents that are empty or null (a trailing `---`) drop nothing.
   for (size_t i = 1; i < docs.size(); ++i) {

@@ -114,6 +114,12 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
       unlink(tmpl.c_str());
     } else if (errno == EEXIST) {
       unlink(tmpl.c_str());
+      // stat() above found nothing, link() something: a symbolic link to a missing file (or
+      // a file that appeared meanwhile).
+      struct stat lst {};
+      if (lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        throw InputError(loc, flag, "is a symbolic link to a file that does not exist; pass --force to replace the link");
+      }
       throw InputError(loc, flag, "file exists; pass --force to replace it");
     } else if (errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS) {
       // No hard links on this file system: the stat() above is the best check we have.

@@ -31,6 +31,15 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# A symbolic link to a missing file as --out: named as such, left alone without --force,
+# replaced by the recipes with it (the link, not a file at its target).
+add_test(NAME cli.out_dangling_symlink COMMAND bash -c "
+  set -u; d=\$(mktemp -d); ln -s \$d/missing/x.yaml \$d/link.yaml
+  P=('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/link.yaml)
+  out=\$(\"\${P[@]}\" 2>&1 >/dev/null); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'link.yaml: error: --out: is a symbolic link to a file that does not exist; pass --force to replace the link' <<<\"\$out\" && [ -L \$d/link.yaml ] || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  \"\${P[@]}\" --force >/dev/null 2>&1 && [ ! -L \$d/link.yaml ] && grep -q 'distributed:' \$d/link.yaml && [ ! -e \$d/missing ]")
+
 # Two outputs of one run at one path are refused before anything is written: --report replaced
 # --out (--force, exit 0), or the report collided with a launch file after the recipes were written.
 add_test(NAME cli.out_paths_must_differ COMMAND bash -c "
@@ -562,3 +571,7 @@ meshplan_cli_case(check_headroom_nan 2 "--headroom: expected a number in \\[0, 0
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --headroom nan)
 meshplan_cli_case(check_empty_document_between_counted 0 "2 YAML documents, each checked on its own \\(1 empty one, only a --- line, skipped\\)"
   -- ${MP} check ${D}/two_recipes_empty_between.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
+
+# A leading zero does not make an option octal: --gpus 016 is 16 GPUs (CLI11 read it as 14).
+meshplan_cli_case(gpus_leading_zero_decimal 0 "llama3.1-8b on 16 GPUs of dgx-h100"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 016 --seq-len 4096 --global-batch 064 --tp 02)
