@@ -97,6 +97,9 @@ void RefuseIntegerOverflow(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line-buffered stdout: a warning or error on stderr lands after the lines printed before it
+  // when both streams go to one pipe or file (block buffering put stderr's first).
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"meshplan: parallelism planner and mesh-size solver for LLM training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "meshplan 0.1.0");
@@ -135,12 +138,17 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("explain")) return meshplan::cli::RunExplain(explain);
     if (app.got_subcommand("validate")) return meshplan::cli::RunValidate(validate);
   } catch (const meshplan::InputError& e) {
+    // What was printed before the error comes first when both streams go to one pipe or file.
+    std::cout << std::flush;
+    std::fflush(stdout);
     std::cerr << e.what() << "\n";
     if (json) {
       std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("input", e.message(), 2, e.loc(), e.field()));
     }
     return 2;
   } catch (const std::exception& e) {
+    std::cout << std::flush;
+    std::fflush(stdout);
     std::cerr << "meshplan: internal error: " << e.what() << "\n";
     if (json) std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("internal", e.what(), 3));
     return 3;

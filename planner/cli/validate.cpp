@@ -751,6 +751,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
   if (evaluated == 0) {
     std::fprintf(out, "summary: 0 rows evaluated, %d skipped; no error to report\n", skipped);
     if (!o.fit.empty()) throw InputError(SourceLoc{o.runs, 0, 0}, "--fit", "no evaluated row to fit; nothing was written");
+    std::fflush(out);  // the table first when stdout and stderr share a pipe
     std::fprintf(stderr, "%s: no row could be evaluated (%s)\n", o.runs.c_str(),
                  skipped > 0 ? "the skip reasons are above" : "the file has no data rows after its header");
     return 1;

@@ -290,6 +290,11 @@ double MapReader::Num(const std::string& key, double min, double max, std::optio
     if (n.IsDefined()) Fail(key, "expected a number, found null");
     FailMissing(key, "expected a number");
   }
+  // A quoted number is a string to the frameworks, as in Int.
+  if (n.IsScalar() && n.Tag() == "!" && quoted_ == QuotedScalars::kRefused) {
+    const std::string& s = n.Scalar();
+    Fail(key, "expected a number, found the string \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"");
+  }
   double d = 0;
   if (!n.IsScalar() || !YAML::convert<double>::decode(n, d)) Fail(key, "expected a number, found " + Shown(n));
   if (!std::isfinite(d)) Fail(key, "expected a finite number, found " + Shown(n));
