@@ -261,6 +261,17 @@ int64_t MapReader::Int(const std::string& key, int64_t min, int64_t max, std::op
   if (n.Tag() == "!" && quoted_ == QuotedScalars::kRefused) {
     Fail(key, "expected an integer, found the string \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"");
   }
+  {
+    // 010: PyYAML and OmegaConf (YAML 1.1), which AutoModel and Megatron-Bridge read recipes
+    // with, take it as octal 8 (and 08 as a string); JSON (Hugging Face configs) refuses it.
+    // Nobody reads it as 10.
+    const size_t d = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+    if (s.size() > d + 1 && s[d] == '0' && s.find_first_not_of("0123456789", d) == std::string::npos) {
+      Fail(key, "expected an integer, found '" + s +
+                    "' (a leading zero: PyYAML and OmegaConf, which the frameworks read YAML with, take it as "
+                    "octal (010 is 8) or as a string (08), and JSON refuses it; write the number without it)");
+    }
+  }
   char* end = nullptr;
   errno = 0;
   const long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
