@@ -49,10 +49,18 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req);
 
 /// Writes `content` to `path` through a temporary file in the same directory and a
 /// rename, so the file is whole or absent. An existing file is replaced only if `force`.
-/// Throws InputError (field `flag`: the option that named the file) when the file exists
-/// without force or on I/O failure.
+/// A symbolic link is written through, as a shell redirection does: the file it leads to
+/// (ResolveOutputPath) is written or created, the link stays. Throws InputError (field `flag`:
+/// the option that named the file) when the file exists without force, when the link leads
+/// to no file path (/dev/stdout on a pipe) or on I/O failure.
 void WriteFileAtomically(const std::string& path, const std::string& content, bool force,
                          const char* flag = "--out");
+
+/// `path` with its symbolic links at the file itself followed (relative targets against the
+/// link's directory, at most 40 links), the file they lead to whether or not it exists;
+/// `path` unchanged when it is no link. Throws InputError (field `flag`) for a link loop or
+/// a link to something that is no file path (/dev/stdout -> /proc/self/fd/1 -> pipe:[N]).
+std::string ResolveOutputPath(const std::string& path, const char* flag = "--out");
 
 }  // namespace meshplan
 

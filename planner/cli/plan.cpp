@@ -118,13 +118,13 @@ std::vector<std::pair<std::string, const char*>> OutputTargets(const PlanOptions
 // Two outputs of one run that are one file: the later would replace the earlier (with --force)
 // or stop the run half-written (without). Throws InputError on the later one. Compared by the
 // weakly canonical path of the directory and the file name ("./a.yaml", "d/../a.yaml" and
-// "link-to-this-dir/a.yaml" are a.yaml); not through a symbolic link at the file itself, which
-// WriteFileAtomically's rename replaces rather than writing through.
+// "link-to-this-dir/a.yaml" are a.yaml), after the symbolic links at the file itself, which
+// WriteFileAtomically writes through.
 void RefuseSameOutputs(const std::vector<std::pair<std::string, const char*>>& targets) {
   std::vector<std::filesystem::path> seen;
   for (const auto& [path, flag] : targets) {
     std::error_code ec;
-    const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+    const std::filesystem::path abs = std::filesystem::absolute(ResolveOutputPath(path, flag), ec);
     std::filesystem::path p = std::filesystem::weakly_canonical(abs.parent_path(), ec) / abs.filename();
     if (ec) p = abs.lexically_normal();
     for (size_t i = 0; i < seen.size(); ++i) {
@@ -188,9 +188,11 @@ std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len) {
          "sequence (planned anyway)";
 }
 
-void CheckOutputPath(const std::string& path, const char* flag, bool force) {
-  if (path.empty()) return;
-  const SourceLoc loc{path, 0, 0, /*output=*/true};
+void CheckOutputPath(const std::string& user_path, const char* flag, bool force) {
+  if (user_path.empty()) return;
+  const SourceLoc loc{user_path, 0, 0, /*output=*/true};
+  // The file a symbolic link leads to, which WriteFileAtomically writes.
+  const std::string path = ResolveOutputPath(user_path, flag);
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {

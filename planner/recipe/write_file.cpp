@@ -60,9 +60,39 @@ class TmpGuard {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::string& content, bool force, const char* flag) {
+std::string ResolveOutputPath(const std::string& path, const char* flag) {
   const SourceLoc loc{path, 0, 0, /*output=*/true};
-  if (path.empty()) throw InputError({"<command line>", 0, 0}, flag, "expected a file path, found ''");
+  std::string cur = path;
+  for (int hops = 0;; ++hops) {
+    struct stat lst {};
+    if (lstat(cur.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) break;
+    if (hops == 40) throw InputError(loc, flag, "expected a file path, found a loop of symbolic links");
+    std::string target(4096, '\0');
+    const ssize_t n = readlink(cur.c_str(), target.data(), target.size());
+    if (n <= 0 || size_t(n) >= target.size()) break;
+    target.resize(size_t(n));
+    if (target[0] != '/') {
+      const size_t slash = cur.find_last_of('/');
+      target = (slash == std::string::npos ? std::string() : cur.substr(0, slash + 1)) + target;
+    }
+    // /proc/self/fd/N of a pipe or socket leads to "pipe:[123]", no path in a directory.
+    const size_t colon = target.find(":[");
+    if (colon != std::string::npos && target.back() == ']' && target.find('/', colon) == std::string::npos) {
+      throw InputError(loc, flag, "expected a file path, found a symbolic link to '" +
+                                      target.substr(target.find_last_of('/') + 1) +
+                                      "' (a pipe or socket, not a file; nothing was written)");
+    }
+    cur = target;
+  }
+  return cur;
+}
+
+void WriteFileAtomically(const std::string& user_path, const std::string& content, bool force, const char* flag) {
+  const SourceLoc loc{user_path, 0, 0, /*output=*/true};
+  if (user_path.empty()) throw InputError({"<command line>", 0, 0}, flag, "expected a file path, found ''");
+  // Written through a symbolic link, as a shell redirection writes: the rename below would
+  // otherwise replace the link itself (`--out /dev/stdout --force` replaced the machine's link).
+  const std::string path = ResolveOutputPath(user_path, flag);
   if (path.size() + 16 >= sizeof g_tmp_path) throw InputError(loc, flag, "path too long");
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
@@ -114,12 +144,6 @@ void WriteFileAtomically(const std::string& path, const std::string& content, bo
       unlink(tmpl.c_str());
     } else if (errno == EEXIST) {
       unlink(tmpl.c_str());
-      // stat() above found nothing, link() something: a symbolic link to a missing file (or
-      // a file that appeared meanwhile).
-      struct stat lst {};
-      if (lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        throw InputError(loc, flag, "is a symbolic link to a file that does not exist; pass --force to replace the link");
-      }
       throw InputError(loc, flag, "file exists; pass --force to replace it");
     } else if (errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK || errno == ENOSYS) {
       // No hard links on this file system: the stat() above is the best check we have.

@@ -31,14 +31,20 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
-# A symbolic link to a missing file as --out: named as such, left alone without --force,
-# replaced by the recipes with it (the link, not a file at its target).
-add_test(NAME cli.out_dangling_symlink COMMAND bash -c "
-  set -u; d=\$(mktemp -d); ln -s \$d/missing/x.yaml \$d/link.yaml
-  P=('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/link.yaml)
-  out=\$(\"\${P[@]}\" 2>&1 >/dev/null); rc=\$?
-  [ \$rc -eq 2 ] && grep -q 'link.yaml: error: --out: is a symbolic link to a file that does not exist; pass --force to replace the link' <<<\"\$out\" && [ -L \$d/link.yaml ] || { echo rc=\$rc; echo \"\$out\"; exit 1; }
-  \"\${P[@]}\" --force >/dev/null 2>&1 && [ ! -L \$d/link.yaml ] && grep -q 'distributed:' \$d/link.yaml && [ ! -e \$d/missing ]")
+# --out through a symbolic link writes the file it leads to, as a shell redirection does; the
+# link stays a link (the rename replaced the link itself: `--out /dev/stdout --force` replaced
+# the machine's /dev/stdout). A link into a missing directory, and /dev/stdout on a pipe, are refused.
+add_test(NAME cli.out_through_symlink COMMAND bash -c "
+  set -u; d=\$(mktemp -d); ln -s \$d/missing/x.yaml \$d/bad.yaml; ln -s t.yaml \$d/link.yaml
+  P=('$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+  out=\$(\"\${P[@]}\" --out \$d/bad.yaml 2>&1 >/dev/null); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'bad.yaml: error: --out: expected a file in an existing directory' <<<\"\$out\" && [ -L \$d/bad.yaml ] || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  \"\${P[@]}\" --out \$d/link.yaml >/dev/null 2>&1 && [ -L \$d/link.yaml ] && grep -q 'distributed:' \$d/t.yaml || { echo 'not written through'; ls -l \$d; exit 1; }
+  out=\$(\"\${P[@]}\" --out \$d/link.yaml 2>&1 >/dev/null); rc=\$?
+  [ \$rc -eq 2 ] && grep -q 'link.yaml: error: --out: file exists; pass --force' <<<\"\$out\" || { echo rc=\$rc; echo \"\$out\"; exit 1; }
+  echo old > \$d/t.yaml; \"\${P[@]}\" --out \$d/link.yaml --force >/dev/null 2>&1 && [ -L \$d/link.yaml ] && grep -q 'distributed:' \$d/t.yaml || { echo 'not replaced through'; exit 1; }
+  out=\$(\"\${P[@]}\" --out /dev/stdout --force 2>&1 | cat); 
+  grep -q \"/dev/stdout: error: --out: expected a file path, found a symbolic link to 'pipe:\" <<<\"\$out\" && [ -L /dev/stdout ] || { echo \"\$out\"; ls -l /dev/stdout; exit 1; }")
 
 # Two outputs of one run at one path are refused before anything is written: --report replaced
 # --out (--force, exit 0), or the report collided with a launch file after the recipes were written.
