@@ -451,6 +451,19 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   }
   out.global_batch = train.Int("global_batch_size", 1, 1LL << 30, 32);
   const int64_t mbs = train.Int("micro_batch_size", 1, 1LL << 20, 2);
+  // Megatron-Bridge's ConfigContainer.validate (training/config.py) asserts model.seq_length ==
+  // dataset.seq_length for its GPT / SFT dataset configs: a recipe that sets both apart does
+  // not start. The model's value absent, the dataset's is the sequence length of the run.
+  MapReader dataset = Section(top, "dataset", filename);
+  if (!IsNull(dataset, "seq_length")) {
+    const int64_t data_seq = dataset.Int("seq_length", 1, 1LL << 24);
+    if (out.seq_len > 0 && data_seq != out.seq_len) {
+      dataset.Fail("seq_length", "expected model.seq_length's " + std::to_string(out.seq_len) +
+                                     " (Megatron-Bridge's ConfigContainer.validate asserts the two are equal), found " +
+                                     std::to_string(data_seq));
+    }
+    if (out.seq_len == 0) out.seq_len = data_seq;
+  }
   MapReader ddp = Section(top, "ddp", filename);
   MapReader opt = Section(top, "optimizer", filename);
   ReadDdp(ddp, opt, l);
@@ -479,7 +492,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   // A typo of a key meshplan checks would silently fall back to its default: refuse keys
   // one or two edits from a read one (other keys of Megatron-Bridge's large schema pass), and
   // top-level names near a ConfigContainer section (megatron.md 1.1).
-  for (MapReader* r : {&model, &train, &ddp, &opt, &dist, &comm, &ckpt, &env}) r->RejectNearMisses();
+  for (MapReader* r : {&model, &train, &dataset, &ddp, &opt, &dist, &comm, &ckpt, &env}) r->RejectNearMisses();
   top.Ignore({"model", "train", "ddp", "dist", "optimizer", "comm_overlap", "checkpoint", "env_vars",
               "mixed_precision", "scheduler", "dataset", "logger", "tokenizer", "rng", "profiling", "ft",
               "straggler", "nvrx_straggler", "peft", "rerun_state_machine", "inprocess_restart"});

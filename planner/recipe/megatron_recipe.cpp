@@ -61,6 +61,9 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("model.seq_length", num(req.setup.seq_len));
   add("train.global_batch_size", num(req.setup.global_batch));
   add("train.micro_batch_size", num(l.micro_batch()));
+  // The recipe functions set the dataset's sequence length apart from the model's (Llama 3.1
+  // 8B: 8192) and ConfigContainer.validate asserts they are equal: both are written.
+  add("dataset.seq_length", num(req.setup.seq_len));
   add("ddp.use_distributed_optimizer", Bool(l.use_distributed_optimizer));
   add("ddp.use_megatron_fsdp", Bool(s.use_megatron_fsdp));
   if (s.use_megatron_fsdp) {

@@ -581,3 +581,8 @@ meshplan_cli_case(check_empty_document_between_counted 0 "2 YAML documents, each
 # A leading zero does not make an option octal: --gpus 016 is 16 GPUs (CLI11 read it as 14).
 meshplan_cli_case(gpus_leading_zero_decimal 0 "llama3.1-8b on 16 GPUs of dgx-h100"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 016 --seq-len 4096 --global-batch 064 --tp 02)
+
+# Megatron-Bridge recipes set the dataset's sequence length with the model's: the recipe
+# functions' own dataset.seq_length (Llama 3.1 8B: 8192) would fail ConfigContainer.validate.
+meshplan_cli_case(plan_mb_dataset_seq_length 0 "^dataset:$" " dataset.seq_length=4096 "
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge --format yaml --top 1)
