@@ -45,6 +45,11 @@ struct MegatronTimeFit {
   int rows = 0;                  ///< published rows the fit used
   double residual_median = 0;    ///< median |relative step-time residual| of the fit
   double residual_p90 = 0;       ///< 90th percentile of the same
+  /// Unfitted systems (no megatron_time_fit): whose fitted constants they price with
+  /// (LoadSystem: the embedded systems of the same GPU compute capability, else the median
+  /// of every embedded fitted system), e.g. "dgx-h100 (same compute capability 9.0)"; empty
+  /// when fitted or when nothing was borrowed (the defaults above).
+  std::string borrowed_from;
 };
 
 /// Efficiencies of a hardware file (matmul_efficiency_*, *_busbw_efficiency, compute_efficiency)
@@ -82,9 +87,19 @@ void CheckHwdbDir(const std::string& hwdb_dir);
 
 /// Loads a system by name (hwdb/systems/NAME.yaml, from `hwdb_dir` if given, else the
 /// embedded database) or by path to a system YAML. The system's `gpu:` names a file of
-/// hwdb/gpus/ in the same database. Throws InputError for an unknown name (listing the
+/// hwdb/gpus/ in the same database. A system without megatron_time_fit borrows the fitted
+/// constants (BorrowMegatronFit). Throws InputError for an unknown name (listing the
 /// known ones) or a malformed file (file, line, field).
 SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir = "");
+
+/// For a system without its own megatron_time_fit: the fitted constants of the embedded
+/// systems whose GPU has the same compute capability (a DGX H200 prices with DGX H100's;
+/// the median per constant when several), else the median per constant over every embedded
+/// fitted system (A100, MI300X, a user's GPU). The unfitted defaults price GEMMs at the
+/// measured best rate (MAMF) and predicted 70-76% MFU for dense Megatron-Bridge plans on
+/// H200 and A100, against 47% on the fitted H100; the fitted systems' GEMM factors are
+/// 1.2-2.5. Sets MegatronTimeFit::borrowed_from; `fitted` stays false. No-op when fitted.
+void BorrowMegatronFit(SystemSpec& system);
 
 /// Loads a GPU by name from hwdb/gpus/ (embedded or `hwdb_dir`). Throws InputError.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");

@@ -153,6 +153,11 @@ std::string TopRules(const PlanResult& r, size_t n) {
 
 std::string UnfittedMegatronWarning(const SystemSpec& system) {
   if (system.megatron_fit.fitted) return "";
+  if (!system.megatron_fit.borrowed_from.empty()) {
+    return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
+           "Megatron-Bridge step times use those of " + system.megatron_fit.borrowed_from +
+           ", not checked against runs of this system (fit its own with validate --fit)";
+  }
   return "warning: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
          "Megatron-Bridge step times are the unfitted physical model, GEMMs at the measured best rate (MAMF), and "
          "read fast; the fitted systems' GEMM factors are 1.2-2.5 (hwdb/systems/dgx-h100.yaml and others; fit yours "

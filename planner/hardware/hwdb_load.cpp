@@ -2,8 +2,11 @@
 // or by path to a system YAML. Parsing itself is in hwdb_parse.cpp.
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <system_error>
+#include <vector>
 
 #include "data/yaml_util.hpp"
 #include "hardware/hwdb_parse.hpp"
@@ -110,7 +113,92 @@ void CheckHwdbDir(const std::string& hwdb_dir) {
                        std::string(std::filesystem::exists(hwdb_dir) ? "a file" : "nothing"));
 }
 
+namespace {
+
+struct FittedSystem {
+  std::string name;
+  double compute_capability = 0;
+  MegatronTimeFit fit;
+};
+
+// The embedded systems with a megatron_time_fit, parsed once.
+const std::vector<FittedSystem>& EmbeddedFits() {
+  static const std::vector<FittedSystem> fits = [] {
+    std::vector<FittedSystem> v;
+    for (const std::string& n : ListSystems()) {
+      const std::string path = "hwdb/systems/" + n + ".yaml";
+      const auto text = data::FindEmbedded(path);
+      if (!text) continue;
+      const SystemSpec s = hardware::ParseSystem(std::string(*text), hardware::kEmbeddedPrefix + path, GpuSearch{});
+      if (s.megatron_fit.fitted) v.push_back({s.name, s.gpu.compute_capability, s.megatron_fit});
+    }
+    return v;
+  }();
+  return fits;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+SystemSpec WithFit(SystemSpec s) {
+  BorrowMegatronFit(s);
+  return s;
+}
+
+SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::string& hwdb_dir);
+
+}  // namespace
+
+void BorrowMegatronFit(SystemSpec& system) {
+  if (system.megatron_fit.fitted) return;
+  std::vector<const FittedSystem*> from;
+  for (const FittedSystem& f : EmbeddedFits()) {
+    if (std::fabs(f.compute_capability - system.gpu.compute_capability) < 1e-9) from.push_back(&f);
+  }
+  const bool same_arch = !from.empty();
+  if (!same_arch) {
+    for (const FittedSystem& f : EmbeddedFits()) from.push_back(&f);
+  }
+  if (from.empty()) return;
+  auto median = [&](double MegatronTimeFit::*field) {
+    std::vector<double> v;
+    for (const FittedSystem* f : from) v.push_back(f->fit.*field);
+    return Median(v);
+  };
+  MegatronTimeFit& fit = system.megatron_fit;
+  fit.gemm_bf16 = median(&MegatronTimeFit::gemm_bf16);
+  fit.gemm_fp8 = median(&MegatronTimeFit::gemm_fp8);
+  fit.gemm_fp4 = median(&MegatronTimeFit::gemm_fp4);
+  fit.memory_bound = median(&MegatronTimeFit::memory_bound);
+  fit.kernel_overhead = median(&MegatronTimeFit::kernel_overhead);
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  if (same_arch && from.size() == 1) {
+    os << from[0]->name;
+  } else {
+    os << "the median of ";
+    for (size_t i = 0; i < from.size(); ++i) os << (i ? ", " : "") << from[i]->name;
+  }
+  if (same_arch) {
+    os << " (same GPU compute capability " << system.gpu.compute_capability << ")";
+  } else {
+    os << " (no fitted system has compute capability " << system.gpu.compute_capability << ")";
+  }
+  fit.borrowed_from = os.str();
+}
+
 SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir) {
+  return WithFit(LoadSystemAsWritten(name_or_path, hwdb_dir));
+}
+
+namespace {
+
+// The system as its file says (LoadSystem without the borrowed fit).
+SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::string& hwdb_dir) {
   if (hardware::LooksLikePath(name_or_path)) {
     std::string text = data::ReadFileOrThrow(name_or_path);
     std::filesystem::path parent = std::filesystem::path(name_or_path).parent_path();
@@ -144,6 +232,8 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
   throw InputError({std::string(hardware::kEmbeddedPrefix) + "hwdb/systems", 0, 0}, "system",
                    hardware::UnknownName("system", name, ListSystems()));
 }
+
+}  // namespace
 
 /// Loads a GPU by name from `hwdb_dir`/gpus if given, else from the embedded hwdb/gpus/.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir) {

@@ -571,7 +571,7 @@ meshplan_cli_case(check_mxfp8_on_hopper 1 "mb_mxfp8_needs_blackwell: the MXFP8 r
   -- ${MP} check ${D}/mb_llama70b_mxfp8.yaml --model llama3-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(plan_fp8_rows_sp 0 "tensor_model_parallel_size: 4" "!tensor_model_parallel_size: 8"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8200 --global-batch 128 --precision fp8 --top 50 --format yaml)
-meshplan_cli_case(plan_unfitted_megatron_warning 0 "warning: dgx-h200 has no fitted Megatron-Core step-time constants"
+meshplan_cli_case(plan_unfitted_megatron_warning 0 "note: dgx-h200 has no fitted Megatron-Core step-time constants .megatron_time_fit.: its Megatron-Bridge step times use those of dgx-h100 .same GPU compute capability 9.0."
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 1)
 meshplan_cli_case(check_headroom_nan 2 "--headroom: expected a number in \\[0, 0.9\\], found nan"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --headroom nan)
