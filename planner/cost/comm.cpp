@@ -139,7 +139,7 @@ MeshGroups LayoutGroups(const Layout& l, int64_t world) {
   const int64_t non_pp = dp * cp * tp;
   g.ep = {ep, 1};
   g.ep_shard = {std::max<int64_t>(1, non_pp / ep), ep};
-  g.pp = pp > 1 ? Group{2, world / pp} : Group{1, 1};
+  g.pp = pp > 1 ? Group{pp, world / pp} : Group{1, 1};
   g.ddp = {world, 1};
   return g;
 }

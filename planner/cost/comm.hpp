@@ -131,7 +131,11 @@ struct MeshGroups {
   Group dp_replicate;  ///< HSDP replicas: n = dp_replicate, stride dp_shard·cp·tp
   Group ep;            ///< n = ep, stride 1 (ep consecutive non-PP ranks)
   Group ep_shard;      ///< FSDP shard group of experts: n = dp·cp·tp/ep, stride ep
-  Group pp;            ///< PP neighbours: n = 2 (p2p), stride world/pp; n = 1 without PP
+  /// PP stages: n = pp, stride world/pp (n = 1 without PP). Its ring link prices the p2p
+  /// sends: every stage sends to the next at once, so the slowest hop (a node boundary
+  /// anywhere along the pipeline) sets the rate. A pair {2, world/pp} saw only the first
+  /// hop: PP 4 on two 8-GPU nodes (stages 0, 4 | 8, 12) was priced on NVLink.
+  Group pp;
   Group ddp;           ///< DDP: all ranks, stride 1
 };
 MeshGroups LayoutGroups(const Layout& layout, int64_t world);

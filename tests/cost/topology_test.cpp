@@ -49,6 +49,26 @@ TEST_CASE("topology: DP across DGX H100 nodes (one rank per node) gets one NIC p
   CHECK(cost::GroupLink(sys, {16, 1}).busbw_bytes_per_s == doctest::Approx(kH100Nic));
 }
 
+TEST_CASE("topology: PP 4 on two DGX H100 nodes is priced at its node-crossing hop") {
+  const SystemSpec sys = LoadSystem("dgx-h100");
+  // Stages on ranks o, o+4 (node 0), o+8, o+12 (node 1), o = 0..3: the PP group is all four
+  // stages, not the first pair (which is inside node 0 and got NVLink).
+  Layout l;
+  l.pp = 4;
+  l.dp = 4;
+  const cost::MeshGroups g = cost::LayoutGroups(l, 16);
+  CHECK(g.pp.n == 4);
+  CHECK(g.pp.stride == 4);
+  const Topology t(sys, 16);
+  CHECK(t.Group(2, 4).ring_busbw == doctest::Approx(kH100Nvl));  // stages 0 -> 1 only
+  // The hop o+4 -> o+8 (and the ring's o+12 -> o) leaves its node over the rails of the
+  // group's two members there (o and o+4): half a unit per NIC, so 2 x NIC per unit of hop;
+  // the in-node hops take one unit of NVLink. busbw = min(369.9, 2 x 47) GB/s.
+  const GroupBandwidth b = t.Group(4, 4);
+  CHECK(b.ring_busbw == doctest::Approx(std::min(kH100Nvl, 2 * kH100Nic)));
+  CHECK(b.ring_latency == doctest::Approx(sys.scaleout_latency));
+}
+
 TEST_CASE("topology: EP=64 all-to-all inside a GB200 NVL72 rack versus across 8 DGX H100 nodes") {
   const SystemSpec nvl72 = LoadSystem("gb200-nvl72");
   // all 64 ranks in one NVLink domain: each GPU sends 63 units over its own NVLink port:
