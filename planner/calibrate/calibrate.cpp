@@ -442,7 +442,10 @@ CalibrationFit Calibrate(const SystemSpec& base, const std::vector<CalibrationPo
   }
   if (coll.empty() && fit.bf16_rate == 0) {
     throw InputError(all, "MEASUREMENTS",
-                     "expected scale-up collective points (>= 1 MiB) or bf16 GEMM points (min(m,n,k) >= 2048)");
+                     "expected at least 3 scale-up collective points (one node, >= 1 MiB) or at least 3 bf16 GEMM "
+                     "points (min(m,n,k) >= 2048) to fit; found " + Count(n_collective, "collective point") + " (" +
+                         std::to_string(coll.size()) + " usable) and " + Count(n_bf16, "bf16 GEMM point") + " (" +
+                         std::to_string(g_rows[0]) + " with min(m,n,k) >= 2048)");
   }
 
   // Where each constant comes from, in the order of the system file.

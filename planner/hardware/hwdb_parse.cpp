@@ -25,6 +25,13 @@ constexpr double kMinTflops = 1;         // below any tensor-core GPU (A100: 312
 constexpr double kMaxTflops = 100000;    // 100 PFLOP/s per GPU
 constexpr double kMaxGib = 16384;        // 16 TiB of HBM
 constexpr double kMaxTBps = 1000;
+// Floors of the bandwidths: below them a step is priced in ages (nic_gbit: 1e-300 printed a
+// 1e62-second DP time). 1 Gb/s Ethernet, a PCIe 1.0 x1 lane's 0.25 GB/s, 1 GiB and 10 GB/s
+// of memory are below any training system's.
+constexpr double kMinGbit = 1;
+constexpr double kMinGBps = 0.25;
+constexpr double kMinGib = 1;
+constexpr double kMinTBps = 0.01;
 constexpr double kMaxGBps = 100000;      // 100 TB/s per GPU of scale-up
 constexpr double kMaxGbit = 100000;      // 100 Tb/s per NIC
 constexpr double kMaxLatencyUs = 100000; // 0.1 s per step
@@ -105,8 +112,8 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
       Number(r, "bf16_tflops", Bounds{kMinTflops, false, kMaxTflops}, "the dense BF16 peak in TFLOP/s") * kTflops;
   g.fp8_flops = OptionalTflops(r, "fp8_tflops", "the dense FP8 peak in TFLOP/s (0: none)") * kTflops;
   g.fp4_flops = OptionalTflops(r, "fp4_tflops", "the dense FP4 peak in TFLOP/s (0: none)") * kTflops;
-  g.memory_bytes = Number(r, "memory_gib", kMaxGib, "the HBM capacity torch reports, in GiB") * kGib;
-  g.hbm_bandwidth = Number(r, "hbm_tbps", kMaxTBps, "the HBM bandwidth in TB/s") * kTBps;
+  g.memory_bytes = Number(r, "memory_gib", Bounds{kMinGib, false, kMaxGib}, "the HBM capacity torch reports, in GiB") * kGib;
+  g.hbm_bandwidth = Number(r, "hbm_tbps", Bounds{kMinTBps, false, kMaxTBps}, "the HBM bandwidth in TB/s") * kTBps;
   g.matmul_efficiency_bf16 = Fraction(r, "matmul_efficiency_bf16", "the BF16 MAMF / peak");
   if (g.fp8_flops > 0) {
     g.matmul_efficiency_fp8 = Fraction(r, "matmul_efficiency_fp8", "the FP8 MAMF / peak");
@@ -184,11 +191,11 @@ SystemSpec ParseSystem(const std::string& text, const std::string& filename, con
                                       "), found " + std::to_string(s.scaleup_domain_gpus));
   }
   s.scaleup_bandwidth =
-      Number(r, "scaleup_gbps_per_gpu", kMaxGBps, "the scale-up bandwidth per GPU in GB/s, one direction") * kGBps;
+      Number(r, "scaleup_gbps_per_gpu", Bounds{kMinGBps, false, kMaxGBps}, "the scale-up bandwidth per GPU in GB/s, one direction") * kGBps;
   s.scaleup_latency =
       Number(r, "scaleup_latency_us", kMaxLatencyUs, "the scale-up latency per collective step in us") * kMicro;
   s.nics_per_node = static_cast<int>(r.Int("nics_per_node", 1, kMaxGpusPerNode));
-  s.nic_bandwidth = Number(r, "nic_gbit", kMaxGbit, "the line rate per NIC in Gb/s") * kGbit;
+  s.nic_bandwidth = Number(r, "nic_gbit", Bounds{kMinGbit, false, kMaxGbit}, "the line rate per NIC in Gb/s") * kGbit;
   s.scaleout_latency =
       Number(r, "scaleout_latency_us", kMaxLatencyUs, "the scale-out latency per collective step in us") * kMicro;
   s.scaleup_busbw_efficiency =

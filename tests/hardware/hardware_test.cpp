@@ -185,13 +185,13 @@ TEST_CASE("out-of-range numbers are rejected with file and line and field and ex
     CHECK(e.field() == "scaleup_gbps_per_gpu");
     CHECK(std::string(e.what()) ==
           "test.yaml:5:1: error: scaleup_gbps_per_gpu: expected the scale-up bandwidth per GPU in GB/s, one "
-          "direction, a number in (0, 100000], found -450");
+          "direction, a number in [0.25, 100000], found -450");
   }
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "compute_efficiency: 0.8", "compute_efficiency: 1.5")); }) ==
         "test.yaml:12:1: error: compute_efficiency: expected the achieved fraction of the MAMF matmul rate (a "
         "fraction, not a percentage), a number in (0.01, 1], found 1.5");
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "nic_gbit: 400", "nic_gbit: 0")); })
-            .find("test.yaml:8:1: error: nic_gbit: expected the line rate per NIC in Gb/s, a number in (0, 100000], "
+            .find("test.yaml:8:1: error: nic_gbit: expected the line rate per NIC in Gb/s, a number in [1, 100000], "
                   "found 0") == 0);
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "gpus_per_node: 8", "gpus_per_node: 0")); }) ==
         "test.yaml:3:1: error: gpus_per_node: expected an integer in [1, 1024], found 0");
@@ -248,7 +248,7 @@ TEST_CASE("missing fields name the field and what was expected") {
   } catch (const InputError& e) {
     CHECK(e.field() == "hbm_tbps");
     CHECK(e.loc().line == 1);  // a missing key is reported at its parent map
-    CHECK(e.message() == "missing; expected the HBM bandwidth in TB/s, a number in (0, 1000]");
+    CHECK(e.message() == "missing; expected the HBM bandwidth in TB/s, a number in [0.01, 1000]");
   }
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "compute_efficiency: 0.8\n", "")); })
             .find("compute_efficiency: missing; expected the achieved fraction") != std::string::npos);
