@@ -86,10 +86,20 @@ void RefuseIntegerOverflow(CLI::App& app) {
         return "";
       },
       "");
+  // Real numbers likewise: strtod reads hexadecimal floats (--headroom 0x1p-3 was 12.5%).
+  const CLI::Validator decimal_real(
+      [](const std::string& text) -> std::string {
+        const size_t i = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
+        const bool hex = text.size() > i + 1 && text[i] == '0' && (text[i + 1] == 'x' || text[i + 1] == 'X');
+        return hex ? "expected a number, found '" + text + "' (decimal only)" : "";
+      },
+      "");
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     for (CLI::Option* opt : sub->get_options()) {
+      if (opt->get_items_expected_max() != 1) continue;
       // "INT", or "INT:..." with a validator's description (--top's range).
-      if (opt->get_type_name().compare(0, 3, "INT") == 0 && opt->get_items_expected_max() == 1) opt->transform(in_range);
+      if (opt->get_type_name().compare(0, 3, "INT") == 0) opt->transform(in_range);
+      if (opt->get_type_name().compare(0, 5, "FLOAT") == 0) opt->transform(decimal_real);
     }
   }
 }
