@@ -19,6 +19,8 @@ std::optional<Architecture> ArchitectureFromName(const std::string& name);
 
 /// LoadModel's test: an existing file, or a name with '/' or a .json/.yaml/.yml suffix.
 bool LooksLikePath(const std::string& arg);
+/// True for a directory holding a config.json (a Hugging Face snapshot).
+bool IsSnapshotDir(const std::string& arg);
 
 /// "a, b, c"
 std::string JoinNames(const std::vector<std::string>& names);

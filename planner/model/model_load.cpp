@@ -24,10 +24,18 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-/// A path rather than a preset name: an existing file, or anything that looks like a path.
+/// A Hugging Face snapshot directory: one holding a config.json.
+bool IsSnapshotDir(const std::string& arg) {
+  std::error_code ec;
+  return std::filesystem::is_directory(arg, ec) && std::filesystem::exists(std::filesystem::path(arg) / "config.json", ec);
+}
+
+/// A path rather than a preset name: an existing file (a FIFO or device too, for the reader
+/// to refuse by name), a snapshot directory, or anything that looks like a path.
 bool LooksLikePath(const std::string& arg) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(arg, ec)) return true;
+  if (IsSnapshotDir(arg)) return true;
+  if (std::filesystem::exists(arg, ec) && !std::filesystem::is_directory(arg, ec)) return true;
   return arg.find('/') != std::string::npos || EndsWith(arg, ".json") || EndsWith(arg, ".yaml") ||
          EndsWith(arg, ".yml");
 }
@@ -86,8 +94,12 @@ SourceLoc ModelSpec::Loc(const std::string& field) const {
 /// copy of models/<name>.json (or .yaml), named "<embedded>/models/<name>.json".
 ModelSpec LoadModel(const std::string& name_or_path) {
   if (model::LooksLikePath(name_or_path)) {
-    std::string text = data::ReadFileOrThrow(name_or_path);
-    ModelSpec spec = ParseModel(text, name_or_path);
+    // A snapshot directory (huggingface-cli download's folder) is read through its config.json.
+    const std::string file = model::IsSnapshotDir(name_or_path)
+                                 ? (std::filesystem::path(name_or_path) / "config.json").string()
+                                 : name_or_path;
+    std::string text = data::ReadFileOrThrow(file);
+    ModelSpec spec = ParseModel(text, file);
     spec.name = name_or_path;
     return spec;
   }
@@ -101,8 +113,13 @@ ModelSpec LoadModel(const std::string& name_or_path) {
   }
   std::vector<std::string> presets = ListModelPresets();
   std::string hint = yamlutil::DidYouMean(name_or_path, presets);
+  // A long argument is shown cut (a 100 KB name was echoed whole).
+  const std::string shown = name_or_path.size() > 80 ? name_or_path.substr(0, 77) + "..." : name_or_path;
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(name_or_path, ec);
   throw InputError(SourceLoc{}, "model",
-                   "unknown model preset '" + name_or_path + "'" +
+                   "unknown model preset '" + shown + "'" +
+                       (dir ? " (a directory of that name exists but holds no config.json)" : "") +
                        (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
                        "; expected a path to a config.json / .yaml file or one of: " + model::JoinNames(presets));
 }

@@ -586,3 +586,7 @@ meshplan_cli_case(gpus_leading_zero_decimal 0 "llama3.1-8b on 16 GPUs of dgx-h10
 # functions' own dataset.seq_length (Llama 3.1 8B: 8192) would fail ConfigContainer.validate.
 meshplan_cli_case(plan_mb_dataset_seq_length 0 "^dataset:$" " dataset.seq_length=4096 "
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge --format yaml --top 1)
+
+# A Hugging Face snapshot directory as --model is read through its config.json.
+meshplan_cli_case(model_snapshot_dir 0 "AutoModel layout, .*hf_snapshot on 8 GPUs of dgx-h100"
+  -- ${MP} explain --model ${D}/hf_snapshot --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
