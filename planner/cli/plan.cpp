@@ -205,6 +205,10 @@ void CheckOutputPath(const std::string& user_path, const char* flag, bool force)
                                     "' is not a directory (nothing was written)");
   }
   if (std::filesystem::is_directory(path, ec)) throw InputError(loc, flag, "is a directory; expected a file path");
+  // A device or FIFO is refused as such, not as an existing file that --force would replace.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(loc, flag, "expected a regular file to replace, found another kind of file (a device, FIFO or socket)");
+  }
   if (!force && std::filesystem::exists(path, ec)) {
     throw InputError(loc, flag, "file exists; pass --force to replace it (nothing was written)");
   }
@@ -362,6 +366,9 @@ int RunPlan(const PlanOptions& o) {
   }
   if (o.full_recipe && !o.emit_launch) {
     throw InputError({"<command line>", 0, 0}, "--full-recipe", "expected together with --emit-launch");
+  }
+  if (o.given.count("--hf-model") && o.hf_model.empty()) {
+    throw InputError({"<command line>", 0, 0}, "--hf-model", "expected a Hugging Face model id, found ''");
   }
   if (!o.hf_model.empty() && !o.full_recipe) {
     throw InputError({"<command line>", 0, 0}, "--hf-model",

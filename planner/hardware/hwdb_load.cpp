@@ -218,7 +218,9 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
     }
     std::string path = dir + "/" + name + ".yaml";
     if (hardware::IsPlainName(name) && hardware::IsFile(path)) {
-      GpuSearch search{{hwdb_dir + "/gpus"}, /*embedded=*/false};
+      // The database's own GPUs first, then the embedded ones (as for a system given by path):
+      // a --hwdb holding only systems/ reuses the shipped GPU files.
+      GpuSearch search{{hwdb_dir + "/gpus"}, /*embedded=*/true};
       return hardware::ParseSystem(data::ReadFileOrThrow(path), path, search);
     }
     throw InputError({dir, 0, 0}, "system", hardware::UnknownName("system", name, hardware::ListYamlStems(dir)));
