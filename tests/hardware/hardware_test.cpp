@@ -305,7 +305,7 @@ TEST_CASE("a system file by path finds its GPU in ../gpus/ and then in the embed
         std::string::npos);
 }
 
-TEST_CASE("a --hwdb folder's systems are its own and their GPUs its own, else the embedded ones") {
+TEST_CASE("a --hwdb folder's systems are its own and their GPUs its own or else the embedded ones") {
   CHECK(LoadSystem("tiny-node", kFixtures).gpu.name == "tiny-gpu");
   CHECK(LoadGpu("tiny-gpu", kFixtures).bf16_flops == Approx(100e12));
   // A GPU the folder does not hold comes from the embedded database, as for a system given
