@@ -590,3 +590,8 @@ meshplan_cli_case(plan_mb_dataset_seq_length 0 "^dataset:$" " dataset.seq_length
 # A Hugging Face snapshot directory as --model is read through its config.json.
 meshplan_cli_case(model_snapshot_dir 0 "AutoModel layout, .*hf_snapshot on 8 GPUs of dgx-h100"
   -- ${MP} explain --model ${D}/hf_snapshot --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+
+# Above the usable capacity but within the GPU: the headroom is short, not the GPU (NVIDIA's
+# Llama 3 70B recipe for 32 H100, 76.2 of 79.1 GiB, was called "out of memory by 5.0 GiB").
+meshplan_cli_case(check_memory_within_gpu 0 "memory: 76.2 GiB per GPU predicted of 71.2 GiB usable: above it by 5.0 GiB, within the GPU's 79.1 GiB: it may run" "!out of memory"
+  -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
