@@ -75,6 +75,7 @@ struct ExplainOptions {
   long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
   long long layers_per_stage = kNotGiven;  ///< not given: null
   bool sequence_parallel = false;
+  bool pp_schedule_given = false;  ///< --pp-schedule typed (a note when PP is 1)
   // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
   // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).
   std::string precision, automodel_version = "0.5", mbridge_version = "main", memory_profile;

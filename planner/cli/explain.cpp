@@ -39,7 +39,8 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
       cmd->add_option("--local-batch", o.local_batch, "step_scheduler.local_batch_size"),
       cmd->add_option("--pp-microbatch", o.pp_microbatch, "pipeline.pp_microbatch_size"),
       cmd->add_option("--pp-schedule", o.pp_schedule, "1f1b or interleaved1f1b")
-          ->check(CLI::IsMember({"1f1b", "interleaved1f1b"})),
+          ->check(CLI::IsMember({"1f1b", "interleaved1f1b"}))
+          ->each([&o](const std::string&) { o.pp_schedule_given = true; }),
       cmd->add_option("--layers-per-stage", o.layers_per_stage, "pipeline.layers_per_stage (default null)"),
       cmd->add_flag("--sequence-parallel", o.sequence_parallel, "sequence_parallel: true"),
       cmd->add_option("--recompute", o.recompute, "activation checkpointing: none, selective or full")
@@ -279,6 +280,9 @@ int RunExplain(const ExplainOptions& o) {
               << "\n";
   }
   if (const std::string w = SeqLenWarning(model, setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
+  if (!parsed && l.pp <= 1 && o.pp_schedule_given) {
+    std::cout << "  note: --pp-schedule " << o.pp_schedule << " has no effect without pipeline parallelism (--pp 1)\n";
+  }
   const AutoModelVersion version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
   const MBridgeVersion mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   RuleContext ctx{model, setup, l, version, mb_version, &system};
@@ -310,8 +314,13 @@ int RunExplain(const ExplainOptions& o) {
   }
   const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
   std::cout << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
-                               : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory")
-            << "\n";
+                               : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory");
+  // Priced as written, but the framework would not start it: said beside the verdict.
+  if (!failures.empty()) {
+    std::cout << " (as priced; the framework refuses this layout: " << failures.size() << " rule"
+              << (failures.size() > 1 ? "s" : "") << " broken, above)";
+  }
+  std::cout << "\n";
   return failures.empty() && c.fits ? 0 : 1;
 }
 

@@ -595,3 +595,10 @@ meshplan_cli_case(model_snapshot_dir 0 "AutoModel layout, .*hf_snapshot on 8 GPU
 # Llama 3 70B recipe for 32 H100, 76.2 of 79.1 GiB, was called "out of memory by 5.0 GiB").
 meshplan_cli_case(check_memory_within_gpu 0 "memory: 76.2 GiB per GPU predicted of 71.2 GiB usable: above it by 5.0 GiB, within the GPU's 79.1 GiB: it may run" "!out of memory"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
+
+# explain says what it priced: a rule-breaking layout's verdict says the framework refuses it,
+# and a schedule typed without PP has no effect.
+meshplan_cli_case(explain_invalid_verdict_says_refused 1 "fits: .* GiB to spare per GPU .as priced. the framework refuses this layout: 1 rule broken, above."
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 64 --ep 32)
+meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no effect without pipeline parallelism"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --pp-schedule 1f1b)
