@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "data/yaml_util.hpp"
 #include "meshplan/recipe.hpp"
+#include "recipe/key_places.hpp"
 
 namespace meshplan {
 namespace {
@@ -91,10 +93,36 @@ void ReadPipeline(MapReader& d, Layout& l) {
   p.RejectUnknown();
 }
 
+// The keys this reader reads, under the section each belongs to. AutoModel reads them nowhere
+// else: parse_distributed_section and the strategy and pipeline dataclasses refuse unknown
+// options, StepSchedulerConfig(**step_scheduler) raises for an unknown keyword, and a top-level
+// key is read by nobody. One exception: step_scheduler.dp_size is a runtime argument AutoModel
+// expects there (recipes/_typed_config.py _STEP_SCHEDULER_RUNTIME_KEYS: dropped since 0.5; 0.4
+// passes it to StepScheduler), so it is accepted there.
+const std::vector<recipe::KeyPlace>& KeyPlaces() {
+  static const std::vector<recipe::KeyPlace> places = [] {
+    std::vector<recipe::KeyPlace> p;
+    for (const char* k : {"strategy", "tp_size", "pp_size", "cp_size", "ep_size", "dp_replicate_size",
+                          "sequence_parallel", "activation_checkpointing", "pipeline"}) {
+      p.push_back({k, {"distributed"}});
+    }
+    p.push_back({"dp_size", {"distributed"}, {"step_scheduler"}});
+    for (const char* k : {"pp_schedule", "pp_microbatch_size", "layers_per_stage", "round_virtual_stages_to_pp_multiple"}) {
+      p.push_back({k, {"distributed.pipeline"}});
+    }
+    for (const char* k : {"global_batch_size", "local_batch_size"}) p.push_back({k, {"step_scheduler"}});
+    p.push_back({"seq_len", {"dataset"}});
+    return p;
+  }();
+  return places;
+}
+
 }  // namespace
 
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
+  // Before anything is read: a key in the wrong section would otherwise read as its default.
+  recipe::RefuseMisplacedKeys(root, {"", "distributed", "distributed.pipeline", "step_scheduler"}, KeyPlaces(), filename);
   MapReader top(root, filename, "", kQuoted);
   if (!top.HasValue("distributed")) top.FailMissing("distributed", "expected the AutoModel distributed: section");
   if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map, found " + yamlutil::Shown(top.Get("distributed")));
