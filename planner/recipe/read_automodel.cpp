@@ -40,6 +40,17 @@ int64_t SizeKey(MapReader& r, const char* key) {
   return r.Int(key, 1, 1LL << 20);
 }
 
+// A boolean setting meshplan does not price, as written: "true" / "false" for a boolean (YAML's
+// true / false / yes / no / on / off in any case, quoted too, as AutoModel's loader reads them),
+// else the text found; "" when absent or null. Not refused: AutoModel decides what it takes.
+std::string Written(MapReader& r, const char* key) {
+  if (!r.HasValue(key)) return "";
+  const YAML::Node n = r.Get(key);
+  bool b = false;
+  if (n.IsScalar() && YAML::convert<bool>::decode(n, b)) return b ? "true" : "false";
+  return n.IsScalar() ? n.Scalar() : yamlutil::Shown(n);
+}
+
 Recompute ParseCheckpointing(MapReader& r) {
   if (!r.HasValue("activation_checkpointing")) return Recompute::kNone;
   std::string v = r.Str("activation_checkpointing");
@@ -84,6 +95,7 @@ void ReadPipeline(MapReader& d, Layout& l) {
       p.Fail("round_virtual_stages_to_pp_multiple", "expected up, down or null; found '" + round + "'");
     }
   }
+  l.am.scale_grads_in_schedule = Written(p, "scale_grads_in_schedule");
   // A pipeline block with pp_size 1 is ignored by AutoModel (with a warning); other
   // PipelineConfig fields are accepted as written.
   p.Ignore({"pp_schedule", "pp_microbatch_size", "layers_per_stage", "round_virtual_stages_to_pp_multiple",
@@ -174,6 +186,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   // Not dividing: keep dp >= 1 so that every rule can still be evaluated and reported
   // (world_divisible_by_model_parallel names the problem).
   l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : std::max<int64_t>(1, num_gpus / model_ranks);
+  l.am.dp_size = dp_given;
   l.recompute = ParseCheckpointing(d);
   if (d.Has("sequence_parallel")) {
     if (l.strategy != Strategy::kFsdp2) {
@@ -184,6 +197,12 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
     l.sequence_parallel = d.Bool("sequence_parallel", false);
   }
   ReadPipeline(d, l);
+  // Settings check's nearest layouts write (nearest.cpp names them when they write another value).
+  if (l.strategy == Strategy::kFsdp2) l.am.defer_fsdp_grad_sync = Written(d, "defer_fsdp_grad_sync");
+  if (d.HasValue("moe") && d.Get("moe").IsMap()) {
+    MapReader moe(d.Get("moe"), d.filename(), "distributed.moe", kQuoted);
+    l.am.moe_reshard_after_forward = Written(moe, "reshard_after_forward");
+  }
   d.Ignore({"moe", "_target_", "_recursive_", "_convert_"});
   if (l.strategy == Strategy::kFsdp2) {
     for (const char* k : kFsdp2Fields) d.Ignore({k});
