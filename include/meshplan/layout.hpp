@@ -194,6 +194,18 @@ struct MbSettings {
   bool grad_reduce_in_fp32 = true;
 };
 
+/// AutoModel settings of a recipe read by `meshplan check`, as written, where the Layout keeps
+/// only their effect (dp) or meshplan does not read them for pricing: the nearest valid layouts
+/// name them when the recipe they emit writes another value (nearest.cpp). The planner's own
+/// layouts leave the defaults.
+struct AmWritten {
+  bool dp_size = false;  ///< distributed.dp_size given as a number (else null or absent: inferred)
+  // The values as written ("" when absent or null: AutoModel's default, in brackets).
+  std::string defer_fsdp_grad_sync;       ///< distributed.defer_fsdp_grad_sync, fsdp2 only (true)
+  std::string scale_grads_in_schedule;    ///< distributed.pipeline.scale_grads_in_schedule (false)
+  std::string moe_reshard_after_forward;  ///< distributed.moe.reshard_after_forward (false)
+};
+
 /// One layout. Sizes are mesh-axis sizes; all are >= 1.
 /// Mesh order (outer to inner): pp, dp_replicate, dp_shard, cp, tp
 /// (AutoModel components/distributed/mesh_utils.py::_create_fsdp2_device_mesh);
@@ -236,6 +248,7 @@ struct Layout {
   /// SyncMegatronCostView resolves it). They sit in the last stage, before the loss.
   int64_t mtp_layers = 0;
   MbSettings mb;
+  AmWritten am;  ///< AutoModel recipes read by `check`: settings as written
 
   /// Expert tensor parallel size in effect: etp, or tp when unset (MCore model_parallel_config.py:507).
   int64_t EffectiveEtp() const { return etp > 0 ? etp : tp; }

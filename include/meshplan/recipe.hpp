@@ -91,8 +91,10 @@ struct ParsedRecipe {
 /// (aliases megatron-fsdp, mfsdp), activation_checkpointing accepts true/on/full/enabled/yes,
 /// selective, false/off/none/disabled/no, and every other key must be a field of the
 /// strategy's dataclass (components/distributed/config.py) or the recipe is rejected.
-/// `dp_size` null is inferred as num_gpus / (tp*cp*pp) (or left as given).
-/// Throws InputError (file, line, column, field) on a malformed or unknown key.
+/// `dp_size` null is inferred as num_gpus / (tp*cp*pp) (or left as given). A key it reads, found
+/// at the top level or under another of distributed:, distributed.pipeline: and step_scheduler:,
+/// is refused with the section it belongs under.
+/// Throws InputError (file, line, column, field) on a malformed, unknown or misplaced key.
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 
 /// True if the YAML map `text` looks like a Megatron-Bridge override file: it has none of
@@ -106,7 +108,9 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// checkpoint.ckpt_format and env_vars.CUDA_DEVICE_MAX_CONNECTIONS. Other keys of these
 /// sections and other sections are ignored; dp = num_gpus / (tp*pp*cp), at least 1 (when it
 /// is not whole, mb_world_divisible_by_tp_pp_cp fails). A mixed_precision that is not a name
-/// Megatron-Bridge registers, nor a map of MixedPrecisionConfig fields, is an InputError.
+/// Megatron-Bridge registers, nor a map of MixedPrecisionConfig fields, is an InputError, and so
+/// is a key it reads found at the top level or in one of these sections whose config lacks it
+/// (train.tensor_model_parallel_size: Megatron-Bridge would skip it).
 /// Throws InputError (file, line, column, field) for a value of the wrong type or range.
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
 

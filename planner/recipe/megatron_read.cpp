@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/yaml_util.hpp"
+#include "recipe/key_places.hpp"
 #include "recipe/perf_settings.hpp"
 #include "meshplan/recipe.hpp"
 
@@ -414,6 +415,48 @@ void ReadCommOverlap(MapReader& c, Layout& l) {
   if (!IsNull(c, "bucket_size")) l.mb.bucket_size = c.Int("bucket_size", 1, 1LL << 40);
 }
 
+// The keys this reader reads, under the ConfigContainer sections whose configs have them (the
+// dataclass fields of Megatron-Bridge main and Megatron-Core main of 2026-08-22: GPTModelProvider
+// / TransformerConfig / ModelParallelConfig, TrainingConfig, DistributedDataParallelConfig,
+// OptimizerConfig, DistributedInitConfig, CommOverlapConfig, CheckpointConfig,
+// MixedPrecisionConfig). In any other section _apply_overrides skips them (omegaconf_utils.py:
+// `if not hasattr(config_obj, key)`: a logged warning), and so does ConfigContainer at the top level.
+const std::vector<recipe::KeyPlace>& KeyPlaces() {
+  static const std::vector<recipe::KeyPlace> places = [] {
+    std::vector<recipe::KeyPlace> p;
+    for (const char* k :
+         {"tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+          "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
+          "mtp_num_layers", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+          kLayoutKey, "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+          "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
+          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
+          "cpu_offloading", "transformer_impl", "seq_length"}) {
+      p.push_back({k, {"model"}});
+    }
+    p.push_back({"pipeline_dtype", {"model", "mixed_precision"}});
+    for (const char* k : {"overlap_p2p_comm", "batch_p2p_comm", "tp_comm_overlap"}) {
+      p.push_back({k, {"model", "comm_overlap"}});
+    }
+    p.push_back({"overlap_moe_expert_parallel_comm", {"comm_overlap", "model"}});
+    for (const char* k : {"global_batch_size", "micro_batch_size"}) p.push_back({k, {"train"}});
+    for (const char* k : {"data_parallel_sharding_strategy", "average_in_collective", "num_distributed_optimizer_instances"}) {
+      p.push_back({k, {"ddp"}});
+    }
+    p.push_back({"grad_reduce_in_fp32", {"ddp", "mixed_precision"}});
+    p.push_back({"use_distributed_optimizer", {"ddp", "optimizer"}});
+    p.push_back({"use_megatron_fsdp", {"ddp", "dist"}});
+    p.push_back({"overlap_grad_reduce", {"ddp", "comm_overlap"}});
+    p.push_back({"overlap_param_gather", {"ddp", "optimizer", "comm_overlap"}});
+    p.push_back({"bucket_size", {"ddp", "comm_overlap"}});
+    for (const char* k : {"use_torch_fsdp2", "use_tp_pp_dp_mapping"}) p.push_back({k, {"dist"}});
+    for (const char* k : {"ckpt_format", "save", "load"}) p.push_back({k, {"checkpoint"}});
+    p.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", {"env_vars"}});
+    return p;
+  }();
+  return places;
+}
+
 }  // namespace
 
 bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
@@ -435,6 +478,14 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
                               "--framework automodel (or without --framework)");
     }
   }
+  // Before anything is read: a key in the wrong section would otherwise read as its default.
+  // env_vars is not checked: every key there is an environment variable.
+  recipe::RefuseMisplacedKeys(root,
+                              {"", "model", "train", "ddp", "optimizer", "dist", "comm_overlap", "checkpoint",
+                               "mixed_precision"},
+                              KeyPlaces(), filename,
+                              "Megatron-Bridge would not apply it there (it skips a key its config does not have, "
+                              "with only a logged warning)");
   ParsedRecipe out;
   Layout& l = out.layout;
   l.framework = Framework::kMegatronBridge;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "data/yaml_util.hpp"
 #include "meshplan/recipe.hpp"
+#include "recipe/key_places.hpp"
 
 namespace meshplan {
 namespace {
@@ -36,6 +38,17 @@ int64_t SizeKey(MapReader& r, const char* key) {
   YAML::Node n = r.Get(key);
   if (n.IsScalar() && (n.Scalar() == "none" || n.Scalar() == "None")) return 1;
   return r.Int(key, 1, 1LL << 20);
+}
+
+// A boolean setting meshplan does not price, as written: "true" / "false" for a boolean (YAML's
+// true / false / yes / no / on / off in any case, quoted too, as AutoModel's loader reads them),
+// else the text found; "" when absent or null. Not refused: AutoModel decides what it takes.
+std::string Written(MapReader& r, const char* key) {
+  if (!r.HasValue(key)) return "";
+  const YAML::Node n = r.Get(key);
+  bool b = false;
+  if (n.IsScalar() && YAML::convert<bool>::decode(n, b)) return b ? "true" : "false";
+  return n.IsScalar() ? n.Scalar() : yamlutil::Shown(n);
 }
 
 Recompute ParseCheckpointing(MapReader& r) {
@@ -82,6 +95,7 @@ void ReadPipeline(MapReader& d, Layout& l) {
       p.Fail("round_virtual_stages_to_pp_multiple", "expected up, down or null; found '" + round + "'");
     }
   }
+  l.am.scale_grads_in_schedule = Written(p, "scale_grads_in_schedule");
   // A pipeline block with pp_size 1 is ignored by AutoModel (with a warning); other
   // PipelineConfig fields are accepted as written.
   p.Ignore({"pp_schedule", "pp_microbatch_size", "layers_per_stage", "round_virtual_stages_to_pp_multiple",
@@ -91,10 +105,36 @@ void ReadPipeline(MapReader& d, Layout& l) {
   p.RejectUnknown();
 }
 
+// The keys this reader reads, under the section each belongs to. AutoModel reads them nowhere
+// else: parse_distributed_section and the strategy and pipeline dataclasses refuse unknown
+// options, StepSchedulerConfig(**step_scheduler) raises for an unknown keyword, and a top-level
+// key is read by nobody. One exception: step_scheduler.dp_size is a runtime argument AutoModel
+// expects there (recipes/_typed_config.py _STEP_SCHEDULER_RUNTIME_KEYS: dropped since 0.5; 0.4
+// passes it to StepScheduler), so it is accepted there.
+const std::vector<recipe::KeyPlace>& KeyPlaces() {
+  static const std::vector<recipe::KeyPlace> places = [] {
+    std::vector<recipe::KeyPlace> p;
+    for (const char* k : {"strategy", "tp_size", "pp_size", "cp_size", "ep_size", "dp_replicate_size",
+                          "sequence_parallel", "activation_checkpointing", "pipeline"}) {
+      p.push_back({k, {"distributed"}});
+    }
+    p.push_back({"dp_size", {"distributed"}, {"step_scheduler"}});
+    for (const char* k : {"pp_schedule", "pp_microbatch_size", "layers_per_stage", "round_virtual_stages_to_pp_multiple"}) {
+      p.push_back({k, {"distributed.pipeline"}});
+    }
+    for (const char* k : {"global_batch_size", "local_batch_size"}) p.push_back({k, {"step_scheduler"}});
+    p.push_back({"seq_len", {"dataset"}});
+    return p;
+  }();
+  return places;
+}
+
 }  // namespace
 
 ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
+  // Before anything is read: a key in the wrong section would otherwise read as its default.
+  recipe::RefuseMisplacedKeys(root, {"", "distributed", "distributed.pipeline", "step_scheduler"}, KeyPlaces(), filename);
   MapReader top(root, filename, "", kQuoted);
   if (!top.HasValue("distributed")) top.FailMissing("distributed", "expected the AutoModel distributed: section");
   if (!top.Get("distributed").IsMap()) top.Fail("distributed", "expected a map, found " + yamlutil::Shown(top.Get("distributed")));
@@ -146,6 +186,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   // Not dividing: keep dp >= 1 so that every rule can still be evaluated and reported
   // (world_divisible_by_model_parallel names the problem).
   l.dp = dp_given ? d.Int("dp_size", 1, 1LL << 20) : std::max<int64_t>(1, num_gpus / model_ranks);
+  l.am.dp_size = dp_given;
   l.recompute = ParseCheckpointing(d);
   if (d.Has("sequence_parallel")) {
     if (l.strategy != Strategy::kFsdp2) {
@@ -156,6 +197,12 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
     l.sequence_parallel = d.Bool("sequence_parallel", false);
   }
   ReadPipeline(d, l);
+  // Settings check's nearest layouts write (nearest.cpp names them when they write another value).
+  if (l.strategy == Strategy::kFsdp2) l.am.defer_fsdp_grad_sync = Written(d, "defer_fsdp_grad_sync");
+  if (d.HasValue("moe") && d.Get("moe").IsMap()) {
+    MapReader moe(d.Get("moe"), d.filename(), "distributed.moe", kQuoted);
+    l.am.moe_reshard_after_forward = Written(moe, "reshard_after_forward");
+  }
   d.Ignore({"moe", "_target_", "_recursive_", "_convert_"});
   if (l.strategy == Strategy::kFsdp2) {
     for (const char* k : kFsdp2Fields) d.Ignore({k});

@@ -562,6 +562,12 @@ meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replac
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
 meshplan_cli_case(check_dp_size_mismatch 1 "memory: not predicted \\(the parallel sizes' product tp x pp x cp x dp = 1 x 1 x 1 x 4 = 4 is not the 8 GPUs\\)"
   -- ${MP} check ${D}/automodel_dp_size_mismatch.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+# The nearest layouts of a recipe whose dp_size no layout has name dp_size 3 -> null (they read
+# "0 changes" while the recipe written said dp_size: null  # inferred: 2).
+meshplan_cli_case(check_nearest_names_dp_size 1 "world_divisible_by_model_parallel: dp_size=3"
+  "--- 1: [0-9]+ changes?. .*dp_size: 3 -> null \\(inferred [0-9]+\\)" "--- 2: [0-9]+ changes?. .*dp_size: 3 -> null \\(inferred [0-9]+\\)"
+  "--- 3: [0-9]+ changes?. .*dp_size: 3 -> null \\(inferred [0-9]+\\)" "!--- [0-9]+: 0 changes"
+  -- ${MP} check ${D}/automodel_dp3_32gpu.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(explain_dp_unknown 1 "layout: fsdp2 tp3 pp1 cp1 ep1 dp\\? " "!dp0"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --tp 3)
 

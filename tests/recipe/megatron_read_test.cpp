@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "fixtures/input_error.hpp"
 #include "meshplan/recipe.hpp"
@@ -181,4 +182,55 @@ TEST_CASE("megatron_read: a mixed_precision map refuses unknown keys and values 
        }) {
     CheckRefused(c);
   }
+}
+
+TEST_CASE("megatron_read: a key meshplan reads is refused in a section whose config lacks it") {
+  // Megatron-Bridge skips it there with a logged warning (omegaconf_utils.py _apply_overrides),
+  // so the recipe's own value stays: train.tensor_model_parallel_size left TP at 1.
+  const std::string note =
+      "; Megatron-Bridge would not apply it there (it skips a key its config does not have, with only a logged warning)";
+  for (const Refused& c : std::vector<Refused>{
+           {"model:\n  seq_length: 4096\ntrain:\n  tensor_model_parallel_size: 8\n", "train.tensor_model_parallel_size",
+            "expected tensor_model_parallel_size under model:, found it under train:" + note, 4},
+           {"model:\n  tensor_model_parallel_size: 2\n  micro_batch_size: 2\n", "model.micro_batch_size",
+            "expected micro_batch_size under train:, found it under model:" + note, 3},
+           {"model:\n  tensor_model_parallel_size: 2\ntrain:\n  use_megatron_fsdp: true\n", "train.use_megatron_fsdp",
+            "expected use_megatron_fsdp under ddp: or dist:, found it under train:" + note, 4},
+           {"ddp:\n  use_distributed_optimizer: true\n  bucket_size: 1000\n  ckpt_format: torch_dist\n",
+            "ddp.ckpt_format", "expected ckpt_format under checkpoint:, found it under ddp:" + note, 4},
+           {"model:\n  tensor_model_parallel_size: 2\ndist:\n  overlap_param_gather: true\n", "dist.overlap_param_gather",
+            "expected overlap_param_gather under ddp:, optimizer: or comm_overlap:, found it under dist:" + note, 4},
+           {"model:\n  tensor_model_parallel_size: 2\nmixed_precision:\n  fp8: e4m3\n  seq_length: 4096\n",
+            "mixed_precision.seq_length", "expected seq_length under model:, found it under mixed_precision:" + note, 5},
+       }) {
+    CheckRefused(c);
+  }
+  // At the top level (ConfigContainer has no such field either): column 1.
+  const InputError e = ReadError("model:\n  tensor_model_parallel_size: 2\nseq_length: 4096\n");
+  CHECK(e.loc().line == 3);
+  CHECK(e.loc().column == 1);
+  CHECK(e.field() == "seq_length");
+  CHECK(e.message() == "expected seq_length under model:, found it at the top level" + note);
+}
+
+TEST_CASE("megatron_read: keys that several configs have are read in each and unread sections keep any key") {
+  // DDP and optimizer configs both have use_distributed_optimizer and overlap_param_gather, DDP and
+  // CommOverlapConfig overlap_grad_reduce and bucket_size, DDP and DistributedInitConfig
+  // use_megatron_fsdp, TransformerConfig and CommOverlapConfig the p2p and TP/EP overlap switches,
+  // MixedPrecisionConfig grad_reduce_in_fp32 and pipeline_dtype; GPTDatasetConfig has
+  // seq_length, and env_vars takes any name.
+  const ParsedRecipe r = Read(
+      "model:\n  tensor_model_parallel_size: 2\n  seq_length: 4096\n  overlap_moe_expert_parallel_comm: false\n"
+      "  tp_comm_overlap: false\n"
+      "optimizer:\n  use_distributed_optimizer: true\n  overlap_param_gather: true\n"
+      "comm_overlap:\n  overlap_grad_reduce: true\n  bucket_size: 1000\n  overlap_p2p_comm: false\n"
+      "dist:\n  use_megatron_fsdp: false\n"
+      "mixed_precision:\n  grad_reduce_in_fp32: true\n  pipeline_dtype: bf16\n"
+      "dataset:\n  seq_length: 4096\n  micro_batch_size: 1\n"
+      "env_vars:\n  seq_length: 1\n"
+      "logger:\n  save: /tmp/x\n");
+  CHECK(r.layout.tp == 2);
+  CHECK(r.seq_len == 4096);
+  CHECK(r.layout.use_distributed_optimizer);
+  CHECK(r.layout.mb.bucket_size == 1000);
 }

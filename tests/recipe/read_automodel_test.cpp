@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "fixtures/input_error.hpp"
 #include "meshplan/recipe.hpp"
@@ -43,4 +44,41 @@ TEST_CASE("read_automodel: integer fields refuse floats and read quoted integers
   CHECK(e.field() == "step_scheduler.local_batch_size");
   CHECK(e.loc().line == 3);
   CHECK(e.message() == "expected an integer, found '4.5'");
+}
+
+TEST_CASE("read_automodel: a key meshplan reads is refused outside its section") {
+  // tp_size under step_scheduler: was read as tp 1 (StepSchedulerConfig raises for it in AutoModel).
+  struct Case {
+    std::string text, field, message;
+    int line, column;
+  };
+  const std::string base = "distributed:\n  strategy: fsdp2\nstep_scheduler:\n  global_batch_size: 64\n  local_batch_size: 2\n";
+  for (const Case& c : std::vector<Case>{
+           {base + "  tp_size: 8\n", "step_scheduler.tp_size",
+            "expected tp_size under distributed:, found it under step_scheduler:", 6, 3},
+           {base + "  pp_microbatch_size: 1\n", "step_scheduler.pp_microbatch_size",
+            "expected pp_microbatch_size under distributed.pipeline:, found it under step_scheduler:", 6, 3},
+           {base + "tp_size: 8\n", "tp_size", "expected tp_size under distributed:, found it at the top level", 6, 1},
+           {base + "seq_len: 4096\n", "seq_len", "expected seq_len under dataset:, found it at the top level", 6, 1},
+           {"distributed:\n  strategy: fsdp2\n  local_batch_size: 2\n", "distributed.local_batch_size",
+            "expected local_batch_size under step_scheduler:, found it under distributed:", 3, 3},
+           {"distributed:\n  pp_size: 2\n  pp_schedule: 1f1b\n  pipeline: {}\n", "distributed.pp_schedule",
+            "expected pp_schedule under distributed.pipeline:, found it under distributed:", 3, 3},
+           {"distributed:\n  pp_size: 2\n  pipeline:\n    tp_size: 2\n", "distributed.pipeline.tp_size",
+            "expected tp_size under distributed:, found it under distributed.pipeline:", 4, 5},
+       }) {
+    CAPTURE(c.text);
+    const InputError e = test::ErrorOf([&] { (void)ParseAutoModelRecipe(c.text, "a.yaml", 16); });
+    CHECK(e.loc().line == c.line);
+    CHECK(e.loc().column == c.column);
+    CHECK(e.field() == c.field);
+    CHECK(e.message() == c.message);
+  }
+  // step_scheduler.dp_size is a runtime argument AutoModel expects there (dropped since 0.5), and
+  // sections meshplan does not read keep any key (model: passes its keys to from_pretrained).
+  const ParsedRecipe r = ParseAutoModelRecipe(base + "  dp_size: 8\n  max_steps: 10\nmodel:\n  tp_size: 2\n"
+                                                     "validation_dataset:\n  seq_len: 1024\n",
+                                              "a.yaml", 16);
+  CHECK(r.layout.tp == 1);
+  CHECK(r.layout.dp == 16);
 }

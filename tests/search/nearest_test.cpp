@@ -1,0 +1,110 @@
+// `check`'s nearest valid layouts (planner/search/nearest.cpp): the changes listed for an
+// AutoModel recipe are the fields whose value differs between the recipe read and the recipe
+// written for the nearby layout, both read back as AutoModel reads them; none left out (dp_size
+// given as a number was), none counted twice.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "meshplan/recipe.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+// A setting as written, or its AutoModel default when the recipe leaves it unset.
+std::string Or(const std::string& written, const char* default_value) {
+  return written.empty() ? default_value : written;
+}
+
+// The fields of `b` (a recipe written for a nearby layout, read back) whose value differs from
+// `a` (the recipe read). dp_size: `b` writes null, which is a change only from another number;
+// the unpriced settings: only those `b` writes.
+std::set<std::string> Differing(const Layout& a, const Layout& b) {
+  std::set<std::string> d;
+  auto differs = [&d](const char* field, bool differ) {
+    if (differ) d.insert(field);
+  };
+  differs("strategy", a.strategy != b.strategy);
+  differs("dp_size", a.am.dp_size && a.dp != b.dp);
+  differs("tp_size", a.tp != b.tp);
+  differs("pp_size", a.pp != b.pp);
+  differs("cp_size", a.cp != b.cp);
+  differs("ep_size", a.ep != b.ep);
+  differs("dp_replicate_size", a.dp_replicate != b.dp_replicate);
+  differs("local_batch_size", a.local_batch_size != b.local_batch_size);
+  if (a.pp > 1 || b.pp > 1) {
+    differs("pp_microbatch_size", a.pp_microbatch_size != b.pp_microbatch_size);
+    differs("pp_schedule", a.pp_schedule != b.pp_schedule);
+    differs("layers_per_stage", a.layers_per_stage != b.layers_per_stage);
+    differs("round_virtual_stages_to_pp_multiple", a.stage_rounding != b.stage_rounding);
+  }
+  const std::string a_defer = a.strategy == Strategy::kFsdp2 ? Or(a.am.defer_fsdp_grad_sync, "true") : "true";
+  differs("defer_fsdp_grad_sync", !b.am.defer_fsdp_grad_sync.empty() && a_defer != b.am.defer_fsdp_grad_sync);
+  differs("scale_grads_in_schedule", !b.am.scale_grads_in_schedule.empty() &&
+                                         Or(a.am.scale_grads_in_schedule, "false") != b.am.scale_grads_in_schedule);
+  differs("moe.reshard_after_forward", !b.am.moe_reshard_after_forward.empty() &&
+                                           Or(a.am.moe_reshard_after_forward, "false") != b.am.moe_reshard_after_forward);
+  differs("sequence_parallel", a.sequence_parallel != b.sequence_parallel);
+  differs("recompute", a.recompute != b.recompute);
+  return d;
+}
+
+// The nearest layouts of `recipe` (invalid as written); checks every one's changes against the
+// recipe written for it and returns them.
+std::vector<NearbyLayout> CheckNearest(const std::string& recipe, const char* model, int64_t gpus, int64_t seq_len) {
+  const ParsedRecipe read = ParseAutoModelRecipe(recipe, "r.yaml", gpus);
+  PlanRequest req;
+  req.model = LoadModel(model);
+  req.system = LoadSystem("dgx-h100");
+  req.setup.num_gpus = gpus;
+  req.setup.seq_len = seq_len;
+  req.setup.global_batch = read.global_batch;
+  const std::vector<NearbyLayout> near = NearestValidLayouts(req, read.layout, 3);
+  REQUIRE(near.size() == 3);
+  for (size_t i = 0; i < near.size(); ++i) {
+    const std::string yaml = AutoModelRecipeYaml(near[i].candidate, req, static_cast<int>(i + 1));
+    CAPTURE(yaml);
+    const Layout back = ParseAutoModelRecipe(yaml, "nearest.yaml", gpus).layout;
+    std::set<std::string> named;
+    for (const std::string& change : near[i].changes) named.insert(change.substr(0, change.find(": ")));
+    CHECK(named.size() == near[i].changes.size());
+    CHECK(named == Differing(read.layout, back));
+  }
+  return near;
+}
+
+}  // namespace
+
+TEST_CASE("nearest: an AutoModel dp_size that no layout has is a change of every nearby layout") {
+  // tests/data/recipes/automodel_a_llama3_70b_pretrain_32gpu.yaml with dp_size 3: every valid
+  // layout infers another dp, and the recipes written say dp_size: null (was "0 changes").
+  const std::string recipe =
+      "step_scheduler: {global_batch_size: 128, local_batch_size: 4}\n"
+      "distributed:\n  strategy: fsdp2\n  dp_size: 3\n  tp_size: 4\n  cp_size: 1\n  pp_size: 4\n"
+      "  sequence_parallel: false\n  activation_checkpointing: true\n"
+      "  pipeline:\n    pp_schedule: interleaved1f1b\n    pp_microbatch_size: 1\n    layers_per_stage: 4\n"
+      "    scale_grads_in_schedule: false\n    round_virtual_stages_to_pp_multiple: up\n";
+  for (const NearbyLayout& x : CheckNearest(recipe, "llama3.1-70b", 32, 8192)) {
+    const std::string dp = "dp_size: 3 -> null (inferred " + std::to_string(x.candidate.layout.dp) + ")";
+    CHECK(std::find(x.changes.begin(), x.changes.end(), dp) != x.changes.end());
+  }
+}
+
+TEST_CASE("nearest: the settings an AutoModel recipe writes as the cost model prices them are changes") {
+  // defer_fsdp_grad_sync true, scale_grads_in_schedule true and moe.reshard_after_forward true
+  // become false in the recipes written (with gradient accumulation, pp > 1, ep > 1).
+  CheckNearest("step_scheduler: {global_batch_size: 64, local_batch_size: 1}\n"
+               "distributed:\n  strategy: fsdp2\n  tp_size: 3\n  defer_fsdp_grad_sync: true\n",
+               "llama3.1-8b", 8, 4096);
+  CheckNearest("step_scheduler: {global_batch_size: 64, local_batch_size: 4}\n"
+               "distributed:\n  strategy: fsdp2\n  dp_size: 2\n  tp_size: 3\n  pp_size: 2\n"
+               "  pipeline: {pp_schedule: 1f1b, pp_microbatch_size: 1, scale_grads_in_schedule: true}\n",
+               "llama3.1-8b", 8, 4096);
+  CheckNearest("step_scheduler: {global_batch_size: 64, local_batch_size: 1}\n"
+               "distributed:\n  strategy: fsdp2\n  tp_size: 3\n  ep_size: 8\n  moe: {reshard_after_forward: true}\n",
+               "qwen3-30b-a3b", 8, 4096);
+}
