@@ -431,9 +431,10 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           kLayoutKey, "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
           "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
-          "cpu_offloading", "transformer_impl", "seq_length"}) {
+          "cpu_offloading", "transformer_impl"}) {
       p.push_back({k, {"model"}});
     }
+    p.push_back({"seq_length", {"model", "dataset"}});  // both, equal (ConfigContainer.validate)
     p.push_back({"pipeline_dtype", {"model", "mixed_precision"}});
     for (const char* k : {"overlap_p2p_comm", "batch_p2p_comm", "tp_comm_overlap"}) {
       p.push_back({k, {"model", "comm_overlap"}});
