@@ -68,6 +68,28 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
          b.mb.recompute_num_layers > 0 ? N(b.mb.recompute_num_layers) : "null");
     Diff(c, "cpu_offloading", std::string(a.mb.cpu_offloading ? "true" : "false"),
          std::string(b.mb.cpu_offloading ? "true" : "false"));
+    // Runtime settings the recipe wrote and the suggestion's recipe writes otherwise
+    // (MegatronOverrides): a flex dispatcher turned alltoall, an overlap switched off.
+    auto dispatcher = [](const Layout& x) {
+      return std::string(x.mb.token_dispatcher == MbDispatcher::kFlex       ? "flex"
+                         : x.mb.token_dispatcher == MbDispatcher::kAlltoall ? "alltoall"
+                                                                            : "allgather");
+    };
+    // Allgather is also what an unset key reads as (the recipe functions' providers set alltoall):
+    // only a dispatcher the recipe chose, alltoall or flex, is compared.
+    if (b.ep > 1 && a.mb.token_dispatcher != MbDispatcher::kAllgather) {
+      Diff(c, "moe_token_dispatcher_type", dispatcher(a),
+           std::string(b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall"));
+    }
+    auto tri = [&c](const char* field, Tri was, Tri now) {
+      if (was == Tri::kUnset) return;  // not written by the recipe: the suggestion's value is new, not a change
+      Diff(c, field, std::string(was == Tri::kTrue ? "true" : "false"), std::string(now == Tri::kTrue ? "true" : "false"));
+    };
+    tri("tp_comm_overlap", a.mb.tp_comm_overlap, b.mb.tp_comm_overlap);
+    tri("overlap_p2p_comm", a.mb.overlap_p2p_comm, b.mb.overlap_p2p_comm);
+    tri("batch_p2p_comm", a.mb.batch_p2p_comm, b.mb.batch_p2p_comm);
+    tri("overlap_grad_reduce", a.mb.overlap_grad_reduce, b.mb.overlap_grad_reduce);
+    tri("overlap_param_gather", a.mb.overlap_param_gather, b.mb.overlap_param_gather);
   } else {
     // Every key AutoModelRecipeYaml writes for `b` with a value other than the recipe's.
     Diff(c, "strategy", std::string(StrategyName(a.strategy)), std::string(StrategyName(b.strategy)));
@@ -116,6 +138,18 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
       std::find(req.mb_recompute_module_sets.begin(), req.mb_recompute_module_sets.end(), from.mb.recompute_modules) ==
           req.mb_recompute_module_sets.end()) {
     req.mb_recompute_module_sets.push_back(from.mb.recompute_modules);
+  }
+  // The recipe's own software settings (dispatcher, EP overlap, CUDA graphs, gradient dtype)
+  // price and go with the nearby layouts: a flex dispatcher stays flex (else every EP layout
+  // would change it, and EP 1 ranked nearest).
+  if (from.framework == Framework::kMegatronBridge && !req.mb_runtime) {
+    MbRuntime rt;
+    if (from.mb.token_dispatcher != MbDispatcher::kAllgather) rt.dispatcher = from.mb.token_dispatcher;
+    rt.ep_a2a_overlap = from.mb.ep_a2a_overlap == Tri::kTrue ? Tri::kTrue : Tri::kFalse;
+    rt.cuda_graph = from.mb.cuda_graph;
+    rt.cuda_graph_scope = from.mb.cuda_graph_scope;
+    rt.grad_reduce_in_fp32 = from.mb.grad_reduce_in_fp32;
+    req.mb_runtime = rt;
   }
   const CostModel cost(req.model, req.system, req.setup);
   std::vector<std::pair<Layout, std::vector<std::string>>> valid;

@@ -608,3 +608,8 @@ meshplan_cli_case(explain_invalid_verdict_says_refused 1 "fits: .* GiB to spare 
   -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 64 --ep 32)
 meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no effect without pipeline parallelism"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --pp-schedule 1f1b)
+
+# Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
+# settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
+meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: 2 changes. tensor_model_parallel_size: 4 -> 2. overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
+  -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
