@@ -16,6 +16,7 @@
 // matching modeling_*.py files.
 
 #include <algorithm>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -69,9 +70,22 @@ Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
   std::optional<Architecture> a = ArchitectureFromName(name);
   if (!a) {
     std::string hint = yamlutil::DidYouMean(name, SupportedArchitectures());
-    const std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
-    r.Fail(key, "unsupported architecture '" + shown + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                    "; " + supported);
+    std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
+    // Bytes outside printable ASCII (a zero-width space, a non-breaking space) shown escaped:
+    // printed as they are, the name looked identical to its "did you mean".
+    std::string note;
+    if (std::any_of(shown.begin(), shown.end(), [](char ch) { return ch < 0x20 || ch > 0x7e; })) {
+      std::string esc;
+      for (unsigned char ch : shown) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+        esc += (ch >= 0x20 && ch <= 0x7e) ? std::string(1, char(ch)) : std::string(buf);
+      }
+      shown = esc;
+      note = " (bytes outside printable ASCII escaped)";
+    }
+    r.Fail(key, "unsupported architecture '" + shown + "'" + note +
+                    (hint.empty() ? "" : "; did you mean '" + hint + "'?") + "; " + supported);
   }
   s.architecture_name = name;
   return *a;
