@@ -68,6 +68,27 @@ std::string MbRecipeName(const std::string& model) {
   return "";
 }
 
+// The default recipe functions above that leave ConfigContainer.comm_overlap None
+// (recipes/common.py _pretrain_common sets comm_overlap=None; these H100 recipes never create a
+// CommOverlapConfig: recipes/llama/h100/llama3.py llama3_8b / llama31_8b_pretrain_2gpu,
+// recipes/qwen/h100/qwen3.py qwen3_8b_pretrain_16gpu and _4gpu, qwen3_moe.py
+// qwen3_235b_a22b_pretrain_256gpu, gpt_oss.py gpt_oss_20b / 120b; Megatron-Bridge main
+// 067f987d). run_recipe.py applies the overrides with Hydra on a struct config
+// (utils/omegaconf_utils.py parse_hydra_overrides), where `comm_overlap.tp_comm_overlap=...`
+// under a None node fails. For them the overrides are written `++comm_overlap.<key>=...` (force
+// add: the None node becomes a map) with `++comm_overlap._target_=...CommOverlapConfig`, which
+// apply_overrides instantiates into the config object.
+bool MbRecipeLeavesCommOverlapNone(const std::string& model) {
+  static const char* const kNone[] = {"llama3-8b", "llama3.1-8b", "qwen3-8b", "qwen3-235b-a22b", "gpt-oss-20b",
+                                      "gpt-oss-120b"};
+  for (const char* m : kNone) {
+    if (model == m) return true;
+  }
+  return false;
+}
+
+constexpr const char* kCommOverlapTarget = "megatron.bridge.training.comm_overlap.CommOverlapConfig";
+
 // The launcher command (without the environment), one argument per continued line.
 std::string Command(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
                     const std::string& recipe_path, bool slurm) {
@@ -86,11 +107,40 @@ std::string Command(const Candidate& c, const PlanRequest& req, const LaunchTopo
       << (mb_recipe.empty() ? "?set MB_RECIPE to a Megatron-Bridge recipe function: it has none for " + ShellWord(req.model.name)
                             : "-" + mb_recipe)
       << "}\"";
-    for (const auto& [key, value] : MegatronOverrides(c.layout, req)) s << " \\\n  " << Quote(key + "=" + value);
+    // With the default recipe and a None comm_overlap the comm_overlap keys come from the
+    // COMM_OVERLAP array that CommOverlapPrelude defines (force-added, or plain with $MB_RECIPE).
+    const bool force_comm = !mb_recipe.empty() && MbRecipeLeavesCommOverlapNone(req.model.name);
+    for (const auto& [key, value] : MegatronOverrides(c.layout, req)) {
+      if (force_comm && key.rfind("comm_overlap.", 0) == 0) continue;
+      s << " \\\n  " << Quote(key + "=" + value);
+    }
+    if (force_comm) s << " \\\n  \"${COMM_OVERLAP[@]}\"";
     s << "\n";
   } else {
     s << " \\\n  -m nemo_automodel.recipes.llm.train_ft -c " << Quote(recipe_path) << "\n";
   }
+  return s.str();
+}
+
+// Before the command of a Megatron-Bridge launch whose default recipe leaves comm_overlap None
+// (MbRecipeLeavesCommOverlapNone): the comm_overlap overrides as a bash array, force-added with
+// the class to build when $MB_RECIPE is not set, plain when it is. "" otherwise.
+std::string CommOverlapPrelude(const Candidate& c, const PlanRequest& req) {
+  if (!IsMegatron(req)) return "";
+  const std::string mb_recipe = MbRecipeName(req.model.name);
+  if (mb_recipe.empty() || !MbRecipeLeavesCommOverlapNone(req.model.name)) return "";
+  std::string forced = Quote(std::string("++comm_overlap._target_=") + kCommOverlapTarget), plain;
+  for (const auto& [key, value] : MegatronOverrides(c.layout, req)) {
+    if (key.rfind("comm_overlap.", 0) != 0) continue;
+    forced += " " + Quote("++" + key + "=" + value);
+    plain += (plain.empty() ? "" : " ") + Quote(key + "=" + value);
+  }
+  std::ostringstream s;
+  s << "# Megatron-Bridge's " << mb_recipe << " leaves comm_overlap None, where a Hydra override of\n"
+    << "# comm_overlap.<key> fails: its keys are force-added (++) with the class to build. With your own\n"
+    << "# MB_RECIPE (one that creates a CommOverlapConfig) they are plain overrides.\n"
+    << "if [ -z \"${MB_RECIPE:-}\" ]; then\n  COMM_OVERLAP=(" << forced << ")\nelse\n  COMM_OVERLAP=(" << plain
+    << ")\nfi\n";
   return s.str();
 }
 
@@ -274,7 +324,8 @@ std::string LaunchScript(const Candidate& c, const PlanRequest& req, const Launc
       << "); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
       << "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n";
   }
-  s << "set -euo pipefail\n" << Exports(c, req, topo) << "exec " << Command(c, req, topo, recipe_path, false);
+  s << "set -euo pipefail\n" << Exports(c, req, topo) << CommOverlapPrelude(c, req) << "exec "
+    << Command(c, req, topo, recipe_path, false);
   return s.str();
 }
 
@@ -286,7 +337,7 @@ std::string SlurmScript(const Candidate& c, const PlanRequest& req, const Launch
   s << "#SBATCH --nodes=" << topo.nodes << "\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=" << topo.gpus_per_node
     << "\n#SBATCH --exclusive\n";
   s << Header(c, req, topo, rank);
-  s << "set -euo pipefail\n" << Exports(c, req, topo);
+  s << "set -euo pipefail\n" << Exports(c, req, topo) << CommOverlapPrelude(c, req);
   s << "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
   s << "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
   s << "srun --kill-on-bad-exit=1 " << Command(c, req, topo, recipe_path, true);

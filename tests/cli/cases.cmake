@@ -613,3 +613,17 @@ meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
 meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: 2 changes. tensor_model_parallel_size: 4 -> 2. overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
+
+# Megatron-Bridge launch of a model whose default recipe leaves comm_overlap None (Llama 3.1 8B):
+# its keys are force-added with the CommOverlapConfig to build unless MB_RECIPE is set; a recipe
+# with a CommOverlapConfig (Llama 3.1 70B) keeps plain overrides. Both scripts parse.
+add_test(NAME cli.launch_mb_comm_overlap_none COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  P=('$<TARGET_FILE:meshplan>' plan --framework megatron-bridge --system dgx-h100 --seq-len 4096 --top 1 --emit-launch)
+  \"\${P[@]}\" --model llama3.1-8b --gpus 8 --global-batch 64 --out \$d/a.yaml >/dev/null 2>&1 || exit 1
+  \"\${P[@]}\" --model llama3.1-70b --gpus 32 --global-batch 128 --out \$d/b.yaml >/dev/null 2>&1 || exit 1
+  for f in \$d/a.rank1.launch.sh \$d/a.rank1.sbatch \$d/b.rank1.launch.sh; do bash -n \$f || exit 1; done
+  grep -q \"COMM_OVERLAP=('++comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig' '++comm_overlap.tp_comm_overlap=\" \$d/a.rank1.launch.sh || exit 1
+  grep -q '\"\${COMM_OVERLAP\\[@\\]}\"' \$d/a.rank1.sbatch || exit 1
+  ! grep -q \"^  'comm_overlap\" \$d/a.rank1.launch.sh || exit 1
+  ! grep -q 'COMM_OVERLAP' \$d/b.rank1.launch.sh && grep -q \"^  'comm_overlap.tp_comm_overlap=\" \$d/b.rank1.launch.sh")
