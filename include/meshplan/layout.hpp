@@ -161,6 +161,9 @@ struct MbSettings {
   bool use_megatron_fsdp = false;      ///< ddp.use_megatron_fsdp
   Tri dist_use_megatron_fsdp = Tri::kUnset;  ///< dist.use_megatron_fsdp (MB forces both equal)
   bool use_torch_fsdp2 = false;        ///< dist.use_torch_fsdp2
+  /// model.gradient_accumulation_fusion; unset reads as on (Megatron-Bridge's model providers
+  /// enable it where the fused kernel is available), which torch FSDP2 does not allow.
+  Tri grad_acc_fusion = Tri::kUnset;
   bool use_tp_pp_dp_mapping = false;   ///< dist.use_tp_pp_dp_mapping (rank order tp-cp-ep-pp-dp)
   MbSharding sharding = MbSharding::kUnset;  ///< ddp.data_parallel_sharding_strategy
   Tri average_in_collective = Tri::kUnset;   ///< ddp.average_in_collective

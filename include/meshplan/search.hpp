@@ -49,6 +49,11 @@ struct PlanRequest {
   /// searched by default: fused attention keeps no score matrix, so it saves no memory.
   std::vector<uint32_t> mb_recompute_module_sets;
   std::vector<Strategy> strategies = {Strategy::kFsdp2, Strategy::kMegatronFsdp, Strategy::kDdp};
+  /// Megatron-Bridge: search torch FSDP2 (`dist.use_torch_fsdp2`) too. Off by default even with
+  /// kFsdp2 in `strategies`: Megatron-Bridge issue #2785 "Torch FSDP2 does not work" (open,
+  /// megatron.md 2.9 and pitfall 12: treat it as unsupported, prefer Megatron FSDP); `plan
+  /// --strategy fsdp2` turns it on, with a warning.
+  bool mb_torch_fsdp2 = false;
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated
   /// Stop the walk at this time (checked every few hundred layouts) and return the best

@@ -379,6 +379,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   Merge(l.mb.overlap_p2p_comm, TriKey(m, "overlap_p2p_comm"));
   Merge(l.mb.batch_p2p_comm, TriKey(m, "batch_p2p_comm"));
   Merge(l.mb.tp_comm_overlap, TriKey(m, "tp_comm_overlap"));
+  l.mb.grad_acc_fusion = TriKey(m, "gradient_accumulation_fusion");
   out.seq_len = IsNull(m, "seq_length") ? 0 : m.Int("seq_length", 1, 1LL << 24);
 }
 
@@ -431,7 +432,7 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           kLayoutKey, "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
           "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
-          "cpu_offloading", "transformer_impl"}) {
+          "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion"}) {
       p.push_back({k, {"model"}});
     }
     p.push_back({"seq_length", {"model", "dataset"}});  // both, equal (ConfigContainer.validate)

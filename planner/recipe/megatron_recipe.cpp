@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   if (req.model.mtp_num_layers > 0 || MtpLayers(l) > 0) {
     add("model.mtp_num_layers", MtpLayers(l) > 0 ? num(MtpLayers(l)) : "null");
   }
+  if (s.use_torch_fsdp2) add("model.gradient_accumulation_fusion", "false");  // mb_fsdp2_no_grad_acc_fusion
   add("model.recompute_granularity", RecomputeValue(l.recompute));
   if (l.recompute == Recompute::kSelective) add("model.recompute_modules", RecomputeModulesValue(s.recompute_modules));
   if (l.recompute == Recompute::kFull) {

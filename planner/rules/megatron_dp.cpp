@@ -169,6 +169,15 @@ std::string Fsdp2CkptMsg(const RuleContext& c) {
   return Cat("use_torch_fsdp2 saves torch_dist or torch_dcp checkpoints; found ckpt_format ", CkptName(L(c).mb.ckpt_format));
 }
 
+/// Source: MLM training/arguments.py:1031-1063 (torch FSDP2 asserts not gradient_accumulation_fusion;
+/// megatron.md 2.9). Unset reads as on: Megatron-Bridge's GPT providers default it to whether the
+/// fused kernel can be enabled (on with Transformer Engine / Apex).
+bool Fsdp2GradAccFusion(const RuleContext& c) { return !Fsdp2(L(c)) || L(c).mb.grad_acc_fusion == Tri::kFalse; }
+std::string Fsdp2GradAccFusionMsg(const RuleContext& c) {
+  return Cat("use_torch_fsdp2 needs model.gradient_accumulation_fusion: false; found ",
+             L(c).mb.grad_acc_fusion == Tri::kTrue ? "true" : "it unset (the model providers turn it on)");
+}
+
 /// Source: MLM checkpointing (torch_dcp requires TP <= 1 and PP <= 1, "not tested"; megatron.md 1.5).
 bool DcpNoTpPp(const RuleContext& c) {
   return L(c).mb.ckpt_format != MbCkptFormat::kTorchDcp || (L(c).tp == 1 && L(c).pp == 1);
@@ -364,6 +373,8 @@ const Rule kRules[] = {
      Fsdp2DistoptMsg},
     {"mb_fsdp2_untied_embeddings", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2Untied, Fsdp2UntiedMsg},
     {"mb_fsdp2_ckpt_format", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2Ckpt, Fsdp2CkptMsg},
+    {"mb_fsdp2_no_grad_acc_fusion", "MLM training/arguments.py:1031-1063", RuleStage::kMesh, Fsdp2GradAccFusion,
+     Fsdp2GradAccFusionMsg},
     {"mb_torch_dcp_no_tp_pp", "MLM training/checkpointing (torch_dcp)", RuleStage::kMesh, DcpNoTpPp, DcpNoTpPpMsg},
     {"mb_distopt_instances_divide_dp_cp", "MCore parallel_state.py:922-926", RuleStage::kMesh, DistoptInstances,
      DistoptInstancesMsg},

@@ -95,6 +95,7 @@ class MegatronSpace : public Space {
           for (const Flavour& f : kFlavours) {
             const Strategy st = f.mfsdp ? Strategy::kMegatronFsdp : f.fsdp2 ? Strategy::kFsdp2 : Strategy::kDdp;
             if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
+            if (f.fsdp2 && !req_.mb_torch_fsdp2) continue;
             if (one_dp_rank && emitted) continue;
             emitted = true;
             Layout l;
@@ -205,6 +206,9 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
   s.average_in_collective = mfsdp ? Tri::kFalse : Tri::kUnset;
   s.ckpt_format = mfsdp ? MbCkptFormat::kFsdpDtensor : MbCkptFormat::kTorchDist;
   s.use_tp_pp_dp_mapping = false;
+  // MLM arguments.py:1031-1063: torch FSDP2 without gradient_accumulation_fusion, which
+  // Megatron-Bridge's model providers turn on where the fused kernel exists.
+  s.grad_acc_fusion = fsdp2 ? Tri::kFalse : Tri::kUnset;
   s.cpu_offloading = false;
   s.pipeline_dtype_set = true;
   s.transformer_engine = true;

@@ -80,6 +80,7 @@ void Fsdp2(ModelSpec&, TrainSetup&, Layout& l) {
   l.use_distributed_optimizer = false;
   l.mb.overlap_param_gather = Tri::kUnset;
   l.mb.cuda_device_max_connections = 8;
+  l.mb.grad_acc_fusion = Tri::kFalse;
 }
 
 // A recipe's pipeline_model_parallel_layout (as megatron_read.cpp keeps it) on the base layout
@@ -246,6 +247,8 @@ const Case kCases[] = {
      [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); m.tie_word_embeddings = true; }},
     {"mb_fsdp2_ckpt_format", "found ckpt_format torch", Fsdp2,
      [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); l.mb.ckpt_format = MbCkptFormat::kTorch; }},
+    {"mb_fsdp2_no_grad_acc_fusion", "use_torch_fsdp2 needs model.gradient_accumulation_fusion: false; found it unset",
+     Fsdp2, [](auto& m, auto& s, Layout& l) { Fsdp2(m, s, l); l.mb.grad_acc_fusion = Tri::kUnset; }},
     {"mb_torch_dcp_no_tp_pp", "torch_dcp needs TP 1 and PP 1; found TP 4, PP 2", Nothing,
      [](auto&, auto&, Layout& l) { l.mb.ckpt_format = MbCkptFormat::kTorchDcp; }},
     {"mb_distopt_instances_divide_dp_cp", "(4 x 1) must be divisible by num_distributed_optimizer_instances (3)",
