@@ -214,8 +214,12 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
   s.transformer_engine = true;
   // comm_overlap.py:441-451: TP overlap needs TP >= 2, SP and Transformer Engine.
   // NVFP4: off (megatron.md perf-recipe table: every *_nvfp4 recipe sets tp_comm_overlap False).
-  s.tp_comm_overlap =
-      (l.tp >= 2 && l.sequence_parallel && precision != Precision::kFp4) ? Tri::kTrue : Tri::kFalse;
+  // Transformer Engine's userbuffers exchange through NVLink peer memory: a TP group larger than
+  // the NVLink domain (TP 16 on 8-GPU DGX nodes) gets no overlap and is priced exposed.
+  const int64_t domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
+  s.tp_comm_overlap = (l.tp >= 2 && l.sequence_parallel && precision != Precision::kFp4 && l.tp <= domain)
+                          ? Tri::kTrue
+                          : Tri::kFalse;
   // comm_overlap.py:454-462.
   const bool interleaved = l.pp > 1 && l.vpp > 1;
   s.overlap_p2p_comm = interleaved ? Tri::kTrue : Tri::kFalse;

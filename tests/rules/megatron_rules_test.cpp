@@ -431,3 +431,19 @@ TEST_CASE("megatron rules: ApplyEmittedSettings derives overlap flags and the la
   search::ApplyEmittedSettings(l, H100());
   CHECK(l.mb.cuda_device_max_connections == 8);  // never 1 under Megatron FSDP
 }
+
+TEST_CASE("megatron rules: no TP overlap for a TP group larger than the NVLink domain") {
+  // Transformer Engine's userbuffers need NVLink peer memory: TP 16 over two 8-GPU DGX nodes
+  // is not overlapped; TP 16 inside a 72-GPU NVL72 domain is.
+  Layout l = Base();
+  l.tp = 16;
+  l.dp = 1;
+  SystemSpec dgx = H100();
+  REQUIRE(dgx.scaleup_domain_gpus == 8);
+  search::ApplyEmittedSettings(l, dgx);
+  CHECK(l.mb.tp_comm_overlap == Tri::kFalse);
+  SystemSpec nvl = dgx;
+  nvl.scaleup_domain_gpus = 72;
+  search::ApplyEmittedSettings(l, nvl);
+  CHECK(l.mb.tp_comm_overlap == Tri::kTrue);
+}
