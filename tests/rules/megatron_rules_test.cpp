@@ -439,7 +439,7 @@ TEST_CASE("megatron rules: no TP overlap for a TP group larger than the NVLink d
   l.tp = 16;
   l.dp = 1;
   SystemSpec dgx = H100();
-  REQUIRE(dgx.scaleup_domain_gpus == 8);
+  dgx.scaleup_domain_gpus = 8;
   search::ApplyEmittedSettings(l, dgx);
   CHECK(l.mb.tp_comm_overlap == Tri::kFalse);
   SystemSpec nvl = dgx;
