@@ -101,7 +101,8 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
 /// 1.2-2.5. Sets MegatronTimeFit::borrowed_from; `fitted` stays false. No-op when fitted.
 void BorrowMegatronFit(SystemSpec& system);
 
-/// Loads a GPU by name from hwdb/gpus/ (embedded or `hwdb_dir`). Throws InputError.
+/// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/. Throws
+/// InputError.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");
 
 /// Names of the systems / GPUs of the embedded database, sorted.

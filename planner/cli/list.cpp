@@ -38,10 +38,14 @@ int RunList(const ListOptions& o) {
   }
   // With --hwdb the names are that directory's files (systems/*.yaml, gpus/*.yaml), so that a
   // system added there is listed; without it, the embedded database's.
+  // A system's GPU falls back to the embedded ones (LoadSystem), so `gpus` lists DIR/gpus and
+  // the embedded GPUs together, and a DIR without gpus/ is no error for them.
   auto names = [&](const char* sub, std::vector<std::string> embedded) {
     if (o.hwdb.empty()) return embedded;
     const std::filesystem::path dir = std::filesystem::path(o.hwdb) / sub;
     std::error_code ec;
+    const bool gpus = std::string(sub) == "gpus";
+    if (gpus && !std::filesystem::is_directory(dir, ec)) return embedded;
     if (!std::filesystem::is_directory(dir, ec)) {
       throw InputError({"<command line>", 0, 0}, "--hwdb",
                        "expected a hardware database directory with " + std::string(sub) + "/ in it, found '" +
@@ -51,7 +55,9 @@ int RunList(const ListOptions& o) {
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
       if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
     }
+    if (gpus) out.insert(out.end(), embedded.begin(), embedded.end());
     std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   };
   if (o.what == "systems") {

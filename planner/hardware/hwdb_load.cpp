@@ -237,12 +237,13 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
 
 }  // namespace
 
-/// Loads a GPU by name from `hwdb_dir`/gpus if given, else from the embedded hwdb/gpus/.
+/// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir) {
   GpuSearch search;
   std::string where = std::string(hardware::kEmbeddedPrefix) + "hwdb/gpus";
   if (!hwdb_dir.empty()) {
-    search = GpuSearch{{hwdb_dir + "/gpus"}, /*embedded=*/false};
+    // As for a system's gpu: (LoadSystem): the directory's GPUs first, then the embedded ones.
+    search = GpuSearch{{hwdb_dir + "/gpus"}, /*embedded=*/true};
     where = hwdb_dir + "/gpus";
   }
   return hardware::FindGpu(name, search, {where, 0, 0}, "gpu");

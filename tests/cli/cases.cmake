@@ -634,3 +634,10 @@ meshplan_cli_case(plan_mb_fsdp2_explicit 0 "warning: torch FSDP2 .dist.use_torch
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 8192 --global-batch 128 --strategy fsdp2 --top 1 --format yaml)
 meshplan_cli_case(plan_mb_no_fsdp2_by_default 0 "dist.use_torch_fsdp2=false" "!dist.use_torch_fsdp2=true"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 200 --format yaml)
+
+# A --hwdb folder of systems only: its systems load with the embedded GPUs, and list gpus shows
+# those (it refused the folder: "expected ... with gpus/ in it").
+meshplan_cli_case(list_gpus_hwdb_systems_only 0 "^h100-sxm " "^b200 "
+  -- ${MP} list gpus --hwdb ${D}/hwdb_systems_only)
+meshplan_cli_case(list_systems_hwdb_systems_only 0 "^my-dgx +h100-sxm +8 +8" "!dgx-b200"
+  -- ${MP} list systems --hwdb ${D}/hwdb_systems_only)
