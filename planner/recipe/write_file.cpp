@@ -131,10 +131,13 @@ void WriteFileAtomically(const std::string& user_path, const std::string& conten
     p += n;
     left -= static_cast<size_t>(n);
   }
-  // mkstemp creates 0600; give the file the usual 0666 & ~umask.
+  // mkstemp creates 0600; give the file the usual 0666 & ~umask, or the mode of the file it
+  // replaces (a 0640 recipe stays 0640).
   const mode_t mask = umask(0);
   umask(mask);
-  if (ok && fchmod(fd, 0666 & ~mask) != 0) ok = false, err = errno;
+  struct stat old_st {};
+  const mode_t mode = stat(path.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode) ? (old_st.st_mode & 07777) : (0666 & ~mask);
+  if (ok && fchmod(fd, mode) != 0) ok = false, err = errno;
   if (ok && fsync(fd) != 0) ok = false, err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
   if (ok) {

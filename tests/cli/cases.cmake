@@ -31,6 +31,12 @@ add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "
   '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$f --force >/dev/null || exit 1
   grep -q 'distributed:' \$f && [ \$(ls \$(dirname \$f) | wc -l) -eq 1 ]")
 
+# --force keeps the mode of the file it replaces (a 0640 recipe was written back 0644).
+add_test(NAME cli.out_force_keeps_mode COMMAND bash -c "
+  set -u; d=\$(mktemp -d); echo old > \$d/r.yaml; chmod 640 \$d/r.yaml
+  '$<TARGET_FILE:meshplan>' plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --out \$d/r.yaml --force >/dev/null 2>&1 || exit 1
+  grep -q 'distributed:' \$d/r.yaml && [ \"\$(stat -c %a \$d/r.yaml)\" = 640 ]")
+
 # --out through a symbolic link writes the file it leads to, as a shell redirection does; the
 # link stays a link (the rename replaced the link itself: `--out /dev/stdout --force` replaced
 # the machine's /dev/stdout). A link into a missing directory, and /dev/stdout on a pipe, are refused.
