@@ -492,6 +492,12 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   Layout& l = out.layout;
   l.framework = Framework::kMegatronBridge;
   MapReader model = Section(top, "model", filename);
+  if (!top.HasValue("model")) {
+    // The recipe function's own model sizes apply in a real run; meshplan cannot know them.
+    out.defaults_used.push_back(
+        "model: (no section) tensor/pipeline/context/expert parallel sizes 1 and no sequence parallel "
+        "(Megatron-Core defaults); a recipe function's own sizes would apply in a real run");
+  }
   ReadModel(model, out);
   MapReader train = Section(top, "train", filename);
   // Absent: MB recipes/common.py::_pretrain_common defaults (GBS 32, MBS 2; megatron.md 1.8).

@@ -647,3 +647,7 @@ meshplan_cli_case(list_gpus_hwdb_systems_only 0 "^h100-sxm " "^b200 "
   -- ${MP} list gpus --hwdb ${D}/hwdb_systems_only)
 meshplan_cli_case(list_systems_hwdb_systems_only 0 "^my-dgx +h100-sxm +8 +8" "!dgx-b200"
   -- ${MP} list systems --hwdb ${D}/hwdb_systems_only)
+
+# A Megatron-Bridge override without model: says its sizes are Megatron-Core defaults.
+meshplan_cli_case(check_mb_no_model_section 0 "not set, framework default: model: .no section. tensor/pipeline/context/expert parallel sizes 1"
+  -- ${MP} check ${D}/mbridge_no_model_section.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
