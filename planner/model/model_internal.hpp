@@ -19,7 +19,10 @@ std::optional<Architecture> ArchitectureFromName(const std::string& name);
 
 /// LoadModel's test: an existing file, or a name with '/' or a .json/.yaml/.yml suffix.
 bool LooksLikePath(const std::string& arg);
-/// True for a directory holding a config.json (a Hugging Face snapshot).
+/// The config.json of a Hugging Face snapshot directory or hub cache folder
+/// (models--ORG--NAME/snapshots/...), "" for anything else.
+std::string SnapshotConfig(const std::string& arg);
+/// True when SnapshotConfig finds one.
 bool IsSnapshotDir(const std::string& arg);
 
 /// "a, b, c"

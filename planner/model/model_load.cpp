@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 
 #include "data/yaml_util.hpp"
@@ -24,11 +25,30 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-/// A Hugging Face snapshot directory: one holding a config.json.
-bool IsSnapshotDir(const std::string& arg) {
+/// The config.json of a Hugging Face snapshot directory (`huggingface-cli download --local-dir`)
+/// or of a hub cache folder (models--ORG--NAME: snapshots/<refs/main>/, or its only snapshot);
+/// "" when `arg` is neither.
+std::string SnapshotConfig(const std::string& arg) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  return std::filesystem::is_directory(arg, ec) && std::filesystem::exists(std::filesystem::path(arg) / "config.json", ec);
+  if (!fs::is_directory(arg, ec)) return "";
+  const fs::path dir(arg);
+  if (fs::exists(dir / "config.json", ec)) return (dir / "config.json").string();
+  const fs::path snapshots = dir / "snapshots";
+  if (!fs::is_directory(snapshots, ec)) return "";
+  std::ifstream ref(dir / "refs" / "main");
+  std::string hash;
+  if (ref && std::getline(ref, hash) && !hash.empty() && fs::exists(snapshots / hash / "config.json", ec)) {
+    return (snapshots / hash / "config.json").string();
+  }
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(snapshots, ec)) {
+    if (fs::exists(e.path() / "config.json", ec)) found.push_back(e.path() / "config.json");
+  }
+  return found.size() == 1 ? found.front().string() : "";
 }
+
+bool IsSnapshotDir(const std::string& arg) { return !SnapshotConfig(arg).empty(); }
 
 /// A path rather than a preset name: an existing file (a FIFO or device too, for the reader
 /// to refuse by name), a snapshot directory, or anything that looks like a path.
@@ -95,9 +115,8 @@ SourceLoc ModelSpec::Loc(const std::string& field) const {
 ModelSpec LoadModel(const std::string& name_or_path) {
   if (model::LooksLikePath(name_or_path)) {
     // A snapshot directory (huggingface-cli download's folder) is read through its config.json.
-    const std::string file = model::IsSnapshotDir(name_or_path)
-                                 ? (std::filesystem::path(name_or_path) / "config.json").string()
-                                 : name_or_path;
+    const std::string snapshot = model::SnapshotConfig(name_or_path);
+    const std::string file = snapshot.empty() ? name_or_path : snapshot;
     std::string text = data::ReadFileOrThrow(file);
     ModelSpec spec = ParseModel(text, file);
     spec.name = name_or_path;

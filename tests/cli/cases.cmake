@@ -651,3 +651,6 @@ meshplan_cli_case(list_systems_hwdb_systems_only 0 "^my-dgx +h100-sxm +8 +8" "!d
 # A Megatron-Bridge override without model: says its sizes are Megatron-Core defaults.
 meshplan_cli_case(check_mb_no_model_section 0 "not set, framework default: model: .no section. tensor/pipeline/context/expert parallel sizes 1"
   -- ${MP} check ${D}/mbridge_no_model_section.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+# A Hugging Face hub cache folder (models--ORG--NAME) is read through refs/main's snapshot.
+meshplan_cli_case(model_hub_cache_dir 0 "AutoModel layout, .*models--meta-llama--Llama-3.1-8B on 8 GPUs of dgx-h100"
+  -- ${MP} explain --model ${D}/hf_cache/models--meta-llama--Llama-3.1-8B --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
