@@ -185,7 +185,8 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l
 ///     LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's
 ///     LayerNormLinear does the same): 5 all-reduce volumes per dense layer, 2.5 per MoE
 ///     layer with expert-TP 1 (whose MLP is reached by the all-to-all instead), 7 and 3.5
-///     under full recompute; all at 2 bytes per element (under FP8 recipes Transformer Engine
+///     under full recompute (without sequence parallel, which the search drops only where it
+///     cannot split the sequence: 4 and 6 per dense layer, all-reduces with no re-gather); all at 2 bytes per element (under FP8 recipes Transformer Engine
 ///     gathers the quantized inputs, 1 byte: not modelled, an over-count of those gathers); with tp_comm_overlap (TE userbuffers) the part that the layer's
 ///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
 ///   CP: as in RankTime (ring p2p hidden behind the attention core).
@@ -352,7 +353,11 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   if (l.tp > 1 && layers > 0) {
     // Full recompute runs the forward's collectives (2 volumes of the 5, 1 of a MoE layer's
     // 2.5) again.
-    const double volumes = dense_layers * (s.full ? 7.0 : 5.0) + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
+    // Without sequence parallel (only where it cannot split the sequence) TP all-reduces the
+    // attention and MLP outputs forward and their input gradients backward: 4 volumes, 6 under
+    // full recompute, and no re-gather.
+    const double dense_volumes = l.sequence_parallel ? (s.full ? 7.0 : 5.0) : (s.full ? 6.0 : 4.0);
+    const double volumes = dense_layers * dense_volumes + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
     const double comm = volumes * n_mb * s.tp_per;
     t.tp = l.mb.tp_comm_overlap == Tri::kTrue
                ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)

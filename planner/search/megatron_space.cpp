@@ -52,6 +52,15 @@ std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_
   return out;
 }
 
+// Sequence parallel with every TP > 1 (Megatron-Bridge's recipes pair them), except where it
+// cannot split the sequence (seq_length / cp not divisible by tp, megatron_dp.cpp): TP then runs
+// without it (seq 4097 had no TP > 1 layout at all).
+bool SequenceParallelFor(int64_t tp, int64_t cp, int64_t seq_len) {
+  if (tp <= 1) return false;
+  const int64_t local = seq_len / std::max<int64_t>(1, cp);
+  return seq_len % std::max<int64_t>(1, cp) == 0 && local % tp == 0;
+}
+
 struct Flavour {
   bool distopt, mfsdp, fsdp2;
 };
@@ -112,7 +121,7 @@ class MegatronSpace : public Space {
             l.use_distributed_optimizer = f.distopt;
             l.mb.use_megatron_fsdp = f.mfsdp;
             l.mb.use_torch_fsdp2 = f.fsdp2;
-            l.sequence_parallel = tp > 1;
+            l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
             ApplyEmittedSettings(l, req_.system, req_.setup.precision);
             if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
             emit(l);
@@ -125,7 +134,7 @@ class MegatronSpace : public Space {
   void Features(const Layout& mesh, std::vector<Layout>& out) const override {
     auto add = [&](Recompute rc, uint32_t modules) {
       Layout l = mesh;
-      l.sequence_parallel = l.tp > 1;
+      l.sequence_parallel = SequenceParallelFor(l.tp, l.cp, req_.setup.seq_len);
       l.recompute = rc;
       l.mb.recompute_modules = modules;
       ApplyEmittedSettings(l, req_.system, req_.setup.precision);

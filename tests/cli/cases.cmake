@@ -654,3 +654,8 @@ meshplan_cli_case(check_mb_no_model_section 0 "not set, framework default: model
 # A Hugging Face hub cache folder (models--ORG--NAME) is read through refs/main's snapshot.
 meshplan_cli_case(model_hub_cache_dir 0 "AutoModel layout, .*models--meta-llama--Llama-3.1-8B on 8 GPUs of dgx-h100"
   -- ${MP} explain --model ${D}/hf_cache/models--meta-llama--Llama-3.1-8B --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+
+# Where sequence parallel cannot split the sequence (4097 over TP 2), Megatron-Bridge layouts use
+# TP without it (there was no TP > 1 layout at all).
+meshplan_cli_case(plan_mb_tp_without_sp 0 "tensor_model_parallel_size: 2" "sequence_parallel: false"
+  -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4097 --global-batch 64 --top 3 --format yaml)
