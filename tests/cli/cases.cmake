@@ -657,5 +657,5 @@ meshplan_cli_case(model_hub_cache_dir 0 "AutoModel layout, .*models--meta-llama-
 
 # Where sequence parallel cannot split the sequence (4097 over TP 2), Megatron-Bridge layouts use
 # TP without it (there was no TP > 1 layout at all).
-meshplan_cli_case(plan_mb_tp_without_sp 0 "tensor_model_parallel_size: 2" "sequence_parallel: false"
+meshplan_cli_case(plan_mb_tp_without_sp 0 "tensor_model_parallel_size: [248]" "sequence_parallel: false"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4097 --global-batch 64 --top 3 --format yaml)
