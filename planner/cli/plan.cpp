@@ -231,9 +231,6 @@ void CheckOutputPath(const std::string& user_path, const char* flag, bool force)
     throw InputError(loc, flag, std::string("cannot create a file next to it: ") + std::strerror(mkstemp_errno) +
                                     " (nothing was written)");
   }
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(loc, flag, "expected a regular file to replace, found another kind of file");
-  }
   if (!renamable) throw InputError(loc, flag, "cannot rename a file in its directory (nothing was written)");
 }
 

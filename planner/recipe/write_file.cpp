@@ -95,7 +95,8 @@ void WriteFileAtomically(const std::string& user_path, const std::string& conten
   const std::string path = ResolveOutputPath(user_path, flag);
   if (path.size() + 16 >= sizeof g_tmp_path) throw InputError(loc, flag, "path too long");
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0) {
+  const bool exists = stat(path.c_str(), &st) == 0;
+  if (exists) {
     if (S_ISDIR(st.st_mode)) throw InputError(loc, flag, "is a directory; expected a file path");
     if (!force) throw InputError(loc, flag, "file exists; pass --force to replace it");
   }
@@ -135,8 +136,7 @@ void WriteFileAtomically(const std::string& user_path, const std::string& conten
   // replaces (a 0640 recipe stays 0640).
   const mode_t mask = umask(0);
   umask(mask);
-  struct stat old_st {};
-  const mode_t mode = stat(path.c_str(), &old_st) == 0 && S_ISREG(old_st.st_mode) ? (old_st.st_mode & 07777) : (0666 & ~mask);
+  const mode_t mode = exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : (0666 & ~mask);
   if (ok && fchmod(fd, mode) != 0) ok = false, err = errno;
   if (ok && fsync(fd) != 0) ok = false, err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
