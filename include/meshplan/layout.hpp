@@ -368,6 +368,11 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout);
 /// must number Layout::mtp_layers.
 bool PpLayoutFits(int64_t num_layers, const Layout& layout);
 
+/// The multiple of seq_length that Megatron-Bridge's sequence parallel needs with TP `tp` and CP
+/// `cp`: each CP chunk split again over the TP ranks, cp·lcm(2, tp) with CP > 1, else tp.
+/// Source: MB config.py:1353-1372 (collate_padding_multiple); rule mb_sp_divides_sequence.
+int64_t SequenceParallelSeqMultiple(int64_t tp, int64_t cp);
+
 /// The layout's pipeline_model_parallel_layout when the cost model prices its split, else null:
 /// when it fits (PpLayoutFits) and splits otherwise than meshplan's own split (the same decoder
 /// layers per stage as OwnStageSplit with OwnSplitPlaces, the embedding in the first stage, the MTP layers

@@ -1,6 +1,7 @@
 #include "meshplan/layout.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +163,10 @@ int64_t OwnStageDecoderLayers(int64_t num_layers, SplitPlaces places, int64_t nu
 
 int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_stages, int64_t stage) {
   return OwnStageSplit(num_layers, places, num_stages).FirstLayer(stage);
+}
+
+int64_t SequenceParallelSeqMultiple(int64_t tp, int64_t cp) {
+  return cp > 1 ? cp * std::lcm<int64_t>(2, tp) : tp;
 }
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {

@@ -216,14 +216,11 @@ std::string CpSeqMsg(const RuleContext& c) {
 /// Source: MB config.py:1353-1372 (collate_padding_multiple); NeMo-RL PR #3563 (megatron.md 2.4).
 bool SpSeq(const RuleContext& c) {
   const Layout& l = L(c);
-  if (!l.sequence_parallel) return true;
-  const int64_t m = l.cp > 1 ? l.cp * std::lcm<int64_t>(2, l.tp) : l.tp;
-  return c.setup.seq_len % m == 0;
+  return !l.sequence_parallel || c.setup.seq_len % SequenceParallelSeqMultiple(l.tp, l.cp) == 0;
 }
 std::string SpSeqMsg(const RuleContext& c) {
   const Layout& l = L(c);
-  const int64_t m = l.cp > 1 ? l.cp * std::lcm<int64_t>(2, l.tp) : l.tp;
-  return Cat("seq_length ", c.setup.seq_len, " must be a multiple of ", m,
+  return Cat("seq_length ", c.setup.seq_len, " must be a multiple of ", SequenceParallelSeqMultiple(l.tp, l.cp),
              " with sequence_parallel: each CP chunk is split again over the ", l.tp, " TP ranks");
 }
 

@@ -53,12 +53,10 @@ std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_
 }
 
 // Sequence parallel with every TP > 1 (Megatron-Bridge's recipes pair them), except where it
-// cannot split the sequence (seq_length / cp not divisible by tp, megatron_dp.cpp): TP then runs
-// without it (seq 4097 had no TP > 1 layout at all).
+// cannot split the sequence (the multiple rule mb_sp_divides_sequence checks): TP then runs without
+// it (seq 4097 had no TP > 1 layout at all).
 bool SequenceParallelFor(int64_t tp, int64_t cp, int64_t seq_len) {
-  if (tp <= 1) return false;
-  const int64_t local = seq_len / std::max<int64_t>(1, cp);
-  return seq_len % std::max<int64_t>(1, cp) == 0 && local % tp == 0;
+  return tp > 1 && seq_len % SequenceParallelSeqMultiple(tp, std::max<int64_t>(1, cp)) == 0;
 }
 
 struct Flavour {
