@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/hardware.hpp"
 #include "meshplan/recipe.hpp"
@@ -48,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const meshplan::Rule* rule : meshplan::AllFailures(ctx)) (void)rule->explain(ctx);
     if (!meshplan::FirstFailure(ctx)) {
       meshplan::CostModel cm(model, system, setup);
-      meshplan::Cost c = cm.Evaluate(r.layout);
+      meshplan::Cost c = Score(cm, r.layout);
       if (c.step_seconds < 0) __builtin_trap();
     }
   }

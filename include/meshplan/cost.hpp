@@ -18,6 +18,71 @@ struct LinkTable;   // planner/cost/comm.hpp
 class CostTables;   // planner/cost/tables.hpp
 }
 
+/// How the data-parallel group holds parameters, gradients and optimizer state: the DP
+/// implementation the cost model prices, whichever framework configures it.
+enum class DpImpl {
+  kFsdpPerModule,  ///< torch FSDP2 (fully_shard per module): AutoModel fsdp2, Megatron-Bridge dist.use_torch_fsdp2
+  kMegatronFsdp,   ///< Megatron FSDP (bucketed parameter/gradient buffers): AutoModel megatron_fsdp,
+                   ///< Megatron-Bridge ddp.use_megatron_fsdp
+  kReplicated,     ///< DDP: every DP rank holds the whole parameters and gradients (torch or Megatron-Core DDP)
+};
+
+/// Whose kernels, modules and memory accounting a layout runs on.
+enum class CostRuntime {
+  kPyTorchEager,  ///< Hugging Face modules under torch (NeMo AutoModel): eager elementwise ops, SDPA
+  kMegatronCore,  ///< Megatron-Core + Transformer Engine (Megatron-Bridge): fused kernels, TE GEMMs
+};
+
+/// The token dispatcher of an MoE layer (Megatron-Core moe_token_dispatcher_type).
+enum class TokenDispatch { kAllgather, kAlltoall, kFlex };
+
+/// CUDA graph capture (Megatron-Core cuda_graph_impl).
+enum class CudaGraphCapture { kNone, kPerLayer, kFullIteration };
+
+/// Everything the cost model reads of a layout, framework-neutral: the mesh, the schedule,
+/// the sharding, recompute and overlap facts. Each framework builds it from its own layout
+/// (frameworks/<name>/cost_view.cpp, through ToCostView in include/meshplan/framework.hpp);
+/// planner/cost/ reads nothing else of a layout. Sizes are mesh-axis sizes (>= 1).
+struct CostView {
+  CostRuntime runtime = CostRuntime::kPyTorchEager;
+  // --- mesh (outer to inner pp, dp_replicate, dp_shard, cp, tp; ep carved from dp·cp·tp) ---
+  int64_t tp = 1, pp = 1, cp = 1, ep = 1;
+  int64_t etp = 1;           ///< expert tensor parallel size in effect (Megatron-Core: unset = tp)
+  int64_t dp = 1;            ///< dp_replicate · dp_shard
+  int64_t dp_replicate = 1;  ///< HSDP replicas; 1 = plain FSDP / DDP
+  int64_t vpp = 1;           ///< model chunks per pipeline rank as configured (Megatron-Core VPP; 1 = none)
+  // --- schedule ---
+  int64_t micro_batch = 1;    ///< sequences in one forward pass
+  int64_t mb_per_call = 1;    ///< micro-batches per pipeline schedule call (1 without PP)
+  int64_t grad_accum = 1;     ///< schedule calls per optimizer step
+  bool interleaved = false;   ///< interleaved 1F1B (several stages per pipeline rank)
+  /// Stages per rank the Megatron-Core memory estimate's in-flight factor reads (0: not
+  /// interleaved): Megatron-Bridge its VPP, AutoModel its stages per rank when interleaved.
+  int64_t estimate_vpp = 0;
+  StageSplit split;           ///< the layer split over the stages (SplitStages)
+  SplitPlaces places;         ///< decoder-layer equivalents of the first / last stage's other work (OwnSplitPlaces)
+  int64_t mtp_layers = 0;     ///< MTP layers trained (MtpLayers)
+  // --- features ---
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  uint32_t recompute_modules = 0;    ///< MbRecomputeModule bits under selective recompute (0 = {core_attn})
+  int64_t recompute_block_layers = 0;  ///< full recompute, method block: layers recomputed per chunk (0: uniform / all)
+  int64_t cpu_offload_layers = 0;    ///< layers whose activations are offloaded to host memory
+  // --- sharding ---
+  DpImpl dp_impl = DpImpl::kFsdpPerModule;
+  bool distributed_optimizer = false;  ///< optimizer state sharded over DP (Megatron distributed optimizer or Megatron FSDP)
+  double main_grad_bytes = 4.0;        ///< bytes per element of Megatron-Core's main-gradient buffer (fp32 4, bf16 2)
+  int64_t bucket_size = 0;             ///< DDP bucket size in parameters; 0 = the default
+  // --- overlap and runtime features (Megatron-Core; AutoModel layouts leave the defaults) ---
+  bool tp_comm_overlap = false;
+  bool ep_a2a_overlap = false;
+  bool overlap_p2p = false;
+  bool overlap_grad_reduce = false;
+  TokenDispatch dispatcher = TokenDispatch::kAllgather;
+  CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
+  uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
+};
+
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
 /// stated). The peak is the larger of the start of backward (every activation and the loss
 /// buffers alive), the recompute of the last layer under full checkpointing and the
@@ -157,18 +222,18 @@ class CostModel {
   /// micro-batch; Megatron's host-issue term then assumes one micro-batch per step). Used by
   /// the search to prune (branch and bound); the proof, term by term, is in
   /// planner/cost/bounds.cpp. Throws nothing.
-  double StepSecondsLowerBound(const Layout& layout, int64_t max_micro_batch = 0) const;
-  /// Scores a layout that has passed the rules.
-  Cost Evaluate(const Layout& layout) const;
+  double StepSecondsLowerBound(const CostView& layout, int64_t max_micro_batch = 0) const;
+  /// Scores a layout that has passed the rules, as its framework's ToCostView sees it.
+  Cost Evaluate(const CostView& layout) const;
   /// Evaluate(layout).memory.Total(), without the step time (the search's memory probes).
-  double MemoryTotal(const Layout& layout) const;
+  double MemoryTotal(const CostView& layout) const;
   const ModelSpec& model() const { return model_; }
   const SystemSpec& system() const { return system_; }
   const TrainSetup& setup() const { return setup_; }
   const ParamCounts& params() const { return params_; }
   const MemoryOptions& memory_options() const { return memory_; }
   /// Memory of every pipeline rank (index = PP rank) of `layout`; Evaluate reports the largest.
-  std::vector<MemoryBreakdown> RankMemories(const Layout& layout) const;
+  std::vector<MemoryBreakdown> RankMemories(const CostView& layout) const;
 
  private:
   ModelSpec model_;

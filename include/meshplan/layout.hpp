@@ -230,12 +230,12 @@ struct Layout {
   Recompute recompute = Recompute::kNone;
 
   // --- Megatron-Bridge (framework == kMegatronBridge); AutoModel layouts leave the defaults. ---
-  // A Megatron layout also sets the AutoModel fields above to its nearest equivalent so the
-  // cost model can score it: strategy (Megatron FSDP -> megatron_fsdp, torch FSDP2 -> fsdp2,
-  // DDP -> ddp), pp_schedule / layers_per_stage (interleaved with vpp chunks per rank),
-  // pp_microbatch_size = train.micro_batch_size and local_batch_size = micro_batch_size
-  // (pp = 1) or global_batch / dp (pp > 1), so micro_batch() is Megatron's MBS and
-  // GradAccumSteps() * pp_microbatches() is its number of micro-batches M.
+  // A Megatron layout leaves strategy, pp_schedule, layers_per_stage and stage_rounding at
+  // their defaults (its DP flavour is in mb and use_distributed_optimizer, its VPP in vpp) and
+  // sets pp_microbatch_size = train.micro_batch_size and local_batch_size = micro_batch_size
+  // (pp = 1) or global_batch / dp (pp > 1) (SetMegatronMicroBatch), so micro_batch() is
+  // Megatron's MBS and GradAccumSteps() * pp_microbatches() is its number of micro-batches M.
+  // The cost model reads it through megatron_bridge::ToCostView (include/meshplan/framework.hpp).
   Framework framework = Framework::kAutoModel;
   int64_t vpp = 1;  ///< model.virtual_pipeline_model_parallel_size; 1 = null (non-interleaved)
   int64_t etp = 0;  ///< model.expert_tensor_parallel_size; 0 = null, which Megatron-Core reads as tp
@@ -248,7 +248,7 @@ struct Layout {
   /// model.mtp_num_layers: multi-token prediction layers trained (ModelSpec::mtp_num_layers),
   /// Megatron-Bridge only; 0 = null (AutoModel layouts: 0). A recipe that does not set it takes
   /// the model provider's value, num_nextn_predict_layers (kMtpFromModel until
-  /// SyncMegatronCostView resolves it). They sit in the last stage, before the loss.
+  /// ParseMegatronRecipe, given the model, resolves it). They sit in the last stage, before the loss.
   int64_t mtp_layers = 0;
   MbSettings mb;
   AmWritten am;  ///< AutoModel recipes read by `check`: settings as written
@@ -334,8 +334,8 @@ std::string OwnPpLayoutString(int64_t num_layers, const Layout& layout);
 /// MbPpSplit::kLayout); empty when it sets none.
 std::string PpLayoutValue(int64_t num_layers, const Layout& layout);
 
-/// MTP layers a layout trains: Layout::mtp_layers for Megatron-Bridge (never negative), 0 for
-/// AutoModel (meshplan prices AutoModel's models without their MTP module).
+/// MTP layers a layout trains: Layout::mtp_layers, never negative (AutoModel layouts leave it 0:
+/// meshplan prices AutoModel's models without their MTP module; automodel::ToCostView says 0).
 int64_t MtpLayers(const Layout& layout);
 /// The places of a Megatron-Bridge layout's own split (OwnStageSplit), pp > 1:
 ///   - a split meshplan writes as a pipeline_model_parallel_layout (MbPpSplit::kLayout) with MTP
@@ -412,13 +412,6 @@ const char* MbDpFlavourName(const Layout& layout);
 /// = mbs; local_batch_size = mbs without PP, global_batch / dp with PP (all M micro-batches go
 /// through one pipeline schedule call). Call after dp and pp are set.
 void SetMegatronMicroBatch(Layout& layout, int64_t mbs, const TrainSetup& setup);
-
-/// Sets the AutoModel-equivalent fields the cost model reads from a Megatron layout's own
-/// fields: strategy from the DP flavour, interleaved schedule with `vpp` chunks per rank
-/// (layers_per_stage = num_layers / (pp*vpp), rounded to a multiple of pp when uneven).
-/// With num_layers > 0 it also resolves mtp_layers kMtpFromModel to `model_mtp_layers` (the
-/// model provider's mtp_num_layers, ModelSpec::mtp_num_layers).
-void SyncMegatronCostView(Layout& layout, int64_t num_layers, int64_t model_mtp_layers = 0);
 
 /// One-line description, e.g. "fsdp2 tp4 pp2 cp1 ep1 dp4 (rep1) lbs8 mb1 interleaved1f1b v2 sp ac=full";
 /// Megatron layouts: "ddp+distopt tp4 pp4 vpp5 cp2 ep1 dp1 mbs1 sp recompute=none".

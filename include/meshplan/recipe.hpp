@@ -111,7 +111,10 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// Megatron-Bridge registers, nor a map of MixedPrecisionConfig fields, is an InputError, and so
 /// is a key it reads found at the top level or in one of these sections whose config lacks it
 /// (train.tensor_model_parallel_size: Megatron-Bridge would skip it).
-/// Throws InputError (file, line, column, field) for a value of the wrong type or range.
-ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus);
+/// With `model`, a model.mtp_num_layers the recipe leaves unset takes the model provider's value
+/// (ModelSpec::mtp_num_layers, AutoBridge's num_nextn_predict_layers); without, it stays
+/// kMtpFromModel. Throws InputError (file, line, column, field) for a value of the wrong type or range.
+ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
+                                 const ModelSpec* model = nullptr);
 
 }  // namespace meshplan

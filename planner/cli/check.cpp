@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
@@ -109,7 +110,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   const bool megatron = o.framework.empty() ? IsMegatronRecipe(text, o.recipe) : o.framework == "megatron-bridge";
   RefuseOtherFrameworkVersion(o.given, megatron);
   ParsedRecipe parsed =
-      megatron ? ParseMegatronRecipe(text, o.recipe, o.gpus) : ParseAutoModelRecipe(text, o.recipe, o.gpus);
+      megatron ? ParseMegatronRecipe(text, o.recipe, o.gpus, &model) : ParseAutoModelRecipe(text, o.recipe, o.gpus);
   PlanRequest req;
   req.framework = megatron ? Framework::kMegatronBridge : Framework::kAutoModel;
   req.version = o.automodel_version == "0.4" ? AutoModelVersion::kV04 : AutoModelVersion::kV05;
@@ -130,7 +131,6 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   req.model = model;
   req.system = system;
   Layout& l = parsed.layout;
-  if (megatron && l.dp > 0) SyncMegatronCostView(l, req.model.num_layers, req.model.mtp_num_layers);
 
   std::cout << label << ": " << (megatron ? "Megatron-Bridge" : "AutoModel") << " recipe, " << req.model.name
             << " on " << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
@@ -165,7 +165,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
                     l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1;
   bool out_of_memory = false;
   if (sane) {
-    const Cost c = CostModel(req.model, req.system, req.setup).Evaluate(l);
+    const Cost c = Score(CostModel(req.model, req.system, req.setup), l);
     const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
     out_of_memory = gap < 0;
     // Between the usable capacity and the GPU's whole memory it is the headroom that is short,

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/validate_fit.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
@@ -222,10 +223,9 @@ int RunExplain(const ExplainOptions& o) {
                            "with meshplan check");
     }
     megatron = IsMegatronRecipe(text, o.recipe);
-    parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus)
+    parsed = megatron ? ParseMegatronRecipe(text, o.recipe, setup.num_gpus, &model)
                       : ParseAutoModelRecipe(text, o.recipe, setup.num_gpus);
     l = parsed->layout;
-    if (megatron && l.dp > 0) SyncMegatronCostView(l, model.num_layers, model.mtp_num_layers);
     if (o.precision.empty() && parsed->precision_set) setup.precision = parsed->precision;
     setup.global_batch = o.global_batch > 0 ? o.global_batch : parsed->global_batch;
     if (setup.global_batch <= 0) {
@@ -303,9 +303,9 @@ int RunExplain(const ExplainOptions& o) {
     return 1;
   }
   const CostModel cm(model, system, setup, mo);
-  const Cost c = cm.Evaluate(l);
+  const Cost c = Score(cm, l);
   std::cout << "\n";
-  PrintMemory(cm.RankMemories(l), c, profile.c_str());
+  PrintMemory(cm.RankMemories(ToCostView(l, cm.model(), cm.setup())), c, profile.c_str());
   std::cout << "\n";
   PrintTime(c);
   if (megatron) {

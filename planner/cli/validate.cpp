@@ -30,6 +30,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/rules.hpp"
@@ -245,7 +246,6 @@ Layout PublishedLayout(const ModelSpec& m, const SystemSpec& sys, const TrainSet
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
   }
   SetMegatronMicroBatch(l, mbs, setup);
-  SyncMegatronCostView(l, L, m.mtp_num_layers);
   return l;
 }
 
@@ -607,7 +607,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
       }
     }
     const CostModel model(m, sys, r.setup);
-    const Cost cost = model.Evaluate(l);
+    const Cost cost = Score(model, l);
     // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
     // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
     // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do

@@ -10,10 +10,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "meshplan/framework.hpp"
 #include "cost/comm.hpp"
 #include "cost/context.hpp"
 #include "cost/memory.hpp"
 #include "cost/time.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
 
@@ -162,7 +164,8 @@ std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip,
 FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
                   double published_step) {
   const ParamCounts params = CountParams(model);
-  cost::Ctx ctx = cost::MakeCtx(model, system, setup, params, layout);
+  const CostView view = ToCostView(layout, model, setup);  // outlives ctx, which refers to it
+  cost::Ctx ctx = cost::MakeCtx(model, system, setup, params, view);
   std::shared_ptr<const cost::LinkTable> links;
   if (setup.num_gpus <= cost::kMaxGraphWorld) {
     links = cost::SharedLinkTable(system, setup.num_gpus, model.num_experts);

@@ -44,12 +44,12 @@ namespace {
 
 double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
                      const cost::FlopsPerToken& f, const cost::MegatronUnfused& u, const cost::LinkTable* links,
-                     const Layout& l, int64_t max_micro_batch) {
+                     const CostView& l, int64_t max_micro_batch) {
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
   const double cp = double(std::max<int64_t>(1, l.cp));
   const double pp = double(std::max<int64_t>(1, l.pp));
-  const double etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
+  const double etp = double(std::max<int64_t>(1, l.etp));
   const double tokens = double(setup.global_batch) * double(setup.seq_len) / (dp * cp);
   const double layers = double(m.num_layers) / pp;
   const bool full = l.recompute == Recompute::kFull;
@@ -85,7 +85,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
     // 1), plus the forward's again under full recompute (7 and 3.5).
     const double volumes = m.is_moe() && etp <= 1 ? (full ? 3.5 : 2.5) : (full ? 7.0 : 5.0);
     const double comm = volumes * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
-    bound += l.mb.tp_comm_overlap == Tri::kTrue ? cost::kTpOverlapExposedFraction * comm : comm;
+    bound += l.tp_comm_overlap ? cost::kTpOverlapExposedFraction * comm : comm;
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
@@ -93,7 +93,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
     const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
     const double comm = (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 *
                         (ep - 1) / ep / link.busbw_bytes_per_s;
-    bound += l.mb.ep_a2a_overlap == Tri::kTrue ? cost::HiddenCommCost(comm, link) : comm;
+    bound += l.ep_a2a_overlap ? cost::HiddenCommCost(comm, link) : comm;
   }
   // The step is at least the host's issue time (MegatronHostBound adds what the GPU's work
   // does not cover, the bubble stretching both): the rank's micro-batches x its layers x the
@@ -109,8 +109,8 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
 
 }  // namespace
 
-double CostModel::StepSecondsLowerBound(const Layout& l, int64_t max_micro_batch) const {
-  if (l.framework == Framework::kMegatronBridge) {
+double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_batch) const {
+  if (l.runtime == CostRuntime::kMegatronCore) {
     return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l, max_micro_batch);
   }
   const ModelSpec& m = model_;

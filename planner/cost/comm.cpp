@@ -125,7 +125,7 @@ std::shared_ptr<const LinkTable> SharedLinkTable(const SystemSpec& sys, int64_t 
   return cache.emplace(key, table).first->second;
 }
 
-MeshGroups LayoutGroups(const Layout& l, int64_t world) {
+MeshGroups LayoutGroups(const CostView& l, int64_t world) {
   MeshGroups g;
   const int64_t tp = std::max<int64_t>(1, l.tp), cp = std::max<int64_t>(1, l.cp);
   const int64_t pp = std::max<int64_t>(1, l.pp), ep = std::max<int64_t>(1, l.ep);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "meshplan/hardware.hpp"
-#include "meshplan/layout.hpp"
+#include "meshplan/cost.hpp"
 
 namespace meshplan::cost {
 
@@ -138,6 +138,6 @@ struct MeshGroups {
   Group pp;
   Group ddp;           ///< DDP: all ranks, stride 1
 };
-MeshGroups LayoutGroups(const Layout& layout, int64_t world);
+MeshGroups LayoutGroups(const CostView& layout, int64_t world);
 
 }  // namespace meshplan::cost

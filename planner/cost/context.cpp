@@ -11,7 +11,7 @@ namespace {
 // LayoutGroups is integer divisions mostly, and the leaves of a subtree share its inputs: a
 // per-thread memo keyed by every field it reads (a pure function: the same results).
 // SplitStages memoises itself (layout.cpp).
-MeshGroups MemoLayoutGroups(const Layout& l, int64_t world) {
+MeshGroups MemoLayoutGroups(const CostView& l, int64_t world) {
   struct Slot {
     bool used = false;
     int64_t tp = 0, cp = 0, pp = 0, ep = 0, dp = 0, rep = 0, world = 0;
@@ -28,10 +28,10 @@ MeshGroups MemoLayoutGroups(const Layout& l, int64_t world) {
 }  // namespace
 
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops) {
-  const int64_t grad_accum = std::max<int64_t>(1, layout.GradAccumSteps(setup));
-  const int64_t mb_per_call = std::max<int64_t>(1, layout.pp_microbatches());
-  const double tokens_per_mb = double(layout.micro_batch()) * double(setup.seq_len) /
+            const ParamCounts& params, const CostView& layout, const FlopsPerToken* flops) {
+  const int64_t grad_accum = std::max<int64_t>(1, layout.grad_accum);
+  const int64_t mb_per_call = std::max<int64_t>(1, layout.mb_per_call);
+  const double tokens_per_mb = double(layout.micro_batch) * double(setup.seq_len) /
                                double(std::max<int64_t>(1, layout.cp));
   // Every member named: the struct is built in place, not zeroed first.
   return Ctx{model,
@@ -39,7 +39,7 @@ Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& 
              setup,
              params,
              layout,
-             SplitStages(model.num_layers, layout),
+             layout.split,
              MemoLayoutGroups(layout, setup.num_gpus),
              grad_accum,
              mb_per_call,
@@ -100,8 +100,8 @@ LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, i
 }
 
 LayerMix LayersOfRank(const Ctx& c, int64_t pp_rank) {
-  return LayersOfRank(c.model, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
-                      OwnSplitPlaces(c.layout));
+  return LayersOfRank(c.model, c.view.pp, c.split.num_stages, pp_rank, c.split.given, c.view.mtp_layers,
+                      c.view.places);
 }
 
 RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_size, int64_t num_stages,
@@ -141,8 +141,8 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
 
 RankParams ParamsOfRank(const Ctx& c, int64_t pp_rank) {
   if (c.rank_params != nullptr && c.params_rank == pp_rank) return *c.rank_params;
-  return ParamsOfRank(c.model, c.params, c.layout.pp, c.split.num_stages, pp_rank, c.split.given, MtpLayers(c.layout),
-                      OwnSplitPlaces(c.layout));
+  return ParamsOfRank(c.model, c.params, c.view.pp, c.split.num_stages, pp_rank, c.split.given, c.view.mtp_layers,
+                      c.view.places);
 }
 
 int64_t QDim(const ModelSpec& m) {

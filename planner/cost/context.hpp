@@ -22,7 +22,7 @@ struct Ctx {
   const SystemSpec& system;
   const TrainSetup& setup;
   const ParamCounts& params;
-  const Layout& layout;
+  const CostView& view;
   StageSplit split;
   MeshGroups groups;
   int64_t grad_accum = 1;     ///< schedule calls per optimizer step (GradAccumSteps)
@@ -49,7 +49,7 @@ struct Ctx {
 };
 /// `flops`: the model's precomputed per-token FLOP terms, or nullptr to compute them here.
 Ctx MakeCtx(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-            const ParamCounts& params, const Layout& layout, const FlopsPerToken* flops = nullptr);
+            const ParamCounts& params, const CostView& layout, const FlopsPerToken* flops = nullptr);
 
 /// Layers and parameters (elements) on one pipeline rank, before any sharding.
 struct RankParams {

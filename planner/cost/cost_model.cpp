@@ -24,13 +24,13 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
   cost::RankPlan local;
   // A recipe's pipeline layout has its own split: its plan is built here (and so is one for an
   // MTP layer count other than the model's).
-  const int64_t mtp = MtpLayers(ctx.layout);
+  const int64_t mtp = ctx.view.mtp_layers;
   const cost::RankPlan* plan = ctx.split.given != nullptr ? nullptr
-                                                          : ctx.tables->Ranks(ctx.layout.pp, ctx.split.num_stages, mtp,
-                                                                              OwnSplitPlaces(ctx.layout));
+                                                          : ctx.tables->Ranks(ctx.view.pp, ctx.split.num_stages, mtp,
+                                                                              ctx.view.places);
   if (plan == nullptr) {
-    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.layout.pp, ctx.split.num_stages, ctx.split.given, mtp,
-                                OwnSplitPlaces(ctx.layout));
+    local = cost::BuildRankPlan(ctx.model, ctx.params, ctx.view.pp, ctx.split.num_stages, ctx.split.given, mtp,
+                                ctx.view.places);
     plan = &local;
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
@@ -52,7 +52,7 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
       memory = shared;
     }
     visit(e, memory);
-    if (uniform && memory_only && MtpLayers(ctx.layout) == 0) break;  // every rank the same
+    if (uniform && memory_only && ctx.view.mtp_layers == 0) break;  // every rank the same
   }
   ctx.pytorch_terms = nullptr;  // `terms` and `local` end here
   ctx.rank_params = nullptr;
@@ -93,7 +93,7 @@ CostModel CostModel::WithSetup(const TrainSetup& setup) const {
 ///   capacity = gpu.memory_bytes · (1 − headroom); fits = total ≤ capacity
 ///   tokens/s/GPU = global_batch·seq_len / (step·num_gpus)
 ///   model TFLOP/s/GPU = model_flops / (step·num_gpus) / 1e12; MFU = that / peak(precision)
-Cost CostModel::Evaluate(const Layout& layout) const {
+Cost CostModel::Evaluate(const CostView& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();
@@ -107,7 +107,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   MemoryBreakdown memory;
   TimeBreakdown time_of_slowest;
   double best_mem = -1.0, best_step = -1.0;
-  const bool megatron = layout.framework == Framework::kMegatronBridge;
+  const bool megatron = layout.runtime == CostRuntime::kMegatronCore;
   const cost::MegatronShared mshared = megatron ? cost::MegatronLayoutShared(ctx) : cost::MegatronShared{};
   ForEachScoredRank(ctx, memory_, /*memory_only=*/false, [&](const cost::RankEntry& e, const MemoryBreakdown& mem) {
     const TimeBreakdown time =
@@ -127,7 +127,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
   const double step = time_of_slowest.Step();
   // Megatron-LM counts the MTP layers a layout trains in its model FLOPs (megatron.md 3.6).
   const double flops =
-      model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * ctx.flops.Mtp(model_, MtpLayers(layout));
+      model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * ctx.flops.Mtp(model_, layout.mtp_layers);
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
   double tokens_per_s = 0, tflops = 0, mfu = 0;
   if (step > 0) {
@@ -141,7 +141,7 @@ Cost CostModel::Evaluate(const Layout& layout) const {
               tokens_per_s, tflops, mfu};
 }
 
-double CostModel::MemoryTotal(const Layout& layout) const {
+double CostModel::MemoryTotal(const CostView& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();
@@ -156,7 +156,7 @@ double CostModel::MemoryTotal(const Layout& layout) const {
   return best.Total();
 }
 
-std::vector<MemoryBreakdown> CostModel::RankMemories(const Layout& layout) const {
+std::vector<MemoryBreakdown> CostModel::RankMemories(const CostView& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();

@@ -28,20 +28,20 @@ namespace meshplan::cost {
 ///   interleaved: rank r runs 2·(pp−r−1) + (v−1)·pp warm-up chunk forwards (torch
 ///     ScheduleInterleaved1F1B / Megatron), so it holds (2·(pp−r−1) + (v−1)·pp + 1)/v
 ///     rank-equivalents, capped at m. For rank 0 this is pp·(1 + (pp−1)/(pp·v)).
-double InflightMicrobatches(const Layout& l, const StageSplit& split, int64_t r) {
+double InflightMicrobatches(const CostView& l, const StageSplit& split, int64_t r) {
   if (l.pp <= 1) return 1.0;
-  const double pp = double(l.pp), m = double(std::max<int64_t>(1, l.pp_microbatches()));
+  const double pp = double(l.pp), m = double(std::max<int64_t>(1, l.mb_per_call));
   const double v = double(std::max<int64_t>(1, split.stages_per_rank));
-  if (l.pp_schedule == PpSchedule::k1F1B || v <= 1.0) return std::min(pp - double(r), m);
+  if (!l.interleaved || v <= 1.0) return std::min(pp - double(r), m);
   return std::min(m, (2.0 * (pp - double(r) - 1.0) + (v - 1.0) * pp + 1.0) / v);
 }
 
 namespace {
 
-bool UseMegatron(const Layout& l, const MemoryOptions& o) {
+bool UseMegatron(const CostView& l, const MemoryOptions& o) {
   if (o.profile == MemoryProfile::kMegatron) return true;
   if (o.profile == MemoryProfile::kPyTorch) return false;
-  return l.framework == Framework::kMegatronBridge;
+  return l.runtime == CostRuntime::kMegatronCore;
 }
 
 /// LayerActivationBytes, from the CostModel's table when the context has one.
@@ -53,12 +53,12 @@ ActBytes Act(const Ctx& c, bool moe_layer, AcWrap wrap) {
 /// rank uses: the default group, plus (FSDP2 / Megatron-FSDP) the mesh groups. DDP uses the
 /// default group only (AutoModel builds no mesh for it). One GPU: the context alone.
 double Overhead(const Ctx& c) {
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const MeshGroups& g = c.groups;
   int groups = 0;
   if (c.setup.num_gpus > 1) {
     groups = 1;
-    if (l.strategy != Strategy::kDdp) {
+    if (l.dp_impl != DpImpl::kReplicated) {
       for (const Group* x : {&g.tp, &g.cp, &g.dp_shard_cp, &g.dp_replicate, &g.pp}) groups += x->n > 1;
       if (c.model.is_moe()) groups += (g.ep.n > 1) + (g.ep_shard.n > 1);
     }
@@ -69,14 +69,14 @@ double Overhead(const Ctx& c) {
 }  // namespace
 
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const double tp = double(std::max<int64_t>(1, l.tp));
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.strategy != Strategy::kMegatronFsdp;
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp;
   const bool sp = l.sequence_parallel;
   PytorchRankTerms x;
   if (l.recompute == Recompute::kSelective) x.wrap = AcWrap::kSelective;
   if (l.recompute == Recompute::kFull) {
-    x.wrap = (l.strategy == Strategy::kDdp && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
+    x.wrap = (l.dp_impl == DpImpl::kReplicated && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
   }
   x.dense_act = Act(c, false, x.wrap).PerRank(l.tp, sp);
   x.moe_act = Act(c, true, x.wrap).PerRank(l.tp, sp);
@@ -124,7 +124,7 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
 ///     state-sized copy, pb per param; 4 B for megatron_fsdp).
 /// Every moment adds the cuBLAS workspaces; overhead = Overhead() above.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
-  if (UseMegatron(c.layout, opts)) {
+  if (UseMegatron(c.view, opts)) {
     // Planning Megatron-Bridge layouts (kAuto) uses Megatron-Bridge's own estimator, which
     // shards dense optimizer state over DP·CP and experts over EDP as Megatron-Core does;
     // Megatron-LM's estimate (kMegatron) over-states the published 70B recipe of megatron.md
@@ -136,7 +136,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     mem.step_gradients = mem.gradients;
     return mem;
   }
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const ModelSpec& m = c.model;
   const RankParams rp = ParamsOfRank(c, pp_rank);
   const double tp = double(std::max<int64_t>(1, l.tp)), ep = double(std::max<int64_t>(1, l.ep));
@@ -145,12 +145,12 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double layer_local = rp.max_layer_dense / tp + rp.max_layer_expert / ep;
   const double root_local = rp.root / tp;
   const double pb = opts.fp32_params ? 4.0 : 2.0;
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.strategy != Strategy::kMegatronFsdp;
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp;
   const bool accum = c.mb_per_step > 1;
 
   double weights = 0, optimizer = 0, grads_final = 0, grads_prev = 0, bucket = 0, resident = 0;
   double temp = 0;
-  if (one_gpu || l.strategy == Strategy::kDdp) {
+  if (one_gpu || l.dp_impl == DpImpl::kReplicated) {
     const double p = dense_local + expert_local;
     weights = pb * p;
     optimizer = 2.0 * pb * p;
@@ -158,7 +158,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     grads_prev = accum ? pb * p : 0.0;
     bucket = one_gpu ? 0.0 : pb * p;
     temp = pb * p;
-  } else if (l.strategy == Strategy::kFsdp2) {
+  } else if (l.dp_impl == DpImpl::kFsdpPerModule) {
     const double shard = dense_local / double(c.groups.dp_shard_cp.n) + expert_local / double(c.groups.ep_shard.n);
     weights = pb * shard;
     optimizer = 2.0 * pb * shard;
@@ -244,7 +244,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
 
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
-  return UseMegatron(c.layout, opts) && c.split.given == nullptr;
+  return UseMegatron(c.view, opts) && c.split.given == nullptr;
 }
 
 }  // namespace meshplan::cost

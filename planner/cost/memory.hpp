@@ -55,7 +55,7 @@ double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false);
 
 /// Micro-batches (in units of "all the rank's layers") whose activations PP rank `pp_rank`
 /// holds at its peak. 1 without PP.
-double InflightMicrobatches(const Layout& layout, const StageSplit& split, int64_t pp_rank);
+double InflightMicrobatches(const CostView& layout, const StageSplit& split, int64_t pp_rank);
 
 /// The terms of the "pytorch" profile's RankMemory that do not depend on the PP rank, so that
 /// a caller scoring several ranks of one layout computes them once (Ctx::pytorch_terms).

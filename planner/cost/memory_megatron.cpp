@@ -230,8 +230,8 @@ double KorthikantiLayerBytes(double h, double a, double f, double s, double b, d
   return bytes;
 }
 
-double MainGradBytes(const Layout& layout) {
-  return layout.framework == Framework::kMegatronBridge && !layout.mb.grad_reduce_in_fp32 ? 2.0 : 4.0;
+double MainGradBytes(const CostView& layout) {
+  return layout.main_grad_bytes;
 }
 
 double InterleaveFactor(int64_t pp, int64_t vpp) {
@@ -274,7 +274,7 @@ double InFlightFactor(const MegatronArgs& x) {
 /// / CP), full recompute keeping 2h per token of the recomputed layers, and the three
 /// departures above (full recompute, routed experts, quantized inputs) are part of that count.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   // A recipe's pipeline_model_parallel_layout (SplitStages prices it: c.split.given): the
   // estimate of this rank, whose formulas read L / p as the layers of a stage, is made with
   // L = p · (the rank's decoder layers) and L_d = p · (its dense ones); the rank holds the
@@ -288,7 +288,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // estimate it has without MTP, and the most loaded of them all is reported.
   ModelSpec rank_model;
   double vocab_tables = -1, inflight_share = 1.0, extra_tp_params = 0;
-  const RankParams rp = c.split.given != nullptr || MtpLayers(l) > 0 ? ParamsOfRank(c, pp_rank) : RankParams{};
+  const RankParams rp = c.split.given != nullptr || l.mtp_layers > 0 ? ParamsOfRank(c, pp_rank) : RankParams{};
   const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0;
   if (per_rank) {
     const int64_t p = std::max<int64_t>(1, l.pp);
@@ -311,21 +311,17 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   x.pp = l.pp;
   x.cp = l.cp;
   x.ep = l.ep;
-  x.etp = l.EffectiveEtp();
+  x.etp = l.etp;
   x.dp = l.dp;
   x.world = c.setup.num_gpus;
-  x.micro_batch = l.micro_batch();
+  x.micro_batch = l.micro_batch;
   x.seq_len = c.setup.seq_len;
   x.num_microbatches = c.mb_per_step;
   x.sequence_parallel = l.sequence_parallel;
   x.selective_recompute = l.recompute == Recompute::kSelective;
   x.bridge_estimator = opts.megatron_bridge_estimator;
-  if (l.framework == Framework::kMegatronBridge) {
-    x.vpp = l.vpp > 1 ? l.vpp : 0;
-    x.distributed_optimizer = l.use_distributed_optimizer || l.mb.use_megatron_fsdp;
-  } else {
-    x.vpp = (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) ? c.split.stages_per_rank : 0;
-  }
+  x.vpp = l.estimate_vpp;
+  x.distributed_optimizer = l.distributed_optimizer;
   MegatronEstimate e = MegatronTheoreticalMemory(m, x);
   const bool full = l.recompute == Recompute::kFull;
   const bool extra_scores = opts.materialized_attention && l.recompute == Recompute::kNone;
@@ -355,7 +351,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
     const double seq_div = x.sequence_parallel ? t : 1.0;
     const uint32_t rm = MegatronSelectiveModules(l);
     auto per_token = [&](bool moe) {
-      const TeLayerBytes tb = TeSavedBytesPerToken(m, moe, c.setup.precision, l.EffectiveEtp(), rm);
+      const TeLayerBytes tb = TeSavedBytesPerToken(m, moe, c.setup.precision, l.etp, rm);
       return tb.sequence / seq_div + tb.split / t;
     };
     const double dense_tok = L_d > 0 ? per_token(false) : 0.0, moe_tok = L_m > 0 ? per_token(true) : 0.0;
@@ -378,7 +374,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   }
   const bool routed_terms = x.bridge_estimator && !te_count && opts.moe_routed_activations && m.is_moe();
   if (routed_terms) {
-    e.activation_layers += (1 - recomputed) * RoutedExpertInputs(m, x, l.EffectiveEtp(), c.setup.precision,
+    e.activation_layers += (1 - recomputed) * RoutedExpertInputs(m, x, l.etp, c.setup.precision,
                                                                  (MegatronSelectiveModules(l) & kRecomputeMoeAct) != 0);
   }
   if (!te_count && opts.quantized_linear_inputs && recomputed < 1) {
@@ -397,8 +393,8 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
   // saved tensors of that many layers of the rank wait in host memory until backward.
   const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-  if (l.framework == Framework::kMegatronBridge && l.mb.cpu_offloading && l.mb.cpu_offloading_num_layers > 0) {
-    mem.activations *= std::max(0.0, 1.0 - double(l.mb.cpu_offloading_num_layers) / layers_on_rank);
+  if (l.cpu_offload_layers > 0) {
+    mem.activations *= std::max(0.0, 1.0 - double(l.cpu_offload_layers) / layers_on_rank);
   }
   mem.logits = e.activation_output / cp;
   // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
@@ -413,24 +409,24 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // Buffering": "no more than two FSDP units are un-sharded", parameter and gradient buffers).
   // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
   // has no FSDP term and is reproduced as is.
-  const bool bridge = x.bridge_estimator && l.framework == Framework::kMegatronBridge;
-  if (bridge && l.mb.use_megatron_fsdp) {
+  const bool bridge = x.bridge_estimator && l.runtime == CostRuntime::kMegatronCore;
+  if (bridge && (l.dp_impl == DpImpl::kMegatronFsdp)) {
     const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
     const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
     const double sharded = pd / d_dense + pe / d_expert;
     mem.weights = 2.0 * sharded;
     mem.gradients = grad_bytes * sharded;
   }
-  if (bridge && l.mb.use_torch_fsdp2) {
+  if (bridge && (l.dp_impl == DpImpl::kFsdpPerModule)) {
     const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
     mem.weights = 2.0 * (pd + pe) / shards;
     mem.gradients = grad_bytes * (pd + pe) / shards;
     mem.optimizer = 12.0 * (pd + pe) / shards;
   }
   if (bridge) {
-    const int wrappers = int(l.mb.use_megatron_fsdp) + int(l.mb.use_torch_fsdp2);
+    const int wrappers = int((l.dp_impl == DpImpl::kMegatronFsdp)) + int((l.dp_impl == DpImpl::kFsdpPerModule));
     mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
-    if (l.mb.use_megatron_fsdp) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
+    if ((l.dp_impl == DpImpl::kMegatronFsdp)) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
   }
   mem.phase = "estimate";
   return mem;

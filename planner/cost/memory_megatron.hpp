@@ -147,7 +147,7 @@ double InFlightFactor(const MegatronArgs& x);
 /// Bytes per parameter of the main-gradient buffer, which is also the dtype of the DP gradient
 /// reduction: 4 (fp32) unless a Megatron-Bridge layout sets grad_reduce_in_fp32 false, then 2
 /// (bf16). megatron.md 3.3 ("grad_reduce_in_fp32=False ... makes the main-grad buffer bf16").
-double MainGradBytes(const Layout& layout);
+double MainGradBytes(const CostView& layout);
 
 /// Memory of the megatron profile for a layout: the estimate of the most loaded (first) PP
 /// stage for every rank, split into MemoryBreakdown terms (see memory_megatron.cpp). With a

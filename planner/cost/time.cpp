@@ -159,7 +159,7 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   (2·state − grads) bytes / hbm_bandwidth.
 TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem) {
   const ModelSpec& m = c.model;
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const SystemSpec& sys = c.system;
   const GpuSpec& gpu = sys.gpu;
   const RankParams rp = ParamsOfRank(c, pp_rank);
@@ -266,7 +266,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // --- DP ---
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / ep;
-  if (l.strategy == Strategy::kDdp) {
+  if (l.dp_impl == DpImpl::kReplicated) {
     const Link link = RingLink(sys, c.links, g.ddp);
     // torch DDP all-reduces the gradients in the parameters' dtype: bf16 as AutoModel loads
     // the model (torch_dtype bf16), fp32 with fp32_params.
@@ -283,7 +283,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
                             : 0.0;
   } else {
     Group gd = g.dp_shard_cp, ge = g.ep_shard;
-    if (l.strategy == Strategy::kMegatronFsdp) {
+    if (l.dp_impl == DpImpl::kMegatronFsdp) {
       gd = Group{std::max<int64_t>(1, l.dp) * std::max<int64_t>(1, l.cp), std::max<int64_t>(1, l.tp)};
       ge = gd;
     }
@@ -312,10 +312,10 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       const double ag_e = (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
       // defer_fsdp_grad_sync (FSDP2 set_requires_gradient_sync(False) before the last
       // micro-batch): one reduce-scatter per step instead of one per micro-batch.
-      const double rs_calls = c.defer_fsdp_grad_sync && l.strategy == Strategy::kFsdp2 ? 1.0 : n_mb;
+      const double rs_calls = c.defer_fsdp_grad_sync && l.dp_impl == DpImpl::kFsdpPerModule ? 1.0 : n_mb;
       // torch FSDP2's root module (embedding, final norm, lm_head) reduce-scatters when the
       // whole backward is done: nothing is left to hide it (measured, h200_2gpu_ch*.jsonl).
-      const double rs_root = l.strategy == Strategy::kFsdp2 && root > 0
+      const double rs_root = l.dp_impl == DpImpl::kFsdpPerModule && root > 0
                                  ? std::min(rs_d, ReduceScatterSeconds(4.0 * root, gd.n, ld))
                                  : 0.0;
       const double comm = n_mb * (ag_d + ag_e) + rs_calls * (rs - rs_root);
@@ -340,9 +340,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   return t;
 }
 
-double HostLayerSecondsOf(const Layout& l, int64_t num_gpus) {
+double HostLayerSecondsOf(const CostView& l, int64_t num_gpus) {
   const HostLayerSeconds& h = num_gpus <= 1                   ? kHostPlain
-                              : l.strategy == Strategy::kDdp ? kHostDdp
+                              : l.dp_impl == DpImpl::kReplicated ? kHostDdp
                               : l.tp > 1                      ? kHostFsdp2Tp
                                                               : kHostFsdp2;
   return l.recompute == Recompute::kFull ? h.full : l.recompute == Recompute::kSelective ? h.selective : h.none;

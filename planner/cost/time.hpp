@@ -123,7 +123,7 @@ inline constexpr double kEagerLossVocabPasses = 35.7;
 double EagerLayerPasses(const ModelSpec& model, double tp);
 /// 4/3 when a recompute mode repeats the forward's elementwise ops (a third of forward +
 /// backward), else 1.
-inline double EagerRecomputeFactor(const Layout& layout) {
+inline double EagerRecomputeFactor(const CostView& layout) {
   return layout.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
 }
 
@@ -148,7 +148,7 @@ inline constexpr HostLayerSeconds kHostFsdp2Tp{19.06e-3, 27.96e-3, 26.31e-3};
 /// The host seconds per decoder layer per micro-batch of an AutoModel layout on `num_gpus`:
 /// kHostPlain on one GPU, kHostDdp for DDP, kHostFsdp2Tp with TP > 1, else kHostFsdp2
 /// (MegatronFSDP, HSDP and CP assumed alike, unmeasured); by its recompute mode.
-double HostLayerSecondsOf(const Layout& layout, int64_t num_gpus);
+double HostLayerSecondsOf(const CostView& layout, int64_t num_gpus);
 
 /// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
@@ -276,13 +276,13 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& shared, int6
 /// Share of a rank's layers that full recompute repeats: 1, or with recompute_method block
 /// recompute_num_layers per (virtual) stage out of the model's layers per stage (Megatron-Core
 /// transformer_block.py). 0 without full recompute.
-double MegatronFullRecomputeShare(const Layout& layout, const ModelSpec& model);
+double MegatronFullRecomputeShare(const CostView& layout, const ModelSpec& model);
 /// MbRecomputeModule bits that selective recompute repeats: the layout's recompute_modules,
 /// Megatron-Core's default {core_attn} when none are given; 0 without selective recompute.
-uint32_t MegatronSelectiveModules(const Layout& layout);
+uint32_t MegatronSelectiveModules(const CostView& layout);
 /// True when the attention core's forward runs again in backward: full recompute, or
 /// selective recompute whose modules include core_attn.
-bool MegatronRecomputesCore(const Layout& layout);
+bool MegatronRecomputesCore(const CostView& layout);
 /// Share of the EP all-to-all that overlap_moe_expert_parallel_comm cannot hide because its
 /// chunk has no partner: Megatron-Core's combined 1F1B schedule runs one (virtual-stage)
 /// chunk's forward together with another's backward, so the warm-up forwards and the
@@ -293,7 +293,7 @@ bool MegatronRecomputesCore(const Layout& layout);
 double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches);
 /// Token copies one EP dispatch sends per token: FlexDispatchCopies with the flex dispatcher,
 /// top-k otherwise (alltoall sends one per routed expert).
-double DispatchCopies(const Layout& layout, const ModelSpec& model);
+double DispatchCopies(const CostView& layout, const ModelSpec& model);
 /// Expected token copies one flex (DeepEP / HybridEP) dispatch sends: the number of distinct
 /// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
 /// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.
@@ -339,7 +339,7 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m);
 /// The GEMM constant of `fit` for `precision`.
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision precision);
 /// MegatronLayerKernels of `model`'s layers under `layout` (unfused ops' kernels included).
-MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& model, const Layout& layout, const MegatronUnfused& unfused);
+MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& model, const CostView& layout, const MegatronUnfused& unfused);
 /// Host (CPU) seconds per GPU kernel that eager PyTorch training code launches: the Python of
 /// the modules, the autograd engine, PyTorch's dispatcher and the launch itself. Measured on the
 /// H200 host (Intel Xeon, torch 2.11; tools/measure/host_per_kernel.py,

@@ -18,24 +18,24 @@ double Pos(double x) { return x > 0 ? x : 0.0; }
 
 }  // namespace
 
-double MegatronFullRecomputeShare(const Layout& l, const ModelSpec& m) {
+double MegatronFullRecomputeShare(const CostView& l, const ModelSpec& m) {
   if (l.recompute != Recompute::kFull) return 0.0;
-  if (l.mb.recompute_method != MbRecomputeMethod::kBlock || l.mb.recompute_num_layers <= 0) return 1.0;
+  if (l.recompute_block_layers <= 0) return 1.0;
   const double chunks = double(std::max<int64_t>(1, l.pp)) * double(std::max<int64_t>(1, l.vpp));
-  return std::min(1.0, double(l.mb.recompute_num_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
+  return std::min(1.0, double(l.recompute_block_layers) * chunks / double(std::max<int64_t>(1, m.num_layers)));
 }
 
-uint32_t MegatronSelectiveModules(const Layout& l) {
+uint32_t MegatronSelectiveModules(const CostView& l) {
   if (l.recompute != Recompute::kSelective) return 0u;
-  return l.mb.recompute_modules != 0 ? l.mb.recompute_modules : uint32_t(kRecomputeCoreAttn);
+  return l.recompute_modules != 0 ? l.recompute_modules : uint32_t(kRecomputeCoreAttn);
 }
 
-bool MegatronRecomputesCore(const Layout& l) {
+bool MegatronRecomputesCore(const CostView& l) {
   return l.recompute == Recompute::kFull || (MegatronSelectiveModules(l) & kRecomputeCoreAttn) != 0;
 }
 
-double DispatchCopies(const Layout& l, const ModelSpec& m) {
-  return l.mb.token_dispatcher == MbDispatcher::kFlex ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
+double DispatchCopies(const CostView& l, const ModelSpec& m) {
+  return l.dispatcher == TokenDispatch::kFlex ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
                                                       : double(m.experts_per_token);
 }
 
@@ -119,17 +119,17 @@ MegatronUnfused MegatronUnfusedOps(const ModelSpec& m) {
   return u;
 }
 
-MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l, const MegatronUnfused& unfused) {
+MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const CostView& l, const MegatronUnfused& unfused) {
   const double ep = double(std::max<int64_t>(1, l.ep));
   const double expert_kernels = double(m.num_experts) / ep * kGroupedGemmKernelsPerExpert;
   const double attn_kernels = kAttnBlockKernels + unfused.kernels;
   double dense_graphed = 0.0, moe_graphed = 0.0;
-  const uint32_t scope = l.mb.cuda_graph_scope;
-  if (l.mb.cuda_graph == MbCudaGraph::kFullIteration ||
-      (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine && scope == 0)) {
+  const uint32_t scope = l.cuda_graph_scope;
+  if (l.cuda_graph == CudaGraphCapture::kFullIteration ||
+      (l.cuda_graph == CudaGraphCapture::kPerLayer && scope == 0)) {
     dense_graphed = kDenseLayerKernels + unfused.kernels;
     moe_graphed = kMoeLayerKernels + unfused.kernels + expert_kernels;
-  } else if (l.mb.cuda_graph == MbCudaGraph::kTransformerEngine) {
+  } else if (l.cuda_graph == CudaGraphCapture::kPerLayer) {
     const double attn = (scope & kGraphAttn) ? attn_kernels : 0.0;
     dense_graphed = attn + ((scope & kGraphMlp) ? kMlpBlockKernels : 0.0);
     // "moe" captures the whole MoE block (router, dispatch, experts, combine); otherwise
@@ -219,13 +219,13 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const Layout& l
 ///   optimizer: as in RankTime.
 MegatronShared MegatronLayoutShared(const Ctx& c) {
   const ModelSpec& m = c.model;
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const SystemSpec& sys = c.system;
   const GpuSpec& gpu = sys.gpu;
   MegatronShared s;
   s.tp = double(std::max<int64_t>(1, l.tp));
   s.ep = double(std::max<int64_t>(1, l.ep));
-  s.etp = double(std::max<int64_t>(1, l.EffectiveEtp()));
+  s.etp = double(std::max<int64_t>(1, l.etp));
   const double h = double(m.hidden_size);
   const double t_mb = c.tokens_per_mb;
   s.n_mb = double(c.mb_per_step);
@@ -296,7 +296,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
     const double per = P2pSeconds(t_mb / s.tp * h * 2.0, RingLink(sys, c.links, g.pp));
-    const double exposed = l.mb.overlap_p2p_comm == Tri::kTrue ? kPpP2pExposedFraction : 1.0;
+    const double exposed = l.overlap_p2p ? kPpP2pExposedFraction : 1.0;
     s.pp = exposed * 2.0 * s.v * s.n_mb * per;
     s.bubble_fraction = double(l.pp - 1) / (s.v * s.n_mb);
   }
@@ -312,7 +312,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
 }
 
 MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t pp_rank, const MemoryBreakdown& mem) {
-  const Layout& l = c.layout;
+  const CostView& l = c.view;
   const GpuSpec& gpu = c.system.gpu;
   const RankParams rp = ParamsOfRank(c, pp_rank);
   const FlopsPerToken& f = c.flops;
@@ -359,7 +359,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     const double dense_volumes = l.sequence_parallel ? (s.full ? 7.0 : 5.0) : (s.full ? 6.0 : 4.0);
     const double volumes = dense_layers * dense_volumes + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
     const double comm = volumes * n_mb * s.tp_per;
-    t.tp = l.mb.tp_comm_overlap == Tri::kTrue
+    t.tp = l.tp_comm_overlap
                ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)
                : comm;
   }
@@ -369,7 +369,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   if (l.ep > 1 && moe_layers > 0) {
     // Dispatch and combine, forward and backward; full and moe recompute repeat the forward.
     const double comm = (s.full || s.moe_recompute ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
-    if (l.mb.ep_a2a_overlap == Tri::kTrue) {
+    if (l.ep_a2a_overlap) {
       // The combined 1F1B schedule pairs one chunk's forward with another's backward; the
       // warm-up forwards and cool-down backwards have no partner (MegatronEpUnpairedShare).
       const double unpaired = MegatronEpUnpairedShare(l.pp, static_cast<int64_t>(s.v), static_cast<int64_t>(n_mb));
@@ -389,10 +389,10 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / (ep * etp);
   const double g = MainGradBytes(l);  // bytes per gradient element reduced
-  if (l.strategy == Strategy::kDdp) {
-    const bool overlap = l.mb.overlap_grad_reduce == Tri::kTrue;
+  if (l.dp_impl == DpImpl::kReplicated) {
+    const bool overlap = l.overlap_grad_reduce;
     double rs = 0, ag = 0, tail = 0, rs_cost = 0, ag_cost = 0;  // *_cost: HiddenCommCost if all hidden
-    if (l.use_distributed_optimizer) {
+    if (l.distributed_optimizer) {
       const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
       const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
       const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
@@ -407,7 +407,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
       rs = ar_d + ar_e;
       rs_cost = HiddenCommCost(ar_d, ld) + HiddenCommCost(ar_e, le);
     }
-    const double bucket = l.mb.bucket_size > 0 ? g * double(l.mb.bucket_size) : kDdpBucketBytes;
+    const double bucket = l.bucket_size > 0 ? g * double(l.bucket_size) : kDdpBucketBytes;
     tail = gd.n > 1 ? ReduceScatterSeconds(std::min(bucket, g * dense_local), gd.n, ld) : 0.0;
     if (overlap) {
       t.dp = std::max(Pos(rs - bwd_mb * v), tail) + (ag > 0 ? std::max(Pos(ag - fwd_mb * v), 0.5 * tail) : 0.0);
@@ -432,7 +432,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,
     // foreach_reduce); Megatron FSDP's parameters and gradients live in its buffers. Per
     // micro-batch: 2 x (read + write 2 bytes) + read + write of the gradient, per parameter.
-    if (l.mb.use_torch_fsdp2 && gpu.hbm_bandwidth > 0) {
+    if ((l.dp_impl == DpImpl::kFsdpPerModule) && gpu.hbm_bandwidth > 0) {
       t.memory_bound += n_mb * (2.0 * 4.0 + 2.0 * g) * (dense_local + expert_local) / gpu.hbm_bandwidth;
     }
   }

@@ -38,7 +38,7 @@ StageSplit ComputeSplitStages(int64_t num_layers, const Layout& layout) {
   int64_t s = 0;
   if (layout.pp <= 1) {
     s = 1;
-  } else if (multi && layout.framework == Framework::kMegatronBridge && layout.vpp > 1) {
+  } else if (layout.vpp > 1) {  // only Megatron-Bridge layouts set a VPP
     // Megatron-Core: exactly vpp model chunks per rank (virtual_pipeline_model_parallel_size);
     // when pp·vpp does not divide the layers, the layout string meshplan writes splits them
     // as OwnStageSplit does. Not AutoModel's layers_per_stage arithmetic, which
@@ -87,7 +87,7 @@ StageSplit GivenSplit(const PpLayerLayout& g, int64_t pp) {
 }  // namespace
 
 int64_t MtpLayers(const Layout& l) {
-  return l.framework == Framework::kMegatronBridge ? std::max<int64_t>(0, l.mtp_layers) : 0;
+  return std::max<int64_t>(0, l.mtp_layers);  // AutoModel layouts leave it 0
 }
 
 std::string OwnPpLayoutString(int64_t num_layers, const Layout& l) {
@@ -112,7 +112,7 @@ std::string PpLayoutValue(int64_t num_layers, const Layout& l) {
 }
 
 SplitPlaces OwnSplitPlaces(const Layout& l) {
-  if (l.framework != Framework::kMegatronBridge || l.pp <= 1) return {};
+  if (l.pp <= 1) return {};  // AutoModel layouts: kEven and no MTP, so {} below too
   if (l.pp_split == MbPpSplit::kAccountEmbeddingLoss) return {1, 1};
   const int64_t mtp = MtpLayers(l);
   if (l.pp_split == MbPpSplit::kLayout && mtp > 0) return {0, 2 * mtp + 1};
@@ -171,7 +171,7 @@ int64_t SequenceParallelSeqMultiple(int64_t tp, int64_t cp) {
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {
   const PpLayerLayout* g = l.pp_layout.get();
-  if (g == nullptr || l.framework != Framework::kMegatronBridge || l.pp < 1 || l.vpp < 1) return false;
+  if (g == nullptr || l.pp < 1 || l.vpp < 1) return false;  // only Megatron-Bridge recipes give one
   const int64_t n = int64_t(g->stages.size());
   return n > 0 && n == l.pp * l.vpp && g->Count('t') == num_layers && g->Count('E') == 1 && g->Count('L') == 1 &&
          g->Count('m') == std::max<int64_t>(0, l.mtp_layers);
@@ -200,7 +200,6 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
   struct Slot {
     bool used = false;
     int64_t layers = 0, pp = 0, lps = 0, vpp = 0, mtp = 0;
-    Framework framework = Framework::kAutoModel;
     PpSchedule schedule = PpSchedule::k1F1B;
     StageRounding rounding = StageRounding::kNone;
     MbPpSplit pp_split = MbPpSplit::kEven;
@@ -212,7 +211,7 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
                      uint64_t(layout.mtp_layers) * 13;
   Slot& s = memo[h & 63];
   if (!s.used || s.layers != num_layers || s.pp != layout.pp || s.lps != layout.layers_per_stage ||
-      s.vpp != layout.vpp || s.mtp != layout.mtp_layers || s.framework != layout.framework ||
+      s.vpp != layout.vpp || s.mtp != layout.mtp_layers ||
       s.schedule != layout.pp_schedule || s.rounding != layout.stage_rounding || s.pp_split != layout.pp_split) {
     s = Slot{true,
              num_layers,
@@ -220,7 +219,6 @@ StageSplit SplitStages(int64_t num_layers, const Layout& layout) {
              layout.layers_per_stage,
              layout.vpp,
              layout.mtp_layers,
-             layout.framework,
              layout.pp_schedule,
              layout.stage_rounding,
              layout.pp_split,
@@ -281,28 +279,6 @@ void SetMegatronMicroBatch(Layout& l, int64_t mbs, const TrainSetup& setup) {
   l.pp_microbatch_size = mbs;
   const int64_t d = mbs * l.dp;
   l.local_batch_size = (l.pp > 1 && d > 0 && setup.global_batch % d == 0) ? setup.global_batch / l.dp : mbs;
-}
-
-void SyncMegatronCostView(Layout& l, int64_t num_layers, int64_t model_mtp_layers) {
-  if (l.mtp_layers == kMtpFromModel && num_layers > 0) l.mtp_layers = std::max<int64_t>(0, model_mtp_layers);
-  if (l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue) {
-    l.strategy = Strategy::kMegatronFsdp;
-  } else if (l.mb.use_torch_fsdp2) {
-    l.strategy = Strategy::kFsdp2;
-  } else {
-    l.strategy = Strategy::kDdp;
-  }
-  l.dp_replicate = 1;
-  l.layers_per_stage = 0;
-  l.stage_rounding = StageRounding::kNone;
-  l.pp_schedule = PpSchedule::k1F1B;
-  if (l.pp > 1 && l.vpp > 1 && num_layers > 0) {
-    l.pp_schedule = PpSchedule::kInterleaved1F1B;
-    const int64_t target = l.pp * l.vpp;
-    l.layers_per_stage = std::max<int64_t>(1, num_layers / target);
-    const int64_t s = (num_layers + l.layers_per_stage - 1) / l.layers_per_stage;
-    if (s != target) l.stage_rounding = s > target ? StageRounding::kDown : StageRounding::kUp;
-  }
 }
 
 std::span<const RecomputeModuleName> RecomputeModuleNames() {

@@ -287,7 +287,7 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   l.mb.pipeline_dtype_set = !m.Has("pipeline_dtype") || !IsNull(m, "pipeline_dtype");
   m.Ignore({"pipeline_dtype"});
   // model.mtp_num_layers (null or 0: none); unset, the model provider's value applies
-  // (AutoBridge: num_nextn_predict_layers), resolved by SyncMegatronCostView.
+  // (AutoBridge: num_nextn_predict_layers), resolved by ParseMegatronRecipe when it is given the model.
   l.mtp_layers = !m.Has("mtp_num_layers")       ? kMtpFromModel
                  : IsNull(m, "mtp_num_layers") ? 0
                                                : m.Int("mtp_num_layers", 0, 64);
@@ -470,7 +470,8 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
   return false;
 }
 
-ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus) {
+ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
+                                 const ModelSpec* model_spec) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   MapReader top(root, filename);
   // An AutoModel recipe read as Megatron-Bridge overrides would silently lose its layout.
@@ -594,7 +595,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   const int64_t model_ranks = l.tp * l.pp * l.cp;
   l.dp = std::max<int64_t>(1, num_gpus / model_ranks);
   SetMegatronMicroBatch(l, mbs, TrainSetup{num_gpus, 0, out.global_batch});
-  SyncMegatronCostView(l, 0);
+  if (model_spec != nullptr && l.mtp_layers == kMtpFromModel) l.mtp_layers = std::max<int64_t>(0, model_spec->mtp_num_layers);
   return out;
 }
 

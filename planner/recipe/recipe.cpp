@@ -217,7 +217,17 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
       json ov = json::object(), env = json::object();
       for (const auto& [k, v] : MegatronOverrides(result.top[i].layout, req)) ov[k] = v;
       for (const auto& [k, v] : MegatronLaunchEnv(result.top[i].layout)) env[k] = v;
-      cj["layout"]["dp_flavour"] = MbDpFlavourName(result.top[i].layout);
+      const Layout& l = result.top[i].layout;
+      // A Megatron-Bridge layout has no AutoModel strategy or torch stage arithmetic: its DP
+      // flavour and Megatron-Core's schedule (VPP model chunks per rank) instead.
+      cj["layout"].erase("strategy");
+      cj["layout"]["dp_flavour"] = MbDpFlavourName(l);
+      if (l.pp > 1) {
+        cj["layout"]["pipeline"] = {{"pp_schedule", l.vpp > 1 ? "interleaved1f1b" : "1f1b"},
+                                    {"pp_microbatch_size", l.pp_microbatch_size},
+                                    {"virtual_pipeline_model_parallel_size", l.vpp > 1 ? json(l.vpp) : json(nullptr)},
+                                    {"stages_per_rank", SplitStages(req.model.num_layers, l).stages_per_rank}};
+      }
       cj["overrides"] = ov;
       cj["environment"] = env;
     }

@@ -11,6 +11,8 @@
 // (the threshold is fixed before phase 2 starts).
 #include "search/driver.hpp"
 
+#include "meshplan/framework.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -100,7 +102,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     if (bounds) {
       std::vector<double> b;
       b.reserve(mine.size());
-      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(l, req.max_micro_batch));
+      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(ToCostView(l, cm.model(), cm.setup()), req.max_micro_batch));
       out.part_bounds[p] = std::move(b);
     }
     out.parts[p] = std::move(mine);
@@ -175,7 +177,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   ++tested_;
   if (Reject(l, RuleStage::kBatch)) return;
   ++valid_;
-  const Cost cost = cost_model_.Evaluate(l);
+  const Cost cost = Score(cost_model_, l);
   const double mem = cost.memory.Total();
   if (!has_least_ || mem < least_.first.cost.memory.Total() ||
       (mem == least_.first.cost.memory.Total() && order < least_.second)) {
@@ -213,7 +215,7 @@ bool Scorer::NoRecomputeFits(const Layout& l, double capacity_bytes) const {
   // feature rules read (the stage contract of Space): its mesh and batch rules pass as l's did.
   const RuleContext ctx{req_.model, req_.setup, n, req_.version, req_.mb_version, &req_.system};
   if (FirstFailureAtStage(ctx, RuleStage::kFeatures) != nullptr) return false;
-  return cost_model_.MemoryTotal(n) <= capacity_bytes;
+  return cost_model_.MemoryTotal(ToCostView(n, cost_model_.model(), cost_model_.setup())) <= capacity_bytes;
 }
 
 void Scorer::Merge(const Scorer& o) {
@@ -311,7 +313,7 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
     const CostModel& probe_model = probe_models.at(subtrees[i]->dp);
     for (Layout& p : probes) {
       space.Prepare(p);
-      least = std::min(least, probe_model.MemoryTotal(p));
+      least = std::min(least, probe_model.MemoryTotal(ToCostView(p, probe_model.model(), probe_model.setup())));
     }
     return !probes.empty() && least > capacity;
   };

@@ -3,8 +3,8 @@
 // Fields are chosen in rule-stage order (mesh: TP, CP, PP, layer split + VPP, EP, ETP, DP
 // flavour; features: SP, recompute; batch: micro-batch); the search driver (driver.cpp) runs
 // each stage's rules as soon as its fields are set and skips a failing subtree. Every layout
-// that passes all rules is scored with CostModel::Evaluate on its AutoModel-equivalent view
-// (SyncMegatronCostView).
+// that passes all rules is scored with CostModel::Evaluate on its CostView
+// (megatron_bridge::ToCostView).
 #include <algorithm>
 #include <string>
 #include <tuple>
@@ -151,12 +151,10 @@ class MegatronSpace : public Space {
       if (req_.setup.global_batch % (mbs * l.dp) != 0) continue;
       any = true;
       SetMegatronMicroBatch(l, mbs, req_.setup);
-      SyncMegatronCostView(l, req_.model.num_layers);
       out.push_back(l);
     }
     if (!any) {  // no micro-batch divides: let mb_global_batch_divisible say so once
       SetMegatronMicroBatch(l, 1, req_.setup);
-      SyncMegatronCostView(l, req_.model.num_layers);
       out.push_back(l);
     }
   }
@@ -166,7 +164,6 @@ class MegatronSpace : public Space {
   void MemoryBoundLayouts(const Layout& subtree, std::vector<Layout>& out) const override {
     Layout l = subtree;
     SetMegatronMicroBatch(l, 1, req_.setup);
-    SyncMegatronCostView(l, req_.model.num_layers);
     out.push_back(l);
   }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 
 namespace meshplan {
@@ -166,7 +167,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   for (size_t i = 0; i < valid.size();) {
     const size_t d = valid[i].second.size();
     for (; i < valid.size() && valid[i].second.size() == d; ++i) {
-      NearbyLayout x{{valid[i].first, cost.Evaluate(valid[i].first)}, std::move(valid[i].second)};
+      NearbyLayout x{{valid[i].first, Score(cost, valid[i].first)}, std::move(valid[i].second)};
       fitting += x.candidate.cost.fits ? 1 : 0;
       scored.push_back(std::move(x));
     }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 
 using namespace meshplan;
@@ -64,7 +65,7 @@ TEST_CASE("accuracy: AutoModel published H100 rows - layouts valid and throughpu
     s.global_batch = r.gbs;
     const Rule* f = FirstFailure({m, s, r.layout});
     CHECK_MESSAGE(f == nullptr, std::string(f ? f->name : ""));
-    const Cost c = CostModel(m, h100, s).Evaluate(r.layout);
+    const Cost c = Score(CostModel(m, h100, s), r.layout);
     // The model-FLOP convention matches the published one within rounding (megatron.md 3.6):
     // published TFLOP/s = published tokens/s x FLOP/token. GPT-OSS is the exception: its
     // published TFLOP/s imply 13% more FLOP per token than Megatron's formula (AutoModel's

@@ -7,6 +7,7 @@
 // for the missing time; with the term the datasheet one is: the calibration's GEMM sweep
 // measured 687 TFLOP/s where the profiled training GEMMs of Llama 3.1 8B reach about 800
 // (tests/data/measured/h200_eager_profile.jsonl: 6 x 218.1e6 x 8192 FLOP in 13.3 ms per layer).
+#include "meshplan/framework.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -36,8 +37,8 @@ TEST_CASE("accuracy: the H200 systems predict the measured step times within 15%
   for (const char* f : {"h200_1gpu.jsonl", "h200_2gpu.jsonl"}) {
     for (const test::MeasuredCase& m : test::LoadMeasuredCases(f)) {
       const double measured = m.record.at("step_s");
-      const double b = CostModel(m.model, base, m.setup, m.options).Evaluate(m.layout).step_seconds;
-      const double c = CostModel(m.model, calibrated, m.setup, m.options).Evaluate(m.layout).step_seconds;
+      const double b = Score(CostModel(m.model, base, m.setup, m.options), m.layout).step_seconds;
+      const double c = Score(CostModel(m.model, calibrated, m.setup, m.options), m.layout).step_seconds;
       err_base.push_back(std::fabs(b - measured) / measured);
       err_cal.push_back(std::fabs(c - measured) / measured);
       std::printf("%-20s %-24s %9.3f %9.3f %+8.1f %9.3f %+8.1f\n", f, m.id.c_str(), measured, b,
@@ -76,7 +77,7 @@ TEST_CASE("accuracy: FSDP2 / DDP / TP step times with NCCL held to 2 and 1 chann
     std::vector<double> err, signed_err;
     for (const test::MeasuredCase& m : test::LoadMeasuredCases(r.file)) {
       const double measured = m.record.at("step_s");
-      const double p = CostModel(m.model, r.system, m.setup, m.options).Evaluate(m.layout).step_seconds;
+      const double p = Score(CostModel(m.model, r.system, m.setup, m.options), m.layout).step_seconds;
       err.push_back(std::fabs(p - measured) / measured);
       std::printf("%-20s %-28s %9.3f %9.3f %+8.1f\n", r.file, m.id.c_str(), measured, p, 100 * (p - measured) / measured);
     }
@@ -99,7 +100,7 @@ TEST_CASE("accuracy: FSDP2 / DDP / TP step times with NCCL held to 2 and 1 chann
   const auto ch1 = test::LoadMeasuredCases("h200_2gpu_ch1.jsonl");
   double defer = 0, sync = 0;
   for (const test::MeasuredCase& m : ch1) {
-    const double p = CostModel(m.model, runs[2].system, m.setup, m.options).Evaluate(m.layout).step_seconds;
+    const double p = Score(CostModel(m.model, runs[2].system, m.setup, m.options), m.layout).step_seconds;
     if (m.id == "2g-fsdp-l8-s4k-b1-ga2-defer") defer = p;
     if (m.id == "2g-fsdp-l8-s4k-b1-ga2-sync") sync = p;
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accuracy/measured_cases.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 
 using namespace meshplan;
@@ -31,7 +32,7 @@ struct Result {
 std::vector<Result> Evaluate(const std::string& file, const SystemSpec& system) {
   std::vector<Result> out;
   for (const test::MeasuredCase& m : test::LoadMeasuredCases(file)) {
-    const Cost c = CostModel(m.model, system, m.setup, m.options).Evaluate(m.layout);
+    const Cost c = Score(CostModel(m.model, system, m.setup, m.options), m.layout);
     Result x;
     x.file = file;
     x.id = m.id;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cost/memory_megatron.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 
 using namespace meshplan;
@@ -62,7 +63,7 @@ double PredictTorchtitan(const char* model, int64_t gpus, int64_t gbs, const Lay
   o.loss_parallel = true;
   const CostModel cm(LoadModel(model), LoadSystem("dgx-h100"), s, o);
   double worst = 0;
-  for (const MemoryBreakdown& m : cm.RankMemories(l)) worst = std::max(worst, m.Allocated());
+  for (const MemoryBreakdown& m : cm.RankMemories(ToCostView(l, cm.model(), cm.setup()))) worst = std::max(worst, m.Allocated());
   return worst;
 }
 
@@ -84,11 +85,10 @@ double PredictMegatronSft(int64_t tp, int64_t pp, int64_t dp, Recompute rc, bool
   l.mb.recompute_modules = modules;
   const ModelSpec m = LoadModel("llama3-70b");
   SetMegatronMicroBatch(l, 1, s);
-  SyncMegatronCostView(l, m.num_layers);
   MemoryOptions o;
   o.profile = MemoryProfile::kMegatron;
   o.megatron_bridge_estimator = bridge;
-  return CostModel(m, LoadSystem("dgx-h100"), s, o).Evaluate(l).memory.Total();
+  return Score(CostModel(m, LoadSystem("dgx-h100"), s, o), l).memory.Total();
 }
 
 }  // namespace

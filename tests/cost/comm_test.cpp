@@ -4,6 +4,7 @@
 
 #include "cost/comm.hpp"
 #include "cost/cost_fixtures.hpp"
+#include "meshplan/framework.hpp"
 
 namespace meshplan {
 namespace {
@@ -32,7 +33,7 @@ TEST_CASE("cost: TP=8 inside a DGX node uses NVLink and DP across nodes uses the
   Layout l;
   l.tp = 8;
   l.dp = 4;  // 32 GPUs = 4 nodes
-  const cost::MeshGroups g = cost::LayoutGroups(l, 32);
+  const cost::MeshGroups g = cost::LayoutGroups(ToCostView(l, ModelSpec{}, TrainSetup{}), 32);
   CHECK(g.tp.n == 8);
   CHECK(g.tp.stride == 1);
   CHECK(g.dp_shard_cp.n == 4);
@@ -57,7 +58,7 @@ TEST_CASE("cost: group spans") {
   l.pp = 2;
   l.dp = 8;
   l.ep = 4;
-  const cost::MeshGroups g = cost::LayoutGroups(l, 16);
+  const cost::MeshGroups g = cost::LayoutGroups(ToCostView(l, ModelSpec{}, TrainSetup{}), 16);
   CHECK(g.pp.stride == 8);
   CHECK(cost::GroupLink(sys, g.pp).busbw_bytes_per_s == test::Rel(45e9));
   CHECK(g.ep.n == 4);

@@ -4,6 +4,7 @@
 
 #include "cost/cost_fixtures.hpp"
 #include "cost/time.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 
 namespace meshplan {
@@ -15,7 +16,7 @@ TEST_CASE("cost: layouts whose memory exceeds capacity do not fit") {
   Layout l;
   l.strategy = Strategy::kDdp;
   l.dp = 8;
-  const Cost c = cm.Evaluate(l);
+  const Cost c = Score(cm, l);
   CHECK(c.capacity_bytes == test::Rel(72e9));  // 80e9 · (1 − 0.10)
   // AutoModel default bf16 model: 2 (weights) + 4 (Adam) + 2 (DDP bucket) B/param = 565 GB
   // at the start of backward (was 16 B/param with fp32 weights before the measured model).
@@ -23,7 +24,7 @@ TEST_CASE("cost: layouts whose memory exceeds capacity do not fit") {
   CHECK_FALSE(c.fits);
   // The small model with FSDP2 on 8 GPUs fits easily.
   const CostModel small(test::TinyLlama(), test::DgxH100(), test::Setup(8, 2048, 8));
-  const Cost s = small.Evaluate(Layout{Strategy::kFsdp2, 1, 1, 1, 1, 8});
+  const Cost s = Score(small, Layout{Strategy::kFsdp2, 1, 1, 1, 1, 8});
   CHECK(s.fits);
   CHECK(s.memory.Total() < 5e9);
 }
@@ -33,11 +34,11 @@ TEST_CASE("cost: full recompute uses less activation memory and more compute tim
   Layout l;
   l.tp = 8;
   l.dp = 8;
-  const Cost none = cm.Evaluate(l);
+  const Cost none = Score(cm, l);
   l.recompute = Recompute::kSelective;
-  const Cost sel = cm.Evaluate(l);
+  const Cost sel = Score(cm, l);
   l.recompute = Recompute::kFull;
-  const Cost full = cm.Evaluate(l);
+  const Cost full = Score(cm, l);
   CHECK(full.memory.activations < sel.memory.activations);
   CHECK(sel.memory.activations < none.memory.activations);
   CHECK(full.time.compute > sel.time.compute);
@@ -62,7 +63,7 @@ TEST_CASE("cost: compute time worked by hand and one GPU and no communication") 
   //   element passes, + the loss 35.7·32000 = 1,142,400; x 2 B x 2048 tokens / 3.35e12 B/s
   //   = 3.42307e-3 s
   const CostModel cm(test::TinyLlama(), test::DgxH100(), test::Setup(1, 2048, 1));
-  const Cost c = cm.Evaluate(Layout{});
+  const Cost c = Score(cm, Layout{});
   CHECK(c.time.compute == test::Rel(2.37997e-3 + 3.36646e-4 + 3.42307e-3).epsilon(1e-4));
   CHECK(c.time.tp_comm == 0.0);
   CHECK(c.time.dp_comm == 0.0);
@@ -81,12 +82,12 @@ TEST_CASE("cost: pipeline bubble is (pp−1)/(v·m) of the compute") {
   l.pp = 4;
   l.dp = 1;
   l.local_batch_size = 8;  // m = 8 micro-batches of 1
-  const Cost c = cm.Evaluate(l);
+  const Cost c = Score(cm, l);
   CHECK(c.time.bubble == test::Rel(3.0 / 8.0 * c.time.compute));
   l.pp_schedule = PpSchedule::kInterleaved1F1B;  // v = 2 (layers_per_stage null)
   l.pp = 2;
   const CostModel cm2(test::TinyLlama(), test::DgxH100(), test::Setup(2, 2048, 8));
-  const Cost i = cm2.Evaluate(l);
+  const Cost i = Score(cm2, l);
   CHECK(i.time.bubble == test::Rel(1.0 / 16.0 * i.time.compute));
 }
 
@@ -99,7 +100,7 @@ TEST_CASE("cost: TP all-reduces worked by hand") {
   const CostModel cm(test::TinyLlama(), test::DgxH100(), test::Setup(8, 2048, 1));
   Layout l;
   l.tp = 8;
-  const Cost c = cm.Evaluate(l);
+  const Cost c = Score(cm, l);
   CHECK(c.time.tp_comm == test::Rel(30 * 9.03890e-5 + 3.53578e-4).epsilon(1e-5));
 }
 
@@ -111,7 +112,7 @@ TEST_CASE("cost: EP all-to-all worked by hand") {
   Layout l;
   l.ep = 8;
   l.dp = 8;
-  const Cost c = cm.Evaluate(l);
+  const Cost c = Score(cm, l);
   CHECK(c.time.ep_comm == test::Rel(4 * 48 * 3.61234e-4).epsilon(1e-4));
 }
 
@@ -127,11 +128,11 @@ TEST_CASE("cost: CP ring is hidden behind attention unless the link is slow") {
   Layout l;
   l.cp = 2;
   // NVLink 360e9: 3·(5e-6 + 2.91271e-6) = 2.37381e-5 s < 5.32386e-5 s -> fully hidden
-  CHECK(CostModel(test::TinyLlama(), sys, setup).Evaluate(l).time.cp_comm == 0.0);
+  CHECK(Score(CostModel(test::TinyLlama(), sys, setup), l).time.cp_comm == 0.0);
   // 1e9 B/s · 0.8: 3·(5e-6 + 1.31072e-3) = 3.94716e-3 s; exposed (3.94716e-3 − 5.32386e-5)
   // per layer, 4 layers -> 1.557569e-2 s
   sys.scaleup_bandwidth = 1e9;
-  CHECK(CostModel(test::TinyLlama(), sys, setup).Evaluate(l).time.cp_comm ==
+  CHECK(Score(CostModel(test::TinyLlama(), sys, setup), l).time.cp_comm ==
         test::Rel(1.557569e-2).epsilon(1e-5));
 }
 

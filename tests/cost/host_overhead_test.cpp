@@ -17,6 +17,7 @@
 #include "accuracy/measured_cases.hpp"
 #include "cost/cost_fixtures.hpp"
 #include "cost/time.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 
 namespace meshplan {
@@ -78,7 +79,7 @@ TEST_CASE("host overhead: RankTime charges the host time the GPU's work does not
   Layout l;
   l.tp = 2;
   l.dp = 1;
-  const Cost c = CostModel(m, sys, small).Evaluate(l);
+  const Cost c = Score(CostModel(m, sys, small), l);
   const TimeBreakdown& t = c.time;
   const double gpu = t.GpuSeconds();
   CHECK(t.host > 0);
@@ -86,15 +87,15 @@ TEST_CASE("host overhead: RankTime charges the host time the GPU's work does not
   // Without TP (FSDP2 on 2 GPUs, DP 2): 4 x 7.80 ms.
   Layout fsdp;
   fsdp.dp = 2;
-  const TimeBreakdown& f = CostModel(m, sys, small).Evaluate(fsdp).time;
+  const TimeBreakdown& f = Score(CostModel(m, sys, small), fsdp).time;
   CHECK(f.compute + f.tp_comm + f.dp_comm + f.host == test::Rel(4 * cost::kHostFsdp2.none).epsilon(1e-9));
   // Llama-3 70B at 8192 tokens: a layer's GEMMs alone (6 x 0.86e9 / 2 x 8192 FLOP, about 26 ms
   // at H100 rates) outlast its 19.06 ms of host time; no host time.
-  CHECK(CostModel(test::Llama3_70B(), sys, test::Setup(2, 8192, 1)).Evaluate(l).time.host == 0.0);
+  CHECK(Score(CostModel(test::Llama3_70B(), sys, test::Setup(2, 8192, 1)), l).time.host == 0.0);
   // The same layer at 1024 tokens is host-bound again.
-  CHECK(CostModel(test::Llama3_70B(), sys, test::Setup(2, 1024, 1)).Evaluate(l).time.host > 0.0);
+  CHECK(Score(CostModel(test::Llama3_70B(), sys, test::Setup(2, 1024, 1)), l).time.host > 0.0);
   // MoE models run AutoModel's own Transformer Engine layers: not measured, no host term.
-  CHECK(CostModel(test::DeepSeekV3(), sys, test::Setup(8, 256, 8)).Evaluate(Layout{}).time.host == 0.0);
+  CHECK(Score(CostModel(test::DeepSeekV3(), sys, test::Setup(8, 256, 8)), Layout{}).time.host == 0.0);
 }
 
 TEST_CASE("host overhead: the Megatron-Core host seconds per kernel are the median of the measured H200 fits") {

@@ -20,6 +20,7 @@
 #include "cost/memory.hpp"
 #include "cost/time.hpp"
 #include "cost_fixtures.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/recipe.hpp"
 #include "recipe/perf_settings.hpp"
 
@@ -40,7 +41,8 @@ cost::MegatronTerms Terms(const Layout& l) {
   const ParamCounts p = CountParams(m);
   const TrainSetup setup = test::Setup(1, 2048, 1);
   const SystemSpec system = test::DgxH100();  // Ctx holds references: no temporaries
-  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, c_view);
   return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
 }
 
@@ -49,7 +51,8 @@ MemoryBreakdown Memory(const Layout& l) {
   const ParamCounts p = CountParams(m);
   const TrainSetup setup = test::Setup(1, 2048, 1);
   const SystemSpec system = test::DgxH100();
-  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, system, setup, p, c_view);
   return cost::RankMemory(c, 0);
 }
 
@@ -86,10 +89,10 @@ struct Qwen3Ep8 {
     l.dp = 8;
     l.mb.token_dispatcher = MbDispatcher::kAlltoall;
     SetMegatronMicroBatch(l, 1, setup);
-    SyncMegatronCostView(l, m.num_layers);
   }
   cost::MegatronTerms Terms(const Layout& x) const {
-    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, x);
+    const CostView c_view = ToCostView(x, m, setup);
+    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, c_view);
     return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
   }
   ModelSpec m;
@@ -217,7 +220,8 @@ TEST_CASE("megatron runtime: hidden EP all-to-all costs the measured contention"
   const cost::MegatronTerms plain = q.Terms(l);
   l.mb.ep_a2a_overlap = Tri::kTrue;
   const cost::MegatronTerms over = q.Terms(l);
-  const cost::Ctx c1 = cost::MakeCtx(q.m, q.system, q.setup, q.p, l);
+  const CostView c1_view = ToCostView(l, q.m, q.setup);
+  const cost::Ctx c1 = cost::MakeCtx(q.m, q.system, q.setup, q.p, c1_view);
   const double comm = plain.ep;  // exposed in full without overlap
   const double compute0 = over.gemm + over.attention + over.memory_bound;
   const double unpaired = cost::MegatronEpUnpairedShare(1, 1, c1.mb_per_step);
@@ -411,13 +415,13 @@ TEST_CASE("megatron runtime: CUDA graph settings as Megatron-Core spells them") 
   l.dp = l.ep = 8;  // EP 8 over DP 8, distributed optimizer
   l.use_distributed_optimizer = true;
   SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
   l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
   l.mb.cuda_graph_scope = kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess;
   const ParamCounts p = CountParams(m);
   const SystemSpec sys = test::DgxH100();  // the Ctx holds references: keep it alive
   auto kernels = [&](const Layout& x) {
-    const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, x);
+    const CostView c_view = ToCostView(x, m, setup);
+    const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, c_view);
     return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0)).kernels;
   };
   const double parts = kernels(l);

@@ -2,6 +2,7 @@
 // theoretical estimate on the recipes of megatron.md 1.9, worked by hand from the formulas of
 // megatron.md 3.1-3.4, and Korthikanti et al. Table 3 configurations (groundtruth.md B.5).
 
+#include "meshplan/framework.hpp"
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -121,13 +122,12 @@ TEST_CASE("megatron: the profile's MemoryBreakdown adds up to the estimate") {
   l.sequence_parallel = true;
   l.use_distributed_optimizer = true;
   SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
   // Megatron-LM's estimate (kMegatron); kAuto plans Megatron-Bridge layouts with the
   // Megatron-Bridge estimator variant instead.
   MemoryOptions mlm;
   mlm.profile = MemoryProfile::kMegatron;
   const CostModel cm(m, test::DgxH100(), setup, mlm);
-  const MemoryBreakdown mem = cm.Evaluate(l).memory;
+  const MemoryBreakdown mem = Score(cm, l).memory;
   cost::MegatronArgs x;
   x.tp = 4;
   x.pp = 4;
@@ -184,7 +184,6 @@ Layout Dp64Layout(const ModelSpec& m, const TrainSetup& setup, bool distributed_
   l.dp = 64;
   l.use_distributed_optimizer = distributed_optimizer;
   SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
   return l;
 }
 
@@ -196,9 +195,9 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
   const TrainSetup setup = test::Setup(64, 4096, 64);
   Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
   const CostModel cm(m, test::DgxH100(), setup);  // kAuto: Megatron-Bridge estimator
-  const MemoryBreakdown ddp = cm.Evaluate(l).memory;
+  const MemoryBreakdown ddp = Score(cm, l).memory;
   l.mb.use_megatron_fsdp = true;
-  const MemoryBreakdown fsdp = cm.Evaluate(l).memory;
+  const MemoryBreakdown fsdp = Score(cm, l).memory;
   const double params = ddp.weights / 2.0;  // bf16 weights of every parameter on the rank
   CHECK(fsdp.weights == doctest::Approx(ddp.weights / 64.0));
   CHECK(fsdp.gradients == doctest::Approx(ddp.gradients / 64.0));
@@ -236,16 +235,16 @@ TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Trans
   Layout l = Dp64Layout(m, bf16, /*distributed_optimizer=*/true);
   MemoryOptions est;
   est.te_saved_tensors = false;
-  const double a_bf16 = CostModel(m, test::DgxH100(), bf16, est).Evaluate(l).memory.activations;
-  const double a_fp8 = CostModel(m, test::DgxH100(), fp8, est).Evaluate(l).memory.activations;
+  const double a_bf16 = Score(CostModel(m, test::DgxH100(), bf16, est), l).memory.activations;
+  const double a_fp8 = Score(CostModel(m, test::DgxH100(), fp8, est), l).memory.activations;
   // tp 1, pp 1, bridge estimator: 5.5 · 4096 · 8192 · 80 bytes fewer.
   CHECK(a_bf16 - a_fp8 == doctest::Approx(5.5 * 4096.0 * 8192.0 * 80).epsilon(1e-9));
   MemoryOptions as_published = est;
   as_published.quantized_linear_inputs = false;
-  CHECK(CostModel(m, test::DgxH100(), fp8, as_published).Evaluate(l).memory.activations == a_bf16);
+  CHECK(Score(CostModel(m, test::DgxH100(), fp8, as_published), l).memory.activations == a_bf16);
   l.recompute = Recompute::kFull;
-  CHECK(CostModel(m, test::DgxH100(), fp8, est).Evaluate(l).memory.activations ==
-        CostModel(m, test::DgxH100(), bf16, est).Evaluate(l).memory.activations);
+  CHECK(Score(CostModel(m, test::DgxH100(), fp8, est), l).memory.activations ==
+        Score(CostModel(m, test::DgxH100(), bf16, est), l).memory.activations);
 }
 
 TEST_CASE("megatron: full recompute keeps only the layer inputs under Megatron-Bridge's estimator") {
@@ -264,14 +263,14 @@ TEST_CASE("megatron: full recompute keeps only the layer inputs under Megatron-B
     const double per_layer = te ? 33.53125 : 32.0;
     Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
     const CostModel cm(m, test::DgxH100(), setup, o);
-    const double none = cm.Evaluate(l).memory.activations;
+    const double none = Score(cm, l).memory.activations;
     l.recompute = Recompute::kFull;
-    const double full = cm.Evaluate(l).memory.activations;
+    const double full = Score(cm, l).memory.activations;
     const double rebuilt = te ? per_layer * sbh : 0.0;
     CHECK(none - full == doctest::Approx((per_layer - 2) * sbh * 80 - rebuilt).epsilon(1e-12));
     l.mb.recompute_method = MbRecomputeMethod::kBlock;
     l.mb.recompute_num_layers = 20;
-    CHECK(none - cm.Evaluate(l).memory.activations ==
+    CHECK(none - Score(cm, l).memory.activations ==
           doctest::Approx((per_layer - 2) * sbh * 20 - rebuilt).epsilon(1e-12));
   }
 }
@@ -355,9 +354,9 @@ TEST_CASE("megatron: torch FSDP2 shards weights gradients and optimizer state ov
   const TrainSetup setup = test::Setup(64, 4096, 64);
   Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/false);
   const CostModel cm(m, test::DgxH100(), setup);
-  const MemoryBreakdown ddp = cm.Evaluate(l).memory;
+  const MemoryBreakdown ddp = Score(cm, l).memory;
   l.mb.use_torch_fsdp2 = true;
-  const MemoryBreakdown fsdp2 = cm.Evaluate(l).memory;
+  const MemoryBreakdown fsdp2 = Score(cm, l).memory;
   const double params = ddp.weights / 2.0;
   CHECK(ddp.optimizer == doctest::Approx(12.0 * params));
   CHECK(fsdp2.weights == doctest::Approx(ddp.weights / 64.0));

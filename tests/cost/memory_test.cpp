@@ -6,6 +6,7 @@
 
 #include "cost/cost_fixtures.hpp"
 #include "cost/memory.hpp"
+#include "meshplan/framework.hpp"
 
 namespace meshplan {
 namespace {
@@ -36,7 +37,8 @@ TEST_CASE("cost: FSDP2 shards weights and Adam state 64 ways - fp32 4+8 B and bf
   const TrainSetup setup = test::Setup(64, 2048, 64);
   Layout l;
   l.dp = 64;
-  const cost::Ctx c = cost::MakeCtx(z.model, sys, setup, z.params, l);
+  const CostView c_view = ToCostView(l, z.model, setup);
+  const cost::Ctx c = cost::MakeCtx(z.model, sys, setup, z.params, c_view);
   // fp32 params (ZeRO-3 / torchtitan): 4 + 8 B per param over 64 ranks (ZeRO Table 1 P_os+g+p
   // adds the 4 B gradient at the optimizer step: 16 · 7.5e9 / 64 = 1.875 GB).
   const MemoryBreakdown m = cost::RankMemory(c, 0, Pytorch(true));
@@ -64,7 +66,8 @@ TEST_CASE("cost: optimizer-step peak of a large model with short sequences") {
   Layout l;
   l.dp = 8;
   const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
-  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, c_view);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
   const double shard = double(p.total) / 8.0;
   CHECK(std::string(mem.phase) == "optimizer step");
@@ -109,7 +112,8 @@ TEST_CASE("cost: activation and logits memory of the small model on one GPU at s
   const TrainSetup setup = test::Setup(1, 2048, 1);
   const ParamCounts p = CountParams(m);
   Layout l;
-  const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, c_view);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
   // 2048 tokens · (4 layers · 54344 + cos/sin 4·64 + final norm 8·1024 + 4) = 462,495,744 B
   CHECK(mem.activations == doctest::Approx(462495744.0));
@@ -124,7 +128,8 @@ TEST_CASE("cost: activation and logits memory of the small model on one GPU at s
   CHECK(mem.overhead == doctest::Approx(770.0 * 1024 * 1024));
   // full recompute: 2048 · (4 · 2048 + 256 + 8196) = 34,086,912 B at the start of backward
   l.recompute = Recompute::kFull;
-  const cost::Ctx f = cost::MakeCtx(m, sys, setup, p, l);
+  const CostView f_view = ToCostView(l, m, setup);
+  const cost::Ctx f = cost::MakeCtx(m, sys, setup, p, f_view);
   CHECK(cost::RankMemory(f, 0, Pytorch()).activations == doctest::Approx(34086912.0));
 }
 
@@ -135,7 +140,8 @@ TEST_CASE("cost: TP gathers the logits for the loss unless loss_parallel") {
   l.tp = 2;
   const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
   const TrainSetup setup = test::Setup(2, 2048, 1);
-  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, c_view);
   // (2/2 + 12) B · 2048 · 32000 = 851,968,000; loss_parallel: 14/2 B -> 458,752,000
   CHECK(cost::RankMemory(c, 0, Pytorch()).logits == doctest::Approx(851968000.0));
   MemoryOptions lp = Pytorch();
@@ -150,7 +156,8 @@ TEST_CASE("cost: gradient accumulation with FSDP2 - defer_fsdp_grad_sync keeps u
   Layout l;
   l.dp = 2;
   const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
-  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, c_view);
   REQUIRE(c.mb_per_step == 2);
   // sync every micro-batch: the second starts with the sharded bf16 grads, 2 · P / 2
   CHECK(cost::RankMemory(c, 0, Pytorch()).gradients == doctest::Approx(double(p.total)));
@@ -168,7 +175,8 @@ TEST_CASE("cost: DDP keeps a persistent bucket copy of the gradients") {
   l.dp = 2;
   const SystemSpec h100 = test::DgxH100();  // cost::Ctx keeps references: no temporaries
   const TrainSetup setup = test::Setup(2, 2048, 2);
-  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, h100, setup, p, c_view);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());
   CHECK(mem.weights == doctest::Approx(2.0 * double(p.total)));
   CHECK(mem.gradients == doctest::Approx(2.0 * double(p.total)));  // bucket; param.grad not yet
@@ -186,24 +194,24 @@ TEST_CASE("cost: interleaving factor and in-flight micro-batches") {
   l.pp_microbatch_size = 1;
   const StageSplit s = SplitStages(96, l);
   REQUIRE(s.stages_per_rank == 3);
-  CHECK(cost::InflightMicrobatches(l, s, 0) / 8.0 == doctest::Approx(1.0 + 7.0 / 24.0));
+  CHECK(cost::InflightMicrobatches(ToCostView(l, ModelSpec{}, TrainSetup{}), s, 0) / 8.0 == doctest::Approx(1.0 + 7.0 / 24.0));
   // last rank: ((v−1)·pp + 1)/v = 17/3 rank-equivalents
-  CHECK(cost::InflightMicrobatches(l, s, 7) == doctest::Approx(17.0 / 3.0));
+  CHECK(cost::InflightMicrobatches(ToCostView(l, ModelSpec{}, TrainSetup{}), s, 7) == doctest::Approx(17.0 / 3.0));
   // 530B row: p 35, v 3 -> 1 + 34/105 = 1.3238
   l.pp = 35;
   l.layers_per_stage = 1;
   l.local_batch_size = 64;
   const StageSplit s35 = SplitStages(105, l);
   REQUIRE(s35.stages_per_rank == 3);
-  CHECK(cost::InflightMicrobatches(l, s35, 0) / 35.0 == doctest::Approx(1.3238).epsilon(1e-4));
+  CHECK(cost::InflightMicrobatches(ToCostView(l, ModelSpec{}, TrainSetup{}), s35, 0) / 35.0 == doctest::Approx(1.3238).epsilon(1e-4));
   // 1F1B: rank r holds min(pp − r, m)
   Layout b;
   b.pp = 4;
   b.local_batch_size = 8;
   const StageSplit s4 = SplitStages(8, b);
-  CHECK(cost::InflightMicrobatches(b, s4, 0) == doctest::Approx(4));
-  CHECK(cost::InflightMicrobatches(b, s4, 3) == doctest::Approx(1));
-  CHECK(cost::InflightMicrobatches(Layout{}, StageSplit{}, 0) == doctest::Approx(1));
+  CHECK(cost::InflightMicrobatches(ToCostView(b, ModelSpec{}, TrainSetup{}), s4, 0) == doctest::Approx(4));
+  CHECK(cost::InflightMicrobatches(ToCostView(b, ModelSpec{}, TrainSetup{}), s4, 3) == doctest::Approx(1));
+  CHECK(cost::InflightMicrobatches(ToCostView(Layout{}, ModelSpec{}, TrainSetup{}), StageSplit{}, 0) == doctest::Approx(1));
 }
 
 TEST_CASE("cost: PP with FSDP2 keeps the rank's layers unsharded in bf16 with fp32 grads") {
@@ -216,7 +224,8 @@ TEST_CASE("cost: PP with FSDP2 keeps the rank's layers unsharded in bf16 with fp
   l.pp = 2;
   l.dp = 2;
   l.local_batch_size = 4;
-  const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, sys, setup, p, c_view);
   const double rank0 = 2.0 * double(p.attention_per_layer + p.dense_mlp_per_layer + p.norms_per_layer) +
                        double(p.embedding);
   const MemoryBreakdown mem = cost::RankMemory(c, 0, Pytorch());

@@ -9,6 +9,7 @@
 
 #include "cost/context.hpp"
 #include "cost/cost_fixtures.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/rules.hpp"
@@ -28,7 +29,6 @@ Layout Pp16(int64_t mtp, MbPpSplit split, const TrainSetup& setup) {
   l.mtp_layers = mtp;
   l.use_distributed_optimizer = true;
   SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, 61);
   return l;
 }
 
@@ -36,9 +36,7 @@ Layout ReadDeepseek(const std::string& model_keys, const ModelSpec& m) {
   const std::string text =
       "model:\n  pipeline_model_parallel_size: 16\n  expert_model_parallel_size: 8\n  seq_length: 4096\n" + model_keys +
       "train: {global_batch_size: 4096, micro_batch_size: 1}\nddp: {use_distributed_optimizer: true}\n";
-  Layout l = ParseMegatronRecipe(text, "r.yaml", 256).layout;
-  SyncMegatronCostView(l, m.num_layers, m.mtp_num_layers);  // as check and explain do
-  return l;
+  return ParseMegatronRecipe(text, "r.yaml", 256, &m).layout;  // as check and explain read it
 }
 
 const Rule* Broken(const ModelSpec& m, const TrainSetup& s, const Layout& l, const SystemSpec& sys) {
@@ -168,15 +166,16 @@ TEST_CASE("mtp: Evaluate counts the MTP FLOPs of Megatron-Bridge layouts only") 
   sys.gpu.memory_bytes = 192e9;
   const TrainSetup setup = test::Setup(256, 4096, 4096);
   const CostModel cm(m, sys, setup);
-  const Cost with = cm.Evaluate(Pp16(1, MbPpSplit::kLayout, setup));
-  const Cost without = cm.Evaluate(Pp16(0, MbPpSplit::kLayout, setup));
+  const Cost with = Score(cm, Pp16(1, MbPpSplit::kLayout, setup));
+  const Cost without = Score(cm, Pp16(0, MbPpSplit::kLayout, setup));
   const double tokens = 4096.0 * 4096.0;
   CHECK((with.model_flops - without.model_flops) / tokens / 1e9 == doctest::Approx(10.181).epsilon(2e-4));
   CHECK(with.step_seconds > 0);
-  // AutoModel layouts train no MTP layers, whatever Layout::mtp_layers says.
+  // AutoModel layouts train no MTP layers (meshplan prices AutoModel's models without their MTP
+  // module), whatever Layout::mtp_layers says: its cost view has none.
   Layout automodel = Pp16(1, MbPpSplit::kLayout, setup);
   automodel.framework = Framework::kAutoModel;
-  CHECK(MtpLayers(automodel) == 0);
+  CHECK(ToCostView(automodel, m, setup).mtp_layers == 0);
 }
 
 TEST_CASE("mtp: plan writes the MTP layer into the layout and mtp_num_layers and reads it back as priced") {
@@ -200,7 +199,6 @@ TEST_CASE("mtp: plan writes the MTP layer into the layout and mtp_num_layers and
     ParsedRecipe back = ParseMegatronRecipe(yaml, "plan.yaml", req.setup.num_gpus);
     Layout l = back.layout;
     CHECK(l.mtp_layers == 1);
-    SyncMegatronCostView(l, req.model.num_layers, req.model.mtp_num_layers);
     CHECK(Broken(req.model, req.setup, l, req.system) == nullptr);
     if (l.pp > 1 && l.pp_layout != nullptr) {
       ++with_layout;
@@ -209,7 +207,7 @@ TEST_CASE("mtp: plan writes the MTP layer into the layout and mtp_num_layers and
       CHECK(PricedPpLayout(req.model.num_layers, l) == nullptr);  // meshplan's own split
     }
     const CostModel cm(req.model, req.system, req.setup);
-    CHECK(cm.Evaluate(l).step_seconds == test::Rel(c.cost.step_seconds).epsilon(1e-9));
+    CHECK(Score(cm, l).step_seconds == test::Rel(c.cost.step_seconds).epsilon(1e-9));
   }
   CHECK(with_layout > 0);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cost/cost_fixtures.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/rules.hpp"
@@ -30,7 +31,6 @@ Layout Read(const std::string& layout, const ModelSpec& model) {
       "  seq_length: 8192\n  pipeline_model_parallel_layout: " + layout +
       "\ntrain: {global_batch_size: 128, micro_batch_size: 1}\n";
   Layout l = ParseMegatronRecipe(text, "r.yaml", 32).layout;
-  SyncMegatronCostView(l, model.num_layers);  // as check and explain do
   return l;
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("pp_layout cost: an unbalanced layout puts its layers and so its memor
   CHECK(s.given == unbalanced.pp_layout.get());
 
   // The balanced layout is priced exactly as meshplan's even split.
-  const Cost c_even = cm.Evaluate(even), c_bal = cm.Evaluate(balanced), c_unbal = cm.Evaluate(unbalanced);
+  const Cost c_even = Score(cm, even), c_bal = Score(cm, balanced), c_unbal = Score(cm, unbalanced);
   CHECK(c_bal.memory.Total() == c_even.memory.Total());
   CHECK(c_bal.step_seconds == c_even.step_seconds);
 
@@ -81,7 +81,7 @@ TEST_CASE("pp_layout cost: an unbalanced layout puts its layers and so its memor
   // attention 2·h²·(1 + g/a)·(q/h) = 2·8192²·1.125 = 150,994,944 and SwiGLU MLP 2·h·f·1.5 =
   // 704,643,072, split over TP 8 (106,954,752), plus two RMSNorms 2·h = 16,384 replicated:
   // 106,971,136 per layer; 12 layers in bf16: 2 · 12 · 106,971,136 = 2,567,307,264 bytes.
-  const std::vector<MemoryBreakdown> bal = cm.RankMemories(balanced), unbal = cm.RankMemories(unbalanced);
+  const std::vector<MemoryBreakdown> bal = cm.RankMemories(ToCostView(balanced, cm.model(), cm.setup())), unbal = cm.RankMemories(ToCostView(unbalanced, cm.model(), cm.setup()));
   REQUIRE(bal.size() == 4);
   REQUIRE(unbal.size() == 4);
   CHECK(unbal[0].weights - bal[0].weights == Rel(2567307264.0));
@@ -113,7 +113,7 @@ TEST_CASE("pp_layout cost: the embedding and the loss are priced on the ranks wh
   CHECK(l.vpp == 2);
   REQUIRE(PricedPpLayout(80, l) != nullptr);
   CHECK(DecoderLayersPerRank(80, l) == std::vector<int64_t>{10, 30, 20, 20});
-  const std::vector<MemoryBreakdown> r = x.cm.RankMemories(l);
+  const std::vector<MemoryBreakdown> r = x.cm.RankMemories(ToCostView(l, x.cm.model(), x.cm.setup()));
   // Ranks 2 and 3 hold 20 layers; rank 3 the output layer too.
   CHECK(r[3].weights - r[2].weights == Rel(2.0 * 8192.0 * 129024.0 / 8.0));
   // Rank 1's 30 layers and the embedding against rank 2's 20 layers.
@@ -145,10 +145,9 @@ TEST_CASE("pp_layout cost: a recipe plan emits and read back is the same layout 
       if (per_split[{planned.pp, planned.vpp}] == 2) continue;
       RuleContext pctx{req.model, req.setup, planned, req.version, req.mb_version, &req.system};
       if (FirstFailure(pctx) != nullptr) continue;
-      const Candidate cand{planned, cm.Evaluate(planned)};
+      const Candidate cand{planned, Score(cm, planned)};
       const std::string yaml = MegatronRecipeYaml(cand, req, 1);
       Layout read = ParseMegatronRecipe(yaml, "emitted.yaml", req.setup.num_gpus).layout;
-      SyncMegatronCostView(read, req.model.num_layers);
       CAPTURE(Describe(planned));
       REQUIRE(read.pp_layout != nullptr);
       CHECK(read.vpp == planned.vpp);
@@ -160,7 +159,7 @@ TEST_CASE("pp_layout cost: a recipe plan emits and read back is the same layout 
       RuleContext rctx{req.model, req.setup, read, req.version, req.mb_version, &req.system};
       const Rule* broken = FirstFailure(rctx);
       CHECK_MESSAGE(broken == nullptr, (broken ? broken->name : ""));
-      const Cost back = cm.Evaluate(read);
+      const Cost back = Score(cm, read);
       CHECK(back.memory.Total() == cand.cost.memory.Total());
       CHECK(back.step_seconds == cand.cost.step_seconds);
       CHECK(back.fits == cand.cost.fits);

@@ -10,6 +10,7 @@
 #include "cost/cost_fixtures.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/layout.hpp"
 
@@ -57,7 +58,6 @@ std::vector<Layout> SomeLayouts() {
   m.dp = 8;
   m.pp_microbatch_size = 1;
   m.local_batch_size = 16;
-  SyncMegatronCostView(m, 48);
   out.push_back(m);
   return out;
 }
@@ -70,11 +70,11 @@ TEST_CASE("cost tables: WithSetup scores exactly as a cost model built for that 
     const CostModel derived = base.WithSetup(other);
     const CostModel fresh(model, sys, other);
     for (const Layout& l : SomeLayouts()) {
-      const Cost a = derived.Evaluate(l), b = fresh.Evaluate(l);
+      const Cost a = Score(derived, l), b = Score(fresh, l);
       CHECK(a.step_seconds == b.step_seconds);
       CHECK(a.memory.Total() == b.memory.Total());
       CHECK(a.model_flops == b.model_flops);
-      CHECK(derived.StepSecondsLowerBound(l) == fresh.StepSecondsLowerBound(l));
+      CHECK(derived.StepSecondsLowerBound(ToCostView(l, derived.model(), derived.setup())) == fresh.StepSecondsLowerBound(ToCostView(l, fresh.model(), fresh.setup())));
     }
   }
 }
@@ -82,8 +82,8 @@ TEST_CASE("cost tables: WithSetup scores exactly as a cost model built for that 
 TEST_CASE("cost tables: MemoryTotal is the memory of Evaluate") {
   const CostModel cm(test::Qwen3_30B_A3B(), test::DgxH100(), test::Setup(64, 4096, 256));
   for (const Layout& l : SomeLayouts()) {
-    const Cost c = cm.Evaluate(l);
-    CHECK(cm.MemoryTotal(l) == c.memory.Total());
+    const Cost c = Score(cm, l);
+    CHECK(cm.MemoryTotal(ToCostView(l, cm.model(), cm.setup())) == c.memory.Total());
     CHECK(c.memory.Total() > 0);
   }
 }
@@ -141,15 +141,16 @@ TEST_CASE("cost tables: the unfused Megatron-Core ops are counted once per model
   l.strategy = Strategy::kDdp;
   l.dp = 8;
   l.ep = 8;
-  const cost::MegatronShared want = cost::MegatronLayoutShared(cost::MakeCtx(oss, sys, setup, p, l));
-  cost::Ctx cached = cost::MakeCtx(plain, sys, setup, p, l);
+  const cost::MegatronShared want = cost::MegatronLayoutShared(cost::MakeCtx(oss, sys, setup, p, ToCostView(l, oss, setup)));
+  const CostView cached_view = ToCostView(l, plain, setup);
+  cost::Ctx cached = cost::MakeCtx(plain, sys, setup, p, cached_view);
   cached.tables = &tables;
   const cost::MegatronShared got = cost::MegatronLayoutShared(cached);
   CHECK(got.dense_mem_s == want.dense_mem_s);
   CHECK(got.moe_mem_s == want.moe_mem_s);
   CHECK(got.layer_kernels.dense == want.layer_kernels.dense);
   CHECK(got.layer_kernels.moe == want.layer_kernels.moe);
-  const cost::MegatronShared none = cost::MegatronLayoutShared(cost::MakeCtx(plain, sys, setup, p, l));
+  const cost::MegatronShared none = cost::MegatronLayoutShared(cost::MakeCtx(plain, sys, setup, p, ToCostView(l, plain, setup)));
   CHECK(want.layer_kernels.moe - none.layer_kernels.moe == test::Rel(35.0));
 }
 

@@ -1,5 +1,6 @@
 // Megatron-Core step-time model (planner/cost/time_megatron.cpp) worked by hand, and the
 // least-squares fit of its constants (planner/cli/validate_fit.cpp).
+#include "meshplan/framework.hpp"
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -46,7 +47,8 @@ Layout MegatronLayout(int64_t tp, int64_t gpus) {
 
 cost::MegatronTerms Terms(const ModelSpec& m, const SystemSpec& s, const TrainSetup& setup, const Layout& l) {
   const ParamCounts p = CountParams(m);
-  const cost::Ctx c = cost::MakeCtx(m, s, setup, p, l);
+  const CostView c_view = ToCostView(l, m, setup);
+  const cost::Ctx c = cost::MakeCtx(m, s, setup, p, c_view);
   return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
 }
 
@@ -149,7 +151,7 @@ TEST_CASE("megatron time: the compute split of the slowest rank sums to the cost
   l.dp = 4;
   l.ep = 4;
   const TrainSetup setup = test::Setup(8, 4096, 64);
-  const Cost c = CostModel(m, sys, setup).Evaluate(l);
+  const Cost c = Score(CostModel(m, sys, setup), l);
   const cli::MegatronComputeSplit split = cli::SplitMegatronCompute(m, sys, setup, l);
   CHECK(split.gemm > 0);
   CHECK(split.attention > 0);
@@ -181,12 +183,10 @@ TEST_CASE("megatron time: the attention rate against sequence and context-parall
   a.pp = 8;
   a.dp = 1;
   SetMegatronMicroBatch(a, 1, setup);
-  SyncMegatronCostView(a, m.num_layers);
   Layout b = a;
   b.cp = 4;
   b.pp = 2;
   SetMegatronMicroBatch(b, 1, setup);
-  SyncMegatronCostView(b, m.num_layers);
   const cost::MegatronTerms ta = Terms(m, sys, setup, a), tb = Terms(m, sys, setup, b);
   // The same attention FLOP per GPU (2048 instead of 8192 tokens per micro-batch, 40 instead
   // of 10 layers), at the slower rate of 4 ring chunks.
@@ -212,7 +212,6 @@ TEST_CASE("megatron time: the EP all-to-all share the combined 1F1B schedule can
   l.ep = 8;
   const TrainSetup setup = test::Setup(8, 4096, 40);  // 5 micro-batches of 1 per GPU
   SetMegatronMicroBatch(l, 1, setup);
-  SyncMegatronCostView(l, m.num_layers);
   l.mb.ep_a2a_overlap = Tri::kFalse;
   const cost::MegatronTerms off = Terms(m, test::DgxH100(), setup, l);
   l.mb.ep_a2a_overlap = Tri::kTrue;
@@ -233,12 +232,10 @@ TEST_CASE("megatron time: torch FSDP2 copies parameters and gradients through it
   l.use_distributed_optimizer = true;
   SetMegatronMicroBatch(l, 1, setup);
   l.mb.use_megatron_fsdp = true;
-  SyncMegatronCostView(l, m.num_layers);
   const cost::MegatronTerms mfsdp = Terms(m, test::DgxH100(), setup, l);
   l.mb.use_megatron_fsdp = false;
   l.mb.use_torch_fsdp2 = true;
   l.use_distributed_optimizer = false;
-  SyncMegatronCostView(l, m.num_layers);
   const cost::MegatronTerms fsdp2 = Terms(m, test::DgxH100(), setup, l);
   const double params = double(CountParams(m).total);
   CHECK(fsdp2.gemm == test::Rel(mfsdp.gemm));

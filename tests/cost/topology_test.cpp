@@ -7,6 +7,7 @@
 
 #include "cost/comm.hpp"
 #include "cost_fixtures.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/topology.hpp"
 
@@ -56,7 +57,7 @@ TEST_CASE("topology: PP 4 on two DGX H100 nodes is priced at its node-crossing h
   Layout l;
   l.pp = 4;
   l.dp = 4;
-  const cost::MeshGroups g = cost::LayoutGroups(l, 16);
+  const cost::MeshGroups g = cost::LayoutGroups(ToCostView(l, ModelSpec{}, TrainSetup{}), 16);
   CHECK(g.pp.n == 4);
   CHECK(g.pp.stride == 4);
   const Topology t(sys, 16);
@@ -132,7 +133,7 @@ TEST_CASE("topology: a world that is not whole nodes is priced without touching 
     const CostModel cm(LoadModel("llama3.1-8b"), LoadSystem(system), s);
     Layout l;
     l.dp = gpus;
-    const Cost c = cm.Evaluate(l);
+    const Cost c = Score(cm, l);
     CHECK(std::isfinite(c.step_seconds));
     CHECK(c.step_seconds > 0);
   }

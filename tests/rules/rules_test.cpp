@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fixtures/models.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/hardware.hpp"
 #include "meshplan/rules.hpp"
 
@@ -243,7 +244,6 @@ TEST_CASE("layout: Megatron-Bridge VPP gives exactly vpp chunks per rank") {
   l.pp = 8;
   for (const int64_t vpp : {4, 5, 7}) {
     l.vpp = vpp;
-    SyncMegatronCostView(l, 61);
     const StageSplit s = SplitStages(61, l);
     INFO("vpp " << vpp);
     CHECK(s.num_stages == 8 * vpp);
@@ -257,7 +257,6 @@ TEST_CASE("layout: Megatron-Bridge VPP gives exactly vpp chunks per rank") {
   }
   // No VPP: 1F1B, one chunk per rank.
   l.vpp = 1;
-  SyncMegatronCostView(l, 61);
   CHECK(SplitStages(61, l).stages_per_rank == 1);
 }
 

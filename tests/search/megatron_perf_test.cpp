@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 #include "search/megatron_space.hpp"
 
@@ -101,7 +102,6 @@ TEST_CASE("megatron search: every published mbridge_perf_dev layout is valid and
     search::ApplyEmittedSettings(l, req.system);
     const int64_t mbs = Num(c[7], 1);
     SetMegatronMicroBatch(l, mbs, req.setup);
-    SyncMegatronCostView(l, L);
     RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
     const Rule* r = FirstFailure(ctx);
     CHECK_MESSAGE(r == nullptr, (r ? std::string(r->name) + ": " + r->explain(ctx) : std::string()));

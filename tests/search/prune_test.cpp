@@ -2,6 +2,7 @@
 // parallel search returns exactly the top-k of the exhaustive one-thread walk.
 #include <doctest/doctest.h>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 
 using namespace meshplan;
@@ -88,8 +89,8 @@ void CheckBound(const PlanRequest& req, int max_checked, int& checked, int& tigh
     if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) continue;
     // Each layout bounded for micro-batches up to its own (the search bounds a subtree for
     // all of its leaves' micro-batches, up to req.max_micro_batch: the prune test above).
-    const double bound = cm.StepSecondsLowerBound(l, l.micro_batch());
-    const double step = cm.Evaluate(l).step_seconds;
+    const double bound = cm.StepSecondsLowerBound(ToCostView(l, cm.model(), cm.setup()), l.micro_batch());
+    const double step = Score(cm, l).step_seconds;
     CHECK_MESSAGE(bound <= step * (1 + 1e-12), Describe(l));
     CHECK(bound > 0);
     if (bound > 0.5 * step) ++tight;
@@ -143,8 +144,8 @@ TEST_CASE("cost: Evaluate reports the largest memory of all pipeline ranks") {
     for (const Layout& l : EnumerateLayouts(req)) {
       if (l.pp < 3) continue;
       double most = 0;
-      for (const MemoryBreakdown& m : cm.RankMemories(l)) most = std::max(most, m.Total());
-      CHECK_MESSAGE(cm.Evaluate(l).memory.Total() == most, Describe(l));
+      for (const MemoryBreakdown& m : cm.RankMemories(ToCostView(l, cm.model(), cm.setup()))) most = std::max(most, m.Total());
+      CHECK_MESSAGE(Score(cm, l).memory.Total() == most, Describe(l));
       ++checked;
     }
     CHECK(checked > 100);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
@@ -72,7 +73,7 @@ TEST_CASE("search: a layout is ranked with recompute only when it does not fit w
       RuleContext ctx{req.model, req.setup, none, req.version, req.mb_version, &req.system};
       const bool valid = FirstFailure(ctx) == nullptr;
       CAPTURE(Describe(c.layout));
-      CHECK_FALSE((valid && cm.Evaluate(none).fits));
+      CHECK_FALSE((valid && Score(cm, none).fits));
     }
     CHECK(with_recompute > 0);  // layouts that need recompute to fit are still ranked
   }

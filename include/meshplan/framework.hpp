@@ -1,0 +1,59 @@
+#pragma once
+/// \file framework.hpp
+/// The framework seam: what meshplan knows of one training framework (NeMo AutoModel,
+/// Megatron-Bridge), as one descriptor chosen once per request. Code specific to a framework
+/// lives in planner/frameworks/<name>/; planner/frameworks/registry.cpp is the only place that
+/// compares Framework values. planner/README.md says how to add a framework.
+
+#include <span>
+#include <string_view>
+
+#include "meshplan/cost.hpp"
+#include "meshplan/layout.hpp"
+#include "meshplan/model.hpp"
+#include "meshplan/rules.hpp"
+
+namespace meshplan {
+
+/// One framework, as a table of functions (in the style of Rule).
+struct FrameworkOps {
+  Framework id;
+  const char* name;   ///< the --framework value: "automodel", "megatron-bridge"
+  const char* title;  ///< as printed: "AutoModel", "Megatron-Bridge"
+  /// Its validity rules, in check order (mesh rules first).
+  std::span<const Rule> (*rules)();
+  /// The one conversion of its layout into what the cost model reads. `layout` is one of this
+  /// framework's; model and setup are the request's. Throws nothing.
+  CostView (*to_cost_view)(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+};
+
+/// The descriptor of `framework`.
+const FrameworkOps& FrameworkOf(Framework framework);
+/// The descriptor a layout belongs to (Layout::framework).
+inline const FrameworkOps& FrameworkOf(const Layout& layout) { return FrameworkOf(layout.framework); }
+/// Every framework meshplan plans for, in the order --framework lists them.
+std::span<const FrameworkOps* const> Frameworks();
+
+/// `layout` as the cost model reads it: FrameworkOf(layout).to_cost_view.
+CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+/// cost.Evaluate(ToCostView(layout, cost.model(), cost.setup())): the cost of a layout that has
+/// passed the rules.
+Cost Score(const CostModel& cost, const Layout& layout);
+
+/// The fields every framework's layout fills alike: the mesh (tp, pp, cp, ep, etp in effect, dp,
+/// dp_replicate, vpp), the micro-batch arithmetic (micro_batch(), pp_microbatches(),
+/// GradAccumSteps()), the layer split (SplitStages, OwnSplitPlaces, MtpLayers), sequence
+/// parallel and recompute. The framework's to_cost_view starts from it.
+CostView MeshCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+
+namespace automodel {
+/// AutoModel's layout as the cost model reads it (frameworks/automodel/cost_view.cpp).
+CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+}  // namespace automodel
+
+namespace megatron_bridge {
+/// A Megatron-Bridge layout as the cost model reads it (frameworks/megatron_bridge/cost_view.cpp).
+CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+}  // namespace megatron_bridge
+
+}  // namespace meshplan

@@ -1,0 +1,34 @@
+// AutoModel layout -> CostView: the mesh and torch schedule of `distributed:` and
+// `step_scheduler:` (automodel.md 1-2), priced on PyTorch (eager Hugging Face modules).
+
+#include "meshplan/framework.hpp"
+
+namespace meshplan::automodel {
+namespace {
+
+DpImpl DpImplOf(Strategy s) {
+  switch (s) {
+    case Strategy::kFsdp2: return DpImpl::kFsdpPerModule;
+    case Strategy::kMegatronFsdp: return DpImpl::kMegatronFsdp;
+    case Strategy::kDdp: return DpImpl::kReplicated;
+  }
+  return DpImpl::kFsdpPerModule;
+}
+
+}  // namespace
+
+CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& setup) {
+  CostView v = MeshCostView(l, model, setup);
+  v.runtime = CostRuntime::kPyTorchEager;
+  v.interleaved = l.pp_schedule == PpSchedule::kInterleaved1F1B;
+  // Megatron-LM's estimate (memory profile megatron) reads the stages per rank as its VPP.
+  v.estimate_vpp = (l.pp > 1 && v.interleaved) ? v.split.stages_per_rank : 0;
+  // AutoModel has no account_for_* split keys and meshplan prices its models without their MTP
+  // module: no places, no MTP layers.
+  v.places = {};
+  v.mtp_layers = 0;
+  v.dp_impl = DpImplOf(l.strategy);
+  return v;
+}
+
+}  // namespace meshplan::automodel

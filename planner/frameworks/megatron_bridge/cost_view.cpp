@@ -1,0 +1,65 @@
+// Megatron-Bridge layout -> CostView: the mesh, Megatron-Core's schedule (train.micro_batch_size,
+// VPP model chunks), the DP flavour and the overlap / CUDA-graph / dispatcher settings of a
+// ConfigContainer (megatron.md 1.2-1.6), priced on Megatron-Core + Transformer Engine.
+
+#include <algorithm>
+
+#include "meshplan/framework.hpp"
+
+namespace meshplan::megatron_bridge {
+namespace {
+
+bool On(Tri t) { return t == Tri::kTrue; }
+
+TokenDispatch DispatchOf(MbDispatcher d) {
+  switch (d) {
+    case MbDispatcher::kAllgather: return TokenDispatch::kAllgather;
+    case MbDispatcher::kAlltoall: return TokenDispatch::kAlltoall;
+    case MbDispatcher::kFlex: return TokenDispatch::kFlex;
+  }
+  return TokenDispatch::kAllgather;
+}
+
+CudaGraphCapture GraphOf(MbCudaGraph g) {
+  switch (g) {
+    case MbCudaGraph::kNone: return CudaGraphCapture::kNone;
+    case MbCudaGraph::kTransformerEngine: return CudaGraphCapture::kPerLayer;
+    case MbCudaGraph::kFullIteration: return CudaGraphCapture::kFullIteration;
+  }
+  return CudaGraphCapture::kNone;
+}
+
+}  // namespace
+
+CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& setup) {
+  const MbSettings& mb = l.mb;
+  CostView v = MeshCostView(l, model, setup);  // M = global_batch / (dp · mbs) micro-batches, one schedule call
+  v.runtime = CostRuntime::kMegatronCore;
+  v.dp_replicate = 1;  // Megatron-Core has no HSDP replica axis
+  // Megatron-Core interleaves exactly when pp > 1 and virtual_pipeline_model_parallel_size > 1,
+  // with vpp model chunks per rank (SplitStages in MeshCostView).
+  v.interleaved = l.pp > 1 && l.vpp > 1 && model.num_layers > 0;
+  v.estimate_vpp = l.vpp > 1 ? l.vpp : 0;
+  v.recompute_modules = mb.recompute_modules;
+  v.recompute_block_layers = mb.recompute_method == MbRecomputeMethod::kBlock ? mb.recompute_num_layers : 0;
+  v.cpu_offload_layers = mb.cpu_offloading ? mb.cpu_offloading_num_layers : 0;
+  // Megatron-Bridge forces ddp.use_megatron_fsdp and dist.use_megatron_fsdp equal (MB
+  // config.py); either one set means Megatron FSDP.
+  v.dp_impl = (mb.use_megatron_fsdp || mb.dist_use_megatron_fsdp == Tri::kTrue) ? DpImpl::kMegatronFsdp
+              : mb.use_torch_fsdp2                                              ? DpImpl::kFsdpPerModule
+                                                                                : DpImpl::kReplicated;
+  v.distributed_optimizer = l.use_distributed_optimizer || mb.use_megatron_fsdp;
+  // mixed_precision / ddp grad_reduce_in_fp32: fp32 (4 bytes) or bf16 (2) main gradients.
+  v.main_grad_bytes = mb.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  v.bucket_size = mb.bucket_size;
+  v.tp_comm_overlap = On(mb.tp_comm_overlap);
+  v.ep_a2a_overlap = On(mb.ep_a2a_overlap);
+  v.overlap_p2p = On(mb.overlap_p2p_comm);
+  v.overlap_grad_reduce = On(mb.overlap_grad_reduce);
+  v.dispatcher = DispatchOf(mb.token_dispatcher);
+  v.cuda_graph = GraphOf(mb.cuda_graph);
+  v.cuda_graph_scope = mb.cuda_graph_scope;
+  return v;
+}
+
+}  // namespace meshplan::megatron_bridge

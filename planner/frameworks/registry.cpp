@@ -1,0 +1,51 @@
+// The framework registry: the one place that compares Framework values.
+
+#include "meshplan/framework.hpp"
+
+namespace meshplan {
+namespace {
+
+const FrameworkOps kAutoModel{Framework::kAutoModel, "automodel", "AutoModel", &AutoModelRules,
+                              &automodel::ToCostView};
+const FrameworkOps kMegatronBridge{Framework::kMegatronBridge, "megatron-bridge", "Megatron-Bridge",
+                                   &MegatronBridgeRules, &megatron_bridge::ToCostView};
+const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
+
+}  // namespace
+
+const FrameworkOps& FrameworkOf(Framework framework) {
+  return framework == Framework::kMegatronBridge ? kMegatronBridge : kAutoModel;
+}
+
+std::span<const FrameworkOps* const> Frameworks() { return kAll; }
+
+CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup) {
+  return FrameworkOf(layout).to_cost_view(layout, model, setup);
+}
+
+CostView MeshCostView(const Layout& l, const ModelSpec& model, const TrainSetup& setup) {
+  CostView v;
+  v.tp = l.tp;
+  v.pp = l.pp;
+  v.cp = l.cp;
+  v.ep = l.ep;
+  v.etp = l.EffectiveEtp();  // MCore model_parallel_config.py:507: unset = tp
+  v.dp = l.dp;
+  v.dp_replicate = l.dp_replicate;
+  v.vpp = l.vpp;
+  v.micro_batch = l.micro_batch();
+  v.mb_per_call = l.pp_microbatches();
+  v.grad_accum = l.GradAccumSteps(setup);
+  v.split = SplitStages(model.num_layers, l);
+  v.places = OwnSplitPlaces(l);
+  v.mtp_layers = MtpLayers(l);
+  v.sequence_parallel = l.sequence_parallel;
+  v.recompute = l.recompute;
+  return v;
+}
+
+Cost Score(const CostModel& cost, const Layout& layout) {
+  return cost.Evaluate(ToCostView(layout, cost.model(), cost.setup()));
+}
+
+}  // namespace meshplan
