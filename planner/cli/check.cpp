@@ -221,7 +221,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
   }
   // The exit status is about the framework's rules (issue 3): a predicted out-of-memory is
   // reported, with nearby layouts, but the memory model is not trusted enough to fail a
-  // recipe that the framework accepts (see README "Known error").
+  // recipe that the framework accepts (see docs/accuracy.md, "Memory").
   return failures.empty() ? 0 : 1;
 }
 

@@ -189,7 +189,7 @@ std::string ReportHtml(const PlanResult& result, const std::vector<Candidate>& s
   h << "<section>" << StackedBars("Step time, s (exposed communication)", kTimeSegs, tim, tmax, "s", 0, "")
     << "</section>\n";
   h << "<section>" << Scatter(scatter, result.top, cap_gib) << "</section>\n";
-  h << "<p>Predictions of meshplan's analytical model; see the README's Cost model section.</p>\n</body></html>\n";
+  h << "<p>Predictions of meshplan's analytical model; see meshplan's docs/cost-model.md.</p>\n</body></html>\n";
   return h.str();
 }
 

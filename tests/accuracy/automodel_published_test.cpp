@@ -2,8 +2,9 @@
 // (shared/reference/published_runs_dev.csv ids 117, 118, 119, 121: AutoModel
 // docs/performance-summary, H100 80GB SXM, BF16, FSDP2 + EP, mock data, balanced gate).
 // The published layouts must pass every rule; the error of each prediction is printed.
-// No bound is asserted on the error: the first cost model is uncalibrated (see README,
-// "Known error"); issue "Step-time model ... validated against published runs" owns that.
+// No bound is asserted on the error: the first cost model is uncalibrated (see
+// docs/accuracy.md, "AutoModel's published benchmark"); issue "Step-time model ...
+// validated against published runs" owns that.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // planner's top 5) are printed in the test log on every run. Of the targets (median
 // <= 15%, p90 <= 30%, top-5 share >= 60%) the median and the p90, both met, are asserted so
 // that a regression fails (p90 as a guard below its target, see there); top 5, not met, is
-// reported (README "topology graph and meshplan validate").
+// reported (docs/accuracy.md, "Results").
 #include <doctest/doctest.h>
 
 #include <unistd.h>
