@@ -139,7 +139,7 @@ std::string NumLayersMsg(const RuleContext& c) {
 }
 
 // mtp_num_layers in effect: the recipe's, else the model provider's (Layout::mtp_layers once
-// SyncMegatronCostView resolved it from the model's num_nextn_predict_layers); -1 unknown.
+// ParseMegatronRecipe, given the model, resolved it from the model's num_nextn_predict_layers); -1 unknown.
 int64_t MtpInEffect(const RuleContext& c, const PpLayerLayout& g) {
   if (g.mtp_num_layers >= 0) return g.mtp_num_layers;
   return L(c).mtp_layers >= 0 ? L(c).mtp_layers : -1;
