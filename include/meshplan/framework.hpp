@@ -12,6 +12,9 @@
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
 #include "meshplan/rules.hpp"
+#include "meshplan/search.hpp"
+#include <string>
+#include <vector>
 
 namespace meshplan {
 
@@ -25,6 +28,18 @@ struct FrameworkOps {
   /// The one conversion of its layout into what the cost model reads. `layout` is one of this
   /// framework's; model and setup are the request's. Throws nothing.
   CostView (*to_cost_view)(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+  /// Its whole layout space for a request, searched (Plan) or listed (EnumerateLayouts).
+  PlanResult (*plan)(const PlanRequest& req);
+  std::vector<Layout> (*enumerate)(const PlanRequest& req);
+  /// One recipe in its own format (AutoModel `distributed:` YAML, Megatron-Bridge overrides),
+  /// with meshplan's header comments; `rank` is 1-based.
+  std::string (*recipe_yaml)(const Candidate& candidate, const PlanRequest& req, int rank);
+  /// The layout's DP flavour as tables print it ("fsdp2", "ddp+distopt", ...).
+  const char* (*dp_flavour)(const Layout& layout);
+  /// One-line description (Describe) and recompute label (RecomputeLabel).
+  std::string (*describe)(const Layout& layout);
+  std::string (*recompute_label)(const Layout& layout);
+  const char* product;  ///< the framework's full name: "NeMo AutoModel", "Megatron-Bridge"
 };
 
 /// The descriptor of `framework`.
@@ -49,11 +64,22 @@ CostView MeshCostView(const Layout& layout, const ModelSpec& model, const TrainS
 namespace automodel {
 /// AutoModel's layout as the cost model reads it (frameworks/automodel/cost_view.cpp).
 CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+/// "fsdp2 tp4 pp2 cp1 ep1 dp4 (rep1) lbs8 mb1 interleaved1f1b lps2 sp ac=full" (frameworks/automodel/describe.cpp).
+std::string Describe(const Layout& layout);
+/// "none", "selective", "full".
+std::string RecomputeLabel(const Layout& layout);
+const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
+PlanResult Plan(const PlanRequest& req);                 ///< search/search.cpp, AutoModel's space
+std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
 }  // namespace automodel
 
 namespace megatron_bridge {
 /// A Megatron-Bridge layout as the cost model reads it (frameworks/megatron_bridge/cost_view.cpp).
 CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+/// "ddp+distopt tp4 pp4 vpp5 cp2 ep1 dp1 mbs1 sp recompute=none" (frameworks/megatron_bridge/describe.cpp).
+std::string Describe(const Layout& layout);
+/// RecomputeName, and for selective recompute its modules: "selective[mla_up_proj]".
+std::string RecomputeLabel(const Layout& layout);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

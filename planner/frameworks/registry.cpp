@@ -1,14 +1,20 @@
 // The framework registry: the one place that compares Framework values.
 
 #include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
+#include "search/megatron_space.hpp"
 
 namespace meshplan {
 namespace {
 
-const FrameworkOps kAutoModel{Framework::kAutoModel, "automodel", "AutoModel", &AutoModelRules,
-                              &automodel::ToCostView};
-const FrameworkOps kMegatronBridge{Framework::kMegatronBridge, "megatron-bridge", "Megatron-Bridge",
-                                   &MegatronBridgeRules, &megatron_bridge::ToCostView};
+const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "AutoModel",
+                              &AutoModelRules,          &automodel::ToCostView, &automodel::Plan,
+                              &automodel::Enumerate,    &AutoModelRecipeYaml,   &automodel::DpFlavour,
+                              &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel"};
+const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
+                                   &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
+                                   &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
+                                   &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge"};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace
@@ -43,6 +49,11 @@ CostView MeshCostView(const Layout& l, const ModelSpec& model, const TrainSetup&
   v.recompute = l.recompute;
   return v;
 }
+
+std::string Describe(const Layout& layout) { return FrameworkOf(layout).describe(layout); }
+std::string RecomputeLabel(const Layout& layout) { return FrameworkOf(layout).recompute_label(layout); }
+PlanResult Plan(const PlanRequest& req) { return FrameworkOf(req.framework).plan(req); }
+std::vector<Layout> EnumerateLayouts(const PlanRequest& req) { return FrameworkOf(req.framework).enumerate(req); }
 
 Cost Score(const CostModel& cost, const Layout& layout) {
   return cost.Evaluate(ToCostView(layout, cost.model(), cost.setup()));

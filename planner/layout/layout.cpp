@@ -300,44 +300,4 @@ std::string RecomputeModulesValue(uint32_t modules) {
   return s + "]";
 }
 
-std::string RecomputeLabel(const Layout& l) {
-  std::string s = RecomputeName(l.recompute);
-  if (l.framework == Framework::kMegatronBridge && l.recompute == Recompute::kSelective) {
-    s += RecomputeModulesValue(l.mb.recompute_modules);
-  }
-  return s;
-}
-
-namespace {
-// dp is 0 when the sizes do not divide the world: "?" rather than a size of 0.
-std::string DpText(const Layout& l) { return l.dp > 0 ? std::to_string(l.dp) : "?"; }
-}  // namespace
-
-std::string Describe(const Layout& l) {
-  if (l.framework == Framework::kMegatronBridge) {
-    std::string s = MbDpFlavourName(l);
-    s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp);
-    if (l.vpp > 1) s += " vpp" + std::to_string(l.vpp);
-    s += " cp" + std::to_string(l.cp) + " ep" + std::to_string(l.ep);
-    if (l.etp > 0) s += " etp" + std::to_string(l.etp);
-    s += " dp" + DpText(l) + " mbs" + std::to_string(l.micro_batch());
-    if (l.sequence_parallel) s += " sp";
-    s += " recompute=" + RecomputeLabel(l);
-    return s;
-  }
-  std::string s = StrategyName(l.strategy);
-  s += " tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " cp" + std::to_string(l.cp) +
-       " ep" + std::to_string(l.ep) + " dp" + DpText(l);
-  if (l.dp_replicate > 1) s += " (rep" + std::to_string(l.dp_replicate) + ")";
-  s += " lbs" + std::to_string(l.local_batch_size);
-  if (l.pp > 1) {
-    s += " mb" + std::to_string(l.pp_microbatch_size) + " " + PpScheduleName(l.pp_schedule);
-    if (l.layers_per_stage > 0) s += " lps" + std::to_string(l.layers_per_stage);
-    if (l.stage_rounding != StageRounding::kNone) s += std::string(" round=") + StageRoundingName(l.stage_rounding);
-  }
-  if (l.sequence_parallel) s += " sp";
-  s += std::string(" ac=") + RecomputeName(l.recompute);
-  return s;
-}
-
 }  // namespace meshplan

@@ -1,4 +1,5 @@
 // Output of a plan: AutoModel recipes, the ranked table, JSON.
+#include "meshplan/framework.hpp"
 #include "meshplan/recipe.hpp"
 
 #include <nlohmann/json.hpp>
@@ -120,8 +121,7 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
   std::string out;
   for (size_t i = 0; i < result.top.size(); ++i) {
     if (i > 0) out += "---\n";
-    out += req.framework == Framework::kMegatronBridge ? MegatronRecipeYaml(result.top[i], req, static_cast<int>(i + 1))
-                                                       : AutoModelRecipeYaml(result.top[i], req, static_cast<int>(i + 1));
+    out += FrameworkOf(req.framework).recipe_yaml(result.top[i], req, static_cast<int>(i + 1));
   }
   return out;
 }
@@ -154,7 +154,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     std::string rc = RecomputeLabel(l);
     if (l.sequence_parallel) rc += "+sp";
     rows.push_back({std::to_string(i + 1),
-                    l.framework == Framework::kMegatronBridge ? MbDpFlavourName(l) : StrategyName(l.strategy),
+                    FrameworkOf(l).dp_flavour(l),
                     std::to_string(l.tp), std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.ep),
                     std::to_string(l.dp), std::to_string(l.dp_replicate), std::to_string(l.micro_batch()),
                     std::to_string(l.MicroBatchesPerStep(req.setup)), sched, rc, Fixed(GiB(c.cost.memory.Total()), 1),
@@ -200,7 +200,7 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
                   {"gpus", req.setup.num_gpus},         {"seq_len", req.setup.seq_len},
                   {"global_batch", req.setup.global_batch}, {"precision", PrecisionName(req.setup.precision)},
                   {"headroom", req.setup.headroom},
-                  {"framework", req.framework == Framework::kMegatronBridge ? "megatron-bridge" : "automodel"}};
+                  {"framework", FrameworkOf(req.framework).name}};
   j["counts"] = {{"enumerated", result.enumerated},
                  {"valid", result.valid},
                  {"fitting", result.fitting},

@@ -1,4 +1,5 @@
 // HTML report of a plan: table and inline SVG charts, no JavaScript, nothing fetched.
+#include "meshplan/framework.hpp"
 #include "meshplan/report.hpp"
 
 #include <algorithm>
@@ -159,7 +160,7 @@ std::string ReportHtml(const PlanResult& result, const std::vector<Candidate>& s
     << Esc(req.system.gpu.display_name) << " (" << Esc(req.system.name) << ")</h1>\n";
   h << "<p>seq_len " << req.setup.seq_len << ", global batch " << req.setup.global_batch << ", "
     << PrecisionName(req.setup.precision) << ", "
-    << (req.framework == Framework::kMegatronBridge ? "Megatron-Bridge" : "NeMo AutoModel") << "; searched "
+    << FrameworkOf(req.framework).product << "; searched "
     << result.enumerated << " layouts, " << result.valid << " valid, " << result.fitting << " fit in "
     << Num(cap_gib) << " GiB usable (" << Num(100 * req.setup.headroom, 0) << "% headroom kept free).</p>\n";
   h << "<section><h2>Recommended layouts</h2><table><tr><th>#</th><th class=\"l\">layout</th><th>GiB/GPU</th>"

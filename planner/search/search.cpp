@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 #include "search/driver.hpp"
 #include "search/megatron_space.hpp"
@@ -204,14 +205,8 @@ bool RanksBefore(const Candidate& a, const Candidate& b) {
   return Key(a.layout) < Key(b.layout);
 }
 
-std::vector<Layout> EnumerateLayouts(const PlanRequest& req) {
-  if (req.framework == Framework::kMegatronBridge) return search::MegatronEnumerate(req);
-  return search::ListLeaves(req, AutoModelSpace(req));
-}
+std::vector<Layout> automodel::Enumerate(const PlanRequest& req) { return search::ListLeaves(req, AutoModelSpace(req)); }
 
-PlanResult Plan(const PlanRequest& req) {
-  if (req.framework == Framework::kMegatronBridge) return search::MegatronPlan(req);
-  return search::RunSearch(req, AutoModelSpace(req));
-}
+PlanResult automodel::Plan(const PlanRequest& req) { return search::RunSearch(req, AutoModelSpace(req)); }
 
 }  // namespace meshplan
