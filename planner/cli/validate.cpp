@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "accuracy/least_squares.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/validate_fit.hpp"
@@ -349,13 +350,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
 }
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * double(v.size() - 1);
-  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
-}
+using accuracy::Quantile;
 
 // Fits every system's constants, prints them with in-sample and leave-one-out residuals,
 // and writes them into o.fit/systems/NAME.yaml.
