@@ -28,9 +28,10 @@
 #include <vector>
 
 #include "accuracy/least_squares.hpp"
+#include "accuracy/megatron_fit.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
-#include "cli/validate_fit.hpp"
+#include "meshplan/accuracy.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/rules.hpp"
@@ -350,6 +351,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
 }
 
+using accuracy::FitRow;
 using accuracy::Quantile;
 
 // Fits every system's constants, prints them with in-sample and leave-one-out residuals,
@@ -365,11 +367,11 @@ void WriteFits(const ValidateOptions& o, const std::map<std::string, std::vector
     }
   }
   std::vector<double> all, all_loo;
-  std::fprintf(out, "\nfit of the Megatron-Core step-time constants (ridge %.2f toward the physical model):\n", kFitRidge);
+  std::fprintf(out, "\nfit of the Megatron-Core step-time constants (ridge %.2f toward the physical model):\n", kMegatronFitRidge);
   std::fprintf(out, "%-14s %5s %9s %8s %8s %8s %9s %9s %9s %9s\n", "system", "rows", "gemm_bf16", "gemm_fp8", "gemm_fp4",
                "mem_bound", "kernel_us", "med|res|", "p90|res|", "LOO med");
   for (const auto& [system, rows] : fit_rows) {
-    const FitOutcome f = FitMegatronTime(rows);
+    const MegatronFitOutcome f = accuracy::FitMegatronTime(rows);
     std::vector<double> loo;
     for (double x : f.loo_residuals) loo.push_back(std::fabs(x));
     for (double x : f.residuals) all.push_back(std::fabs(x));
@@ -378,7 +380,7 @@ void WriteFits(const ValidateOptions& o, const std::map<std::string, std::vector
                  f.fit.gemm_bf16, f.fit.gemm_fp8, f.fit.gemm_fp4, f.fit.memory_bound, f.fit.kernel_overhead * 1e6,
                  100 * f.fit.residual_median, 100 * f.fit.residual_p90, 100 * Quantile(loo, 0.5));
     const std::string source = o.runs.substr(o.runs.find_last_of('/') + 1) + ", " + std::to_string(rows.size()) + " rows";
-    WriteFitBlock(o.fit + "/systems/" + system + ".yaml", f, rows, source);
+    accuracy::WriteFitBlock(o.fit + "/systems/" + system + ".yaml", f, rows, source);
   }
   std::fprintf(out,
                "fit summary: median |residual| %.1f%%, p90 %.1f%%; leave-one-out median %.1f%%, p90 %.1f%% "
@@ -620,7 +622,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     const double tf_pub = r.published_tflops, tf_pred = cost.model_tflops_per_gpu;
     errors.push_back(std::fabs(err));
     if (!o.fit.empty() && pred > 0) {
-      FitRow row = MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
+      FitRow row = accuracy::MakeFitRow(m, sys, r.setup, l, cost.step_seconds * pred / pub);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
       const std::string tag = " (" + r.release + ")";
       const bool tagged = r.label.size() >= tag.size() && r.label.compare(r.label.size() - tag.size(), tag.size(), tag) == 0;
