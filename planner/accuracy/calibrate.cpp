@@ -619,4 +619,14 @@ bool MeasuredOnGpu(const std::string& measured, const GpuSpec& gpu) {
   return false;
 }
 
+void RefuseOtherGpu(const std::vector<CalibrationPoint>& points, const SystemSpec& base, const std::string& system_arg) {
+  for (const CalibrationPoint& p : points) {
+    if (!MeasuredOnGpu(p.gpu, base.gpu)) {
+      throw InputError({p.file, 1, 1}, "environment.gpu",
+                       "expected measurements of the base system's GPU, " + base.gpu.display_name + " (--system " +
+                           system_arg + "), found " + p.gpu + "; calibrate the system of the GPU that was measured");
+    }
+  }
+}
+
 }  // namespace meshplan

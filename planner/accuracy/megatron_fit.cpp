@@ -198,8 +198,21 @@ MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
   return out;
 }
 
-void WriteFitBlock(const std::string& path, const MegatronFitOutcome& o, const std::vector<FitRow>& rows,
-                   const std::string& source) {
+}  // namespace meshplan::accuracy
+
+namespace meshplan {
+
+MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+                                          const Layout& layout) {
+  const accuracy::FitRow t = accuracy::MakeFitRow(model, system, setup, layout, 0.0);
+  const MegatronTimeFit& fit = system.megatron_fit;
+  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
+                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
+}
+
+void WriteSystemFit(const SystemFit& fit) {
+  const std::string& path = fit.file;
+  const MegatronFitOutcome& o = fit.outcome;
   std::ifstream in(path);
   if (!in.good()) throw InputError(SourceLoc{path, 0, 0}, "megatron_time_fit", "cannot read the system file");
   std::vector<std::string> lines;
@@ -228,7 +241,7 @@ void WriteFitBlock(const std::string& path, const MegatronFitOutcome& o, const s
      << "# megatron_time_fit: least squares on relative step time, ridge " << kMegatronFitRidge
      << " toward the physical model; constants not listed under `fitted` stay at the prior.\n"
      << "megatron_time_fit:\n"
-     << "  source: \"" << source << "\"\n"
+     << "  source: \"" << fit.source << "\"\n"
      << "  fitted: [";
   for (size_t i = 0; i < o.fitted.size(); ++i) os << (i ? ", " : "") << o.fitted[i];
   os << "]\n"
@@ -241,26 +254,14 @@ void WriteFitBlock(const std::string& path, const MegatronFitOutcome& o, const s
      << "  residual_median: " << o.fit.residual_median << "\n"
      << "  residual_p90: " << o.fit.residual_p90 << "\n"
      << "  residuals:  # (predicted - published) / published step time; leave-one-out in brackets\n";
-  for (size_t i = 0; i < rows.size() && i < o.residuals.size(); ++i) {
-    std::string label = rows[i].label;
+  for (size_t i = 0; i < fit.labels.size() && i < o.residuals.size(); ++i) {
+    std::string label = fit.labels[i];
     std::replace(label.begin(), label.end(), '"', '\'');
     os << "    - \"" << label << ": " << std::showpos << o.residuals[i] << " [" << o.loo_residuals[i] << "]"
        << std::noshowpos << "\"\n";
   }
   for (size_t i = resume; i < lines.size(); ++i) os << lines[i] << "\n";
   WriteFileAtomically(path, os.str(), /*force=*/true);
-}
-
-}  // namespace meshplan::accuracy
-
-namespace meshplan {
-
-MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-                                          const Layout& layout) {
-  const accuracy::FitRow t = accuracy::MakeFitRow(model, system, setup, layout, 0.0);
-  const MegatronTimeFit& fit = system.megatron_fit;
-  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
-                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
 }
 
 }  // namespace meshplan

@@ -2,7 +2,8 @@
 /// \file megatron_fit.hpp
 /// Least-squares fit of a system's Megatron-Core step-time constants (MegatronTimeFit) on
 /// published runs, for `meshplan validate --fit`; solved by the shared least-squares core
-/// (least_squares.hpp) that `meshplan calibrate` uses too. Private to planner/accuracy.
+/// (least_squares.hpp) that `meshplan calibrate` uses too; the block it writes is
+/// WriteSystemFit's (accuracy.hpp). Private to planner/accuracy.
 
 #include <string>
 #include <vector>
@@ -55,12 +56,5 @@ MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
 /// one model, a cost the model misses (GPT-OSS's BF16 rows on DGX H100 and B200, all run with
 /// the alltoall dispatcher) would be charged to the system's GEMMs and slow every other model.
 inline constexpr int kFitMinModels = 2;
-
-/// Replaces (or appends) the `megatron_time_fit:` block at the end of the system YAML at
-/// `path` with `outcome` (constants, row count, residual median / p90 and every row's
-/// residual), keeping the rest of the file byte for byte; written atomically. Throws
-/// InputError when the file cannot be read or written.
-void WriteFitBlock(const std::string& path, const MegatronFitOutcome& outcome, const std::vector<FitRow>& rows,
-                   const std::string& source);
 
 }  // namespace meshplan::accuracy

@@ -69,7 +69,7 @@ TEST_CASE("least squares: the ridge pulls toward the prior and an unused unknown
   CHECK(s.x[1] == 0.25);
 }
 
-TEST_CASE("least squares: quantiles interpolate between order statistics, relative errors divide by the measured") {
+TEST_CASE("least squares: quantiles interpolate between order statistics and relative errors divide by the measured") {
   CHECK(Quantile({3, 1, 2, 4}, 0.5) == 2.5);
   CHECK(Quantile({3, 1, 2, 4}, 0.9) == doctest::Approx(3.7));  // position 2.7: 3 + 0.7 x (4 - 3)
   CHECK(Quantile({}, 0.5) == 0.0);
