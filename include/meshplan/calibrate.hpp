@@ -47,6 +47,11 @@ std::vector<CalibrationPoint> ReadCalibrationPoints(const std::vector<std::strin
 /// or gpu.name, case-insensitively. True when `measured` is empty (no environment line).
 bool MeasuredOnGpu(const std::string& measured, const GpuSpec& gpu);
 
+/// Throws InputError (field environment.gpu, at line 1 of the point's file) for the first point
+/// not MeasuredOnGpu of `base`'s GPU: another GPU's measurements would give this system another
+/// GPU's numbers. `system_arg` is how the base system was named (--system), for the message.
+void RefuseOtherGpu(const std::vector<CalibrationPoint>& points, const SystemSpec& base, const std::string& system_arg);
+
 /// A fitted point: measured and predicted seconds; residual = predicted / measured - 1.
 struct CalibrationResidual {
   CalibrationPoint point;

@@ -32,7 +32,7 @@ struct GpuSpec {
 /// system: each scales one physical term computed at the hardware's datasheet rates. At most
 /// five apply to one (system, precision): the GEMM factor of that precision, memory_bound and
 /// kernel_overhead. Fitted by least squares (Eigen) on published Megatron-Bridge runs by
-/// `meshplan validate --fit` (planner/cli/validate_fit.cpp) and stored in the system's YAML
+/// `meshplan validate --fit` (planner/accuracy/megatron_fit.cpp) and stored in the system's YAML
 /// under `megatron_time_fit:` with the fit's residuals. Defaults (fitted = false) are the
 /// unfitted physical model.
 struct MegatronTimeFit {

@@ -1,4 +1,5 @@
-// `meshplan calibrate MEASUREMENTS... --system BASE -o hwdb/systems/NAME.yaml`.
+// `meshplan calibrate MEASUREMENTS... --system BASE -o hwdb/systems/NAME.yaml`: CLI11 wiring and
+// the printing of meshplan::Calibrate's fit (planner/accuracy/calibrate.cpp).
 #include <cstdio>
 #include <iostream>
 
@@ -27,14 +28,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   const SystemSpec base = LoadSystem(o.system, o.hwdb);
   const auto points = ReadCalibrationPoints(o.files);
-  // Measurements of another GPU would give this system another GPU's numbers.
-  for (const CalibrationPoint& p : points) {
-    if (!MeasuredOnGpu(p.gpu, base.gpu)) {
-      throw InputError({p.file, 1, 1}, "environment.gpu",
-                       "expected measurements of the base system's GPU, " + base.gpu.display_name + " (--system " +
-                           o.system + "), found " + p.gpu + "; calibrate the system of the GPU that was measured");
-    }
-  }
+  RefuseOtherGpu(points, base, o.system);
   CheckOutputPath(o.out, "--out", o.force);  // before the fit is printed
   const CalibrationFit fit = Calibrate(base, points);
   std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",

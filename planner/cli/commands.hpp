@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshplan/accuracy.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/search.hpp"
 
@@ -89,21 +90,9 @@ struct ListOptions {
   std::string hwdb;
 };
 
-/// `meshplan validate RUNS.csv` (planner/cli/validate.cpp).
-struct ValidateOptions {
-  std::string runs;          ///< CSV path: mbridge_perf_dev.csv or published_runs_dev.csv columns
-  std::string hwdb;          ///< hardware database directory ("" = embedded)
-  int rank_top = 20;         ///< layouts kept per search for the rank; 0 = do not rank
-  double rank_seconds = 20;  ///< search time limit per distinct (model, system, gpus, seq, gbs, precision)
-  int threads = 0;           ///< search threads; 0 = one per core
-  bool breakdown = false;    ///< also print each row's predicted step-time breakdown (ms)
-  int show_top = 0;          ///< also print the planner's N fastest fitting layouts under each row (0 = none)
-  std::string fit;           ///< hwdb directory: fit each system's MegatronTimeFit and write it there ("" = no fit)
-  /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
-  /// file, "none" = price every row with meshplan's emitted settings instead.
-  std::string recipe_settings;
-  double headroom = 0.10;  ///< fraction of GPU memory kept free when ranking (as plan's --headroom)
-};
+/// `meshplan validate RUNS.csv` (planner/cli/validate.cpp): its options are the library's
+/// request (include/meshplan/accuracy.hpp); RunValidate checks their ranges.
+using ValidateOptions = ValidateRequest;
 
 /// `meshplan calibrate` (planner/cli/calibrate.cpp).
 struct CalibrateOptions {
@@ -208,10 +197,12 @@ int RunExplain(const ExplainOptions& o);
 void AddListCommand(CLI::App& app, ListOptions& o);
 int RunList(const ListOptions& o);
 void AddValidateCommand(CLI::App& app, ValidateOptions& o);
-/// Prints one line per CSV row (predicted vs published model TFLOP/s per GPU, error, rank of
-/// the published layout among the planner's fitting layouts) and a summary line (median and
-/// p90 absolute error, share of ranked rows in the top 5) to `out`. Returns 0; throws
-/// InputError for an unreadable file or an unknown header.
+/// Prints meshplan::Validate's report to `out` as it goes: one line per CSV row (predicted vs
+/// published model TFLOP/s per GPU, error, rank of the published layout among the planner's
+/// fitting layouts), then the summary (median and p90 absolute error, share of ranked rows in
+/// the top 5, memory) and, with --fit, each system's fit as it is written. Returns 0, or 1 when
+/// no row could be evaluated; throws InputError for an option out of range and for what
+/// Validate, CheckFitTargets and WriteSystemFit refuse.
 int RunValidate(const ValidateOptions& o, std::FILE* out);
 int RunValidate(const ValidateOptions& o);
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/validate_fit.hpp"
+#include "meshplan/accuracy.hpp"
 #include "meshplan/framework.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/recipe.hpp"

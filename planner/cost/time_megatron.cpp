@@ -1,7 +1,7 @@
 // Step time of one pipeline rank of a Megatron-Core (Megatron-Bridge) layout. Units: FLOP,
 // bytes, seconds. Each term is first computed physically at the datasheet rates
 // (MegatronRankTerms); the system's fitted constants (SystemSpec::megatron_fit) then scale
-// the compute terms (MegatronTime). The fit itself is planner/cli/validate_fit.cpp.
+// the compute terms (MegatronTime). The fit itself is planner/accuracy/megatron_fit.cpp.
 
 #include <algorithm>
 

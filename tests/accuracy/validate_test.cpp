@@ -4,18 +4,24 @@
 // planner's top 5) are printed in the test log on every run. Of the issue's targets (median
 // <= 15%, p90 <= 30%, top-5 share >= 60%) the median and the p90, both met, are asserted so
 // that a regression fails (p90 as a guard below its target, see there); top 5, not met, is
-// reported (docs/accuracy.md, "Results").
+// reported (docs/accuracy.md, "Results"). Below them, meshplan::Validate on
+// a six-row fixture, checked value by value.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "meshplan/accuracy.hpp"
+#include "meshplan/diag.hpp"
 #include "meshplan/hardware.hpp"
 
 using namespace meshplan;
@@ -76,7 +82,7 @@ TEST_CASE("validate: --fit writes each system's constants into a copy of hwdb th
   cli::ValidateOptions o;
   o.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/mbridge_perf_dev.csv";
   o.rank_top = 0;
-  o.fit = dir.string();
+  o.fit_dir = dir.string();
   // A key and a comment after the old block stay where they are.
   std::ofstream(dir / "systems" / "gb200-nvl72.yaml", std::ios::app) << "# site note: keep me\n";
   std::printf("\n");
@@ -101,5 +107,87 @@ TEST_CASE("validate: --fit writes each system's constants into a copy of hwdb th
   CHECK(LoadSystem((dir / "systems" / "gb200-nvl72.yaml").string()).megatron_fit.rows == fitted.megatron_fit.rows);
   // The committed hwdb was fitted on the same rows: its constants are what the fit gives.
   CHECK(original.megatron_fit.gemm_fp8 == doctest::Approx(fitted.megatron_fit.gemm_fp8).epsilon(1e-3));
+  fs::remove_all(dir);
+}
+
+// Validate itself (planner/accuracy/validate.cpp) on tests/data/accuracy/validate_six_rows.csv:
+// three rows priced (Llama 3 70B on 64 and 32 H100, GPT-OSS 120B on 64 H100), one without an
+// hwdb system, one LoRA row, a blank line, and 12 GPUs on 8-GPU nodes.
+TEST_CASE("validate: Validate reports each row's published value and error or skip reason and the median of the errors") {
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/validate_six_rows.csv";
+  req.rank_top = 0;
+  std::vector<int> streamed;
+  req.on_row = [&](const ValidateRow& row) { streamed.push_back(row.line); };
+  const ValidateReport report = Validate(req);
+  CHECK(report.format == PublishedRunsFormat::kMegatronBridgePerf);
+  REQUIRE(report.rows.size() == 6);  // the blank line is not a row
+  CHECK(streamed == std::vector<int>{2, 3, 4, 5, 6, 8});
+  // Row 1 (line 2): 1633 tokens/s and 734 model TFLOP/s per GPU published; the error is on tokens/s.
+  const ValidateRow& first = report.rows[0];
+  CHECK(first.skip == "");
+  CHECK(first.label == "LLAMA3_70B DGX-H100 64 FP8");
+  CHECK(first.on_tokens);
+  CHECK(first.published == 1633);
+  CHECK(first.published_tflops == 734);
+  CHECK(first.predicted == first.cost.tokens_per_s_per_gpu);
+  CHECK(first.error == doctest::Approx((first.predicted - 1633) / 1633));
+  CHECK(first.published_step == doctest::Approx(first.cost.step_seconds * first.predicted / 1633));
+  CHECK(first.layout.tp == 4);
+  CHECK(first.layout.pp == 8);
+  CHECK(first.layout.dp == 2);
+  CHECK_FALSE(first.ranked);
+  // The skipped rows: their reasons as counted and as shown.
+  CHECK(report.rows[3].line == 5);
+  CHECK(report.rows[3].skip == "no hwdb system for the GPU");
+  CHECK(report.rows[3].skip_shown == "no hwdb system for the GPU 'DGX-X900'");
+  CHECK(report.rows[4].skip == "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled");
+  CHECK(report.rows[5].line == 8);
+  CHECK(report.rows[5].skip == "GPU count is not a whole number of nodes");
+  CHECK(report.rows[5].skip_shown ==
+        "GPU count: expected a multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12");
+  const ValidateSummary& s = report.summary;
+  CHECK(s.evaluated == 3);
+  CHECK(s.skipped == 3);
+  CHECK(s.skip_reasons.size() == 3);
+  CHECK(s.skip_reasons.at("no hwdb system for the GPU") == 1);
+  // By hand: the median of three |errors| is the middle one; the p90 lies at position
+  // 0.9 x 2 = 1.8 of the sorted three, 80% of the way from the middle to the largest.
+  std::vector<double> e;
+  for (const ValidateRow& row : report.rows) {
+    if (row.skip.empty()) e.push_back(std::fabs(row.error));
+  }
+  REQUIRE(e.size() == 3);
+  std::sort(e.begin(), e.end());
+  CHECK(s.median_error == e[1]);
+  CHECK(s.p90_error == doctest::Approx(e[1] + 0.8 * (e[2] - e[1])));
+  CHECK(s.ranked == 0);
+  CHECK(report.recipe_settings);
+  CHECK(report.recipe_settings_file == "recipes/megatron-bridge-perf.yaml");
+  CHECK(report.fits.empty());
+}
+
+TEST_CASE("validate: Validate with --fit fits the priced rows' system and CheckFitTargets refuses a missing file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("meshplan_fit_check_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "systems");
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/validate_six_rows.csv";
+  req.rank_top = 0;
+  req.fit_dir = dir.string();
+  const ValidateReport report = Validate(req);
+  REQUIRE(report.fits.size() == 1);
+  const SystemFit& f = report.fits[0];
+  CHECK(f.system == "dgx-h100");
+  CHECK(f.file == dir.string() + "/systems/dgx-h100.yaml");
+  CHECK(f.source == "validate_six_rows.csv, 3 rows");
+  CHECK(f.labels == std::vector<std::string>{"LLAMA3_70B DGX-H100 64 FP8 (26.04)", "LLAMA3_70B DGX-H100 32 FP8 (26.06)",
+                                             "GPT OSS 120B DGX-H100 64 BF16 (26.04)"});
+  CHECK(f.outcome.fit.rows == 3);
+  CHECK(f.outcome.residuals.size() == 3);
+  // The systems/ folder has no dgx-h100.yaml: refused before anything is written.
+  CHECK_THROWS_WITH_AS(CheckFitTargets(req, report), doctest::Contains("expected the system file of dgx-h100"),
+                       InputError);
   fs::remove_all(dir);
 }

@@ -1,8 +1,6 @@
 // Least-squares fit of the Megatron-Core step-time constants of a system (validate --fit).
 
-#include "cli/validate_fit.hpp"
-
-#include <Eigen/Dense>
+#include "accuracy/megatron_fit.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "accuracy/least_squares.hpp"
 #include "meshplan/framework.hpp"
 #include "cost/comm.hpp"
 #include "cost/context.hpp"
@@ -19,7 +18,7 @@
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
 
-namespace meshplan::cli {
+namespace meshplan::accuracy {
 
 namespace {
 
@@ -81,7 +80,6 @@ std::array<int, 3> GemmTies(const std::vector<FitRow>& rows, long skip) {
 // marked in `host_bound`.
 std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long skip,
                                            const std::vector<bool>& host_bound, std::array<bool, kConstants>& used) {
-  const std::array<double, kConstants> prior{1, 1, 1, 1, 1};
   // A GEMM factor below 1 would run GEMMs faster than the measured best (MAMF): not physical.
   const std::array<double, kConstants> lower{1.0, 1.0, 1.0, 0.0, 0.0};
   used.fill(false);
@@ -90,55 +88,28 @@ std::array<double, kConstants> SolveLinear(const std::vector<FitRow>& rows, long
   for (int g = 0; g < 3; ++g) {
     if (tie[size_t(g)] == g) used[size_t(g)] = true;
   }
-  std::array<bool, kConstants> clamped{};
-  std::array<double, kConstants> x = prior;
-  for (int pass = 0; pass <= kConstants; ++pass) {
-    std::vector<int> free;
-    for (int j = 0; j < kConstants; ++j) {
-      if (used[j] && !clamped[j]) free.push_back(j);
-    }
-    if (free.empty()) break;  // every used constant sits on its bound
-    long n = 0;
-    for (long i = 0; i < long(rows.size()); ++i) n += (i != skip && !host_bound[size_t(i)]) ? 1 : 0;
-    Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n + long(free.size()), long(free.size()));
-    Eigen::VectorXd b = Eigen::VectorXd::Zero(n + long(free.size()));
-    long r = 0;
-    for (long i = 0; i < long(rows.size()); ++i) {
-      if (i == skip || host_bound[size_t(i)]) continue;
-      const FitRow& row = rows[size_t(i)];
-      const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
-      std::array<double, kConstants> col{};
-      // A row's precision has rows, so GemmTies gave it a fitted column: its own or the donor's.
-      col[size_t(tie[size_t(GemmIndex(row.precision))])] = one_b * row.gemm;
-      col[3] = one_b * row.memory_bound;
-      col[4] = one_b * row.kernels * kKernelPrior;
-      double rhs = row.published_step - one_b * row.attention - row.fixed;
-      for (int j = 0; j < kConstants; ++j) {
-        if (clamped[j]) rhs -= col[size_t(j)] * x[size_t(j)];
-      }
-      for (size_t c = 0; c < free.size(); ++c) A(r, long(c)) = w * col[size_t(free[c])];
-      b(r) = w * rhs;
-      ++r;
-    }
-    const double s = std::sqrt(kFitRidge);
-    for (size_t c = 0; c < free.size(); ++c) {
-      A(r, long(c)) = s;
-      b(r) = s * prior[size_t(free[c])];
-      ++r;
-    }
-    const Eigen::VectorXd sol = A.colPivHouseholderQr().solve(b);
-    bool again = false;
-    for (size_t c = 0; c < free.size(); ++c) {
-      const int j = free[c];
-      x[size_t(j)] = sol(long(c));
-      if (!std::isfinite(x[size_t(j)]) || x[size_t(j)] < lower[size_t(j)]) {
-        x[size_t(j)] = lower[size_t(j)];
-        clamped[size_t(j)] = true;
-        again = true;
-      }
-    }
-    if (!again) break;
+  std::vector<Unknown> unknowns(kConstants);
+  for (int j = 0; j < kConstants; ++j) unknowns[size_t(j)] = {used[size_t(j)], 1.0, lower[size_t(j)]};
+  long n = 0;
+  for (long i = 0; i < long(rows.size()); ++i) n += (i != skip && !host_bound[size_t(i)]) ? 1 : 0;
+  // Rows weighted by 1 / published: relative residuals.
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, kConstants);
+  Eigen::VectorXd b(n);
+  long r = 0;
+  for (long i = 0; i < long(rows.size()); ++i) {
+    if (i == skip || host_bound[size_t(i)]) continue;
+    const FitRow& row = rows[size_t(i)];
+    const double w = 1.0 / row.published_step, one_b = 1.0 + row.bubble_fraction;
+    // A row's precision has rows, so GemmTies gave it a fitted column: its own or the donor's.
+    A(r, tie[size_t(GemmIndex(row.precision))]) = w * (one_b * row.gemm);
+    A(r, 3) = w * (one_b * row.memory_bound);
+    A(r, 4) = w * (one_b * row.kernels * kKernelPrior);
+    b(r) = w * (row.published_step - one_b * row.attention - row.fixed);
+    ++r;
   }
+  const BoundedSolution sol = SolveBounded(A, b, unknowns, kMegatronFitRidge);
+  std::array<double, kConstants> x{};
+  std::copy(sol.x.begin(), sol.x.end(), x.begin());
   for (int g = 0; g < 3; ++g) {
     if (tie[size_t(g)] >= 0 && tie[size_t(g)] != g) x[size_t(g)] = x[size_t(tie[size_t(g)])];
   }
@@ -197,21 +168,13 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
   return row;
 }
 
-MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-                                          const Layout& layout) {
-  const FitRow t = MakeFitRow(model, system, setup, layout, 0.0);
-  const MegatronTimeFit& fit = system.megatron_fit;
-  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
-                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
-}
-
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
   const double compute = FitCompute(row, fit);
   return (1.0 + row.bubble_fraction) * compute + row.fixed + FitHostBound(row, compute);
 }
 
-FitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
-  FitOutcome out;
+MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
+  MegatronFitOutcome out;
   if (rows.empty()) return out;
   std::array<bool, kConstants> used{};
   out.fit = FromVector(Solve(rows, -1, used));
@@ -226,26 +189,33 @@ FitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
   std::vector<double> abs;
   for (long i = 0; i < long(rows.size()); ++i) {
     const FitRow& row = rows[size_t(i)];
-    out.residuals.push_back((FitPredict(row, out.fit) - row.published_step) / row.published_step);
+    out.residuals.push_back(RelativeError(FitPredict(row, out.fit), row.published_step));
     abs.push_back(std::fabs(out.residuals.back()));
     std::array<bool, kConstants> u{};
     const MegatronTimeFit loo = FromVector(Solve(rows, i, u));
-    out.loo_residuals.push_back((FitPredict(row, loo) - row.published_step) / row.published_step);
+    out.loo_residuals.push_back(RelativeError(FitPredict(row, loo), row.published_step));
   }
-  std::sort(abs.begin(), abs.end());
-  auto q = [&](double p) {
-    const double pos = p * double(abs.size() - 1);
-    const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
-    return abs[lo] + (abs[hi] - abs[lo]) * (pos - double(lo));
-  };
   out.fit.rows = int(rows.size());
-  out.fit.residual_median = q(0.5);
-  out.fit.residual_p90 = q(0.9);
+  out.fit.residual_median = Quantile(abs, 0.5);
+  out.fit.residual_p90 = Quantile(abs, 0.9);
   return out;
 }
 
-void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vector<FitRow>& rows,
-                   const std::string& source) {
+}  // namespace meshplan::accuracy
+
+namespace meshplan {
+
+MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
+                                          const Layout& layout) {
+  const accuracy::FitRow t = accuracy::MakeFitRow(model, system, setup, layout, 0.0);
+  const MegatronTimeFit& fit = system.megatron_fit;
+  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
+                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
+}
+
+void WriteSystemFit(const SystemFit& fit) {
+  const std::string& path = fit.file;
+  const MegatronFitOutcome& o = fit.outcome;
   std::ifstream in(path);
   if (!in.good()) throw InputError(SourceLoc{path, 0, 0}, "megatron_time_fit", "cannot read the system file");
   std::vector<std::string> lines;
@@ -268,11 +238,13 @@ void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vect
   for (size_t i = 0; i < end; ++i) os << lines[i] << "\n";
   os.setf(std::ios::fixed);
   os.precision(4);
+  // The source path as the committed hwdb/systems files carry it (kept so that a refit rewrites
+  // them byte for byte; the fit is now this file).
   os << "# megatron_time_fit: written by `meshplan validate RUNS.csv --fit HWDB_DIR` (planner/cli/validate_fit.cpp):\n"
-     << "# megatron_time_fit: least squares on relative step time, ridge " << kFitRidge
+     << "# megatron_time_fit: least squares on relative step time, ridge " << kMegatronFitRidge
      << " toward the physical model; constants not listed under `fitted` stay at the prior.\n"
      << "megatron_time_fit:\n"
-     << "  source: \"" << source << "\"\n"
+     << "  source: \"" << fit.source << "\"\n"
      << "  fitted: [";
   for (size_t i = 0; i < o.fitted.size(); ++i) os << (i ? ", " : "") << o.fitted[i];
   os << "]\n"
@@ -285,8 +257,8 @@ void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vect
      << "  residual_median: " << o.fit.residual_median << "\n"
      << "  residual_p90: " << o.fit.residual_p90 << "\n"
      << "  residuals:  # (predicted - published) / published step time; leave-one-out in brackets\n";
-  for (size_t i = 0; i < rows.size() && i < o.residuals.size(); ++i) {
-    std::string label = rows[i].label;
+  for (size_t i = 0; i < fit.labels.size() && i < o.residuals.size(); ++i) {
+    std::string label = fit.labels[i];
     std::replace(label.begin(), label.end(), '"', '\'');
     os << "    - \"" << label << ": " << std::showpos << o.residuals[i] << " [" << o.loo_residuals[i] << "]"
        << std::noshowpos << "\"\n";
@@ -295,4 +267,4 @@ void WriteFitBlock(const std::string& path, const FitOutcome& o, const std::vect
   WriteFileAtomically(path, os.str(), /*force=*/true);
 }
 
-}  // namespace meshplan::cli
+}  // namespace meshplan

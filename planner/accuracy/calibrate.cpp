@@ -1,7 +1,7 @@
-// Least-squares calibration of a system from collective and GEMM microbenchmarks.
+// Least-squares calibration of a system from collective and GEMM microbenchmarks, on the
+// least-squares core it shares with validate --fit (least_squares.hpp).
 #include "meshplan/calibrate.hpp"
 
-#include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <initializer_list>
 #include <fstream>
+#include <initializer_list>
+#include <limits>
 #include <sstream>
 
+#include "accuracy/least_squares.hpp"
 #include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 
@@ -47,13 +49,12 @@ Eigen::Vector2d FitRelative(const std::vector<std::array<double, 3>>& rows, doub
     A(i, 1) = rows[i][1] / rows[i][2];
     b(i) = 1.0;
   }
-  Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
-  if (fell_back != nullptr) *fell_back = !(x(0) > 0);
-  if (!(x(0) > 0)) {
-    x(0) = fallback_latency;
-    x(1) = A.col(1).dot(b - fallback_latency * A.col(0)) / A.col(1).squaredNorm();
-  }
-  return x;
+  accuracy::Unknown latency;
+  latency.lower = std::numeric_limits<double>::denorm_min();  // positive
+  latency.fixed_at = fallback_latency;
+  const accuracy::BoundedSolution x = accuracy::SolveBounded(A, b, {latency, accuracy::Unknown{}});
+  if (fell_back != nullptr) *fell_back = x.fixed[0];
+  return Eigen::Vector2d(x.x[0], x.x[1]);
 }
 
 }  // namespace
@@ -616,6 +617,16 @@ bool MeasuredOnGpu(const std::string& measured, const GpuSpec& gpu) {
     }
   }
   return false;
+}
+
+void RefuseOtherGpu(const std::vector<CalibrationPoint>& points, const SystemSpec& base, const std::string& system_arg) {
+  for (const CalibrationPoint& p : points) {
+    if (!MeasuredOnGpu(p.gpu, base.gpu)) {
+      throw InputError({p.file, 1, 1}, "environment.gpu",
+                       "expected measurements of the base system's GPU, " + base.gpu.display_name + " (--system " +
+                           system_arg + "), found " + p.gpu + "; calibrate the system of the GPU that was measured");
+    }
+  }
 }
 
 }  // namespace meshplan

@@ -1,16 +1,18 @@
 #pragma once
-/// \file validate_fit.hpp
+/// \file megatron_fit.hpp
 /// Least-squares fit of a system's Megatron-Core step-time constants (MegatronTimeFit) on
-/// published runs, for `meshplan validate --fit`. Private to planner/cli.
+/// published runs, for `meshplan validate --fit`; solved by the shared least-squares core
+/// (least_squares.hpp) that `meshplan calibrate` uses too; the block it writes is
+/// WriteSystemFit's (accuracy.hpp). Private to planner/accuracy.
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "meshplan/accuracy.hpp"
 #include "meshplan/cost.hpp"
 #include "meshplan/hardware.hpp"
 
-namespace meshplan::cli {
+namespace meshplan::accuracy {
 
 /// One published run reduced to the physical terms of its slowest pipeline rank (seconds,
 /// kernels a count) and its published step time (seconds).
@@ -29,25 +31,8 @@ struct FitRow {
 FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup, const Layout& layout,
                   double published_step);
 
-/// The compute term of a Megatron-Bridge layout's slowest pipeline rank, split as MegatronTime
-/// scales it with the system's fitted constants (seconds per step): GEMMs, attention core,
-/// HBM-bound kernels, kernel launches; and the rank's bubble fraction (bubble / compute).
-struct MegatronComputeSplit {
-  double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
-};
-MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
-                                          const Layout& layout);
-
 /// Predicted step time of `row` under `fit` (MegatronTime of its terms).
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit);
-
-/// Outcome of fitting one system.
-struct FitOutcome {
-  MegatronTimeFit fit;
-  std::vector<double> residuals;      ///< (predicted − published) / published, per row
-  std::vector<double> loo_residuals;  ///< the same with the row left out of the fit
-  std::vector<std::string> fitted;    ///< names of the constants fitted (others stay at the prior)
-};
 
 /// Fits gemm_<precision> (for each precision whose rows come from at least kFitMinModels
 /// models; any other precision, with rows or none, takes the constant of the identified
@@ -57,27 +42,19 @@ struct FitOutcome {
 /// as with one model's own measurements, and one without rows stays at the prior, 1),
 /// memory_bound and kernel_overhead to
 /// `rows` (all of one system) by minimising Σ ((predicted − published)/published)² plus a
-/// ridge term kFitRidge·Σ (x − prior)² on each constant relative to its prior (1, 1, 4 us),
-/// which keeps systems with few rows near the physical model. Linear in the constants:
+/// ridge term kMegatronFitRidge·Σ (x − prior)² on each constant relative to its prior (1, 1,
+/// 4 us), which keeps systems with few rows near the physical model. Linear in the constants:
 ///   published − (1+b)·attention − fixed = (1+b)·(g_p·gemm + m·memory_bound + k·kernels).
 /// Bounds (active set): g_p ≥ 1 (no GEMM beats its MAMF time), m ≥ 0, k ≥ 0.
 /// Rows whose predicted step is host-bound (cost::MegatronHostBound > 0) do not depend on the
 /// GPU constants: after each solve they are set aside and the rest solved again, until the
 /// host-bound set stops changing (at most 4 rounds); their residuals still count below.
-/// Solved with Eigen's column-pivoting Householder QR. Throws nothing; an empty `rows`
-/// returns the prior.
-FitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
-inline constexpr double kFitRidge = 0.1;
+/// Solved by SolveBounded (Eigen's column-pivoting Householder QR). Throws nothing; an empty
+/// `rows` returns the prior.
+MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
 /// Distinct models a precision's rows must come from for its GEMM constant to be fitted: with
 /// one model, a cost the model misses (GPT-OSS's BF16 rows on DGX H100 and B200, all run with
 /// the alltoall dispatcher) would be charged to the system's GEMMs and slow every other model.
 inline constexpr int kFitMinModels = 2;
 
-/// Replaces (or appends) the `megatron_time_fit:` block at the end of the system YAML at
-/// `path` with `outcome` (constants, row count, residual median / p90 and every row's
-/// residual), keeping the rest of the file byte for byte; written atomically. Throws
-/// InputError when the file cannot be read or written.
-void WriteFitBlock(const std::string& path, const FitOutcome& outcome, const std::vector<FitRow>& rows,
-                   const std::string& source);
-
-}  // namespace meshplan::cli
+}  // namespace meshplan::accuracy

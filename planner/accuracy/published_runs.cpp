@@ -1,0 +1,421 @@
+// Published-runs CSV files (Megatron-Bridge perf tables, the published-runs survey) -> typed
+// runs with their skip reasons, and the Megatron-Bridge layout of each run.
+#include "accuracy/published_runs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include "meshplan/data.hpp"
+#include "meshplan/diag.hpp"
+#include "search/megatron_space.hpp"
+
+namespace meshplan::accuracy {
+
+namespace {
+
+// RFC-4180-ish CSV line split: quoted cells may hold commas and doubled quotes. A quote left
+// open at the end of the line sets *unterminated (quoted cells do not span lines here).
+std::vector<std::string> SplitCsv(const std::string& line, bool* unterminated = nullptr) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else if (ch != '\r') {
+      cell += ch;
+    }
+  }
+  if (unterminated != nullptr) *unterminated = quoted;
+  out.push_back(cell);
+  return out;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+std::string Lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// Leading number of a cell ("661 (624)" -> 661). False when the cell does not start with one.
+bool LeadNum(const std::string& cell, double& out) {
+  const std::string s = Trim(cell);
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return false;
+  try {
+    size_t used = 0;
+    out = std::stod(s, &used);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// A size cell: empty / "n/a" -> fallback; a plain integer in [1, max] (optionally followed by
+// " (...)"). False when the cell is anything else.
+bool SizeCell(const std::string& cell, int64_t fallback, int64_t& out, int64_t max = int64_t{1} << 30) {
+  const std::string s = Trim(cell);
+  if (s.empty() || s == "n/a" || s == "-") {
+    out = fallback;
+    return true;
+  }
+  double v = 0;
+  if (!LeadNum(s, v) || v < 1 || v != std::floor(v) || v > double(max)) return false;
+  size_t end = 0;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+  if (end < s.size() && s[end] != ' ') return false;  // "8x", "3.5"
+  out = int64_t(v);
+  return true;
+}
+
+// Reads the size columns in order; the first one that is not an integer in range becomes the
+// row's skip reason, naming the column and the cell.
+struct SizeReader {
+  std::string problem;
+  void Read(const char* column, const std::string& cell, int64_t fallback, int64_t& out, int64_t max) {
+    if (!problem.empty()) return;
+    if (!SizeCell(cell, fallback, out, max) || (fallback == 0 && out < 1)) {
+      problem = std::string(column) + ": expected an integer in [1, " + std::to_string(max) + "], found '" +
+                Trim(cell) + "'";
+    }
+  }
+};
+
+constexpr int64_t kMaxGpus = int64_t{1} << 20, kMaxSeq = int64_t{1} << 24, kMaxBatch = int64_t{1} << 30;
+
+// Model name of either file -> meshplan preset ("" = cannot describe).
+std::string PresetOf(const std::string& raw) {
+  std::string s = Lower(raw);
+  for (char& ch : s) {
+    if (ch == '_' || ch == '-' || ch == ' ' || ch == '.') ch = ' ';
+  }
+  auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
+  if (has("nemotron") || has("v4")) return "";  // hybrid Mamba / DeepSeek-V4: not describable
+  if (has("deepseek") && has("v3")) return "deepseek-v3";
+  if (has("kimi")) return "kimi-k2";
+  if (has("qwen3") && has("235")) return "qwen3-235b-a22b";
+  if (has("qwen3") && has("30b")) return "qwen3-30b-a3b";
+  if (has("gpt oss") && has("120")) return "gpt-oss-120b";
+  if (has("gpt oss") && has("20b")) return "gpt-oss-20b";
+  if (has("llama3 1 405b") || has("llama 3 1 405b") || has("llama 3 405b")) return "llama3.1-405b";
+  if (has("llama3 1 70b") || has("llama 3 1 70b")) return "llama3.1-70b";
+  if (has("llama3 1 8b") || has("llama 3 1 8b")) return "llama3.1-8b";
+  if (has("llama3 70b") || has("llama 3 70b")) return "llama3-70b";
+  if (has("llama3 8b") || has("llama 3 8b")) return "llama3-8b";
+  if (has("mixtral") && has("8x7b")) return "mixtral-8x7b";
+  if (has("mixtral") && has("8x22b")) return "mixtral-8x22b";
+  return "";
+}
+
+// System name of either file -> hwdb system ("" = none).
+std::string SystemOf(const std::string& raw) {
+  const std::string s = Lower(raw);
+  auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
+  if (has("gb300")) return "gb300-nvl72";
+  if (has("gb200")) return "gb200-nvl72";
+  if (has("b300")) return "dgx-b300";
+  if (has("b200")) return "dgx-b200";
+  if (has("h200")) return "dgx-h200";
+  // H800 has 400 GB/s NVLink and the 96 GB H100 is a 500 W part: no hwdb system for either.
+  if (has("h100") && !has("96gb") && !has("h800")) return "dgx-h100";
+  if (has("a100") && has("80gb")) return "dgx-a100";
+  return "";
+}
+
+// Precision cell -> GEMM precision. FP8 (delayed / current scaling, "FP8-CS") and MXFP8
+// ("FP8-MX") run at the FP8 tensor-core rate; NVFP4 at the FP4 rate; empty / BF16 at BF16.
+Precision PrecisionOf(const std::string& raw) {
+  const std::string s = Lower(Trim(raw));
+  if (s.find("fp4") != std::string::npos) return Precision::kFp4;
+  if (s.find("fp8") != std::string::npos && s.rfind("bf16", 0) != 0) return Precision::kFp8;
+  return Precision::kBf16;
+}
+
+// MTP layers a row's model name says the run trained, or kMtpFromModel (the model provider's
+// mtp_num_layers, num_nextn_predict_layers: DeepSeek-V3 1, the recipes' default).
+int64_t MtpOf(const std::string& raw) {
+  const std::string s = Lower(raw);
+  if (s.find("w/o mtp") != std::string::npos) return 0;
+  if (s.find("w/ mtp") != std::string::npos) return 1;
+  return kMtpFromModel;
+}
+
+void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
+  // release,task,model,system,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,ga,tok,tflops
+  auto cell = [&](size_t i) { return i < c.size() ? c[i] : std::string(); };
+  // An empty precision cell is the 25.09 table's, which had no precision column: its numbers
+  // are FP8 (current or delayed scaling) runs, the parenthesised ones the MX / blockwise
+  // variant (megatron.md 5.1; the 25.09 layouts match the releases' fp8 presets, not the bf16
+  // ones: recipes/megatron-bridge-perf.yaml notes). Priced as FP8.
+  const bool no_precision = Trim(cell(5)).empty();
+  r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (no_precision ? "FP8 (25.09)" : cell(5));
+  r.release = Trim(cell(0));
+  if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
+  r.preset = PresetOf(cell(2));
+  r.system = SystemOf(cell(3));
+  r.gpu_cell = cell(3);
+  r.setup.precision = no_precision ? Precision::kFp8 : PrecisionOf(cell(5));
+  r.precision_cell = cell(5);
+  {
+    // The table's precision cells (anything else would be priced at a guessed rate).
+    std::string p = Lower(Trim(cell(5)));
+    p.erase(std::remove(p.begin(), p.end(), ' '), p.end());
+    static const char* const kKnown[] = {"", "bf16", "fp8", "fp8-cs", "fp8-mx", "mxfp8", "nvfp4", "fp8-cs(fp8-mx)"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), p) == std::end(kKnown) && r.skip.empty()) {
+      r.skip = "precision '" + Trim(cell(5)) +
+               "': expected empty (the 25.09 table: FP8), BF16, FP8, FP8-CS, FP8-MX, MXFP8, NVFP4 or FP8-CS (FP8-MX)";
+    }
+  }
+  r.tokendrop = Lower(cell(2)).find("tokendrop") != std::string::npos;
+  r.mtp = MtpOf(cell(2));
+  int64_t gpus = 0, gbs = 0, seq = 0, fs = 0;
+  SizeReader sz;
+  sz.Read("gpus", cell(4), 0, gpus, kMaxGpus);
+  sz.Read("gbs", cell(6), 0, gbs, kMaxBatch);
+  sz.Read("seq", cell(8), 0, seq, kMaxSeq);
+  sz.Read("mbs", cell(7), 1, r.micro_batch, kMaxBatch);
+  sz.Read("tp", cell(10), 1, r.tp, kMaxGpus);
+  sz.Read("pp", cell(11), 1, r.pp, kMaxGpus);
+  sz.Read("cp", cell(12), 1, r.cp, kMaxGpus);
+  sz.Read("vp", cell(13), 1, r.vpp, kMaxGpus);
+  sz.Read("ep", cell(14), 1, r.ep, kMaxGpus);
+  double f = 0;
+  if (LeadNum(cell(9), f)) fs = int64_t(f);
+  r.megatron_fsdp = fs > 0;
+  if (!sz.problem.empty() && r.skip.empty()) r.skip = sz.problem;
+  r.setup.num_gpus = gpus;
+  r.setup.global_batch = gbs;
+  r.setup.seq_len = seq;
+  LeadNum(cell(16), r.published_tokens);
+  LeadNum(cell(17), r.published_tflops);
+  if (c.size() != 18 && r.skip.empty()) r.skip = "row has " + std::to_string(c.size()) + " cells, expected 18";
+  for (size_t i : {size_t(16), size_t(17)}) {
+    double v = 0;
+    if (r.skip.empty() && !Trim(cell(i)).empty() && (!LeadNum(cell(i), v) || !(v > 0) || !std::isfinite(v))) {
+      r.skip = std::string(i == 16 ? "tokens_per_s_per_gpu" : "model_tflops_per_gpu") + " '" + Trim(cell(i)) +
+               "' is not a positive number";
+    }
+  }
+}
+
+void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, PublishedRun& r) {
+  auto cell = [&](const char* name) {
+    auto it = col.find(name);
+    return it != col.end() && it->second < c.size() ? c[it->second] : std::string();
+  };
+  r.label = "#" + cell("id") + " " + cell("model") + " " + cell("num_gpus");
+  r.preset = PresetOf(cell("model"));
+  r.system = SystemOf(cell("gpu_type"));
+  r.gpu_cell = cell("gpu_type");
+  r.setup.precision = PrecisionOf(cell("precision"));
+  int64_t gpus = 0, gbs = 0, seq = 0;
+  SizeReader sz;
+  sz.Read("num_gpus", cell("num_gpus"), 0, gpus, kMaxGpus);
+  sz.Read("global_batch", cell("global_batch"), 0, gbs, kMaxBatch);
+  sz.Read("seq_len", cell("seq_len"), 0, seq, kMaxSeq);
+  sz.Read("TP", cell("TP"), 1, r.tp, kMaxGpus);
+  sz.Read("PP", cell("PP"), 1, r.pp, kMaxGpus);
+  sz.Read("CP", cell("CP"), 1, r.cp, kMaxGpus);
+  sz.Read("EP", cell("EP"), 1, r.ep, kMaxGpus);
+  if (!SizeCell(cell("VPP"), 1, r.vpp, kMaxGpus)) r.vpp = 1;  // "interleaved (v=?)": unknown, take 1
+  if (!SizeCell(cell("micro_batch"), 1, r.micro_batch, kMaxBatch)) r.micro_batch = 1;
+  if (!sz.problem.empty()) r.skip = sz.problem;
+  const std::string zero = Lower(cell("zero_fsdp_distopt"));
+  r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
+  // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
+  // pricing; Megatron runs follow the model provider.
+  r.mtp = zero.find("fsdp2") != std::string::npos ? 0 : MtpOf(cell("model"));
+  const std::string rec = Lower(cell("recompute"));
+  r.recompute = rec.rfind("full", 0) == 0        ? Recompute::kFull
+                : rec.rfind("selective", 0) == 0 ? Recompute::kSelective
+                                                 : Recompute::kNone;
+  r.setup.num_gpus = gpus;
+  r.setup.global_batch = gbs;
+  r.setup.seq_len = seq;
+  LeadNum(cell("tflops_per_gpu"), r.published_tflops);
+  LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
+}
+
+// The header's format; throws InputError when it is neither, or when a column the format
+// reads is not where (perf table) or not among (survey) the header's columns.
+PublishedRunsFormat CheckHeader(const std::vector<std::string>& header, const std::map<std::string, size_t>& col,
+                                std::string_view text, const std::string& line, bool one_line,
+                                const std::string& file) {
+  const bool mbridge = col.count("release") && col.count("model_tflops_per_gpu");
+  const bool survey = col.count("gpu_type") && col.count("tflops_per_gpu");
+  if (!mbridge && !survey) {
+    const std::string head = Trim(line);
+    // Binary: a control byte in the first line, or a NUL in the first 4 KiB (CSV text has none).
+    const bool binary = text.substr(0, 4096).find('\0') != std::string_view::npos ||
+                        std::any_of(head.begin(), head.end(), [](char ch) {
+                          const auto u = static_cast<unsigned char>(ch);
+                          return u < 0x20 && ch != '\t' && ch != '\r';
+                        });
+    const std::string found = head.empty() && one_line ? "an empty file"
+                              : head.empty()           ? "an empty first line"
+                              : binary                 ? "binary data (control bytes), not CSV text"
+                                                       : "'" + head.substr(0, 80) + "'";
+    throw InputError(SourceLoc{file, 1, 1}, "header",
+                     "expected a Megatron-Bridge perf header (release,task,model,system,...) or a published-runs "
+                     "header (id,model,...,gpu_type,TP,PP,...); found " + found);
+  }
+  // The perf table is read by position: every column must be where the header says.
+  static const char* const kMbridgeColumns[] = {
+      "release", "task", "model", "system", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp",
+      "cp", "vp", "ep", "ga", "tokens_per_s_per_gpu", "model_tflops_per_gpu"};
+  if (mbridge) {
+    for (size_t i = 0; i < std::size(kMbridgeColumns); ++i) {
+      const std::string found = i < header.size() ? Trim(header[i]) : std::string("(no column)");
+      if (found != kMbridgeColumns[i]) {
+        throw InputError(SourceLoc{file, 1, 1}, "header",
+                         "expected column " + std::to_string(i + 1) + " of a Megatron-Bridge perf table to be '" +
+                             kMbridgeColumns[i] + "', found '" + found + "'");
+      }
+    }
+    return PublishedRunsFormat::kMegatronBridgePerf;
+  }
+  for (const char* needed : {"id", "model", "num_gpus", "gpu_type", "TP", "PP", "CP", "EP", "global_batch", "seq_len",
+                             "precision", "tokens_per_s_per_gpu"}) {
+    if (!col.count(needed)) {
+      throw InputError(SourceLoc{file, 1, 1}, "header",
+                       std::string("expected a published-runs column '") + needed + "'; the header has none");
+    }
+  }
+  return PublishedRunsFormat::kSurvey;
+}
+
+}  // namespace
+
+std::string ReadRunsFile(const std::string& path) {
+  if (std::filesystem::is_directory(path)) {
+    throw InputError(SourceLoc{path, 0, 0}, "runs", "expected a CSV file, found a directory");
+  }
+  std::ifstream f(path);
+  if (!f.good()) {
+    throw InputError(SourceLoc{path, 0, 0}, "runs",
+                     std::filesystem::exists(path) ? "cannot read the file (permission denied or unreadable)"
+                                                   : "no such file");
+  }
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file) {
+  // The lines as std::getline gives them: split at '\n', no empty line after a final '\n'.
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size() || lines.empty();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  std::string first = lines.front();
+  data::StripUtf8Bom(first);  // a spreadsheet's "CSV UTF-8" export starts with one
+  const std::vector<std::string> header = SplitCsv(first);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[Trim(header[i])] = i;
+  PublishedRuns out;
+  out.format = CheckHeader(header, col, text, first, text.find('\n') == std::string_view::npos, file);
+  // A row the CSV itself breaks (a quote left open, a cell too many or too few) makes the file
+  // unusable: refused before any row is evaluated (exit 2), not skipped like a row that is
+  // well formed but cannot be priced.
+  std::vector<std::vector<std::string>> rows(lines.size());  // each line's cells; empty for a blank line
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (Trim(lines[i]).empty()) continue;
+    bool open = false;
+    rows[i] = SplitCsv(lines[i], &open);
+    const SourceLoc at{file, int(i) + 1, 1};
+    if (open) throw InputError(at, "row", "unterminated quote: a '\"' opens a cell that the line does not close");
+    if (rows[i].size() != header.size()) {
+      throw InputError(at, "row", "expected " + std::to_string(header.size()) + " cells as in the header, found " +
+                                      std::to_string(rows[i].size()) + " (nothing was evaluated)");
+    }
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (rows[i].empty()) continue;
+    PublishedRun r;
+    r.line = int(i) + 1;
+    if (out.format == PublishedRunsFormat::kMegatronBridgePerf) {
+      ReadMbridge(rows[i], r);
+    } else {
+      ReadSurvey(rows[i], col, r);
+    }
+    if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
+    if (r.skip.empty() && r.system.empty()) {
+      r.skip = "no hwdb system for the GPU";
+      r.skip_detail = "no hwdb system for the GPU '" + r.gpu_cell + "'";
+    }
+    if (r.skip.empty() && r.published_tflops <= 0 && r.published_tokens <= 0) r.skip = "no published throughput";
+    if (r.skip.empty() && (r.setup.num_gpus % (r.tp * r.pp * r.cp) != 0)) r.skip = "sizes do not divide the GPUs";
+    out.runs.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Megatron-Bridge's DeepSeek-V3 layout of 16 pipeline stages with one MTP layer, which its
+// recipes set for PP 16, PP 8 x VPP 2 and PP 4 x VPP 4 (recipes/deepseek/deepseek_v3.py
+// set_deepseek_v3_pipeline_model_parallel_layout, v0.2.0 .. v0.6.0) and its GB300 perf recipes
+// give for PP 2 x VPP 8 (perf_recipes/deepseek/gb300/deepseek_v3.py, v0.6.0), Et*4|(t*4|)*14tmL,
+// is meshplan's own split of those rows (OwnStageSplit with the MTP layer's places; tests/cost/
+// mtp_test.cpp), so PublishedLayout's kLayout split prices it as written.
+Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const SystemSpec& sys,
+                       const recipe::PerfRecipeSettings* settings) {
+  const TrainSetup& setup = run.setup;
+  const int64_t tp = run.tp, pp = run.pp, cp = run.cp;
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.mtp_layers = run.mtp == kMtpFromModel ? m.mtp_num_layers : run.mtp;
+  l.tp = tp;
+  l.pp = pp;
+  l.cp = cp;
+  l.vpp = run.vpp;
+  l.ep = run.ep;
+  l.etp = m.is_moe() && tp > 1 ? 1 : 0;  // published MoE recipes pin ETP 1
+  l.dp = setup.num_gpus / (tp * pp * cp);
+  l.sequence_parallel = tp > 1;
+  l.recompute = run.recompute;
+  l.use_distributed_optimizer = true;
+  l.mb.use_megatron_fsdp = run.megatron_fsdp;
+  if (settings) {
+    l.recompute = settings->recompute;
+  }
+  const int64_t L = m.num_layers;
+  l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
+               : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
+                                      : MbPpSplit::kLayout;
+  search::ApplyEmittedSettings(l, sys, setup.precision);
+  if (settings) {
+    search::ApplyMbRuntime(l, settings->runtime);
+    l.mb.recompute_modules = settings->recompute_modules;
+    if (settings->recompute == Recompute::kFull) {
+      l.mb.recompute_method = settings->recompute_method;
+      l.mb.recompute_num_layers = settings->recompute_num_layers;
+    }
+    l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
+    l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
+  }
+  SetMegatronMicroBatch(l, run.micro_batch, setup);
+  return l;
+}
+
+}  // namespace meshplan::accuracy

@@ -1,0 +1,86 @@
+#pragma once
+/// \file published_runs.hpp
+/// The published-runs CSV files `meshplan validate` reads, as typed runs, and the Megatron-Bridge
+/// layout each run was measured at. Private to planner/accuracy (Validate, accuracy.hpp, is the
+/// contract).
+///
+/// Two file formats, told apart by the header:
+///   - Megatron-Bridge performance tables (shared/reference/mbridge_perf_dev.csv): release, task,
+///     model, system, gpus, precision, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, ga,
+///     tokens_per_s_per_gpu, model_tflops_per_gpu. Cells like "661 (624)" carry a second
+///     configuration in parentheses; the first value is used.
+///   - the published-runs survey (shared/reference/published_runs_dev.csv): id, model, ...,
+///     num_gpus, gpu_type, TP, PP, VPP, CP, EP, DP, ..., recompute, precision, tflops_per_gpu,
+///     ..., tokens_per_s_per_gpu. Rows whose sizes are not integers in range are skipped, naming
+///     the column.
+/// FLOP convention (groundtruth.md A.3): both files report *model* FLOPs (Megatron-Bridge,
+/// NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
+/// sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshplan/accuracy.hpp"
+#include "meshplan/hardware.hpp"
+#include "meshplan/layout.hpp"
+#include "meshplan/model.hpp"
+#include "recipe/perf_settings.hpp"
+
+namespace meshplan::accuracy {
+
+/// One data row of a published-runs file, typed. Parallel sizes and the micro-batch the row
+/// leaves empty ("", "n/a", "-") are 1; GPUs, global batch and sequence length must be given.
+struct PublishedRun {
+  int line = 0;               ///< 1-based line of the row in the file
+  std::string label;          ///< "model system gpus precision" (perf table), "#id model gpus" (survey)
+  std::string release;        ///< Megatron-Bridge release of the row ("" in the survey)
+  std::string skip;           ///< why the row cannot be priced, the reason it is counted under ("" = it can)
+  std::string skip_detail;    ///< the row's own words for `skip` ("" = `skip` itself)
+  std::string gpu_cell;       ///< the GPU / system cell as written
+  std::string preset;         ///< meshplan model preset ("" = none describes the model)
+  std::string system;         ///< hwdb system ("" = none for the GPU)
+  std::string precision_cell; ///< the perf table's precision cell (the recipe-settings key)
+  TrainSetup setup;           ///< num_gpus, global_batch, seq_len, precision (headroom: the request's)
+  int64_t tp = 1, pp = 1, cp = 1, vpp = 1, ep = 1, micro_batch = 1;
+  bool megatron_fsdp = false;             ///< fsdp cell > 0 / "Megatron-FSDP" in zero_fsdp_distopt
+  Recompute recompute = Recompute::kNone; ///< the survey's recompute cell (the perf table: none)
+  double published_tflops = 0;  ///< model TFLOP/s per GPU (0 = not published)
+  double published_tokens = 0;  ///< tokens/s per GPU (0 = not published)
+  bool tokendrop = false;       ///< a "(tokendrop)" model row
+  int64_t mtp = kMtpFromModel;  ///< MTP layers: "(w/o MTP)" 0, "(w/ MTP)" 1, else the model provider's
+};
+
+/// A published-runs file: its format and one run per non-blank data line, in file order.
+struct PublishedRuns {
+  PublishedRunsFormat format = PublishedRunsFormat::kMegatronBridgePerf;
+  std::vector<PublishedRun> runs;
+};
+
+/// The text of the runs file at `path`. Throws InputError (field "runs") for a directory, a
+/// file that does not exist and one that cannot be read.
+std::string ReadRunsFile(const std::string& path);
+
+/// Parses the text of a published-runs file named `file` (for messages). Throws InputError
+/// naming file and line for: a header of neither format (saying whether the file is empty,
+/// starts with an empty line or holds binary data), a perf-table column out of its place, a
+/// survey column missing, and a data line with an unterminated quote or another cell count
+/// than the header (the whole file is refused: nothing is evaluated). A row that is well
+/// formed but cannot be priced is returned with its `skip` reason instead: LoRA, an unknown
+/// precision, a size that is not an integer in range (naming the column), another cell count
+/// than 18 (perf table), a throughput that is not a positive number, no preset for the model,
+/// no hwdb system for the GPU, no published throughput, sizes that do not divide the GPUs.
+PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file);
+
+/// The Megatron-Bridge layout `run` was measured at on `system`, priced as the recipe ran it:
+/// meshplan's emitted settings (search::ApplyEmittedSettings) overlaid with the release's
+/// published recipe `settings` (nullptr: none), ETP 1 for MoE models with TP (the published
+/// MoE recipes pin it), sequence parallelism with TP, the distributed optimizer, and the
+/// run's own pipeline split: even when the layers divide by PP, else with the embedding and
+/// loss as layers when that divides, else meshplan's own split (MbPpSplit::kLayout).
+/// `run.setup` is the setup priced (its precision one the system has).
+Layout PublishedLayout(const PublishedRun& run, const ModelSpec& model, const SystemSpec& system,
+                       const recipe::PerfRecipeSettings* settings);
+
+}  // namespace meshplan::accuracy

@@ -1,0 +1,245 @@
+// `meshplan validate RUNS.csv` as a library function: predict the throughput of published runs
+// at their published layouts, the error against the published throughput, and the rank of
+// the published layout among the fitting layouts the planner finds for the same request.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "accuracy/least_squares.hpp"
+#include "accuracy/megatron_fit.hpp"
+#include "accuracy/published_runs.hpp"
+#include "cli/commands.hpp"  // GpuCountProblem (defined in cli/plan.cpp)
+#include "meshplan/framework.hpp"
+#include "meshplan/accuracy.hpp"
+#include "meshplan/diag.hpp"
+#include "meshplan/rules.hpp"
+
+namespace meshplan {
+
+namespace {
+
+// The planner's layouts for one request: the step times of the top layouts, the shown ones
+// and the fastest.
+struct Ranked {
+  std::vector<double> steps;
+  std::vector<Candidate> top;  // the first show_top of them
+  std::optional<Candidate> fastest;
+};
+
+// The search of the request `run` was measured in: the run's model, system, setup and (the
+// software settings are part of the request: runs of two releases with different
+// dispatchers or CUDA graphs are ranked among differently priced layouts) recipe settings.
+Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sys, const accuracy::PublishedRun& r,
+            const Layout& l, const recipe::PerfRecipeSettings* settings) {
+  PlanRequest pr;
+  pr.model = m;
+  pr.model.mtp_num_layers = l.mtp_layers;  // the planner's layouts train what the run trained
+  pr.system = sys;
+  pr.setup = r.setup;
+  pr.framework = Framework::kMegatronBridge;
+  if (settings) pr.mb_runtime = settings->runtime;
+  pr.top_n = std::max(req.rank_top, req.show_top);
+  pr.threads = req.threads;
+  pr.max_micro_batch = std::max<int64_t>(16, r.micro_batch);
+  pr.deadline = std::chrono::steady_clock::now() +
+                std::chrono::milliseconds(int64_t(std::max(0.1, req.rank_seconds) * 1000));
+  const PlanResult res = Plan(pr);
+  Ranked rk;
+  for (const Candidate& cand : res.top) rk.steps.push_back(cand.cost.step_seconds);
+  if (!res.top.empty()) rk.fastest = res.top.front();
+  for (size_t i = 0; i < res.top.size() && int64_t(i) < req.show_top; ++i) rk.top.push_back(res.top[i]);
+  return rk;
+}
+
+// Fits every system's constants (validate --fit), with in-sample and leave-one-out residuals.
+void Fit(const ValidateRequest& req, const std::map<std::string, std::vector<accuracy::FitRow>>& fit_rows,
+         ValidateReport& report) {
+  std::vector<double> all, all_loo;
+  for (const auto& [system, rows] : fit_rows) {
+    SystemFit s;
+    s.system = system;
+    s.file = req.fit_dir + "/systems/" + system + ".yaml";
+    s.source = req.runs.substr(req.runs.find_last_of('/') + 1) + ", " + std::to_string(rows.size()) + " rows";
+    for (const accuracy::FitRow& row : rows) s.labels.push_back(row.label);
+    s.outcome = accuracy::FitMegatronTime(rows);
+    std::vector<double> loo;
+    for (double x : s.outcome.loo_residuals) loo.push_back(std::fabs(x));
+    for (double x : s.outcome.residuals) all.push_back(std::fabs(x));
+    all_loo.insert(all_loo.end(), loo.begin(), loo.end());
+    s.loo_median = accuracy::Quantile(loo, 0.5);
+    report.fits.push_back(std::move(s));
+  }
+  report.fit_median = accuracy::Quantile(all, 0.5);
+  report.fit_p90 = accuracy::Quantile(all, 0.9);
+  report.fit_loo_median = accuracy::Quantile(all_loo, 0.5);
+  report.fit_loo_p90 = accuracy::Quantile(all_loo, 0.9);
+}
+
+}  // namespace
+
+ValidateReport Validate(const ValidateRequest& req) {
+  CheckHwdbDir(req.hwdb);
+  const std::string text = accuracy::ReadRunsFile(req.runs);
+  if (!req.fit_dir.empty() && !std::filesystem::is_directory(req.fit_dir + "/systems")) {
+    throw InputError(SourceLoc{"<command line>", 0, 0}, "--fit",
+                     "expected an hwdb directory with a systems/ folder (a copy of hwdb/), found '" + req.fit_dir + "'");
+  }
+  const accuracy::PublishedRuns runs = accuracy::ParsePublishedRuns(text, req.runs);
+  ValidateReport report;
+  report.format = runs.format;
+  const bool mbridge = runs.format == PublishedRunsFormat::kMegatronBridgePerf;
+  std::optional<recipe::PerfRecipeTable> settings_table;
+  if (mbridge && req.recipe_settings != "none") {
+    settings_table = recipe::LoadPerfRecipeSettings(req.recipe_settings);
+    report.recipe_settings = true;
+    report.recipe_settings_file = settings_table->file;
+    report.recipe_settings_entries = settings_table->recipes.size();
+  }
+  if (req.on_start) req.on_start();
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, SystemSpec> systems;
+  // Rank cache: one search per distinct request.
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
+  std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
+  std::vector<double> errors, memory_shares;
+  ValidateSummary& sum = report.summary;
+  for (accuracy::PublishedRun r : runs.runs) {
+    if (req.on_row_start) req.on_row_start(r.line);
+    r.setup.headroom = req.headroom;
+    ValidateRow& row = report.rows.emplace_back();
+    row.line = r.line;
+    row.label = r.label;
+    // Counts a skipped row under `reason`, shown with `shown` (the reason itself when empty).
+    auto skip_row = [&](const std::string& reason, const std::string& shown) {
+      ++sum.skipped;
+      ++sum.skip_reasons[reason];
+      row.skip = reason;
+      row.skip_shown = shown.empty() ? reason : shown;
+      if (req.on_row) req.on_row(row);
+    };
+    if (!r.skip.empty()) {
+      skip_row(r.skip, r.skip_detail);
+      continue;
+    }
+    if (!models.count(r.preset)) models[r.preset] = LoadModel(r.preset);
+    if (!systems.count(r.system)) systems[r.system] = LoadSystem(r.system, req.hwdb);
+    const ModelSpec& m = models[r.preset];
+    const SystemSpec& sys = systems[r.system];
+    if (const std::string problem = cli::GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
+      skip_row("GPU count is not a whole number of nodes", "GPU count: " + problem);
+      continue;
+    }
+    if (r.setup.precision == Precision::kFp4 && sys.gpu.fp4_flops <= 0) r.setup.precision = Precision::kFp8;
+    if (r.setup.precision == Precision::kFp8 && sys.gpu.fp8_flops <= 0) r.setup.precision = Precision::kBf16;
+    // The published run's recipe settings (Megatron-Bridge table rows only; the survey's rows
+    // keep meshplan's emitted settings).
+    const recipe::PerfRecipeSettings* settings =
+        settings_table ? settings_table->Find(r.release, r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell),
+                                              r.setup.num_gpus, r.tokendrop)
+                       : nullptr;
+    row.without_recipe_settings = settings_table && !settings;
+    if (row.without_recipe_settings) ++sum.without_settings;
+    const Layout l = accuracy::PublishedLayout(r, m, sys, settings);
+    // A layout the framework would refuse is not priced (the perf table's own rows all pass;
+    // hand-made rows may not).
+    {
+      const RuleContext ctx{m, r.setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+      if (const Rule* broken = FirstFailure(ctx)) {
+        const std::string reason = std::string("layout breaks rule ") + broken->name;
+        skip_row(reason, reason + ": " + broken->explain(ctx));
+        continue;
+      }
+    }
+    const Cost cost = Score(CostModel(m, sys, r.setup), l);
+    // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
+    // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
+    // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do
+    // not. Survey rows and rows without tokens/s compare on model TFLOP/s.
+    row.on_tokens = r.published_tokens > 0 && (mbridge || r.published_tflops <= 0);
+    row.published = row.on_tokens ? r.published_tokens : r.published_tflops;
+    row.predicted = row.on_tokens ? cost.tokens_per_s_per_gpu : cost.model_tflops_per_gpu;
+    row.error = accuracy::RelativeError(row.predicted, row.published);
+    row.published_tflops = r.published_tflops;
+    row.published_step = row.predicted > 0 ? cost.step_seconds * row.predicted / row.published : 0.0;
+    errors.push_back(std::fabs(row.error));
+    if (!req.fit_dir.empty() && row.predicted > 0) {
+      accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
+      // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
+      const std::string tag = " (" + r.release + ")";
+      const bool tagged = r.label.ends_with(tag);
+      fit.label = r.label + (r.release.empty() || tagged ? "" : tag);
+      fit.model = r.preset;
+      fit_rows[r.system].push_back(fit);
+    }
+    ++sum.evaluated;
+    if (!cost.fits) ++sum.over_capacity;
+    if (cost.memory.Total() > sys.gpu.memory_bytes) ++sum.over_memory;
+    if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
+    if (req.rank_top > 0) {
+      std::string runtime = "emitted";
+      if (settings) {
+        const MbRuntime& rt = settings->runtime;
+        runtime = std::to_string(int(rt.dispatcher)) + "/" + std::to_string(int(rt.ep_a2a_overlap)) + "/" +
+                  std::to_string(int(rt.cuda_graph)) + "/" + std::to_string(rt.cuda_graph_scope) + "/" +
+                  std::to_string(int(rt.grad_reduce_in_fp32));
+      }
+      const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
+                                       int(r.setup.precision), runtime + "/mtp" + std::to_string(l.mtp_layers));
+      auto it = ranks.find(key);
+      if (it == ranks.end()) it = ranks.emplace(key, Rank(req, m, sys, r, l, settings)).first;
+      const std::vector<double>& steps = it->second.steps;
+      row.top = it->second.top;
+      row.fastest = it->second.fastest;
+      // Rank = 1 + fitting layouts strictly faster (1e-9 relative tolerance: the published
+      // layout itself is among them).
+      int64_t faster = 0;
+      for (double s : steps) faster += s < cost.step_seconds * (1 - 1e-9) ? 1 : 0;
+      row.ranked = true;
+      row.beyond = faster >= int64_t(steps.size()) && int64_t(steps.size()) >= req.rank_top;
+      row.rank = faster + 1;
+      if (!steps.empty() && steps.front() > 0) {
+        row.gap = cost.step_seconds / steps.front() - 1.0;
+        if (cost.step_seconds <= 1.05 * steps.front()) ++sum.within5;
+      }
+      ++sum.ranked;
+      if (!row.beyond && row.rank <= 5) {
+        ++sum.top5;
+        if (!cost.fits) ++sum.top5_no_fit;  // ranked among fitting layouts, but predicted not to fit itself
+      }
+    }
+    if (req.breakdown && mbridge) {
+      row.split = SplitMegatronCompute(m, sys, r.setup, l);
+      if (row.fastest) row.fastest_split = SplitMegatronCompute(m, sys, r.setup, row.fastest->layout);
+    }
+    row.layout = l;
+    row.cost = cost;
+    if (req.on_row) req.on_row(row);
+  }
+  sum.median_error = accuracy::Quantile(errors, 0.5);
+  sum.p90_error = accuracy::Quantile(errors, 0.9);
+  sum.memory_share_median = accuracy::Quantile(memory_shares, 0.5);
+  sum.memory_share_p90 = accuracy::Quantile(memory_shares, 0.9);
+  if (!req.fit_dir.empty()) Fit(req, fit_rows, report);
+  return report;
+}
+
+void CheckFitTargets(const ValidateRequest& req, const ValidateReport& report) {
+  if (report.summary.evaluated == 0) {
+    throw InputError(SourceLoc{req.runs, 0, 0}, "--fit", "no evaluated row to fit; nothing was written");
+  }
+  // Every target must be readable before any is written: all systems or none.
+  for (const SystemFit& s : report.fits) {
+    if (!std::ifstream(s.file).good()) {
+      throw InputError(SourceLoc{s.file, 0, 0}, "--fit",
+                       "expected the system file of " + s.system + " in " + req.fit_dir + "/systems/ (fitted from " +
+                           std::to_string(s.labels.size()) + " rows); nothing was written");
+    }
+  }
+}
+
+}  // namespace meshplan
