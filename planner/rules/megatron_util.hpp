@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan::rules {
@@ -29,13 +30,13 @@ inline int64_t Edp(const RuleContext& c) {
 
 /// Decoder layers counted by the pipeline split: L, plus embedding and loss when accounted.
 inline int64_t SplitLayers(const RuleContext& c) {
-  return c.model.num_layers + (c.layout.pp_split == MbPpSplit::kAccountEmbeddingLoss ? 2 : 0);
+  return domain::MegatronSplitLayers(c.model.num_layers, c.layout.pp_split);
 }
 
 /// Micro-batches per step M = global_batch / (micro_batch_size * dp) (0 if not whole).
 inline int64_t NumMicrobatches(const RuleContext& c) {
-  const int64_t d = c.layout.micro_batch() * c.layout.dp;
-  return d > 0 && c.setup.global_batch % d == 0 ? c.setup.global_batch / d : 0;
+  const int64_t mbs = c.layout.micro_batch(), dp = c.layout.dp;
+  return domain::GlobalBatchDivides(c.setup.global_batch, mbs, dp) ? c.setup.global_batch / (mbs * dp) : 0;
 }
 
 /// GPUs before Blackwell (GpuSpec::compute_capability < 10), where Megatron needs
