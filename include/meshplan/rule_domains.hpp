@@ -97,9 +97,10 @@ struct PpScheduleChoice {
 /// calculate_virtual_stages can reach, in increasing S: 1f1b with layers_per_stage null (S =
 /// pp), interleaved1f1b with null (S = 2 * pp), then for each S = v * pp (v >= 3, S <=
 /// num_layers) the smallest layers_per_stage whose ceil(num_layers / layers_per_stage) is S,
-/// else rounded up to S. The layer
-/// split depends on S only, so no other setting is a different layout. Empty when pp >
-/// num_layers. The AutoModel space's schedules.
+/// else that one rounded up to S, else the layers_per_stage one below rounded down to S
+/// (round_virtual_stages_to_pp_multiple: down); an S none of these reach, no setting reaches.
+/// The layer split depends on S only, so no other setting is a different layout. Empty when
+/// pp > num_layers. The AutoModel space's schedules.
 std::vector<PpScheduleChoice> PpScheduleChoices(int64_t num_layers, int64_t pp);
 
 // --- Megatron-Bridge pipeline and sequence parallel -----------------------------------

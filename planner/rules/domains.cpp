@@ -97,6 +97,9 @@ std::vector<PpScheduleChoice> PpScheduleChoices(int64_t num_layers, int64_t pp) 
       const int64_t lps = (num_layers + target - 1) / target;
       tries = {{PpSchedule::kInterleaved1F1B, lps, StageRounding::kNone},
                {PpSchedule::kInterleaved1F1B, lps, StageRounding::kUp}};
+      // ceil(L / (lps - 1)) is the least count above target: rounded down, it reaches target
+      // when below target + pp (61 layers, pp 8: lps 1 gives 61, down to 56 = 7 x 8).
+      if (lps > 1) tries.push_back({PpSchedule::kInterleaved1F1B, lps - 1, StageRounding::kDown});
     }
     for (const PpScheduleChoice& c : tries) {
       const int64_t s = stages(c);
