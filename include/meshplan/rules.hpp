@@ -48,8 +48,17 @@ enum class RuleStage {
   kBatch,     ///< + local batch, micro-batch, pipeline schedule and stages
 };
 
+/// What it means when a rule's check fails.
+enum class Severity {
+  kError,        ///< the framework refuses the layout (or meshplan does not support it): invalid
+  kWarning,      ///< the framework runs it but warns, or its guide says otherwise: `check` prints "warning:"
+  kSilentlyOff,  ///< a requested setting the framework switches off without a word: `check` lists it
+};
+
 /// One rule. `check` is pure and allocation-free; `explain` builds the message (both
 /// values, spelled as the recipe keys, and a fix where there is one) only on failure.
+/// Only error rows decide validity (FirstFailure, AllFailures, the search); warning and
+/// silently-off rows are findings about a layout that stays valid (Findings).
 struct Rule {
   const char* name;     ///< stable snake_case id, used in counts and tests
   const char* source;   ///< framework file and function the rule comes from
@@ -59,26 +68,39 @@ struct Rule {
   /// Reads dp_size (or divides by it). false: also evaluated when the mesh does not divide
   /// the world and dp cannot be inferred (AllFailures).
   bool needs_dp = true;
+  Severity severity = Severity::kError;
 };
 
-/// All AutoModel rules, in the order they are checked (mesh rules first).
+/// The whole AutoModel table: error rows in check order (mesh, then features, then batch);
+/// it has no warning or silently-off rows.
 std::span<const Rule> AutoModelRules();
 
-/// All Megatron-Bridge rules (names start with `mb_`), in check order (mesh rules first).
-/// Sources: megatron.md section 2 (2.13 is the checklist).
+/// The whole Megatron-Bridge table (names start with `mb_`): the error rows in check order
+/// (mesh, then features, then batch), then the warning rows, then the silently-off rows, each
+/// of those in the order `check` prints them. Sources: megatron.md section 2 (2.13 is the
+/// checklist). The findings rows:
+///   - warning: CUDA_DEVICE_MAX_CONNECTIONS != 1 before Blackwell with TP or CP > 1 and
+///     neither FSDP nor EP overlap (asserted by Megatron-LM's own argument parser,
+///     arguments.py:1452-1479, not by Megatron-Bridge); TP > 1 with EP > 1 without sequence
+///     parallelism (model_parallel_config.py:561-566);
+///   - silently off: tp_comm_overlap without TP >= 2, SP or Transformer Engine
+///     (comm_overlap.py:441-451); DP overlap with DP 1 (comm_overlap.py:562-591), and not on by
+///     default without the distributed optimizer (comm_overlap.py:635-643).
 std::span<const Rule> MegatronBridgeRules();
 
-/// Megatron conditions that the framework only warns about (empty for AutoModel layouts):
-/// CUDA_DEVICE_MAX_CONNECTIONS != 1 before Blackwell with TP or CP > 1 and neither FSDP nor
-/// EP overlap (asserted by Megatron-LM's own argument parser, arguments.py:1452-1479, not by
-/// Megatron-Bridge), and TP > 1 with EP > 1 without sequence parallelism
-/// (model_parallel_config.py:561-566). Each string is the message with its source.
-std::vector<std::string> MegatronWarnings(const RuleContext& ctx);
+/// The rows of `framework`'s table with `severity`: by default the rules that decide validity,
+/// in check order.
+std::span<const Rule> RulesFor(Framework framework, Severity severity = Severity::kError);
 
-/// The rule set of `framework`.
-std::span<const Rule> RulesFor(Framework framework);
+/// The rows of `severity` that `ctx` fails (for kWarning and kSilentlyOff: what the framework
+/// warns about or switches off), in table order; empty when there is none.
+std::vector<const Rule*> Findings(const RuleContext& ctx, Severity severity);
 
-/// Every function below checks the rule set of `ctx.layout.framework`.
+/// Findings(ctx, severity) as `check` prints them: each row's message followed by its source
+/// in brackets ("... [MB training/comm_overlap.py:441-451]").
+std::vector<std::string> FindingMessages(const RuleContext& ctx, Severity severity);
+
+/// Every function below checks the error rows of `ctx.layout.framework`'s table.
 /// The first rule `ctx` fails, or nullptr if the layout is valid.
 const Rule* FirstFailure(const RuleContext& ctx);
 
@@ -92,7 +114,7 @@ const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage);
 /// evaluated, so that every broken one is listed.
 std::vector<const Rule*> AllFailures(const RuleContext& ctx);
 
-/// The rule named `name` in either rule set, or nullptr.
+/// The row named `name` in either table (any severity), or nullptr.
 const Rule* FindRule(const std::string& name);
 
 }  // namespace meshplan

@@ -38,29 +38,6 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
 
 namespace {
 
-// Overlap settings requested in a Megatron recipe that Megatron-Bridge switches off without error.
-std::vector<std::string> SilentlyOff(const Layout& l) {
-  std::vector<std::string> out;
-  if (l.framework != Framework::kMegatronBridge) return out;
-  if (l.mb.tp_comm_overlap == Tri::kTrue && (l.tp < 2 || !l.sequence_parallel || !l.mb.transformer_engine)) {
-    out.push_back(std::string("comm_overlap.tp_comm_overlap: true is switched off silently: TP overlap needs ") +
-                  (l.tp < 2 ? "tensor_model_parallel_size >= 2 (found " + std::to_string(l.tp) + ")"
-                   : !l.sequence_parallel ? "sequence_parallel: true (its all-gather/reduce-scatter is what overlaps)"
-                                          : "Transformer Engine (transformer_impl: transformer_engine)") +
-                  " [MB training/comm_overlap.py:441-451]");
-  }
-  const bool dist = l.use_distributed_optimizer || l.mb.use_megatron_fsdp;
-  if ((l.mb.overlap_grad_reduce == Tri::kTrue || l.mb.overlap_param_gather == Tri::kTrue) && l.dp == 1) {
-    out.push_back("overlap_grad_reduce / overlap_param_gather have nothing to overlap with data parallel size 1 "
-                  "[MB training/comm_overlap.py:562-591]");
-  } else if (!dist && l.dp > 1 && l.mb.overlap_grad_reduce == Tri::kUnset) {
-    out.push_back("DP overlap (overlap_grad_reduce, overlap_param_gather) is only turned on by default with the "
-                  "distributed optimizer; without it gradients are all-reduced after the backward "
-                  "[MB training/comm_overlap.py:635-643]");
-  }
-  return out;
-}
-
 // One YAML document of a recipe file: its first line (1-based) and its text, preceded by as
 // many empty lines as come before it in the file, so that the readers' line numbers are the file's.
 
@@ -195,8 +172,8 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
     }
   }
   if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) std::cout << "warning: " << w << "\n";
-  for (const std::string& w : MegatronWarnings(ctx)) std::cout << "warning: " << w << "\n";
-  const std::vector<std::string> off = SilentlyOff(l);
+  for (const std::string& w : FindingMessages(ctx, Severity::kWarning)) std::cout << "warning: " << w << "\n";
+  const std::vector<std::string> off = FindingMessages(ctx, Severity::kSilentlyOff);
   std::cout << "silently off: " << (off.empty() ? "none" : "") << "\n";
   for (const std::string& s : off) std::cout << "  " << s << "\n";
   if (!failures.empty() || out_of_memory) {

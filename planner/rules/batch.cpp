@@ -1,4 +1,5 @@
 // Batch rules of NeMo AutoModel (main / v0.5).
+#include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan::rules {
@@ -20,8 +21,7 @@ std::string BatchSizesPositiveMsg(const RuleContext& c) {
 /// local_batch_size * dp_size (L * D)"); recipes/base_recipe.py::_get_dp_group_size.
 bool GlobalBatchDivisible(const RuleContext& c) {
   // dp is 0 when a recipe's mesh does not divide the world size (mesh rules report that).
-  const int64_t per_step = L(c).local_batch_size * L(c).dp;
-  return per_step > 0 && c.setup.global_batch % per_step == 0;
+  return domain::GlobalBatchDivides(c.setup.global_batch, L(c).local_batch_size, L(c).dp);
 }
 std::string GlobalBatchDivisibleMsg(const RuleContext& c) {
   return Cat("global_batch_size (", c.setup.global_batch, ") must be divisible by local_batch_size * dp_size (",

@@ -125,21 +125,6 @@ std::string FsdpCdmcMsg(const RuleContext&) {
          "than one connection; use 32 (Blackwell) or 8";
 }
 
-/// Pre-Blackwell, TP or CP > 1 without FSDP or EP overlap: CUDA_DEVICE_MAX_CONNECTIONS must be 1
-/// (kernels queue in order so TP comm is scheduled before the GEMM).
-/// Source: MLM arguments.py:1452-1479; MB scripts/performance/utils/overrides.py:248-263.
-bool HopperCdmc(const RuleContext& c) {
-  const Layout& l = L(c);
-  if (!PreBlackwell(c) || (l.tp == 1 && l.cp == 1)) return true;
-  if (Mfsdp(l) || Fsdp2(l) || l.mb.ep_a2a_overlap == Tri::kTrue) return true;
-  return l.mb.cuda_device_max_connections == 0 || l.mb.cuda_device_max_connections == 1;
-}
-std::string HopperCdmcMsg(const RuleContext& c) {
-  return Cat("CUDA_DEVICE_MAX_CONNECTIONS=", L(c).mb.cuda_device_max_connections, " on ", c.system->gpu.name,
-             " with TP ", L(c).tp, " / CP ", L(c).cp,
-             ": before Blackwell Megatron needs 1 so TP/CP communication is queued ahead of the GEMMs");
-}
-
 /// Source: MLM arguments.py:1031-1063 (torch FSDP2: no pipeline or expert parallelism).
 bool Fsdp2PpEp(const RuleContext& c) { return !Fsdp2(L(c)) || (L(c).pp == 1 && L(c).ep == 1); }
 std::string Fsdp2PpEpMsg(const RuleContext& c) {
@@ -406,20 +391,3 @@ const Rule kRules[] = {
 std::span<const Rule> MegatronDpRules() { return kRules; }
 
 }  // namespace meshplan::rules
-
-namespace meshplan {
-
-std::vector<std::string> MegatronWarnings(const RuleContext& c) {
-  std::vector<std::string> out;
-  if (c.layout.framework != Framework::kMegatronBridge) return out;
-  if (!rules::HopperCdmc(c)) {
-    out.push_back(rules::HopperCdmcMsg(c) + " [MLM training/arguments.py:1452-1479 asserts it; Megatron-Core only warns, "
-                  "tensor_parallel/layers.py:908-924]");
-  }
-  if (!rules::mb::EpTpNeedsSp(c)) {
-    out.push_back(rules::mb::EpTpNeedsSpMsg(c) + " [MCore model_parallel_config.py:561-566 warns; the Megatron-LM guide says required]");
-  }
-  return out;
-}
-
-}  // namespace meshplan

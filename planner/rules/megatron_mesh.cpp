@@ -1,6 +1,7 @@
 // Mesh, tensor, pipeline, context and expert parallelism rules of Megatron-Bridge /
 // Megatron-Core (megatron.md 2.1-2.5, 2.13). MB = Megatron-Bridge
 // src/megatron/bridge/training/config.py, MCore = Megatron-LM megatron/core/.
+#include "meshplan/rule_domains.hpp"
 #include "rules/megatron_util.hpp"
 
 namespace meshplan::rules {
@@ -118,14 +119,14 @@ std::string EtpMoeFfnMsg(const RuleContext& c) {
 }
 
 /// Source: MCore transformer_config.py:1595-1596.
-bool EpMoe(const RuleContext& c) { return L(c).ep == 1 || c.model.is_moe(); }
+bool EpMoe(const RuleContext& c) { return domain::EpRequiresMoe(c.model, L(c).ep); }
 std::string EpMoeMsg(const RuleContext& c) {
   return Cat("expert_model_parallel_size=", L(c).ep, " needs num_moe_experts, but ", c.model.name,
              " is a dense model: use expert_model_parallel_size: 1");
 }
 
 /// Source: MCore transformer/moe/moe_layer.py:186; MLM arguments.py:1655-1658.
-bool EpExperts(const RuleContext& c) { return L(c).ep == 1 || c.model.num_experts % L(c).ep == 0; }
+bool EpExperts(const RuleContext& c) { return domain::EpDividesExperts(c.model, L(c).ep); }
 std::string EpExpertsMsg(const RuleContext& c) {
   return Cat("num_moe_experts (", c.model.num_experts, ") must be a multiple of expert_model_parallel_size (", L(c).ep,
              "): every EP rank holds the same number of experts");
@@ -154,7 +155,7 @@ std::string PipelineDtypeMsg(const RuleContext& c) {
 }
 
 /// Source: MCore parallel_state.py:826-830.
-bool VppNeedsPp(const RuleContext& c) { return L(c).vpp == 1 || L(c).pp > 1; }
+bool VppNeedsPp(const RuleContext& c) { return domain::MegatronVppNeedsPp(L(c).pp, L(c).vpp); }
 std::string VppNeedsPpMsg(const RuleContext& c) {
   return Cat("virtual_pipeline_model_parallel_size ", L(c).vpp,
              " with pipeline_model_parallel_size 1: virtual stages interleave a pipeline, so PP must be > 1");
@@ -162,7 +163,9 @@ std::string VppNeedsPpMsg(const RuleContext& c) {
 
 /// Even split: (L + accounted embedding/loss) % PP == 0.
 /// Source: MCore transformer_block.py:148-158 (get_num_layers_to_build).
-bool PpLayers(const RuleContext& c) { return L(c).pp_split == MbPpSplit::kLayout || SplitLayers(c) % L(c).pp == 0; }
+bool PpLayers(const RuleContext& c) {
+  return domain::MegatronPpDividesLayers(c.model.num_layers, L(c).pp, L(c).pp_split);
+}
 std::string PpLayersMsg(const RuleContext& c) {
   return Cat("num_layers ", c.model.num_layers,
              L(c).pp_split == MbPpSplit::kAccountEmbeddingLoss ? " + embedding + loss = " : " = ", SplitLayers(c),
@@ -174,7 +177,7 @@ std::string PpLayersMsg(const RuleContext& c) {
 /// Source: MCore transformer_block.py:172-176; MB gpt_provider.py:240-255.
 bool VppLayers(const RuleContext& c) {
   const Layout& l = L(c);
-  return l.vpp == 1 || l.pp_split == MbPpSplit::kLayout || (SplitLayers(c) / l.pp) % l.vpp == 0;
+  return domain::MegatronVppDividesLayers(c.model.num_layers, l.pp, l.pp_split, l.vpp);
 }
 std::string VppLayersMsg(const RuleContext& c) {
   return Cat("layers per pipeline rank (", SplitLayers(c) / L(c).pp,
@@ -187,7 +190,8 @@ std::string VppLayersMsg(const RuleContext& c) {
 /// A recipe's own layout (pp_layout) may leave stages empty: the mb_pp_layout_ rules
 /// (megatron_layout.cpp) check it instead.
 bool LayoutStages(const RuleContext& c) {
-  return L(c).pp_split != MbPpSplit::kLayout || L(c).pp_layout != nullptr || L(c).pp * L(c).vpp <= c.model.num_layers;
+  const Layout& l = L(c);
+  return l.pp_layout != nullptr || domain::MegatronLayoutStagesFit(c.model.num_layers, l.pp, l.vpp, l.pp_split);
 }
 std::string LayoutStagesMsg(const RuleContext& c) {
   return Cat("pipeline_model_parallel_layout with ", L(c).pp, " x ", L(c).vpp, " = ", L(c).pp * L(c).vpp,
@@ -206,9 +210,10 @@ std::string VppPp2Msg(const RuleContext&) {
 }
 
 /// Source: MB config.py:1574-1577; MLM arguments.py:1335-1338 (zig-zag split into 2*CP chunks).
-bool CpSeq(const RuleContext& c) { return L(c).cp == 1 || c.setup.seq_len % (2 * L(c).cp) == 0; }
+bool CpSeq(const RuleContext& c) { return c.setup.seq_len % domain::CpSeqMultiple(L(c).cp) == 0; }
 std::string CpSeqMsg(const RuleContext& c) {
-  return Cat("seq_length ", c.setup.seq_len, " must be divisible by 2 x context_parallel_size = ", 2 * L(c).cp,
+  return Cat("seq_length ", c.setup.seq_len,
+             " must be divisible by 2 x context_parallel_size = ", domain::CpSeqMultiple(L(c).cp),
              ": CP splits each sequence into 2*CP load-balanced chunks");
 }
 
@@ -216,7 +221,7 @@ std::string CpSeqMsg(const RuleContext& c) {
 /// Source: MB config.py:1353-1372 (collate_padding_multiple); NeMo-RL PR #3563 (megatron.md 2.4).
 bool SpSeq(const RuleContext& c) {
   const Layout& l = L(c);
-  return !l.sequence_parallel || c.setup.seq_len % SequenceParallelSeqMultiple(l.tp, l.cp) == 0;
+  return !l.sequence_parallel || domain::MegatronSpDividesSequence(c.setup.seq_len, l.tp, l.cp);
 }
 std::string SpSeqMsg(const RuleContext& c) {
   const Layout& l = L(c);

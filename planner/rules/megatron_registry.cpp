@@ -1,5 +1,6 @@
 // The Megatron-Bridge rule registry: every mb_ rule, in check order (mesh, then features,
-// then batch; mb_axes_positive first, since later rules divide by the sizes).
+// then batch; mb_axes_positive first, since later rules divide by the sizes), then the
+// findings rows (warnings, silently-off settings: megatron_findings.cpp).
 #include <algorithm>
 #include <vector>
 
@@ -10,8 +11,11 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronLayoutRules(), rules::MegatronDpRules()}) all.insert(all.end(), part.begin(), part.end());
-  std::stable_sort(all.begin(), all.end(), [](const Rule& a, const Rule& b) { return a.stage < b.stage; });
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronLayoutRules(), rules::MegatronDpRules(),
+                    rules::MegatronFindingRules()}) {
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  rules::SortTable(all);
   return all;
 }
 

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan::rules {
@@ -11,6 +12,7 @@ namespace meshplan::rules {
 std::span<const Rule> MegatronMeshRules();
 std::span<const Rule> MegatronLayoutRules();  ///< a recipe's pipeline_model_parallel_layout
 std::span<const Rule> MegatronDpRules();
+std::span<const Rule> MegatronFindingRules();  ///< warning and silently-off rows (megatron_findings.cpp)
 
 namespace mb {
 
@@ -29,25 +31,13 @@ inline int64_t Edp(const RuleContext& c) {
 
 /// Decoder layers counted by the pipeline split: L, plus embedding and loss when accounted.
 inline int64_t SplitLayers(const RuleContext& c) {
-  return c.model.num_layers + (c.layout.pp_split == MbPpSplit::kAccountEmbeddingLoss ? 2 : 0);
+  return domain::MegatronSplitLayers(c.model.num_layers, c.layout.pp_split);
 }
 
 /// Micro-batches per step M = global_batch / (micro_batch_size * dp) (0 if not whole).
 inline int64_t NumMicrobatches(const RuleContext& c) {
-  const int64_t d = c.layout.micro_batch() * c.layout.dp;
-  return d > 0 && c.setup.global_batch % d == 0 ? c.setup.global_batch / d : 0;
-}
-
-/// GPUs before Blackwell (GpuSpec::compute_capability < 10), where Megatron needs
-/// CUDA_DEVICE_MAX_CONNECTIONS=1 for TP/CP (MLM arguments.py:1452-1479).
-inline bool PreBlackwell(const RuleContext& c) { return c.system != nullptr && !c.system->gpu.BlackwellOrNewer(); }
-
-/// MoE with TP: SP is required by the MLM guide (MCore only warns: a warning, not a rule).
-/// Source: MCore model_parallel_config.py:561-566; megatron.md 2.13.
-inline bool EpTpNeedsSp(const RuleContext& c) { return !(L(c).tp > 1 && L(c).ep > 1) || L(c).sequence_parallel; }
-inline std::string EpTpNeedsSpMsg(const RuleContext& c) {
-  return Cat("tensor_model_parallel_size ", L(c).tp, " with expert_model_parallel_size ", L(c).ep,
-             " should use sequence_parallel: true (the token dispatcher expects sequence-split tokens)");
+  const int64_t mbs = c.layout.micro_batch(), dp = c.layout.dp;
+  return domain::GlobalBatchDivides(c.setup.global_batch, mbs, dp) ? c.setup.global_batch / (mbs * dp) : 0;
 }
 
 inline const char* OnOff(bool b) { return b ? "true" : "false"; }

@@ -1,5 +1,6 @@
 // Tensor, sequence, context and expert parallelism rules of NeMo AutoModel (main / v0.5).
 // Source files are under nemo_automodel/ in NVIDIA-NeMo/Automodel.
+#include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan::rules {
@@ -52,9 +53,10 @@ std::string SequenceParallelDenseOnlyMsg(const RuleContext&) {
 
 /// Load-balanced CP splits each sequence into 2*cp chunks.
 /// Source: components/distributed/context_parallel/utils.py ("CP sequence length ... must be divisible by 2*cp").
-bool CpDividesSequence(const RuleContext& c) { return L(c).cp == 1 || c.setup.seq_len % (2 * L(c).cp) == 0; }
+bool CpDividesSequence(const RuleContext& c) { return c.setup.seq_len % domain::CpSeqMultiple(L(c).cp) == 0; }
 std::string CpDividesSequenceMsg(const RuleContext& c) {
-  return Cat("CP sequence length ", c.setup.seq_len, " must be divisible by 2 * cp_size = ", 2 * L(c).cp);
+  return Cat("CP sequence length ", c.setup.seq_len, " must be divisible by 2 * cp_size = ",
+             domain::CpSeqMultiple(L(c).cp));
 }
 
 /// CP strips the attention mask and runs causal SDPA, so a sliding-window model would
@@ -72,7 +74,7 @@ std::string CpNoSlidingWindowMsg(const RuleContext& c) {
 
 /// Expert parallelism needs a MoE model.
 /// Source: _transformers/capabilities.py::validate_for_mesh ("Expert parallelism ... requires a MoE model").
-bool EpRequiresMoe(const RuleContext& c) { return L(c).ep == 1 || c.model.is_moe(); }
+bool EpRequiresMoe(const RuleContext& c) { return domain::EpRequiresMoe(c.model, L(c).ep); }
 std::string EpRequiresMoeMsg(const RuleContext& c) {
   return Cat("Expert parallelism (ep_size=", L(c).ep, ") requires a MoE model, but ", c.model.architecture_name,
              " has no experts");
@@ -80,7 +82,7 @@ std::string EpRequiresMoeMsg(const RuleContext& c) {
 
 /// Each EP rank owns num_experts / ep experts.
 /// Source: components/moe/parallelizer.py ("n_routed_experts must be divisible by expert_parallel_degree").
-bool EpDividesExperts(const RuleContext& c) { return L(c).ep == 1 || c.model.num_experts % L(c).ep == 0; }
+bool EpDividesExperts(const RuleContext& c) { return domain::EpDividesExperts(c.model, L(c).ep); }
 std::string EpDividesExpertsMsg(const RuleContext& c) {
   return Cat("n_routed_experts ", c.model.num_experts, " must be divisible by expert_parallel_degree (ep_size) ",
              L(c).ep);

@@ -1,5 +1,6 @@
 // Pipeline-parallel rules of NeMo AutoModel (main / v0.5).
 // Source files are under nemo_automodel/ in NVIDIA-NeMo/Automodel.
+#include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan::rules {
@@ -18,7 +19,7 @@ std::string PpNoTiedEmbeddingsMsg(const RuleContext& c) {
 /// The schedule splits local_batch_size into micro-batches of pp_microbatch_size.
 /// Source: components/distributed/pipelining/functional.py::build_pipeline_schedule.
 bool PpMicrobatchDividesLocalBatch(const RuleContext& c) {
-  return L(c).pp == 1 || L(c).local_batch_size % L(c).pp_microbatch_size == 0;
+  return domain::PpMicrobatchDividesLocalBatch(L(c).local_batch_size, L(c).pp_microbatch_size, L(c).pp);
 }
 std::string PpMicrobatchDividesLocalBatchMsg(const RuleContext& c) {
   return Cat("Batch size ", L(c).local_batch_size, " must be divisible by pp_microbatch_size ",
@@ -28,7 +29,7 @@ std::string PpMicrobatchDividesLocalBatchMsg(const RuleContext& c) {
 /// Every stage needs a micro-batch in flight: local_batch_size / pp_microbatch_size >= pp.
 /// Source: recipes/llm/train_ft.py ("pp_batch_size X // pp_microbatch_size Y must be >= pp_size Z").
 bool PpEnoughMicrobatches(const RuleContext& c) {
-  return L(c).pp == 1 || L(c).local_batch_size / L(c).pp_microbatch_size >= L(c).pp;
+  return domain::PpEnoughMicrobatches(L(c).local_batch_size, L(c).pp_microbatch_size, L(c).pp);
 }
 std::string PpEnoughMicrobatchesMsg(const RuleContext& c) {
   return Cat("pp_batch_size ", L(c).local_batch_size, " // pp_microbatch_size ", L(c).pp_microbatch_size,
@@ -40,9 +41,7 @@ std::string PpEnoughMicrobatchesMsg(const RuleContext& c) {
 /// Source: components/distributed/pipelining/functional.py::calculate_virtual_stages.
 bool PpStagesDivisible(const RuleContext& c) {
   const Layout& l = L(c);
-  if (l.pp == 1 || l.layers_per_stage <= 0 || l.stage_rounding != StageRounding::kNone) return true;
-  const int64_t s = (c.model.num_layers + l.layers_per_stage - 1) / l.layers_per_stage;
-  return s % l.pp == 0;
+  return domain::PpStagesDivisible(c.model.num_layers, l.pp, l.layers_per_stage, l.stage_rounding);
 }
 std::string PpStagesDivisibleMsg(const RuleContext& c) {
   const Layout& l = L(c);
@@ -57,8 +56,7 @@ std::string PpStagesDivisibleMsg(const RuleContext& c) {
 /// ("Number of stages (S) cannot exceed number of layers (L)").
 bool PpStagesFitLayers(const RuleContext& c) {
   if (L(c).pp == 1) return true;
-  const StageSplit split = SplitStages(c.model.num_layers, L(c));
-  return split.num_stages >= L(c).pp && split.num_stages <= c.model.num_layers;
+  return domain::PpStagesFitLayers(c.model.num_layers, L(c).pp, SplitStages(c.model.num_layers, L(c)).num_stages);
 }
 std::string PpStagesFitLayersMsg(const RuleContext& c) {
   const StageSplit split = SplitStages(c.model.num_layers, L(c));
@@ -72,7 +70,7 @@ std::string PpStagesFitLayersMsg(const RuleContext& c) {
 bool PpSingleStageSchedule(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.pp == 1 || l.pp_schedule != PpSchedule::k1F1B) return true;
-  return SplitStages(c.model.num_layers, l).num_stages == l.pp;
+  return domain::PpScheduleStages(l.pp, l.pp_schedule, SplitStages(c.model.num_layers, l).num_stages);
 }
 std::string PpSingleStageScheduleMsg(const RuleContext& c) {
   return Cat("Single stage schedule requires exactly 1 stage per rank, but pp_schedule 1f1b with layers_per_stage ",
@@ -86,7 +84,7 @@ std::string PpSingleStageScheduleMsg(const RuleContext& c) {
 bool PpMultiStageSchedule(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.pp == 1 || l.pp_schedule != PpSchedule::kInterleaved1F1B) return true;
-  return SplitStages(c.model.num_layers, l).num_stages >= 2 * l.pp;
+  return domain::PpScheduleStages(l.pp, l.pp_schedule, SplitStages(c.model.num_layers, l).num_stages);
 }
 std::string PpMultiStageScheduleMsg(const RuleContext& c) {
   return Cat("Multi-stage schedule requires at least 2 stages per rank, but interleaved1f1b has ",

@@ -1,5 +1,6 @@
 // The rule registry: every AutoModel rule, in check order (mesh, then features, then batch;
-// batch_sizes_positive precedes the pipeline rules that divide by pp_microbatch_size).
+// batch_sizes_positive precedes the pipeline rules that divide by pp_microbatch_size), and
+// the functions that check a layout against its framework's table.
 #include <algorithm>
 #include <vector>
 
@@ -13,8 +14,7 @@ std::vector<Rule> BuildRegistry() {
   for (auto part : {rules::MeshRules(), rules::ParallelRules(), rules::BatchRules(), rules::PipelineRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
-  // Stable: topic order is kept inside each stage.
-  std::stable_sort(all.begin(), all.end(), [](const Rule& a, const Rule& b) { return a.stage < b.stage; });
+  rules::SortTable(all);
   return all;
 }
 
@@ -23,14 +23,47 @@ const std::vector<Rule>& AutoModelRegistry() {
   return registry;
 }
 
+// The error rows of the layout's framework.
 std::span<const Rule> Registry(const RuleContext& ctx) { return RulesFor(ctx.layout.framework); }
 
 }  // namespace
 
+namespace rules {
+
+void SortTable(std::vector<Rule>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const Rule& a, const Rule& b) {
+    if (a.severity != b.severity) return a.severity < b.severity;
+    return a.severity == Severity::kError && a.stage < b.stage;
+  });
+}
+
+std::span<const Rule> RowsOf(std::span<const Rule> table, Severity severity) {
+  const auto begin =
+      std::partition_point(table.begin(), table.end(), [&](const Rule& r) { return r.severity < severity; });
+  const auto end = std::partition_point(begin, table.end(), [&](const Rule& r) { return r.severity == severity; });
+  return {begin, end};
+}
+
+}  // namespace rules
+
 std::span<const Rule> AutoModelRules() { return AutoModelRegistry(); }
 
-std::span<const Rule> RulesFor(Framework framework) {
-  return framework == Framework::kMegatronBridge ? MegatronBridgeRules() : AutoModelRules();
+std::span<const Rule> RulesFor(Framework framework, Severity severity) {
+  return rules::RowsOf(framework == Framework::kMegatronBridge ? MegatronBridgeRules() : AutoModelRules(), severity);
+}
+
+std::vector<const Rule*> Findings(const RuleContext& ctx, Severity severity) {
+  std::vector<const Rule*> out;
+  for (const Rule& r : RulesFor(ctx.layout.framework, severity)) {
+    if (!r.check(ctx)) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<std::string> FindingMessages(const RuleContext& ctx, Severity severity) {
+  std::vector<std::string> out;
+  for (const Rule* r : Findings(ctx, severity)) out.push_back(r->explain(ctx) + " [" + r->source + "]");
+  return out;
 }
 
 const Rule* FirstFailure(const RuleContext& ctx) {
@@ -74,7 +107,7 @@ std::vector<const Rule*> AllFailures(const RuleContext& ctx) {
   return out;
 }
 
-const Rule* FindRule(const std::string& name) {
+const Rule* FindRule(const std::string& name) {  // every row, findings included
   for (const Rule& r : AutoModelRules()) {
     if (name == r.name) return &r;
   }

@@ -20,6 +20,14 @@ std::string Cat(const Args&... args) {
 /// Rule::needs_dp = false: the rule reads no dp_size (AllFailures evaluates it when dp is unknown).
 inline constexpr bool kNoDp = false;
 
+/// Orders a table as the registries hold it: the error rows by stage (stable, so topic order
+/// is kept inside a stage: FirstFailureAtStage relies on it), then the warning rows, then the
+/// silently-off rows, each of those in the order written.
+void SortTable(std::vector<Rule>& rows);
+
+/// The rows of `severity` in a table ordered by SortTable (one contiguous run).
+std::span<const Rule> RowsOf(std::span<const Rule> table, Severity severity);
+
 /// Rules of one topic, concatenated by registry.cpp in check order.
 std::span<const Rule> MeshRules();
 std::span<const Rule> ParallelRules();

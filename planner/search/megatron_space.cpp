@@ -15,40 +15,21 @@
 
 namespace meshplan::search {
 
-std::vector<int64_t> Divisors(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t d = 1; d * d <= n; ++d) {
-    if (n % d == 0) {
-      out.push_back(d);
-      if (d != n / d) out.push_back(n / d);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool PreBlackwellGpu(const SystemSpec& s) { return !s.gpu.BlackwellOrNewer(); }
 
 namespace {
 
-// One layer split per PP size (even, else embedding + loss accounted, else an explicit
-// layout) and the VPP sizes it allows.
+// One layer split per PP size, meshplan's choice: even, else embedding + loss accounted, else
+// an explicit layout; and the VPP sizes the pipeline rules allow for it (MegatronVppDegrees).
 std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_t pp) {
-  std::vector<std::pair<MbPpSplit, int64_t>> out;
-  if (pp == 1) return {{MbPpSplit::kEven, 1}};
   MbPpSplit split = MbPpSplit::kLayout;
-  int64_t layers = num_layers;
-  if (num_layers % pp == 0) {
+  if (domain::MegatronPpDividesLayers(num_layers, pp, MbPpSplit::kEven)) {
     split = MbPpSplit::kEven;
-  } else if ((num_layers + 2) % pp == 0) {
+  } else if (domain::MegatronPpDividesLayers(num_layers, pp, MbPpSplit::kAccountEmbeddingLoss)) {
     split = MbPpSplit::kAccountEmbeddingLoss;
-    layers = num_layers + 2;
   }
-  if (split == MbPpSplit::kLayout) {
-    for (int64_t v = 1; v * pp <= num_layers; ++v) out.push_back({split, v});
-    return out;
-  }
-  for (int64_t v : Divisors(layers / pp)) out.push_back({split, v});
+  std::vector<std::pair<MbPpSplit, int64_t>> out;
+  for (int64_t v : domain::MegatronVppDegrees(num_layers, pp, split)) out.push_back({split, v});
   return out;
 }
 
@@ -56,7 +37,7 @@ std::vector<std::pair<MbPpSplit, int64_t>> VppChoices(int64_t num_layers, int64_
 // cannot split the sequence (the multiple rule mb_sp_divides_sequence checks): TP then runs without
 // it (seq 4097 had no TP > 1 layout at all).
 bool SequenceParallelFor(int64_t tp, int64_t cp, int64_t seq_len) {
-  return tp > 1 && seq_len % SequenceParallelSeqMultiple(tp, std::max<int64_t>(1, cp)) == 0;
+  return domain::MegatronSequenceParallelAllowed(tp, std::max<int64_t>(1, cp), seq_len);
 }
 
 struct Flavour {
@@ -68,14 +49,12 @@ class MegatronSpace : public Space {
  public:
   explicit MegatronSpace(const PlanRequest& r) : req_(r) {
     const int64_t n = req_.setup.num_gpus;
-    if (req_.model.is_moe()) {
-      for (int64_t e : Divisors(req_.model.num_experts)) {
-        if (e > 1 && e <= n) ep_options_.push_back(e);
-      }
-    }
     for (int64_t tp : Divisors(n)) {
       for (int64_t cp : Divisors(n / tp)) {
         for (int64_t pp : Divisors(n / (tp * cp))) {
+          // meshplan's choice, not a rule: a decoder layer for every pipeline rank. With
+          // account_for_embedding/loss_in_pipeline_split, PP = L + 1 or L + 2 dividing L + 2
+          // would pass mb_pp_divides_layers with empty first and last stages; not searched.
           if (pp > req_.model.num_layers) break;
           parts_.push_back({tp, cp, pp});
         }
@@ -148,7 +127,7 @@ class MegatronSpace : public Space {
     Layout l = subtree;
     bool any = false;
     for (int64_t mbs = 1; mbs <= req_.max_micro_batch; mbs *= 2) {
-      if (req_.setup.global_batch % (mbs * l.dp) != 0) continue;
+      if (!domain::GlobalBatchDivides(req_.setup.global_batch, mbs, l.dp)) continue;
       any = true;
       SetMegatronMicroBatch(l, mbs, req_.setup);
       out.push_back(l);
@@ -172,7 +151,7 @@ class MegatronSpace : public Space {
     int64_t tp, cp, pp;
   };
   const PlanRequest& req_;
-  std::vector<int64_t> ep_options_ = {1};
+  const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
   std::vector<Part> parts_;
 };
 

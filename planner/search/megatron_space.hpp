@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "meshplan/rule_domains.hpp"
 #include "meshplan/search.hpp"
 
 namespace meshplan::search {
@@ -30,7 +31,7 @@ void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
 /// {layernorm, moe_act}, {moe_act} with MoE; {mlp} for dense models). Never the default
 /// {core_attn} (no memory saved under fused attention).
 std::vector<uint32_t> SearchedRecomputeModules(const ModelSpec& m);
-/// Sizes d of n in increasing order.
-std::vector<int64_t> Divisors(int64_t n);
+/// Sizes d of n in increasing order (the rules' domain::Divisors, named here for its callers).
+using domain::Divisors;
 
 }  // namespace meshplan::search

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/rule_domains.hpp"
 #include "meshplan/search.hpp"
 #include "search/driver.hpp"
 #include "search/megatron_space.hpp"
@@ -17,33 +18,9 @@
 namespace meshplan {
 namespace {
 
-using search::Divisors;
-
-// Pipeline schedule variants for pp > 1: 1f1b with one stage per rank, interleaved1f1b with
-// the framework default (layers_per_stage null: 2 stages per rank) and, for each larger
-// VPP degree v, the layers_per_stage (and rounding mode) that yields exactly v*pp stages.
-struct ScheduleChoice {
-  PpSchedule schedule;
-  int64_t layers_per_stage;
-  StageRounding rounding;
-};
-
-std::vector<ScheduleChoice> ScheduleChoices(int64_t num_layers, int64_t pp) {
-  std::vector<ScheduleChoice> out;
-  out.push_back({PpSchedule::k1F1B, 0, StageRounding::kNone});
-  if (2 * pp <= num_layers) out.push_back({PpSchedule::kInterleaved1F1B, 0, StageRounding::kNone});
-  for (int64_t v = 3; v * pp <= num_layers; ++v) {
-    const int64_t target = v * pp;
-    const int64_t lps = (num_layers + target - 1) / target;
-    const int64_t s = (num_layers + lps - 1) / lps;  // <= target
-    if (s == target) {
-      out.push_back({PpSchedule::kInterleaved1F1B, lps, StageRounding::kNone});
-    } else if (s > target - pp) {
-      out.push_back({PpSchedule::kInterleaved1F1B, lps, StageRounding::kUp});
-    }
-  }
-  return out;
-}
+using domain::Divisors;
+// Pipeline schedule variants for pp > 1: one per stage count the pipeline rules allow.
+using domain::PpScheduleChoice;
 
 std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int, int64_t, bool>
 Key(const Layout& l) {
@@ -56,21 +33,21 @@ class AutoModelSpace : public search::Space {
  public:
   explicit AutoModelSpace(const PlanRequest& req) : req_(req) {
     const int64_t n = req_.setup.num_gpus;
-    if (req_.model.is_moe()) {
-      for (int64_t e : Divisors(req_.model.num_experts)) {
-        if (e > 1 && e <= n) ep_options_.push_back(e);
-      }
-    }
     for (Strategy strategy : req_.strategies) {
       for (int64_t tp : Divisors(n)) {
         for (int64_t cp : Divisors(n / tp)) {
           for (int64_t pp : Divisors(n / (tp * cp))) {
-            if (pp > req_.model.num_layers) break;
+            if (pp > 1) {
+              auto it = schedules_.find(pp);
+              if (it == schedules_.end()) {
+                it = schedules_.emplace(pp, domain::PpScheduleChoices(req_.model.num_layers, pp)).first;
+              }
+              if (it->second.empty()) break;  // no stage count fits (pp > layers), nor for any larger pp
+            }
             parts_.push_back({strategy, tp, cp, pp});
             const int64_t dp = n / (tp * cp * pp);
-            if (schedules_.count(pp) == 0) schedules_.emplace(pp, ScheduleChoices(req_.model.num_layers, pp));
-            if (dp > 0 && req_.setup.global_batch % dp == 0 && local_batches_.count(dp) == 0) {
-              local_batches_.emplace(dp, Divisors(req_.setup.global_batch / dp));
+            if (local_batches_.count(dp) == 0) {
+              local_batches_.emplace(dp, domain::PerRankBatches(req_.setup.global_batch, dp));
             }
           }
         }
@@ -114,14 +91,13 @@ class AutoModelSpace : public search::Space {
 
   void Leaves(const Layout& subtree, std::vector<Layout>& out) const override {
     Layout l = subtree;
-    const int64_t dp = l.dp;
-    const int64_t per_rank = req_.setup.global_batch % dp == 0 ? req_.setup.global_batch / dp : 0;
-    if (per_rank == 0) {  // no local batch can work; let global_batch_divisible say so once
+    const std::vector<int64_t>& lbs_options = LocalBatches(l.dp);
+    if (lbs_options.empty()) {  // no local batch can work; let global_batch_divisible say so once
       l.local_batch_size = 1;
       out.push_back(l);
       return;
     }
-    const std::vector<int64_t>& lbs_options = LocalBatches(dp, per_rank);
+    const int64_t per_rank = lbs_options.back();  // global_batch / dp
     if (l.pp == 1) {
       for (int64_t lbs : lbs_options) {
         if (lbs > req_.max_micro_batch) break;
@@ -130,13 +106,14 @@ class AutoModelSpace : public search::Space {
       }
       return;
     }
-    const std::vector<ScheduleChoice>& schedules = Schedules(l.pp);
+    const std::vector<PpScheduleChoice>& schedules = Schedules(l.pp);
     for (int64_t mb = 1; mb <= req_.max_micro_batch && mb <= per_rank; mb *= 2) {
       l.pp_microbatch_size = mb;
       for (int64_t lbs : lbs_options) {
-        if (lbs % mb != 0 || lbs / mb < l.pp) continue;
+        if (!domain::PpMicrobatchDividesLocalBatch(lbs, mb, l.pp)) continue;
+        if (!domain::PpEnoughMicrobatches(lbs, mb, l.pp)) continue;
         l.local_batch_size = lbs;
-        for (const ScheduleChoice& s : schedules) {
+        for (const PpScheduleChoice& s : schedules) {
           l.pp_schedule = s.schedule;
           l.layers_per_stage = s.layers_per_stage;
           l.stage_rounding = s.rounding;
@@ -156,7 +133,7 @@ class AutoModelSpace : public search::Space {
       out.push_back(l);
       return;
     }
-    for (const ScheduleChoice& s : Schedules(l.pp)) {
+    for (const PpScheduleChoice& s : Schedules(l.pp)) {
       l.pp_schedule = s.schedule;
       l.layers_per_stage = s.layers_per_stage;
       l.stage_rounding = s.rounding;
@@ -165,21 +142,21 @@ class AutoModelSpace : public search::Space {
   }
 
  private:
-  // ScheduleChoices(num_layers, pp), from the table built with the parts.
-  const std::vector<ScheduleChoice>& Schedules(int64_t pp) const {
+  // PpScheduleChoices(num_layers, pp), from the table built with the parts.
+  const std::vector<PpScheduleChoice>& Schedules(int64_t pp) const {
     const auto it = schedules_.find(pp);
     if (it != schedules_.end()) return it->second;
-    thread_local std::vector<ScheduleChoice> other;
-    other = ScheduleChoices(req_.model.num_layers, pp);
+    thread_local std::vector<PpScheduleChoice> other;
+    other = domain::PpScheduleChoices(req_.model.num_layers, pp);
     return other;
   }
 
-  // Divisors(per_rank) for dp (per_rank = global_batch / dp), from the table.
-  const std::vector<int64_t>& LocalBatches(int64_t dp, int64_t per_rank) const {
+  // PerRankBatches(global_batch, dp), from the table built with the parts.
+  const std::vector<int64_t>& LocalBatches(int64_t dp) const {
     const auto it = local_batches_.find(dp);
     if (it != local_batches_.end()) return it->second;
     thread_local std::vector<int64_t> other;
-    other = Divisors(per_rank);
+    other = domain::PerRankBatches(req_.setup.global_batch, dp);
     return other;
   }
 
@@ -188,11 +165,11 @@ class AutoModelSpace : public search::Space {
     int64_t tp, cp, pp;
   };
   const PlanRequest& req_;
-  std::vector<int64_t> ep_options_ = {1};
+  const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
   std::vector<Part> parts_;
   // Built once (the leaves of every subtree used to rebuild them): schedule variants per
   // pp and local batch sizes (divisors of global_batch / dp) per dp.
-  std::map<int64_t, std::vector<ScheduleChoice>> schedules_;
+  std::map<int64_t, std::vector<PpScheduleChoice>> schedules_;
   std::map<int64_t, std::vector<int64_t>> local_batches_;
 };
 

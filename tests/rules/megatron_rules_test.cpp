@@ -310,6 +310,20 @@ const Case kCases[] = {
      "H100 SXM5 80GB (9)",
      [](auto&, TrainSetup& s, Layout& l) { s.precision = Precision::kFp8; l.mb.fp8_recipe = MbFp8Recipe::kPerTensor; },
      [](auto&, TrainSetup& s, Layout& l) { s.precision = Precision::kFp8; l.mb.fp8_recipe = MbFp8Recipe::kMxfp8; }},
+    // Findings rows (Severity::kWarning, kSilentlyOff): "fail" is a layout they report on.
+    {"mb_cuda_device_max_connections_before_blackwell", "CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm with TP 4", Nothing,
+     [](auto&, auto&, Layout& l) { l.mb.cuda_device_max_connections = 8; }},
+    {"mb_ep_with_tp_wants_sequence_parallel", "should use sequence_parallel: true", MoeEp8,
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.sequence_parallel = false; }},
+    {"mb_tp_comm_overlap_needs_tp_sp_te", "TP overlap needs sequence_parallel: true", Nothing,
+     [](auto&, auto&, Layout& l) { l.sequence_parallel = false; }},
+    {"mb_dp_overlap_needs_dp", "nothing to overlap with data parallel size 1", Nothing,
+     [](auto&, auto&, Layout& l) { l.pp = 8; l.dp = 1; }},
+    {"mb_dp_overlap_default_needs_distributed_optimizer", "only turned on by default with the distributed optimizer",
+     Nothing, [](auto&, auto&, Layout& l) {
+       l.use_distributed_optimizer = false;
+       l.mb.overlap_grad_reduce = Tri::kUnset;
+     }},
 };
 
 TrainSetup Setup() {
@@ -319,6 +333,16 @@ TrainSetup Setup() {
   s.global_batch = 512;
   return s;
 }
+
+// The base layout at micro-batch 1 on H100, with its rule context (tests edit m, s, l in place).
+struct BaseCase {
+  ModelSpec m = Dense();
+  TrainSetup s = Setup();
+  Layout l = Base();
+  SystemSpec sys = H100();
+  RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  BaseCase() { SetMegatronMicroBatch(l, 1, s); }
+};
 
 bool Fails(const Case& c, const Edit& e, std::string* msg) {
   ModelSpec m = Dense();
@@ -351,7 +375,11 @@ TEST_CASE("megatron rules: the base layout is valid and uses the mb_ registry") 
   RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
   const Rule* r = FirstFailure(ctx);
   CHECK_MESSAGE(r == nullptr, (r ? r->name : ""));
-  CHECK(RulesFor(Framework::kMegatronBridge).size() == MegatronBridgeRules().size());
+  // The table: the error rows (what RulesFor gives by default), then 2 warning and 3 silently-off rows.
+  CHECK(RulesFor(Framework::kMegatronBridge).size() + 5 == MegatronBridgeRules().size());
+  CHECK(RulesFor(Framework::kMegatronBridge, Severity::kWarning).size() == 2);
+  CHECK(RulesFor(Framework::kMegatronBridge, Severity::kSilentlyOff).size() == 3);
+  for (const Rule& rule : RulesFor(Framework::kMegatronBridge)) CHECK(rule.severity == Severity::kError);
   for (const Rule& rule : MegatronBridgeRules()) CHECK(std::string(rule.name).rfind("mb_", 0) == 0);
 }
 
@@ -369,39 +397,59 @@ TEST_CASE("megatron rules: every rule accepts one layout and rejects another wit
 }
 
 TEST_CASE("megatron rules: framework warnings (CUDA_DEVICE_MAX_CONNECTIONS on Hopper and EP with TP without SP)") {
-  ModelSpec m = Dense();
-  TrainSetup s = Setup();
-  Layout l = Base();
-  SetMegatronMicroBatch(l, 1, s);
-  const SystemSpec sys = H100();
-  RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
-  CHECK(MegatronWarnings(ctx).empty());  // emitted: CDMC 1 for TP 4 on H100
+  BaseCase base;
+  auto& [m, s, l, sys, ctx] = base;
+  CHECK(FindingMessages(ctx, Severity::kWarning).empty());  // emitted: CDMC 1 for TP 4 on H100
   l.mb.cuda_device_max_connections = 8;
-  auto w = MegatronWarnings(ctx);
+  auto w = FindingMessages(ctx, Severity::kWarning);
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("CUDA_DEVICE_MAX_CONNECTIONS=8 on h100-sxm with TP 4") != std::string::npos);
   SystemSpec b200 = sys;
   b200.gpu.compute_capability = 10.0;  // the generation is the capability, not the name
   RuleContext on_b200{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &b200};
-  CHECK(MegatronWarnings(on_b200).empty());
+  CHECK(FindingMessages(on_b200, Severity::kWarning).empty());
   // A Hopper GPU under another name (a site's own file) and MI300X (ROCm reports 9.4) are
   // before Blackwell: the warning stays (it named the GPU "b200" and passed, before).
   SystemSpec renamed = sys;
   renamed.gpu.name = "b200-looking-name";
   RuleContext on_renamed{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &renamed};
-  CHECK(MegatronWarnings(on_renamed).size() == 1);
+  CHECK(FindingMessages(on_renamed, Severity::kWarning).size() == 1);
   const SystemSpec mi300x = LoadSystem("mi300x-8");
   CHECK(mi300x.gpu.compute_capability == doctest::Approx(9.4));
   RuleContext on_mi300x{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &mi300x};
-  CHECK(MegatronWarnings(on_mi300x).size() == 1);
+  CHECK(FindingMessages(on_mi300x, Severity::kWarning).size() == 1);
   m = Moe();
   l.mb.cuda_device_max_connections = 1;
   l.ep = 8;
   l.etp = 1;
   l.sequence_parallel = false;
-  w = MegatronWarnings(ctx);
+  w = FindingMessages(ctx, Severity::kWarning);
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("should use sequence_parallel: true") != std::string::npos);
+}
+
+TEST_CASE("megatron rules: warnings and silently-off settings are findings with their source and never failures") {
+  BaseCase base;
+  auto& [m, s, l, sys, ctx] = base;
+  CHECK(FindingMessages(ctx, Severity::kSilentlyOff).empty());
+  l.sequence_parallel = false;  // tp_comm_overlap stays true as emitted for TP 4 with SP
+  const std::vector<std::string> off = FindingMessages(ctx, Severity::kSilentlyOff);
+  REQUIRE(off.size() == 1);
+  CHECK(off[0] == "comm_overlap.tp_comm_overlap: true is switched off silently: TP overlap needs sequence_parallel: "
+                  "true (its all-gather/reduce-scatter is what overlaps) [MB training/comm_overlap.py:441-451]");
+  CHECK(Findings(ctx, Severity::kSilentlyOff)[0]->name == std::string("mb_tp_comm_overlap_needs_tp_sp_te"));
+  CHECK(AllFailures(ctx).empty());  // a finding does not make the layout invalid
+  l.mb.cuda_device_max_connections = 8;
+  CHECK(FindingMessages(ctx, Severity::kWarning).size() == 1);
+  CHECK(FirstFailure(ctx) == nullptr);
+  // The AutoModel table has no findings rows.
+  Layout am;
+  am.tp = 4;
+  am.dp = 8;
+  RuleContext am_ctx{m, s, am, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  CHECK(RulesFor(Framework::kAutoModel).size() == AutoModelRules().size());
+  CHECK(Findings(am_ctx, Severity::kWarning).empty());
+  CHECK(Findings(am_ctx, Severity::kSilentlyOff).empty());
 }
 
 TEST_CASE("megatron rules: ApplyEmittedSettings derives overlap flags and the launch environment") {
