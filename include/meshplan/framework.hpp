@@ -69,7 +69,7 @@ std::string Describe(const Layout& layout);
 /// "none", "selective", "full".
 std::string RecomputeLabel(const Layout& layout);
 const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
-PlanResult Plan(const PlanRequest& req);                 ///< search/search.cpp, AutoModel's space
+PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
 }  // namespace automodel
 

@@ -116,7 +116,7 @@ enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
 /// Transformer Engine's FP8 recipe of a Megatron-Bridge `mixed_precision`: per-tensor scaling
 /// (delayed, current, subchannel: rows of a GEMM input divisible by 8) or MXFP8 (block scaling,
 /// Blackwell only: rows divisible by 32). kUnset: as meshplan emits it, MXFP8 on Blackwell and
-/// current scaling before (recipe/megatron_recipe.cpp).
+/// current scaling before (planner/frameworks/megatron_bridge/recipe_write.cpp).
 enum class MbFp8Recipe { kUnset, kPerTensor, kMxfp8 };
 
 /// Megatron-Core `model.cuda_graph_impl`: none, Transformer Engine graphs of the modules in

@@ -12,7 +12,7 @@
 
 #include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 namespace meshplan::accuracy {
 

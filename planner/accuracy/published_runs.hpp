@@ -26,7 +26,7 @@
 #include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
-#include "recipe/perf_settings.hpp"
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 
 namespace meshplan::accuracy {
 

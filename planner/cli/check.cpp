@@ -12,7 +12,7 @@
 #include "meshplan/data.hpp"
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 namespace meshplan::cli {
 

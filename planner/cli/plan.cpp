@@ -21,7 +21,7 @@
 #include "meshplan/report.hpp"
 #include "recipe/format.hpp"
 #include "recipe/term_signals.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 namespace meshplan::cli {
 

@@ -2,7 +2,7 @@
 
 #include "meshplan/framework.hpp"
 #include "meshplan/recipe.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 namespace meshplan {
 namespace {

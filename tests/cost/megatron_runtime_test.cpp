@@ -22,7 +22,7 @@
 #include "cost_fixtures.hpp"
 #include "meshplan/framework.hpp"
 #include "meshplan/recipe.hpp"
-#include "recipe/perf_settings.hpp"
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 
 namespace meshplan {
 namespace {

@@ -16,7 +16,7 @@
 #include "meshplan/recipe.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 using namespace meshplan;
 using test::Rel;

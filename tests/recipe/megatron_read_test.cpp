@@ -1,4 +1,4 @@
-// Reading a Megatron-Bridge override file (planner/recipe/megatron_read.cpp): the values read,
+// Reading a Megatron-Bridge override file (planner/frameworks/megatron_bridge/recipe_read.cpp): the values read,
 // and the inputs Megatron-Bridge / Megatron-Core refuse, refused with file, line, field,
 // expected and found.
 #include <doctest/doctest.h>

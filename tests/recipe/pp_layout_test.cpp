@@ -1,5 +1,5 @@
 // model.pipeline_model_parallel_layout: Megatron-Core's string grammar (ParsePpLayoutString,
-// PipelineParallelLayerLayout.parse_str_to_list) and the reader (megatron_read.cpp): the string
+// PipelineParallelLayerLayout.parse_str_to_list) and the reader (frameworks/megatron_bridge/recipe_read.cpp): the string
 // and list forms, what is refused with file, line, field, expected and found, and what the
 // recipe sets beside it.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Reading an AutoModel recipe (planner/recipe/read_automodel.cpp): integer fields as AutoModel's
+// Reading an AutoModel recipe (planner/frameworks/automodel/recipe_read.cpp): integer fields as AutoModel's
 // config loader reads them.
 #include <doctest/doctest.h>
 

@@ -9,7 +9,7 @@
 
 #include "fixtures/models.hpp"
 #include "meshplan/rules.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 using namespace meshplan;
 
@@ -83,7 +83,7 @@ void Fsdp2(ModelSpec&, TrainSetup&, Layout& l) {
   l.mb.grad_acc_fusion = Tri::kFalse;
 }
 
-// A recipe's pipeline_model_parallel_layout (as megatron_read.cpp keeps it) on the base layout
+// A recipe's pipeline_model_parallel_layout (as frameworks/megatron_bridge/recipe_read.cpp keeps it) on the base layout
 // (pp 2; 80 layers): its text, mtp_num_layers, VPP, the other pipeline-split keys set beside it,
 // and an encoder layer after the embedding (only the list form can name one).
 struct LayoutSpec {
@@ -157,7 +157,7 @@ const Case kCases[] = {
     {"mb_pp_layout_stages", "pipeline_model_parallel_layout with 2 x 41 = 82 stages",
      [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 40; },
      [](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kLayout; l.vpp = 41; }},
-    // A recipe's layout (megatron_layout.cpp): pp 2, 80 decoder layers.
+    // A recipe's layout (frameworks/megatron_bridge/rules_layout.cpp): pp 2, 80 decoder layers.
     LayoutCase("mb_pp_layout_alone",
                "pipeline_model_parallel_layout \"Et*40|t*40L\" (r.yaml:4:3) cannot be set with other pipeline layout "
                "arguments; found account_for_embedding_in_pipeline_split: true, num_layers_in_first_pipeline_stage: 39",

@@ -39,7 +39,7 @@
 #include "fixtures/models.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 using namespace meshplan;
 

@@ -12,7 +12,7 @@
 
 #include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 using namespace meshplan;
 

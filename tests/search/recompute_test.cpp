@@ -9,7 +9,7 @@
 #include "meshplan/cost.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 
 using namespace meshplan;
 

@@ -11,7 +11,7 @@
 
 #include "data/yaml_util.hpp"
 #include "recipe/key_places.hpp"
-#include "recipe/perf_settings.hpp"
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 #include "meshplan/recipe.hpp"
 
 namespace meshplan {

@@ -1,5 +1,5 @@
 #pragma once
-// The Megatron-Bridge layout walk (megatron_space.cpp); search.cpp dispatches to it.
+// The Megatron-Bridge layout walk (frameworks/megatron_bridge/space.cpp); search.cpp dispatches to it.
 #include <cstdint>
 #include <vector>
 

@@ -1,4 +1,4 @@
-// The AutoModel layout space, and the search entry points for both frameworks.
+// The AutoModel layout space (automodel::Plan, automodel::Enumerate).
 //
 // Fields are chosen in the order of the rule stages: mesh (strategy, tp, cp, pp, dp,
 // dp_replicate, ep), then features (sequence_parallel, recompute), then batch and pipeline
@@ -13,7 +13,6 @@
 #include "meshplan/rule_domains.hpp"
 #include "meshplan/search.hpp"
 #include "search/driver.hpp"
-#include "search/megatron_space.hpp"
 
 namespace meshplan {
 namespace {
@@ -21,13 +20,6 @@ namespace {
 using domain::Divisors;
 // Pipeline schedule variants for pp > 1: one per stage count the pipeline rules allow.
 using domain::PpScheduleChoice;
-
-std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int, int64_t, bool>
-Key(const Layout& l) {
-  return {l.tp * l.pp * l.cp * l.ep, l.tp, l.pp, l.cp, l.ep, l.dp_replicate, static_cast<int>(l.strategy),
-          static_cast<int>(l.recompute), l.local_batch_size, l.pp_microbatch_size,
-          static_cast<int>(l.pp_schedule), l.layers_per_stage, l.sequence_parallel};
-}
 
 class AutoModelSpace : public search::Space {
  public:
@@ -174,13 +166,6 @@ class AutoModelSpace : public search::Space {
 };
 
 }  // namespace
-
-bool RanksBefore(const Candidate& a, const Candidate& b) {
-  if (a.cost.step_seconds != b.cost.step_seconds) return a.cost.step_seconds < b.cost.step_seconds;
-  const double ma = a.cost.memory.Total(), mb = b.cost.memory.Total();
-  if (ma != mb) return ma < mb;
-  return Key(a.layout) < Key(b.layout);
-}
 
 std::vector<Layout> automodel::Enumerate(const PlanRequest& req) { return search::ListLeaves(req, AutoModelSpace(req)); }
 

@@ -1,7 +1,7 @@
 // Data-parallel flavour (DDP, distributed optimizer, Megatron FSDP, torch FSDP2), checkpoint
 // format, launch environment, overlap, recompute and batch rules of Megatron-Bridge /
 // Megatron-Core (megatron.md 2.6-2.12, 2.13). MB = Megatron-Bridge, MLM = Megatron-LM.
-#include "rules/megatron_util.hpp"
+#include "frameworks/megatron_bridge/rule_util.hpp"
 
 namespace meshplan::rules {
 namespace {

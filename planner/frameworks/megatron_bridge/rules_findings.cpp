@@ -4,7 +4,7 @@
 // requests that Megatron-Bridge switches off without a word. `meshplan check` prints both
 // (FindingMessages); the search never reads them. MB = Megatron-Bridge, MLM = Megatron-LM,
 // MCore = Megatron-Core. Each row's source is printed in brackets after its message.
-#include "rules/megatron_util.hpp"
+#include "frameworks/megatron_bridge/rule_util.hpp"
 
 namespace meshplan::rules {
 namespace {

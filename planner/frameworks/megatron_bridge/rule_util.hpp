@@ -12,7 +12,7 @@ namespace meshplan::rules {
 std::span<const Rule> MegatronMeshRules();
 std::span<const Rule> MegatronLayoutRules();  ///< a recipe's pipeline_model_parallel_layout
 std::span<const Rule> MegatronDpRules();
-std::span<const Rule> MegatronFindingRules();  ///< warning and silently-off rows (megatron_findings.cpp)
+std::span<const Rule> MegatronFindingRules();  ///< warning and silently-off rows (frameworks/megatron_bridge/rules_findings.cpp)
 
 namespace mb {
 

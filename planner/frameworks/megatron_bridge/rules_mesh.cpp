@@ -2,7 +2,7 @@
 // Megatron-Core (megatron.md 2.1-2.5, 2.13). MB = Megatron-Bridge
 // src/megatron/bridge/training/config.py, MCore = Megatron-LM megatron/core/.
 #include "meshplan/rule_domains.hpp"
-#include "rules/megatron_util.hpp"
+#include "frameworks/megatron_bridge/rule_util.hpp"
 
 namespace meshplan::rules {
 namespace {
@@ -188,7 +188,7 @@ std::string VppLayersMsg(const RuleContext& c) {
 /// A pipeline_model_parallel_layout meshplan writes has PP*VPP stages, each given at least one
 /// decoder layer. Source: MCore transformer_config.py:2241-2258 (len(stages) % PP == 0, VPP = len / PP).
 /// A recipe's own layout (pp_layout) may leave stages empty: the mb_pp_layout_ rules
-/// (megatron_layout.cpp) check it instead.
+/// (frameworks/megatron_bridge/rules_layout.cpp) check it instead.
 bool LayoutStages(const RuleContext& c) {
   const Layout& l = L(c);
   return l.pp_layout != nullptr || domain::MegatronLayoutStagesFit(c.model.num_layers, l.pp, l.vpp, l.pp_split);

@@ -1,10 +1,10 @@
 // Rules of a recipe's model.pipeline_model_parallel_layout (Layout::pp_layout, read by
-// planner/recipe/megatron_read.cpp): what Megatron-Core asserts of a well-formed layout when
+// planner/frameworks/megatron_bridge/recipe_read.cpp): what Megatron-Core asserts of a well-formed layout when
 // TransformerConfig.__post_init__ builds and validates it. Sources (Megatron-LM at d98e8a64ddf3,
 // 2026-08-22): MCore = megatron/core/, transformer_config.py:2241-2292 and
 // transformer/pipeline_parallel_layer_layout.py (PipelineParallelLayerLayout.__init__ and
 // validate_layer_layout). Every rule passes for the layouts meshplan builds (no pp_layout).
-#include "rules/megatron_util.hpp"
+#include "frameworks/megatron_bridge/rule_util.hpp"
 
 namespace meshplan::rules {
 namespace {

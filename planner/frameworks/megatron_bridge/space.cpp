@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "search/megatron_space.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 #include "search/driver.hpp"
 
 namespace meshplan::search {

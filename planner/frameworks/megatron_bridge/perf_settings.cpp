@@ -1,6 +1,6 @@
 // Reader of recipes/megatron-bridge-perf.yaml (see perf_settings.hpp).
 
-#include "recipe/perf_settings.hpp"
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 
 #include <map>
 #include <tuple>

@@ -1,10 +1,10 @@
 // The Megatron-Bridge rule registry: every mb_ rule, in check order (mesh, then features,
 // then batch; mb_axes_positive first, since later rules divide by the sizes), then the
-// findings rows (warnings, silently-off settings: megatron_findings.cpp).
+// findings rows (warnings, silently-off settings: frameworks/megatron_bridge/rules_findings.cpp).
 #include <algorithm>
 #include <vector>
 
-#include "rules/megatron_util.hpp"
+#include "frameworks/megatron_bridge/rule_util.hpp"
 
 namespace meshplan {
 namespace {
