@@ -40,6 +40,14 @@ struct FrameworkOps {
   std::string (*describe)(const Layout& layout);
   std::string (*recompute_label)(const Layout& layout);
   const char* product;  ///< the framework's full name: "NeMo AutoModel", "Megatron-Bridge"
+  /// `meshplan check`'s nearest layouts: "key: old -> new" for every framework-specific key the
+  /// recipe written for `b` sets otherwise than the recipe read (`a`); sequence_parallel and
+  /// recompute are compared by the caller (NearestValidLayouts).
+  std::vector<std::string> (*nearest_changes)(const Layout& a, const Layout& b, int64_t num_layers,
+                                              const TrainSetup& setup);
+  /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that
+  /// the suggestions keep.
+  void (*nearest_request)(PlanRequest& req, const Layout& from);
 };
 
 /// The descriptor of `framework`.
@@ -71,6 +79,9 @@ std::string RecomputeLabel(const Layout& layout);
 const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
+/// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
+std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
+void NearestRequest(PlanRequest& req, const Layout& from);
 }  // namespace automodel
 
 namespace megatron_bridge {
@@ -80,6 +91,9 @@ CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSet
 std::string Describe(const Layout& layout);
 /// RecomputeName, and for selective recompute its modules: "selective[mla_up_proj]".
 std::string RecomputeLabel(const Layout& layout);
+/// frameworks/megatron_bridge/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
+std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
+void NearestRequest(PlanRequest& req, const Layout& from);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

@@ -10,11 +10,13 @@ namespace {
 const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "AutoModel",
                               &AutoModelRules,          &automodel::ToCostView, &automodel::Plan,
                               &automodel::Enumerate,    &AutoModelRecipeYaml,   &automodel::DpFlavour,
-                              &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel"};
+                              &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel",
+                              &automodel::NearestChanges, &automodel::NearestRequest};
 const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
                                    &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
                                    &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
-                                   &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge"};
+                                   &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge",
+                                   &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace
