@@ -5,6 +5,8 @@
 /// lives in planner/frameworks/<name>/; planner/frameworks/registry.cpp is the only place that
 /// compares Framework values. planner/README.md says how to add a framework.
 
+#include <nlohmann/json.hpp>
+
 #include <span>
 #include <string_view>
 
@@ -48,6 +50,15 @@ struct FrameworkOps {
   /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that
   /// the suggestions keep.
   void (*nearest_request)(PlanRequest& req, const Layout& from);
+  /// Adds the framework's fields to one recipe of plan --format json (`recipe` as
+  /// recipe::CandidateJson built it): Megatron-Bridge's DP flavour, pipeline, overrides and
+  /// launch environment.
+  void (*annotate_json)(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
+  /// The plan table's schedule column: "-", "1f1b", "interleaved1f1b v2", "interleaved v5 etp1".
+  std::string (*schedule_label)(const Layout& layout, const ModelSpec& model);
+  /// Gradient-accumulation steps as the framework counts them (JSON grad_accum_steps):
+  /// AutoModel's step_scheduler calls per step; Megatron-Bridge's M micro-batches.
+  int64_t (*accumulation_steps)(const Layout& layout, const TrainSetup& setup);
 };
 
 /// The descriptor of `framework`.
@@ -82,6 +93,10 @@ std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, li
 /// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
 std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
 void NearestRequest(PlanRequest& req, const Layout& from);
+/// frameworks/automodel/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps.
+void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
+std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
+int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
 }  // namespace automodel
 
 namespace megatron_bridge {
@@ -94,6 +109,10 @@ std::string RecomputeLabel(const Layout& layout);
 /// frameworks/megatron_bridge/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
 std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
 void NearestRequest(PlanRequest& req, const Layout& from);
+/// frameworks/megatron_bridge/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps.
+void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
+std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
+int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

@@ -11,12 +11,15 @@ const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "
                               &AutoModelRules,          &automodel::ToCostView, &automodel::Plan,
                               &automodel::Enumerate,    &AutoModelRecipeYaml,   &automodel::DpFlavour,
                               &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel",
-                              &automodel::NearestChanges, &automodel::NearestRequest};
+                              &automodel::NearestChanges, &automodel::NearestRequest,
+                              &automodel::AnnotateJson,   &automodel::ScheduleLabel, &automodel::AccumulationSteps};
 const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
                                    &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
                                    &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
                                    &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge",
-                                   &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest};
+                                   &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest,
+                                   &megatron_bridge::AnnotateJson,   &megatron_bridge::ScheduleLabel,
+                                   &megatron_bridge::AccumulationSteps};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "meshplan/framework.hpp"
+
 namespace meshplan::recipe {
 
 std::string Fixed(double v, int digits) {
@@ -52,11 +54,7 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
                            {"dp_replicate_size", l.dp_replicate},
                            {"local_batch_size", l.local_batch_size},
                            {"micro_batch", l.micro_batch()},
-                           // AutoModel: step_scheduler's accumulation (pipeline schedule calls per step);
-                           // Megatron has no separate loop: its accumulation is the M micro-batches.
-                           {"grad_accum_steps", l.framework == Framework::kMegatronBridge
-                                                    ? l.MicroBatchesPerStep(req.setup)
-                                                    : l.GradAccumSteps(req.setup)},
+                           {"grad_accum_steps", FrameworkOf(l).accumulation_steps(l, req.setup)},
                            {"microbatches_per_step", l.MicroBatchesPerStep(req.setup)},
                            {"sequence_parallel", l.sequence_parallel},
                            {"activation_checkpointing", RecomputeName(l.recompute)}};

@@ -144,13 +144,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
   for (size_t i = 0; i < result.top.size(); ++i) {
     const Candidate& c = result.top[i];
     const Layout& l = c.layout;
-    std::string sched = l.pp > 1 ? std::string(PpScheduleName(l.pp_schedule)) : "-";
-    if (l.framework == Framework::kMegatronBridge) {
-      sched = l.pp > 1 && l.vpp > 1 ? "interleaved v" + std::to_string(l.vpp) : l.pp > 1 ? "1f1b" : "-";
-      if (l.etp > 0) sched += " etp" + std::to_string(l.etp);
-    } else if (l.pp > 1 && l.pp_schedule == PpSchedule::kInterleaved1F1B) {
-      sched += " v" + std::to_string(SplitStages(req.model.num_layers, l).stages_per_rank);
-    }
+    const std::string sched = FrameworkOf(l).schedule_label(l, req.model);
     std::string rc = RecomputeLabel(l);
     if (l.sequence_parallel) rc += "+sp";
     rows.push_back({std::to_string(i + 1),
@@ -213,24 +207,7 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
   json arr = json::array();
   for (size_t i = 0; i < result.top.size(); ++i) {
     json cj = recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1));
-    if (req.framework == Framework::kMegatronBridge) {
-      json ov = json::object(), env = json::object();
-      for (const auto& [k, v] : MegatronOverrides(result.top[i].layout, req)) ov[k] = v;
-      for (const auto& [k, v] : MegatronLaunchEnv(result.top[i].layout)) env[k] = v;
-      const Layout& l = result.top[i].layout;
-      // A Megatron-Bridge layout has no AutoModel strategy or torch stage arithmetic: its DP
-      // flavour and Megatron-Core's schedule (VPP model chunks per rank) instead.
-      cj["layout"].erase("strategy");
-      cj["layout"]["dp_flavour"] = MbDpFlavourName(l);
-      if (l.pp > 1) {
-        cj["layout"]["pipeline"] = {{"pp_schedule", l.vpp > 1 ? "interleaved1f1b" : "1f1b"},
-                                    {"pp_microbatch_size", l.pp_microbatch_size},
-                                    {"virtual_pipeline_model_parallel_size", l.vpp > 1 ? json(l.vpp) : json(nullptr)},
-                                    {"stages_per_rank", SplitStages(req.model.num_layers, l).stages_per_rank}};
-      }
-      cj["overrides"] = ov;
-      cj["environment"] = env;
-    }
+    FrameworkOf(req.framework).annotate_json(cj, result.top[i], req);
     arr.push_back(cj);
   }
   j["recipes"] = arr;

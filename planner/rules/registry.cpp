@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "meshplan/framework.hpp"
 #include "rules/rule_util.hpp"
 
 namespace meshplan {
@@ -49,7 +50,7 @@ std::span<const Rule> RowsOf(std::span<const Rule> table, Severity severity) {
 std::span<const Rule> AutoModelRules() { return AutoModelRegistry(); }
 
 std::span<const Rule> RulesFor(Framework framework, Severity severity) {
-  return rules::RowsOf(framework == Framework::kMegatronBridge ? MegatronBridgeRules() : AutoModelRules(), severity);
+  return rules::RowsOf(FrameworkOf(framework).rules(), severity);
 }
 
 std::vector<const Rule*> Findings(const RuleContext& ctx, Severity severity) {
