@@ -1,5 +1,6 @@
 #pragma once
-// The Megatron-Bridge layout walk (frameworks/megatron_bridge/space.cpp); search.cpp dispatches to it.
+// The Megatron-Bridge layout walk (frameworks/megatron_bridge/space.cpp) and the settings meshplan
+// emits for its layouts (defaults.cpp); the framework registry dispatches to them.
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace meshplan::search {
 std::vector<Layout> MegatronEnumerate(const PlanRequest& req);
 /// Plan for req.framework == kMegatronBridge.
 PlanResult MegatronPlan(const PlanRequest& req);
+// --- frameworks/megatron_bridge/defaults.cpp ---
 /// The recipe settings meshplan emits for a Megatron layout (overlap flags, FSDP flags,
 /// checkpoint format, CUDA_DEVICE_MAX_CONNECTIONS, recompute arguments), derived from its
 /// axes and `system` as megatron.md 1.6, 2.8, 2.10 and 2.11 prescribe. Overwrites layout.mb.
