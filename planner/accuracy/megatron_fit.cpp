@@ -240,7 +240,7 @@ void WriteSystemFit(const SystemFit& fit) {
   os.precision(4);
   // The source path as the committed hwdb/systems files carry it (kept so that a refit rewrites
   // them byte for byte; the fit is now this file).
-  os << "# megatron_time_fit: written by `meshplan validate RUNS.csv --fit HWDB_DIR` (planner/cli/validate_fit.cpp):\n"
+  os << "# megatron_time_fit: written by `meshplan validate RUNS.csv --fit HWDB_DIR` (planner/accuracy/megatron_fit.cpp):\n"
      << "# megatron_time_fit: least squares on relative step time, ridge " << kMegatronFitRidge
      << " toward the physical model; constants not listed under `fitted` stay at the prior.\n"
      << "megatron_time_fit:\n"
