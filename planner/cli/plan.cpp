@@ -321,7 +321,6 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   req.mb_version = o.mbridge_version == "core0.15" ? MBridgeVersion::kCore015 : MBridgeVersion::kMain;
   req.top_n = static_cast<int>(CheckedCount(o.top, "--top", 1000));
   req.max_micro_batch = CheckedCount(o.max_micro_batch, "--max-micro-batch", 1024);
-  if (o.recompute_modules) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
   if (!o.strategies.empty()) {
     req.strategies.clear();
     for (const std::string& s : o.strategies) {
@@ -336,6 +335,8 @@ PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source) {
   }
   req.model = LoadModel(o.model);
   req.system = LoadSystem(o.system, o.hwdb);
+  // The searched recompute_modules sets depend on the model's architecture (MLA, MoE): after it is loaded.
+  if (o.recompute_modules) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
   const std::string gpus_problem = GpuCountProblem(req.system, req.setup.num_gpus);
   if (!gpus_problem.empty()) {
     throw InputError({"<command line>", 0, 0}, source.gpus_flag, source.gpus_prefix + gpus_problem);
