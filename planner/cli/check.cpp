@@ -215,8 +215,7 @@ int CheckDocument(const CheckOptions& o, const std::string& text, const std::str
       std::cout << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
       for (const std::string& ch : x.changes) std::cout << "; " << ch;
       std::cout << "\n";
-      std::cout << (megatron ? MegatronRecipeYaml(x.candidate, req, static_cast<int>(i + 1))
-                             : AutoModelRecipeYaml(x.candidate, req, static_cast<int>(i + 1)));
+      std::cout << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
     }
   }
   // The exit status is about the framework's rules (issue 3): a predicted out-of-memory is

@@ -63,8 +63,7 @@ std::string SweepYaml(const std::vector<Point>& points, const PlanRequest& first
     ++n;
     head += "recipe " + std::to_string(n) + "\n";
     if (n > 1) docs += "---\n";
-    docs += p.req.framework == Framework::kMegatronBridge ? MegatronRecipeYaml(p.result.top.front(), p.req, n)
-                                                          : AutoModelRecipeYaml(p.result.top.front(), p.req, n);
+    docs += RecipeYaml(p.result.top.front(), p.req, n);
   }
   return head + docs;
 }
