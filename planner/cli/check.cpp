@@ -334,6 +334,19 @@ void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given) {
   }
 }
 
+void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag) {
+  const std::string problem = GpuCountProblem(system, gpus);
+  if (!problem.empty()) throw InputError({"<command line>", 0, 0}, flag, problem);
+}
+
+ReleaseChoice AskedReleases(const std::set<std::string>& given, const std::string& automodel,
+                            const std::string& mbridge) {
+  ReleaseChoice asked;
+  if (given.count("--automodel-version")) asked.automodel = ParseAutoModelVersion(automodel);
+  if (given.count("--mbridge-version")) asked.mbridge = ParseMBridgeVersion(mbridge);
+  return asked;
+}
+
 void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag) {
   const char* other = megatron ? "--automodel-version" : "--mbridge-version";
   if (!given.count(other)) return;

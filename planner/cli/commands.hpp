@@ -1,19 +1,17 @@
 #pragma once
 // Sub-commands of the meshplan CLI. Each Add* declares its options on the CLI11 app; each
-// Run* returns the process exit status: 0 success, 1 no layout satisfies the request,
+// Run* turns them into a request of the commands library (meshplan/commands.hpp), renders its
+// report and returns the process exit status: 0 success, 1 no layout satisfies the request,
 // 2 unusable input (thrown as InputError and printed by main).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "meshplan/recipe.hpp"
-#include "meshplan/search.hpp"
+#include "meshplan/commands.hpp"
 
 namespace meshplan::cli {
 
@@ -117,45 +115,14 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
 int RunCalibrate(const CalibrateOptions& o);
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
-/// Where MakePlanRequest's GPU count and sequence length came from, for its error messages: the
-/// option (--gpus / --seq-len, or a sweep's --sweep-gpus / --sweep-seq) and a prefix naming the
-/// sweep point ("point 12: "; empty for a plain plan).
-struct PointSource {
-  std::string gpus_flag = "--gpus";
-  std::string gpus_prefix;
-  std::string seq_len_flag = "--seq-len";
-  std::string seq_len_prefix;
-};
-/// Validates the options and loads model and system (deadline = now + max_seconds).
-/// Throws InputError for unusable input; errors about the GPU count and the sequence length
-/// name the option `source` gives.
-PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
-/// now + max_seconds (seconds as --max-seconds gives them): the search deadline MakePlanRequest
-/// sets, and a sweep sets again when each point's search starts.
-std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
+/// `plan`: PlanLayouts, or with --sweep-gpus / --sweep-seq RunSweep.
 int RunPlan(const PlanOptions& o);
-/// Checks, before a search, that an output file can be written: its directory exists, it is
-/// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
-void CheckOutputPath(const std::string& path, const char* flag, bool force);
-/// "" when `system` carries fitted Megatron-Core step-time constants (megatron_time_fit, written
-/// by validate --fit); otherwise a warning that its Megatron-Bridge step times are the unfitted
-/// physical model, with the fitted systems' GEMM factors for scale.
-std::string UnfittedMegatronWarning(const SystemSpec& system);
-/// `v` when finite and in [min, max]; else throws InputError on the command line's `flag`
-/// (CLI11's Range lets NaN through).
-double CheckedReal(double v, const char* flag, double min, double max);
-/// Refuses an output (path, option) that is one of the run's input files (path, option; an
-/// input that is not an existing regular file, such as a preset name, is passed over): with
-/// --force it would replace the input. Compared with std::filesystem::equivalent, so links
-/// and other spellings of the path count. Throws InputError naming the output's option.
-void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>>& outputs,
-                           const std::vector<std::pair<std::string, const char*>>& inputs);
-/// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
-/// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
-/// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".
-std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
-/// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
-void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
+/// `plan --sweep-gpus / --sweep-seq` (`in`: `o` as a request): one line per (GPU count, sequence
+/// length) point with the best layout, printed as its search ends; with --format yaml / json the
+/// best recipe of every point instead, and --out writes that (YAML, or JSON with --format json),
+/// whole or not at all. Exit 0 if every point has a layout, 1 if some point has none (--out
+/// still holds the points that have one).
+int RunSweep(const PlanOptions& o, const PlanInput& in);
 /// What `plan --format json` prints on stdout when it fails, the human message going to stderr:
 /// {"error": {"kind", "message", "exit_status", "file", "output", "line", "column", "field"}}.
 /// kind is "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or
@@ -167,27 +134,20 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
 /// quoting binary input) becomes U+FFFD instead of an exception.
 std::string JsonText(const nlohmann::json& j);
+/// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
+void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
 /// Prints, indented under a verdict's header, the framework defaults a parsed recipe relies on
 /// and the settings of it the framework overwrites (ParsedRecipe::defaults_used, overridden).
 void PrintRecipeNotes(const ParsedRecipe& parsed);
 /// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
+/// The releases asked on the command line: those of `given` (TrackVersionFlags), parsed.
+ReleaseChoice AskedReleases(const std::set<std::string>& given, const std::string& automodel,
+                            const std::string& mbridge);
 /// Throws InputError on the version flag of the other framework when it was given: a
 /// Megatron-Bridge run takes no --automodel-version, an AutoModel one no --mbridge-version.
 /// `by_framework_flag`: the framework came from --framework (plan), not from a recipe.
 void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag = false);
-/// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
-/// error: the plan is still made) that the model was not trained on positions that far.
-std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
-/// The warning printed when a search stopped early (result.stopped set): the limit reached
-/// and the number of layouts tested.
-std::string StopWarning(const PlanOptions& o, const PlanResult& result);
-/// `plan --sweep-gpus / --sweep-seq`: one line per (GPU count, sequence length) point with
-/// the best layout (sweep.cpp); with --format yaml / json the best recipe of every point
-/// instead, and --out writes that (YAML, or JSON with --format json), whole or not at all.
-/// --report and --emit-launch are refused. Exit 0 if every point has a layout, 1 if some
-/// point has none (--out still holds the points that have one).
-int RunSweep(const PlanOptions& o);
 /// One YAML document of a multi-document file: its first line in the file and its text,
 /// preceded by first_line - 1 newlines so that parser line numbers are the file's.
 struct Document {

@@ -1,0 +1,208 @@
+#pragma once
+/// \file commands.hpp
+/// The commands as library functions: `plan`, its sweep, `check` and `explain` each take a
+/// request (what a front end was asked, typed) and return a report (what it found); none prints.
+/// The contract between the commands and their front ends: the CLI (planner/cli/) turns options
+/// into these requests and renders the reports; an HTTP server or a Python module would too.
+/// Unusable input is thrown as InputError whose field is the option as the CLI spells it
+/// ("--gpus", "--seq-len"), with file, line and column where the input is a file.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "meshplan/launch.hpp"
+#include "meshplan/recipe.hpp"
+#include "meshplan/search.hpp"
+
+namespace meshplan {
+
+// ---------------------------------------------------------------- names and small checks
+
+/// "0.5" (v0.5 / main) or "0.4" (v0.3 / v0.4). Throws InputError on --automodel-version otherwise.
+AutoModelVersion ParseAutoModelVersion(const std::string& name);
+/// "main" or "core0.15". Throws InputError on --mbridge-version otherwise.
+MBridgeVersion ParseMBridgeVersion(const std::string& name);
+/// "automodel" or "megatron-bridge". Throws InputError on --framework otherwise.
+Framework ParseFramework(const std::string& name);
+/// "fsdp2", "megatron_fsdp" or "ddp". Throws InputError on --strategy otherwise.
+Strategy ParseStrategy(const std::string& name);
+
+/// The framework releases whose rules apply, as asked; unset: not asked (the current release).
+struct ReleaseChoice {
+  std::optional<AutoModelVersion> automodel;  ///< --automodel-version
+  std::optional<MBridgeVersion> mbridge;      ///< --mbridge-version
+};
+/// The releases that apply to `framework`'s rules (unset: kV05, kMain). Throws InputError on the
+/// other framework's version flag when it was asked: a Megatron-Bridge run takes no
+/// --automodel-version, an AutoModel one no --mbridge-version. `by_framework_flag`: the
+/// framework came from --framework (plan), not from a recipe or the layout flags.
+std::pair<AutoModelVersion, MBridgeVersion> ResolveReleases(const ReleaseChoice& asked, Framework framework,
+                                                            bool by_framework_flag = false);
+
+/// `v` when finite and in [min, max]; else throws InputError on the command line's `flag`.
+double CheckedReal(double v, const char* flag, double min, double max);
+/// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
+/// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
+/// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".
+std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
+/// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
+/// error: the plan is still made) that the model was not trained on positions that far.
+std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
+/// "" when `system` carries fitted Megatron-Core step-time constants (megatron_time_fit, written
+/// by validate --fit); otherwise a note (constants borrowed from another system) or a warning
+/// (the unfitted physical model), each starting with "note: " / "warning: ".
+std::string UnfittedMegatronWarning(const SystemSpec& system);
+/// now + `max_seconds` (seconds): the deadline of a search that starts now.
+std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
+
+// ---------------------------------------------------------------- output files
+
+/// Checks, before a search, that an output file can be written: its directory exists, it is
+/// not a directory nor a device, it does not exist unless `force`, and a file can be created
+/// and renamed beside it. Nothing for an empty `path`. Throws InputError naming `flag`.
+void CheckOutputPath(const std::string& path, const char* flag, bool force);
+/// Refuses an output (path, option) that is one of the run's input files (path, option; an
+/// input that is not an existing regular file, such as a preset name, is passed over): with
+/// --force it would replace the input. Compared with std::filesystem::equivalent, so links
+/// and other spellings of the path count. Throws InputError naming the output's option.
+void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>>& outputs,
+                           const std::vector<std::pair<std::string, const char*>>& inputs);
+
+// ---------------------------------------------------------------- requests
+
+/// A model and a system loaded, the world size checked against the system's nodes.
+struct LoadedInputs {
+  ModelSpec model;
+  SystemSpec system;
+};
+/// Where the GPU count and the sequence length of a request came from, for error messages: the
+/// option (--gpus / --seq-len, or a sweep's --sweep-gpus / --sweep-seq) and a prefix naming the
+/// sweep point ("point 12: "; empty for a plain plan).
+struct PointSource {
+  std::string gpus_flag = "--gpus";
+  std::string gpus_prefix;
+  std::string seq_len_flag = "--seq-len";
+  std::string seq_len_prefix;
+};
+/// Loads `model` (preset name or file, LoadModel) and `system` (name or file, with the hardware
+/// database `hwdb`, "" = embedded; LoadSystem), then checks GpuCountProblem for `gpus`.
+/// Throws InputError: the loaders', or the GPU count's on `source.gpus_flag`.
+LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb,
+                        int64_t gpus, const PointSource& source = {});
+
+/// What a search request holds besides its model and system, validated by the caller.
+struct RequestSettings {
+  TrainSetup setup;
+  Framework framework = Framework::kAutoModel;
+  AutoModelVersion version = AutoModelVersion::kV05;
+  MBridgeVersion mb_version = MBridgeVersion::kMain;
+  std::vector<Strategy> strategies;  ///< empty: every strategy (PlanRequest's default)
+  int top_n = 5;
+  int64_t max_micro_batch = 16;
+  /// Megatron-Bridge: also search the selective recompute_modules sets that NVIDIA's recipes
+  /// use for the model (search::SearchedRecomputeModules).
+  bool recompute_modules = false;
+  double max_seconds = 0;         ///< search time limit from now (seconds); 0 = none
+  int64_t max_layouts = 0;        ///< PlanRequest::max_layouts; 0 = none
+  int64_t max_memory_bytes = 0;   ///< PlanRequest::max_memory_bytes; 0 = none
+};
+/// THE request builder of plan, sweep points, check and explain: the model and system are loaded
+/// first (`loaded`), then everything that depends on them is derived (the recompute_modules sets
+/// of the model's architecture, torch FSDP2 when --strategy names fsdp2, the deadline).
+/// Throws nothing.
+PlanRequest BuildRequest(const RequestSettings& settings, LoadedInputs loaded);
+
+/// Where `plan` writes its results besides stdout. Unset optionals: the option was not given.
+struct PlanOutputs {
+  std::optional<std::string> out;     ///< --out: the top recipes (YAML; JSON with --format json)
+  std::optional<std::string> report;  ///< --report: the HTML report
+  bool force = false;                 ///< --force: replace existing files
+  bool emit_launch = false;           ///< --emit-launch: recipe, launch script and sbatch per recipe beside --out
+  bool full_recipe = false;           ///< --full-recipe: with emit_launch, complete AutoModel recipes
+  std::optional<int64_t> nodes, gpus_per_node;  ///< --nodes / --gpus-per-node of the launch files
+  std::optional<std::string> hf_model;          ///< --hf-model: the full recipe's HF model id
+};
+/// Every file a plan writes with the option that names it: --out, the launch files of `recipes`
+/// recipes beside it (emit_launch), --report.
+std::vector<std::pair<std::string, const char*>> PlanOutputTargets(const PlanOutputs& outputs, size_t recipes);
+
+/// What `plan` is asked (the CLI's options, typed). Unset optionals: the option was not given.
+struct PlanInput {
+  std::string model;   ///< preset name or path to config.json / model YAML
+  std::string system;  ///< system name or path to a system YAML
+  std::string hwdb;    ///< hardware database directory; "" = the embedded one
+  std::optional<int64_t> gpus;     ///< world size, [1, 2^20]; required without sweep_gpus
+  std::optional<int64_t> seq_len;  ///< tokens per sequence, [1, 2^24]; required without sweep_seq
+  int64_t global_batch = 0;        ///< sequences per optimizer step, [1, 2^30]
+  Precision precision = Precision::kBf16;
+  Framework framework = Framework::kAutoModel;
+  ReleaseChoice releases;
+  std::vector<Strategy> strategies;  ///< --strategy; empty: all; a repeated one is refused
+  int64_t top = 5;                   ///< recipes kept, [1, 1000]
+  double headroom = 0.10;            ///< fraction of GPU memory kept free, [0, 0.9]
+  int64_t max_micro_batch = 16;      ///< [1, 1024]
+  bool recompute_modules = false;    ///< Megatron-Bridge only
+  double max_seconds = 300;          ///< search time limit (seconds, per sweep point), [0.001, 1e6]
+  int64_t max_layouts = 0;           ///< search work limit; 0 = none
+  int64_t max_memory_mb = 0;         ///< search memory budget (resident MiB), [0, 2^30]; 0 = none
+  PlanOutputs outputs;
+  std::vector<int64_t> sweep_gpus;  ///< non-empty: a sweep over these GPU counts (SweepLayouts)
+  std::vector<int64_t> sweep_seq;   ///< non-empty: a sweep over these sequence lengths
+};
+/// Validates `in` (the options a plan point reads; errors about the GPU count and the sequence
+/// length name `source`'s option), loads its model and system, then BuildRequest. Throws InputError.
+PlanRequest BuildPlanRequest(const PlanInput& in, const PointSource& source = {});
+
+// ---------------------------------------------------------------- plan
+
+/// What `plan` found.
+struct PlanReport {
+  PlanRequest request;  ///< as searched, top_n = the asked top
+  PlanResult result;    ///< the best fitting layouts (at most `top`) and the search's counts
+  std::vector<Candidate> report_layouts;  ///< with outputs.report: up to kReportLayouts fitting layouts (its scatter)
+  LaunchTopology launch;  ///< the launch files' nodes (with emit_launch or nodes / gpus_per_node)
+  /// Remarks in the order they arose, each starting "warning: " or "note: ".
+  std::vector<std::string> warnings;
+  /// Why no recipe came out ("" when result.top is not empty) and its kind ("no_valid_layout",
+  /// "no_layout_fits"): every layout breaks a rule, or none fits in memory.
+  std::string failure, failure_kind;
+};
+/// Validates `in` (including the output paths, before the search: a long search must not end in
+/// "file exists"), builds the request, searches. Writes nothing; PlanOutputTargets and the
+/// recipe writers are the front end's. Throws InputError for unusable input.
+PlanReport PlanLayouts(const PlanInput& in);
+
+/// The text after "warning: " when a search stopped early (result.stopped set): the limit of
+/// `in` reached and the number of layouts tested.
+std::string StopWarning(const PlanInput& in, const PlanResult& result);
+
+// ---------------------------------------------------------------- sweep
+
+/// One point of a sweep and its search.
+struct SweepPoint {
+  int64_t gpus = 0, seq_len = 0;
+  PlanRequest request;                ///< top_n 1
+  PlanResult result;                  ///< empty until searched
+  std::vector<std::string> warnings;  ///< "warning: ..." when built (sequence length) and searched (stopped early)
+};
+/// What a sweep found, point by point (every GPU count times every sequence length).
+struct SweepReport {
+  std::vector<SweepPoint> points;
+  /// "" when every point has a layout; else "N of M sweep points have no layout ...".
+  std::string Failure() const;
+};
+/// Validates a sweep (`in.sweep_gpus` / `in.sweep_seq`; --report and --emit-launch refused) and
+/// builds every point's request (BuildPlanRequest; its errors name the sweep option) before any
+/// search, then checks --out. Throws InputError.
+SweepReport PrepareSweep(const PlanInput& in);
+/// Searches `point` with a deadline of `in.max_seconds` from now; adds a stop warning. A front
+/// end that shows each point as it is done calls it point by point.
+void SearchSweepPoint(SweepPoint& point, const PlanInput& in);
+/// PrepareSweep, then SearchSweepPoint for every point.
+SweepReport SweepLayouts(const PlanInput& in);
+
+}  // namespace meshplan
