@@ -30,6 +30,10 @@ MBridgeVersion ParseMBridgeVersion(const std::string& name);
 Framework ParseFramework(const std::string& name);
 /// "fsdp2", "megatron_fsdp" or "ddp". Throws InputError on --strategy otherwise.
 Strategy ParseStrategy(const std::string& name);
+/// The framework as a verdict names it: "AutoModel", "Megatron-Bridge".
+const char* FrameworkTitle(Framework framework);
+/// The recipe key holding the sequence length: "dataset.seq_len", "model.seq_length".
+const char* SeqLenKey(Framework framework);
 
 /// The framework releases whose rules apply, as asked; unset: not asked (the current release).
 struct ReleaseChoice {
@@ -204,5 +208,172 @@ SweepReport PrepareSweep(const PlanInput& in);
 void SearchSweepPoint(SweepPoint& point, const PlanInput& in);
 /// PrepareSweep, then SearchSweepPoint for every point.
 SweepReport SweepLayouts(const PlanInput& in);
+
+// ---------------------------------------------------------------- recipes read back (check, explain)
+
+/// One YAML document of a multi-document file: its first line in the file and its text,
+/// preceded by first_line - 1 newlines so that parser line numbers are the file's.
+struct Document {
+  int first_line = 1;
+  std::string text;
+};
+/// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
+/// only blank lines, comments and markers are left out, and when `empty` is given it counts
+/// those that a "---" started (the text before the first marker is not one).
+std::vector<Document> SplitDocuments(const std::string& text, int* empty = nullptr);
+/// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
+/// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
+void RefusePlanOutput(const std::string& text, const std::string& file);
+
+/// A recipe file read: its text and YAML documents.
+struct RecipeFile {
+  std::string path;
+  std::string text;
+  std::vector<Document> documents;
+  int empty_documents = 0;  ///< documents with only a --- line
+};
+/// Reads `path`, refuses plan output (RefusePlanOutput) and splits it (SplitDocuments).
+/// Throws InputError for an unreadable file or plan output.
+RecipeFile ReadRecipeFile(const std::string& path);
+
+/// What check and explain are asked besides the layout. Unset optionals: from the recipe (a
+/// count replaces the recipe's only when positive).
+struct JudgeSetup {
+  std::string model, system, hwdb;  ///< as in PlanInput
+  int64_t gpus = 0;                 ///< world size, [1, 2^20]
+  std::optional<int64_t> seq_len;       ///< replaces the recipe's (model.seq_length / dataset.seq_len)
+  std::optional<int64_t> global_batch;  ///< replaces the recipe's (train / step_scheduler global_batch_size)
+  std::optional<Precision> precision;   ///< replaces the recipe's (mixed_precision / fp8); else bf16
+  std::optional<Framework> framework;   ///< check: the recipe's framework; unset: detected from its keys
+  ReleaseChoice releases;
+  double headroom = 0.10;
+};
+/// A recipe read for judging: what it says and the request it is judged in.
+struct JudgedRecipe {
+  ParsedRecipe parsed;   ///< layout (Megatron layouts with their cost view synced), notes
+  PlanRequest request;   ///< framework, releases, model, system, setup from the recipe and `setup`
+};
+/// Check's and explain's one way to read a recipe document `text` of the file `file`: detects its
+/// framework (unless given; IsMegatronRecipe), refuses the other framework's version flag, parses
+/// it (ParseMegatronRecipe / ParseAutoModelRecipe), fills the setup from `setup` or the recipe,
+/// builds the request (BuildRequest) and syncs a Megatron layout's cost view. Throws InputError for
+/// an unusable document, or when neither the recipe nor `setup` gives a sequence length.
+JudgedRecipe LoadRecipeForJudging(const JudgeSetup& setup, const std::string& file, const std::string& text,
+                                  const LoadedInputs& loaded);
+
+/// A rule a layout breaks, with its message (recipe keys, values and fix) and its source.
+struct RuleFailure {
+  std::string name, message, source;
+};
+
+// ---------------------------------------------------------------- check
+
+/// What `check` is asked: a recipe file and the setup it is judged in.
+struct CheckInput {
+  std::string recipe;  ///< path: an AutoModel recipe or a Megatron-Bridge override YAML, one or more documents
+  JudgeSetup setup;    ///< global_batch is the recipe's
+};
+/// The verdict on one recipe document.
+struct CheckedDocument {
+  std::string label;  ///< the file, or file:line of one document among several
+  std::string error;  ///< non-empty: unusable (InputError::what()); nothing below is set
+  JudgedRecipe recipe;
+  std::vector<std::string> notes;  ///< "--seq-len 8192 replaces the recipe's 4096", ...
+  std::string unfitted;            ///< Megatron-Bridge: UnfittedMegatronWarning
+  size_t rules_checked = 0;        ///< rules of the framework
+  std::vector<RuleFailure> failures;
+  int64_t nearest_seq_len = 0;     ///< NearestValidSeqLen when a rule fails; 0 = none
+  std::optional<Cost> cost;        ///< unset: memory not predicted (`not_predicted` says why)
+  std::string not_predicted;
+  bool out_of_memory = false;      ///< predicted above the usable memory
+  std::vector<std::string> warnings;      ///< SeqLenWarning, MegatronWarnings (without "warning: ")
+  std::vector<std::string> silently_off;  ///< SilentlyOff
+  std::vector<NearbyLayout> nearest;      ///< searched when a rule fails or out_of_memory
+  /// 0 valid, 1 a rule fails, 2 unusable. A predicted out-of-memory does not fail the check:
+  /// the memory model is not trusted enough to fail a recipe the framework accepts.
+  int Status() const { return !error.empty() ? 2 : failures.empty() ? 0 : 1; }
+};
+/// What `check` found.
+struct CheckReport {
+  std::string file;
+  int empty_documents = 0;
+  bool several = false;  ///< the file holds several documents, each judged on its own
+  std::vector<CheckedDocument> documents;
+  int Status() const;    ///< the worst of the documents' (2 > 1 > 0)
+};
+/// Reads the recipe, loads model and system, judges every document: rules, memory, warnings,
+/// silently-off settings, nearest valid layouts. Throws InputError for unusable input; with
+/// several documents an unusable one is reported (CheckedDocument::error), the others judged.
+CheckReport CheckRecipe(const CheckInput& in);
+/// Overlap settings requested in a Megatron recipe that Megatron-Bridge switches off without error.
+std::vector<std::string> SilentlyOff(const Layout& layout);
+/// The nearest sequence length (within 1/8 of it, a multiple of 8 ... 1024) at which `ctx`'s
+/// layout passes every rule unchanged, or 0: a recipe broken only by its sequence length gets
+/// that one change named instead of a reshaped layout.
+int64_t NearestValidSeqLen(const RuleContext& ctx);
+
+// ---------------------------------------------------------------- explain
+
+/// An AutoModel layout given by its keys (explain without a recipe).
+struct LayoutKeys {
+  Strategy strategy = Strategy::kFsdp2;
+  int64_t tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
+  std::optional<int64_t> layers_per_stage;  ///< unset: null
+  PpSchedule pp_schedule = PpSchedule::k1F1B;
+  bool pp_schedule_given = false;  ///< a note when PP is 1
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+};
+/// What `explain` is asked: a layout from a recipe or from its keys, the setup and the memory model.
+struct ExplainInput {
+  JudgeSetup setup;    ///< framework unused: a recipe's is detected, the keys are AutoModel's
+  std::string recipe;  ///< "" = the layout of `keys`
+  LayoutKeys keys;
+  /// "pytorch", "megatron" or "megatron-bridge"; "" = pytorch for AutoModel, megatron-bridge for
+  /// Megatron-Bridge layouts.
+  std::string memory_profile;
+  bool fp32_params = false, defer_fsdp_grad_sync = false;  ///< AutoModel only
+};
+/// The compute term of a Megatron-Bridge layout's slowest rank, split (seconds per step).
+struct ComputeSplit {
+  double gemm = 0, attention = 0, memory_bound = 0, kernels = 0;
+};
+/// How the decoder layers of a Megatron-Bridge layout with PP > 1 are split over its ranks.
+struct PipelineSplit {
+  enum class Kind {
+    kGivenLayout,    ///< its pipeline_model_parallel_layout, as priced
+    kOwnLayout,      ///< its pipeline_model_parallel_layout, equal to meshplan's own split
+    kEvenFallback,   ///< meshplan's even split: the given layout does not fit
+    kAccountEmbeddingLoss,  ///< Megatron-Core's split with account_for_embedding/loss
+    kEven,           ///< Megatron-Core's even split
+  };
+  std::vector<int64_t> layers_per_rank;
+  Kind kind = Kind::kEven;
+  int64_t embedding_rank = 0, loss_rank = 0;  ///< kGivenLayout
+  int64_t mtp_layers = 0, mtp_rank = 0;
+};
+/// What `explain` found.
+struct ExplainReport {
+  PlanRequest request;  ///< framework, releases, model, system, setup
+  Layout layout;
+  std::optional<ParsedRecipe> parsed;  ///< with a recipe: its notes
+  std::string unfitted;                ///< Megatron-Bridge: UnfittedMegatronWarning
+  std::vector<std::string> notes;      ///< "--seq-len X replaces the recipe's Y", "--global-batch ..."
+  std::string seq_len_warning;         ///< SeqLenWarning
+  std::string unused_schedule;         ///< "--pp-schedule X has no effect ..." (keys with PP 1)
+  size_t rules_checked = 0;
+  std::vector<RuleFailure> failures;
+  std::optional<PipelineSplit> pipeline;  ///< Megatron-Bridge with PP > 1
+  bool scorable = false;  ///< sizes divide the GPU count and the batch; false: nothing below is set
+  std::string memory_profile;             ///< the profile used
+  std::vector<MemoryBreakdown> rank_memory;  ///< per pipeline rank
+  Cost cost;
+  std::optional<ComputeSplit> compute;    ///< Megatron-Bridge
+  /// 0 valid and fits, 1 breaks a rule, does not fit or cannot be priced.
+  int Status() const { return scorable && failures.empty() && cost.fits ? 0 : 1; }
+};
+/// Reads the layout (LoadRecipeForJudging, or the keys), checks every rule, prices it term by
+/// term. Throws InputError for unusable input.
+ExplainReport ExplainLayout(const ExplainInput& in);
 
 }  // namespace meshplan

@@ -134,33 +134,11 @@ nlohmann::json ErrorJson(const std::string& kind, const std::string& message, in
 /// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
 /// quoting binary input) becomes U+FFFD instead of an exception.
 std::string JsonText(const nlohmann::json& j);
-/// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
-void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
-/// Prints, indented under a verdict's header, the framework defaults a parsed recipe relies on
-/// and the settings of it the framework overwrites (ParsedRecipe::defaults_used, overridden).
-void PrintRecipeNotes(const ParsedRecipe& parsed);
 /// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
 /// The releases asked on the command line: those of `given` (TrackVersionFlags), parsed.
 ReleaseChoice AskedReleases(const std::set<std::string>& given, const std::string& automodel,
                             const std::string& mbridge);
-/// Throws InputError on the version flag of the other framework when it was given: a
-/// Megatron-Bridge run takes no --automodel-version, an AutoModel one no --mbridge-version.
-/// `by_framework_flag`: the framework came from --framework (plan), not from a recipe.
-void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag = false);
-/// One YAML document of a multi-document file: its first line in the file and its text,
-/// preceded by first_line - 1 newlines so that parser line numbers are the file's.
-struct Document {
-  int first_line = 1;
-  std::string text;
-};
-/// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
-/// only blank lines, comments and markers are left out, and when `empty` is given it counts
-/// those that a "---" started (the text before the first marker is not one).
-std::vector<Document> SplitDocuments(const std::string& text, int* empty = nullptr);
-/// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
-/// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
-void RefusePlanOutput(const std::string& text, const std::string& file);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

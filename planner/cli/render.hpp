@@ -6,6 +6,12 @@
 
 namespace meshplan::cli {
 
+/// check's verdict on one document: header, recipe notes, rules, memory, warnings, silently-off
+/// settings and, when it fails or is predicted out of memory, the nearest valid layouts as recipes.
+void PrintCheckedDocument(const CheckedDocument& d);
+/// explain's report: header, notes, rules, pipeline split, memory per GPU and time per step term
+/// by term (and the Megatron-Bridge compute split), and the verdict.
+void PrintExplanation(const ExplainReport& rep);
 /// "8 GPUs, seq_len 4096".
 std::string PointName(const SweepPoint& p);
 /// The sweep table's header line, and the line of a searched point (its best layout, or why it

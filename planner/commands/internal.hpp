@@ -33,11 +33,16 @@ bool IsMegatronBridge(Framework framework);
 int64_t CheckedCount(long long v, const std::string& flag, long long max, const std::string& prefix = "");
 /// `system`'s UnfittedMegatronWarning when `req` is a Megatron-Bridge request, else "".
 std::string UnfittedNote(const PlanRequest& req);
+/// Every rule `ctx` fails, with its message and source.
+std::vector<RuleFailure> RuleFailures(const RuleContext& ctx);
 /// Two outputs of one run that are one file: the later would replace the earlier (with --force)
 /// or stop the run half-written (without). Throws InputError on the later one. Compared by the
 /// weakly canonical path of the directory and the file name ("./a.yaml", "d/../a.yaml" and
 /// "link-to-this-dir/a.yaml" are a.yaml), after the symbolic links at the file itself, which
 /// WriteFileAtomically writes through.
 void RefuseSameOutputs(const std::vector<std::pair<std::string, const char*>>& targets);
+/// "--seq-len 8192 replaces the recipe's 4096" when the recipe sets the value (`recipe_sets`)
+/// and `used` differs from its `recipe`; else "".
+std::string ReplacesNote(const char* flag, const std::string& used, bool recipe_sets, const std::string& recipe);
 
 }  // namespace meshplan::commands

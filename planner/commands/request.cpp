@@ -46,6 +46,17 @@ std::string UnfittedNote(const PlanRequest& req) {
   return IsMegatronBridge(req.framework) ? UnfittedMegatronWarning(req.system) : "";
 }
 
+std::vector<RuleFailure> RuleFailures(const RuleContext& ctx) {
+  std::vector<RuleFailure> out;
+  for (const Rule* r : AllFailures(ctx)) out.push_back({r->name, r->explain(ctx), r->source});
+  return out;
+}
+
+std::string ReplacesNote(const char* flag, const std::string& used, bool recipe_sets, const std::string& recipe) {
+  if (!recipe_sets || used == recipe) return "";
+  return std::string(flag) + " " + used + " replaces the recipe's " + recipe;
+}
+
 }  // namespace commands
 
 using commands::FlagError;
@@ -75,6 +86,10 @@ Strategy ParseStrategy(const std::string& name) {
   }
   FlagError("--strategy", "expected one of fsdp2, megatron_fsdp, ddp; found '" + name + "'");
 }
+
+const char* FrameworkTitle(Framework framework) { return commands::WordsOf(framework).title; }
+
+const char* SeqLenKey(Framework framework) { return commands::WordsOf(framework).seq_len_key; }
 
 std::pair<AutoModelVersion, MBridgeVersion> ResolveReleases(const ReleaseChoice& asked, Framework framework,
                                                             bool by_framework_flag) {
