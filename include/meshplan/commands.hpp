@@ -146,7 +146,7 @@ struct PlanInput {
   Framework framework = Framework::kAutoModel;
   ReleaseChoice releases;
   std::vector<Strategy> strategies;  ///< --strategy; empty: all; a repeated one is refused
-  int64_t top = 5;                   ///< recipes kept, [1, 1000]
+  int top = 5;                       ///< recipes kept, [1, 1000]
   double headroom = 0.10;            ///< fraction of GPU memory kept free, [0, 0.9]
   int64_t max_micro_batch = 16;      ///< [1, 1024]
   bool recompute_modules = false;    ///< Megatron-Bridge only

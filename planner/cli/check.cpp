@@ -9,10 +9,10 @@ namespace meshplan::cli {
 
 void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   CLI::App* cmd = app.add_subcommand("check", "check a recipe against the framework's rules and memory");
-  cmd->add_option("recipe", o.recipe, "AutoModel recipe or Megatron-Bridge override YAML")->required();
-  cmd->add_option("--model", o.model, "preset name or path to config.json / model YAML")->required();
-  cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
-  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
+  cmd->add_option("recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML")->required();
+  cmd->add_option("--model", o.in.setup.model, "preset name or path to config.json / model YAML")->required();
+  cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
+  cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)");
   cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's mixed_precision or fp8 section, else bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
@@ -23,19 +23,16 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
       ->check(CLI::IsMember({"main", "core0.15"}));
   TrackVersionFlags(cmd, o.given);
-  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
-  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
+  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
 }
 
 int RunCheck(const CheckOptions& o) {
-  CheckInput in;
-  in.recipe = o.recipe;
-  in.setup.model = o.model, in.setup.system = o.system, in.setup.hwdb = o.hwdb, in.setup.gpus = o.gpus;
+  CheckInput in = o.in;
   if (o.seq_len != 0) in.setup.seq_len = o.seq_len;
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
-  in.setup.headroom = o.headroom;
   const CheckReport rep = CheckRecipe(in);
   if (!rep.several) {
     PrintCheckedDocument(rep.documents.front());
@@ -43,7 +40,7 @@ int RunCheck(const CheckOptions& o) {
   }
   // Several (plan --out writes one recipe per document): a verdict for each; the exit status
   // is the worst (2 unusable > 1 invalid > 0 valid).
-  std::cout << o.recipe << ": " << rep.documents.size() << " YAML documents, each checked on its own";
+  std::cout << in.recipe << ": " << rep.documents.size() << " YAML documents, each checked on its own";
   const int empty = rep.empty_documents;
   if (empty > 0) std::cout << " (" << empty << " empty one" << (empty == 1 ? "" : "s") << ", only a --- line, skipped)";
   std::cout << "\n";
@@ -57,7 +54,7 @@ int RunCheck(const CheckOptions& o) {
       std::cerr << d.error << "\n";
     }
   }
-  std::cout << "=== " << o.recipe << ": documents";
+  std::cout << "=== " << in.recipe << ": documents";
   for (size_t i = 0; i < rep.documents.size(); ++i) {
     const int s = rep.documents[i].Status();
     std::cout << (i ? ", " : " ") << i + 1 << (s == 0 ? " valid" : s == 1 ? " INVALID" : " unusable");

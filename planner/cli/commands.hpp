@@ -18,67 +18,38 @@ namespace meshplan::cli {
 /// Value of an integer option the user did not give.
 inline constexpr long long kNotGiven = -(1LL << 62);
 
+/// `meshplan plan`. Options of the request's own types are bound to `in`; the others are read
+/// into it when the command runs.
 struct PlanOptions {
-  std::string model;
-  std::string system;
-  std::string hwdb;
-  long long gpus = kNotGiven;
-  long long seq_len = kNotGiven;
-  long long global_batch = 0;
-  std::string precision = "bf16";
-  std::string framework = "automodel";
-  std::string automodel_version = "0.5";
-  std::string mbridge_version = "main";
+  PlanInput in;
+  long long gpus = kNotGiven, seq_len = kNotGiven;  ///< in.gpus / in.seq_len when given
+  std::string precision = "bf16", framework = "automodel";
+  std::string automodel_version = "0.5", mbridge_version = "main";  ///< in.releases when given
   std::vector<std::string> strategies;
-  int top = 5;
-  std::string format = "table";
-  std::string out;
-  bool force = false;
-  double headroom = 0.10;
-  long long max_micro_batch = 16;
-  bool recompute_modules = false;  ///< Megatron-Bridge: also search selective recompute_modules sets
-  double max_seconds = 300;  ///< search time limit; the best layouts so far are printed
-  long long max_layouts = 0;  ///< search work limit (layouts tested); 0 = none
-  long long max_memory_mb = 0;  ///< search memory budget (resident MiB); 0 = none
-  bool emit_launch = false;     ///< write recipe, launch script and sbatch per recipe beside --out
-  bool full_recipe = false;     ///< with emit_launch: complete AutoModel recipes
-  long long nodes = 0, gpus_per_node = 0;  ///< launch topology; 0 = derived from the system
-  std::string hf_model;         ///< HF id for the full recipe's model ("" = from the preset)
-  std::string report;           ///< HTML report path ("" = none)
+  std::string format = "table";                  ///< stdout: table, yaml or json
+  std::string out, report, hf_model;             ///< in.outputs when given
+  long long nodes = 0, gpus_per_node = 0;        ///< in.outputs when given
   std::set<std::string> given;  ///< options given on the command line (those whose defaults are valid values)
-  std::vector<long long> sweep_gpus;  ///< --sweep-gpus: one best layout per GPU count
-  std::vector<long long> sweep_seq;   ///< --sweep-seq: one best layout per sequence length
 };
 
+/// `meshplan check RECIPE`, bound to `in` like PlanOptions.
 struct CheckOptions {
-  std::string recipe;
-  std::string model;
-  std::string system;
-  std::string hwdb;
-  long long gpus = 0;
+  CheckInput in;
   long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length, AutoModel dataset.seq_len)
   std::string precision;  ///< "": the recipe's (mixed_precision / fp8.enabled), else bf16
   std::string framework;  ///< empty: detected from the recipe's keys
-  std::string automodel_version = "0.5";
-  std::string mbridge_version = "main";
-  double headroom = 0.10;
+  std::string automodel_version = "0.5", mbridge_version = "main";
   std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
-/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe.
+/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe, bound to `in` like PlanOptions.
 struct ExplainOptions {
-  std::string model, system, hwdb, recipe;
-  long long gpus = 0, seq_len = 0, global_batch = 0;
+  ExplainInput in;
+  long long seq_len = 0, global_batch = 0;  ///< 0: the recipe's
   std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
-  long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
   long long layers_per_stage = kNotGiven;  ///< not given: null
-  bool sequence_parallel = false;
-  bool pp_schedule_given = false;  ///< --pp-schedule typed (a note when PP is 1)
-  // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
-  // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).
-  std::string precision, automodel_version = "0.5", mbridge_version = "main", memory_profile;
-  bool fp32_params = false, defer_fsdp_grad_sync = false;
-  double headroom = 0.10;
+  std::string precision;  ///< "": the recipe's, else bf16
+  std::string automodel_version = "0.5", mbridge_version = "main";
   std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 

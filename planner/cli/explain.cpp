@@ -11,28 +11,28 @@ namespace meshplan::cli {
 
 void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   CLI::App* cmd = app.add_subcommand("explain", "explain one layout: rules, memory and step time term by term");
-  cmd->add_option("--model", o.model, "preset name or path to config.json / model YAML")->required();
-  cmd->add_option("--system", o.system, "system name or path to a system YAML")->required();
-  cmd->add_option("--gpus", o.gpus, "number of GPUs (world size)")->required();
+  cmd->add_option("--model", o.in.setup.model, "preset name or path to config.json / model YAML")->required();
+  cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
+  cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
   CLI::Option* recipe = cmd->add_option(
-      "--recipe", o.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
+      "--recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
   const std::vector<CLI::Option*> layout = {
       cmd->add_option("--strategy", o.strategy, "fsdp2, megatron_fsdp or ddp (default fsdp2)")
           ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"})),
-      cmd->add_option("--tp", o.tp, "tensor-parallel size"),
-      cmd->add_option("--pp", o.pp, "pipeline-parallel size"),
-      cmd->add_option("--cp", o.cp, "context-parallel size"),
-      cmd->add_option("--ep", o.ep, "expert-parallel size"),
-      cmd->add_option("--dp-replicate", o.dp_replicate, "HSDP replicas (fsdp2)"),
-      cmd->add_option("--local-batch", o.local_batch, "step_scheduler.local_batch_size"),
-      cmd->add_option("--pp-microbatch", o.pp_microbatch, "pipeline.pp_microbatch_size"),
+      cmd->add_option("--tp", o.in.keys.tp, "tensor-parallel size"),
+      cmd->add_option("--pp", o.in.keys.pp, "pipeline-parallel size"),
+      cmd->add_option("--cp", o.in.keys.cp, "context-parallel size"),
+      cmd->add_option("--ep", o.in.keys.ep, "expert-parallel size"),
+      cmd->add_option("--dp-replicate", o.in.keys.dp_replicate, "HSDP replicas (fsdp2)"),
+      cmd->add_option("--local-batch", o.in.keys.local_batch, "step_scheduler.local_batch_size"),
+      cmd->add_option("--pp-microbatch", o.in.keys.pp_microbatch, "pipeline.pp_microbatch_size"),
       cmd->add_option("--pp-schedule", o.pp_schedule, "1f1b or interleaved1f1b")
           ->check(CLI::IsMember({"1f1b", "interleaved1f1b"}))
-          ->each([&o](const std::string&) { o.pp_schedule_given = true; }),
+          ->each([&o](const std::string&) { o.in.keys.pp_schedule_given = true; }),
       cmd->add_option("--layers-per-stage", o.layers_per_stage, "pipeline.layers_per_stage (default null)"),
-      cmd->add_flag("--sequence-parallel", o.sequence_parallel, "sequence_parallel: true"),
+      cmd->add_flag("--sequence-parallel", o.in.keys.sequence_parallel, "sequence_parallel: true"),
       cmd->add_option("--recompute", o.recompute, "activation checkpointing: none, selective or full")
           ->check(CLI::IsMember({"none", "selective", "full"})),
   };
@@ -44,39 +44,29 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
       ->check(CLI::IsMember({"main", "core0.15"}));
   TrackVersionFlags(cmd, o.given);
-  cmd->add_option("--memory-profile", o.memory_profile,
+  cmd->add_option("--memory-profile", o.in.memory_profile,
                   "pytorch (AutoModel, measured), megatron (Megatron-LM estimate) or megatron-bridge (its variant); "
                   "default: pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes")
       ->check(CLI::IsMember({"pytorch", "megatron", "megatron-bridge"}));
-  cmd->add_flag("--fp32-params", o.fp32_params, "model loaded in fp32 (default bf16, AutoModel torch_dtype: bf16)");
-  cmd->add_flag("--defer-fsdp-grad-sync", o.defer_fsdp_grad_sync,
+  cmd->add_flag("--fp32-params", o.in.fp32_params, "model loaded in fp32 (default bf16, AutoModel torch_dtype: bf16)");
+  cmd->add_flag("--defer-fsdp-grad-sync", o.in.defer_fsdp_grad_sync,
                 "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
-  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
-  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
+  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
 }
 
 int RunExplain(const ExplainOptions& o) {
-  ExplainInput in;
-  in.recipe = o.recipe;
-  in.setup.model = o.model, in.setup.system = o.system, in.setup.hwdb = o.hwdb, in.setup.gpus = o.gpus;
+  ExplainInput in = o.in;
   if (o.seq_len != 0) in.setup.seq_len = o.seq_len;
   if (o.global_batch != 0) in.setup.global_batch = o.global_batch;
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
-  in.setup.headroom = o.headroom;
   LayoutKeys& k = in.keys;
   k.strategy = ParseStrategy(o.strategy);
-  k.tp = o.tp, k.pp = o.pp, k.cp = o.cp, k.ep = o.ep, k.dp_replicate = o.dp_replicate;
-  k.local_batch = o.local_batch, k.pp_microbatch = o.pp_microbatch;
   if (o.layers_per_stage != kNotGiven) k.layers_per_stage = o.layers_per_stage;
   k.pp_schedule = o.pp_schedule == "interleaved1f1b" ? PpSchedule::kInterleaved1F1B : PpSchedule::k1F1B;
-  k.pp_schedule_given = o.pp_schedule_given;
-  k.sequence_parallel = o.sequence_parallel;
   k.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective
                                                                                       : Recompute::kNone;
-  in.memory_profile = o.memory_profile;
-  in.fp32_params = o.fp32_params;
-  in.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync;
   const ExplainReport rep = ExplainLayout(in);
   PrintExplanation(rep);
   return rep.Status();

@@ -10,12 +10,12 @@ namespace meshplan::cli {
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   CLI::App* cmd = app.add_subcommand("plan", "search every valid layout and print the best recipes");
-  cmd->add_option("--model", o.model, "preset name (meshplan list models) or path to config.json / model YAML")
+  cmd->add_option("--model", o.in.model, "preset name (meshplan list models) or path to config.json / model YAML")
       ->required();
-  cmd->add_option("--system", o.system, "system name (meshplan list systems) or path to a system YAML")->required();
+  cmd->add_option("--system", o.in.system, "system name (meshplan list systems) or path to a system YAML")->required();
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size); required unless --sweep-gpus");
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence; required unless --sweep-seq");
-  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step")->required();
+  cmd->add_option("--global-batch", o.in.global_batch, "sequences per optimizer step")->required();
   cmd->add_option("--precision", o.precision, "GEMM precision")->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--framework", o.framework, "framework whose rules and recipe format apply")
       ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
@@ -29,31 +29,31 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   AddListOption(cmd, "--strategy", o.strategies, "restrict to these strategies (default: all)",
                 "a comma-separated list of fsdp2, megatron_fsdp, ddp",
                 CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
-  cmd->add_option("--top", o.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--top", o.in.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
-  cmd->add_flag("--force", o.force, "replace --out if it exists");
-  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
-  cmd->add_flag("--recompute-modules", o.recompute_modules,
+  cmd->add_flag("--force", o.in.outputs.force, "replace --out if it exists");
+  cmd->add_option("--headroom", o.in.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_flag("--recompute-modules", o.in.recompute_modules,
                 "Megatron-Bridge: also search selective recompute with the recompute_modules sets of NVIDIA's perf "
                 "recipes ([mla_up_proj], [layernorm,moe_act], ... as the model allows)");
-  cmd->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch enumerated (1..1024)")
+  cmd->add_option("--max-micro-batch", o.in.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
-  AddListOption(cmd, "--sweep-gpus", o.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",
+  AddListOption(cmd, "--sweep-gpus", o.in.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",
                 "a comma-separated list of integers");
-  AddListOption(cmd, "--sweep-seq", o.sweep_seq, "capacity planning: the best layout at each sequence length",
+  AddListOption(cmd, "--sweep-seq", o.in.sweep_seq, "capacity planning: the best layout at each sequence length",
                 "a comma-separated list of integers");
-  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
-  cmd->add_option("--max-seconds", o.max_seconds,
+  cmd->add_option("--hwdb", o.in.hwdb, "hardware database directory (default: the embedded hwdb/)");
+  cmd->add_option("--max-seconds", o.in.max_seconds,
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
-  cmd->add_option("--max-layouts", o.max_layouts,
+  cmd->add_option("--max-layouts", o.in.max_layouts,
                   "stop the search after testing this many layouts (default: no limit)");
-  cmd->add_option("--max-memory-mb", o.max_memory_mb,
+  cmd->add_option("--max-memory-mb", o.in.max_memory_mb,
                   "stop the search when meshplan's resident memory exceeds this many MiB and print the best "
                   "layouts so far (default: no limit)");
-  cmd->add_flag("--emit-launch", o.emit_launch,
+  cmd->add_flag("--emit-launch", o.in.outputs.emit_launch,
                 "beside --out write OUT-stem.rankN.yaml, .launch.sh (torchrun) and .sbatch (Slurm) per recipe");
-  cmd->add_flag("--full-recipe", o.full_recipe, "with --emit-launch: complete AutoModel recipes (model, dataset, ...)");
+  cmd->add_flag("--full-recipe", o.in.outputs.full_recipe, "with --emit-launch: complete AutoModel recipes (model, dataset, ...)");
   cmd->add_option("--nodes", o.nodes, "launch: number of nodes (default: --gpus / GPUs per node)");
   cmd->add_option("--gpus-per-node", o.gpus_per_node, "launch: GPUs per node (default: the system's)");
   cmd->add_option("--hf-model", o.hf_model, "launch: Hugging Face model id of the full recipe (default: the preset's)");
@@ -68,35 +68,21 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
 
 namespace {
 
+// The request `o` makes: `o.in` with the options that are not of its types.
 PlanInput MakeInput(const PlanOptions& o) {
-  PlanInput in;
-  in.model = o.model, in.system = o.system, in.hwdb = o.hwdb;
+  PlanInput in = o.in;
   if (o.gpus != kNotGiven) in.gpus = o.gpus;
   if (o.seq_len != kNotGiven) in.seq_len = o.seq_len;
-  in.global_batch = o.global_batch;
   in.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.framework = ParseFramework(o.framework);
   in.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   for (const std::string& s : o.strategies) in.strategies.push_back(ParseStrategy(s));
-  in.top = o.top;
-  in.headroom = o.headroom;
-  in.max_micro_batch = o.max_micro_batch;
-  in.recompute_modules = o.recompute_modules;
-  in.max_seconds = o.max_seconds;
-  in.max_layouts = o.max_layouts;
-  in.max_memory_mb = o.max_memory_mb;
-  PlanOutputs& out = in.outputs;
   auto given = [&o](const char* flag, bool set) { return o.given.count(flag) > 0 || set; };
-  if (given("--out", !o.out.empty())) out.out = o.out;
-  if (given("--report", !o.report.empty())) out.report = o.report;
-  out.force = o.force;
-  out.emit_launch = o.emit_launch;
-  out.full_recipe = o.full_recipe;
-  if (given("--nodes", o.nodes != 0)) out.nodes = o.nodes;
-  if (given("--gpus-per-node", o.gpus_per_node != 0)) out.gpus_per_node = o.gpus_per_node;
-  if (given("--hf-model", !o.hf_model.empty())) out.hf_model = o.hf_model;
-  in.sweep_gpus.assign(o.sweep_gpus.begin(), o.sweep_gpus.end());
-  in.sweep_seq.assign(o.sweep_seq.begin(), o.sweep_seq.end());
+  if (given("--out", !o.out.empty())) in.outputs.out = o.out;
+  if (given("--report", !o.report.empty())) in.outputs.report = o.report;
+  if (given("--nodes", o.nodes != 0)) in.outputs.nodes = o.nodes;
+  if (given("--gpus-per-node", o.gpus_per_node != 0)) in.outputs.gpus_per_node = o.gpus_per_node;
+  if (given("--hf-model", !o.hf_model.empty())) in.outputs.hf_model = o.hf_model;
   return in;
 }
 
@@ -130,20 +116,20 @@ int RunPlan(const PlanOptions& o) {
   // Files are written whole or not at all, and none is written unless every one can be: probe
   // every target (--out, each launch file, --report) before writing the first, so that a
   // directory in the way or an existing file without --force leaves nothing behind.
-  for (const auto& [path, flag] : PlanOutputTargets(in.outputs, result.top.size())) CheckOutputPath(path, flag, o.force);
+  for (const auto& [path, flag] : PlanOutputTargets(in.outputs, result.top.size())) CheckOutputPath(path, flag, in.outputs.force);
   if (!o.out.empty()) {
-    WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), o.force);
+    WriteFileAtomically(o.out, o.format == "json" ? ResultJson(result, req) : RecipesYaml(result, req), in.outputs.force);
     if (o.format == "table") {
       std::cout << "wrote " << result.top.size() << (result.top.size() == 1 ? " recipe to " : " recipes to ") << o.out
                 << "\n";
     }
   }
-  if (o.emit_launch) {
-    const auto files = WriteLaunchFiles(result, req, rep.launch, o.out, o.full_recipe, o.hf_model, o.force);
+  if (in.outputs.emit_launch) {
+    const auto files = WriteLaunchFiles(result, req, rep.launch, o.out, in.outputs.full_recipe, o.hf_model, in.outputs.force);
     if (o.format == "table") std::cout << "wrote " << files.size() << " launch files beside " << o.out << "\n";
   }
   if (!o.report.empty()) {
-    WriteFileAtomically(o.report, ReportHtml(result, rep.report_layouts, req), o.force, "--report");
+    WriteFileAtomically(o.report, ReportHtml(result, rep.report_layouts, req), in.outputs.force, "--report");
     if (o.format == "table") std::cout << "wrote report " << o.report << "\n";
   }
   if (o.format == "json") std::cout << ResultJson(result, req);

@@ -38,7 +38,7 @@ int RunSweep(const PlanOptions& o, const PlanInput& in) {
     if (recipes == 0) {
       std::cerr << "meshplan: no point has a layout; " << o.out << " was not written\n";
     } else {
-      WriteFileAtomically(o.out, json ? SweepJson(sweep) : SweepYaml(sweep), o.force);
+      WriteFileAtomically(o.out, json ? SweepJson(sweep) : SweepYaml(sweep), in.outputs.force);
       if (table) {
         std::cout << "wrote " << recipes << (recipes == 1 ? " recipe" : " recipes") << " (the best of each point) to "
                   << o.out << "\n";

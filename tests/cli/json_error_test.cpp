@@ -38,11 +38,11 @@ int RunCaptured(const cli::PlanOptions& o, std::string& out, std::string& err) {
 // plan --format json of `model` on 8 GPUs of dgx-h100.
 cli::PlanOptions JsonPlan(const std::string& model, long long seq_len, long long global_batch) {
   cli::PlanOptions o;
-  o.model = model;
-  o.system = "dgx-h100";
+  o.in.model = model;
+  o.in.system = "dgx-h100";
   o.gpus = 8;
   o.seq_len = seq_len;
-  o.global_batch = global_batch;
+  o.in.global_batch = global_batch;
   o.format = "json";
   return o;
 }
