@@ -7,6 +7,8 @@
 /// Unusable input is thrown as InputError whose field is the option as the CLI spells it
 /// ("--gpus", "--seq-len"), with file, line and column where the input is a file.
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "meshplan/diag.hpp"
 #include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/search.hpp"
@@ -62,6 +65,19 @@ std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
 std::string UnfittedMegatronWarning(const SystemSpec& system);
 /// now + `max_seconds` (seconds): the deadline of a search that starts now.
 std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
+
+/// The JSON of a failed command (what `plan --format json` prints on stdout, the human message
+/// going to stderr):
+/// {"error": {"kind", "message", "exit_status", "file", "output", "line", "column", "field"}}.
+/// kind is "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or
+/// "internal" (exit 3); file, output, line, column and field are null where the error has none
+/// (a command-line error has no file: its field is the option). A path meshplan was to write
+/// (SourceLoc::output: --out, --report, --emit-launch) is under output, not file.
+nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status,
+                         const SourceLoc& loc = {}, const std::string& field = "");
+/// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
+/// quoting binary input) becomes U+FFFD instead of an exception.
+std::string JsonText(const nlohmann::json& j);
 
 // ---------------------------------------------------------------- output files
 

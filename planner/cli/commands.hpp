@@ -4,7 +4,6 @@
 // report and returns the process exit status: 0 success, 1 no layout satisfies the request,
 // 2 unusable input (thrown as InputError and printed by main).
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <set>
@@ -94,17 +93,6 @@ int RunPlan(const PlanOptions& o);
 /// whole or not at all. Exit 0 if every point has a layout, 1 if some point has none (--out
 /// still holds the points that have one).
 int RunSweep(const PlanOptions& o, const PlanInput& in);
-/// What `plan --format json` prints on stdout when it fails, the human message going to stderr:
-/// {"error": {"kind", "message", "exit_status", "file", "output", "line", "column", "field"}}.
-/// kind is "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or
-/// "internal" (exit 3); file, output, line, column and field are null where the error has none
-/// (a command-line error has no file: its field is the option). A path meshplan was to write
-/// (SourceLoc::output: --out, --report, --emit-launch) is under output, not file.
-nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status,
-                         const SourceLoc& loc = {}, const std::string& field = "");
-/// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
-/// quoting binary input) becomes U+FFFD instead of an exception.
-std::string JsonText(const nlohmann::json& j);
 /// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
 /// The releases asked on the command line: those of `given` (TrackVersionFlags), parsed.
