@@ -130,7 +130,7 @@ struct RequestSettings {
   int64_t max_layouts = 0;        ///< PlanRequest::max_layouts; 0 = none
   int64_t max_memory_bytes = 0;   ///< PlanRequest::max_memory_bytes; 0 = none
 };
-/// THE request builder of plan, sweep points, check and explain: the model and system are loaded
+/// The one request builder of plan, sweep points, check and explain: the model and system are loaded
 /// first (`loaded`), then everything that depends on them is derived (the recompute_modules sets
 /// of the model's architecture, torch FSDP2 when --strategy names fsdp2, the deadline).
 /// Throws nothing.

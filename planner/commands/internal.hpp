@@ -26,7 +26,7 @@ const FrameworkWords& WordsOf(Framework framework);
 /// The layouts, recipes and rules are Megatron-Bridge's.
 bool IsMegatronBridge(Framework framework);
 
-/// Throws InputError on the command line's `flag` ("<command line>: error: FLAG: MESSAGE").
+/// Throws InputError on the command line's `flag` with `message`.
 [[noreturn]] void FlagError(const std::string& flag, const std::string& message);
 /// `v` when in [1, max]; else throws InputError on `flag`, the message after `prefix` (a
 /// sweep's "point 12: ").
