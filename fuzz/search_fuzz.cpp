@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/commands.hpp"
+#include "meshplan/commands.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/search.hpp"
 
@@ -17,23 +17,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<std::string> models = meshplan::ListModelPresets();
   static const std::vector<std::string> systems = meshplan::ListSystems();
   auto u32 = [&](size_t i) { return uint32_t(data[i]) | uint32_t(data[i + 1]) << 8 | uint32_t(data[i + 2]) << 16; };
-  meshplan::cli::PlanOptions o;
+  meshplan::PlanInput o;
   o.model = models[data[0] % models.size()];
   o.system = systems[data[1] % systems.size()];
   o.gpus = data[2] & 0x80 ? int64_t(u32(3)) % (1 << 21) : data[3];  // 0..2^21: also out of range
   o.seq_len = int64_t{1} << (data[6] % 26);
   o.global_batch = data[7] & 0x80 ? int64_t(u32(8)) : data[8];
-  o.precision = data[11] & 1 ? "fp8" : "bf16";
-  o.automodel_version = data[11] & 2 ? "0.4" : "0.5";
-  if (data[11] & 4) o.strategies.push_back("fsdp2");
-  if (data[11] & 8) o.strategies.push_back("megatron_fsdp");
-  if (data[11] & 16) o.strategies.push_back("ddp");
+  o.precision = data[11] & 1 ? meshplan::Precision::kFp8 : meshplan::Precision::kBf16;
+  if (data[11] & 2) o.releases.automodel = meshplan::AutoModelVersion::kV04;
+  if (data[11] & 4) o.strategies.push_back(meshplan::Strategy::kFsdp2);
+  if (data[11] & 8) o.strategies.push_back(meshplan::Strategy::kMegatronFsdp);
+  if (data[11] & 16) o.strategies.push_back(meshplan::Strategy::kDdp);
   o.top = 1 + data[12] % 8;
   o.max_micro_batch = 1 + data[13] % 64;
   o.headroom = data[14] / 255.0 * 0.9;
   o.max_seconds = 2;
   try {
-    meshplan::PlanRequest req = meshplan::cli::MakePlanRequest(o);
+    meshplan::PlanRequest req = meshplan::BuildPlanRequest(o);
     if (size > 16) {
       std::string_view text(reinterpret_cast<const char*>(data + 16), size - 16);
       req.model = meshplan::ParseModel(text, "fuzz.json");

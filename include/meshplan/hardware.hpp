@@ -105,8 +105,10 @@ void BorrowMegatronFit(SystemSpec& system);
 /// InputError.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");
 
-/// Names of the systems / GPUs of the embedded database, sorted.
-std::vector<std::string> ListSystems();
-std::vector<std::string> ListGpus();
+/// Names of the systems / GPUs of the embedded database, sorted; with `hwdb_dir` those of its
+/// systems/ (InputError on --hwdb when it has none), and of its gpus/ with the embedded GPUs
+/// (a system's GPU falls back to them, LoadSystem).
+std::vector<std::string> ListSystems(const std::string& hwdb_dir = "");
+std::vector<std::string> ListGpus(const std::string& hwdb_dir = "");
 
 }  // namespace meshplan

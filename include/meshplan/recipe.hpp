@@ -33,6 +33,9 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
 /// NVTE_FWD/BWD_LAYERNORM_SM_MARGIN (megatron.md 2.11).
 std::vector<std::pair<std::string, std::string>> MegatronLaunchEnv(const Layout& layout);
 
+/// One recipe of `req.framework`: MegatronRecipeYaml or AutoModelRecipeYaml.
+std::string RecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
+
 /// All top recipes as one YAML stream (documents separated by ---); Megatron-Bridge recipes
 /// when req.framework says so.
 std::string RecipesYaml(const PlanResult& result, const PlanRequest& req);

@@ -13,7 +13,7 @@
 #include "accuracy/least_squares.hpp"
 #include "accuracy/megatron_fit.hpp"
 #include "accuracy/published_runs.hpp"
-#include "cli/commands.hpp"  // GpuCountProblem (defined in cli/plan.cpp)
+#include "meshplan/commands.hpp"  // GpuCountProblem
 #include "meshplan/framework.hpp"
 #include "meshplan/accuracy.hpp"
 #include "meshplan/diag.hpp"
@@ -130,7 +130,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     if (!systems.count(r.system)) systems[r.system] = LoadSystem(r.system, req.hwdb);
     const ModelSpec& m = models[r.preset];
     const SystemSpec& sys = systems[r.system];
-    if (const std::string problem = cli::GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
+    if (const std::string problem = GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
       skip_row("GPU count is not a whole number of nodes", "GPU count: " + problem);
       continue;
     }

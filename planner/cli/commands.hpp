@@ -1,87 +1,55 @@
 #pragma once
 // Sub-commands of the meshplan CLI. Each Add* declares its options on the CLI11 app; each
-// Run* returns the process exit status: 0 success, 1 no layout satisfies the request,
+// Run* turns them into a request of the commands library (meshplan/commands.hpp), renders its
+// report and returns the process exit status: 0 success, 1 no layout satisfies the request,
 // 2 unusable input (thrown as InputError and printed by main).
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "meshplan/accuracy.hpp"
-#include "meshplan/recipe.hpp"
-#include "meshplan/search.hpp"
+#include "meshplan/commands.hpp"
 
 namespace meshplan::cli {
 
 /// Value of an integer option the user did not give.
 inline constexpr long long kNotGiven = -(1LL << 62);
 
+/// `meshplan plan`. Options of the request's own types are bound to `in`; the others are read
+/// into it when the command runs.
 struct PlanOptions {
-  std::string model;
-  std::string system;
-  std::string hwdb;
-  long long gpus = kNotGiven;
-  long long seq_len = kNotGiven;
-  long long global_batch = 0;
-  std::string precision = "bf16";
-  std::string framework = "automodel";
-  std::string automodel_version = "0.5";
-  std::string mbridge_version = "main";
+  PlanInput in;
+  long long gpus = kNotGiven, seq_len = kNotGiven;  ///< in.gpus / in.seq_len when given
+  std::string precision = "bf16", framework = "automodel";
+  std::string automodel_version = "0.5", mbridge_version = "main";  ///< in.releases when given
   std::vector<std::string> strategies;
-  int top = 5;
-  std::string format = "table";
-  std::string out;
-  bool force = false;
-  double headroom = 0.10;
-  long long max_micro_batch = 16;
-  bool recompute_modules = false;  ///< Megatron-Bridge: also search selective recompute_modules sets
-  double max_seconds = 300;  ///< search time limit; the best layouts so far are printed
-  long long max_layouts = 0;  ///< search work limit (layouts tested); 0 = none
-  long long max_memory_mb = 0;  ///< search memory budget (resident MiB); 0 = none
-  bool emit_launch = false;     ///< write recipe, launch script and sbatch per recipe beside --out
-  bool full_recipe = false;     ///< with emit_launch: complete AutoModel recipes
-  long long nodes = 0, gpus_per_node = 0;  ///< launch topology; 0 = derived from the system
-  std::string hf_model;         ///< HF id for the full recipe's model ("" = from the preset)
-  std::string report;           ///< HTML report path ("" = none)
+  std::string format = "table";                  ///< stdout: table, yaml or json
+  std::string out, report, hf_model;             ///< in.outputs when given
+  long long nodes = 0, gpus_per_node = 0;        ///< in.outputs when given
   std::set<std::string> given;  ///< options given on the command line (those whose defaults are valid values)
-  std::vector<long long> sweep_gpus;  ///< --sweep-gpus: one best layout per GPU count
-  std::vector<long long> sweep_seq;   ///< --sweep-seq: one best layout per sequence length
 };
 
+/// `meshplan check RECIPE`, bound to `in` like PlanOptions.
 struct CheckOptions {
-  std::string recipe;
-  std::string model;
-  std::string system;
-  std::string hwdb;
-  long long gpus = 0;
+  CheckInput in;
   long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length, AutoModel dataset.seq_len)
   std::string precision;  ///< "": the recipe's (mixed_precision / fp8.enabled), else bf16
   std::string framework;  ///< empty: detected from the recipe's keys
-  std::string automodel_version = "0.5";
-  std::string mbridge_version = "main";
-  double headroom = 0.10;
+  std::string automodel_version = "0.5", mbridge_version = "main";
   std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
-/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe.
+/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe, bound to `in` like PlanOptions.
 struct ExplainOptions {
-  std::string model, system, hwdb, recipe;
-  long long gpus = 0, seq_len = 0, global_batch = 0;
+  ExplainInput in;
+  long long seq_len = 0, global_batch = 0;  ///< 0: the recipe's
   std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
-  long long tp = 1, pp = 1, cp = 1, ep = 1, dp_replicate = 1, local_batch = 1, pp_microbatch = 1;
   long long layers_per_stage = kNotGiven;  ///< not given: null
-  bool sequence_parallel = false;
-  bool pp_schedule_given = false;  ///< --pp-schedule typed (a note when PP is 1)
-  // precision / memory_profile empty: the recipe's precision (else bf16); the framework's
-  // profile (pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes).
-  std::string precision, automodel_version = "0.5", mbridge_version = "main", memory_profile;
-  bool fp32_params = false, defer_fsdp_grad_sync = false;
-  double headroom = 0.10;
+  std::string precision;  ///< "": the recipe's, else bf16
+  std::string automodel_version = "0.5", mbridge_version = "main";
   std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
@@ -106,90 +74,19 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
 int RunCalibrate(const CalibrateOptions& o);
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);
-/// Where MakePlanRequest's GPU count and sequence length came from, for its error messages: the
-/// option (--gpus / --seq-len, or a sweep's --sweep-gpus / --sweep-seq) and a prefix naming the
-/// sweep point ("point 12: "; empty for a plain plan).
-struct PointSource {
-  std::string gpus_flag = "--gpus";
-  std::string gpus_prefix;
-  std::string seq_len_flag = "--seq-len";
-  std::string seq_len_prefix;
-};
-/// Validates the options and loads model and system (deadline = now + max_seconds).
-/// Throws InputError for unusable input; errors about the GPU count and the sequence length
-/// name the option `source` gives.
-PlanRequest MakePlanRequest(const PlanOptions& o, const PointSource& source = {});
-/// now + max_seconds (seconds as --max-seconds gives them): the search deadline MakePlanRequest
-/// sets, and a sweep sets again when each point's search starts.
-std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
+/// `plan`: PlanLayouts, or with --sweep-gpus / --sweep-seq RunSweep.
 int RunPlan(const PlanOptions& o);
-/// Checks, before a search, that an output file can be written: its directory exists, it is
-/// not a directory, and it does not exist unless `force`. Throws InputError naming `flag`.
-void CheckOutputPath(const std::string& path, const char* flag, bool force);
-/// "" when `system` carries fitted Megatron-Core step-time constants (megatron_time_fit, written
-/// by validate --fit); otherwise a warning that its Megatron-Bridge step times are the unfitted
-/// physical model, with the fitted systems' GEMM factors for scale.
-std::string UnfittedMegatronWarning(const SystemSpec& system);
-/// `v` when finite and in [min, max]; else throws InputError on the command line's `flag`
-/// (CLI11's Range lets NaN through).
-double CheckedReal(double v, const char* flag, double min, double max);
-/// Refuses an output (path, option) that is one of the run's input files (path, option; an
-/// input that is not an existing regular file, such as a preset name, is passed over): with
-/// --force it would replace the input. Compared with std::filesystem::equivalent, so links
-/// and other spellings of the path count. Throws InputError naming the output's option.
-void RefuseInputsAsOutputs(const std::vector<std::pair<std::string, const char*>>& outputs,
-                           const std::vector<std::pair<std::string, const char*>>& inputs);
-/// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
-/// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
-/// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".
-std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
-/// Throws InputError on the command line's `flag` when GpuCountProblem is not empty.
-void CheckGpuCount(const SystemSpec& system, int64_t gpus, const char* flag = "--gpus");
-/// What `plan --format json` prints on stdout when it fails, the human message going to stderr:
-/// {"error": {"kind", "message", "exit_status", "file", "output", "line", "column", "field"}}.
-/// kind is "input" (exit 2, InputError), "no_valid_layout" or "no_layout_fits" (exit 1) or
-/// "internal" (exit 3); file, output, line, column and field are null where the error has none
-/// (a command-line error has no file: its field is the option). A path meshplan was to write
-/// (SourceLoc::output: --out, --report, --emit-launch) is under output, not file.
-nlohmann::json ErrorJson(const std::string& kind, const std::string& message, int exit_status,
-                         const SourceLoc& loc = {}, const std::string& field = "");
-/// `j` as JSON text indented by 2, with a final newline; invalid UTF-8 in its strings (a message
-/// quoting binary input) becomes U+FFFD instead of an exception.
-std::string JsonText(const nlohmann::json& j);
-/// Prints, indented under a verdict's header, the framework defaults a parsed recipe relies on
-/// and the settings of it the framework overwrites (ParsedRecipe::defaults_used, overridden).
-void PrintRecipeNotes(const ParsedRecipe& parsed);
+/// `plan --sweep-gpus / --sweep-seq` (`in`: `o` as a request): one line per (GPU count, sequence
+/// length) point with the best layout, printed as its search ends; with --format yaml / json the
+/// best recipe of every point instead, and --out writes that (YAML, or JSON with --format json),
+/// whole or not at all. Exit 0 if every point has a layout, 1 if some point has none (--out
+/// still holds the points that have one).
+int RunSweep(const PlanOptions& o, const PlanInput& in);
 /// Records in `given` when --automodel-version or --mbridge-version of `cmd` is given.
 void TrackVersionFlags(CLI::App* cmd, std::set<std::string>& given);
-/// Throws InputError on the version flag of the other framework when it was given: a
-/// Megatron-Bridge run takes no --automodel-version, an AutoModel one no --mbridge-version.
-/// `by_framework_flag`: the framework came from --framework (plan), not from a recipe.
-void RefuseOtherFrameworkVersion(const std::set<std::string>& given, bool megatron, bool by_framework_flag = false);
-/// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
-/// error: the plan is still made) that the model was not trained on positions that far.
-std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
-/// The warning printed when a search stopped early (result.stopped set): the limit reached
-/// and the number of layouts tested.
-std::string StopWarning(const PlanOptions& o, const PlanResult& result);
-/// `plan --sweep-gpus / --sweep-seq`: one line per (GPU count, sequence length) point with
-/// the best layout (sweep.cpp); with --format yaml / json the best recipe of every point
-/// instead, and --out writes that (YAML, or JSON with --format json), whole or not at all.
-/// --report and --emit-launch are refused. Exit 0 if every point has a layout, 1 if some
-/// point has none (--out still holds the points that have one).
-int RunSweep(const PlanOptions& o);
-/// One YAML document of a multi-document file: its first line in the file and its text,
-/// preceded by first_line - 1 newlines so that parser line numbers are the file's.
-struct Document {
-  int first_line = 1;
-  std::string text;
-};
-/// Splits a YAML stream into its documents ("---" starts one, "..." ends one); documents with
-/// only blank lines, comments and markers are left out, and when `empty` is given it counts
-/// those that a "---" started (the text before the first marker is not one).
-std::vector<Document> SplitDocuments(const std::string& text, int* empty = nullptr);
-/// Throws InputError when `text` (the file `file` given as a recipe) is the JSON of plan
-/// --format json (or of a sweep): it holds layouts and predictions, not a recipe.
-void RefusePlanOutput(const std::string& text, const std::string& file);
+/// The releases asked on the command line: those of `given` (TrackVersionFlags), parsed.
+ReleaseChoice AskedReleases(const std::set<std::string>& given, const std::string& automodel,
+                            const std::string& mbridge);
 void AddCheckCommand(CLI::App& app, CheckOptions& o);
 int RunCheck(const CheckOptions& o);
 void AddExplainCommand(CLI::App& app, ExplainOptions& o);

@@ -1,6 +1,4 @@
 // `meshplan list models|systems|gpus`.
-#include <algorithm>
-#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -36,32 +34,8 @@ int RunList(const ListOptions& o) {
     }
     return 0;
   }
-  // With --hwdb the names are that directory's files (systems/*.yaml, gpus/*.yaml), so that a
-  // system added there is listed; without it, the embedded database's.
-  // A system's GPU falls back to the embedded ones (LoadSystem), so `gpus` lists DIR/gpus and
-  // the embedded GPUs together, and a DIR without gpus/ is no error for them.
-  auto names = [&](const char* sub, std::vector<std::string> embedded) {
-    if (o.hwdb.empty()) return embedded;
-    const std::filesystem::path dir = std::filesystem::path(o.hwdb) / sub;
-    std::error_code ec;
-    const bool gpus = std::string(sub) == "gpus";
-    if (gpus && !std::filesystem::is_directory(dir, ec)) return embedded;
-    if (!std::filesystem::is_directory(dir, ec)) {
-      throw InputError({"<command line>", 0, 0}, "--hwdb",
-                       "expected a hardware database directory with " + std::string(sub) + "/ in it, found '" +
-                           o.hwdb + "'");
-    }
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-      if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
-    }
-    if (gpus) out.insert(out.end(), embedded.begin(), embedded.end());
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  };
   if (o.what == "systems") {
-    const std::vector<std::string> systems = names("systems", ListSystems());
+    const std::vector<std::string> systems = ListSystems(o.hwdb);
     std::snprintf(line, sizeof line, "%-20s %-10s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
                   "nvl_domain", "mem_GiB", "bf16_TFLOPs", "nic_GB/s");
     // Every file is loaded before anything is printed: a broken one stops the listing whole.
@@ -76,7 +50,7 @@ int RunList(const ListOptions& o) {
     std::cout << table;
     return 0;
   }
-  const std::vector<std::string> gpus = names("gpus", ListGpus());
+  const std::vector<std::string> gpus = ListGpus(o.hwdb);
   std::snprintf(line, sizeof line, "%-10s %9s %10s %10s %9s %8s\n", "name", "mem_GiB", "bf16_TF", "fp8_TF",
                 "fp4_TF", "HBM_TB/s");
   std::string table = line;

@@ -153,14 +153,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::cerr << e.what() << "\n";
     if (json) {
-      std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("input", e.message(), 2, e.loc(), e.field()));
+      std::cout << meshplan::JsonText(meshplan::ErrorJson("input", e.message(), 2, e.loc(), e.field()));
     }
     return 2;
   } catch (const std::exception& e) {
     std::cout << std::flush;
     std::fflush(stdout);
     std::cerr << "meshplan: internal error: " << e.what() << "\n";
-    if (json) std::cout << meshplan::cli::JsonText(meshplan::cli::ErrorJson("internal", e.what(), 3));
+    if (json) std::cout << meshplan::JsonText(meshplan::ErrorJson("internal", e.what(), 3));
     return 3;
   }
   return 0;

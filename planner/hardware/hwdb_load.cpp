@@ -249,10 +249,23 @@ GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir) {
   return hardware::FindGpu(name, search, {where, 0, 0}, "gpu");
 }
 
-/// Names of the embedded systems (hwdb/systems/*.yaml), sorted.
-std::vector<std::string> ListSystems() { return data::ListEmbedded("hwdb/systems"); }
+std::vector<std::string> ListSystems(const std::string& hwdb_dir) {
+  if (hwdb_dir.empty()) return data::ListEmbedded("hwdb/systems");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(hwdb_dir + "/systems", ec)) {
+    throw InputError({"<command line>", 0, 0}, "--hwdb",
+                     "expected a hardware database directory with systems/ in it, found '" + hwdb_dir + "'");
+  }
+  return hardware::ListYamlStems(hwdb_dir + "/systems");
+}
 
-/// Names of the embedded GPUs (hwdb/gpus/*.yaml), sorted.
-std::vector<std::string> ListGpus() { return data::ListEmbedded("hwdb/gpus"); }
+std::vector<std::string> ListGpus(const std::string& hwdb_dir) {
+  std::vector<std::string> names = data::ListEmbedded("hwdb/gpus");
+  if (hwdb_dir.empty()) return names;
+  for (std::string& n : hardware::ListYamlStems(hwdb_dir + "/gpus")) names.push_back(std::move(n));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
 
 }  // namespace meshplan

@@ -117,11 +117,15 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   return y.str();
 }
 
+std::string RecipeYaml(const Candidate& c, const PlanRequest& req, int rank) {
+  return FrameworkOf(req.framework).recipe_yaml(c, req, rank);
+}
+
 std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
   std::string out;
   for (size_t i = 0; i < result.top.size(); ++i) {
     if (i > 0) out += "---\n";
-    out += FrameworkOf(req.framework).recipe_yaml(result.top[i], req, static_cast<int>(i + 1));
+    out += RecipeYaml(result.top[i], req, static_cast<int>(i + 1));
   }
   return out;
 }

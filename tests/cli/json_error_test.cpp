@@ -38,11 +38,11 @@ int RunCaptured(const cli::PlanOptions& o, std::string& out, std::string& err) {
 // plan --format json of `model` on 8 GPUs of dgx-h100.
 cli::PlanOptions JsonPlan(const std::string& model, long long seq_len, long long global_batch) {
   cli::PlanOptions o;
-  o.model = model;
-  o.system = "dgx-h100";
+  o.in.model = model;
+  o.in.system = "dgx-h100";
   o.gpus = 8;
   o.seq_len = seq_len;
-  o.global_batch = global_batch;
+  o.in.global_batch = global_batch;
   o.format = "json";
   return o;
 }
@@ -85,12 +85,12 @@ TEST_CASE("plan --format json names the rules when no layout is valid") {
 
 TEST_CASE("ErrorJson carries an input error's place and field") {
   const InputError e({"models/x.json", 3, 5}, "num_attention_heads", "expected a positive integer, found -4");
-  const nlohmann::json j = nlohmann::json::parse(cli::JsonText(cli::ErrorJson("input", e.message(), 2, e.loc(), e.field())));
+  const nlohmann::json j = nlohmann::json::parse(JsonText(ErrorJson("input", e.message(), 2, e.loc(), e.field())));
   CHECK(j == nlohmann::json::parse(R"({"error": {"kind": "input", "message": "expected a positive integer, found -4",
     "exit_status": 2, "file": "models/x.json", "output": null, "line": 3, "column": 5, "field": "num_attention_heads"}})"));
   // A command-line error has no file; bytes that are not UTF-8 do not make the JSON fail.
   const nlohmann::json c = nlohmann::json::parse(
-      cli::JsonText(cli::ErrorJson("input", "found '\xff'", 2, {"<command line>", 0, 0}, "--gpus")));
+      JsonText(ErrorJson("input", "found '\xff'", 2, {"<command line>", 0, 0}, "--gpus")));
   CHECK(c["error"]["file"].is_null());
   CHECK(c["error"]["line"].is_null());
   CHECK(c["error"]["field"] == "--gpus");
@@ -103,7 +103,7 @@ TEST_CASE("plan --format json names an unwritable output path under output not f
     try {
       run();
     } catch (const InputError& e) {
-      return cli::ErrorJson("input", e.message(), 2, e.loc(), e.field())["error"];
+      return ErrorJson("input", e.message(), 2, e.loc(), e.field())["error"];
     }
     FAIL("expected an InputError");
     return nlohmann::json();

@@ -47,12 +47,12 @@ int Explain(const cli::ExplainOptions& o, std::string& out) {
 
 cli::ExplainOptions Llama8B() {
   cli::ExplainOptions o;
-  o.model = "llama3.1-8b";
-  o.system = "dgx-h100";
-  o.gpus = 8;
+  o.in.setup.model = "llama3.1-8b";
+  o.in.setup.system = "dgx-h100";
+  o.in.setup.gpus = 8;
   o.seq_len = 8192;
   o.global_batch = 64;
-  o.local_batch = 2;
+  o.in.keys.local_batch = 2;
   o.recompute = "selective";
   return o;
 }
@@ -70,7 +70,7 @@ TEST_CASE("explain: a valid layout that fits exits 0 and prints every memory and
 
 TEST_CASE("explain: a layout breaking a rule names the rule and exits 1") {
   cli::ExplainOptions o = Llama8B();
-  o.tp = 3;  // 8 GPUs are not divisible by tp 3: dp cannot be inferred
+  o.in.keys.tp = 3;  // 8 GPUs are not divisible by tp 3: dp cannot be inferred
   std::string out;
   CHECK(Explain(o, out) == 1);
   CHECK(out.find("INVALID") != std::string::npos);
@@ -79,17 +79,17 @@ TEST_CASE("explain: a layout breaking a rule names the rule and exits 1") {
 
 TEST_CASE("explain: pipeline stages that differ get a column each and a layout that does not fit exits 1") {
   cli::ExplainOptions o;
-  o.model = "llama3.1-70b";
-  o.system = "dgx-h100";
-  o.gpus = 32;
+  o.in.setup.model = "llama3.1-70b";
+  o.in.setup.system = "dgx-h100";
+  o.in.setup.gpus = 32;
   o.seq_len = 8192;
   o.global_batch = 512;
-  o.tp = 4;
-  o.pp = 2;
-  o.local_batch = 8;
+  o.in.keys.tp = 4;
+  o.in.keys.pp = 2;
+  o.in.keys.local_batch = 8;
   o.pp_schedule = "interleaved1f1b";
   o.recompute = "full";
-  o.sequence_parallel = true;
+  o.in.keys.sequence_parallel = true;
   std::string out;
   CHECK(Explain(o, out) == 1);
   CHECK(out.find("stage 0") != std::string::npos);
@@ -99,11 +99,11 @@ TEST_CASE("explain: pipeline stages that differ get a column each and a layout t
 
 TEST_CASE("explain: an AutoModel recipe gives the layout and the global batch") {
   cli::ExplainOptions o;
-  o.model = "llama3.1-70b";
-  o.system = "dgx-h100";
-  o.gpus = 32;
+  o.in.setup.model = "llama3.1-70b";
+  o.in.setup.system = "dgx-h100";
+  o.in.setup.gpus = 32;
   o.seq_len = 8192;
-  o.recipe = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/recipes/automodel_a_llama3_70b_pretrain_32gpu.yaml";
+  o.in.recipe = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/recipes/automodel_a_llama3_70b_pretrain_32gpu.yaml";
   std::string out;
   const int rc = Explain(o, out);
   CHECK((rc == 0 || rc == 1));
@@ -113,14 +113,14 @@ TEST_CASE("explain: an AutoModel recipe gives the layout and the global batch") 
 
 TEST_CASE("explain: unusable input throws InputError (exit 2)") {
   cli::ExplainOptions o = Llama8B();
-  o.tp = 0;
+  o.in.keys.tp = 0;
   std::string out;
   CHECK_THROWS_AS(Explain(o, out), InputError);
   o = Llama8B();
   o.global_batch = 0;
   CHECK_THROWS_AS(Explain(o, out), InputError);
   o = Llama8B();
-  o.model = "no-such-model";
+  o.in.setup.model = "no-such-model";
   CHECK_THROWS_AS(Explain(o, out), InputError);
 }
 

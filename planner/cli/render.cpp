@@ -1,0 +1,301 @@
+// Text rendering of the commands' reports (render.hpp): check's verdicts, explain's tables, the
+// sweep's lines and files, and the JSON of an error.
+#include "cli/render.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "recipe/format.hpp"
+
+namespace meshplan::cli {
+
+namespace {
+
+std::string Pct(double part, double whole) { return whole > 0 ? recipe::Fixed(100.0 * part / whole, 1) + "%" : "-"; }
+
+struct Term {
+  const char* name;
+  double MemoryBreakdown::*field;
+};
+const Term kTerms[] = {
+    {"weights", &MemoryBreakdown::weights},         {"gradients", &MemoryBreakdown::gradients},
+    {"optimizer state", &MemoryBreakdown::optimizer}, {"activations", &MemoryBreakdown::activations},
+    {"logits + loss", &MemoryBreakdown::logits},    {"FSDP / optimizer buffers", &MemoryBreakdown::buffers},
+    {"cuBLAS workspace", &MemoryBreakdown::workspace}, {"CUDA context + NCCL", &MemoryBreakdown::overhead},
+};
+
+bool SameMemory(const MemoryBreakdown& a, const MemoryBreakdown& b) {
+  for (const Term& t : kTerms) {
+    if (std::abs(a.*t.field - b.*t.field) > 0.5 * 1048576.0) return false;
+  }
+  return true;
+}
+
+// Indented under a verdict's header: the framework defaults a parsed recipe relies on and the
+// settings of it the framework overwrites (`parsed` may be null), `unfitted`
+// (UnfittedMegatronWarning) and each of `notes`.
+void PrintRemarks(const ParsedRecipe* parsed, const std::string& unfitted, const std::vector<std::string>& notes) {
+  if (parsed != nullptr) {
+    for (const std::string& d : parsed->defaults_used) std::cout << "  not set, framework default: " << d << "\n";
+    for (const std::string& d : parsed->overridden) std::cout << "  warning: " << d << "\n";
+  }
+  if (!unfitted.empty()) std::cout << "  " << unfitted << "\n";
+  for (const std::string& n : notes) std::cout << "  note: " << n << "\n";
+}
+
+void PrintFailures(const std::vector<RuleFailure>& failures) {
+  for (const RuleFailure& f : failures) std::cout << "  " << f.name << ": " << f.message << "\n    source: " << f.source << "\n";
+}
+
+// Memory per GPU term by term: a column per pipeline rank whose memory differs from the one before.
+void PrintMemory(const std::vector<MemoryBreakdown>& ranks, const Cost& c, const char* profile) {
+  // Columns: every PP stage whose memory differs from the previous one shown.
+  std::vector<size_t> cols = {0};
+  for (size_t r = 1; r < ranks.size(); ++r) {
+    if (!SameMemory(ranks[r], ranks[cols.back()])) cols.push_back(r);
+  }
+  std::printf("memory per GPU (%s profile; GiB and share of the total):\n  %-26s", profile, "term");
+  for (size_t r : cols) {
+    const std::string head = ranks.size() > 1 ? "stage " + std::to_string(r) : "GiB";
+    std::printf(" %10s %6s", head.c_str(), "share");
+  }
+  std::printf("\n");
+  for (const Term& t : kTerms) {
+    std::printf("  %-26s", t.name);
+    for (size_t r : cols) {
+      const MemoryBreakdown& m = ranks[r];
+      std::printf(" %10s %6s", recipe::Fixed(recipe::GiB(m.*t.field), 2).c_str(), Pct(m.*t.field, m.Total()).c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("  %-26s", "total");
+  for (size_t r : cols) std::printf(" %10s %6s", recipe::Fixed(recipe::GiB(ranks[r].Total()), 2).c_str(), "100%");
+  std::printf("\n  %-26s", "peak moment");
+  for (size_t r : cols) std::printf(" %17s", ranks[r].phase);
+  std::printf("\n");
+  if (ranks.size() > 1 && cols.size() < ranks.size()) std::printf("  (stages not shown equal the stage to their left)\n");
+  std::printf("  most loaded GPU: %s GiB of %s GiB usable (the rest is headroom for the caching allocator's reserve)\n",
+              recipe::Fixed(recipe::GiB(c.memory.Total()), 2).c_str(), recipe::Fixed(recipe::GiB(c.capacity_bytes), 2).c_str());
+}
+
+void PrintTime(const Cost& c) {
+  const TimeBreakdown& t = c.time;
+  const double step = t.Step();
+  const std::pair<const char*, double> rows[] = {
+      {"compute", t.compute},   {"TP communication", t.tp_comm}, {"CP communication", t.cp_comm},
+      {"DP communication", t.dp_comm}, {"EP communication", t.ep_comm}, {"PP communication", t.pp_comm},
+      {"pipeline bubble", t.bubble},   {"optimizer step", t.optimizer}, {"host-bound (CPU)", t.host},
+  };
+  std::printf("time per step (slowest rank; communication = exposed part):\n");
+  for (const auto& [name, v] : rows) std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, step).c_str());
+  std::printf("  %-26s %10s s   100%%\n", "step", recipe::Fixed(step, 4).c_str());
+  std::printf("  %s tokens/s per GPU, %s model TFLOP/s per GPU, MFU %s\n", recipe::Fixed(c.tokens_per_s_per_gpu, 0).c_str(),
+              recipe::Fixed(c.model_tflops_per_gpu, 1).c_str(), Pct(c.mfu, 1.0).c_str());
+}
+
+// A Megatron-Bridge layout's compute term split, each part's share of `compute` (seconds).
+void PrintCompute(const ComputeSplit& c, double compute) {
+  std::printf("compute of the slowest rank (Megatron-Core time model, the system's fitted constants):\n");
+  const std::pair<const char*, double> rows[] = {
+      {"GEMMs", c.gemm}, {"attention core", c.attention}, {"HBM-bound kernels", c.memory_bound},
+      {"kernel launches", c.kernels}};
+  for (const auto& [name, v] : rows) {
+    std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, compute).c_str());
+  }
+}
+
+// The decoder layers per pipeline rank and whose split they are.
+void PrintPipelineSplit(const PipelineSplit& p) {
+  using Kind = PipelineSplit::Kind;
+  std::cout << "pipeline split: decoder layers per rank";
+  for (int64_t n : p.layers_per_rank) std::cout << " " << n;
+  switch (p.kind) {
+    case Kind::kGivenLayout:
+      std::cout << " (as pipeline_model_parallel_layout places them; embedding on rank " << p.embedding_rank
+                << ", loss on rank " << p.loss_rank << ")";
+      break;
+    case Kind::kOwnLayout: std::cout << " (as pipeline_model_parallel_layout places them: meshplan's own split)"; break;
+    case Kind::kEvenFallback:
+      std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
+      break;
+    case Kind::kAccountEmbeddingLoss:
+      std::cout << " (Megatron-Core's split with account_for_embedding/loss_in_pipeline_split: (L + 2) / stages each, "
+                   "one fewer on the first and the last)";
+      break;
+    case Kind::kEven: std::cout << " (Megatron-Core's even split)"; break;
+  }
+  if (p.mtp_layers > 0) {
+    std::cout << "; " << p.mtp_layers << " MTP layer" << (p.mtp_layers > 1 ? "s" : "") << " (model.mtp_num_layers) on rank "
+              << p.mtp_rank;
+  }
+  std::cout << "\n";
+}
+
+// Why a sweep point has no layout.
+std::string NoLayoutReason(const PlanResult& r) {
+  return r.valid == 0 ? "no valid layout"
+                      : "no layout fits (least " + recipe::Fixed(recipe::GiB(r.least_memory->cost.memory.Total()), 1) +
+                            " GiB per GPU)";
+}
+
+}  // namespace
+
+void PrintCheckedDocument(const CheckedDocument& d) {
+  const PlanRequest& req = d.recipe.request;
+  const Layout& l = d.recipe.parsed.layout;
+  std::cout << d.label << ": " << FrameworkTitle(req.framework) << " recipe, " << req.model.name << " on "
+            << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
+            << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
+            << "\n  layout: " << Describe(l) << "\n";
+  PrintRemarks(&d.recipe.parsed, d.unfitted, d.notes);
+  if (d.failures.empty()) {
+    std::cout << "valid: passes all " << d.rules_checked << " rules\n";
+  } else {
+    std::cout << "INVALID: " << d.failures.size() << " rule" << (d.failures.size() > 1 ? "s" : "") << " fail\n";
+    PrintFailures(d.failures);
+    if (d.nearest_seq_len > 0) {
+      std::cout << "  hint: with " << SeqLenKey(req.framework) << " " << d.nearest_seq_len << " instead of "
+                << req.setup.seq_len << " this layout passes every rule as written\n";
+    }
+  }
+  if (const std::optional<Cost>& c = d.cost) {
+    // Between the usable capacity and the GPU's whole memory it is the headroom that is short,
+    // not the GPU: "out of memory" was said of NVIDIA's own Llama 3 70B recipe at 76.2 of 79.1 GiB.
+    const double gap = recipe::GiB(c->capacity_bytes - c->memory.Total());
+    const double whole = recipe::GiB(req.system.gpu.memory_bytes), total = recipe::GiB(c->memory.Total());
+    const std::string verdict =
+        gap >= 0 ? "fits with " + recipe::Fixed(gap, 1) + " GiB headroom"
+        : total <= whole
+            ? "above it by " + recipe::Fixed(-gap, 1) + " GiB, within the GPU's " + recipe::Fixed(whole, 1) +
+                  " GiB: it may run, but with less than the " + recipe::Fixed(100 * req.setup.headroom, 0) +
+                  "% headroom kept for the allocator's reserve and fragmentation"
+            : "out of memory: above the GPU's " + recipe::Fixed(whole, 1) + " GiB by " + recipe::Fixed(total - whole, 1) +
+                  " GiB";
+    std::cout << "memory: " << recipe::Fixed(total, 1) << " GiB per GPU predicted of "
+              << recipe::Fixed(recipe::GiB(c->capacity_bytes), 1) << " GiB usable: " << verdict << "\n";
+  } else {
+    std::cout << "memory: not predicted (" << d.not_predicted << ")\n";
+  }
+  for (const std::string& w : d.warnings) std::cout << "warning: " << w << "\n";
+  std::cout << "silently off: " << (d.silently_off.empty() ? "none" : "") << "\n";
+  for (const std::string& s : d.silently_off) std::cout << "  " << s << "\n";
+  if (d.failures.empty() && !d.out_of_memory) return;
+  std::cout << "nearest valid layouts (" << d.nearest.size() << "):"
+            << (d.nearest.empty() ? " none with this precision and sequence length; the failing rules above say what to "
+                                    "change"
+                                  : "")
+            << "\n";
+  for (size_t i = 0; i < d.nearest.size(); ++i) {
+    const NearbyLayout& x = d.nearest[i];
+    std::cout << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
+    for (const std::string& ch : x.changes) std::cout << "; " << ch;
+    std::cout << "\n" << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
+  }
+}
+
+void PrintExplanation(const ExplainReport& rep) {
+  const PlanRequest& req = rep.request;
+  const TrainSetup& setup = req.setup;
+  std::cout << "meshplan explain: " << FrameworkTitle(req.framework) << " layout, " << req.model.name << " on "
+            << setup.num_gpus << " GPUs of " << req.system.name << " (" << req.system.gpu.display_name
+            << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
+            << PrecisionName(setup.precision) << "\n  layout: " << Describe(rep.layout) << "\n";
+  PrintRemarks(rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
+  if (!rep.seq_len_warning.empty()) std::cout << "warning: " << rep.seq_len_warning << "\n";
+  if (!rep.unused_schedule.empty()) std::cout << "  note: " << rep.unused_schedule << "\n";
+  if (rep.failures.empty()) {
+    std::cout << "rules: valid (passes all " << rep.rules_checked << " " << FrameworkTitle(req.framework) << " rules)\n";
+  } else {
+    std::cout << "rules: INVALID, " << rep.failures.size() << " rule" << (rep.failures.size() > 1 ? "s" : "")
+              << " broken\n";
+    PrintFailures(rep.failures);
+  }
+  if (rep.pipeline) PrintPipelineSplit(*rep.pipeline);
+  if (!rep.scorable) {
+    std::cout << "memory and time: not predicted (the layout's sizes do not divide the GPU count or the batch)\n";
+    return;
+  }
+  const Cost& c = rep.cost;
+  std::cout << "\n";
+  PrintMemory(rep.rank_memory, c, rep.memory_profile.c_str());
+  std::cout << "\n";
+  PrintTime(c);
+  if (rep.compute) {
+    std::cout << "\n";
+    PrintCompute(*rep.compute, c.time.compute);
+  }
+  const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
+  std::cout << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
+                               : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory");
+  // Priced as written, but the framework would not start it: said beside the verdict.
+  if (!rep.failures.empty()) {
+    std::cout << " (as priced; the framework refuses this layout: " << rep.failures.size() << " rule"
+              << (rep.failures.size() > 1 ? "s" : "") << " broken, above)";
+  }
+  std::cout << "\n";
+}
+
+std::string PointName(const SweepPoint& p) {
+  return std::to_string(p.gpus) + " GPUs, seq_len " + std::to_string(p.seq_len);
+}
+
+std::string SweepHeader() {
+  char line[128];
+  std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
+                "step_s", "tok/s/GPU", "MFU%");
+  return line;
+}
+
+std::string SweepLine(const SweepPoint& p) {
+  char line[512];
+  const long long g = p.gpus, s = p.seq_len;
+  if (!p.result.top.empty()) {
+    const Candidate& c = p.result.top.front();
+    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f\n", g, s, Describe(c.layout).c_str(),
+                  recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
+  } else {
+    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
+  }
+  return line;
+}
+
+std::string SweepYaml(const SweepReport& sweep) {
+  const PlanRequest& first = sweep.points.front().request;
+  std::string head = "# meshplan sweep: " + first.model.name + " on " + first.system.name + ", global batch " +
+                     std::to_string(first.setup.global_batch) + "; the best recipe of each point\n";
+  std::string docs;
+  int n = 0;
+  for (const SweepPoint& p : sweep.points) {
+    head += "#   " + PointName(p) + ": ";
+    if (p.result.top.empty()) {
+      head += NoLayoutReason(p.result) + "\n";
+      continue;
+    }
+    ++n;
+    head += "recipe " + std::to_string(n) + "\n";
+    if (n > 1) docs += "---\n";
+    docs += RecipeYaml(p.result.top.front(), p.request, n);
+  }
+  return head + docs;
+}
+
+std::string SweepJson(const SweepReport& sweep, const std::string& error) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const SweepPoint& p : sweep.points) {
+    nlohmann::json j = {{"gpus", p.gpus}, {"seq_len", p.seq_len}};
+    if (p.result.top.empty()) {
+      j["best"] = nullptr;
+      j["why"] = NoLayoutReason(p.result);
+    } else {
+      j["best"] = nlohmann::json::parse(ResultJson(p.result, p.request));
+    }
+    arr.push_back(std::move(j));
+  }
+  nlohmann::json out = {{"sweep", arr}};
+  if (!error.empty()) out["error"] = ErrorJson("no_layout", error, 1)["error"];
+  return JsonText(out);
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,28 @@
+#pragma once
+// Text rendering of the commands' reports (meshplan/commands.hpp) for the CLI's stdout.
+#include <string>
+
+#include "meshplan/commands.hpp"
+
+namespace meshplan::cli {
+
+/// check's verdict on one document: header, recipe notes, rules, memory, warnings, silently-off
+/// settings and, when it fails or is predicted out of memory, the nearest valid layouts as recipes.
+void PrintCheckedDocument(const CheckedDocument& d);
+/// explain's report: header, notes, rules, pipeline split, memory per GPU and time per step term
+/// by term (and the Megatron-Bridge compute split), and the verdict.
+void PrintExplanation(const ExplainReport& rep);
+/// "8 GPUs, seq_len 4096".
+std::string PointName(const SweepPoint& p);
+/// The sweep table's header line, and the line of a searched point (its best layout, or why it
+/// has none).
+std::string SweepHeader();
+std::string SweepLine(const SweepPoint& p);
+/// The best recipe of every point as YAML documents (one per point that has a layout), after a
+/// comment listing every point.
+std::string SweepYaml(const SweepReport& sweep);
+/// Every point with its plan result (ResultJson, best layout only) or why it has none; with a
+/// non-empty `error` (some point has no layout: exit 1) also the error object of ErrorJson.
+std::string SweepJson(const SweepReport& sweep, const std::string& error = "");
+
+}  // namespace meshplan::cli

@@ -1,0 +1,142 @@
+// `explain`: one layout (from its AutoModel keys, an AutoModel recipe or a Megatron-Bridge
+// override recipe) -> the rules it breaks, its memory per GPU term by term (per pipeline rank)
+// and its step time term by term (for Megatron-Bridge also the compute term's split).
+#include "meshplan/accuracy.hpp"
+#include "meshplan/framework.hpp"
+#include "commands/internal.hpp"
+
+namespace meshplan {
+
+namespace {
+
+using commands::CheckedCount;
+
+Layout LayoutFromKeys(const LayoutKeys& k, int64_t gpus) {
+  Layout l;
+  l.strategy = k.strategy;
+  l.tp = CheckedCount(k.tp, "--tp", 1 << 20);
+  l.pp = CheckedCount(k.pp, "--pp", 1 << 20);
+  l.cp = CheckedCount(k.cp, "--cp", 1 << 20);
+  l.ep = CheckedCount(k.ep, "--ep", 1 << 20);
+  l.dp_replicate = CheckedCount(k.dp_replicate, "--dp-replicate", 1 << 20);
+  l.local_batch_size = CheckedCount(k.local_batch, "--local-batch", 1 << 20);
+  l.pp_microbatch_size = CheckedCount(k.pp_microbatch, "--pp-microbatch", 1 << 20);
+  // Not given: null (0 in the layout). 0 typed is refused: AutoModel takes null or a positive count.
+  l.layers_per_stage = k.layers_per_stage ? CheckedCount(*k.layers_per_stage, "--layers-per-stage", 1 << 20) : 0;
+  l.pp_schedule = k.pp_schedule;
+  l.sequence_parallel = k.sequence_parallel;
+  l.recompute = k.recompute;
+  const int64_t model_ranks = l.tp * l.cp * l.pp;
+  l.dp = gpus % model_ranks == 0 ? gpus / model_ranks : 0;  // as AutoModel infers dp_size
+  return l;
+}
+
+// The decoder layers per pipeline rank the cost model prices, and whose split they are
+// (a Megatron-Bridge layout with PP > 1).
+PipelineSplit SplitOf(const ModelSpec& model, const Layout& l) {
+  PipelineSplit p;
+  p.layers_per_rank = DecoderLayersPerRank(model.num_layers, l);
+  if (const PpLayerLayout* given = PricedPpLayout(model.num_layers, l); given != nullptr) {
+    p.kind = PipelineSplit::Kind::kGivenLayout;
+    p.embedding_rank = given->StageOf('E') % l.pp;
+    p.loss_rank = given->StageOf('L') % l.pp;
+  } else if (PpLayoutFits(model.num_layers, l)) {
+    p.kind = PipelineSplit::Kind::kOwnLayout;
+  } else if (l.pp_layout != nullptr) {
+    p.kind = PipelineSplit::Kind::kEvenFallback;
+  } else if (l.pp_split == MbPpSplit::kAccountEmbeddingLoss) {
+    p.kind = PipelineSplit::Kind::kAccountEmbeddingLoss;
+  }
+  p.mtp_layers = MtpLayers(l);
+  if (p.mtp_layers > 0) p.mtp_rank = std::max<int64_t>(0, SplitStages(model.num_layers, l).mtp_rank);
+  return p;
+}
+
+}  // namespace
+
+ExplainReport ExplainLayout(const ExplainInput& in) {
+  JudgeSetup setup = in.setup;
+  setup.gpus = CheckedCount(setup.gpus, "--gpus", 1LL << 20);
+  CheckedReal(setup.headroom, "--headroom", 0.0, 0.9);
+  std::optional<RecipeFile> file;
+  if (!in.recipe.empty()) {
+    file = ReadRecipeFile(in.recipe);
+    if (const size_t n = file->documents.size(); n > 1) {
+      throw InputError({in.recipe, 0, 0}, "--recipe",
+                       "expected one recipe, found " + std::to_string(n) +
+                           " YAML documents (plan --out writes one per recipe): explain one at a time, or check them all "
+                           "with meshplan check");
+    }
+  }
+  const LoadedInputs loaded = LoadInputs(setup.model, setup.system, setup.hwdb, setup.gpus);
+  if (setup.seq_len) setup.seq_len = CheckedCount(*setup.seq_len, "--seq-len", 1LL << 24);
+  ExplainReport rep;
+  PlanRequest& req = rep.request;
+  if (file) {
+    setup.framework.reset();  // detected from the recipe's keys
+    JudgedRecipe judged = LoadRecipeForJudging(setup, in.recipe, file->text, loaded);
+    req = std::move(judged.request);
+    rep.layout = judged.parsed.layout;
+    rep.parsed = std::move(judged.parsed);
+    if (req.setup.global_batch <= 0) {
+      commands::FlagError("--global-batch", std::string("required: the recipe sets no ") +
+                                                commands::WordsOf(req.framework).global_batch_key);
+    }
+    req.setup.global_batch = CheckedCount(req.setup.global_batch, "--global-batch", 1LL << 30);
+  } else {
+    if (!setup.global_batch) commands::FlagError("--global-batch", "required without --recipe");
+    rep.layout = LayoutFromKeys(in.keys, setup.gpus);
+    RequestSettings s;
+    s.setup = {setup.gpus, setup.seq_len.value_or(0), CheckedCount(*setup.global_batch, "--global-batch", 1LL << 30),
+               setup.precision.value_or(Precision::kBf16), setup.headroom};
+    if (!setup.seq_len) commands::FlagError("--seq-len", "--seq-len is required");
+    std::tie(s.version, s.mb_version) = ResolveReleases(setup.releases, s.framework);
+    req = BuildRequest(s, loaded);
+  }
+  const Layout& l = rep.layout;
+  const bool megatron = commands::IsMegatronBridge(req.framework);
+  // AutoModel's memory options mean nothing for a Megatron-Bridge layout.
+  if (megatron && (in.fp32_params || in.defer_fsdp_grad_sync)) {
+    commands::FlagError(in.fp32_params ? "--fp32-params" : "--defer-fsdp-grad-sync",
+                        "expected only with an AutoModel layout, found a Megatron-Bridge one");
+  }
+  rep.unfitted = commands::UnfittedNote(req);
+  if (rep.parsed) {
+    for (const std::string& note :
+         {commands::ReplacesNote("--seq-len", std::to_string(req.setup.seq_len), rep.parsed->seq_len > 0,
+                                 std::to_string(rep.parsed->seq_len)),
+          commands::ReplacesNote("--global-batch", std::to_string(req.setup.global_batch),
+                                 rep.parsed->global_batch > 0, std::to_string(rep.parsed->global_batch))}) {
+      if (!note.empty()) rep.notes.push_back(note);
+    }
+  }
+  rep.seq_len_warning = SeqLenWarning(req.model, req.setup.seq_len);
+  if (!rep.parsed && l.pp <= 1 && in.keys.pp_schedule_given) {
+    rep.unused_schedule = std::string("--pp-schedule ") + PpScheduleName(in.keys.pp_schedule) +
+                          " has no effect without pipeline parallelism (--pp 1)";
+  }
+  const RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+  rep.rules_checked = RulesFor(req.framework).size();
+  rep.failures = commands::RuleFailures(ctx);
+  if (megatron && l.pp > 1) rep.pipeline = SplitOf(req.model, l);
+  rep.scorable = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == req.setup.num_gpus && l.micro_batch() >= 1 &&
+                 l.dp_replicate >= 1 && l.dp % l.dp_replicate == 0 &&
+                 SplitStages(req.model.num_layers, l).num_stages > 0 && l.GradAccumSteps(req.setup) >= 1;
+  if (!rep.scorable) return rep;
+  rep.memory_profile = !in.memory_profile.empty() ? in.memory_profile : commands::WordsOf(req.framework).memory_profile;
+  MemoryOptions mo;
+  mo.profile = rep.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
+  mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";
+  mo.fp32_params = in.fp32_params;
+  mo.defer_fsdp_grad_sync = in.defer_fsdp_grad_sync;
+  const CostModel cm(req.model, req.system, req.setup, mo);
+  rep.cost = Score(cm, l);
+  rep.rank_memory = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
+  if (megatron) {
+    const MegatronComputeSplit c = SplitMegatronCompute(req.model, req.system, req.setup, l);
+    rep.compute = ComputeSplit{c.gemm, c.attention, c.memory_bound, c.kernels};
+  }
+  return rep;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,90 @@
+// `plan --sweep-gpus / --sweep-seq`: every (GPU count, sequence length) point planned on its own,
+// its request built before any search so that a bad point fails at once.
+#include "commands/internal.hpp"
+
+namespace meshplan {
+
+namespace {
+
+using commands::FlagError;
+
+// The options of a sweep point and the option each value came from, for BuildPlanRequest.
+std::pair<PlanInput, PointSource> PointInput(const PlanInput& in, int64_t gpus, int64_t seq_len) {
+  PlanInput point = in;
+  PointSource source;
+  if (!in.sweep_gpus.empty()) {
+    point.gpus = gpus;
+    source = {"--sweep-gpus", "point " + std::to_string(gpus) + ": ", "--seq-len", ""};
+  }
+  if (!in.sweep_seq.empty()) {
+    point.seq_len = seq_len;
+    source.seq_len_flag = "--sweep-seq";
+    source.seq_len_prefix = "point " + std::to_string(seq_len) + ": ";
+  }
+  return {point, source};
+}
+
+}  // namespace
+
+SweepReport PrepareSweep(const PlanInput& in) {
+  if (!in.sweep_gpus.empty() && in.gpus) FlagError("--gpus", "give either --gpus or --sweep-gpus, not both");
+  if (!in.sweep_seq.empty() && in.seq_len) FlagError("--seq-len", "give either --seq-len or --sweep-seq, not both");
+  const PlanOutputs& o = in.outputs;
+  // The report and the launch files describe the recipes of one plan, not of a sweep.
+  for (const auto& [given, flag] :
+       {std::pair{o.report.has_value(), "--report"}, {o.emit_launch, "--emit-launch"}, {o.full_recipe, "--full-recipe"}}) {
+    if (given) {
+      FlagError(flag, "expected a plan at one point (--gpus and --seq-len), found --sweep-gpus / --sweep-seq: it "
+                      "describes the recipes of one plan; use --out for the sweep's recipes (nothing was written)");
+    }
+  }
+  // A repeated value would plan the same point twice.
+  for (const auto& [values, flag] : {std::pair{&in.sweep_gpus, "--sweep-gpus"}, {&in.sweep_seq, "--sweep-seq"}}) {
+    for (size_t i = 0; i < values->size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if ((*values)[i] == (*values)[j]) {
+          FlagError(flag, "expected distinct values, found " + std::to_string((*values)[i]) + " twice");
+        }
+      }
+    }
+  }
+  // A value neither given nor swept is refused by BuildPlanRequest, naming --gpus / --seq-len.
+  const std::vector<int64_t> gpus = in.sweep_gpus.empty() ? std::vector<int64_t>{in.gpus.value_or(0)} : in.sweep_gpus;
+  const std::vector<int64_t> seqs = in.sweep_seq.empty() ? std::vector<int64_t>{in.seq_len.value_or(0)} : in.sweep_seq;
+  // Errors name the sweep option the point came from.
+  SweepReport rep;
+  for (int64_t g : gpus) {
+    for (int64_t s : seqs) {
+      const auto [point, source] = PointInput(in, g, s);
+      SweepPoint& p = rep.points.emplace_back(SweepPoint{g, s, BuildPlanRequest(point, source), {}, {}});
+      p.request.top_n = 1;
+      const std::string w = g == gpus.front() ? SeqLenWarning(p.request.model, s) : "";
+      if (!w.empty()) p.warnings.push_back("warning: " + w);
+    }
+  }
+  if (o.out) RefuseInputsAsOutputs({{*o.out, "--out"}}, {{in.model, "--model"}, {in.system, "--system"}});
+  CheckOutputPath(o.out.value_or(""), "--out", o.force);
+  return rep;
+}
+
+void SearchSweepPoint(SweepPoint& p, const PlanInput& in) {
+  p.request.deadline = SearchDeadline(in.max_seconds);  // --max-seconds counts per point, from its search
+  p.result = Plan(p.request);
+  if (!p.result.stopped.empty()) p.warnings.push_back("warning: " + StopWarning(in, p.result));
+}
+
+std::string SweepReport::Failure() const {
+  size_t missing = 0;
+  for (const SweepPoint& p : points) missing += p.result.top.empty() ? 1 : 0;
+  if (missing == 0) return "";
+  return std::to_string(missing) + " of " + std::to_string(points.size()) +
+         " sweep points have no layout (each point says why)";
+}
+
+SweepReport SweepLayouts(const PlanInput& in) {
+  SweepReport rep = PrepareSweep(in);
+  for (SweepPoint& p : rep.points) SearchSweepPoint(p, in);
+  return rep;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,81 @@
+// `check` through the library (CheckRecipe, planner/commands/check.cpp): verdicts of test recipes.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "meshplan/commands.hpp"
+#include "meshplan/diag.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+CheckInput Recipe(const std::string& name, const std::string& model, int64_t gpus) {
+  CheckInput in;
+  in.recipe = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/recipes/" + name;
+  in.setup.model = model;
+  in.setup.system = "dgx-h100";
+  in.setup.gpus = gpus;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("check: NVIDIA's Llama 3 70B Megatron-Bridge recipe passes every rule close to the memory limit") {
+  const CheckReport rep = CheckRecipe(Recipe("mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml", "llama3-70b", 32));
+  CHECK(rep.Status() == 0);
+  CHECK_FALSE(rep.several);
+  REQUIRE(rep.documents.size() == 1);
+  const CheckedDocument& d = rep.documents[0];
+  CHECK(d.error.empty());
+  CHECK(d.failures.empty());
+  CHECK(d.rules_checked == 58);
+  const Layout& l = d.recipe.parsed.layout;
+  CHECK(l.framework == Framework::kMegatronBridge);
+  CHECK(l.tp == 4);
+  CHECK(l.pp == 4);
+  CHECK(l.vpp == 5);
+  CHECK(l.cp == 2);
+  CHECK(l.dp == 1);
+  CHECK(d.recipe.request.setup.seq_len == 8192);    // the recipe's model.seq_length
+  CHECK(d.recipe.request.setup.global_batch == 512);
+  REQUIRE(d.cost.has_value());
+  CHECK(d.out_of_memory);  // 76.2 GiB predicted of 71.2 usable: nearest layouts are proposed
+  CHECK(d.nearest.size() == 3);
+  REQUIRE(d.silently_off.size() == 1);
+  CHECK(d.silently_off[0].find("nothing to overlap with data parallel size 1") != std::string::npos);
+}
+
+TEST_CASE("check: a Megatron-Bridge recipe whose expert grid does not divide the world fails its rule") {
+  const CheckReport rep = CheckRecipe(Recipe("mbridge_broken_qwen3_30b_moe.yaml", "qwen3-30b-a3b", 16));
+  CHECK(rep.Status() == 1);
+  REQUIRE(rep.documents.size() == 1);
+  const CheckedDocument& d = rep.documents[0];
+  REQUIRE(d.failures.size() == 1);
+  CHECK(d.failures[0].name == "mb_world_divisible_by_etp_ep_pp");
+  CHECK(d.failures[0].message.find("set expert_tensor_parallel_size: 1") != std::string::npos);
+  CHECK(d.recipe.parsed.layout.tp == 4);
+  CHECK(d.recipe.parsed.layout.ep == 8);
+  REQUIRE_FALSE(d.nearest.empty());
+  CHECK(d.nearest[0].candidate.layout.tp == 2);
+}
+
+TEST_CASE("check: each document of several is judged and an unusable one reported") {
+  CheckInput in = Recipe("automodel_two_documents_second_malformed.yaml", "llama3.1-8b", 8);
+  in.setup.seq_len = 4096;
+  const CheckReport rep = CheckRecipe(in);
+  CHECK(rep.several);
+  REQUIRE(rep.documents.size() == 2);
+  CHECK(rep.documents[0].Status() == 0);
+  CHECK(rep.documents[1].Status() == 2);
+  CHECK_FALSE(rep.documents[1].error.empty());
+  CHECK(rep.Status() == 2);
+}
+
+TEST_CASE("check: the other framework's version flag is refused") {
+  CheckInput in = Recipe("mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml", "llama3-70b", 32);
+  in.setup.releases.automodel = AutoModelVersion::kV04;
+  CHECK_THROWS_WITH_AS(CheckRecipe(in),
+                       doctest::Contains("expected only with an AutoModel layout, found a Megatron-Bridge one"),
+                       InputError);
+}
