@@ -16,6 +16,7 @@
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace meshplan {
@@ -59,6 +60,9 @@ struct FrameworkOps {
   /// Gradient-accumulation steps as the framework counts them (JSON grad_accum_steps):
   /// AutoModel's step_scheduler calls per step; Megatron-Bridge's M micro-batches.
   int64_t (*accumulation_steps)(const Layout& layout, const TrainSetup& setup);
+  /// Environment variables its launch needs for this layout (Megatron-Bridge:
+  /// CUDA_DEVICE_MAX_CONNECTIONS and Transformer Engine's SM margins; AutoModel: none).
+  std::vector<std::pair<std::string, std::string>> (*launch_env)(const Layout& layout);
 };
 
 /// The descriptor of `framework`.
@@ -93,7 +97,8 @@ std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, li
 /// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
 std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
 void NearestRequest(PlanRequest& req, const Layout& from);
-/// frameworks/automodel/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps.
+/// frameworks/automodel/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps, launch_env.
+std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout);
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);

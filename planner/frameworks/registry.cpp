@@ -12,14 +12,15 @@ const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "
                               &automodel::Enumerate,    &AutoModelRecipeYaml,   &automodel::DpFlavour,
                               &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel",
                               &automodel::NearestChanges, &automodel::NearestRequest,
-                              &automodel::AnnotateJson,   &automodel::ScheduleLabel, &automodel::AccumulationSteps};
+                              &automodel::AnnotateJson,   &automodel::ScheduleLabel, &automodel::AccumulationSteps,
+                              &automodel::LaunchEnv};
 const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
                                    &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
                                    &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
                                    &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge",
                                    &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest,
                                    &megatron_bridge::AnnotateJson,   &megatron_bridge::ScheduleLabel,
-                                   &megatron_bridge::AccumulationSteps};
+                                   &megatron_bridge::AccumulationSteps, &MegatronLaunchEnv};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace

@@ -3,6 +3,7 @@
 // AutoModel's config schema (recipe, seed, model, checkpoint, loss_fn, dataset, dataloader,
 // optimizer, lr_scheduler, clip_grad_norm sections); megatron.md 1.8 (run_recipe.py with dotted
 // overrides), 2.11 (CUDA_DEVICE_MAX_CONNECTIONS must be set before CUDA starts, MB PR #925).
+#include "meshplan/framework.hpp"
 #include "meshplan/launch.hpp"
 
 #include <sys/stat.h>
@@ -146,7 +147,7 @@ std::string CommOverlapPrelude(const Candidate& c, const PlanRequest& req) {
 
 std::string Header(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo, int rank) {
   std::ostringstream s;
-  s << "# meshplan " << (IsMegatron(req) ? "Megatron-Bridge" : "AutoModel") << " launch of recipe " << rank << ": "
+  s << "# meshplan " << FrameworkOf(req.framework).title << " launch of recipe " << rank << ": "
     << OneLine(req.model.name) << " on " << topo.nodes << " node(s) x " << topo.gpus_per_node << " GPUs of "
     << OneLine(req.system.name) << "\n# layout: " << Describe(c.layout) << "\n# predicted: " << c.cost.step_seconds
     << " s/step, " << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
@@ -204,8 +205,7 @@ std::string LaunchTopologyNote(const PlanRequest& req, const LaunchTopology& top
 }
 
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Candidate& c, const PlanRequest& req) {
-  std::vector<std::pair<std::string, std::string>> env;
-  if (IsMegatron(req)) env = MegatronLaunchEnv(c.layout);
+  std::vector<std::pair<std::string, std::string>> env = FrameworkOf(req.framework).launch_env(c.layout);
   env.emplace_back("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
   env.emplace_back("NCCL_DEBUG", "WARN");
   return env;

@@ -20,4 +20,6 @@ int64_t AccumulationSteps(const Layout& l, const TrainSetup& setup) {
   return l.GradAccumSteps(setup);  // step_scheduler's accumulation: pipeline schedule calls per step
 }
 
+std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout&) { return {}; }
+
 }  // namespace meshplan::automodel
