@@ -63,6 +63,12 @@ struct FrameworkOps {
   /// Environment variables its launch needs for this layout (Megatron-Bridge:
   /// CUDA_DEVICE_MAX_CONNECTIONS and Transformer Engine's SM margins; AutoModel: none).
   std::vector<std::pair<std::string, std::string>> (*launch_env)(const Layout& layout);
+  // Words of its command line and recipes, for messages.
+  const char* version_flag;      ///< "--automodel-version", "--mbridge-version"
+  const char* a_layout;          ///< "an AutoModel", "a Megatron-Bridge" (layout)
+  const char* seq_len_key;       ///< the recipe key of the sequence length
+  const char* global_batch_key;  ///< the recipe key of the global batch
+  const char* memory_profile;    ///< explain's default --memory-profile
 };
 
 /// The descriptor of `framework`.
@@ -71,6 +77,13 @@ const FrameworkOps& FrameworkOf(Framework framework);
 inline const FrameworkOps& FrameworkOf(const Layout& layout) { return FrameworkOf(layout.framework); }
 /// Every framework meshplan plans for, in the order --framework lists them.
 std::span<const FrameworkOps* const> Frameworks();
+
+/// True for Megatron-Bridge: the commands' few Megatron-only steps (the unfitted-constants
+/// warning, the provider's MTP layers, Megatron-Core's pipeline split in explain) ask this.
+bool IsMegatronBridge(Framework framework);
+/// The framework of a recipe text: Megatron-Bridge when IsMegatronRecipe says so, else AutoModel.
+/// Throws InputError on bad YAML.
+Framework DetectFramework(std::string_view text, const std::string& filename);
 
 /// `layout` as the cost model reads it: FrameworkOf(layout).to_cost_view.
 CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);

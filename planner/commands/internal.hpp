@@ -11,21 +11,10 @@
 
 namespace meshplan::commands {
 
-/// What the commands say, and which keys they name, per framework: one row each. The one place
-/// (with IsMegatronBridge) where the commands tell the frameworks apart.
-struct FrameworkWords {
-  Framework framework;
-  const char* title;             ///< "AutoModel"
-  const char* flag_value;        ///< --framework's value: "automodel"
-  const char* version_flag;      ///< "--automodel-version"
-  const char* a_layout;          ///< "an AutoModel" (layout)
-  const char* seq_len_key;       ///< the recipe key of the sequence length
-  const char* global_batch_key;  ///< the recipe key of the global batch
-  const char* memory_profile;    ///< explain's default memory profile
-};
-const FrameworkWords& WordsOf(Framework framework);
-/// The layouts, recipes and rules are Megatron-Bridge's.
-bool IsMegatronBridge(Framework framework);
+/// What the commands say, and which keys they name, per framework: its descriptor's words
+/// (FrameworkOps: name, title, version flag, recipe keys).
+inline const FrameworkOps& WordsOf(Framework framework) { return FrameworkOf(framework); }
+using meshplan::IsMegatronBridge;
 
 /// Throws InputError on the command line's `flag` with `message`.
 [[noreturn]] void FlagError(const std::string& flag, const std::string& message);

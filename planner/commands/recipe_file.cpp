@@ -84,8 +84,7 @@ RecipeFile ReadRecipeFile(const std::string& path) {
 JudgedRecipe LoadRecipeForJudging(const JudgeSetup& in, const std::string& file, const std::string& text,
                                   const LoadedInputs& loaded) {
   RequestSettings s;
-  s.framework = in.framework ? *in.framework : IsMegatronRecipe(text, file) ? Framework::kMegatronBridge
-                                                                            : Framework::kAutoModel;
+  s.framework = in.framework ? *in.framework : DetectFramework(text, file);
   std::tie(s.version, s.mb_version) = ResolveReleases(in.releases, s.framework);
   const bool megatron = commands::IsMegatronBridge(s.framework);
   JudgedRecipe r;

@@ -11,25 +11,6 @@ namespace meshplan {
 
 namespace commands {
 
-namespace {
-
-constexpr FrameworkWords kWords[] = {
-    {Framework::kAutoModel, "AutoModel", "automodel", "--automodel-version", "an AutoModel", "dataset.seq_len",
-     "step_scheduler.global_batch_size", "pytorch"},
-    {Framework::kMegatronBridge, "Megatron-Bridge", "megatron-bridge", "--mbridge-version", "a Megatron-Bridge",
-     "model.seq_length", "train.global_batch_size", "megatron-bridge"},
-};
-
-}  // namespace
-
-const FrameworkWords& WordsOf(Framework framework) {
-  for (const FrameworkWords& w : kWords) {
-    if (w.framework == framework) return w;
-  }
-  return kWords[0];
-}
-
-bool IsMegatronBridge(Framework framework) { return framework == Framework::kMegatronBridge; }
 
 void FlagError(const std::string& flag, const std::string& message) {
   throw InputError({"<command line>", 0, 0}, flag, message);
@@ -74,8 +55,8 @@ MBridgeVersion ParseMBridgeVersion(const std::string& name) {
 }
 
 Framework ParseFramework(const std::string& name) {
-  for (const commands::FrameworkWords& w : commands::kWords) {
-    if (name == w.flag_value) return w.framework;
+  for (const FrameworkOps* f : Frameworks()) {
+    if (name == f->name) return f->id;
   }
   FlagError("--framework", "expected one of automodel, megatron-bridge; found '" + name + "'");
 }
@@ -96,13 +77,15 @@ std::pair<AutoModelVersion, MBridgeVersion> ResolveReleases(const ReleaseChoice&
   // Each framework takes its own version flag only.
   const bool megatron = commands::IsMegatronBridge(framework);
   if (megatron ? asked.automodel.has_value() : asked.mbridge.has_value()) {
-    const commands::FrameworkWords& self = commands::WordsOf(framework);
-    const commands::FrameworkWords& other =
-        commands::WordsOf(megatron ? Framework::kAutoModel : Framework::kMegatronBridge);
-    FlagError(other.version_flag,
-              by_framework_flag ? std::string("expected only with --framework ") + other.flag_value +
-                                      ", found --framework " + self.flag_value
-                                : std::string("expected only with ") + other.a_layout + " layout, found " +
+    const FrameworkOps& self = FrameworkOf(framework);
+    const FrameworkOps* other = &self;
+    for (const FrameworkOps* f : Frameworks()) {
+      if (f->id != framework) other = f;  // the framework whose version flag was given
+    }
+    FlagError(other->version_flag,
+              by_framework_flag ? std::string("expected only with --framework ") + other->name +
+                                      ", found --framework " + self.name
+                                : std::string("expected only with ") + other->a_layout + " layout, found " +
                                       self.a_layout + " one");
   }
   return {asked.automodel.value_or(AutoModelVersion::kV05), asked.mbridge.value_or(MBridgeVersion::kMain)};

@@ -13,14 +13,18 @@ const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "
                               &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel",
                               &automodel::NearestChanges, &automodel::NearestRequest,
                               &automodel::AnnotateJson,   &automodel::ScheduleLabel, &automodel::AccumulationSteps,
-                              &automodel::LaunchEnv};
+                              &automodel::LaunchEnv,      "--automodel-version",     "an AutoModel",
+                              "dataset.seq_len",         "step_scheduler.global_batch_size", "pytorch"};
 const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
                                    &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
                                    &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
                                    &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge",
                                    &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest,
                                    &megatron_bridge::AnnotateJson,   &megatron_bridge::ScheduleLabel,
-                                   &megatron_bridge::AccumulationSteps, &MegatronLaunchEnv};
+                                   &megatron_bridge::AccumulationSteps, &MegatronLaunchEnv,
+                                   "--mbridge-version",           "a Megatron-Bridge",
+                                   "model.seq_length",            "train.global_batch_size",
+                                   "megatron-bridge"};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace
@@ -30,6 +34,12 @@ const FrameworkOps& FrameworkOf(Framework framework) {
 }
 
 std::span<const FrameworkOps* const> Frameworks() { return kAll; }
+
+bool IsMegatronBridge(Framework framework) { return framework == Framework::kMegatronBridge; }
+
+Framework DetectFramework(std::string_view text, const std::string& filename) {
+  return IsMegatronRecipe(text, filename) ? Framework::kMegatronBridge : Framework::kAutoModel;
+}
 
 CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup) {
   return FrameworkOf(layout).to_cost_view(layout, model, setup);

@@ -24,7 +24,7 @@ using recipe::OneLine;
 
 const SourceLoc kCmdLine{"<command line>", 0, 0};
 
-bool IsMegatron(const PlanRequest& req) { return req.framework == Framework::kMegatronBridge; }
+bool IsMegatron(const PlanRequest& req) { return IsMegatronBridge(req.framework); }
 
 // Single-quotes a value for bash.
 std::string Quote(const std::string& s) {
