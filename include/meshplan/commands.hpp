@@ -266,7 +266,7 @@ struct JudgeSetup {
 };
 /// A recipe read for judging: what it says and the request it is judged in.
 struct JudgedRecipe {
-  ParsedRecipe parsed;   ///< layout (Megatron layouts with their cost view synced), notes
+  ParsedRecipe parsed;   ///< layout (a Megatron layout's unset mtp_num_layers resolved from the model), notes
   PlanRequest request;   ///< framework, releases, model, system, setup from the recipe and `setup`
 };
 /// Check's and explain's one way to read a recipe document `text` of the file `file`: detects its

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/render.hpp"
+#include "render/text.hpp"
 
 namespace meshplan::cli {
 
@@ -35,7 +35,7 @@ int RunCheck(const CheckOptions& o) {
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   const CheckReport rep = CheckRecipe(in);
   if (!rep.several) {
-    PrintCheckedDocument(rep.documents.front());
+    render::PrintCheckedDocument(std::cout, rep.documents.front());
     return rep.Status();
   }
   // Several (plan --out writes one recipe per document): a verdict for each; the exit status
@@ -48,7 +48,7 @@ int RunCheck(const CheckOptions& o) {
     const CheckedDocument& d = rep.documents[i];
     std::cout << "=== document " << i + 1 << " of " << rep.documents.size() << " (" << d.label << ")\n";
     if (d.error.empty()) {
-      PrintCheckedDocument(d);
+      render::PrintCheckedDocument(std::cout, d);
     } else {
       std::cout << std::flush;
       std::cerr << d.error << "\n";

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "cli/render.hpp"
+#include "render/text.hpp"
 
 namespace meshplan::cli {
 
@@ -68,7 +68,7 @@ int RunExplain(const ExplainOptions& o) {
   k.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective
                                                                                       : Recompute::kNone;
   const ExplainReport rep = ExplainLayout(in);
-  PrintExplanation(rep);
+  render::PrintExplanation(std::cout, rep);
   return rep.Status();
 }
 

@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
-#include "cli/render.hpp"
+#include "render/text.hpp"
 
 namespace meshplan::cli {
 
@@ -15,37 +15,37 @@ int RunSweep(const PlanOptions& o, const PlanInput& in) {
     for (const std::string& w : p.warnings) std::cerr << "meshplan: " << w << "\n";
   }
   const bool table = o.format == "table";
-  if (table) std::cout << SweepHeader();
+  if (table) std::cout << render::SweepHeader();
   Progress progress("sweep", static_cast<long>(sweep.points.size()));
   long step = 0;
   for (SweepPoint& p : sweep.points) {
-    progress.Step(++step, "planning " + PointName(p));
+    progress.Step(++step, "planning " + render::PointName(p));
     const size_t built = p.warnings.size();
     SearchSweepPoint(p, in);
     progress.Clear();
-    for (size_t i = built; i < p.warnings.size(); ++i) std::cerr << PointName(p) << ": meshplan: " << p.warnings[i] << "\n";
-    if (table) std::cout << SweepLine(p) << std::flush;
+    for (size_t i = built; i < p.warnings.size(); ++i) std::cerr << render::PointName(p) << ": meshplan: " << p.warnings[i] << "\n";
+    if (table) std::cout << render::SweepLine(p) << std::flush;
   }
   const bool json = o.format == "json";
   // Exit 1 when a point has no layout: say so on stderr (and in the JSON), not only per point.
   const std::string error = sweep.Failure();
   if (!error.empty()) std::cerr << "meshplan: " << error << "\n";
   // JSON after --out is written: a failure to write it leaves only the error's JSON on stdout.
-  if (!table && !json) std::cout << SweepYaml(sweep);
+  if (!table && !json) std::cout << render::SweepYaml(sweep);
   if (!o.out.empty()) {
     size_t recipes = 0;
     for (const SweepPoint& p : sweep.points) recipes += p.result.top.empty() ? 0 : 1;
     if (recipes == 0) {
       std::cerr << "meshplan: no point has a layout; " << o.out << " was not written\n";
     } else {
-      WriteFileAtomically(o.out, json ? SweepJson(sweep) : SweepYaml(sweep), in.outputs.force);
+      WriteFileAtomically(o.out, json ? render::SweepJson(sweep) : render::SweepYaml(sweep), in.outputs.force);
       if (table) {
         std::cout << "wrote " << recipes << (recipes == 1 ? " recipe" : " recipes") << " (the best of each point) to "
                   << o.out << "\n";
       }
     }
   }
-  if (json) std::cout << SweepJson(sweep, error);
+  if (json) std::cout << render::SweepJson(sweep, error);
   return error.empty() ? 0 : 1;
 }
 

@@ -1,17 +1,28 @@
-// Text rendering of the commands' reports (render.hpp): check's verdicts, explain's tables, the
+// Text rendering of the commands' reports (text.hpp): check's verdicts, explain's tables, the
 // sweep's lines and files, and the JSON of an error.
-#include "cli/render.hpp"
+#include "render/text.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
-#include "cli/commands.hpp"
+#include "meshplan/commands.hpp"
 #include "recipe/format.hpp"
 
-namespace meshplan::cli {
+namespace meshplan::render {
 
 namespace {
+
+// printf-style formatting into `out`.
+template <class... Args>
+void Printf(std::ostream& out, const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  if (n <= 0) return;
+  std::string s(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(s.data(), s.size(), format, args...);
+  s.resize(static_cast<size_t>(n));
+  out << s;
+}
 
 std::string Pct(double part, double whole) { return whole > 0 ? recipe::Fixed(100.0 * part / whole, 1) + "%" : "-"; }
 
@@ -36,51 +47,51 @@ bool SameMemory(const MemoryBreakdown& a, const MemoryBreakdown& b) {
 // Indented under a verdict's header: the framework defaults a parsed recipe relies on and the
 // settings of it the framework overwrites (`parsed` may be null), `unfitted`
 // (UnfittedMegatronWarning) and each of `notes`.
-void PrintRemarks(const ParsedRecipe* parsed, const std::string& unfitted, const std::vector<std::string>& notes) {
+void PrintRemarks(std::ostream& out, const ParsedRecipe* parsed, const std::string& unfitted, const std::vector<std::string>& notes) {
   if (parsed != nullptr) {
-    for (const std::string& d : parsed->defaults_used) std::cout << "  not set, framework default: " << d << "\n";
-    for (const std::string& d : parsed->overridden) std::cout << "  warning: " << d << "\n";
+    for (const std::string& d : parsed->defaults_used) out << "  not set, framework default: " << d << "\n";
+    for (const std::string& d : parsed->overridden) out << "  warning: " << d << "\n";
   }
-  if (!unfitted.empty()) std::cout << "  " << unfitted << "\n";
-  for (const std::string& n : notes) std::cout << "  note: " << n << "\n";
+  if (!unfitted.empty()) out << "  " << unfitted << "\n";
+  for (const std::string& n : notes) out << "  note: " << n << "\n";
 }
 
-void PrintFailures(const std::vector<RuleFailure>& failures) {
-  for (const RuleFailure& f : failures) std::cout << "  " << f.name << ": " << f.message << "\n    source: " << f.source << "\n";
+void PrintFailures(std::ostream& out, const std::vector<RuleFailure>& failures) {
+  for (const RuleFailure& f : failures) out << "  " << f.name << ": " << f.message << "\n    source: " << f.source << "\n";
 }
 
 // Memory per GPU term by term: a column per pipeline rank whose memory differs from the one before.
-void PrintMemory(const std::vector<MemoryBreakdown>& ranks, const Cost& c, const char* profile) {
+void PrintMemory(std::ostream& out, const std::vector<MemoryBreakdown>& ranks, const Cost& c, const char* profile) {
   // Columns: every PP stage whose memory differs from the previous one shown.
   std::vector<size_t> cols = {0};
   for (size_t r = 1; r < ranks.size(); ++r) {
     if (!SameMemory(ranks[r], ranks[cols.back()])) cols.push_back(r);
   }
-  std::printf("memory per GPU (%s profile; GiB and share of the total):\n  %-26s", profile, "term");
+  Printf(out, "memory per GPU (%s profile; GiB and share of the total):\n  %-26s", profile, "term");
   for (size_t r : cols) {
     const std::string head = ranks.size() > 1 ? "stage " + std::to_string(r) : "GiB";
-    std::printf(" %10s %6s", head.c_str(), "share");
+    Printf(out, " %10s %6s", head.c_str(), "share");
   }
-  std::printf("\n");
+  Printf(out, "\n");
   for (const Term& t : kTerms) {
-    std::printf("  %-26s", t.name);
+    Printf(out, "  %-26s", t.name);
     for (size_t r : cols) {
       const MemoryBreakdown& m = ranks[r];
-      std::printf(" %10s %6s", recipe::Fixed(recipe::GiB(m.*t.field), 2).c_str(), Pct(m.*t.field, m.Total()).c_str());
+      Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(m.*t.field), 2).c_str(), Pct(m.*t.field, m.Total()).c_str());
     }
-    std::printf("\n");
+    Printf(out, "\n");
   }
-  std::printf("  %-26s", "total");
-  for (size_t r : cols) std::printf(" %10s %6s", recipe::Fixed(recipe::GiB(ranks[r].Total()), 2).c_str(), "100%");
-  std::printf("\n  %-26s", "peak moment");
-  for (size_t r : cols) std::printf(" %17s", ranks[r].phase);
-  std::printf("\n");
-  if (ranks.size() > 1 && cols.size() < ranks.size()) std::printf("  (stages not shown equal the stage to their left)\n");
-  std::printf("  most loaded GPU: %s GiB of %s GiB usable (the rest is headroom for the caching allocator's reserve)\n",
+  Printf(out, "  %-26s", "total");
+  for (size_t r : cols) Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(ranks[r].Total()), 2).c_str(), "100%");
+  Printf(out, "\n  %-26s", "peak moment");
+  for (size_t r : cols) Printf(out, " %17s", ranks[r].phase);
+  Printf(out, "\n");
+  if (ranks.size() > 1 && cols.size() < ranks.size()) Printf(out, "  (stages not shown equal the stage to their left)\n");
+  Printf(out, "  most loaded GPU: %s GiB of %s GiB usable (the rest is headroom for the caching allocator's reserve)\n",
               recipe::Fixed(recipe::GiB(c.memory.Total()), 2).c_str(), recipe::Fixed(recipe::GiB(c.capacity_bytes), 2).c_str());
 }
 
-void PrintTime(const Cost& c) {
+void PrintTime(std::ostream& out, const Cost& c) {
   const TimeBreakdown& t = c.time;
   const double step = t.Step();
   const std::pair<const char*, double> rows[] = {
@@ -88,49 +99,49 @@ void PrintTime(const Cost& c) {
       {"DP communication", t.dp_comm}, {"EP communication", t.ep_comm}, {"PP communication", t.pp_comm},
       {"pipeline bubble", t.bubble},   {"optimizer step", t.optimizer}, {"host-bound (CPU)", t.host},
   };
-  std::printf("time per step (slowest rank; communication = exposed part):\n");
-  for (const auto& [name, v] : rows) std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, step).c_str());
-  std::printf("  %-26s %10s s   100%%\n", "step", recipe::Fixed(step, 4).c_str());
-  std::printf("  %s tokens/s per GPU, %s model TFLOP/s per GPU, MFU %s\n", recipe::Fixed(c.tokens_per_s_per_gpu, 0).c_str(),
+  Printf(out, "time per step (slowest rank; communication = exposed part):\n");
+  for (const auto& [name, v] : rows) Printf(out, "  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, step).c_str());
+  Printf(out, "  %-26s %10s s   100%%\n", "step", recipe::Fixed(step, 4).c_str());
+  Printf(out, "  %s tokens/s per GPU, %s model TFLOP/s per GPU, MFU %s\n", recipe::Fixed(c.tokens_per_s_per_gpu, 0).c_str(),
               recipe::Fixed(c.model_tflops_per_gpu, 1).c_str(), Pct(c.mfu, 1.0).c_str());
 }
 
 // A Megatron-Bridge layout's compute term split, each part's share of `compute` (seconds).
-void PrintCompute(const ComputeSplit& c, double compute) {
-  std::printf("compute of the slowest rank (Megatron-Core time model, the system's fitted constants):\n");
+void PrintCompute(std::ostream& out, const ComputeSplit& c, double compute) {
+  Printf(out, "compute of the slowest rank (Megatron-Core time model, the system's fitted constants):\n");
   const std::pair<const char*, double> rows[] = {
       {"GEMMs", c.gemm}, {"attention core", c.attention}, {"HBM-bound kernels", c.memory_bound},
       {"kernel launches", c.kernels}};
   for (const auto& [name, v] : rows) {
-    std::printf("  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, compute).c_str());
+    Printf(out, "  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, compute).c_str());
   }
 }
 
 // The decoder layers per pipeline rank and whose split they are.
-void PrintPipelineSplit(const PipelineSplit& p) {
+void PrintPipelineSplit(std::ostream& out, const PipelineSplit& p) {
   using Kind = PipelineSplit::Kind;
-  std::cout << "pipeline split: decoder layers per rank";
-  for (int64_t n : p.layers_per_rank) std::cout << " " << n;
+  out << "pipeline split: decoder layers per rank";
+  for (int64_t n : p.layers_per_rank) out << " " << n;
   switch (p.kind) {
     case Kind::kGivenLayout:
-      std::cout << " (as pipeline_model_parallel_layout places them; embedding on rank " << p.embedding_rank
+      out << " (as pipeline_model_parallel_layout places them; embedding on rank " << p.embedding_rank
                 << ", loss on rank " << p.loss_rank << ")";
       break;
-    case Kind::kOwnLayout: std::cout << " (as pipeline_model_parallel_layout places them: meshplan's own split)"; break;
+    case Kind::kOwnLayout: out << " (as pipeline_model_parallel_layout places them: meshplan's own split)"; break;
     case Kind::kEvenFallback:
-      std::cout << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
+      out << " (meshplan's even split: pipeline_model_parallel_layout does not fit the layout, see the rules)";
       break;
     case Kind::kAccountEmbeddingLoss:
-      std::cout << " (Megatron-Core's split with account_for_embedding/loss_in_pipeline_split: (L + 2) / stages each, "
+      out << " (Megatron-Core's split with account_for_embedding/loss_in_pipeline_split: (L + 2) / stages each, "
                    "one fewer on the first and the last)";
       break;
-    case Kind::kEven: std::cout << " (Megatron-Core's even split)"; break;
+    case Kind::kEven: out << " (Megatron-Core's even split)"; break;
   }
   if (p.mtp_layers > 0) {
-    std::cout << "; " << p.mtp_layers << " MTP layer" << (p.mtp_layers > 1 ? "s" : "") << " (model.mtp_num_layers) on rank "
+    out << "; " << p.mtp_layers << " MTP layer" << (p.mtp_layers > 1 ? "s" : "") << " (model.mtp_num_layers) on rank "
               << p.mtp_rank;
   }
-  std::cout << "\n";
+  out << "\n";
 }
 
 // Why a sweep point has no layout.
@@ -142,21 +153,21 @@ std::string NoLayoutReason(const PlanResult& r) {
 
 }  // namespace
 
-void PrintCheckedDocument(const CheckedDocument& d) {
+void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
   const PlanRequest& req = d.recipe.request;
   const Layout& l = d.recipe.parsed.layout;
-  std::cout << d.label << ": " << FrameworkTitle(req.framework) << " recipe, " << req.model.name << " on "
+  out << d.label << ": " << FrameworkTitle(req.framework) << " recipe, " << req.model.name << " on "
             << req.setup.num_gpus << " GPUs of " << req.system.name << ", seq_len " << req.setup.seq_len
             << ", global batch " << req.setup.global_batch << ", " << PrecisionName(req.setup.precision)
             << "\n  layout: " << Describe(l) << "\n";
-  PrintRemarks(&d.recipe.parsed, d.unfitted, d.notes);
+  PrintRemarks(out, &d.recipe.parsed, d.unfitted, d.notes);
   if (d.failures.empty()) {
-    std::cout << "valid: passes all " << d.rules_checked << " rules\n";
+    out << "valid: passes all " << d.rules_checked << " rules\n";
   } else {
-    std::cout << "INVALID: " << d.failures.size() << " rule" << (d.failures.size() > 1 ? "s" : "") << " fail\n";
-    PrintFailures(d.failures);
+    out << "INVALID: " << d.failures.size() << " rule" << (d.failures.size() > 1 ? "s" : "") << " fail\n";
+    PrintFailures(out, d.failures);
     if (d.nearest_seq_len > 0) {
-      std::cout << "  hint: with " << SeqLenKey(req.framework) << " " << d.nearest_seq_len << " instead of "
+      out << "  hint: with " << SeqLenKey(req.framework) << " " << d.nearest_seq_len << " instead of "
                 << req.setup.seq_len << " this layout passes every rule as written\n";
     }
   }
@@ -173,68 +184,68 @@ void PrintCheckedDocument(const CheckedDocument& d) {
                   "% headroom kept for the allocator's reserve and fragmentation"
             : "out of memory: above the GPU's " + recipe::Fixed(whole, 1) + " GiB by " + recipe::Fixed(total - whole, 1) +
                   " GiB";
-    std::cout << "memory: " << recipe::Fixed(total, 1) << " GiB per GPU predicted of "
+    out << "memory: " << recipe::Fixed(total, 1) << " GiB per GPU predicted of "
               << recipe::Fixed(recipe::GiB(c->capacity_bytes), 1) << " GiB usable: " << verdict << "\n";
   } else {
-    std::cout << "memory: not predicted (" << d.not_predicted << ")\n";
+    out << "memory: not predicted (" << d.not_predicted << ")\n";
   }
-  for (const std::string& w : d.warnings) std::cout << "warning: " << w << "\n";
-  std::cout << "silently off: " << (d.silently_off.empty() ? "none" : "") << "\n";
-  for (const std::string& s : d.silently_off) std::cout << "  " << s << "\n";
+  for (const std::string& w : d.warnings) out << "warning: " << w << "\n";
+  out << "silently off: " << (d.silently_off.empty() ? "none" : "") << "\n";
+  for (const std::string& s : d.silently_off) out << "  " << s << "\n";
   if (d.failures.empty() && !d.out_of_memory) return;
-  std::cout << "nearest valid layouts (" << d.nearest.size() << "):"
+  out << "nearest valid layouts (" << d.nearest.size() << "):"
             << (d.nearest.empty() ? " none with this precision and sequence length; the failing rules above say what to "
                                     "change"
                                   : "")
             << "\n";
   for (size_t i = 0; i < d.nearest.size(); ++i) {
     const NearbyLayout& x = d.nearest[i];
-    std::cout << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
-    for (const std::string& ch : x.changes) std::cout << "; " << ch;
-    std::cout << "\n" << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
+    out << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
+    for (const std::string& ch : x.changes) out << "; " << ch;
+    out << "\n" << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
   }
 }
 
-void PrintExplanation(const ExplainReport& rep) {
+void PrintExplanation(std::ostream& out, const ExplainReport& rep) {
   const PlanRequest& req = rep.request;
   const TrainSetup& setup = req.setup;
-  std::cout << "meshplan explain: " << FrameworkTitle(req.framework) << " layout, " << req.model.name << " on "
+  out << "meshplan explain: " << FrameworkTitle(req.framework) << " layout, " << req.model.name << " on "
             << setup.num_gpus << " GPUs of " << req.system.name << " (" << req.system.gpu.display_name
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(rep.layout) << "\n";
-  PrintRemarks(rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
-  if (!rep.seq_len_warning.empty()) std::cout << "warning: " << rep.seq_len_warning << "\n";
-  if (!rep.unused_schedule.empty()) std::cout << "  note: " << rep.unused_schedule << "\n";
+  PrintRemarks(out, rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
+  if (!rep.seq_len_warning.empty()) out << "warning: " << rep.seq_len_warning << "\n";
+  if (!rep.unused_schedule.empty()) out << "  note: " << rep.unused_schedule << "\n";
   if (rep.failures.empty()) {
-    std::cout << "rules: valid (passes all " << rep.rules_checked << " " << FrameworkTitle(req.framework) << " rules)\n";
+    out << "rules: valid (passes all " << rep.rules_checked << " " << FrameworkTitle(req.framework) << " rules)\n";
   } else {
-    std::cout << "rules: INVALID, " << rep.failures.size() << " rule" << (rep.failures.size() > 1 ? "s" : "")
+    out << "rules: INVALID, " << rep.failures.size() << " rule" << (rep.failures.size() > 1 ? "s" : "")
               << " broken\n";
-    PrintFailures(rep.failures);
+    PrintFailures(out, rep.failures);
   }
-  if (rep.pipeline) PrintPipelineSplit(*rep.pipeline);
+  if (rep.pipeline) PrintPipelineSplit(out, *rep.pipeline);
   if (!rep.scorable) {
-    std::cout << "memory and time: not predicted (the layout's sizes do not divide the GPU count or the batch)\n";
+    out << "memory and time: not predicted (the layout's sizes do not divide the GPU count or the batch)\n";
     return;
   }
   const Cost& c = rep.cost;
-  std::cout << "\n";
-  PrintMemory(rep.rank_memory, c, rep.memory_profile.c_str());
-  std::cout << "\n";
-  PrintTime(c);
+  out << "\n";
+  PrintMemory(out, rep.rank_memory, c, rep.memory_profile.c_str());
+  out << "\n";
+  PrintTime(out, c);
   if (rep.compute) {
-    std::cout << "\n";
-    PrintCompute(*rep.compute, c.time.compute);
+    out << "\n";
+    PrintCompute(out, *rep.compute, c.time.compute);
   }
   const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
-  std::cout << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
+  out << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
                                : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory");
   // Priced as written, but the framework would not start it: said beside the verdict.
   if (!rep.failures.empty()) {
-    std::cout << " (as priced; the framework refuses this layout: " << rep.failures.size() << " rule"
+    out << " (as priced; the framework refuses this layout: " << rep.failures.size() << " rule"
               << (rep.failures.size() > 1 ? "s" : "") << " broken, above)";
   }
-  std::cout << "\n";
+  out << "\n";
 }
 
 std::string PointName(const SweepPoint& p) {
@@ -298,4 +309,4 @@ std::string SweepJson(const SweepReport& sweep, const std::string& error) {
   return JsonText(out);
 }
 
-}  // namespace meshplan::cli
+}  // namespace meshplan::render

@@ -1,17 +1,19 @@
 #pragma once
-// Text rendering of the commands' reports (meshplan/commands.hpp) for the CLI's stdout.
+// Text rendering of the commands' reports (meshplan/commands.hpp): what the CLI prints on stdout,
+// written to any stream.
+#include <ostream>
 #include <string>
 
 #include "meshplan/commands.hpp"
 
-namespace meshplan::cli {
+namespace meshplan::render {
 
 /// check's verdict on one document: header, recipe notes, rules, memory, warnings, silently-off
 /// settings and, when it fails or is predicted out of memory, the nearest valid layouts as recipes.
-void PrintCheckedDocument(const CheckedDocument& d);
+void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d);
 /// explain's report: header, notes, rules, pipeline split, memory per GPU and time per step term
 /// by term (and the Megatron-Bridge compute split), and the verdict.
-void PrintExplanation(const ExplainReport& rep);
+void PrintExplanation(std::ostream& out, const ExplainReport& rep);
 /// "8 GPUs, seq_len 4096".
 std::string PointName(const SweepPoint& p);
 /// The sweep table's header line, and the line of a searched point (its best layout, or why it
@@ -25,4 +27,4 @@ std::string SweepYaml(const SweepReport& sweep);
 /// non-empty `error` (some point has no layout: exit 1) also the error object of ErrorJson.
 std::string SweepJson(const SweepReport& sweep, const std::string& error = "");
 
-}  // namespace meshplan::cli
+}  // namespace meshplan::render

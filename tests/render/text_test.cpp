@@ -1,0 +1,47 @@
+// Text rendering of the commands' reports (planner/render/text.cpp), into a string stream.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+
+#include "meshplan/commands.hpp"
+#include "render/text.hpp"
+
+using namespace meshplan;
+
+TEST_CASE("render: check's verdict on a broken Megatron-Bridge recipe names the rule with its source and a fix") {
+  CheckInput in;
+  in.recipe = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/recipes/mbridge_pp3_8gpu.yaml";
+  in.setup.model = "llama3.1-8b";
+  in.setup.system = "dgx-h100";
+  in.setup.gpus = 8;
+  const CheckReport rep = CheckRecipe(in);
+  REQUIRE(rep.documents.size() == 1);
+  std::ostringstream out;
+  render::PrintCheckedDocument(out, rep.documents[0]);
+  const std::string text = out.str();
+  CHECK(text.find("layout: ddp+distopt tp1 pp3 cp1 ep1 dp2 mbs1 recompute=none") != std::string::npos);
+  CHECK(text.find("INVALID: 3 rules fail") != std::string::npos);
+  CHECK(text.find("mb_world_divisible_by_tp_pp_cp: world_size (8) is not divisible") != std::string::npos);
+  CHECK(text.find("source: MCore transformer/transformer_block.py:148-158") != std::string::npos);
+  CHECK(text.find("--- 1: 1 change; pipeline_model_parallel_size: 3 -> 2") != std::string::npos);
+}
+
+TEST_CASE("render: explain of a layout prints its memory and step terms and the verdict") {
+  ExplainInput in;
+  in.setup.model = "llama3.1-8b";
+  in.setup.system = "dgx-h100";
+  in.setup.gpus = 8;
+  in.setup.seq_len = 4096;
+  in.setup.global_batch = 64;
+  const ExplainReport rep = ExplainLayout(in);
+  std::ostringstream out;
+  render::PrintExplanation(out, rep);
+  const std::string text = out.str();
+  CHECK(text.find("layout: fsdp2 tp1 pp1 cp1 ep1 dp8 lbs1 ac=none") != std::string::npos);
+  CHECK(text.find("rules: valid (passes all 31 AutoModel rules)") != std::string::npos);
+  // 8.03e9 parameters in bf16 sharded over 8 ranks: 2 · 8.03e9 / 8 bytes = 1.87 GiB.
+  CHECK(text.find("  weights                          1.87   4.3%") != std::string::npos);
+  CHECK(text.find("  total                           43.27   100%") != std::string::npos);
+  CHECK(text.find("MFU 39.1%") != std::string::npos);
+}
