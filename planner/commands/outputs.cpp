@@ -33,8 +33,10 @@ void CheckOutputPath(const std::string& user_path, const char* flag, bool force)
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {
+    const bool exists = std::filesystem::exists(parent, ec);
     throw InputError(loc, flag, "expected a file in an existing directory; '" + parent.string() +
-                                    "' is not a directory (nothing was written)");
+                                    (exists ? "' is not a directory" : "' does not exist (create it first)") +
+                                    " (nothing was written)");
   }
   if (std::filesystem::is_directory(path, ec)) throw InputError(loc, flag, "is a directory; expected a file path");
   // A device or FIFO is refused as such, not as an existing file that --force would replace.

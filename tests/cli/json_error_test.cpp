@@ -116,8 +116,8 @@ TEST_CASE("plan --format json names an unwritable output path under output not f
   CHECK(r["output"] == "/nonexistent-meshplan-dir/report.html");
   CHECK(r["field"] == "--report");
   CHECK(r["line"].is_null());
-  CHECK(r["message"] == "expected a file in an existing directory; '/nonexistent-meshplan-dir' is not a directory "
-                        "(nothing was written)");
+  CHECK(r["message"] == "expected a file in an existing directory; '/nonexistent-meshplan-dir' does not exist "
+                        "(create it first) (nothing was written)");
   // The path WriteFileAtomically refuses (it exists, no --force) is an output too.
   const nlohmann::json w = error_json([] { WriteFileAtomically("/proc/version", "x", /*force=*/false, "--out"); });
   CHECK(w["file"].is_null());
