@@ -92,7 +92,7 @@ struct CostView {
 /// it is covered by TrainSetup::headroom (measured 0.1-9% with expandable_segments on one GPU,
 /// up to 30% with FSDP2 on two, tests/data/measured/). Formulas: planner/cost/memory*.cpp.
 struct MemoryBreakdown {
-  double weights = 0;      ///< parameters resident between steps (sharded per strategy)
+  double weights = 0;      ///< parameters resident between steps (sharded per DP implementation)
   double gradients = 0;    ///< gradient buffers alive at the peak (incl. DDP buckets and the
                            ///< unsharded grads kept by defer_fsdp_grad_sync)
   double optimizer = 0;    ///< fp32 master copy (if any) + Adam exp_avg + exp_avg_sq
@@ -217,7 +217,7 @@ class CostModel {
   /// setup-independent tables (the search builds one per memory-probe batch size).
   CostModel WithSetup(const TrainSetup& setup) const;
   /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
-  /// `layout`'s strategy, mesh axes, sequence_parallel and recompute, whatever its local
+  /// `layout`'s runtime, DP implementation, mesh axes, sequence_parallel and recompute, whatever its local
   /// batch, pipeline schedule and micro-batch up to `max_micro_batch` sequences (0: any
   /// micro-batch; Megatron's host-issue term then assumes one micro-batch per step). Used by
   /// the search to prune (branch and bound); the proof, term by term, is in
