@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 
 #include "meshplan/commands.hpp"
 #include "recipe/format.hpp"
