@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "meshplan/diag.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
 #include "meshplan/search.hpp"
@@ -38,11 +39,6 @@ const char* FrameworkTitle(Framework framework);
 /// The recipe key holding the sequence length: "dataset.seq_len", "model.seq_length".
 const char* SeqLenKey(Framework framework);
 
-/// The framework releases whose rules apply, as asked; unset: not asked (the current release).
-struct ReleaseChoice {
-  std::optional<AutoModelVersion> automodel;  ///< --automodel-version
-  std::optional<MBridgeVersion> mbridge;      ///< --mbridge-version
-};
 /// The releases that apply to `framework`'s rules (unset: kV05, kMain). Throws InputError on the
 /// other framework's version flag when it was asked: a Megatron-Bridge run takes no
 /// --automodel-version, an AutoModel one no --mbridge-version. `by_framework_flag`: the
@@ -59,10 +55,6 @@ std::string GpuCountProblem(const SystemSpec& system, int64_t gpus);
 /// "" when `seq_len` is within `model`'s max_position_embeddings; otherwise a warning (not an
 /// error: the plan is still made) that the model was not trained on positions that far.
 std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len);
-/// "" when `system` carries fitted Megatron-Core step-time constants (megatron_time_fit, written
-/// by validate --fit); otherwise a note (constants borrowed from another system) or a warning
-/// (the unfitted physical model), each starting with "note: " / "warning: ".
-std::string UnfittedMegatronWarning(const SystemSpec& system);
 /// now + `max_seconds` (seconds): the deadline of a search that starts now.
 std::chrono::steady_clock::time_point SearchDeadline(double max_seconds);
 
@@ -295,7 +287,7 @@ struct CheckedDocument {
   std::string error;  ///< non-empty: unusable (InputError::what()); nothing below is set
   JudgedRecipe recipe;
   std::vector<std::string> notes;  ///< "--seq-len 8192 replaces the recipe's 4096", ...
-  std::string unfitted;            ///< Megatron-Bridge: UnfittedMegatronWarning
+  std::string unfitted;            ///< FrameworkOps::unfitted_note
   size_t rules_checked = 0;        ///< rules of the framework
   std::vector<RuleFailure> failures;
   int64_t nearest_seq_len = 0;     ///< NearestValidSeqLen when a rule fails; 0 = none
@@ -371,7 +363,7 @@ struct ExplainReport {
   PlanRequest request;  ///< framework, releases, model, system, setup
   Layout layout;
   std::optional<ParsedRecipe> parsed;  ///< with a recipe: its notes
-  std::string unfitted;                ///< Megatron-Bridge: UnfittedMegatronWarning
+  std::string unfitted;                ///< FrameworkOps::unfitted_note
   std::vector<std::string> notes;      ///< "--seq-len X replaces the recipe's Y", "--global-batch ..."
   std::string seq_len_warning;         ///< SeqLenWarning
   std::string unused_schedule;         ///< "--pp-schedule X has no effect ..." (keys with PP 1)

@@ -7,12 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <span>
 #include <string_view>
 
 #include "meshplan/cost.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
+#include "meshplan/recipe.hpp"
 #include "meshplan/rules.hpp"
 #include "meshplan/search.hpp"
 #include <string>
@@ -20,6 +22,12 @@
 #include <vector>
 
 namespace meshplan {
+
+/// The framework releases a request asked for (--automodel-version, --mbridge-version).
+struct ReleaseChoice {
+  std::optional<AutoModelVersion> automodel;  ///< --automodel-version
+  std::optional<MBridgeVersion> mbridge;      ///< --mbridge-version
+};
 
 /// One framework, as a table of functions (in the style of Rule).
 struct FrameworkOps {
@@ -69,6 +77,30 @@ struct FrameworkOps {
   const char* seq_len_key;       ///< the recipe key of the sequence length
   const char* global_batch_key;  ///< the recipe key of the global batch
   const char* memory_profile;    ///< explain's default --memory-profile
+  /// Reads one recipe of this framework (ParseAutoModelRecipe, ParseMegatronRecipe; `model`
+  /// resolves what the recipe leaves to the model provider, may be null). Throws InputError.
+  ParsedRecipe (*read_recipe)(std::string_view text, const std::string& file, int64_t num_gpus, const ModelSpec* model);
+  /// Launch files (planner/launch/): the recipe file written beside the scripts (`full_recipe`,
+  /// `hf_model`: plan's --full-recipe, --hf-model), the program and arguments after torchrun's own
+  /// (`recipe_path` absolute), bash lines before it (after the exports) and comment lines for the
+  /// script's header.
+  std::string (*launch_recipe)(const Candidate& candidate, const PlanRequest& req, int rank, bool full_recipe,
+                               const std::string& hf_model);
+  std::string (*launch_command)(const Candidate& candidate, const PlanRequest& req, const std::string& recipe_path);
+  std::string (*launch_prelude)(const Candidate& candidate, const PlanRequest& req);
+  std::string (*launch_comment)(const std::string& recipe_path);
+  /// The warning that the system's step time uses constants fitted to another system ("" where
+  /// the framework's time model has no per-system fit).
+  std::string (*unfitted_note)(const PlanRequest& req);
+  /// Warnings about what the request searches ("warning: ..."), for plan.
+  std::vector<std::string> (*search_warnings)(const PlanRequest& req);
+  /// Whether the --automodel-version / --mbridge-version flag of this framework was given.
+  bool (*version_given)(const ReleaseChoice& asked);
+  // Options only some frameworks take (plan and explain refuse them elsewhere).
+  bool recompute_modules_option;  ///< --recompute-modules (Megatron-Bridge's recompute_modules)
+  bool full_recipe_option;        ///< --full-recipe (a complete recipe file, not overrides)
+  bool torch_memory_options;      ///< explain's --fp32-params, --defer-fsdp-grad-sync (PyTorch FSDP2)
+  bool explains_pipeline_split;   ///< explain prints Megatron-Core's per-rank layer split
 };
 
 /// The descriptor of `framework`.
@@ -78,9 +110,6 @@ inline const FrameworkOps& FrameworkOf(const Layout& layout) { return FrameworkO
 /// Every framework meshplan plans for, in the order --framework lists them.
 std::span<const FrameworkOps* const> Frameworks();
 
-/// True for Megatron-Bridge: the commands' few Megatron-only steps (the unfitted-constants
-/// warning, the provider's MTP layers, Megatron-Core's pipeline split in explain) ask this.
-bool IsMegatronBridge(Framework framework);
 /// The framework of a recipe text: Megatron-Bridge when IsMegatronRecipe says so, else AutoModel.
 /// Throws InputError on bad YAML.
 Framework DetectFramework(std::string_view text, const std::string& filename);
@@ -115,6 +144,11 @@ std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout)
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+/// frameworks/automodel/launch.cpp: the FrameworkOps launch_* entries.
+std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
+std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_path);
+std::string LaunchPrelude(const Candidate& c, const PlanRequest& req);
+std::string LaunchComment(const std::string& recipe_path);
 }  // namespace automodel
 
 namespace megatron_bridge {
@@ -131,6 +165,18 @@ void NearestRequest(PlanRequest& req, const Layout& from);
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+/// frameworks/megatron_bridge/launch.cpp: the FrameworkOps launch_* entries.
+std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
+std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_path);
+std::string LaunchPrelude(const Candidate& c, const PlanRequest& req);
+std::string LaunchComment(const std::string& recipe_path);
+/// frameworks/megatron_bridge/notes.cpp: "" when the system carries fitted Megatron-Core
+/// step-time constants (megatron_time_fit, written by validate --fit); otherwise a note
+/// (constants borrowed from another system) or a warning (the unfitted physical model), each
+/// starting with "note: " / "warning: ".
+std::string UnfittedNote(const PlanRequest& req);
+/// The warning that torch FSDP2 is searched (--strategy fsdp2; Megatron-Bridge issue #2785).
+std::vector<std::string> SearchWarnings(const PlanRequest& req);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

@@ -69,11 +69,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   for (const std::string& w : FindingMessages(ctx, Severity::kWarning)) d.warnings.push_back(w);
   d.silently_off = FindingMessages(ctx, Severity::kSilentlyOff);
   if (!d.failures.empty() || d.out_of_memory) {
-    // The nearest layouts train the MTP layers the recipe asks for (model.mtp_num_layers, or
-    // the model provider's when unset), as Megatron-Bridge would with the recipe's settings.
-    PlanRequest near_req = req;
-    if (commands::IsMegatronBridge(req.framework) && l.mtp_layers >= 0) near_req.model.mtp_num_layers = l.mtp_layers;
-    d.nearest = NearestValidLayouts(near_req, l, 3);
+    d.nearest = NearestValidLayouts(req, l, 3);
   }
   return d;
 }

@@ -94,11 +94,12 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     req = BuildRequest(s, loaded);
   }
   const Layout& l = rep.layout;
-  const bool megatron = commands::IsMegatronBridge(req.framework);
-  // AutoModel's memory options mean nothing for a Megatron-Bridge layout.
-  if (megatron && (in.fp32_params || in.defer_fsdp_grad_sync)) {
+  const FrameworkOps& fw = FrameworkOf(req.framework);
+  // The PyTorch FSDP2 memory options mean nothing for a Megatron-Bridge layout.
+  if (!fw.torch_memory_options && (in.fp32_params || in.defer_fsdp_grad_sync)) {
     commands::FlagError(in.fp32_params ? "--fp32-params" : "--defer-fsdp-grad-sync",
-                        "expected only with an AutoModel layout, found a Megatron-Bridge one");
+                        std::string("expected only with ") + commands::FrameworksWith(&FrameworkOps::torch_memory_options, true) +
+                            " layout, found " + fw.a_layout + " one");
   }
   rep.unfitted = commands::UnfittedNote(req);
   if (rep.parsed) {
@@ -118,7 +119,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   const RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
   rep.rules_checked = RulesFor(req.framework).size();
   rep.failures = commands::RuleFailures(ctx);
-  if (megatron && l.pp > 1) rep.pipeline = SplitOf(req.model, l);
+  if (fw.explains_pipeline_split && l.pp > 1) rep.pipeline = SplitOf(req.model, l);
   rep.scorable = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == req.setup.num_gpus && l.micro_batch() >= 1 &&
                  l.dp_replicate >= 1 && l.dp % l.dp_replicate == 0 &&
                  SplitStages(req.model.num_layers, l).num_stages > 0 && l.GradAccumSteps(req.setup) >= 1;
@@ -131,8 +132,10 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   mo.defer_fsdp_grad_sync = in.defer_fsdp_grad_sync;
   const CostModel cm(req.model, req.system, req.setup, mo);
   rep.cost = Score(cm, l);
-  rep.rank_memory = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
-  if (megatron) {
+  const CostView view = ToCostView(l, cm.model(), cm.setup());
+  rep.rank_memory = cm.RankMemories(view);
+  // The Megatron-Core time model's own terms (the eager PyTorch model has no such split).
+  if (view.runtime == CostRuntime::kMegatronCore) {
     const MegatronComputeSplit c = SplitMegatronCompute(req.model, req.system, req.setup, l);
     rep.compute = ComputeSplit{c.gemm, c.attention, c.memory_bound, c.kernels};
   }

@@ -14,14 +14,16 @@ namespace meshplan::commands {
 /// What the commands say, and which keys they name, per framework: its descriptor's words
 /// (FrameworkOps: name, title, version flag, recipe keys).
 inline const FrameworkOps& WordsOf(Framework framework) { return FrameworkOf(framework); }
-using meshplan::IsMegatronBridge;
+/// The frameworks whose descriptor sets `option`, as a message names them: "--framework
+/// megatron-bridge" (or, with `as_layout`, "a Megatron-Bridge"), joined by " or ".
+std::string FrameworksWith(bool FrameworkOps::*option, bool as_layout = false);
 
 /// Throws InputError on the command line's `flag` with `message`.
 [[noreturn]] void FlagError(const std::string& flag, const std::string& message);
 /// `v` when in [1, max]; else throws InputError on `flag`, the message after `prefix` (a
 /// sweep's "point 12: ").
 int64_t CheckedCount(long long v, const std::string& flag, long long max, const std::string& prefix = "");
-/// `system`'s UnfittedMegatronWarning when `req` is a Megatron-Bridge request, else "".
+/// The request's framework's unfitted_note: "" where its step-time constants are fitted to the system.
 std::string UnfittedNote(const PlanRequest& req);
 /// Every rule `ctx` fails, with its message and source.
 std::vector<RuleFailure> RuleFailures(const RuleContext& ctx);

@@ -20,14 +20,15 @@ void CheckLaunchOptions(const PlanOutputs& o, const PlanInput& in, const PlanReq
   if (o.hf_model && !o.full_recipe) {
     FlagError("--hf-model", "expected together with --full-recipe (only a full recipe has a model section to name it in)");
   }
-  const bool megatron = commands::IsMegatronBridge(req.framework);
-  if (in.recompute_modules && !megatron) {
-    FlagError("--recompute-modules", "expected with --framework megatron-bridge only (AutoModel has no recompute_modules)");
+  const FrameworkOps& fw = FrameworkOf(req.framework);
+  if (in.recompute_modules && !fw.recompute_modules_option) {
+    FlagError("--recompute-modules", std::string("expected with ") + commands::FrameworksWith(&FrameworkOps::recompute_modules_option) +
+                                         " only (" + fw.title + " has no recompute_modules)");
   }
-  if (o.full_recipe && megatron) {
+  if (o.full_recipe && !fw.full_recipe_option) {
     FlagError("--full-recipe",
-              "expected with --framework automodel only (a Megatron-Bridge recipe is an override file; "
-              "--emit-launch writes it with its launch script)");
+              std::string("expected with ") + commands::FrameworksWith(&FrameworkOps::full_recipe_option) + " only (a " +
+                  fw.title + " recipe is an override file; --emit-launch writes it with its launch script)");
   }
   // The full AutoModel recipe builds the model from Hugging Face: a preset's id, a config.json
   // (AutoConfig.from_pretrained takes the file), or --hf-model. A meshplan model YAML has none.
@@ -140,11 +141,7 @@ PlanReport PlanLayouts(const PlanInput& in) {
   }
   if (!rep.result.stopped.empty()) rep.warnings.push_back("warning: " + StopWarning(in, rep.result));
   if (const std::string w = commands::UnfittedNote(req); !w.empty()) rep.warnings.push_back(w);
-  if (commands::IsMegatronBridge(req.framework) && req.mb_torch_fsdp2) {
-    rep.warnings.push_back(
-        "warning: torch FSDP2 (dist.use_torch_fsdp2) is searched because --strategy names fsdp2; Megatron-Bridge "
-        "issue #2785 reports that it does not start (open), so it is left out by default: prefer megatron_fsdp");
-  }
+  for (std::string& w : FrameworkOf(req.framework).search_warnings(req)) rep.warnings.push_back(std::move(w));
   if (rep.result.valid == 0 || rep.result.fitting == 0) {
     rep.failure = NoLayoutMessage(rep.result, req);
     rep.failure_kind = rep.result.valid == 0 ? "no_valid_layout" : "no_layout_fits";

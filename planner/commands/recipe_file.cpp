@@ -86,9 +86,8 @@ JudgedRecipe LoadRecipeForJudging(const JudgeSetup& in, const std::string& file,
   RequestSettings s;
   s.framework = in.framework ? *in.framework : DetectFramework(text, file);
   std::tie(s.version, s.mb_version) = ResolveReleases(in.releases, s.framework);
-  const bool megatron = commands::IsMegatronBridge(s.framework);
   JudgedRecipe r;
-  r.parsed = megatron ? ParseMegatronRecipe(text, file, in.gpus, &loaded.model) : ParseAutoModelRecipe(text, file, in.gpus);
+  r.parsed = FrameworkOf(s.framework).read_recipe(text, file, in.gpus, &loaded.model);
   s.setup.num_gpus = in.gpus;
   // A value of `in` replaces the recipe's when positive.
   s.setup.global_batch = in.global_batch.value_or(0) > 0 ? *in.global_batch : r.parsed.global_batch;

@@ -23,9 +23,16 @@ int64_t CheckedCount(long long v, const std::string& flag, long long max, const 
   return v;
 }
 
-std::string UnfittedNote(const PlanRequest& req) {
-  return IsMegatronBridge(req.framework) ? UnfittedMegatronWarning(req.system) : "";
+std::string FrameworksWith(bool FrameworkOps::*option, bool as_layout) {
+  std::string names;
+  for (const FrameworkOps* f : Frameworks()) {
+    if (!(f->*option)) continue;
+    names += (names.empty() ? "" : " or ") + (as_layout ? std::string(f->a_layout) : std::string("--framework ") + f->name);
+  }
+  return names;
 }
+
+std::string UnfittedNote(const PlanRequest& req) { return FrameworkOf(req.framework).unfitted_note(req); }
 
 std::vector<RuleFailure> RuleFailures(const RuleContext& ctx) {
   std::vector<RuleFailure> out;
@@ -75,13 +82,9 @@ const char* SeqLenKey(Framework framework) { return commands::WordsOf(framework)
 std::pair<AutoModelVersion, MBridgeVersion> ResolveReleases(const ReleaseChoice& asked, Framework framework,
                                                             bool by_framework_flag) {
   // Each framework takes its own version flag only.
-  const bool megatron = commands::IsMegatronBridge(framework);
-  if (megatron ? asked.automodel.has_value() : asked.mbridge.has_value()) {
-    const FrameworkOps& self = FrameworkOf(framework);
-    const FrameworkOps* other = &self;
-    for (const FrameworkOps* f : Frameworks()) {
-      if (f->id != framework) other = f;  // the framework whose version flag was given
-    }
+  const FrameworkOps& self = FrameworkOf(framework);
+  for (const FrameworkOps* other : Frameworks()) {
+    if (other == &self || !other->version_given(asked)) continue;
     FlagError(other->version_flag,
               by_framework_flag ? std::string("expected only with --framework ") + other->name +
                                       ", found --framework " + self.name
@@ -113,19 +116,6 @@ std::string SeqLenWarning(const ModelSpec& model, int64_t seq_len) {
          std::to_string(model.max_position_embeddings) + ") of " + model.name +
          ": the model was not trained on positions that far; extend its context (e.g. rope_scaling) or shorten the "
          "sequence (planned anyway)";
-}
-
-std::string UnfittedMegatronWarning(const SystemSpec& system) {
-  if (system.megatron_fit.fitted) return "";
-  if (!system.megatron_fit.borrowed_from.empty()) {
-    return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
-           "Megatron-Bridge step times use those of " + system.megatron_fit.borrowed_from +
-           ", not checked against runs of this system (fit its own with validate --fit)";
-  }
-  return "warning: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
-         "Megatron-Bridge step times are the unfitted physical model, GEMMs at the measured best rate (MAMF), and "
-         "read fast; the fitted systems' GEMM factors are 1.2-2.5 (hwdb/systems/dgx-h100.yaml and others; fit yours "
-         "with validate --fit)";
 }
 
 std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {

@@ -7,24 +7,86 @@
 namespace meshplan {
 namespace {
 
-const FrameworkOps kAutoModel{Framework::kAutoModel,     "automodel",          "AutoModel",
-                              &AutoModelRules,          &automodel::ToCostView, &automodel::Plan,
-                              &automodel::Enumerate,    &AutoModelRecipeYaml,   &automodel::DpFlavour,
-                              &automodel::Describe,     &automodel::RecomputeLabel, "NeMo AutoModel",
-                              &automodel::NearestChanges, &automodel::NearestRequest,
-                              &automodel::AnnotateJson,   &automodel::ScheduleLabel, &automodel::AccumulationSteps,
-                              &automodel::LaunchEnv,      "--automodel-version",     "an AutoModel",
-                              "dataset.seq_len",         "step_scheduler.global_batch_size", "pytorch"};
-const FrameworkOps kMegatronBridge{Framework::kMegatronBridge,    "megatron-bridge",         "Megatron-Bridge",
-                                   &MegatronBridgeRules,          &megatron_bridge::ToCostView, &search::MegatronPlan,
-                                   &search::MegatronEnumerate,    &MegatronRecipeYaml,       &MbDpFlavourName,
-                                   &megatron_bridge::Describe,    &megatron_bridge::RecomputeLabel, "Megatron-Bridge",
-                                   &megatron_bridge::NearestChanges, &megatron_bridge::NearestRequest,
-                                   &megatron_bridge::AnnotateJson,   &megatron_bridge::ScheduleLabel,
-                                   &megatron_bridge::AccumulationSteps, &MegatronLaunchEnv,
-                                   "--mbridge-version",           "a Megatron-Bridge",
-                                   "model.seq_length",            "train.global_batch_size",
-                                   "megatron-bridge"};
+std::string NoNote(const PlanRequest& /*req*/) { return ""; }
+std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
+ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/) {
+  return ParseAutoModelRecipe(text, file, gpus);
+}
+
+const FrameworkOps kAutoModel{
+    .id = Framework::kAutoModel,
+    .name = "automodel",
+    .title = "AutoModel",
+    .rules = &AutoModelRules,
+    .to_cost_view = &automodel::ToCostView,
+    .plan = &automodel::Plan,
+    .enumerate = &automodel::Enumerate,
+    .recipe_yaml = &AutoModelRecipeYaml,
+    .dp_flavour = &automodel::DpFlavour,
+    .describe = &automodel::Describe,
+    .recompute_label = &automodel::RecomputeLabel,
+    .product = "NeMo AutoModel",
+    .nearest_changes = &automodel::NearestChanges,
+    .nearest_request = &automodel::NearestRequest,
+    .annotate_json = &automodel::AnnotateJson,
+    .schedule_label = &automodel::ScheduleLabel,
+    .accumulation_steps = &automodel::AccumulationSteps,
+    .launch_env = &automodel::LaunchEnv,
+    .version_flag = "--automodel-version",
+    .a_layout = "an AutoModel",
+    .seq_len_key = "dataset.seq_len",
+    .global_batch_key = "step_scheduler.global_batch_size",
+    .memory_profile = "pytorch",
+    .read_recipe = &ReadAutoModel,
+    .launch_recipe = &automodel::LaunchRecipe,
+    .launch_command = &automodel::LaunchCommand,
+    .launch_prelude = &automodel::LaunchPrelude,
+    .launch_comment = &automodel::LaunchComment,
+    .unfitted_note = &NoNote,
+    .search_warnings = &NoWarnings,
+    .version_given = [](const ReleaseChoice& asked) { return asked.automodel.has_value(); },
+    .recompute_modules_option = false,
+    .full_recipe_option = true,
+    .torch_memory_options = true,
+    .explains_pipeline_split = false,
+};
+const FrameworkOps kMegatronBridge{
+    .id = Framework::kMegatronBridge,
+    .name = "megatron-bridge",
+    .title = "Megatron-Bridge",
+    .rules = &MegatronBridgeRules,
+    .to_cost_view = &megatron_bridge::ToCostView,
+    .plan = &search::MegatronPlan,
+    .enumerate = &search::MegatronEnumerate,
+    .recipe_yaml = &MegatronRecipeYaml,
+    .dp_flavour = &MbDpFlavourName,
+    .describe = &megatron_bridge::Describe,
+    .recompute_label = &megatron_bridge::RecomputeLabel,
+    .product = "Megatron-Bridge",
+    .nearest_changes = &megatron_bridge::NearestChanges,
+    .nearest_request = &megatron_bridge::NearestRequest,
+    .annotate_json = &megatron_bridge::AnnotateJson,
+    .schedule_label = &megatron_bridge::ScheduleLabel,
+    .accumulation_steps = &megatron_bridge::AccumulationSteps,
+    .launch_env = &MegatronLaunchEnv,
+    .version_flag = "--mbridge-version",
+    .a_layout = "a Megatron-Bridge",
+    .seq_len_key = "model.seq_length",
+    .global_batch_key = "train.global_batch_size",
+    .memory_profile = "megatron-bridge",
+    .read_recipe = &ParseMegatronRecipe,
+    .launch_recipe = &megatron_bridge::LaunchRecipe,
+    .launch_command = &megatron_bridge::LaunchCommand,
+    .launch_prelude = &megatron_bridge::LaunchPrelude,
+    .launch_comment = &megatron_bridge::LaunchComment,
+    .unfitted_note = &megatron_bridge::UnfittedNote,
+    .search_warnings = &megatron_bridge::SearchWarnings,
+    .version_given = [](const ReleaseChoice& asked) { return asked.mbridge.has_value(); },
+    .recompute_modules_option = true,
+    .full_recipe_option = false,
+    .torch_memory_options = false,
+    .explains_pipeline_split = true,
+};
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
 }  // namespace
@@ -34,8 +96,6 @@ const FrameworkOps& FrameworkOf(Framework framework) {
 }
 
 std::span<const FrameworkOps* const> Frameworks() { return kAll; }
-
-bool IsMegatronBridge(Framework framework) { return framework == Framework::kMegatronBridge; }
 
 Framework DetectFramework(std::string_view text, const std::string& filename) {
   return IsMegatronRecipe(text, filename) ? Framework::kMegatronBridge : Framework::kAutoModel;

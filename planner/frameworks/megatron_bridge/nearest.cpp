@@ -93,6 +93,9 @@ std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_
 }
 
 void NearestRequest(PlanRequest& req, const Layout& from) {
+  // The nearest layouts train the MTP layers the recipe asks for (model.mtp_num_layers, or the
+  // model provider's when unset: ParseMegatronRecipe resolves it), as Megatron-Bridge would.
+  if (from.mtp_layers >= 0) req.model.mtp_num_layers = from.mtp_layers;
   // The recipe's own selective recompute is among the nearest layouts' choices.
   if (from.recompute == Recompute::kSelective &&
       std::find(req.mb_recompute_module_sets.begin(), req.mb_recompute_module_sets.end(), from.mb.recompute_modules) ==
