@@ -98,6 +98,7 @@ struct FrameworkOps {
   bool (*version_given)(const ReleaseChoice& asked);
   // Options only some frameworks take (plan and explain refuse them elsewhere).
   bool recompute_modules_option;  ///< --recompute-modules (Megatron-Bridge's recompute_modules)
+  bool recipe_function_option;    ///< --mb-recipe (Megatron-Bridge's run_recipe.py --recipe)
   bool full_recipe_option;        ///< --full-recipe (a complete recipe file, not overrides)
   bool torch_memory_options;      ///< explain's --fp32-params, --defer-fsdp-grad-sync (PyTorch FSDP2)
   bool explains_pipeline_split;   ///< explain prints Megatron-Core's per-rank layer split

@@ -113,6 +113,10 @@ PpLayoutParse ParsePpLayoutString(std::string_view text);
 /// Megatron `model.moe_token_dispatcher_type` (megatron.md 1.2).
 enum class MbDispatcher { kAllgather, kAlltoall, kFlex };
 
+/// Megatron-Core `model.moe_flex_dispatcher_backend` of the flex dispatcher: DeepEP or HybridEP
+/// (kNone: not flex). Megatron-Bridge training/flex_dispatcher_backend.py says which GPUs take which.
+enum class MbFlexBackend { kNone, kDeepEP, kHybridEP };
+
 /// Transformer Engine's FP8 recipe of a Megatron-Bridge `mixed_precision`: per-tensor scaling
 /// (delayed, current, subchannel: rows of a GEMM input divisible by 8) or MXFP8 (block scaling,
 /// Blackwell only: rows divisible by 32). kUnset: as meshplan emits it, MXFP8 on Blackwell and
@@ -180,6 +184,7 @@ struct MbSettings {
   Tri overlap_param_gather = Tri::kUnset;  ///< ddp / comm_overlap overlap_param_gather
   Tri ep_a2a_overlap = Tri::kUnset;    ///< comm_overlap.overlap_moe_expert_parallel_comm
   MbDispatcher token_dispatcher = MbDispatcher::kAllgather;  ///< model.moe_token_dispatcher_type
+  MbFlexBackend flex_backend = MbFlexBackend::kNone;  ///< model.moe_flex_dispatcher_backend (flex only)
   MbFp8Recipe fp8_recipe = MbFp8Recipe::kUnset;  ///< from mixed_precision (recipes read by check / explain)
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;       ///< MbGraphScope bits of model.cuda_graph_scope (0 = whole layer)

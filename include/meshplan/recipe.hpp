@@ -25,8 +25,15 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
 std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
 
 /// The overrides of a Megatron layout as (dotted key, YAML value) pairs in section order,
-/// e.g. {"model.tensor_model_parallel_size", "4"}; `bucket_size` counts parameters.
+/// e.g. {"model.tensor_model_parallel_size", "4"}; `bucket_size` counts parameters. Every key
+/// the layout's price depends on is written (both account_for_* keys, the dispatcher, CUDA
+/// graphs), at its path in the request's recipe function (model.transformer.* for a
+/// GPTModelConfig: recipes/megatron-bridge-recipe-functions.json).
 std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout& layout, const PlanRequest& req);
+/// Header lines of a Megatron-Bridge recipe about its recipe function: which one, and each of
+/// its own settings the overrides change (a dispatcher backend the GPU lacks, CUDA graphs that
+/// full recompute does not allow).
+std::vector<std::string> RecipeFunctionNotes(const Layout& layout, const PlanRequest& req);
 
 /// Environment variables the launcher must set before CUDA starts (MB PR #925: setting them
 /// from Python later has no effect): CUDA_DEVICE_MAX_CONNECTIONS and, where TP overlap is on,

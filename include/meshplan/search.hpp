@@ -22,6 +22,7 @@ namespace meshplan {
 /// performance recipe sets them for every layout alike (recipes/megatron-bridge-perf.yaml).
 struct MbRuntime {
   MbDispatcher dispatcher = MbDispatcher::kAlltoall;  ///< model.moe_token_dispatcher_type (ep > 1)
+  MbFlexBackend flex_backend = MbFlexBackend::kNone;  ///< model.moe_flex_dispatcher_backend (flex)
   Tri ep_a2a_overlap = Tri::kFalse;  ///< comm_overlap.overlap_moe_expert_parallel_comm (ep > 1)
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;                ///< MbGraphScope bits
@@ -38,8 +39,13 @@ struct PlanRequest {
   /// CP, EP, ETP, micro-batch, SP, recompute and the DP flavour (see EnumerateLayouts).
   Framework framework = Framework::kAutoModel;
   MBridgeVersion mb_version = MBridgeVersion::kMain;  ///< Megatron-Bridge rules (framework kMegatronBridge)
+  /// The Megatron-Bridge recipe function (`run_recipe.py --recipe`) the overrides are written
+  /// for: its override paths and its own settings (recipes/megatron-bridge-recipe-functions.json).
+  /// "": the model preset's default (planner/frameworks/megatron_bridge/recipe_functions.cpp).
+  std::string mb_recipe_function;
   /// Megatron-Bridge software settings every layout is priced with (dispatcher, EP overlap,
-  /// CUDA graphs, gradient dtype); unset: the settings meshplan emits (ApplyEmittedSettings).
+  /// CUDA graphs, gradient dtype); unset: the recipe function's own (RecipeRuntime), with
+  /// the changes the layout forces (ApplyEmittedSettings).
   /// `meshplan validate` sets the published run's, so that its rank compares like with like.
   std::optional<MbRuntime> mb_runtime;
   /// Megatron-Bridge selective recompute: the `recompute_modules` sets (MbRecomputeModule bits;

@@ -37,6 +37,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_flag("--recompute-modules", o.in.recompute_modules,
                 "Megatron-Bridge: also search selective recompute with the recompute_modules sets of NVIDIA's perf "
                 "recipes ([mla_up_proj], [layernorm,moe_act], ... as the model allows)");
+  cmd->add_option("--mb-recipe", o.in.mb_recipe,
+                  "Megatron-Bridge: the recipe function the overrides are written for (run_recipe.py --recipe; "
+                  "default: the model's, e.g. llama31_70b_pretrain_config)");
   cmd->add_option("--max-micro-batch", o.in.max_micro_batch, "largest micro-batch enumerated (1..1024)")
       ->check(CLI::Range(1LL, 1024LL));
   AddListOption(cmd, "--sweep-gpus", o.in.sweep_gpus, "capacity planning: the best layout at each GPU count (8,16,...)",

@@ -636,7 +636,7 @@ add_test(NAME cli.launch_mb_comm_overlap_none COMMAND bash -c "
 
 # Megatron-Bridge torch FSDP2 only when --strategy names it (MB issue #2785), with a warning, and
 # its recipes turn gradient_accumulation_fusion off (MLM arguments.py: FSDP2 refuses it).
-meshplan_cli_case(plan_mb_fsdp2_explicit 0 "warning: torch FSDP2 .dist.use_torch_fsdp2. is searched because --strategy names fsdp2" "model.gradient_accumulation_fusion=false" "dist.use_torch_fsdp2=true"
+meshplan_cli_case(plan_mb_fsdp2_explicit 0 "warning: torch FSDP2 .dist.use_torch_fsdp2. is searched because --strategy names fsdp2" "model.transformer.gradient_accumulation_fusion=false" "dist.use_torch_fsdp2=true"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 8192 --global-batch 128 --strategy fsdp2 --top 1 --format yaml)
 meshplan_cli_case(plan_mb_no_fsdp2_by_default 0 "dist.use_torch_fsdp2=false" "!dist.use_torch_fsdp2=true"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 200 --format yaml)

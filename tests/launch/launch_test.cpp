@@ -162,7 +162,9 @@ TEST_CASE("Megatron-Bridge launch carries the overrides and CUDA_DEVICE_MAX_CONN
   CHECK(sh.find("run_recipe.py") != std::string::npos);
   // Megatron-Bridge exports llama31_70b_pretrain_config (alias of its H100 recipe) from megatron.bridge.recipes.
   CHECK(sh.find("--recipe \"${MB_RECIPE:-llama31_70b_pretrain_config}\"") != std::string::npos);
-  CHECK(sh.find("'model.tensor_model_parallel_size=" + std::to_string(r.top[0].layout.tp) + "'") != std::string::npos);
+  // The Llama recipes' GPTModelConfig nests the TransformerConfig (recipes/megatron-bridge-recipe-functions.json).
+  CHECK(sh.find("'model.transformer.tensor_model_parallel_size=" + std::to_string(r.top[0].layout.tp) + "'") !=
+        std::string::npos);
   CHECK(sh.find("--node-rank") != std::string::npos);
   for (const auto& [k, v] : MegatronLaunchEnv(r.top[0].layout)) CHECK(sh.find("export " + k + "=") != std::string::npos);
 }

@@ -58,6 +58,7 @@ struct Case {
   Edit pass;
   Edit fail;
   MBridgeVersion version = MBridgeVersion::kMain;
+  const char* system = "";  ///< a system of hwdb/ ("" = H100())
 };
 
 void Nothing(ModelSpec&, TrainSetup&, Layout&) {}
@@ -292,6 +293,26 @@ const Case kCases[] = {
                                        l.mb.batch_p2p_comm = Tri::kFalse; l.mb.ep_a2a_overlap = Tri::kTrue;
                                        l.mb.token_dispatcher = MbDispatcher::kAlltoall;
                                        l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoe; }},
+    // transformer_config.py:2854-2870: per-layer graphs with full recompute; moe recompute with a router graph.
+    {"mb_cuda_graph_recompute", "full recompute is only supported with full iteration CUDA graph",
+     [](auto&, auto&, Layout& l) { l.mb.cuda_graph = MbCudaGraph::kFullIteration; l.recompute = Recompute::kFull;
+                                   l.mb.recompute_method = MbRecomputeMethod::kUniform; l.mb.recompute_num_layers = 1; },
+     [](auto&, auto&, Layout& l) { l.mb.cuda_graph = MbCudaGraph::kTransformerEngine; l.recompute = Recompute::kFull;
+                                   l.mb.recompute_method = MbRecomputeMethod::kUniform; l.mb.recompute_num_layers = 1; }},
+    {"mb_cuda_graph_recompute", "drop moe_router / moe_preprocess from cuda_graph_scope",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+                                       l.mb.cuda_graph_scope = kGraphAttn; l.recompute = Recompute::kSelective;
+                                       l.mb.recompute_modules = kRecomputeMoe; },
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+                                       l.mb.cuda_graph_scope = kGraphMoeRouter | kGraphMoePreprocess;
+                                       l.recompute = Recompute::kSelective; l.mb.recompute_modules = kRecomputeMoe; }},
+    // flex_dispatcher_backend.py: DeepEP is not built for GB200 (compute capability 10, not named B200 / B300).
+    {"mb_flex_backend_gpu", "deepep is not supported on NVIDIA GB200",
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.token_dispatcher = MbDispatcher::kFlex;
+                                       l.mb.flex_backend = MbFlexBackend::kHybridEP; },
+     [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.token_dispatcher = MbDispatcher::kFlex;
+                                       l.mb.flex_backend = MbFlexBackend::kDeepEP; },
+     MBridgeVersion::kMain, "gb200-nvl72"},
     {"mb_global_batch_divisible", "global_batch_size (510) must be divisible by micro_batch_size x data parallel (1 x 4 = 4)",
      Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 510; }},
     {"mb_interleaved_microbatches", "the number of micro-batches (1 = global_batch / (micro_batch_size x DP))",
@@ -350,7 +371,7 @@ bool Fails(const Case& c, const Edit& e, std::string* msg) {
   Layout l = Base();
   e(m, s, l);
   SetMegatronMicroBatch(l, l.pp_microbatch_size, s);
-  const SystemSpec sys = H100();
+  const SystemSpec sys = *c.system ? LoadSystem(c.system) : H100();
   RuleContext ctx{m, s, l, AutoModelVersion::kV05, c.version, &sys};
   const Rule* r = FindRule(c.rule);
   REQUIRE(r != nullptr);

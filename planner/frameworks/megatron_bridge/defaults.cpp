@@ -85,11 +85,24 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
 void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {
   if (l.ep > 1) {
     l.mb.token_dispatcher = rt.dispatcher;
+    l.mb.flex_backend = rt.dispatcher == MbDispatcher::kFlex ? rt.flex_backend : MbFlexBackend::kNone;
     l.mb.ep_a2a_overlap = rt.ep_a2a_overlap;
   }
   l.mb.cuda_graph = rt.cuda_graph;
   l.mb.cuda_graph_scope = rt.cuda_graph_scope;
   l.mb.grad_reduce_in_fp32 = rt.grad_reduce_in_fp32;
+}
+
+void FitCudaGraphsToRecompute(Layout& l) {
+  MbSettings& s = l.mb;
+  if (s.cuda_graph != MbCudaGraph::kTransformerEngine) return;
+  if (l.recompute == Recompute::kFull) {
+    s.cuda_graph = MbCudaGraph::kNone;
+    s.cuda_graph_scope = 0;
+  } else if (l.recompute == Recompute::kSelective && (s.recompute_modules & kRecomputeMoe)) {
+    s.cuda_graph_scope &= ~(kGraphMoeRouter | kGraphMoePreprocess);  // preprocess needs the router graph
+    if (s.cuda_graph_scope == 0) s.cuda_graph = MbCudaGraph::kNone;  // 0 would mean the whole layer
+  }
 }
 
 }  // namespace meshplan::search

@@ -374,6 +374,14 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     l.mb.token_dispatcher = d == "flex" ? MbDispatcher::kFlex : d == "alltoall" ? MbDispatcher::kAlltoall
                                                                                  : MbDispatcher::kAllgather;
   }
+  if (!IsNull(m, "moe_flex_dispatcher_backend")) {
+    const std::string b = m.Str("moe_flex_dispatcher_backend");
+    if (b != "deepep" && b != "hybridep" && b != "ncclep") {
+      m.Fail("moe_flex_dispatcher_backend", "expected deepep, hybridep or ncclep (Megatron-Core TransformerConfig); " + Found(b));
+    }
+    l.mb.flex_backend = b == "hybridep" ? MbFlexBackend::kHybridEP : MbFlexBackend::kDeepEP;
+  }
+  if (l.mb.token_dispatcher != MbDispatcher::kFlex) l.mb.flex_backend = MbFlexBackend::kNone;
   l.mb.cpu_offloading = m.Bool("cpu_offloading", false);
   if (m.HasValue("transformer_impl")) l.mb.transformer_engine = m.Str("transformer_impl") == "transformer_engine";
   Merge(l.mb.overlap_p2p_comm, TriKey(m, "overlap_p2p_comm"));
@@ -432,6 +440,7 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           kLayoutKey, "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
           "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
+          "moe_flex_dispatcher_backend",
           "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion"}) {
       p.push_back({k, {"model"}});
     }
@@ -459,6 +468,37 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
   return places;
 }
 
+// A recipe function whose model config is a GPTModelConfig (the Llama 3 / 3.1 recipes) takes
+// its TransformerConfig keys under model.transformer (Megatron-Bridge models/gpt/model_config.py;
+// recipes/megatron-bridge-recipe-functions.json "transformer_path"): read them as model keys.
+// A key under both is refused (which one Megatron-Bridge would use depends on the recipe).
+YAML::Node FlattenTransformer(const YAML::Node& root, const std::string& filename) {
+  const YAML::Node model = root["model"];
+  if (!model || !model.IsMap()) return root;
+  const YAML::Node inner = model["transformer"];
+  if (!inner) return root;
+  if (!inner.IsMap()) {
+    throw InputError(SourceLoc{filename, inner.Mark().line + 1, inner.Mark().column + 1}, "model.transformer",
+                     "expected a map of TransformerConfig overrides, found " + yamlutil::Shown(inner));
+  }
+  YAML::Node flat(YAML::NodeType::Map);
+  for (const auto& kv : model) {
+    if (kv.first.Scalar() != "transformer") flat[kv.first] = kv.second;
+  }
+  for (const auto& kv : inner) {
+    if (model[kv.first.Scalar()]) {
+      throw InputError(SourceLoc{filename, kv.first.Mark().line + 1, kv.first.Mark().column + 1},
+                       "model.transformer." + kv.first.Scalar(),
+                       "expected once, under model or under model.transformer, found under both");
+    }
+    flat[kv.first] = kv.second;
+  }
+  // A new root: assigning `flat` over root["model"] would alias the nodes it was built from.
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : root) out[kv.first] = kv.first.Scalar() == "model" ? flat : kv.second;
+  return out;
+}
+
 }  // namespace
 
 bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
@@ -472,7 +512,7 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
 
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
                                  const ModelSpec* model_spec) {
-  YAML::Node root = yamlutil::ParseMap(text, filename);
+  YAML::Node root = FlattenTransformer(yamlutil::ParseMap(text, filename), filename);
   MapReader top(root, filename);
   // An AutoModel recipe read as Megatron-Bridge overrides would silently lose its layout.
   for (const char* automodel_key : {"distributed", "step_scheduler"}) {

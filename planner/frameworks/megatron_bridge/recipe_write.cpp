@@ -5,6 +5,7 @@
 
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 
 namespace meshplan {
@@ -18,11 +19,45 @@ namespace {
 const char* Bool(bool b) { return b ? "true" : "false"; }
 const char* TriValue(Tri t) { return t == Tri::kTrue ? "true" : "false"; }
 
+// model.cuda_graph_scope as a Hydra list of Megatron-Core CudaGraphScope names.
+std::string CudaGraphScopeValue(uint32_t bits) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kGraphAttn, "attn"}, {kGraphMlp, "mlp"}, {kGraphMoeRouter, "moe_router"},
+      {kGraphMoePreprocess, "moe_preprocess"}, {kGraphMoe, "moe"}, {kGraphMamba, "mamba"}};
+  std::string v;
+  for (const auto& [bit, name] : kNames) {
+    if (bits & bit) v += (v.empty() ? "" : ",") + std::string(name);
+  }
+  return "[" + v + "]";
+}
+
 const char* RecomputeValue(Recompute r) {
   return r == Recompute::kFull ? "full" : r == Recompute::kSelective ? "selective" : "null";
 }
 
 }  // namespace
+
+std::vector<std::string> RecipeFunctionNotes(const Layout& l, const PlanRequest& req) {
+  std::vector<std::string> notes;
+  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
+  if (fn == nullptr) {
+    const std::string name = !req.mb_recipe_function.empty() ? req.mb_recipe_function
+                                                             : megatron_bridge::DefaultRecipeFunctionName(req.model.name);
+    notes.push_back("recipe function: " + (name.empty() ? std::string("none for ") + OneLine(req.model.name) : OneLine(name)) +
+                    ", not in recipes/megatron-bridge-recipe-functions.json: its own settings are not known, its "
+                    "override paths are assumed flat (model.<key>)");
+    return notes;
+  }
+  notes.push_back("recipe function: " + fn->name + " (its override paths and settings: recipes/megatron-bridge-recipe-functions.json)");
+  if (!req.mb_runtime) megatron_bridge::RecipeRuntime(fn, req.system, &notes);
+  const nlohmann::json& impl = fn->ModelValue("cuda_graph_impl");
+  const bool recipe_graphs = impl.is_string() && (impl == "transformer_engine" || impl == "local");
+  if (!req.mb_runtime && recipe_graphs && l.mb.cuda_graph == MbCudaGraph::kNone && l.recompute == Recompute::kFull) {
+    notes.push_back(fn->name + "'s " + impl.get<std::string>() + " CUDA graphs are turned off: Megatron-Core allows full "
+                    "recompute only with full-iteration graphs (transformer_config.py)");
+  }
+  return notes;
+}
 
 std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout& l, const PlanRequest& req) {
   const MbSettings& s = l.mb;
@@ -37,10 +72,11 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("model.expert_tensor_parallel_size", l.etp > 0 ? num(l.etp) : "null");
   add("model.sequence_parallel", Bool(l.sequence_parallel));
   if (l.pp > 1) add("model.pipeline_dtype", "bfloat16");
-  if (l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss) {
-    add("model.account_for_embedding_in_pipeline_split", "true");
-    add("model.account_for_loss_in_pipeline_split", "true");
-  }
+  // Both written, true or false: a recipe function's own true (Qwen3-235B-A22B, Llama 3.1 405B)
+  // would otherwise split the layers otherwise than priced (transformer_config.py __post_init__).
+  const bool accounted = l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss;
+  add("model.account_for_embedding_in_pipeline_split", Bool(accounted));
+  add("model.account_for_loss_in_pipeline_split", Bool(accounted));
   // A recipe's own layout as read (check's layouts), or meshplan's split written as one.
   if (const std::string v = PpLayoutValue(req.model.num_layers, l); !v.empty()) {
     add("model.pipeline_model_parallel_layout", v);
@@ -58,7 +94,24 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     add("model.recompute_method", s.recompute_method == MbRecomputeMethod::kBlock ? "block" : "uniform");
     add("model.recompute_num_layers", num(s.recompute_num_layers));
   }
-  if (l.ep > 1) add("model.moe_token_dispatcher_type", s.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
+  // The dispatcher priced, for every MoE model (a recipe function's own flex would otherwise
+  // stay at EP 1, or on a GPU its backend is not built for).
+  if (req.model.is_moe() || l.ep > 1) {
+    add("model.moe_token_dispatcher_type", s.token_dispatcher == MbDispatcher::kFlex       ? "flex"
+                                           : s.token_dispatcher == MbDispatcher::kAlltoall ? "alltoall"
+                                                                                           : "allgather");
+    if (s.token_dispatcher == MbDispatcher::kFlex) {
+      add("model.moe_flex_dispatcher_backend", s.flex_backend == MbFlexBackend::kHybridEP ? "hybridep" : "deepep");
+    }
+  }
+  // CUDA graphs as priced (the recipe function's, off where the recompute needs it:
+  // FitCudaGraphsToRecompute).
+  add("model.cuda_graph_impl", s.cuda_graph == MbCudaGraph::kTransformerEngine ? "transformer_engine"
+                               : s.cuda_graph == MbCudaGraph::kFullIteration   ? "full_iteration"
+                                                                               : "none");
+  if (s.cuda_graph == MbCudaGraph::kTransformerEngine && s.cuda_graph_scope != 0) {
+    add("model.cuda_graph_scope", CudaGraphScopeValue(s.cuda_graph_scope));
+  }
   add("model.seq_length", num(req.setup.seq_len));
   add("train.global_batch_size", num(req.setup.global_batch));
   add("train.micro_batch_size", num(l.micro_batch()));
@@ -95,6 +148,10 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     mp = "bf16_with_nvfp4_mixed";
   }
   add("mixed_precision", mp);
+  // At the paths of the recipe function the overrides are for (model.transformer.* for the
+  // Llama recipes' GPTModelConfig; recipes/megatron-bridge-recipe-functions.json).
+  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
+  for (auto& kv : o) kv.first = megatron_bridge::OverridePath(fn, kv.first);
   return o;
 }
 
@@ -126,24 +183,30 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
     << " tokens/s/GPU, MFU " << Fixed(100 * k.mfu, 1) << "%\n";
   y << "# launch environment:";
   for (const auto& [name, value] : MegatronLaunchEnv(l)) y << " " << name << "=" << value;
-  y << "\n# command line:";
+  y << "\n";
+  for (const std::string& note : RecipeFunctionNotes(l, req)) y << "# " << note << "\n";
+  y << "# command line:";
   const auto overrides = MegatronOverrides(l, req);
   for (const auto& [key, value] : overrides) y << " " << key << "=" << value;
   y << "\n";
-  std::string section;
+  // Nested maps, one level per dot ("model.transformer.tensor_model_parallel_size").
+  std::vector<std::string> open;  // the maps written so far on the current path
   for (const auto& [key, value] : overrides) {
-    const size_t dot = key.find('.');
-    if (dot == std::string::npos) {  // a top-level scalar (mixed_precision)
-      y << key << ": " << value << "\n";
-      section.clear();
-      continue;
+    std::vector<std::string> parts;
+    for (size_t start = 0;;) {
+      const size_t dot = key.find('.', start);
+      parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
     }
-    const std::string sec = key.substr(0, dot);
-    if (sec != section) {
-      y << sec << ":\n";
-      section = sec;
+    size_t same = 0;
+    while (same < open.size() && same + 1 < parts.size() && open[same] == parts[same]) ++same;
+    open.resize(same);
+    for (size_t i = same; i + 1 < parts.size(); ++i) {
+      y << std::string(2 * i, ' ') << parts[i] << ":\n";
+      open.push_back(parts[i]);
     }
-    y << "  " << key.substr(dot + 1) << ": " << value;
+    y << std::string(2 * (parts.size() - 1), ' ') << parts.back() << ": " << value;
     if (key.ends_with("bucket_size")) y << "  # parameters, not bytes";
     y << "\n";
   }

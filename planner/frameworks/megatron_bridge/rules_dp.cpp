@@ -267,6 +267,53 @@ std::string EpOverlapMsg(const RuleContext& c) {
              "), VPP when PP > 1 (PP ", l.pp, ", VPP ", l.vpp, "), no full recompute and no moe in recompute_modules");
 }
 
+/// Per-layer CUDA graphs (cuda_graph_impl transformer_engine or local) with recompute. Source:
+/// MCore transformer_config.py __post_init__ (Megatron-LM d98e8a64, 2026-08-22, lines 2854-2870):
+/// with cuda_graph_impl != "none", a recompute_granularity other than selective asserts
+/// cuda_graph_impl == "full_iteration" ("full recompute is only supported with full iteration
+/// CUDA graph"); selective recompute of "moe" under transformer_engine graphs asserts that
+/// moe_router is not in cuda_graph_scope.
+bool CudaGraphRecompute(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.cuda_graph != MbCudaGraph::kTransformerEngine) return true;
+  if (l.recompute == Recompute::kFull) return false;
+  const bool moe_rc = l.recompute == Recompute::kSelective && (l.mb.recompute_modules & kRecomputeMoe) != 0;
+  return !(moe_rc && (l.mb.cuda_graph_scope & kGraphMoeRouter) != 0);
+}
+std::string CudaGraphRecomputeMsg(const RuleContext& c) {
+  if (L(c).recompute == Recompute::kFull) {
+    return "recompute_granularity: full with per-layer CUDA graphs (cuda_graph_impl transformer_engine or local): "
+           "Megatron-Core asserts \"full recompute is only supported with full iteration CUDA graph\"; set "
+           "model.cuda_graph_impl: none (or full_iteration), or use selective recompute";
+  }
+  return "recompute_modules has moe with moe_router in cuda_graph_scope (cuda_graph_impl transformer_engine): "
+         "Megatron-Core refuses graphing a recomputed router; drop moe_router / moe_preprocess from cuda_graph_scope "
+         "or moe from recompute_modules";
+}
+
+/// The flex dispatcher's backend on the GPU. Source: Megatron-Bridge training/flex_dispatcher_backend.py
+/// validate_flex_dispatcher_backend (called by ConfigContainer.validate, training/config.py:1652;
+/// 067f987d): DeepEP needs compute capability 8.x or 9.x or a GPU named "NVIDIA B200" / "NVIDIA
+/// B300" (not GB200 / GB300); HybridEP compute capability 8.x-10.x.
+bool FlexBackendGpu(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.token_dispatcher != MbDispatcher::kFlex || c.system == nullptr) return true;
+  const int major = static_cast<int>(c.system->gpu.compute_capability);
+  const std::string& name = c.system->gpu.display_name;
+  if (l.mb.flex_backend == MbFlexBackend::kDeepEP) {
+    return major == 8 || major == 9 || name.rfind("NVIDIA B200", 0) == 0 || name.rfind("NVIDIA B300", 0) == 0;
+  }
+  if (l.mb.flex_backend == MbFlexBackend::kHybridEP) return major >= 8 && major <= 10;
+  return true;
+}
+std::string FlexBackendGpuMsg(const RuleContext& c) {
+  const bool deepep = L(c).mb.flex_backend == MbFlexBackend::kDeepEP;
+  return std::string("moe_flex_dispatcher_backend: ") + (deepep ? "deepep" : "hybridep") + " is not supported on " +
+         c.system->gpu.display_name + " (Megatron-Bridge validate_flex_dispatcher_backend: " +
+         (deepep ? "DeepEP runs on Ampere, Hopper, B200 and B300" : "HybridEP runs on compute capability 8.x to 10.x") +
+         "); use " + (deepep ? "hybridep" : "moe_token_dispatcher_type: alltoall");
+}
+
 /// Source: MCore num_microbatches_calculator.py:381-391 (GBS % (MBS*DP) == 0).
 bool GlobalBatch(const RuleContext& c) { return NumMicrobatches(c) >= 1; }
 std::string GlobalBatchMsg(const RuleContext& c) {
@@ -378,6 +425,10 @@ const Rule kRules[] = {
     {"mb_recompute_modules_model", "MCore transformer/transformer_config.py:1964-1973", RuleStage::kFeatures,
      RecomputeModulesModel, RecomputeModulesModelMsg},
     {"mb_ep_overlap_requirements", "MB training/comm_overlap.py:478-518", RuleStage::kFeatures, EpOverlap, EpOverlapMsg},
+    {"mb_cuda_graph_recompute", "MCore transformer/transformer_config.py:2854-2870 (__post_init__)", RuleStage::kFeatures,
+     CudaGraphRecompute, CudaGraphRecomputeMsg},
+    {"mb_flex_backend_gpu", "MB training/flex_dispatcher_backend.py validate_flex_dispatcher_backend", RuleStage::kFeatures,
+     FlexBackendGpu, FlexBackendGpuMsg},
     {"mb_global_batch_divisible", "MCore num_microbatches_calculator.py:381-391", RuleStage::kBatch, GlobalBatch,
      GlobalBatchMsg},
     {"mb_interleaved_microbatches", "MCore pipeline_parallel/schedules.py:1160-1180", RuleStage::kBatch, Interleaved,

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "frameworks/megatron_bridge/space.hpp"
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "search/driver.hpp"
 
 namespace meshplan::search {
@@ -47,7 +48,10 @@ constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {t
 
 class MegatronSpace : public Space {
  public:
-  explicit MegatronSpace(const PlanRequest& r) : req_(r) {
+  explicit MegatronSpace(const PlanRequest& r)
+      : req_(r),
+        runtime_(r.mb_runtime ? *r.mb_runtime
+                              : megatron_bridge::RecipeRuntime(megatron_bridge::RecipeFunctionOf(r), r.system, nullptr)) {
     const int64_t n = req_.setup.num_gpus;
     for (int64_t tp : Divisors(n)) {
       for (int64_t cp : Divisors(n / tp)) {
@@ -100,7 +104,7 @@ class MegatronSpace : public Space {
             l.mb.use_torch_fsdp2 = f.fsdp2;
             l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
             ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-            if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
+            ApplyMbRuntime(l, runtime_);
             emit(l);
           }
         }
@@ -115,7 +119,8 @@ class MegatronSpace : public Space {
       l.recompute = rc;
       l.mb.recompute_modules = modules;
       ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-      if (req_.mb_runtime) ApplyMbRuntime(l, *req_.mb_runtime);
+      ApplyMbRuntime(l, runtime_);
+      FitCudaGraphsToRecompute(l);
       out.push_back(l);
     };
     add(Recompute::kNone, 0);
@@ -151,6 +156,7 @@ class MegatronSpace : public Space {
     int64_t tp, cp, pp;
   };
   const PlanRequest& req_;
+  const MbRuntime runtime_;  ///< the request's, else the recipe function's (RecipeRuntime)
   const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
   std::vector<Part> parts_;
 };

@@ -27,6 +27,13 @@ bool PreBlackwellGpu(const SystemSpec& system);
 /// dispatcher and EP overlap when ep > 1, CUDA graphs and the gradient dtype always. Call after
 /// ApplyEmittedSettings.
 void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
+/// Turns off what Megatron-Core refuses of the layout's CUDA graphs with its recompute
+/// (transformer_config.py __post_init__, Megatron-LM d98e8a64: with cuda_graph_impl
+/// transformer_engine or local, full recompute asserts "full recompute is only supported with
+/// full iteration CUDA graph"; selective recompute of "moe" asserts no moe_router graph): full
+/// recompute runs without CUDA graphs, "moe" recompute without the router / preprocess graphs.
+/// Call after ApplyMbRuntime.
+void FitCudaGraphsToRecompute(Layout& layout);
 /// The `recompute_modules` sets (MbRecomputeModule bits) the search tries with selective
 /// recompute for model `m`: those of Megatron-Bridge's performance recipes that apply to it
 /// ({mla_up_proj}, {mla_up_proj, mlp}, {mla_up_proj, layernorm, moe_act} with MLA;

@@ -1,0 +1,221 @@
+// Megatron-Bridge's recipe functions as data (recipes/megatron-bridge-recipe-functions.json).
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "meshplan/data.hpp"
+#include "meshplan/diag.hpp"
+
+namespace meshplan::megatron_bridge {
+
+namespace {
+
+constexpr const char* kTableFile = "recipes/megatron-bridge-recipe-functions.json";
+
+struct Table {
+  std::map<std::string, RecipeFunction> functions;
+  std::map<std::string, std::map<std::string, std::string>> classes;
+  std::vector<std::string> snapshot;
+};
+
+const Table& TheTable() {
+  static const Table t = [] {
+    Table out;
+    const auto text = data::FindEmbedded(kTableFile);
+    if (!text) throw std::logic_error(std::string(kTableFile) + " is not embedded");
+    const nlohmann::json j = nlohmann::json::parse(*text);
+    for (const auto& [name, fields] : j.at("classes").items()) {
+      auto& c = out.classes[name];
+      for (const auto& [f, type] : fields.items()) c[f] = type.get<std::string>();
+    }
+    for (const auto& [name, r] : j.at("recipes").items()) {
+      RecipeFunction f;
+      f.name = name;
+      f.transformer_path = r.at("transformer_path").get<std::string>();
+      for (const auto& [sec, cls] : r.at("sections").items()) f.sections[sec] = cls.is_null() ? "" : cls.get<std::string>();
+      f.values = r.at("values");
+      out.functions.emplace(name, std::move(f));
+    }
+    for (const auto& line : j.at("vendored")) out.snapshot.push_back(line.get<std::string>());
+    return out;
+  }();
+  return t;
+}
+
+const nlohmann::json kNull;
+
+bool Has(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
+
+}  // namespace
+
+const nlohmann::json& RecipeFunction::ModelValue(const std::string& key) const {
+  for (const std::string& path : {transformer_path + "." + key, "model." + key}) {
+    if (auto it = values.find(path); it != values.end()) return *it;
+  }
+  return kNull;
+}
+
+bool RecipeFunction::CommOverlapNone() const {
+  const auto it = sections.find("comm_overlap");
+  return it != sections.end() && it->second.empty();
+}
+
+const std::map<std::string, RecipeFunction>& RecipeFunctions() { return TheTable().functions; }
+
+const RecipeFunction* FindRecipeFunction(std::string_view name) {
+  const auto& f = TheTable().functions;
+  const auto it = f.find(std::string(name));
+  return it == f.end() ? nullptr : &it->second;
+}
+
+const std::vector<std::string>& RecipeFunctionSnapshot() { return TheTable().snapshot; }
+
+const std::map<std::string, std::string>* ConfigClassFields(const std::string& qualname) {
+  const auto& c = TheTable().classes;
+  const auto it = c.find(qualname);
+  return it == c.end() ? nullptr : &it->second;
+}
+
+std::string DefaultRecipeFunctionName(const std::string& preset) {
+  // Megatron-Bridge main (commit 067f987d, 2026-08-22): scripts/training/recipe_runner.py
+  // find_library_recipe looks the name up in megatron.bridge.recipes, which exports each
+  // family's `<family><size>_pretrain_config` as an alias of its H100 recipe (e.g. for
+  // Llama-3.1-8B src/megatron/bridge/recipes/llama/llama3.py: llama31_8b_pretrain_config =
+  // llama31_8b_pretrain_2gpu_h100_bf16_config in recipes/llama/h100/llama3.py), and
+  // recipe_metadata.py infer_recipe_mode reads "pretrain" from the name. The aliases are used
+  // rather than the H100 names because some H100 names (deepseek_v3_pretrain_1024gpu_h100_bf16_config,
+  // gpt_oss_120b_pretrain_64gpu_h100_bf16_config) are also benchmark recipes, which run_recipe.py
+  // prefers (BENCHMARK_RECIPE_PRECEDENCE_COLLISIONS). There is no Mixtral recipe.
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"llama3-8b", "llama3_8b_pretrain_config"},          {"llama3-70b", "llama3_70b_pretrain_config"},
+      {"llama3.1-8b", "llama31_8b_pretrain_config"},       {"llama3.1-70b", "llama31_70b_pretrain_config"},
+      {"llama3.1-405b", "llama31_405b_pretrain_config"},   {"qwen3-8b", "qwen3_8b_pretrain_config"},
+      {"qwen3-30b-a3b", "qwen3_30b_a3b_pretrain_config"},  {"qwen3-235b-a22b", "qwen3_235b_a22b_pretrain_config"},
+      {"deepseek-v3", "deepseek_v3_pretrain_config"},      {"kimi-k2", "kimi_k2_pretrain_config"},
+      {"gpt-oss-20b", "gpt_oss_20b_pretrain_config"},      {"gpt-oss-120b", "gpt_oss_120b_pretrain_config"},
+  };
+  for (const auto& [p, name] : kNames) {
+    if (preset == p) return name;
+  }
+  return "";
+}
+
+const RecipeFunction* RecipeFunctionOf(const PlanRequest& req) {
+  return FindRecipeFunction(!req.mb_recipe_function.empty() ? req.mb_recipe_function
+                                                            : DefaultRecipeFunctionName(req.model.name));
+}
+
+std::string OverridePath(const RecipeFunction* fn, const std::string& key) {
+  if (fn == nullptr || fn->transformer_path == "model" || key.rfind("model.", 0) != 0) return key;
+  const std::string field = key.substr(6);
+  const auto outer = fn->sections.find("model");
+  const auto inner = fn->sections.find("model.transformer");
+  const auto* outer_fields = outer == fn->sections.end() ? nullptr : ConfigClassFields(outer->second);
+  const auto* inner_fields = inner == fn->sections.end() ? nullptr : ConfigClassFields(inner->second);
+  if (outer_fields && outer_fields->count(field)) return key;
+  if (inner_fields && inner_fields->count(field)) return "model.transformer." + field;
+  return key;
+}
+
+std::string SchemaProblem(const RecipeFunction& fn, const std::string& key, const std::string& value) {
+  const size_t dot = key.rfind('.');
+  if (dot == std::string::npos) {
+    if (key == "mixed_precision") return "";  // a registered recipe name (training/mixed_precision.py)
+    return "'" + key + "' is not a ConfigContainer section holding a value";
+  }
+  const std::string section = key.substr(0, dot), field = key.substr(dot + 1);
+  const auto sec = fn.sections.find(section);
+  if (sec == fn.sections.end()) return "'" + section + "' is not a section of " + fn.name + "'s config";
+  std::string cls = sec->second;
+  if (cls.empty() && section == "comm_overlap") cls = "megatron.bridge.training.comm_overlap.CommOverlapConfig";
+  if (cls.empty() || cls == "str") return "'" + section + "' of " + fn.name + " holds no fields (it is " + (cls.empty() ? "None" : "a string") + ")";
+  const auto* fields = ConfigClassFields(cls);
+  if (fields == nullptr) return "no schema for " + cls;
+  const auto f = fields->find(field);
+  if (f == fields->end()) return "'" + field + "' is not a field of " + cls + " (" + section + " of " + fn.name + ")";
+  const std::string& type = f->second;
+  auto takes = [&](const char* kind) { return Has(type, kind) || Has(type, "Any") || Has(type, "Literal") || Has(type, "Union"); };
+  bool ok = true;
+  if (value == "null") {
+    ok = Has(type, "None") || Has(type, "Optional") || Has(type, "Any");
+  } else if (value == "true" || value == "false") {
+    ok = takes("bool");
+  } else if (!value.empty() && value.front() == '[') {
+    ok = takes("list") || takes("List") || takes("tuple");
+  } else if (!value.empty() && (std::isdigit(static_cast<unsigned char>(value.front())) || value.front() == '-')) {
+    ok = takes("int") || takes("float");
+  } else {
+    // A string (quoted or not): str, a Literal, an enum type (a class name), or a torch dtype
+    // (Megatron-Bridge's override handling turns "bfloat16" into torch.bfloat16:
+    // utils/omegaconf_utils.py).
+    ok = takes("str") || type == "dtype" || Has(type, "torch.dtype") ||
+         (type.find_first_of(".") != std::string::npos && !Has(type, "int") && !Has(type, "bool"));
+  }
+  if (!ok) return "'" + key + "=" + value + "' does not fit its type " + type + " (" + cls + ")";
+  return "";
+}
+
+MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std::vector<std::string>* note) {
+  MbRuntime rt;  // alltoall, no EP overlap, no CUDA graphs, fp32 gradients
+  if (fn == nullptr) return rt;
+  auto str = [&](const char* key) {
+    const nlohmann::json& v = fn->ModelValue(key);
+    return v.is_string() ? v.get<std::string>() : std::string();
+  };
+  // Dispatcher. Megatron-Bridge training/flex_dispatcher_backend.py validate_flex_dispatcher_backend
+  // (ConfigContainer.validate): DeepEP needs compute capability 8.x / 9.x or a GPU named
+  // "NVIDIA B200" / "NVIDIA B300"; HybridEP 8.x-10.x; flex without a backend falls back to alltoall.
+  if (str("moe_token_dispatcher_type") == "flex") {
+    const std::string backend = str("moe_flex_dispatcher_backend");
+    const int major = static_cast<int>(std::floor(system.gpu.compute_capability));
+    const std::string& gpu = system.gpu.display_name;
+    const bool deepep_ok = major == 8 || major == 9 || gpu.rfind("NVIDIA B200", 0) == 0 || gpu.rfind("NVIDIA B300", 0) == 0;
+    const bool hybridep_ok = major >= 8 && major <= 10;
+    if (backend == "hybridep" && hybridep_ok) {
+      rt.dispatcher = MbDispatcher::kFlex;
+      rt.flex_backend = MbFlexBackend::kHybridEP;
+    } else if (backend == "deepep" && deepep_ok) {
+      rt.dispatcher = MbDispatcher::kFlex;
+      rt.flex_backend = MbFlexBackend::kDeepEP;
+    } else if (backend == "deepep" && hybridep_ok) {
+      rt.dispatcher = MbDispatcher::kFlex;
+      rt.flex_backend = MbFlexBackend::kHybridEP;
+      if (note) note->push_back(fn->name + "'s DeepEP dispatcher backend is not built for " + gpu + ": HybridEP instead");
+    } else if (note) {
+      note->push_back(fn->name + "'s flex dispatcher (" + (backend.empty() ? "no backend" : backend) + ") does not run on " + gpu +
+                      ": alltoall instead");
+    }
+  }
+  const std::string impl = str("cuda_graph_impl");
+  if (impl == "transformer_engine" || impl == "local") {
+    rt.cuda_graph = MbCudaGraph::kTransformerEngine;
+    if (impl == "local") rt.cuda_graph = MbCudaGraph::kTransformerEngine;
+    const nlohmann::json& scope = fn->ModelValue("cuda_graph_scope");
+    uint32_t bits = 0;
+    if (scope.is_array()) {
+      for (const auto& s : scope) {
+        const std::string n = s.is_string() ? s.get<std::string>() : "";
+        if (n == "attn") bits |= kGraphAttn;
+        else if (n == "mlp") bits |= kGraphMlp;
+        else if (n == "moe_router") bits |= kGraphMoeRouter;
+        else if (n == "moe_preprocess") bits |= kGraphMoePreprocess;
+        else if (n == "moe") bits |= kGraphMoe;
+        else if (n == "mamba") bits |= kGraphMamba;
+      }
+    }
+    rt.cuda_graph_scope = bits;
+  } else if (impl == "full_iteration") {
+    rt.cuda_graph = MbCudaGraph::kFullIteration;
+  }
+  // grad_reduce_in_fp32: a mixed_precision recipe name keeps it true unless fp16 (reader's rule);
+  // a MixedPrecisionConfig its own field.
+  if (const auto it = fn->values.find("mixed_precision.grad_reduce_in_fp32"); it != fn->values.end() && it->is_boolean()) {
+    rt.grad_reduce_in_fp32 = it->get<bool>();
+  } else if (const auto mp = fn->values.find("mixed_precision"); mp != fn->values.end() && mp->is_string()) {
+    rt.grad_reduce_in_fp32 = mp->get<std::string>().rfind("fp16", 0) != 0;
+  }
+  return rt;
+}
+
+}  // namespace meshplan::megatron_bridge

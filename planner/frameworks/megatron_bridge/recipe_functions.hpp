@@ -1,0 +1,72 @@
+#pragma once
+// Megatron-Bridge's recipe functions as data: recipes/megatron-bridge-recipe-functions.json,
+// dumped from Megatron-Bridge's own code by tools/acceptance/dump_mb_recipes.py (the commit is in
+// the file's "vendored" lines). Private to planner/frameworks/megatron_bridge/.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "meshplan/search.hpp"
+
+namespace meshplan::megatron_bridge {
+
+/// One recipe function (`run_recipe.py --recipe NAME`) as load_recipe builds it.
+struct RecipeFunction {
+  std::string name;
+  /// Where TransformerConfig keys live in the override tree: "model" (a model provider, e.g.
+  /// qwen3_30b_a3b_pretrain_config's to_megatron_provider()) or "model.transformer" (a
+  /// GPTModelConfig from AutoBridge...get_model_config(), the Llama 3 / 3.1 recipes).
+  std::string transformer_path = "model";
+  /// ConfigContainer section -> the dataclass it holds ("" where the section is None, "str"
+  /// where it is a string, e.g. mixed_precision: "bf16_mixed").
+  std::map<std::string, std::string> sections;
+  /// The recipe's own values, by override path ("model.transformer.cuda_graph_impl").
+  nlohmann::json values;
+
+  /// The recipe's value of a TransformerConfig / model key `key` (no section: "cuda_graph_impl"),
+  /// or a null json when the table has none.
+  const nlohmann::json& ModelValue(const std::string& key) const;
+  /// comm_overlap is None: a Hydra override of comm_overlap.<key> fails (struct mode) unless
+  /// force-added with the class to build.
+  bool CommOverlapNone() const;
+};
+
+/// The recipe function `name` from the table, or nullptr.
+const RecipeFunction* FindRecipeFunction(std::string_view name);
+/// Every recipe function in the table, by name.
+const std::map<std::string, RecipeFunction>& RecipeFunctions();
+/// The commits the table was dumped from ("Megatron-Bridge 067f987d...: ...").
+const std::vector<std::string>& RecipeFunctionSnapshot();
+/// Fields (name -> Python type as written) of the config class `qualname`, or nullptr.
+const std::map<std::string, std::string>* ConfigClassFields(const std::string& qualname);
+
+/// The recipe function meshplan launches for a model preset, Megatron-Bridge's family alias of
+/// its H100 recipe (launch.cpp explains the choice); "" where Megatron-Bridge has none.
+std::string DefaultRecipeFunctionName(const std::string& preset);
+/// The recipe function a request's overrides are written for: PlanRequest::mb_recipe_function,
+/// else DefaultRecipeFunctionName(model); nullptr when neither names one in the table.
+const RecipeFunction* RecipeFunctionOf(const PlanRequest& req);
+
+/// `key` ("model.tensor_model_parallel_size") at its path in `fn`'s override tree: a model.K
+/// that is not a field of the recipe's model class but is one of its nested TransformerConfig
+/// becomes model.transformer.K. Other keys, and every key when `fn` is null, are unchanged.
+std::string OverridePath(const RecipeFunction* fn, const std::string& key);
+
+/// Whether the override `key`=`value` (meshplan's dotted form) fits `fn`'s schema: the
+/// section exists (or comm_overlap, force-added), the field is a field of its class, and the
+/// value is of a kind its Python type takes (null, bool, int, float, string, list). "" when it
+/// does; else what is wrong. `mixed_precision` takes a recipe name (a string).
+std::string SchemaProblem(const RecipeFunction& fn, const std::string& key, const std::string& value);
+
+/// The software settings a layout runs with when the request names none (PlanRequest::
+/// mb_runtime unset): the recipe function's own dispatcher (flex with its backend, where the
+/// GPU takes it: Megatron-Bridge training/flex_dispatcher_backend.py; DeepEP is not built for
+/// GB200 / GB300, HybridEP is), CUDA graph implementation and scope, and gradient dtype.
+/// `note` (may be null) gets a line for each setting changed from the recipe's.
+MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std::vector<std::string>* note);
+
+}  // namespace meshplan::megatron_bridge
