@@ -258,6 +258,8 @@ struct JudgeSetup {
   std::optional<Precision> precision;   ///< replaces the recipe's (mixed_precision / fp8); else bf16
   std::optional<Framework> framework;   ///< check: the recipe's framework; unset: detected from its keys
   ReleaseChoice releases;
+  /// --mb-recipe: the Megatron-Bridge recipe function the overrides are for (ParseMegatronRecipe).
+  std::string mb_recipe;
   double headroom = 0.10;
 };
 /// A recipe read for judging: what it says and the request it is judged in.

@@ -79,7 +79,9 @@ struct FrameworkOps {
   const char* memory_profile;    ///< explain's default --memory-profile
   /// Reads one recipe of this framework (ParseAutoModelRecipe, ParseMegatronRecipe; `model`
   /// resolves what the recipe leaves to the model provider, may be null). Throws InputError.
-  ParsedRecipe (*read_recipe)(std::string_view text, const std::string& file, int64_t num_gpus, const ModelSpec* model);
+  /// `recipe_function`: Megatron-Bridge's check --mb-recipe ("" = none given).
+  ParsedRecipe (*read_recipe)(std::string_view text, const std::string& file, int64_t num_gpus, const ModelSpec* model,
+                              std::string_view recipe_function);
   /// Launch files (planner/launch/): the recipe file written beside the scripts (`full_recipe`,
   /// `hf_model`: plan's --full-recipe, --hf-model), the program and arguments after torchrun's own
   /// (`recipe_path` absolute), bash lines before it (after the exports) and comment lines for the

@@ -124,7 +124,15 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename);
 /// With `model`, a model.mtp_num_layers the recipe leaves unset takes the model provider's value
 /// (ModelSpec::mtp_num_layers, AutoBridge's num_nextn_predict_layers); without, it stays
 /// kMtpFromModel. Throws InputError (file, line, column, field) for a value of the wrong type or range.
+///
+/// The overrides are for a recipe function (`recipe_function`; "": the one the file's
+/// "# recipe function: NAME" header names, as meshplan writes it; none without either). With one
+/// of recipes/megatron-bridge-recipe-functions.json, every key must be a field of that function's
+/// config at the path written (InputError otherwise, naming the path to write: the Llama recipes
+/// take model.transformer.*), and the layout keys the file leaves unset take the function's own
+/// values (listed in defaults_used), as they would in a run. An unknown name is an InputError
+/// on --mb-recipe.
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
-                                 const ModelSpec* model = nullptr);
+                                 const ModelSpec* model = nullptr, std::string_view recipe_function = "");
 
 }  // namespace meshplan

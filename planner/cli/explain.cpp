@@ -53,6 +53,9 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
                 "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
   cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
+  cmd->add_option("--mb-recipe", o.in.setup.mb_recipe,
+                  "Megatron-Bridge: the recipe function the overrides are for (its key paths and its own values of "
+                  "the keys the file leaves unset; default: the file's '# recipe function:' header)");
 }
 
 int RunExplain(const ExplainOptions& o) {

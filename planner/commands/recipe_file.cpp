@@ -87,7 +87,7 @@ JudgedRecipe LoadRecipeForJudging(const JudgeSetup& in, const std::string& file,
   s.framework = in.framework ? *in.framework : DetectFramework(text, file);
   std::tie(s.version, s.mb_version) = ResolveReleases(in.releases, s.framework);
   JudgedRecipe r;
-  r.parsed = FrameworkOf(s.framework).read_recipe(text, file, in.gpus, &loaded.model);
+  r.parsed = FrameworkOf(s.framework).read_recipe(text, file, in.gpus, &loaded.model, in.mb_recipe);
   s.setup.num_gpus = in.gpus;
   // A value of `in` replaces the recipe's when positive.
   s.setup.global_batch = in.global_batch.value_or(0) > 0 ? *in.global_batch : r.parsed.global_batch;

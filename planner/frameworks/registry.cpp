@@ -9,7 +9,8 @@ namespace {
 
 std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
-ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/) {
+ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/,
+                           std::string_view /*recipe_function*/) {
   return ParseAutoModelRecipe(text, file, gpus);
 }
 

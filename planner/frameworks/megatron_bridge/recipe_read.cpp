@@ -12,6 +12,7 @@
 #include "data/yaml_util.hpp"
 #include "recipe/key_places.hpp"
 #include "frameworks/megatron_bridge/perf_settings.hpp"
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "meshplan/recipe.hpp"
 
 namespace meshplan {
@@ -468,6 +469,132 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
   return places;
 }
 
+// The recipe function the overrides are for: `asked` (check --mb-recipe), else the
+// "# recipe function: NAME" header meshplan writes; nullptr for neither. An unknown asked name
+// is refused; an unknown header name is ignored (a recipe written for a function the table lacks).
+const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, std::string_view asked) {
+  if (!asked.empty()) {
+    const auto* fn = megatron_bridge::FindRecipeFunction(asked);
+    if (fn == nullptr) {
+      std::string known;
+      for (const auto& [name, f] : megatron_bridge::RecipeFunctions()) known += (known.empty() ? "" : ", ") + name;
+      throw InputError(SourceLoc{"<command line>", 0, 0}, "--mb-recipe",
+                       "expected a recipe function of recipes/megatron-bridge-recipe-functions.json (" + known +
+                           "), found '" + std::string(asked) + "'");
+    }
+    return fn;
+  }
+  constexpr std::string_view kHeader = "# recipe function: ";
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, end - pos);
+    if (line.empty() || line.front() != '#') break;  // the header: the leading comment lines
+    if (line.rfind(kHeader, 0) == 0) {
+      const std::string_view rest = line.substr(kHeader.size());
+      return megatron_bridge::FindRecipeFunction(rest.substr(0, rest.find(' ')));
+    }
+    pos = end + 1;
+  }
+  return nullptr;
+}
+
+// The value of a scalar as SchemaProblem compares it: null, true / false, a number or a string.
+std::string SchemaValue(const YAML::Node& n) {
+  if (!n || n.IsNull()) return "null";
+  if (n.IsSequence()) return "[";
+  if (!n.IsScalar()) return "";
+  const std::string& s = n.Scalar();
+  if (n.Tag() != "!" ) {
+    long long i;
+    double d;
+    bool b;
+    if (YAML::convert<long long>::decode(n, i) || YAML::convert<double>::decode(n, d)) return "0";
+    if (YAML::convert<bool>::decode(n, b)) return b ? "true" : "false";
+  }
+  return s.empty() ? "\"\"" : "\"" + s + "\"";
+}
+
+// Every key of the ConfigContainer sections must be a field of `fn`'s config at its path:
+// Megatron-Bridge's Hydra overrides refuse the others ("Could not override ..."), and a key
+// of the Llama recipes' nested TransformerConfig written flat is the commonest.
+void RefuseOffSchema(const YAML::Node& root, const megatron_bridge::RecipeFunction& fn, const std::string& filename) {
+  auto fail = [&](const YAML::Node& key, const std::string& path, const std::string& why) {
+    std::string fix;
+    const std::string moved = megatron_bridge::OverridePath(&fn, path);
+    if (moved != path) fix = "; write it as " + moved;
+    throw InputError(SourceLoc{filename, key.Mark().line + 1, key.Mark().column + 1}, path,
+                     why + " (Megatron-Bridge's Hydra overrides refuse it: \"Could not override\")" + fix);
+  };
+  for (const char* section : {"model", "train", "dataset", "ddp", "optimizer", "dist", "comm_overlap", "checkpoint"}) {
+    const YAML::Node sec = root[section];
+    if (!sec || !sec.IsMap()) continue;
+    for (const auto& kv : sec) {
+      const std::string key = kv.first.Scalar();
+      if (std::string(section) == "model" && key == "transformer" && kv.second.IsMap()) {
+        for (const auto& inner : kv.second) {
+          const std::string path = "model.transformer." + inner.first.Scalar();
+          if (const std::string p = megatron_bridge::SchemaProblem(fn, path, SchemaValue(inner.second)); !p.empty()) {
+            fail(inner.first, path, p);
+          }
+        }
+        continue;
+      }
+      const std::string path = std::string(section) + "." + key;
+      if (const std::string p = megatron_bridge::SchemaProblem(fn, path, SchemaValue(kv.second)); !p.empty()) {
+        fail(kv.first, path, p);
+      }
+    }
+  }
+}
+
+// The layout keys the file leaves unset take the recipe function's own values, as in a run
+// (run_recipe.py applies the overrides on the function's ConfigContainer). Returns one line per
+// key filled, for ParsedRecipe::defaults_used.
+std::vector<std::string> FillFromFunction(YAML::Node& root, const megatron_bridge::RecipeFunction& fn) {
+  static const char* const kModelKeys[] = {
+      "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+      "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
+      "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+      "pipeline_model_parallel_layout", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+      "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules", "cuda_graph_impl",
+      "cuda_graph_scope", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "mtp_num_layers", "seq_length"};
+  std::vector<std::string> filled;
+  auto to_node = [](const nlohmann::json& v) {
+    if (v.is_boolean()) return YAML::Node(v.get<bool>());
+    if (v.is_number_integer()) return YAML::Node(v.get<long long>());
+    if (v.is_number()) return YAML::Node(v.get<double>());
+    if (v.is_string()) return YAML::Node(v.get<std::string>());
+    YAML::Node list(YAML::NodeType::Sequence);
+    if (v.is_array()) {
+      for (const auto& e : v) list.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+      return list;
+    }
+    return YAML::Node(YAML::NodeType::Null);
+  };
+  auto fill = [&](const char* section, const std::string& key, const nlohmann::json& v) {
+    if (v.is_null() || (v.is_string() && v.get<std::string>().rfind("<", 0) == 0)) return;  // unset, or not plain
+    if (!root[section]) root[section] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node sec = root[section];
+    if (!sec.IsMap() || sec[key]) return;
+    sec[key] = to_node(v);
+    filled.push_back(std::string(section) + "." + key + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+  };
+  for (const char* k : kModelKeys) {
+    const nlohmann::json& v = fn.ModelValue(k);
+    // A scope other than a list (Megatron-Core's "full" default) means nothing without graphs.
+    if (std::string_view(k) == "cuda_graph_scope" && !v.is_array()) continue;
+    fill("model", k, v);
+  }
+  for (const char* k : {"global_batch_size", "micro_batch_size"}) {
+    const auto it = fn.values.find(std::string("train.") + k);
+    if (it != fn.values.end()) fill("train", k, *it);
+  }
+  if (filled.empty()) return {};
+  std::string line = "recipe function " + fn.name + "'s own values:";
+  for (const std::string& f : filled) line += " " + f;
+  return {line};
+}
+
 // A recipe function whose model config is a GPTModelConfig (the Llama 3 / 3.1 recipes) takes
 // its TransformerConfig keys under model.transformer (Megatron-Bridge models/gpt/model_config.py;
 // recipes/megatron-bridge-recipe-functions.json "transformer_path"): read them as model keys.
@@ -511,8 +638,13 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
 }
 
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
-                                 const ModelSpec* model_spec) {
-  YAML::Node root = FlattenTransformer(yamlutil::ParseMap(text, filename), filename);
+                                 const ModelSpec* model_spec, std::string_view recipe_function) {
+  const YAML::Node parsed = yamlutil::ParseMap(text, filename);
+  const megatron_bridge::RecipeFunction* fn = RecipeFunctionFor(text, recipe_function);
+  if (fn != nullptr) RefuseOffSchema(parsed, *fn, filename);
+  YAML::Node root = FlattenTransformer(parsed, filename);
+  std::vector<std::string> from_function;
+  if (fn != nullptr) from_function = FillFromFunction(root, *fn);
   MapReader top(root, filename);
   // An AutoModel recipe read as Megatron-Bridge overrides would silently lose its layout.
   for (const char* automodel_key : {"distributed", "step_scheduler"}) {
@@ -530,6 +662,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
                               "Megatron-Bridge would not apply it there (it skips a key its config does not have, "
                               "with only a logged warning)");
   ParsedRecipe out;
+  out.defaults_used = std::move(from_function);
   Layout& l = out.layout;
   l.framework = Framework::kMegatronBridge;
   MapReader model = Section(top, "model", filename);
