@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> LaunchEnv(const Candidate& c, c
 std::string HuggingFaceId(const std::string& preset);
 
 /// A complete AutoModel recipe (TrainFinetuneRecipeForNextTokenPrediction, launched by
-/// nemo_automodel.recipes.llm.train_ft): recipe, seed, step_scheduler, dist_env, rng, model
+/// nemo_automodel.recipes.llm.train_ft): recipe, seed, step_scheduler, dist_env, model
 /// (from_pretrained of the HF id, or from_config of a config file), checkpoint, distributed
 /// (AutoModelRecipeYaml), loss_fn (MaskedCrossEntropy), dataset (MockIterableDataset of the
 /// planned seq_len and vocabulary), packed_sequence, dataloader, optimizer (AdamW),

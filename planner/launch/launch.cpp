@@ -133,9 +133,8 @@ std::string HuggingFaceId(const std::string& preset) {
 
 const std::vector<std::string>& AutoModelRequiredRecipeKeys() {
   static const std::vector<std::string> kKeys = {
-      "recipe",  "seed",      "step_scheduler",  "dist_env",   "rng",       "model",        "checkpoint",
-      "distributed", "loss_fn", "dataset", "packed_sequence", "dataloader", "optimizer", "lr_scheduler",
-      "clip_grad_norm"};
+      "recipe",  "seed",    "step_scheduler",  "dist_env",   "model",     "checkpoint",   "distributed",
+      "loss_fn", "dataset", "packed_sequence", "dataloader", "optimizer", "lr_scheduler", "clip_grad_norm"};
   return kKeys;
 }
 

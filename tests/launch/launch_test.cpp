@@ -62,10 +62,11 @@ TEST_CASE("full AutoModel recipe for Llama-3.1-8B on 8 H200 has every key the re
     REQUIRE(y["dataloader"]["batch_size"].IsDefined());
     CHECK(y["dataloader"]["batch_size"].IsNull());
     CHECK(y["dataloader"]["num_workers"].as<int64_t>() == 0);
-    // rng: AutoModel's StatefulRNG class, seeded like the top-level seed train_ft.py uses.
-    CHECK(y["rng"]["_target_"].as<std::string>() == "nemo_automodel.components.training.rng.StatefulRNG");
-    CHECK(y["rng"]["seed"].as<int64_t>() == y["seed"].as<int64_t>());
-    CHECK(y["rng"]["ranked"].as<bool>());
+    // No rng: section: train_ft.py builds its StatefulRNG from the top-level seed and reads none.
+    CHECK_FALSE(y["rng"].IsDefined());
+    CHECK(y["seed"].as<int64_t>() == 1234);
+    // The fragment's note that the recipe must set max_steps is not in the recipe that sets it.
+    CHECK(text.find("must set step_scheduler.max_steps") == std::string::npos);
     CHECK(y["optimizer"]["_target_"].as<std::string>() == "torch.optim.AdamW");
     CHECK(y["step_scheduler"]["global_batch_size"].as<int64_t>() == 64);
     CHECK(y["step_scheduler"]["max_steps"].as<int64_t>() > 0);
@@ -257,6 +258,25 @@ TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge expo
   CHECK(shm.find("${MB_RECIPE:?set MB_RECIPE to a Megatron-Bridge recipe function: it has none for mixtral-8x7b}") !=
         std::string::npos);
   CHECK(shm.find("_pretrain_config") == std::string::npos);
+}
+
+TEST_CASE("an AutoModel fragment says that the recipe it goes into must set max_steps") {
+  // AutoModel components/training/step_scheduler.py: max_steps unset is derived from
+  // len(dataloader), which an iterable dataset has not ("epoch_len must be provided ...").
+  PlanRequest req = Llama8bOn8H200();
+  req.top_n = 1;
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  const std::string fragment = AutoModelRecipeYaml(r.top[0], req, 1);
+  const size_t note = fragment.find(
+      "\n# your recipe must set step_scheduler.max_steps: AutoModel derives it from len(dataloader) otherwise, "
+      "which an iterable dataset (no len()) cannot give (components/training/step_scheduler.py)\nstep_scheduler:\n");
+  CHECK(note != std::string::npos);
+  CHECK_FALSE(YAML::Load(fragment)["step_scheduler"]["max_steps"].IsDefined());
+  // The complete recipe sets max_steps and has no such note.
+  const std::string full = AutoModelFullRecipeYaml(r.top[0], req, 1);
+  CHECK(full.find("must set step_scheduler.max_steps") == std::string::npos);
+  CHECK(YAML::Load(full)["step_scheduler"]["max_steps"].as<int64_t>() == 100);
 }
 
 TEST_CASE("report: self-contained HTML with memory and time bars and a scatter") {
