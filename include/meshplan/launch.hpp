@@ -56,18 +56,26 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
 /// in file order (used by tests and by `meshplan check`-style validation).
 const std::vector<std::string>& AutoModelRequiredRecipeKeys();
 
-/// A bash script that exports LaunchEnv and starts the recipe at `recipe_path` (absolute):
+/// A bash script that exports LaunchEnv and starts the recipe `recipe_file`, a file name that
+/// the script looks up beside itself at run time (here=$(cd "$(dirname "${BASH_SOURCE[0]}")" &&
+/// pwd), recipe="$here/<recipe_file>"; it stops with a message when the file is not there), so
+/// the folder can be moved; no absolute path is written, in the commands or the comments.
 /// AutoModel `torchrun --nnodes N --nproc-per-node G -m nemo_automodel.recipes.llm.train_ft
-/// -c RECIPE` (multi-node: --node-rank $NODE_RANK, rendezvous at $MASTER_ADDR:$MASTER_PORT);
+/// -c "$recipe"` (multi-node: --node-rank $NODE_RANK, rendezvous at $MASTER_ADDR:$MASTER_PORT);
 /// Megatron-Bridge `torchrun ... scripts/training/run_recipe.py --recipe $MB_RECIPE` followed
 /// by the layout's dotted overrides (MegatronOverrides).
 std::string LaunchScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                         const std::string& recipe_path, int rank);
+                         const std::string& recipe_file, int rank);
 
 /// A Slurm batch script (#SBATCH --nodes, --ntasks-per-node=1, --gpus-per-node, --exclusive)
-/// running the same command under srun with a c10d rendezvous on the first node.
+/// running the same command under srun with a c10d rendezvous on the first node. slurmd runs a
+/// copy of the script from its spool directory, so it cannot find the recipe by its own path:
+/// it looks `recipe_file` up in the folder of the submitted script, the Command= of
+/// `scontrol show job "$SLURM_JOB_ID"` when that is a file, else in "$SLURM_SUBMIT_DIR" (Slurm's
+/// sbatch(1): SLURM_SUBMIT_DIR is the directory sbatch was invoked from; scontrol(1) show job
+/// prints the batch script's path as Command=); that folder must be the plan folder.
 std::string SlurmScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                        const std::string& recipe_path, int rank);
+                        const std::string& recipe_file, int rank);
 
 /// Paths written beside `out` for recipe `rank` (1-based): stem = `out` without its
 /// extension; recipe = stem.rankN.yaml, launch = stem.rankN.launch.sh, sbatch = stem.rankN.sbatch.

@@ -90,11 +90,11 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
 
 namespace automodel {
 
-std::string LaunchCommand(const Candidate& /*c*/, const PlanRequest& /*req*/, const std::string& recipe_path) {
-  return "-m nemo_automodel.recipes.llm.train_ft -c " + launch::Quote(recipe_path);
+std::string LaunchCommand(const Candidate& /*c*/, const PlanRequest& /*req*/, const std::string& recipe_word) {
+  return "-m nemo_automodel.recipes.llm.train_ft -c " + recipe_word;
 }
 
-std::string LaunchComment(const std::string& /*recipe_path*/) { return ""; }
+std::string LaunchComment(const std::string& /*recipe_file*/) { return ""; }
 std::string LaunchPrelude(const Candidate& /*c*/, const PlanRequest& /*req*/) { return ""; }
 
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe,
