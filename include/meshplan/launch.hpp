@@ -84,12 +84,29 @@ struct LaunchPaths {
 };
 LaunchPaths LaunchFilePaths(const std::string& out, int rank);
 
+/// The launch files of an earlier run beside `out` that a run of `ranks` recipes does not
+/// write: every existing stem.rankN.yaml, stem.rankN.launch.sh and stem.rankN.sbatch (stem as in
+/// LaunchFilePaths, N written without leading zeros) with N > ranks that is not a directory,
+/// ordered by N, then recipe, launch, sbatch; spelled as LaunchFilePaths spells them.
+std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks);
+
+/// What WriteLaunchFiles did: the files written (recipe, launch, sbatch of rank 1, then 2, ...)
+/// and the stale files of an earlier run it removed (StaleLaunchFiles; only with `force`).
+struct LaunchFilesWritten {
+  std::vector<std::string> written;
+  std::vector<std::string> removed;
+};
+
 /// Writes, for every recipe of `result.top`, its recipe file (the complete AutoModel recipe
 /// when `full_recipe` or the fragment otherwise; Megatron-Bridge: the override YAML), the
 /// launch script (mode 0755) and the Slurm script, each with WriteFileAtomically(…, force).
-/// Returns the paths written. Throws InputError as WriteFileAtomically does.
-std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRequest& req,
-                                          const LaunchTopology& topo, const std::string& out, bool full_recipe,
-                                          const std::string& hf_model, bool force);
+/// With `force`, then removes StaleLaunchFiles(out, result.top.size()), so that a folder
+/// rewritten with fewer recipes holds no scripts of layouts this plan did not choose; without
+/// it, files beyond this run's ranks are left as they are. Throws InputError as
+/// WriteFileAtomically does, and (field "--force", the file as the output) when a stale file
+/// cannot be removed.
+LaunchFilesWritten WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
+                                    const std::string& out, bool full_recipe, const std::string& hf_model,
+                                    bool force);
 
 }  // namespace meshplan

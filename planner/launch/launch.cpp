@@ -8,9 +8,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
@@ -211,10 +213,40 @@ LaunchPaths LaunchFilePaths(const std::string& out, int rank) {
   return {stem + r + ".yaml", stem + r + ".launch.sh", stem + r + ".sbatch"};
 }
 
-std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
-                                          const std::string& out, bool full_recipe, const std::string& hf_model,
-                                          bool force) {
-  std::vector<std::string> written;
+std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks) {
+  const std::filesystem::path p(out);
+  const std::filesystem::path dir = p.parent_path();
+  const std::string prefix = p.stem().string() + ".rank";
+  static const char* const kKinds[] = {".yaml", ".launch.sh", ".sbatch"};  // LaunchFilePaths' order
+  std::vector<std::tuple<size_t, int, std::string>> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    size_t digits = prefix.size();
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) ++digits;
+    const std::string number = name.substr(prefix.size(), digits - prefix.size());
+    if (number.empty() || number.size() > 9 || number[0] == '0') continue;
+    const size_t n = std::stoul(number);
+    if (n <= ranks) continue;
+    for (int kind = 0; kind < 3; ++kind) {
+      if (name.substr(digits) != kKinds[kind]) continue;
+      std::error_code dir_ec;
+      if (it->is_directory(dir_ec)) continue;
+      found.emplace_back(n, kind, (dir / name).string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out_paths;
+  for (auto& f : found) out_paths.push_back(std::move(std::get<2>(f)));
+  return out_paths;
+}
+
+LaunchFilesWritten WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
+                                    const std::string& out, bool full_recipe, const std::string& hf_model,
+                                    bool force) {
+  LaunchFilesWritten done;
+  std::vector<std::string>& written = done.written;
   for (size_t i = 0; i < result.top.size(); ++i) {
     const int rank = static_cast<int>(i + 1);
     const Candidate& c = result.top[i];
@@ -228,7 +260,18 @@ std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRe
     WriteFileAtomically(p.sbatch, SlurmScript(c, req, topo, recipe_file, rank), force, "--emit-launch");
     written.insert(written.end(), {p.recipe, p.launch, p.sbatch});
   }
-  return written;
+  if (!force) return done;
+  for (const std::string& stale : StaleLaunchFiles(out, result.top.size())) {
+    std::error_code ec;
+    std::filesystem::remove(stale, ec);
+    if (ec) {
+      throw InputError(SourceLoc{stale, 0, 0, /*output=*/true}, "--force",
+                       "expected to remove this launch file of an earlier run (beyond this run's " +
+                           std::to_string(result.top.size()) + " recipes); found: " + ec.message());
+    }
+    done.removed.push_back(stale);
+  }
+  return done;
 }
 
 }  // namespace meshplan

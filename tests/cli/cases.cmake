@@ -314,6 +314,8 @@ meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
 # --out writes the best recipe of every point; --report / --emit-launch are refused (tests/cli/sweep_out.sh).
 add_test(NAME cli.sweep_out COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep_out.sh $<TARGET_FILE:meshplan>)
+# --emit-launch --force with fewer recipes removes the earlier run's extra ranks (tests/cli/launch_force.sh).
+add_test(NAME cli.launch_force COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/launch_force.sh $<TARGET_FILE:meshplan>)
 # List options: comma-separated values, and the option given again, add up.
 meshplan_cli_case(plan_strategy_list 0 "^1 +(ddp|megatron_fsdp) " "!^[0-9]+ +fsdp2 "
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --strategy ddp,megatron_fsdp)

@@ -348,10 +348,11 @@ TEST_CASE("launch files travel: the scripts of a moved folder start the recipe b
   const fs::path plan = tmp.path / "plan";
   fs::create_directory(plan);
   const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
-  const std::vector<std::string> files =
+  const LaunchFilesWritten files =
       WriteLaunchFiles(r, req, topo, (plan / "recipes.yaml").string(), true, "", false);
-  REQUIRE(files.size() == 6);
-  CHECK(files[0] == (plan / "recipes.rank1.yaml").string());
+  REQUIRE(files.written.size() == 6);
+  CHECK(files.removed.empty());
+  CHECK(files.written[0] == (plan / "recipes.rank1.yaml").string());
 
   // Move the folder: nothing in the scripts names where it was.
   const fs::path moved = tmp.path / "elsewhere" / "moved plan";
@@ -414,6 +415,46 @@ TEST_CASE("launch files travel: the scripts of a moved folder start the recipe b
   CHECK(ReadText(printed) == "meshplan: recipe " + (tmp.path / "recipes.rank2.yaml").string() +
                                  " not found (submit this script from the plan folder: sbatch <plan "
                                  "folder>/recipes.rank2.sbatch)\n");
+}
+
+TEST_CASE("--force with fewer recipes removes the launch files of the earlier run's extra ranks") {
+  PlanRequest req = Llama8bOn8H200();
+  req.top_n = 3;
+  PlanResult r = Plan(req);
+  REQUIRE(r.top.size() == 3);
+  TempDir tmp;
+  const std::string out = (tmp.path / "recipes.yaml").string();
+  const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
+  REQUIRE(WriteLaunchFiles(r, req, topo, out, false, "", false).written.size() == 9);
+  // Files that only look alike stay: another stem, rank 0 or 03, another kind, a folder.
+  for (const char* other : {"other.rank3.yaml", "recipes.rank0.yaml", "recipes.rank03.yaml", "recipes.rank3.txt",
+                            "recipes.rank3.yaml.bak"}) {
+    std::ofstream(tmp.path / other) << "x\n";
+  }
+  fs::create_directory(tmp.path / "recipes.rank4.sbatch");
+  const std::vector<std::string> expected = {(tmp.path / "recipes.rank2.yaml").string(),
+                                             (tmp.path / "recipes.rank2.launch.sh").string(),
+                                             (tmp.path / "recipes.rank2.sbatch").string(),
+                                             (tmp.path / "recipes.rank3.yaml").string(),
+                                             (tmp.path / "recipes.rank3.launch.sh").string(),
+                                             (tmp.path / "recipes.rank3.sbatch").string()};
+  CHECK(StaleLaunchFiles(out, 1) == expected);
+
+  r.top.resize(1);
+  // Without --force the existing files are refused (rank 1's), and nothing is removed.
+  CHECK_THROWS_AS(WriteLaunchFiles(r, req, topo, out, false, "", false), InputError);
+  CHECK(fs::exists(tmp.path / "recipes.rank3.sbatch"));
+  // With --force: rank 1 rewritten, ranks 2 and 3 removed, and said.
+  const LaunchFilesWritten files = WriteLaunchFiles(r, req, topo, out, false, "", true);
+  CHECK(files.written.size() == 3);
+  CHECK(files.removed == expected);
+  for (const std::string& f : expected) CHECK_FALSE(fs::exists(f));
+  CHECK(fs::exists(tmp.path / "recipes.rank1.launch.sh"));
+  for (const char* other : {"other.rank3.yaml", "recipes.rank0.yaml", "recipes.rank03.yaml", "recipes.rank3.txt",
+                            "recipes.rank3.yaml.bak", "recipes.rank4.sbatch"}) {
+    CAPTURE(other);
+    CHECK(fs::exists(tmp.path / other));
+  }
 }
 
 TEST_CASE("report: self-contained HTML with memory and time bars and a scatter") {
