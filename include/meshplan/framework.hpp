@@ -84,13 +84,14 @@ struct FrameworkOps {
                               std::string_view recipe_function);
   /// Launch files (planner/launch/): the recipe file written beside the scripts (`full_recipe`,
   /// `hf_model`: plan's --full-recipe, --hf-model), the program and arguments after torchrun's own
-  /// (`recipe_path` absolute), bash lines before it (after the exports) and comment lines for the
-  /// script's header.
+  /// (`recipe_word`: the shell word that expands to the recipe's path at run time, "$recipe",
+  /// which the scripts set from their own folder), bash lines before it (after the exports) and
+  /// comment lines for the script's header (`recipe_file`: the recipe's file name, no folder).
   std::string (*launch_recipe)(const Candidate& candidate, const PlanRequest& req, int rank, bool full_recipe,
                                const std::string& hf_model);
-  std::string (*launch_command)(const Candidate& candidate, const PlanRequest& req, const std::string& recipe_path);
+  std::string (*launch_command)(const Candidate& candidate, const PlanRequest& req, const std::string& recipe_word);
   std::string (*launch_prelude)(const Candidate& candidate, const PlanRequest& req);
-  std::string (*launch_comment)(const std::string& recipe_path);
+  std::string (*launch_comment)(const std::string& recipe_file);
   /// The warning that the system's step time uses constants fitted to another system ("" where
   /// the framework's time model has no per-system fit).
   std::string (*unfitted_note)(const PlanRequest& req);
@@ -149,9 +150,9 @@ std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
 /// frameworks/automodel/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
-std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_path);
+std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);
 std::string LaunchPrelude(const Candidate& c, const PlanRequest& req);
-std::string LaunchComment(const std::string& recipe_path);
+std::string LaunchComment(const std::string& recipe_file);
 }  // namespace automodel
 
 namespace megatron_bridge {
@@ -170,9 +171,9 @@ std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
 /// frameworks/megatron_bridge/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
-std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_path);
+std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);
 std::string LaunchPrelude(const Candidate& c, const PlanRequest& req);
-std::string LaunchComment(const std::string& recipe_path);
+std::string LaunchComment(const std::string& recipe_file);
 /// frameworks/megatron_bridge/notes.cpp: "" when the system carries fitted Megatron-Core
 /// step-time constants (megatron_time_fit, written by validate --fit); otherwise a note
 /// (constants borrowed from another system) or a warning (the unfitted physical model), each

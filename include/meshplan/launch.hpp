@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, std::string>> LaunchEnv(const Candidate& c, c
 std::string HuggingFaceId(const std::string& preset);
 
 /// A complete AutoModel recipe (TrainFinetuneRecipeForNextTokenPrediction, launched by
-/// nemo_automodel.recipes.llm.train_ft): recipe, seed, step_scheduler, dist_env, rng, model
+/// nemo_automodel.recipes.llm.train_ft): recipe, seed, step_scheduler, dist_env, model
 /// (from_pretrained of the HF id, or from_config of a config file), checkpoint, distributed
 /// (AutoModelRecipeYaml), loss_fn (MaskedCrossEntropy), dataset (MockIterableDataset of the
 /// planned seq_len and vocabulary), packed_sequence, dataloader, optimizer (AdamW),
@@ -56,18 +56,26 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
 /// in file order (used by tests and by `meshplan check`-style validation).
 const std::vector<std::string>& AutoModelRequiredRecipeKeys();
 
-/// A bash script that exports LaunchEnv and starts the recipe at `recipe_path` (absolute):
+/// A bash script that exports LaunchEnv and starts the recipe `recipe_file`, a file name that
+/// the script looks up beside itself at run time (here=$(cd "$(dirname "${BASH_SOURCE[0]}")" &&
+/// pwd), recipe="$here/<recipe_file>"; it stops with a message when the file is not there), so
+/// the folder can be moved; no absolute path is written, in the commands or the comments.
 /// AutoModel `torchrun --nnodes N --nproc-per-node G -m nemo_automodel.recipes.llm.train_ft
-/// -c RECIPE` (multi-node: --node-rank $NODE_RANK, rendezvous at $MASTER_ADDR:$MASTER_PORT);
+/// -c "$recipe"` (multi-node: --node-rank $NODE_RANK, rendezvous at $MASTER_ADDR:$MASTER_PORT);
 /// Megatron-Bridge `torchrun ... scripts/training/run_recipe.py --recipe $MB_RECIPE` followed
 /// by the layout's dotted overrides (MegatronOverrides).
 std::string LaunchScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                         const std::string& recipe_path, int rank);
+                         const std::string& recipe_file, int rank);
 
 /// A Slurm batch script (#SBATCH --nodes, --ntasks-per-node=1, --gpus-per-node, --exclusive)
-/// running the same command under srun with a c10d rendezvous on the first node.
+/// running the same command under srun with a c10d rendezvous on the first node. slurmd runs a
+/// copy of the script from its spool directory, so it cannot find the recipe by its own path:
+/// it looks `recipe_file` up in the folder of the submitted script, the Command= of
+/// `scontrol show job "$SLURM_JOB_ID"` when that is a file, else in "$SLURM_SUBMIT_DIR" (Slurm's
+/// sbatch(1): SLURM_SUBMIT_DIR is the directory sbatch was invoked from; scontrol(1) show job
+/// prints the batch script's path as Command=); that folder must be the plan folder.
 std::string SlurmScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                        const std::string& recipe_path, int rank);
+                        const std::string& recipe_file, int rank);
 
 /// Paths written beside `out` for recipe `rank` (1-based): stem = `out` without its
 /// extension; recipe = stem.rankN.yaml, launch = stem.rankN.launch.sh, sbatch = stem.rankN.sbatch.
@@ -76,12 +84,29 @@ struct LaunchPaths {
 };
 LaunchPaths LaunchFilePaths(const std::string& out, int rank);
 
+/// The launch files of an earlier run beside `out` that a run of `ranks` recipes does not
+/// write: every existing stem.rankN.yaml, stem.rankN.launch.sh and stem.rankN.sbatch (stem as in
+/// LaunchFilePaths, N written without leading zeros) with N > ranks that is not a directory,
+/// ordered by N, then recipe, launch, sbatch; spelled as LaunchFilePaths spells them.
+std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks);
+
+/// What WriteLaunchFiles did: the files written (recipe, launch, sbatch of rank 1, then 2, ...)
+/// and the stale files of an earlier run it removed (StaleLaunchFiles; only with `force`).
+struct LaunchFilesWritten {
+  std::vector<std::string> written;
+  std::vector<std::string> removed;
+};
+
 /// Writes, for every recipe of `result.top`, its recipe file (the complete AutoModel recipe
 /// when `full_recipe` or the fragment otherwise; Megatron-Bridge: the override YAML), the
 /// launch script (mode 0755) and the Slurm script, each with WriteFileAtomically(…, force).
-/// Returns the paths written. Throws InputError as WriteFileAtomically does.
-std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRequest& req,
-                                          const LaunchTopology& topo, const std::string& out, bool full_recipe,
-                                          const std::string& hf_model, bool force);
+/// With `force`, then removes StaleLaunchFiles(out, result.top.size()), so that a folder
+/// rewritten with fewer recipes holds no scripts of layouts this plan did not choose; without
+/// it, files beyond this run's ranks are left as they are. Throws InputError as
+/// WriteFileAtomically does, and (field "--force", the file as the output) when a stale file
+/// cannot be removed.
+LaunchFilesWritten WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
+                                    const std::string& out, bool full_recipe, const std::string& hf_model,
+                                    bool force);
 
 }  // namespace meshplan

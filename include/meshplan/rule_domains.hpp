@@ -85,6 +85,17 @@ bool PpStagesFitLayers(int64_t num_layers, int64_t pp, int64_t stages);
 /// (components/distributed/pipelining/functional.py::calculate_virtual_stages).
 bool PpScheduleStages(int64_t pp, PpSchedule schedule, int64_t stages);
 
+/// The micro-batches of one schedule call, n = local_batch / microbatch (AutoModel
+/// components/distributed/pipelining/functional.py::build_pipeline_schedule:
+/// n_microbatches = local_batch_size // microbatch_size, with local_batch_size the recipe's
+/// step_scheduler.local_batch_size, recipes/llm/train_ft.py), split into whole rounds of pp:
+/// pp 1, a schedule other than interleaved1f1b, or n % max(1, n / pp) == 0. Rule
+/// pp_interleaved_microbatch_rounds, from torch's ScheduleInterleaved1F1B.__init__
+/// (torch/distributed/pipelining/schedules.py: number_of_rounds = max(1, n_microbatches //
+/// pp_group_size); "Interleaved 1F1B requires the number of microbatches to be a multiple of
+/// the number of rounds"). The AutoModel space's filter of interleaved schedules per batch.
+bool PpInterleavedRounds(int64_t local_batch, int64_t microbatch, int64_t pp, PpSchedule schedule);
+
 /// An AutoModel `distributed.pipeline` schedule setting.
 struct PpScheduleChoice {
   PpSchedule schedule = PpSchedule::k1F1B;

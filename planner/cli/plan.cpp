@@ -128,8 +128,17 @@ int RunPlan(const PlanOptions& o) {
     }
   }
   if (in.outputs.emit_launch) {
-    const auto files = WriteLaunchFiles(result, req, rep.launch, o.out, in.outputs.full_recipe, o.hf_model, in.outputs.force);
-    if (o.format == "table") std::cout << "wrote " << files.size() << " launch files beside " << o.out << "\n";
+    const LaunchFilesWritten files =
+        WriteLaunchFiles(result, req, rep.launch, o.out, in.outputs.full_recipe, o.hf_model, in.outputs.force);
+    if (o.format == "table") std::cout << "wrote " << files.written.size() << " launch files beside " << o.out << "\n";
+    // Removed files are said on stdout with the table, on stderr where stdout is YAML or JSON.
+    std::ostream& said = o.format == "table" ? std::cout : std::cerr;
+    if (!files.removed.empty()) {
+      said << (o.format == "table" ? "" : "meshplan: ") << "removed " << files.removed.size()
+           << " launch files of an earlier run beyond this run's " << result.top.size() << " recipes (--force):";
+      for (const std::string& f : files.removed) said << " " << f;
+      said << "\n";
+    }
   }
   if (!o.report.empty()) {
     WriteFileAtomically(o.report, ReportHtml(result, rep.report_layouts, req), in.outputs.force, "--report");

@@ -8,9 +8,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "meshplan/diag.hpp"
 #include "meshplan/recipe.hpp"
@@ -50,6 +52,44 @@ std::string Header(const Candidate& c, const PlanRequest& req, const LaunchTopol
     << " s/step, " << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
   if (const std::string note = LaunchTopologyNote(req, topo); !note.empty()) s << "# " << note << "\n";
   return s.str();
+}
+
+// The shell word every command uses for the recipe: $recipe, which FindRecipeBesideScript or
+// FindRecipeUnderSlurm sets.
+constexpr const char* kRecipeVar = "\"$recipe\"";
+
+// Bash lines that set $recipe to `recipe_file` in the folder $here, and stop with a message
+// naming the path and `where` to run from when it is not there.
+std::string RecipeIn(const std::string& recipe_file, const std::string& where) {
+  std::ostringstream s;
+  s << "recipe=\"$here\"/" << launch::Quote(recipe_file) << "\n";
+  s << "if [ ! -f \"$recipe\" ]; then\n  echo \"meshplan: recipe $recipe not found (" << where
+    << ")\" >&2\n  exit 1\nfi\n";
+  return s.str();
+}
+
+// The launch script finds its recipe beside itself, wherever the folder was moved.
+std::string FindRecipeBesideScript(const std::string& recipe_file) {
+  return "# The recipe is the file beside this script: the folder can be moved or copied whole.\n"
+         "here=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n" +
+         RecipeIn(recipe_file, "keep this script beside its recipe");
+}
+
+// Slurm runs a copy of the batch script from its spool directory (slurmd's SlurmdSpoolDir), so
+// BASH_SOURCE does not lead to the recipe: the folder is that of the submitted script, which
+// `scontrol show job` prints as Command=, else the folder sbatch was run in ($SLURM_SUBMIT_DIR).
+std::string FindRecipeUnderSlurm(const std::string& recipe_file) {
+  return "# Slurm runs a copy of this script from its spool directory: the recipe is looked up in the\n"
+         "# folder of the submitted script (scontrol show job's Command=), else in the submission\n"
+         "# directory ($SLURM_SUBMIT_DIR). That folder must be the plan folder, the one holding " +
+         OneLine(recipe_file) +
+         ".\n"
+         "here=\nscript=$(scontrol show job \"${SLURM_JOB_ID:-}\" 2>/dev/null | sed -n 's/^[[:space:]]*Command=//p' | head -n 1) "
+         "|| true\n"
+         "if [ -n \"$script\" ] && [ -f \"$script\" ]; then here=$(cd \"$(dirname \"$script\")\" && pwd); fi\n"
+         "here=${here:-${SLURM_SUBMIT_DIR:-$PWD}}\n" +
+         RecipeIn(recipe_file, "submit this script from the plan folder: sbatch <plan folder>/" +
+                                   launch::ShellWord(recipe_file.substr(0, recipe_file.rfind('.'))) + ".sbatch");
 }
 
 std::string Exports(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo) {
@@ -133,36 +173,36 @@ std::string HuggingFaceId(const std::string& preset) {
 
 const std::vector<std::string>& AutoModelRequiredRecipeKeys() {
   static const std::vector<std::string> kKeys = {
-      "recipe",  "seed",      "step_scheduler",  "dist_env",   "rng",       "model",        "checkpoint",
-      "distributed", "loss_fn", "dataset", "packed_sequence", "dataloader", "optimizer", "lr_scheduler",
-      "clip_grad_norm"};
+      "recipe",  "seed",    "step_scheduler",  "dist_env",   "model",     "checkpoint",   "distributed",
+      "loss_fn", "dataset", "packed_sequence", "dataloader", "optimizer", "lr_scheduler", "clip_grad_norm"};
   return kKeys;
 }
 
 std::string LaunchScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                         const std::string& recipe_path, int rank) {
+                         const std::string& recipe_file, int rank) {
   std::ostringstream s;
   s << "#!/usr/bin/env bash\n" << Header(c, req, topo, rank);
   if (topo.nodes > 1) s << "# Run this script on each of the " << topo.nodes << " nodes with NODE_RANK and MASTER_ADDR set.\n";
   const FrameworkOps& fw = FrameworkOf(req.framework);
-  s << fw.launch_comment(recipe_path);
-  s << "set -euo pipefail\n" << Exports(c, req, topo) << fw.launch_prelude(c, req) << "exec "
-    << Command(c, req, topo, recipe_path, false);
+  s << fw.launch_comment(recipe_file);
+  s << "set -euo pipefail\n" << FindRecipeBesideScript(recipe_file) << Exports(c, req, topo)
+    << fw.launch_prelude(c, req) << "exec " << Command(c, req, topo, kRecipeVar, false);
   return s.str();
 }
 
 std::string SlurmScript(const Candidate& c, const PlanRequest& req, const LaunchTopology& topo,
-                        const std::string& recipe_path, int rank) {
+                        const std::string& recipe_file, int rank) {
   std::ostringstream s;
   s << "#!/usr/bin/env bash\n";
   s << "#SBATCH --job-name=meshplan-" << ShellWord(req.model.name) << "-r" << rank << "\n";
   s << "#SBATCH --nodes=" << topo.nodes << "\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=" << topo.gpus_per_node
     << "\n#SBATCH --exclusive\n";
   s << Header(c, req, topo, rank);
-  s << "set -euo pipefail\n" << Exports(c, req, topo) << FrameworkOf(req.framework).launch_prelude(c, req);
+  s << "set -euo pipefail\n" << FindRecipeUnderSlurm(recipe_file) << Exports(c, req, topo)
+    << FrameworkOf(req.framework).launch_prelude(c, req);
   s << "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
   s << "export MASTER_PORT=\"${MASTER_PORT:-29500}\"\n";
-  s << "srun --kill-on-bad-exit=1 " << Command(c, req, topo, recipe_path, true);
+  s << "srun --kill-on-bad-exit=1 " << Command(c, req, topo, kRecipeVar, true);
   return s.str();
 }
 
@@ -173,23 +213,65 @@ LaunchPaths LaunchFilePaths(const std::string& out, int rank) {
   return {stem + r + ".yaml", stem + r + ".launch.sh", stem + r + ".sbatch"};
 }
 
-std::vector<std::string> WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
-                                          const std::string& out, bool full_recipe, const std::string& hf_model,
-                                          bool force) {
-  std::vector<std::string> written;
+std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks) {
+  const std::filesystem::path p(out);
+  const std::filesystem::path dir = p.parent_path();
+  const std::string prefix = p.stem().string() + ".rank";
+  static const char* const kKinds[] = {".yaml", ".launch.sh", ".sbatch"};  // LaunchFilePaths' order
+  std::vector<std::tuple<size_t, int, std::string>> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    size_t digits = prefix.size();
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) ++digits;
+    const std::string number = name.substr(prefix.size(), digits - prefix.size());
+    if (number.empty() || number.size() > 9 || number[0] == '0') continue;
+    const size_t n = std::stoul(number);
+    if (n <= ranks) continue;
+    for (int kind = 0; kind < 3; ++kind) {
+      if (name.substr(digits) != kKinds[kind]) continue;
+      std::error_code dir_ec;
+      if (it->is_directory(dir_ec)) continue;
+      found.emplace_back(n, kind, (dir / name).string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out_paths;
+  for (auto& f : found) out_paths.push_back(std::move(std::get<2>(f)));
+  return out_paths;
+}
+
+LaunchFilesWritten WriteLaunchFiles(const PlanResult& result, const PlanRequest& req, const LaunchTopology& topo,
+                                    const std::string& out, bool full_recipe, const std::string& hf_model,
+                                    bool force) {
+  LaunchFilesWritten done;
+  std::vector<std::string>& written = done.written;
   for (size_t i = 0; i < result.top.size(); ++i) {
     const int rank = static_cast<int>(i + 1);
     const Candidate& c = result.top[i];
     const LaunchPaths p = LaunchFilePaths(out, rank);
-    const std::string abs_recipe = std::filesystem::absolute(p.recipe).lexically_normal().string();
+    // The scripts name the recipe by its file name only and find it beside themselves.
+    const std::string recipe_file = std::filesystem::path(p.recipe).filename().string();
     const std::string recipe = FrameworkOf(req.framework).launch_recipe(c, req, rank, full_recipe, hf_model);
     WriteFileAtomically(p.recipe, recipe, force, "--emit-launch");
-    WriteFileAtomically(p.launch, LaunchScript(c, req, topo, abs_recipe, rank), force, "--emit-launch");
+    WriteFileAtomically(p.launch, LaunchScript(c, req, topo, recipe_file, rank), force, "--emit-launch");
     chmod(p.launch.c_str(), 0755);
-    WriteFileAtomically(p.sbatch, SlurmScript(c, req, topo, abs_recipe, rank), force, "--emit-launch");
+    WriteFileAtomically(p.sbatch, SlurmScript(c, req, topo, recipe_file, rank), force, "--emit-launch");
     written.insert(written.end(), {p.recipe, p.launch, p.sbatch});
   }
-  return written;
+  if (!force) return done;
+  for (const std::string& stale : StaleLaunchFiles(out, result.top.size())) {
+    std::error_code ec;
+    std::filesystem::remove(stale, ec);
+    if (ec) {
+      throw InputError(SourceLoc{stale, 0, 0, /*output=*/true}, "--force",
+                       "expected to remove this launch file of an earlier run (beyond this run's " +
+                           std::to_string(result.top.size()) + " recipes); found: " + ec.message());
+    }
+    done.removed.push_back(stale);
+  }
+  return done;
 }
 
 }  // namespace meshplan

@@ -8,6 +8,10 @@
 
 namespace meshplan::recipe {
 
+const char* const kAutoModelMaxStepsNote =
+    "# your recipe must set step_scheduler.max_steps: AutoModel derives it from len(dataloader) otherwise, which "
+    "an iterable dataset (no len()) cannot give (components/training/step_scheduler.py)\n";
+
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);

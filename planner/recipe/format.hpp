@@ -22,6 +22,15 @@ std::string OneLine(const std::string& s);
 /// path with " #", ": ", quotes or a line break in it.
 std::string YamlQuoted(const std::string& s);
 
+/// The line of an AutoModel fragment's header (AutoModelRecipeYaml) saying that the recipe it
+/// is merged into must set step_scheduler.max_steps. AutoModel main (commit 36044ad)
+/// components/training/step_scheduler.py StepScheduler.__init__ derives max_steps from
+/// ceil(len(dataloader) / grad_acc_steps) when it is unset and raises "epoch_len must be
+/// provided if max_steps is not provided" where the dataloader has no len(), as with an
+/// iterable dataset (MockIterableDataset). The complete recipe (AutoModelFullRecipeYaml) sets
+/// max_steps and leaves the line out.
+extern const char* const kAutoModelMaxStepsNote;
+
 /// One candidate: layout fields, memory (GiB) and time (s) breakdowns, throughput.
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank);
 

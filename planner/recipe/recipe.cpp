@@ -55,6 +55,7 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     << Fixed(t.cp_comm, 3) << ", dp " << Fixed(t.dp_comm, 3) << ", ep " << Fixed(t.ep_comm, 3) << ", pp "
     << Fixed(t.pp_comm, 3) << "; bubble " << Fixed(t.bubble, 3) << " s; optimizer " << Fixed(t.optimizer, 3)
     << " s; host-bound " << Fixed(t.host, 3) << " s\n";
+  y << recipe::kAutoModelMaxStepsNote;
   y << "step_scheduler:\n";
   y << "  global_batch_size: " << req.setup.global_batch << "\n";
   y << "  local_batch_size: " << l.local_batch_size << "\n";

@@ -69,6 +69,12 @@ bool PpScheduleStages(int64_t pp, PpSchedule schedule, int64_t stages) {
   return schedule == PpSchedule::k1F1B ? stages == pp : stages >= 2 * pp;
 }
 
+bool PpInterleavedRounds(int64_t local_batch, int64_t microbatch, int64_t pp, PpSchedule schedule) {
+  if (pp == 1 || schedule != PpSchedule::kInterleaved1F1B || microbatch < 1) return true;
+  const int64_t n = local_batch / microbatch;
+  return n % std::max<int64_t>(1, n / pp) == 0;
+}
+
 std::vector<PpScheduleChoice> PpScheduleChoices(int64_t num_layers, int64_t pp) {
   std::vector<PpScheduleChoice> out;
   if (pp < 2) return out;

@@ -4,12 +4,7 @@
 # existing file without --force; a point without a layout is listed and exits 1.
 # (--out and --report were ignored by sweeps: nothing was written, exit 0.)
 # usage: sweep_out.sh MESHPLAN
-set -u
-mp=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail=0
-check() { if ! eval "$1"; then echo "FAILED: $1"; fail=1; fi; }
+. "$(dirname "$0")/script_lib.sh"
 sweep=(plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16 --sweep-seq 4096,8192 --global-batch 64)
 
 "$mp" "${sweep[@]}" --out "$dir/s.yaml" >"$dir/log" 2>&1; rc=$?
@@ -52,5 +47,4 @@ check '[ "$(grep -c "^# meshplan recipe" "$dir/n.yaml")" -eq 1 ] && grep -q "^# 
 check '[ $rc -eq 2 ] && grep -q "error: --report: expected a plan at one point (--gpus and --seq-len), found --sweep-gpus / --sweep-seq" "$dir/log" && [ ! -e "$dir/r.html" ]'
 "$mp" "${sweep[@]}" --out "$dir/e.yaml" --emit-launch >"$dir/log" 2>&1; rc=$?
 check '[ $rc -eq 2 ] && grep -q "error: --emit-launch: expected a plan at one point" "$dir/log" && [ ! -e "$dir/e.yaml" ]'
-[ "$fail" = 0 ] || { echo "---- last log:"; cat "$dir/log"; }
-exit "$fail"
+finish

@@ -1,6 +1,7 @@
 // Every AutoModel rule has a layout it accepts and one it rejects, with the message checked.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -8,7 +9,9 @@
 #include "fixtures/models.hpp"
 #include "meshplan/framework.hpp"
 #include "meshplan/hardware.hpp"
+#include "meshplan/model.hpp"
 #include "meshplan/rules.hpp"
+#include "meshplan/search.hpp"
 
 using namespace meshplan;
 
@@ -131,6 +134,11 @@ const Case kCases[] = {
     {"pp_multi_stage_schedule", "Multi-stage schedule requires at least 2 stages per rank",
      [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; },
      [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.layers_per_stage = 40; }},
+    // pp 2: 8 micro-batches are 4 rounds of 2; 5 are max(1, 5 // 2) = 2 rounds, 5 % 2 = 1.
+    {"pp_interleaved_microbatch_rounds",
+     "Interleaved 1F1B requires the number of microbatches to be a multiple of the number of rounds (2), but got 5",
+     [](auto&, auto&, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; },
+     [](auto&, TrainSetup& s, Layout& l) { l.pp_schedule = PpSchedule::kInterleaved1F1B; l.local_batch_size = 5; s.global_batch = 20; }},
 };
 
 }  // namespace
@@ -184,6 +192,78 @@ TEST_CASE("rules: every rule accepts one layout and rejects another and with its
     CAPTURE(r.name);
     CHECK(covered.count(r.name) == 1);
     CHECK(std::string(r.source).size() > 5);
+  }
+}
+
+TEST_CASE("rules: interleaved 1F1B needs whole rounds of micro-batches (torch ScheduleInterleaved1F1B)") {
+  // GB200 NVL72, 72 GPUs: tp 4, pp 9, dp 2, interleaved1f1b (18 stages of Llama-3-70B's 80
+  // layers), pp_microbatch_size 1. 64 micro-batches: rounds = max(1, 64 // 9) = 7, 64 % 7 = 1.
+  const SystemSpec sys = LoadSystem("gb200-nvl72");
+  ModelSpec m = Dense();
+  Layout l;
+  l.tp = 4;
+  l.pp = 9;
+  l.dp = 2;
+  l.pp_schedule = PpSchedule::kInterleaved1F1B;
+  l.pp_microbatch_size = 1;
+  l.local_batch_size = 64;
+  TrainSetup s = Setup(72, 4096, 128);
+  const Rule* rule = FindRule("pp_interleaved_microbatch_rounds");
+  REQUIRE(rule != nullptr);
+  CHECK(std::string(rule->source) == "torch/distributed/pipelining/schedules.py::ScheduleInterleaved1F1B.__init__");
+  RuleContext ctx{m, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  CHECK(l.pp_microbatches() == 64);
+  CHECK_FALSE(rule->check(ctx));
+  const Rule* first = FirstFailure(ctx);
+  REQUIRE(first != nullptr);
+  CHECK(std::string(first->name) == "pp_interleaved_microbatch_rounds");
+  CHECK(rule->explain(ctx) ==
+        "Interleaved 1F1B requires the number of microbatches to be a multiple of the number of rounds (7), but got "
+        "64: local_batch_size 64 // pp_microbatch_size 1 = 64 microbatches, rounds = max(1, 64 // pp_size 9) = 7; "
+        "use a local_batch_size whose microbatch count is a multiple of pp_size (63 or 72 with pp_microbatch_size "
+        "1), or pp_schedule: 1f1b with layers_per_stage: null");
+  // 63 = 7 rounds of 9 and 72 = 8 rounds of 9 are whole; so is 16 (< 2 x 9: one round of 16).
+  for (const int64_t n : {int64_t{63}, int64_t{72}, int64_t{16}}) {
+    CAPTURE(n);
+    l.local_batch_size = n;
+    s.global_batch = 2 * n;
+    CHECK(rule->check(ctx));
+    const Rule* f = FirstFailure(ctx);
+    CHECK_MESSAGE(f == nullptr, (f ? f->name : ""));
+  }
+  // With pp_microbatch_size 2, local_batch_size 128 is 64 micro-batches again: refused.
+  l.pp_microbatch_size = 2;
+  l.local_batch_size = 128;
+  CHECK_FALSE(rule->check(ctx));
+  // 1f1b runs any count of at least pp micro-batches (Schedule1F1B has no rounds).
+  l.pp_microbatch_size = 1;
+  l.local_batch_size = 64;
+  l.pp_schedule = PpSchedule::k1F1B;
+  CHECK(rule->check(ctx));
+}
+
+TEST_CASE("rules: the AutoModel plan on 72 GB200 GPUs emits no interleaved layout with a partial round") {
+  // What issue #24 saw: Llama-3.1-70B, 72 GPUs, seq 4096, global batch 1024.
+  PlanRequest req;
+  req.model = LoadModel("llama3.1-70b");
+  req.system = LoadSystem("gb200-nvl72");
+  req.setup = Setup(72, 4096, 1024);
+  req.top_n = 50;
+  const PlanResult r = Plan(req);
+  REQUIRE(!r.top.empty());
+  const Rule* rule = FindRule("pp_interleaved_microbatch_rounds");
+  REQUIRE(rule != nullptr);
+  for (const Candidate& c : r.top) {
+    CAPTURE(Describe(c.layout));
+    const RuleContext ctx{req.model, req.setup, c.layout, req.version, req.mb_version, &req.system};
+    CHECK(rule->check(ctx));
+    CHECK(FirstFailure(ctx) == nullptr);
+  }
+  // And no layout the space enumerates breaks it.
+  for (const Layout& l : EnumerateLayouts(req)) {
+    if (l.pp == 1 || l.pp_schedule != PpSchedule::kInterleaved1F1B) continue;
+    const int64_t n = l.pp_microbatches();
+    CHECK(n % std::max<int64_t>(1, n / l.pp) == 0);
   }
 }
 

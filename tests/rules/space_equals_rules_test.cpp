@@ -340,7 +340,9 @@ void Compare(const Config& c, Framework f) {
 // (4097: no CP, no SP; 6144 against TP 3 and CP 3); global batches with and without a factor
 // 3, and one that no micro-batch divides over 16 data-parallel ranks; layer counts that PP
 // divides, that it divides with the embedding and the loss, and that it does not (L = 2, 5, 7);
-// versions where the rules differ (AutoModel v0.4: EP; core0.15: TP 8 over 4 KV heads).
+// versions where the rules differ (AutoModel v0.4: EP; core0.15: TP 8 over 4 KV heads); a
+// global batch of 10 on two pipeline ranks, whose 5 micro-batches interleaved 1F1B cannot
+// split into rounds of 2 (rule pp_interleaved_microbatch_rounds) while 10 can.
 std::vector<Config> Configs() {
   constexpr Precision kBf16 = Precision::kBf16;
   constexpr AutoModelVersion kV05 = AutoModelVersion::kV05;
@@ -361,6 +363,7 @@ std::vector<Config> Configs() {
       {Moe(), 16, 4096, 16, kBf16, AutoModelVersion::kV04},
       {Moe(), 12, 6144, 24},
       {Tied(), 4, 4096, 8, kBf16, kV05, MBridgeVersion::kMain, false, true},
+      {Dense(8), 2, 4096, 10},
   };
 }
 

@@ -21,7 +21,11 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   const size_t ss = fragment.find("\nstep_scheduler:\n");
   const size_t ds = fragment.find("\ndistributed:\n");
   const size_t dss = fragment.find("\ndataset:", ds);
-  const std::string comments = fragment.substr(0, ss + 1);
+  // The fragment's max_steps note does not apply: this recipe sets step_scheduler.max_steps.
+  std::string comments = fragment.substr(0, ss + 1);
+  if (const size_t note = comments.find(recipe::kAutoModelMaxStepsNote); note != std::string::npos) {
+    comments.erase(note, std::string(recipe::kAutoModelMaxStepsNote).size());
+  }
   const std::string step_body = fragment.substr(ss + 17, ds + 1 - (ss + 17));
   const std::string distributed = fragment.substr(ds + 1, dss - ds);
   const std::string id = hf_model.empty() ? HuggingFaceId(req.model.name) : hf_model;
@@ -33,11 +37,9 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   y << "step_scheduler:\n" << step_body;
   y << "  max_steps: 100\n  num_epochs: 1\n  ckpt_every_steps: 1000000\n  val_every_steps: 1000000\n";
   y << "dist_env:\n  backend: nccl\n  timeout_minutes: 10\n";
-  // rng: the section of AutoModel's examples (examples/llm_finetune/llama3_1/llama3_1_8b_hellaswag_pp.yaml),
-  // whose target is the class StatefulRNG(seed, ranked) of nemo_automodel/components/training/rng.py.
-  // recipes/llm/train_ft.py setup() itself builds StatefulRNG(seed=cfg.seed, ranked=True) from the
-  // top-level `seed` (AutoModel main, commit 36044ad3, 2026-08-22), so both seeds are the same.
-  y << "rng:\n  _target_: nemo_automodel.components.training.rng.StatefulRNG\n  seed: 1234\n  ranked: true\n";
+  // No rng: section. recipes/llm/train_ft.py setup() builds StatefulRNG(seed=cfg.seed, ranked=True)
+  // from the top-level `seed` and reads no `rng:` key (AutoModel main, commit 36044ad3), so the
+  // section of some of AutoModel's examples is read by nothing.
   y << "model:\n";
   if (!id.empty()) {
     y << "  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_pretrained\n";
@@ -88,11 +90,11 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
 
 namespace automodel {
 
-std::string LaunchCommand(const Candidate& /*c*/, const PlanRequest& /*req*/, const std::string& recipe_path) {
-  return "-m nemo_automodel.recipes.llm.train_ft -c " + launch::Quote(recipe_path);
+std::string LaunchCommand(const Candidate& /*c*/, const PlanRequest& /*req*/, const std::string& recipe_word) {
+  return "-m nemo_automodel.recipes.llm.train_ft -c " + recipe_word;
 }
 
-std::string LaunchComment(const std::string& /*recipe_path*/) { return ""; }
+std::string LaunchComment(const std::string& /*recipe_file*/) { return ""; }
 std::string LaunchPrelude(const Candidate& /*c*/, const PlanRequest& /*req*/) { return ""; }
 
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe,

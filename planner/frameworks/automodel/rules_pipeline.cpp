@@ -1,5 +1,7 @@
 // Pipeline-parallel rules of NeMo AutoModel (main / v0.5).
 // Source files are under nemo_automodel/ in NVIDIA-NeMo/Automodel.
+#include <algorithm>
+
 #include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
@@ -28,6 +30,9 @@ std::string PpMicrobatchDividesLocalBatchMsg(const RuleContext& c) {
 
 /// Every stage needs a micro-batch in flight: local_batch_size / pp_microbatch_size >= pp.
 /// Source: recipes/llm/train_ft.py ("pp_batch_size X // pp_microbatch_size Y must be >= pp_size Z").
+/// For 1f1b torch asks the same of the schedule it builds (one stage per rank, so its stage
+/// count is pp): torch/distributed/pipelining/schedules.py Schedule1F1B.__init__ ("Number of
+/// microbatches (n) must be greater than or equal to the number of stages (S)").
 bool PpEnoughMicrobatches(const RuleContext& c) {
   return domain::PpEnoughMicrobatches(L(c).local_batch_size, L(c).pp_microbatch_size, L(c).pp);
 }
@@ -92,6 +97,30 @@ std::string PpMultiStageScheduleMsg(const RuleContext& c) {
              "; lower layers_per_stage or use 1f1b");
 }
 
+/// Interleaved 1F1B runs the micro-batches in rounds of pp: rounds = max(1, n // pp) must divide
+/// n = local_batch_size // pp_microbatch_size. Source: torch/distributed/pipelining/schedules.py
+/// ScheduleInterleaved1F1B.__init__ (pytorch/pytorch main at 00722e648b, the stored version
+/// nearest torch 2.11: it has ScheduleDualPipeV and backward_requires_autograd; the condition
+/// and its message are the same in every version read back to 2.5's flexible interleaved 1F1B),
+/// which AutoModel's build_pipeline_schedule constructs with n_microbatches = local_batch_size
+/// // microbatch_size (components/distributed/pipelining/functional.py).
+bool PpInterleavedRounds(const RuleContext& c) {
+  const Layout& l = L(c);
+  return domain::PpInterleavedRounds(l.local_batch_size, l.pp_microbatch_size, l.pp, l.pp_schedule);
+}
+std::string PpInterleavedRoundsMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  const int64_t n = l.local_batch_size / l.pp_microbatch_size;
+  const int64_t rounds = std::max<int64_t>(1, n / l.pp);
+  // Whole rounds: n a multiple of pp (n / pp rounds of pp each), or n < 2 * pp (one round).
+  const int64_t below = n / l.pp * l.pp * l.pp_microbatch_size, above = below + l.pp * l.pp_microbatch_size;
+  return Cat("Interleaved 1F1B requires the number of microbatches to be a multiple of the number of rounds (",
+             rounds, "), but got ", n, ": local_batch_size ", l.local_batch_size, " // pp_microbatch_size ",
+             l.pp_microbatch_size, " = ", n, " microbatches, rounds = max(1, ", n, " // pp_size ", l.pp, ") = ",
+             rounds, "; use a local_batch_size whose microbatch count is a multiple of pp_size (", below, " or ",
+             above, " with pp_microbatch_size ", l.pp_microbatch_size, "), or pp_schedule: 1f1b with layers_per_stage: null");
+}
+
 constexpr const char* kFunctional = "components/distributed/pipelining/functional.py";
 
 const Rule kRules[] = {
@@ -106,6 +135,8 @@ const Rule kRules[] = {
     {"pp_single_stage_schedule", kFunctional, RuleStage::kBatch, PpSingleStageSchedule, PpSingleStageScheduleMsg,
      kNoDp},
     {"pp_multi_stage_schedule", kFunctional, RuleStage::kBatch, PpMultiStageSchedule, PpMultiStageScheduleMsg, kNoDp},
+    {"pp_interleaved_microbatch_rounds", "torch/distributed/pipelining/schedules.py::ScheduleInterleaved1F1B.__init__",
+     RuleStage::kBatch, PpInterleavedRounds, PpInterleavedRoundsMsg, kNoDp},
 };
 
 }  // namespace

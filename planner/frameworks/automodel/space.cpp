@@ -106,6 +106,7 @@ class AutoModelSpace : public search::Space {
         if (!domain::PpEnoughMicrobatches(lbs, mb, l.pp)) continue;
         l.local_batch_size = lbs;
         for (const PpScheduleChoice& s : schedules) {
+          if (!domain::PpInterleavedRounds(lbs, mb, l.pp, s.schedule)) continue;
           l.pp_schedule = s.schedule;
           l.layers_per_stage = s.layers_per_stage;
           l.stage_rounding = s.rounding;

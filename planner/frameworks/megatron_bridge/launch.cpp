@@ -61,7 +61,7 @@ std::string LaunchPrelude(const Candidate& c, const PlanRequest& req) {
   return s.str();
 }
 
-std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& /*recipe_path*/) {
+std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& /*recipe_word*/) {
   std::ostringstream s;
   const std::string mb_recipe = MbRecipeName(req);
   s << "\"${MEGATRON_BRIDGE_DIR:-.}/scripts/training/run_recipe.py\" --recipe \"${MB_RECIPE:"
@@ -79,9 +79,9 @@ std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std:
   return s.str();
 }
 
-std::string LaunchComment(const std::string& recipe_path) {
-  return "# Recipe overrides (also in " + recipe::OneLine(recipe_path) +
-         "); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
+std::string LaunchComment(const std::string& recipe_file) {
+  return "# Recipe overrides (also in " + recipe::OneLine(recipe_file) +
+         " beside this script); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
          "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n";
 }
 
