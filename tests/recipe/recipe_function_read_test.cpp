@@ -26,7 +26,7 @@ bool Has(const std::vector<std::string>& v, const char* name) { return std::find
 
 }  // namespace
 
-TEST_CASE("recipe function: a Llama key written flat is refused, naming the nested path") {
+TEST_CASE("recipe function: a Llama key written flat is refused and the nested path named") {
   const char* text = "model:\n  tensor_model_parallel_size: 4\ntrain:\n  global_batch_size: 128\n";
   try {
     ParseMegatronRecipe(text, "l.yaml", 32, nullptr, "llama31_70b_pretrain_config");
