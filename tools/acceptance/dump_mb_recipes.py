@@ -143,19 +143,20 @@ def main():
     classes, recipes, errors = {}, {}, {}
     # The CommOverlapConfig class, for recipes whose comm_overlap is None (meshplan force-adds it).
     schema(mods["comm_overlap"].CommOverlapConfig, classes)
-    for n in names:
+    vendored = open(os.path.join(harness, "vendor", "VENDORED.txt")).read().splitlines()
+    for i, n in enumerate(names):
         try:
             with contextlib.redirect_stdout(sys.stderr):
                 cfg = mods["recipe_runner"].load_recipe(n)
             recipes[n] = dump(cfg, classes)
         except BaseException as e:  # noqa: BLE001
             errors[n] = f"{type(e).__name__}: {e}"[:400]
-    vendored = open(os.path.join(harness, "vendor", "VENDORED.txt")).read().splitlines()
-    doc = {"source": "tools/acceptance/dump_mb_recipes.py on the vendored snapshot below",
-           "vendored": vendored, "torch": mods["torch"].__version__,
-           "defaults": DEFAULTS, "recipes": recipes, "errors": errors, "classes": classes}
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
+        doc = {"source": "tools/acceptance/dump_mb_recipes.py on the vendored snapshot below",
+               "vendored": vendored, "torch": mods["torch"].__version__, "complete": i + 1 == len(names),
+               "defaults": DEFAULTS, "recipes": recipes, "errors": errors, "classes": classes}
+        with open(out_path + ".tmp", "w") as f:  # after every recipe: a run stopped early keeps what it has
+            json.dump(doc, f, indent=1, sort_keys=True)
+        os.replace(out_path + ".tmp", out_path)
     print(f"{len(recipes)} recipe functions dumped, {len(errors)} failed, {len(classes)} classes", file=sys.stderr)
 
 
