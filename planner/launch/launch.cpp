@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <tuple>
 
@@ -213,6 +214,22 @@ LaunchPaths LaunchFilePaths(const std::string& out, int rank) {
   return {stem + r + ".yaml", stem + r + ".launch.sh", stem + r + ".sbatch"};
 }
 
+namespace {
+
+// Whether `file` starts as the launch files meshplan writes: a "# meshplan " comment within its
+// first lines (recipes begin with it; scripts after "#!/usr/bin/env bash", Slurm scripts after
+// their #SBATCH lines; a full recipe after its "recipe:" line), or a fragment's note.
+bool WrittenByMeshplan(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  for (int i = 0; i < 10 && std::getline(in, line); ++i) {
+    if (line.rfind("# meshplan ", 0) == 0 || line.rfind("# Fragment: merge into", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks) {
   const std::filesystem::path p(out);
   const std::filesystem::path dir = p.parent_path();
@@ -233,6 +250,7 @@ std::vector<std::string> StaleLaunchFiles(const std::string& out, size_t ranks) 
       if (name.substr(digits) != kKinds[kind]) continue;
       std::error_code dir_ec;
       if (it->is_directory(dir_ec)) continue;
+      if (!WrittenByMeshplan(it->path())) continue;  // a file of the user's that happens to match
       found.emplace_back(n, kind, (dir / name).string());
     }
   }

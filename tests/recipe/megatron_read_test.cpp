@@ -149,15 +149,17 @@ TEST_CASE("megatron_read: a mixed_precision map sets the precision from fp8 and 
     const ParsedRecipe r = Read(head + c.map);
     CHECK(r.precision_set);
     CHECK(r.precision == c.precision);
-    CHECK(r.defaults_used.size() == 2);  // train.global_batch_size, train.micro_batch_size
+    // That no recipe function is named, then train.global_batch_size, train.micro_batch_size.
+    REQUIRE(r.defaults_used.size() == 3);
+    CHECK(r.defaults_used[0].find("no recipe function named (--mb-recipe)") == 0);
   }
   // A map that sets neither keeps the recipe's own fp8 / fp4: bf16 is assumed, and said.
   const ParsedRecipe partial = Read(head + "  bf16: true\n  grad_reduce_in_fp32: false\n");
   CHECK_FALSE(partial.precision_set);
   CHECK(partial.precision == Precision::kBf16);
   CHECK_FALSE(partial.layout.mb.grad_reduce_in_fp32);
-  REQUIRE(partial.defaults_used.size() == 3);
-  CHECK(partial.defaults_used[2].rfind("mixed_precision.fp8 / fp4 = the recipe's own (the map sets neither", 0) == 0);
+  REQUIRE(partial.defaults_used.size() == 4);
+  CHECK(partial.defaults_used[3].rfind("mixed_precision.fp8 / fp4 = the recipe's own (the map sets neither", 0) == 0);
 }
 
 TEST_CASE("megatron_read: a mixed_precision map refuses unknown keys and values Megatron-Core refuses") {

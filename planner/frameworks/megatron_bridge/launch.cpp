@@ -82,7 +82,9 @@ std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std:
 std::string LaunchComment(const std::string& recipe_file) {
   return "# Recipe overrides (also in " + recipe::OneLine(recipe_file) +
          " beside this script); set MEGATRON_BRIDGE_DIR to a Megatron-Bridge checkout\n"
-         "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n";
+         "# and MB_RECIPE to another recipe function (required where Megatron-Bridge has no recipe for the model).\n"
+         "# The overrides' key paths and settings are those of the recipe function planned (the recipe file's\n"
+         "# header): for another, plan again with --mb-recipe NAME.\n";
 }
 
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool /*full_recipe*/,

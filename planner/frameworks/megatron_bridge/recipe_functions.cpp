@@ -208,13 +208,9 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
   } else if (impl == "full_iteration") {
     rt.cuda_graph = MbCudaGraph::kFullIteration;
   }
-  // grad_reduce_in_fp32: a mixed_precision recipe name keeps it true unless fp16 (reader's rule);
-  // a MixedPrecisionConfig its own field.
-  if (const auto it = fn->values.find("mixed_precision.grad_reduce_in_fp32"); it != fn->values.end() && it->is_boolean()) {
-    rt.grad_reduce_in_fp32 = it->get<bool>();
-  } else if (const auto mp = fn->values.find("mixed_precision"); mp != fn->values.end() && mp->is_string()) {
-    rt.grad_reduce_in_fp32 = mp->get<std::string>().rfind("fp16", 0) != 0;
-  }
+  // grad_reduce_in_fp32 stays true: meshplan writes mixed_precision as a recipe name (bf16_mixed,
+  // bf16_with_*_mixed), which replaces the function's own MixedPrecisionConfig and sets it true
+  // (training/mixed_precision.py; MixedPrecisionConfig.setup copies it over the DDP config).
   return rt;
 }
 

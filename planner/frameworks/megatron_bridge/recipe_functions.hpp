@@ -65,7 +65,8 @@ std::string SchemaProblem(const RecipeFunction& fn, const std::string& key, cons
 /// The software settings a layout runs with when the request names none (PlanRequest::
 /// mb_runtime unset): the recipe function's own dispatcher (flex with its backend, where the
 /// GPU takes it: Megatron-Bridge training/flex_dispatcher_backend.py; DeepEP is not built for
-/// GB200 / GB300, HybridEP is), CUDA graph implementation and scope, and gradient dtype.
+/// GB200 / GB300, HybridEP is), CUDA graph implementation and scope. The gradient dtype stays
+/// fp32: the mixed_precision name meshplan writes replaces the function's own.
 /// `note` (may be null) gets a line for each setting changed from the recipe's.
 MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std::vector<std::string>* note);
 

@@ -472,15 +472,18 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
 // The recipe function the overrides are for: `asked` (check --mb-recipe), else the
 // "# recipe function: NAME" header meshplan writes; nullptr for neither. An unknown asked name
 // is refused; an unknown header name is ignored (a recipe written for a function the table lacks).
-const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, std::string_view asked) {
+const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, std::string_view asked,
+                                                         std::string* unknown_header) {
   if (!asked.empty()) {
     const auto* fn = megatron_bridge::FindRecipeFunction(asked);
     if (fn == nullptr) {
-      std::string known;
-      for (const auto& [name, f] : megatron_bridge::RecipeFunctions()) known += (known.empty() ? "" : ", ") + name;
+      std::vector<std::string> known;
+      for (const auto& [name, f] : megatron_bridge::RecipeFunctions()) known.push_back(name);
+      const std::string hint = yamlutil::DidYouMean(std::string(asked), known);
       throw InputError(SourceLoc{"<command line>", 0, 0}, "--mb-recipe",
-                       "expected a recipe function of recipes/megatron-bridge-recipe-functions.json (" + known +
-                           "), found '" + std::string(asked) + "'");
+                       "expected a recipe function of recipes/megatron-bridge-recipe-functions.json (" +
+                           std::to_string(known.size()) + " of them, e.g. llama31_70b_pretrain_config), found '" +
+                           std::string(asked) + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
     }
     return fn;
   }
@@ -491,7 +494,10 @@ const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, 
     if (line.empty() || line.front() != '#') break;  // the header: the leading comment lines
     if (line.rfind(kHeader, 0) == 0) {
       const std::string_view rest = line.substr(kHeader.size());
-      return megatron_bridge::FindRecipeFunction(rest.substr(0, rest.find(' ')));
+      const std::string_view name = rest.substr(0, rest.find(' '));
+      const auto* fn = megatron_bridge::FindRecipeFunction(name);
+      if (fn == nullptr) *unknown_header = std::string(name);
+      return fn;
     }
     pos = end + 1;
   }
@@ -577,7 +583,8 @@ std::vector<std::string> FillFromFunction(YAML::Node& root, const megatron_bridg
     YAML::Node sec = root[section];
     if (!sec.IsMap() || sec[key]) return;
     sec[key] = to_node(v);
-    filled.push_back(std::string(section) + "." + key + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    filled.push_back(megatron_bridge::OverridePath(&fn, std::string(section) + "." + key) + "=" +
+                     (v.is_string() ? v.get<std::string>() : v.dump()));
   };
   for (const char* k : kModelKeys) {
     const nlohmann::json& v = fn.ModelValue(k);
@@ -640,7 +647,8 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
 ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filename, int64_t num_gpus,
                                  const ModelSpec* model_spec, std::string_view recipe_function) {
   const YAML::Node parsed = yamlutil::ParseMap(text, filename);
-  const megatron_bridge::RecipeFunction* fn = RecipeFunctionFor(text, recipe_function);
+  std::string unknown_header;
+  const megatron_bridge::RecipeFunction* fn = RecipeFunctionFor(text, recipe_function, &unknown_header);
   if (fn != nullptr) RefuseOffSchema(parsed, *fn, filename);
   YAML::Node root = FlattenTransformer(parsed, filename);
   std::vector<std::string> from_function;
@@ -663,6 +671,13 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
                               "with only a logged warning)");
   ParsedRecipe out;
   out.defaults_used = std::move(from_function);
+  if (fn == nullptr) {
+    out.defaults_used.push_back(
+        (unknown_header.empty() ? std::string("no recipe function named (--mb-recipe)")
+                                : "the header's recipe function '" + unknown_header + "' is not in recipes/megatron-bridge-recipe-functions.json") +
+        ": key paths are not checked against one (the Llama recipes take model.transformer.*) and its own values "
+        "of the keys left unset are not known");
+  }
   Layout& l = out.layout;
   l.framework = Framework::kMegatronBridge;
   MapReader model = Section(top, "model", filename);
