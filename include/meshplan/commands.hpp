@@ -109,7 +109,7 @@ LoadedInputs LoadInputs(const std::string& model, const std::string& system, con
 /// What a search request holds besides its model and system, validated by the caller.
 struct RequestSettings {
   TrainSetup setup;
-  Framework framework = Framework::kAutoModel;
+  Framework framework = kDefaultFramework;
   AutoModelVersion version = AutoModelVersion::kV05;
   MBridgeVersion mb_version = MBridgeVersion::kMain;
   std::vector<Strategy> strategies;  ///< empty: every strategy (PlanRequest's default)
@@ -152,7 +152,7 @@ struct PlanInput {
   std::optional<int64_t> seq_len;  ///< tokens per sequence, [1, 2^24]; required without sweep_seq
   int64_t global_batch = 0;        ///< sequences per optimizer step, [1, 2^30]
   Precision precision = Precision::kBf16;
-  Framework framework = Framework::kAutoModel;
+  Framework framework = kDefaultFramework;
   ReleaseChoice releases;
   std::vector<Strategy> strategies;  ///< --strategy; empty: all; a repeated one is refused
   int top = 5;                       ///< recipes kept, [1, 1000]

@@ -111,6 +111,8 @@ struct FrameworkOps {
 const FrameworkOps& FrameworkOf(Framework framework);
 /// The descriptor a layout belongs to (Layout::framework).
 inline const FrameworkOps& FrameworkOf(const Layout& layout) { return FrameworkOf(layout.framework); }
+/// The descriptor whose --framework name is `name` ("automodel", "megatron-bridge"), or nullptr.
+const FrameworkOps* FindFramework(std::string_view name);
 /// Every framework meshplan plans for, in the order --framework lists them.
 std::span<const FrameworkOps* const> Frameworks();
 

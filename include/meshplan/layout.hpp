@@ -44,6 +44,8 @@ enum class Framework {
   kAutoModel,       ///< NeMo AutoModel (`distributed:` + `step_scheduler:`)
   kMegatronBridge,  ///< Megatron-Bridge ConfigContainer overrides (model:, train:, ddp:, dist:, ...)
 };
+/// The framework of a request or layout that names none (plan's --framework default).
+inline constexpr Framework kDefaultFramework = Framework::kAutoModel;
 
 /// Megatron-Bridge `ddp.data_parallel_sharding_strategy` (MCore DistributedDataParallelConfig;
 /// megatron.md 1.3). Only read by Megatron FSDP.
@@ -241,7 +243,7 @@ struct Layout {
   // (pp = 1) or global_batch / dp (pp > 1) (SetMegatronMicroBatch), so micro_batch() is
   // Megatron's MBS and GradAccumSteps() * pp_microbatches() is its number of micro-batches M.
   // The cost model reads it through megatron_bridge::ToCostView (include/meshplan/framework.hpp).
-  Framework framework = Framework::kAutoModel;
+  Framework framework = kDefaultFramework;
   int64_t vpp = 1;  ///< model.virtual_pipeline_model_parallel_size; 1 = null (non-interleaved)
   int64_t etp = 0;  ///< model.expert_tensor_parallel_size; 0 = null, which Megatron-Core reads as tp
   bool use_distributed_optimizer = false;  ///< ddp/optimizer.use_distributed_optimizer

@@ -15,10 +15,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
 
 namespace meshplan::domain {
+
+/// Whether the flex dispatcher's `backend` runs on `gpu`. Source: Megatron-Bridge
+/// training/flex_dispatcher_backend.py validate_flex_dispatcher_backend (067f987d): DeepEP needs
+/// compute capability 8.x or 9.x or a GPU named "NVIDIA B200" / "NVIDIA B300" (not GB200 /
+/// GB300); HybridEP compute capability 8.x-10.x. kNone: true.
+bool FlexBackendRuns(MbFlexBackend backend, const GpuSpec& gpu);
 
 /// Sizes d of n in increasing order (empty for n < 1).
 std::vector<int64_t> Divisors(int64_t n);

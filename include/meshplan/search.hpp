@@ -37,7 +37,7 @@ struct PlanRequest {
   AutoModelVersion version = AutoModelVersion::kV05;
   /// Which framework's layout space, rules and recipes. Megatron-Bridge searches TP, PP, VPP,
   /// CP, EP, ETP, micro-batch, SP, recompute and the DP flavour (see EnumerateLayouts).
-  Framework framework = Framework::kAutoModel;
+  Framework framework = kDefaultFramework;
   MBridgeVersion mb_version = MBridgeVersion::kMain;  ///< Megatron-Bridge rules (framework kMegatronBridge)
   /// The Megatron-Bridge recipe function (`run_recipe.py --recipe`) the overrides are written
   /// for: its override paths and its own settings (recipes/megatron-bridge-recipe-functions.json).

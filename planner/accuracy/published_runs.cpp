@@ -13,6 +13,7 @@
 #include "meshplan/data.hpp"
 #include "meshplan/diag.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
+#include "meshplan/framework.hpp"
 
 namespace meshplan::accuracy {
 
@@ -383,7 +384,7 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   const TrainSetup& setup = run.setup;
   const int64_t tp = run.tp, pp = run.pp, cp = run.cp;
   Layout l;
-  l.framework = Framework::kMegatronBridge;
+  l.framework = FindFramework("megatron-bridge")->id;
   l.mtp_layers = run.mtp == kMtpFromModel ? m.mtp_num_layers : run.mtp;
   l.tp = tp;
   l.pp = pp;

@@ -41,7 +41,7 @@ Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sy
   pr.model.mtp_num_layers = l.mtp_layers;  // the planner's layouts train what the run trained
   pr.system = sys;
   pr.setup = r.setup;
-  pr.framework = Framework::kMegatronBridge;
+  pr.framework = FindFramework("megatron-bridge")->id;  // the published runs are Megatron-Core runs
   if (settings) pr.mb_runtime = settings->runtime;
   pr.top_n = std::max(req.rank_top, req.show_top);
   pr.threads = req.threads;

@@ -62,9 +62,7 @@ MBridgeVersion ParseMBridgeVersion(const std::string& name) {
 }
 
 Framework ParseFramework(const std::string& name) {
-  for (const FrameworkOps* f : Frameworks()) {
-    if (name == f->name) return f->id;
-  }
+  if (const FrameworkOps* f = FindFramework(name)) return f->id;
   FlagError("--framework", "expected one of automodel, megatron-bridge; found '" + name + "'");
 }
 

@@ -100,6 +100,13 @@ const FrameworkOps& FrameworkOf(Framework framework) {
 
 std::span<const FrameworkOps* const> Frameworks() { return kAll; }
 
+const FrameworkOps* FindFramework(std::string_view name) {
+  for (const FrameworkOps* f : kAll) {
+    if (name == f->name) return f;
+  }
+  return nullptr;
+}
+
 Framework DetectFramework(std::string_view text, const std::string& filename) {
   return IsMegatronRecipe(text, filename) ? Framework::kMegatronBridge : Framework::kAutoModel;
 }

@@ -6,6 +6,16 @@
 
 namespace meshplan::domain {
 
+bool FlexBackendRuns(MbFlexBackend backend, const GpuSpec& gpu) {
+  const int major = static_cast<int>(gpu.compute_capability);
+  if (backend == MbFlexBackend::kDeepEP) {
+    return major == 8 || major == 9 || gpu.display_name.rfind("NVIDIA B200", 0) == 0 ||
+           gpu.display_name.rfind("NVIDIA B300", 0) == 0;
+  }
+  if (backend == MbFlexBackend::kHybridEP) return major >= 8 && major <= 10;
+  return true;
+}
+
 std::vector<int64_t> Divisors(int64_t n) {
   std::vector<int64_t> out;
   for (int64_t d = 1; d * d <= n; ++d) {

@@ -101,11 +101,20 @@ uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key) {
   return Bits(r, key, kByName);
 }
 
+std::span<const GraphScopeName> CudaGraphScopeNames() {
+  static const GraphScopeName kNames[] = {
+      {"attn", kGraphAttn},       {"mlp", kGraphMlp}, {"moe_router", kGraphMoeRouter}, {"moe_preprocess", kGraphMoePreprocess},
+      {"moe", kGraphMoe},         {"mamba", kGraphMamba}, {"full_iteration", kGraphFullIteration}};
+  return kNames;
+}
+
 uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key) {
-  return Bits(r, key,
-              {{"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe", kGraphMoe}, {"moe_router", kGraphMoeRouter},
-               {"moe_preprocess", kGraphMoePreprocess}, {"mamba", kGraphMamba},
-               {"full_iteration", kGraphFullIteration}});
+  static const std::map<std::string, uint32_t> kByName = [] {
+    std::map<std::string, uint32_t> m;
+    for (const GraphScopeName& x : CudaGraphScopeNames()) m.emplace(x.name, x.bit);
+    return m;
+  }();
+  return Bits(r, key, kByName);
 }
 
 // Megatron-Core's cuda_graph_impl is none, local (its CudaGraphManager: whole layers, or the

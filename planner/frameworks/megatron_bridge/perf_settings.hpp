@@ -7,6 +7,7 @@
 // model prices the run that was measured.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ PerfRecipeTable LoadPerfRecipeSettings(const std::string& path);
 /// model.cuda_graph_scope -> MbGraphScope bits.
 uint32_t ReadRecomputeModules(yamlutil::MapReader& r, const std::string& key);
 uint32_t ReadCudaGraphScope(yamlutil::MapReader& r, const std::string& key);
+/// Megatron-Core's CudaGraphScope names and their MbGraphScope bits, in the order recipes list them.
+struct GraphScopeName {
+  const char* name;
+  uint32_t bit;
+};
+std::span<const GraphScopeName> CudaGraphScopeNames();
 /// model.cuda_graph_impl as Megatron-Core spells it: none, transformer_engine, or local
 /// (whole-layer graphs, like transformer_engine with an empty scope; the whole iteration when
 /// `scope`, the MbGraphScope bits of cuda_graph_scope, has full_iteration). With

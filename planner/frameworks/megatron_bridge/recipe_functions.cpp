@@ -1,10 +1,11 @@
 // Megatron-Bridge's recipe functions as data (recipes/megatron-bridge-recipe-functions.json).
 #include "frameworks/megatron_bridge/recipe_functions.hpp"
 
-#include <cmath>
 #include <stdexcept>
 
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 #include "meshplan/data.hpp"
+#include "meshplan/rule_domains.hpp"
 #include "meshplan/diag.hpp"
 
 namespace meshplan::megatron_bridge {
@@ -168,10 +169,9 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
   // "NVIDIA B200" / "NVIDIA B300"; HybridEP 8.x-10.x; flex without a backend falls back to alltoall.
   if (str("moe_token_dispatcher_type") == "flex") {
     const std::string backend = str("moe_flex_dispatcher_backend");
-    const int major = static_cast<int>(std::floor(system.gpu.compute_capability));
     const std::string& gpu = system.gpu.display_name;
-    const bool deepep_ok = major == 8 || major == 9 || gpu.rfind("NVIDIA B200", 0) == 0 || gpu.rfind("NVIDIA B300", 0) == 0;
-    const bool hybridep_ok = major >= 8 && major <= 10;
+    const bool deepep_ok = domain::FlexBackendRuns(MbFlexBackend::kDeepEP, system.gpu);
+    const bool hybridep_ok = domain::FlexBackendRuns(MbFlexBackend::kHybridEP, system.gpu);
     if (backend == "hybridep" && hybridep_ok) {
       rt.dispatcher = MbDispatcher::kFlex;
       rt.flex_backend = MbFlexBackend::kHybridEP;
@@ -187,26 +187,22 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
                       ": alltoall instead");
     }
   }
+  // As ReadCudaGraphImpl reads a recipe: local graphs capture whole layers (no module scope),
+  // or the iteration with cuda_graph_scope [full_iteration].
   const std::string impl = str("cuda_graph_impl");
-  if (impl == "transformer_engine" || impl == "local") {
-    rt.cuda_graph = MbCudaGraph::kTransformerEngine;
-    if (impl == "local") rt.cuda_graph = MbCudaGraph::kTransformerEngine;
-    const nlohmann::json& scope = fn->ModelValue("cuda_graph_scope");
-    uint32_t bits = 0;
-    if (scope.is_array()) {
-      for (const auto& s : scope) {
-        const std::string n = s.is_string() ? s.get<std::string>() : "";
-        if (n == "attn") bits |= kGraphAttn;
-        else if (n == "mlp") bits |= kGraphMlp;
-        else if (n == "moe_router") bits |= kGraphMoeRouter;
-        else if (n == "moe_preprocess") bits |= kGraphMoePreprocess;
-        else if (n == "moe") bits |= kGraphMoe;
-        else if (n == "mamba") bits |= kGraphMamba;
+  uint32_t scope = 0;
+  if (const nlohmann::json& names = fn->ModelValue("cuda_graph_scope"); names.is_array()) {
+    for (const auto& n : names) {
+      for (const recipe::GraphScopeName& s : recipe::CudaGraphScopeNames()) {
+        if (n.is_string() && n.get<std::string>() == s.name) scope |= s.bit;
       }
     }
-    rt.cuda_graph_scope = bits;
-  } else if (impl == "full_iteration") {
+  }
+  if (impl == "full_iteration" || (impl == "local" && (scope & kGraphFullIteration))) {
     rt.cuda_graph = MbCudaGraph::kFullIteration;
+  } else if (impl == "transformer_engine" || impl == "local") {
+    rt.cuda_graph = MbCudaGraph::kTransformerEngine;
+    rt.cuda_graph_scope = impl == "local" ? 0 : scope & ~kGraphFullIteration;
   }
   // grad_reduce_in_fp32 stays true: meshplan writes mixed_precision as a recipe name (bf16_mixed,
   // bf16_with_*_mixed), which replaces the function's own MixedPrecisionConfig and sets it true

@@ -5,6 +5,7 @@
 
 #include "meshplan/recipe.hpp"
 #include "recipe/format.hpp"
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 #include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 
@@ -21,12 +22,9 @@ const char* TriValue(Tri t) { return t == Tri::kTrue ? "true" : "false"; }
 
 // model.cuda_graph_scope as a Hydra list of Megatron-Core CudaGraphScope names.
 std::string CudaGraphScopeValue(uint32_t bits) {
-  static const std::pair<uint32_t, const char*> kNames[] = {
-      {kGraphAttn, "attn"}, {kGraphMlp, "mlp"}, {kGraphMoeRouter, "moe_router"},
-      {kGraphMoePreprocess, "moe_preprocess"}, {kGraphMoe, "moe"}, {kGraphMamba, "mamba"}};
   std::string v;
-  for (const auto& [bit, name] : kNames) {
-    if (bits & bit) v += (v.empty() ? "" : ",") + std::string(name);
+  for (const recipe::GraphScopeName& s : recipe::CudaGraphScopeNames()) {
+    if (bits & s.bit) v += (v.empty() ? "" : ",") + std::string(s.name);
   }
   return "[" + v + "]";
 }

@@ -298,13 +298,7 @@ std::string CudaGraphRecomputeMsg(const RuleContext& c) {
 bool FlexBackendGpu(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.mb.token_dispatcher != MbDispatcher::kFlex || c.system == nullptr) return true;
-  const int major = static_cast<int>(c.system->gpu.compute_capability);
-  const std::string& name = c.system->gpu.display_name;
-  if (l.mb.flex_backend == MbFlexBackend::kDeepEP) {
-    return major == 8 || major == 9 || name.rfind("NVIDIA B200", 0) == 0 || name.rfind("NVIDIA B300", 0) == 0;
-  }
-  if (l.mb.flex_backend == MbFlexBackend::kHybridEP) return major >= 8 && major <= 10;
-  return true;
+  return domain::FlexBackendRuns(l.mb.flex_backend, c.system->gpu);
 }
 std::string FlexBackendGpuMsg(const RuleContext& c) {
   const bool deepep = L(c).mb.flex_backend == MbFlexBackend::kDeepEP;
