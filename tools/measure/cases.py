@@ -13,12 +13,19 @@ Keys (all required, see measure.py for their meaning):
   params    "bf16" (AutoModel default: torch_dtype bf16, so weights, grads and Adam state
             are bf16) | "fp32" (fp32 weights, FSDP2 MixedPrecisionPolicy casts to bf16)
   defer     FSDP2 defer_fsdp_grad_sync (AutoModel default true; only matters when ga > 1)
+  opt       torch.optim.AdamW implementation: "foreach" (torch's default on CUDA), "fused"
+            (fused=True, as AutoModel's GPT-OSS recipes set) or "forloop" (foreach=False, as
+            its TE recipes set)
+  wrap1     wrap the model in FSDP2 / DDP on a one-rank process group (launch with
+            torch.distributed.run --nproc-per-node 1): the wrapper's own memory (FSDP2's
+            MixedPrecisionPolicy casts, DDP's bucket copy) on one GPU, which AutoModel itself
+            skips at world size 1 (fsdp2.py::fsdp2_sharding_enabled, ddp.py)
 """
 
 
-def _c(id, model, strategy, seq, mb, ac, tp=1, ga=1, params="bf16", defer=True):
+def _c(id, model, strategy, seq, mb, ac, tp=1, ga=1, params="bf16", defer=True, opt="foreach", wrap1=False):
     return dict(id=id, model=model, strategy=strategy, tp=tp, seq=seq, mb=mb, ga=ga, ac=ac,
-                params=params, defer=defer)
+                params=params, defer=defer, opt=opt, wrap1=wrap1)
 
 
 # One GPU: AutoModel's world-size-1 path (no FSDP / DDP wrapper, bf16 model).
@@ -66,9 +73,47 @@ TWO_GPU = [
     _c("2g-tp2-l8-s2k-b2-sel", "llama3.1-8b", "fsdp2", 2048, 2, "selective", tp=2),
 ]
 
+# fp32 master weights and the AdamW implementations, one GPU, wrappers on a one-rank group:
+# FSDP2 with MixedPrecisionPolicy(bf16, reduce fp32) and DDP, whose fp32 model also computes
+# in fp32 (AutoModel casts only at world size 1 and runs no autocast outside FP8).
+def _w(id, model, strategy, seq, mb, ac, **kw):
+    return _c(id, model, strategy, seq, mb, ac, params=kw.pop("params", "fp32"), wrap1=True, **kw)
+
+
+FP32_1GPU = [
+    _w("w1-fsdp32-q05-s4k-b2", "qwen2.5-0.5b", "fsdp2", 4096, 2, "none"),
+    _w("w1-fsdp32-q05-s4k-b2-fused", "qwen2.5-0.5b", "fsdp2", 4096, 2, "none", opt="fused"),
+    _w("w1-fsdp32-l1-s8k-b1", "llama3.2-1b", "fsdp2", 8192, 1, "none"),
+    _w("w1-fsdp32-l1-s8k-b1-fused", "llama3.2-1b", "fsdp2", 8192, 1, "none", opt="fused"),
+    _w("w1-fsdp32-l1-s8k-b2-full-fused", "llama3.2-1b", "fsdp2", 8192, 2, "full", opt="fused"),
+    _w("w1-fsdp32-l1-s4k-b2-sel", "llama3.2-1b", "fsdp2", 4096, 2, "selective"),
+    _w("w1-fsdp32-l1-s4k-b2-ga2-fused", "llama3.2-1b", "fsdp2", 4096, 2, "none", ga=2, opt="fused"),
+    _w("w1-fsdp32-q17-s4k-b2-forloop", "qwen3-1.7b", "fsdp2", 4096, 2, "none", opt="forloop"),
+    _w("w1-fsdp32-l3-s4k-b1", "llama3.2-3b", "fsdp2", 4096, 1, "none"),
+    _w("w1-fsdp32-l3-s4k-b1-fused", "llama3.2-3b", "fsdp2", 4096, 1, "none", opt="fused"),
+    _w("w1-fsdp32-l3-s8k-b2-full", "llama3.2-3b", "fsdp2", 8192, 2, "full"),
+    _w("w1-fsdp32-l3-s8k-b2-full-fused", "llama3.2-3b", "fsdp2", 8192, 2, "full", opt="fused"),
+    _w("w1-fsdp32-q4-s4k-b1-sel-fused", "qwen3-4b", "fsdp2", 4096, 1, "selective", opt="fused"),
+    _w("w1-fsdp32-q4-s8k-b1-full", "qwen3-4b", "fsdp2", 8192, 1, "full"),
+    _w("w1-fsdp32-q4-s8k-b1-full-fused", "qwen3-4b", "fsdp2", 8192, 1, "full", opt="fused"),
+    _w("w1-ddp32-q05-s4k-b2", "qwen2.5-0.5b", "ddp", 4096, 2, "none"),
+    _w("w1-ddp32-q05-s4k-b2-fused", "qwen2.5-0.5b", "ddp", 4096, 2, "none", opt="fused"),
+    _w("w1-ddp32-l1-s4k-b1-fused", "llama3.2-1b", "ddp", 4096, 1, "none", opt="fused"),
+    _w("w1-ddp32-l1-s8k-b1-full", "llama3.2-1b", "ddp", 8192, 1, "full"),
+    _w("w1-ddp32-l3-s4k-b1-full-fused", "llama3.2-3b", "ddp", 4096, 1, "full", opt="fused"),
+    _w("w1-ddp32-l3-s2k-b1", "llama3.2-3b", "ddp", 2048, 1, "none"),
+    _w("w1-ddp32-q17-s4k-b1-sel-fused", "qwen3-1.7b", "ddp", 4096, 1, "selective", opt="fused"),
+    _w("w1-ddp32-q17-s2k-b2-forloop", "qwen3-1.7b", "ddp", 2048, 2, "none", opt="forloop"),
+    _w("w1-fsdp16-l3-s4k-b1-fused", "llama3.2-3b", "fsdp2", 4096, 1, "none", params="bf16", opt="fused"),
+    _w("w1-ddp16-l1-s4k-b2-fused", "llama3.2-1b", "ddp", 4096, 2, "none", params="bf16", opt="fused"),
+]
+
 # A few seconds each: checks that every code path runs (used by --smoke).
 SMOKE = [
     _c("smoke-plain", "qwen2.5-0.5b", "fsdp2", 512, 1, "selective"),
 ]
 
-SUITES = {"1gpu": ONE_GPU, "2gpu": TWO_GPU, "smoke": SMOKE}
+# The same on two GPUs (dp 2), where lent.
+FP32_2GPU = [dict(c, id="2g" + c["id"][2:], wrap1=False) for c in FP32_1GPU]
+
+SUITES = {"1gpu": ONE_GPU, "2gpu": TWO_GPU, "fp32-1gpu": FP32_1GPU, "fp32-2gpu": FP32_2GPU, "smoke": SMOKE}

@@ -92,8 +92,9 @@ class Runner:
         self.num_params = sum(p.numel() for p in model.parameters())
         self.attn_impl = getattr(model.config, "_attn_implementation", "?")
         self.model, self.kind = parallel.parallelize(model, case, world, device, meshes)
+        impl = {"foreach": {}, "fused": {"fused": True}, "forloop": {"foreach": False}}[case.get("opt", "foreach")]
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-5, betas=(0.9, 0.95),
-                                     weight_decay=0.01)
+                                     weight_decay=0.01, **impl)
         g = torch.Generator(device=device).manual_seed(1234 + rank)
         shape = (case["mb"], case["seq"])
         self.batches = []
@@ -200,7 +201,8 @@ def environment(world):
         "NCCL_MAX_NCHANNELS": os.environ.get("NCCL_MAX_NCHANNELS", ""),
         "warmup_steps": WARMUP_STEPS,
         "timed_steps": TIMED_STEPS,
-        "optimizer": "torch.optim.AdamW(lr=1e-5, betas=(0.9, 0.95), weight_decay=0.01), default foreach",
+        "optimizer": "torch.optim.AdamW(lr=1e-5, betas=(0.9, 0.95), weight_decay=0.01); case opt: foreach "
+                     "(default), fused=True or foreach=False",
         "loss": "AutoModel MaskedCrossEntropy: logits.float(), cross_entropy(sum) / tokens",
     }
 
@@ -218,12 +220,13 @@ def main():
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     device = torch.device("cuda", local)
-    if world > 1:
+    grouped = world > 1 or "RANK" in os.environ  # torch.distributed.run, also with one rank
+    if grouped:
         dist.init_process_group("nccl", device_id=device)
     torch.zeros(1, device=device)
     free, total = torch.cuda.mem_get_info()
     context_bytes = total - free - torch.cuda.memory_reserved()
-    meshes = parallel.make_meshes(world) if world > 1 else {}
+    meshes = parallel.make_meshes(world) if grouped else {}
 
     todo = case_lists.SUITES[args.suite]
     if args.only:
@@ -268,7 +271,7 @@ def main():
             w.writeheader()
             for r in records:
                 w.writerow(r)
-    if world > 1:
+    if grouped:
         dist.barrier()
         dist.destroy_process_group()
 

@@ -125,7 +125,7 @@ def _tp_plan():
 
 def parallelize(model, case, world, device, meshes):
     """Returns (model, kind), kind in plain | fsdp2 | ddp."""
-    if world == 1:
+    if world == 1 and not case.get("wrap1"):
         _apply_ac(model, case, "plain")
         return model, "plain"
     if case["strategy"] == "ddp":
