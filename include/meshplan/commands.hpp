@@ -345,6 +345,9 @@ struct ExplainInput {
   /// Megatron-Bridge layouts.
   std::string memory_profile;
   bool fp32_params = false, defer_fsdp_grad_sync = false;  ///< AutoModel only
+  /// AutoModel only: the Adam(W) implementation, "foreach" (torch's default), "fused" or
+  /// "forloop" (MemoryOptions::adam_impl); "" = foreach.
+  std::string adam_impl;
 };
 /// The compute term of a Megatron-Bridge layout's slowest rank, split (seconds per step).
 struct ComputeSplit {

@@ -119,6 +119,16 @@ enum class MemoryProfile {
              ///< (megatron/training/theoretical_memory_usage.py; megatron.md 3.2-3.4)
 };
 
+/// torch.optim.Adam(W) implementation: what the optimizer step allocates beside the state.
+/// Measured on H200 (tests/data/measured/h200_1gpu_fp32.jsonl): foreach 4 B per fp32 param
+/// more at the step than fused.
+enum class AdamImpl {
+  kForeach,  ///< torch's default on CUDA (_multi_tensor_adam): one state-sized temporary
+             ///< (torch._foreach_sqrt of exp_avg_sq over all tensors at once)
+  kFused,    ///< fused=True (_fused_adam): one kernel per tensor group, no temporary
+  kForLoop,  ///< foreach=False (_single_tensor_adam): a temporary the size of one tensor
+};
+
 /// Options of the memory model. Defaults follow AutoModel recipes and meshplan's emitted YAML.
 struct MemoryOptions {
   MemoryProfile profile = MemoryProfile::kAuto;
@@ -129,6 +139,14 @@ struct MemoryOptions {
   /// pytorch, FSDP2 with gradient accumulation: AutoModel's defer_fsdp_grad_sync (its default
   /// true keeps unsharded fp32 gradients across micro-batches); meshplan writes false.
   bool defer_fsdp_grad_sync = false;
+  /// pytorch: the Adam(W) implementation (a recipe's optimizer.fused / optimizer.foreach).
+  /// Default foreach, torch's default on CUDA and AutoModel's examples' (they set neither).
+  AdamImpl adam_impl = AdamImpl::kForeach;
+  /// pytorch, one GPU: price the FSDP2 / DDP wrapper on a one-rank group (as torchtitan and a
+  /// measurement on a one-rank process group run it: FSDP2's MixedPrecisionPolicy casts, DDP's
+  /// bucket copy) instead of AutoModel's plain model (it skips both wrappers at world size 1,
+  /// fsdp2.py::fsdp2_sharding_enabled, ddp.py). Default false.
+  bool wrap_one_gpu = false;
   /// pytorch, TP > 1: the loss is computed on vocabulary-sharded logits (torch loss_parallel,
   /// as torchtitan does) instead of AutoModel's MaskedCrossEntropy, which gathers the logits
   /// with full_tensor(). Default false.

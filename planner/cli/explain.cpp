@@ -49,6 +49,10 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
                   "default: pytorch for AutoModel, megatron-bridge for Megatron-Bridge recipes")
       ->check(CLI::IsMember({"pytorch", "megatron", "megatron-bridge"}));
   cmd->add_flag("--fp32-params", o.in.fp32_params, "model loaded in fp32 (default bf16, AutoModel torch_dtype: bf16)");
+  cmd->add_option("--adam-impl", o.in.adam_impl,
+                  "torch Adam(W) implementation: foreach (torch's default: a state-sized temporary at the step), "
+                  "fused (optimizer fused: true) or forloop (foreach: false); default foreach")
+      ->check(CLI::IsMember({"foreach", "fused", "forloop"}));
   cmd->add_flag("--defer-fsdp-grad-sync", o.in.defer_fsdp_grad_sync,
                 "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
   cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));

@@ -96,8 +96,8 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   const Layout& l = rep.layout;
   const FrameworkOps& fw = FrameworkOf(req.framework);
   // The PyTorch FSDP2 memory options mean nothing for a Megatron-Bridge layout.
-  if (!fw.torch_memory_options && (in.fp32_params || in.defer_fsdp_grad_sync)) {
-    commands::FlagError(in.fp32_params ? "--fp32-params" : "--defer-fsdp-grad-sync",
+  if (!fw.torch_memory_options && (in.fp32_params || in.defer_fsdp_grad_sync || !in.adam_impl.empty())) {
+    commands::FlagError(in.fp32_params ? "--fp32-params" : in.defer_fsdp_grad_sync ? "--defer-fsdp-grad-sync" : "--adam-impl",
                         std::string("expected only with ") + commands::FrameworksWith(&FrameworkOps::torch_memory_options, true) +
                             " layout, found " + fw.a_layout + " one");
   }
@@ -130,6 +130,9 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";
   mo.fp32_params = in.fp32_params;
   mo.defer_fsdp_grad_sync = in.defer_fsdp_grad_sync;
+  mo.adam_impl = in.adam_impl == "fused"     ? AdamImpl::kFused
+                 : in.adam_impl == "forloop" ? AdamImpl::kForLoop
+                                             : AdamImpl::kForeach;
   const CostModel cm(req.model, req.system, req.setup, mo);
   rep.cost = Score(cm, l);
   const CostView view = ToCostView(l, cm.model(), cm.setup());

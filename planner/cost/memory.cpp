@@ -71,7 +71,7 @@ double Overhead(const Ctx& c) {
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   const CostView& l = c.view;
   const double tp = double(std::max<int64_t>(1, l.tp));
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp;
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
   const bool sp = l.sequence_parallel;
   PytorchRankTerms x;
   if (l.recompute == Recompute::kSelective) x.wrap = AcWrap::kSelective;
@@ -120,8 +120,11 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
 ///   backward start: state + earlier micro-batches' grads + resident + activations + logits;
 ///   recompute (full AC): the same with one layer's full activations instead of the loss
 ///     buffers (only the bf16 logits are still held);
-///   optimizer step: state + all grads + Adam's foreach temporary (sqrt(exp_avg_sq): one
-///     state-sized copy, pb per param; 4 B for megatron_fsdp).
+///   optimizer step: state + all grads + Adam's temporary (MemoryOptions::adam_impl):
+///     foreach (torch's default) one state-sized copy (sqrt(exp_avg_sq) over all tensors, pb
+///     per param; 4 B for megatron_fsdp), fused none, for-loop one tensor's worth (the
+///     rank's largest: its share of the vocabulary table, else of a layer's widest matrix).
+///     Measured on H200: the fused step peaks 4 B per fp32 param below the foreach one.
 /// Every moment adds the cuBLAS workspaces; overhead = Overhead() above.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
   if (UseMegatron(c.view, opts)) {
@@ -145,8 +148,23 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double layer_local = rp.max_layer_dense / tp + rp.max_layer_expert / ep;
   const double root_local = rp.root / tp;
   const double pb = opts.fp32_params ? 4.0 : 2.0;
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp;
+  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
   const bool accum = c.mb_per_step > 1;
+  // The Adam step's temporary (AdamTemporaryShare): a state-sized copy (foreach), none
+  // (fused) or one tensor's (for-loop: the largest the rank holds, the vocabulary table
+  // where it holds one, else a layer's widest matrix).
+  const double h = double(m.hidden_size);
+  const double widest = (rp.has_embedding || rp.has_head)
+                            ? double(m.vocab_size) * h / tp
+                            : h * double(std::max(m.intermediate_size, m.moe_intermediate_size)) / tp;
+  auto adam_temp = [&](double bytes_per_param, double shard_params, double shards) {
+    switch (opts.adam_impl) {
+      case AdamImpl::kForeach: return bytes_per_param * shard_params;
+      case AdamImpl::kFused: return 0.0;
+      case AdamImpl::kForLoop: return bytes_per_param * widest / shards;
+    }
+    return 0.0;
+  };
 
   double weights = 0, optimizer = 0, grads_final = 0, grads_prev = 0, bucket = 0, resident = 0;
   double temp = 0;
@@ -157,13 +175,13 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     grads_final = pb * p;
     grads_prev = accum ? pb * p : 0.0;
     bucket = one_gpu ? 0.0 : pb * p;
-    temp = pb * p;
+    temp = adam_temp(pb, p, 1.0);
   } else if (l.dp_impl == DpImpl::kFsdpPerModule) {
     const double shard = dense_local / double(c.groups.dp_shard_cp.n) + expert_local / double(c.groups.ep_shard.n);
     weights = pb * shard;
     optimizer = 2.0 * pb * shard;
     grads_final = pb * shard;
-    temp = pb * shard;
+    temp = adam_temp(pb, shard, double(c.groups.dp_shard_cp.n));
     if (l.pp > 1) {
       resident = 2.0 * (dense_local + expert_local);
       grads_prev = 4.0 * (dense_local + expert_local);
@@ -180,7 +198,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     weights = 2.0 * shard;
     grads_final = 4.0 * shard;
     optimizer = 12.0 * shard;
-    temp = 4.0 * shard;
+    temp = adam_temp(4.0, shard, n);
     const double unit = std::max(layer_local, root_local);
     resident = 2.0 * 2.0 * unit + 4.0 * unit;
     grads_prev = accum ? grads_final : 0.0;

@@ -62,6 +62,9 @@ inline std::vector<MeasuredCase> LoadMeasuredCases(const std::string& file) {
     c.options.profile = MemoryProfile::kPyTorch;
     c.options.fp32_params = r.at("params") == "fp32";
     c.options.defer_fsdp_grad_sync = r.at("defer");
+    const std::string opt = r.value("opt", "foreach");
+    c.options.adam_impl = opt == "fused" ? AdamImpl::kFused : opt == "forloop" ? AdamImpl::kForLoop : AdamImpl::kForeach;
+    c.options.wrap_one_gpu = r.value("wrap1", false);
     c.record = r;
     out.push_back(std::move(c));
   }
