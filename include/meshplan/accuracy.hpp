@@ -58,6 +58,9 @@ struct ValidateRow {
   double error = 0;                     ///< (predicted - published) / published
   double published_step = 0;  ///< seconds: the predicted step scaled to the published throughput (0 if predicted is 0)
   bool without_recipe_settings = false;  ///< perf-table row with no recipe-settings entry: meshplan's emitted settings
+  /// The run's published peak memory per GPU, bytes (0 = none); compared with the predicted
+  /// Cost::memory.Total() (what the GPU holds: allocated memory, CUDA context and NCCL).
+  double published_memory = 0;
   std::optional<MegatronComputeSplit> split;  ///< breakdown, perf table: the compute split of `layout`
 
   // A ranked row (ValidateRequest::rank_top > 0):
@@ -131,6 +134,10 @@ struct ValidateSummary {
   int over_capacity = 0, over_memory = 0;
   double memory_share_median = 0, memory_share_p90 = 0;  ///< predicted memory / the GPU's memory
   int without_settings = 0;  ///< priced perf-table rows without a recipe-settings entry
+  /// Rows with a published peak memory: how many, and the median and largest |predicted /
+  /// published - 1|.
+  int memory_rows = 0;
+  double memory_error_median = 0, memory_error_max = 0;
 };
 
 /// Everything `meshplan validate` prints, as data.

@@ -68,6 +68,10 @@ struct CostView {
   uint32_t recompute_modules = 0;    ///< MbRecomputeModule bits under selective recompute (0 = {core_attn})
   int64_t recompute_block_layers = 0;  ///< full recompute, method block: layers recomputed per chunk (0: uniform / all)
   int64_t cpu_offload_layers = 0;    ///< layers whose activations are offloaded to host memory
+  /// Megatron-Core: bytes per logit the loss keeps for backward, per micro-batch on the rank
+  /// with the output layer: 4 (fp32 exp-logits: vocab_parallel_cross_entropy and the native
+  /// fused kernel) or 2 (TE parallel_cross_entropy, the gradient written into the bf16 logits).
+  double loss_bytes_per_logit = 4.0;
   // --- sharding ---
   DpImpl dp_impl = DpImpl::kFsdpPerModule;
   bool distributed_optimizer = false;  ///< optimizer state sharded over DP (Megatron distributed optimizer or Megatron FSDP)

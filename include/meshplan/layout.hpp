@@ -177,6 +177,10 @@ struct MbSettings {
   bool checkpointing = false;          ///< checkpoint.save or checkpoint.load is set
   bool cpu_offloading = false;         ///< model.cpu_offloading
   int64_t cpu_offloading_num_layers = 0;  ///< model.cpu_offloading_num_layers: layers whose activations live in host memory
+  /// model.cross_entropy_loss_fusion with cross_entropy_fusion_impl te: TE's
+  /// parallel_cross_entropy writes the gradient into the bf16 logits and keeps them (2 bytes per
+  /// logit); native (Megatron-Core's default) and the unfused loss keep fp32 exp-logits (4).
+  bool te_cross_entropy = false;
   bool pipeline_dtype_set = true;      ///< model.pipeline_dtype is not null
   bool transformer_engine = true;      ///< model.transformer_impl == transformer_engine
   Tri tp_comm_overlap = Tri::kUnset;   ///< comm_overlap.tp_comm_overlap as requested

@@ -245,18 +245,26 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (!sz.problem.empty()) r.skip = sz.problem;
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
+  r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
   r.mtp = zero.find("fsdp2") != std::string::npos ? 0 : MtpOf(cell("model"));
   const std::string rec = Lower(cell("recompute"));
-  r.recompute = rec.rfind("full", 0) == 0        ? Recompute::kFull
-                : rec.rfind("selective", 0) == 0 ? Recompute::kSelective
-                                                 : Recompute::kNone;
+  // "full, block, 5 layers", "selective: ...", "core_attn (selective)".
+  r.recompute = rec.rfind("full", 0) == 0                  ? Recompute::kFull
+                : rec.find("selective") != std::string::npos ? Recompute::kSelective
+                                                             : Recompute::kNone;
   r.setup.num_gpus = gpus;
   r.setup.global_batch = gbs;
   r.setup.seq_len = seq;
   LeadNum(cell("tflops_per_gpu"), r.published_tflops);
   LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
+  const std::string mem = Lower(cell("mem_per_gpu"));
+  double gb = 0;
+  if (LeadNum(mem, gb) && gb > 0 && std::isfinite(gb)) {
+    if (mem.find("gib") != std::string::npos) r.published_memory = gb * 1024.0 * 1024.0 * 1024.0;
+    else if (mem.find("gb") != std::string::npos) r.published_memory = gb * 1e9;
+  }
 }
 
 // The header's format; throws InputError when it is neither, or when a column the format
@@ -397,6 +405,13 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   l.recompute = run.recompute;
   l.use_distributed_optimizer = true;
   l.mb.use_megatron_fsdp = run.megatron_fsdp;
+  // torch FSDP2 runs: Megatron-Bridge's dist.use_torch_fsdp2 prices the sharding of weights,
+  // gradients and optimizer state (its rules allow it with PP 1 and EP 1 only; the other FSDP2
+  // rows, AutoModel's MoE runs with EP, keep the distributed optimizer).
+  if (run.torch_fsdp2 && run.pp == 1 && run.ep == 1) {
+    l.mb.use_torch_fsdp2 = true;
+    l.use_distributed_optimizer = false;
+  }
   if (settings) {
     l.recompute = settings->recompute;
   }

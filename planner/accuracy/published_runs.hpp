@@ -45,9 +45,15 @@ struct PublishedRun {
   TrainSetup setup;           ///< num_gpus, global_batch, seq_len, precision (headroom: the request's)
   int64_t tp = 1, pp = 1, cp = 1, vpp = 1, ep = 1, micro_batch = 1;
   bool megatron_fsdp = false;             ///< fsdp cell > 0 / "Megatron-FSDP" in zero_fsdp_distopt
+  /// "FSDP2" in the survey's zero_fsdp_distopt (torchtitan, AutoModel): torch fully_shard, priced
+  /// as Megatron-Bridge's dist.use_torch_fsdp2 where its rules allow it (PP 1, EP 1).
+  bool torch_fsdp2 = false;
   Recompute recompute = Recompute::kNone; ///< the survey's recompute cell (the perf table: none)
   double published_tflops = 0;  ///< model TFLOP/s per GPU (0 = not published)
   double published_tokens = 0;  ///< tokens/s per GPU (0 = not published)
+  /// The survey's mem_per_gpu: the run's peak memory per GPU in bytes ("50.2 GB" 1e9, "47.96
+  /// GiB" 2^30 per unit; 0 = not published or without a unit).
+  double published_memory = 0;
   bool tokendrop = false;       ///< a "(tokendrop)" model row
   int64_t mtp = kMtpFromModel;  ///< MTP layers: "(w/o MTP)" 0, "(w/ MTP)" 1, else the model provider's
 };

@@ -106,7 +106,7 @@ ValidateReport Validate(const ValidateRequest& req) {
   // Rank cache: one search per distinct request.
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
-  std::vector<double> errors, memory_shares;
+  std::vector<double> errors, memory_shares, memory_errors;
   ValidateSummary& sum = report.summary;
   for (accuracy::PublishedRun r : runs.runs) {
     if (req.on_row_start) req.on_row_start(r.line);
@@ -180,6 +180,8 @@ ValidateReport Validate(const ValidateRequest& req) {
     if (!cost.fits) ++sum.over_capacity;
     if (cost.memory.Total() > sys.gpu.memory_bytes) ++sum.over_memory;
     if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
+    row.published_memory = r.published_memory;
+    if (r.published_memory > 0) memory_errors.push_back(std::fabs(cost.memory.Total() / r.published_memory - 1.0));
     if (req.rank_top > 0) {
       std::string runtime = "emitted";
       if (settings) {
@@ -224,6 +226,11 @@ ValidateReport Validate(const ValidateRequest& req) {
   sum.p90_error = accuracy::Quantile(errors, 0.9);
   sum.memory_share_median = accuracy::Quantile(memory_shares, 0.5);
   sum.memory_share_p90 = accuracy::Quantile(memory_shares, 0.9);
+  sum.memory_rows = int(memory_errors.size());
+  if (!memory_errors.empty()) {
+    sum.memory_error_median = accuracy::Quantile(memory_errors, 0.5);
+    sum.memory_error_max = *std::max_element(memory_errors.begin(), memory_errors.end());
+  }
   if (!req.fit_dir.empty()) Fit(req, fit_rows, report);
   return report;
 }

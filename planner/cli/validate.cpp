@@ -54,10 +54,15 @@ void PrintRow(std::FILE* out, const ValidateOptions& o, const ValidateRow& row) 
   }
   char tf_pub_cell[32] = "-";  // no published TFLOP/s: "-", not 0
   if (row.published_tflops > 0) std::snprintf(tf_pub_cell, sizeof tf_pub_cell, "%.0f", row.published_tflops);
-  std::fprintf(out, "%-52.52s %8s %8.0f %+7.1f %6s %6s %5s  %s%s%s\n", row.label.c_str(), tf_pub_cell,
+  char mem_pub[64] = "";
+  if (row.published_memory > 0) {
+    std::snprintf(mem_pub, sizeof mem_pub, "  (memory published %.1f GiB, predicted %+.1f%%)", row.published_memory / kGiB,
+                  100.0 * (cost.memory.Total() / row.published_memory - 1.0));
+  }
+  std::fprintf(out, "%-52.52s %8s %8.0f %+7.1f %6s %6s %5s %6.1f  %s%s%s%s\n", row.label.c_str(), tf_pub_cell,
                cost.model_tflops_per_gpu, 100 * row.error, rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no",
-               Describe(row.layout).c_str(), row.on_tokens ? "" : "  (err% on TFLOP/s)",
-               row.without_recipe_settings ? "  (no recipe settings: meshplan's emitted ones)" : "");
+               cost.memory.Total() / kGiB, Describe(row.layout).c_str(), row.on_tokens ? "" : "  (err% on TFLOP/s)",
+               row.without_recipe_settings ? "  (no recipe settings: meshplan's emitted ones)" : "", mem_pub);
   if (o.show_top > 0 && row.ranked) {
     std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", row.top.size(),
                  1e3 * cost.step_seconds, cost.memory.Total() / kGiB);
@@ -147,8 +152,8 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     std::fprintf(out,
                  "# TF: model TFLOP/s per GPU (published: the release's FLOP formula; predicted: meshplan's); err%%: "
                  "predicted vs published tokens/s per GPU where published\n");
-    std::fprintf(out, "%-52s %8s %8s %7s %6s %6s %5s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "gap%", "fits",
-                 "published layout");
+    std::fprintf(out, "%-52s %8s %8s %7s %6s %6s %5s %6s  %s\n", "run", "TF pub", "TF pred", "err%", "rank", "gap%",
+                 "fits", "GiB", "published layout");
   };
   req.on_row_start = [&](int line) { progress.Step(line - 1, "planning CSV row " + std::to_string(line - 1)); };
   req.on_row = [&](const ValidateRow& row) {
@@ -195,6 +200,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                "the GPU's whole memory; predicted share of the GPU's memory: median %.0f%%, p90 %.0f%%\n",
                s.over_capacity, s.evaluated, 100 * o.headroom, s.over_memory, 100 * s.memory_share_median,
                100 * s.memory_share_p90);
+  if (s.memory_rows > 0) {
+    std::fprintf(out, "memory against published peaks: %d row%s, median |error| %.1f%%, max %.1f%%\n", s.memory_rows,
+                 s.memory_rows == 1 ? "" : "s", 100 * s.memory_error_median, 100 * s.memory_error_max);
+  }
   if (report.recipe_settings) {
     std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",
                  report.recipe_settings_file.c_str(), report.recipe_settings_entries, s.without_settings);

@@ -262,7 +262,10 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c, pp_rank, MemoryOptions{}); }
 
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
-  return UseMegatron(c.view, opts) && c.split.given == nullptr;
+  // Megatron-LM's estimate is the first stage's for every rank; the bridge profile prices the
+  // pipeline ranks apart (MegatronRankMemory).
+  const bool bridge = opts.megatron_bridge_estimator || opts.profile == MemoryProfile::kAuto;
+  return UseMegatron(c.view, opts) && c.split.given == nullptr && !(bridge && c.view.pp > 1);
 }
 
 }  // namespace meshplan::cost

@@ -288,8 +288,14 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // estimate it has without MTP, and the most loaded of them all is reported.
   ModelSpec rank_model;
   double vocab_tables = -1, inflight_share = 1.0, extra_tp_params = 0;
-  const RankParams rp = c.split.given != nullptr || l.mtp_layers > 0 ? ParamsOfRank(c, pp_rank) : RankParams{};
-  const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0;
+  // Megatron-Bridge's estimate prices the first stage only (its L/p layers, embedding and
+  // p in-flight micro-batches); under the bridge profile every pipeline rank is priced from its
+  // own layers, tables and in-flight micro-batches, so the heaviest is reported (the last
+  // stage holds the output layer and the loss's logits).
+  const bool ranks_apart = opts.megatron_bridge_estimator && l.pp > 1;
+  const RankParams rp =
+      c.split.given != nullptr || l.mtp_layers > 0 || ranks_apart ? ParamsOfRank(c, pp_rank) : RankParams{};
+  const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0 || ranks_apart;
   if (per_rank) {
     const int64_t p = std::max<int64_t>(1, l.pp);
     rank_model = c.model;
@@ -362,6 +368,14 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
     // once, beside every checkpoint: one layer of the larger kind for one micro-batch.
     if (recomputed > 0) act += s * b / cp * std::max(dense_tok, moe_tok);
     e.activation_layers = act;
+    // The rank with the output layer (rank 0 without PP): one micro-batch's final-norm input
+    // and output-layer input (2h each, sequence-sharded with SP) and the logits the loss keeps
+    // for backward, V/t per token at CostView::loss_bytes_per_logit (fp32 exp-logits, or TE's
+    // bf16 logits holding the gradient); Megatron-Core language_module.py
+    // compute_language_model_loss, tensor_parallel/cross_entropy.py, TE parallel_cross_entropy.
+    const bool head = per_rank ? rp.has_head : x.pp == 1;
+    e.activation_output =
+        head ? s * b / cp * (4.0 * h / seq_div + e.padded_vocab * l.loss_bytes_per_logit / t) : 0.0;
   }
   // Megatron-Bridge's estimator has no full-recompute case: the recomputed share of the layers
   // keeps only its input, 2·s·b·h (divided by t·CP like the rest of its formula).

@@ -384,6 +384,18 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   }
   if (l.mb.token_dispatcher != MbDispatcher::kFlex) l.mb.flex_backend = MbFlexBackend::kNone;
   l.mb.cpu_offloading = m.Bool("cpu_offloading", false);
+  // The loss kernel (Megatron-Core language_module.py compute_language_model_loss): fusion on
+  // (GPTModelProvider default) with impl te (TE parallel_cross_entropy) or native
+  // (model_parallel_config.py default).
+  {
+    const bool fusion = m.Bool("cross_entropy_loss_fusion", true);
+    std::string impl = "native";
+    if (m.HasValue("cross_entropy_fusion_impl")) impl = m.Str("cross_entropy_fusion_impl");
+    if (impl != "native" && impl != "te") {
+      m.Fail("cross_entropy_fusion_impl", "expected native or te (Megatron-Core ModelParallelConfig); " + Found(impl));
+    }
+    l.mb.te_cross_entropy = fusion && impl == "te";
+  }
   if (m.HasValue("transformer_impl")) l.mb.transformer_engine = m.Str("transformer_impl") == "transformer_engine";
   Merge(l.mb.overlap_p2p_comm, TriKey(m, "overlap_p2p_comm"));
   Merge(l.mb.batch_p2p_comm, TriKey(m, "batch_p2p_comm"));
@@ -442,7 +454,8 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
           "moe_flex_dispatcher_backend",
-          "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion"}) {
+          "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion", "cross_entropy_loss_fusion",
+          "cross_entropy_fusion_impl"}) {
       p.push_back({k, {"model"}});
     }
     p.push_back({"seq_length", {"model", "dataset"}});  // both, equal (ConfigContainer.validate)
