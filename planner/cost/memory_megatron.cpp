@@ -22,7 +22,12 @@ int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp) {
 ///   attn_MLA = q_term + r_kv·(h + a·(d_nope + d_v) + n) + h·d_rope + a·d_v·h,
 ///              q_term = h·a·(d_nope + d_rope) without q LoRA, r_q·(h + a·(d_nope + d_rope) + n) with
 ///   dense_mlp = 2·h·f·λ, shared = 2·h·f_s·λ, routed = 2·h·f_e·E·λ, layernorms = 2·h·n,
-///   router = h·E (+E with a router bias), final_layernorm = n·h, embedding = h·V (V padded)
+///   router = h·E (+E with a router linear bias), final_layernorm = n·h, embedding = h·V (V padded);
+///   departures under bridge_estimator, from Megatron-Core's own model (tests/data/mcore/): q/k norms
+///   (2·head_dim·n per layer) with qk_layernorm; no router term for DeepSeek's score-correction
+///   bias (a buffer); MLA's q / kv down projections and their norms whole on every TP rank
+///   (Transformer Engine's duplicated TELinear); per pipeline rank (MegatronArgs::final_norms)
+///   the final layernorm on the rank with the output layer only
 /// Most loaded shard (megatron.md 3.2, current Megatron-LM, first PP stage, no MTP):
 ///   P_tp  = ([(attn + dense_mlp)·L_d + (attn + shared)·L_m]/p + h·V)/t   (+ h·V/t untied, p = 1)
 ///   P_rep = [layernorms·L_d + (layernorms + router)·L_m + final_layernorm]/p
@@ -56,7 +61,7 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   e.padded_vocab = double(MegatronPaddedVocab(m.vocab_size, x.make_vocab_size_divisible_by, x.tp));
   const double V = e.padded_vocab;
 
-  double attn = 0;
+  double attn = 0, mla_replicated = 0;
   if (m.mla) {
     const MlaSpec& s = m.mla_spec;
     const double nope = double(s.qk_nope_head_dim), rope = double(s.qk_rope_head_dim);
@@ -64,6 +69,13 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
                                              : double(s.q_lora_rank) * (h + a * (nope + rope) + n);
     attn = q_term + double(s.kv_lora_rank) * (h + a * (nope + double(s.v_head_dim)) + n) + h * rope +
            (a * double(s.v_head_dim)) * h;
+    // Megatron-Bridge builds MLA with Transformer Engine, whose down projections are TELinear in
+    // parallel_mode "duplicated" (multi_latent_attention.py): q_down, kv_down and their norms are
+    // whole on every TP rank. Megatron-LM's estimate splits them by TP with the rest.
+    if (x.bridge_estimator) {
+      const double r_q = double(s.q_lora_rank), r_kv = double(s.kv_lora_rank);
+      mla_replicated = (r_q > 0 ? r_q * (h + n) : 0.0) + h * (r_kv + rope) + r_kv * n;
+    }
   } else {
     const double q = double(m.head_dim) * a;
     attn = 2 * h * h * ((1 + (g / a)) * (q / h));
@@ -74,19 +86,30 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   const double dense_mlp = 2 * h * double(m.intermediate_size) * lambda;
   const double shared = 2 * h * double(m.shared_expert_intermediate_size) * lambda;
   const double routed = moe ? 2 * h * double(m.moe_intermediate_size) * double(m.num_experts) * lambda : 0.0;
-  const double layernorms = 2 * h * n;
-  const double router = moe ? h * double(m.num_experts) + (m.router_bias ? double(m.num_experts) : 0.0) : 0.0;
+  // Input and pre-MLP norms; with qk_layernorm (Qwen3, not MLA) the q and k norms, head_dim
+  // each (Megatron-Core attention.py q_layernorm / k_layernorm; counted from Megatron-Core's
+  // model, tests/data/mcore/param_counts.json).
+  const bool qk_norms = x.bridge_estimator && m.qk_norm && !m.mla;
+  const double layernorms = 2 * h * n + (qk_norms ? 2.0 * double(m.head_dim) * n : 0.0);
+  // Router: h·E, plus the linear's bias where the router has one (GPT-OSS). DeepSeek's
+  // score-correction bias is Megatron-Core's expert_bias, a buffer (moe/router.py
+  // register_buffer), not a parameter.
+  const bool router_bias = x.bridge_estimator ? m.router_bias && m.expert_bias : m.router_bias;
+  const double router = moe ? h * double(m.num_experts) + (router_bias ? double(m.num_experts) : 0.0) : 0.0;
   const double final_ln = n * h;
   const double embedding = h * V;
 
+  const double attn_tp = attn - mla_replicated;
   if (x.vocab_tables >= 0) {
-    e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + x.vocab_tables * embedding) / t;
+    e.p_tp = (((attn_tp + dense_mlp) * L_d + (attn_tp + shared) * L_m) / p + x.vocab_tables * embedding) / t;
   } else {
-    e.p_tp = (((attn + dense_mlp) * L_d + (attn + shared) * L_m) / p + embedding) / t;
+    e.p_tp = (((attn_tp + dense_mlp) * L_d + (attn_tp + shared) * L_m) / p + embedding) / t;
     if (!m.tie_word_embeddings && x.pp == 1) e.p_tp += embedding / t;
   }
   e.p_tp += x.extra_tp_params / t;
-  e.p_rep = (layernorms * L_d + (layernorms + router) * L_m + final_ln) / p;
+  const double rep_layer = layernorms + mla_replicated;
+  e.p_rep = x.final_norms >= 0 ? (rep_layer * L_d + (rep_layer + router) * L_m) / p + x.final_norms * final_ln
+                               : (rep_layer * L_d + (rep_layer + router) * L_m + final_ln) / p;
   const double etp_ep = double(std::max<int64_t>(1, x.etp)) * double(std::max<int64_t>(1, x.ep));
   e.p_exp = (routed * L_m / p) / etp_ep;
   const double cp = double(std::max<int64_t>(1, x.cp));
@@ -287,7 +310,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // (gpt_model.py builds one where pre_process or mtp_process); every other rank keeps the
   // estimate it has without MTP, and the most loaded of them all is reported.
   ModelSpec rank_model;
-  double vocab_tables = -1, inflight_share = 1.0, extra_tp_params = 0;
+  double vocab_tables = -1, final_norms = -1, inflight_share = 1.0, extra_tp_params = 0;
   // Megatron-Bridge's estimate prices the first stage only (its L/p layers, embedding and
   // p in-flight micro-batches); under the bridge profile every pipeline rank is priced from its
   // own layers, tables and in-flight micro-batches, so the heaviest is reported (the last
@@ -303,6 +326,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
     rank_model.num_dense_layers = p * rp.dense_layers;
     if (p > 1) {
       vocab_tables = double(rp.has_embedding) + double(rp.has_head) + (rp.mtp_layers > 0 && !rp.has_embedding ? 1.0 : 0.0);
+      final_norms = double(rp.has_head);  // TransformerBlock's final_layernorm: post_process only
     }
     const double h = double(c.model.hidden_size);
     extra_tp_params = double(rp.mtp_layers) * (3.0 * h + 2.0 * h * h);
@@ -312,6 +336,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   const ModelSpec& m = per_rank ? rank_model : c.model;
   MegatronArgs x;
   x.vocab_tables = vocab_tables;
+  x.final_norms = final_norms;
   x.extra_tp_params = extra_tp_params;
   x.tp = l.tp;
   x.pp = l.pp;

@@ -36,6 +36,9 @@ struct MegatronArgs {
   /// estimator's own (the first stage's embedding, and the untied output layer when p = 1).
   /// A recipe's pipeline layout sets it per rank: one for its E stage, one for its L stage.
   double vocab_tables = -1;
+  /// Final norms on the rank (the decoder's final layernorm, on the rank with the output layer):
+  /// -1 = the estimator's final_layernorm / p on every rank; >= 0 = that many whole norms.
+  double final_norms = -1;
   /// Parameters the layer formulas do not count, split by TP like the attention and MLP ones
   /// (elements on the rank, before TP): the eh_proj and norms of the rank's MTP layers.
   double extra_tp_params = 0;

@@ -94,7 +94,8 @@ TEST_CASE("pp_layout cost: an unbalanced layout puts its layers and so its memor
   // parameters, 2 bytes each, V = 128256 padded to a multiple of 128 · TP: 129024), and ranks
   // 1-2 neither embedding nor output.
   CHECK(unbal[1].weights == unbal[2].weights);
-  CHECK(unbal[3].weights - unbal[2].weights == Rel(2.0 * 8192.0 * 129024.0 / 8.0));
+  // (and the final layernorm, h parameters, on the output layer's rank).
+  CHECK(unbal[3].weights - unbal[2].weights == Rel(2.0 * (8192.0 * 129024.0 / 8.0 + 8192.0)));
   CHECK(unbal[1].weights < bal[1].weights);
   // Fewer in-flight micro-batches on later ranks (1F1B: pp - r of them): less activation memory.
   CHECK(unbal[1].activations > unbal[2].activations);
@@ -115,7 +116,7 @@ TEST_CASE("pp_layout cost: the embedding and the loss are priced on the ranks wh
   CHECK(DecoderLayersPerRank(80, l) == std::vector<int64_t>{10, 30, 20, 20});
   const std::vector<MemoryBreakdown> r = x.cm.RankMemories(ToCostView(l, x.cm.model(), x.cm.setup()));
   // Ranks 2 and 3 hold 20 layers; rank 3 the output layer too.
-  CHECK(r[3].weights - r[2].weights == Rel(2.0 * 8192.0 * 129024.0 / 8.0));
+  CHECK(r[3].weights - r[2].weights == Rel(2.0 * (8192.0 * 129024.0 / 8.0 + 8192.0)));  // + the final norm
   // Rank 1's 30 layers and the embedding against rank 2's 20 layers.
   CHECK(r[1].weights - r[2].weights == Rel(2.0 * (10.0 * 106971136.0 + 8192.0 * 129024.0 / 8.0)));
 }
