@@ -58,6 +58,9 @@ struct ValidateRow {
   double error = 0;                     ///< (predicted - published) / published
   double published_step = 0;  ///< seconds: the predicted step scaled to the published throughput (0 if predicted is 0)
   bool without_recipe_settings = false;  ///< perf-table row with no recipe-settings entry: meshplan's emitted settings
+  /// Perf-table row without an entry, priced with the settings of this Megatron-Bridge
+  /// performance recipe function of its model, system, GPU count and precision ("" = none).
+  std::string recipe_function;
   /// The run's published peak memory per GPU, bytes (0 = none); compared with the predicted
   /// Cost::memory.Total() (what the GPU holds: allocated memory, CUDA context and NCCL).
   double published_memory = 0;
@@ -133,7 +136,8 @@ struct ValidateSummary {
   /// memory, is a memory-model miss (or a setting the recipe does not show).
   int over_capacity = 0, over_memory = 0;
   double memory_share_median = 0, memory_share_p90 = 0;  ///< predicted memory / the GPU's memory
-  int without_settings = 0;  ///< priced perf-table rows without a recipe-settings entry
+  int without_settings = 0;  ///< priced perf-table rows with neither a recipe-settings entry nor a recipe function
+  int from_recipe_function = 0;  ///< priced perf-table rows with the settings of their recipe function
   /// Rows with a published peak memory: how many, and the median and largest |predicted /
   /// published - 1|.
   int memory_rows = 0;

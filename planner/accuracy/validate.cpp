@@ -13,6 +13,7 @@
 #include "accuracy/least_squares.hpp"
 #include "accuracy/megatron_fit.hpp"
 #include "accuracy/published_runs.hpp"
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "meshplan/commands.hpp"  // GpuCountProblem
 #include "meshplan/framework.hpp"
 #include "meshplan/accuracy.hpp"
@@ -142,6 +143,20 @@ ValidateReport Validate(const ValidateRequest& req) {
         settings_table ? settings_table->Find(r.release, r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell),
                                               r.setup.num_gpus, r.tokendrop)
                        : nullptr;
+    // A row the table has no entry for: the settings of Megatron-Bridge's performance recipe
+    // function of the same model, system, GPU count and precision (its current snapshot,
+    // recipes/megatron-bridge-recipe-functions.json), which the run launched as is.
+    std::optional<recipe::PerfRecipeSettings> from_function;
+    if (settings_table && !settings) {
+      const std::string name = megatron_bridge::PerfRecipeFunctionName(
+          r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell), r.setup.num_gpus);
+      if (const megatron_bridge::RecipeFunction* fn = megatron_bridge::FindRecipeFunction(name)) {
+        from_function = megatron_bridge::PerfSettingsOfRecipeFunction(*fn, sys);
+        settings = &*from_function;
+        row.recipe_function = name;
+        ++sum.from_recipe_function;
+      }
+    }
     row.without_recipe_settings = settings_table && !settings;
     if (row.without_recipe_settings) ++sum.without_settings;
     const Layout l = accuracy::PublishedLayout(r, m, sys, settings);

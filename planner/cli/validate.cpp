@@ -62,7 +62,10 @@ void PrintRow(std::FILE* out, const ValidateOptions& o, const ValidateRow& row) 
   std::fprintf(out, "%-52.52s %8s %8.0f %+7.1f %6s %6s %5s %6.1f  %s%s%s%s\n", row.label.c_str(), tf_pub_cell,
                cost.model_tflops_per_gpu, 100 * row.error, rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no",
                cost.memory.Total() / kGiB, Describe(row.layout).c_str(), row.on_tokens ? "" : "  (err% on TFLOP/s)",
-               row.without_recipe_settings ? "  (no recipe settings: meshplan's emitted ones)" : "", mem_pub);
+               row.without_recipe_settings ? "  (no recipe settings: meshplan's emitted ones)"
+               : !row.recipe_function.empty() ? ("  (settings of " + row.recipe_function + ")").c_str()
+                                              : "",
+               mem_pub);
   if (o.show_top > 0 && row.ranked) {
     std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", row.top.size(),
                  1e3 * cost.step_seconds, cost.memory.Total() / kGiB);
@@ -205,8 +208,11 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                  s.memory_rows == 1 ? "" : "s", 100 * s.memory_error_median, 100 * s.memory_error_max);
   }
   if (report.recipe_settings) {
-    std::fprintf(out, "recipe settings: %s (%zu entries); %d evaluated rows without an entry use meshplan's emitted settings\n",
-                 report.recipe_settings_file.c_str(), report.recipe_settings_entries, s.without_settings);
+    std::fprintf(out,
+                 "recipe settings: %s (%zu entries); %d evaluated rows without an entry use their Megatron-Bridge "
+                 "recipe function's, %d neither, meshplan's emitted settings\n",
+                 report.recipe_settings_file.c_str(), report.recipe_settings_entries, s.from_recipe_function,
+                 s.without_settings);
   }
   if (!o.fit_dir.empty()) {
     CheckFitTargets(req, report);

@@ -210,4 +210,61 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
   return rt;
 }
 
+std::string PerfRecipeFunctionName(const std::string& preset, const std::string& system, const std::string& precision,
+                                   int64_t gpus) {
+  static const std::map<std::string, std::string> kFamily = {
+      {"llama3-8b", "llama3_8b"},         {"llama3-70b", "llama3_70b"},           {"llama3.1-405b", "llama31_405b"},
+      {"qwen3-30b-a3b", "qwen3_30b_a3b"}, {"qwen3-235b-a22b", "qwen3_235b_a22b"}, {"deepseek-v3", "deepseek_v3"},
+      {"gpt-oss-20b", "gpt_oss_20b"},     {"gpt-oss-120b", "gpt_oss_120b"}};
+  static const std::map<std::string, std::string> kSystem = {{"dgx-h100", "h100"},    {"dgx-b200", "b200"},
+                                                             {"dgx-b300", "b300"},    {"gb200-nvl72", "gb200"},
+                                                             {"gb300-nvl72", "gb300"}};
+  const auto f = kFamily.find(preset);
+  const auto s = kSystem.find(system);
+  if (f == kFamily.end() || s == kSystem.end() || precision.empty() || gpus <= 0) return "";
+  return f->second + "_pretrain_" + std::to_string(gpus) + "gpu_" + s->second + "_" + precision + "_config";
+}
+
+recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn, const SystemSpec& system) {
+  recipe::PerfRecipeSettings e;
+  e.runtime = RecipeRuntime(&fn, system, nullptr);
+  auto value = [&](const char* path, const char* model_key) -> const nlohmann::json& {
+    static const nlohmann::json kNull;
+    if (model_key != nullptr) return fn.ModelValue(model_key);
+    const auto it = fn.values.find(path);
+    return it != fn.values.end() ? *it : kNull;
+  };
+  const nlohmann::json& fp32 = value("mixed_precision.grad_reduce_in_fp32", nullptr);
+  const nlohmann::json& ddp_fp32 = value("ddp.grad_reduce_in_fp32", nullptr);
+  if (fp32.is_boolean()) e.runtime.grad_reduce_in_fp32 = fp32.get<bool>();
+  else if (ddp_fp32.is_boolean()) e.runtime.grad_reduce_in_fp32 = ddp_fp32.get<bool>();
+  const nlohmann::json& overlap = value("comm_overlap.overlap_moe_expert_parallel_comm", nullptr);
+  if (overlap.is_boolean()) e.runtime.ep_a2a_overlap = overlap.get<bool>() ? Tri::kTrue : Tri::kFalse;
+  for (const RecomputeModuleName& x : RecomputeModuleNames()) {
+    const nlohmann::json& names = value(nullptr, "recompute_modules");
+    if (!names.is_array()) break;
+    for (const auto& n : names) {
+      if (n.is_string() && n.get<std::string>() == x.name) e.recompute_modules |= x.bit;
+    }
+  }
+  const nlohmann::json& granularity = value(nullptr, "recompute_granularity");
+  const std::string g = granularity.is_string() ? granularity.get<std::string>() : "";
+  e.recompute = g == "full" ? Recompute::kFull
+                : g == "selective" && e.recompute_modules != 0 ? Recompute::kSelective
+                                                               : Recompute::kNone;
+  if (e.recompute == Recompute::kFull) {
+    const nlohmann::json& method = value(nullptr, "recompute_method");
+    const nlohmann::json& layers = value(nullptr, "recompute_num_layers");
+    const std::string m = method.is_string() ? method.get<std::string>() : "";
+    e.recompute_method = m == "block" ? MbRecomputeMethod::kBlock : MbRecomputeMethod::kUniform;
+    e.recompute_num_layers = layers.is_number_integer() ? layers.get<int64_t>() : 1;
+  }
+  const nlohmann::json& offload = value(nullptr, "cpu_offloading_num_layers");
+  const nlohmann::json& offloading = value(nullptr, "cpu_offloading");
+  if (offload.is_number_integer() && (!offloading.is_boolean() || offloading.get<bool>())) {
+    e.cpu_offloading_num_layers = offload.get<int64_t>();
+  }
+  return e;
+}
+
 }  // namespace meshplan::megatron_bridge

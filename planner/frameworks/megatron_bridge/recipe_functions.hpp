@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frameworks/megatron_bridge/perf_settings.hpp"
 #include "meshplan/search.hpp"
 
 namespace meshplan::megatron_bridge {
@@ -69,5 +70,16 @@ std::string SchemaProblem(const RecipeFunction& fn, const std::string& key, cons
 /// fp32: the mixed_precision name meshplan writes replaces the function's own.
 /// `note` (may be null) gets a line for each setting changed from the recipe's.
 MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std::vector<std::string>* note);
+
+/// The name of Megatron-Bridge's performance recipe function for a model preset on a system at
+/// a GPU count and precision key (bf16 | fp8cs | fp8mx | nvfp4), as its perf_recipes name them:
+/// "llama3_70b_pretrain_64gpu_h100_fp8cs_config"; "" for a preset or system it has none for.
+std::string PerfRecipeFunctionName(const std::string& preset, const std::string& system, const std::string& precision,
+                                   int64_t gpus);
+/// A published run's recipe settings as the recipe function `fn` sets them (the run launched the
+/// function as is): its dispatcher and CUDA graphs (RecipeRuntime: the backend the GPU takes), its
+/// own gradient-reduction dtype (mixed_precision.grad_reduce_in_fp32), EP overlap, recompute
+/// granularity, modules, method and layers, and activation offloading.
+recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn, const SystemSpec& system);
 
 }  // namespace meshplan::megatron_bridge
