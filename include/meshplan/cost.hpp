@@ -89,8 +89,9 @@ struct CostView {
 
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
 /// stated). The peak is the larger of the start of backward (every activation and the loss
-/// buffers alive), the recompute of the last layer under full checkpointing and the
-/// optimizer step (gradients + Adam temporaries); `phase` names the one that is larger.
+/// buffers alive), the recompute of the last layer under full checkpointing, the softmax
+/// backward of SDPA's math kernel (pytorch profile, fp32 compute) and the optimizer step
+/// (gradients + Adam temporaries); `phase` names the one that is larger.
 /// Allocated() is what torch.cuda.max_memory_allocated reports; Total() adds the CUDA
 /// context and NCCL buffers. The caching allocator's reserve over allocated is not a term:
 /// it is covered by TrainSetup::headroom (measured 0.1-9% with expandable_segments on one GPU,
@@ -106,7 +107,8 @@ struct MemoryBreakdown {
   double workspace = 0;    ///< cuBLAS / cuBLASLt workspaces (inside the caching allocator)
   double overhead = 0;     ///< CUDA context + NCCL communicator buffers (outside the allocator)
   double step_gradients = 0;  ///< every gradient at the optimizer step (what Adam reads); not in Total()
-  const char* phase = "";  ///< peak moment: "backward start", "recompute", "optimizer step", "estimate"
+  const char* phase = "";  ///< peak moment: "backward start", "recompute", "attention backward",
+                           ///< "optimizer step", "estimate"
   /// Bytes the caching allocator hands out at the peak (max_memory_allocated).
   double Allocated() const {
     return weights + gradients + optimizer + activations + logits + buffers + workspace;

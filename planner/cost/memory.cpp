@@ -5,12 +5,17 @@
 // Checked against tests/data/measured/ (H200, torch 2.11, transformers 5.17; AutoModel's
 // parallelisation reproduced by tools/measure/): the peak allocated memory of all 37 cases
 // (1 and 2 GPUs; plain, FSDP2 bf16 and fp32, DDP, TP 2; no / full / selective AC; grad
-// accumulation with and without defer_fsdp_grad_sync; 74 measurements) within 0.1%.
+// accumulation with and without defer_fsdp_grad_sync; 74 measurements) within 0.1%; the 25
+// fp32-weight runs of h200_1gpu_fp32.jsonl (FSDP2 and DDP on a one-rank group) as the
+// accuracy test prints them.
 //
 // Dtypes (AutoModel defaults, automodel.md 1.2; AutoModel loads `torch_dtype: bf16` and
 // trains with torch Adam(W), whose state takes the parameter dtype): weights, gradients
-// and exp_avg / exp_avg_sq are bf16 (2 B each), or fp32 with MemoryOptions::fp32_params
-// (then FSDP2's MixedPrecisionPolicy(param bf16, reduce fp32) computes in bf16).
+// and exp_avg / exp_avg_sq are bf16 (2 B each), or fp32 with MemoryOptions::fp32_params.
+// An fp32 model computes in bf16 under FSDP2 (MixedPrecisionPolicy(param bf16, reduce fp32))
+// and in fp32 under DDP, which casts nothing, and on one GPU unwrapped with the FSDP2
+// strategy (AutoModel runs no autocast outside FP8; its DDP path casts the model to bf16 at
+// world size 1): fp32 activations and SDPA's math kernel for GQA (PytorchCompute).
 
 #include "cost/memory.hpp"
 
@@ -78,15 +83,32 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   if (l.recompute == Recompute::kFull) {
     x.wrap = (l.dp_impl == DpImpl::kReplicated && !one_gpu) ? AcWrap::kSubmodule : AcWrap::kLayer;
   }
-  x.dense_act = Act(c, false, x.wrap).PerRank(l.tp, sp);
-  x.moe_act = Act(c, true, x.wrap).PerRank(l.tp, sp);
+  // An fp32 model computes in fp32 under DDP (torch DDP casts nothing) and on one GPU
+  // unwrapped with the FSDP2 strategy (fsdp2.py::fsdp2_sharding_enabled: the plain model as
+  // loaded); FSDP2's MixedPrecisionPolicy and AutoModel's world-size-1 DDP path compute in bf16.
+  const bool fp32_compute =
+      opts.fp32_params && (one_gpu ? l.dp_impl == DpImpl::kFsdpPerModule : l.dp_impl == DpImpl::kReplicated);
+  x.compute = PytorchCompute(c.model, fp32_compute, c.setup.seq_len);
+  auto act = [&](bool moe, AcWrap w) {  // the table holds the bf16 figures
+    return fp32_compute ? LayerActivationBytes(c.model, moe, w, x.compute) : Act(c, moe, w);
+  };
+  x.dense_act = act(false, x.wrap).PerRank(l.tp, sp);
+  x.moe_act = act(true, x.wrap).PerRank(l.tp, sp);
   if (x.wrap == AcWrap::kLayer || x.wrap == AcWrap::kSubmodule) {  // read only then
-    x.dense_full = Act(c, false, AcWrap::kNone).PerRank(l.tp, sp);
-    x.moe_full = Act(c, true, AcWrap::kNone).PerRank(l.tp, sp);
+    x.dense_full = act(false, AcWrap::kNone).PerRank(l.tp, sp);
+    x.moe_full = act(true, AcWrap::kNone).PerRank(l.tp, sp);
   }
-  x.final_norm = FinalNormBytesPerToken(c.model);
-  x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel);
-  x.held_logits = 2.0 / tp;
+  const double e = x.compute.elem;
+  x.final_norm = FinalNormBytesPerToken(c.model, e);
+  // LlamaRotaryEmbedding.forward returns cos.to(x.dtype), sin.to(x.dtype).
+  x.rope = 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
+  x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e);
+  x.held_logits = e / tp;
+  if (x.compute.Math()) {
+    const MathAttnBackward ab = MathAttentionBackwardBytes(c.model, x.wrap, x.compute);
+    x.attn_held = ab.held.PerRank(l.tp, sp);
+    x.attn_transient = ab.transient.PerRank(l.tp, sp);
+  }
   x.overhead = Overhead(c);
   return x;
 }
@@ -112,14 +134,25 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
 ///     gathered bf16 units and one fp32 grad unit (unit = largest layer or the root module).
 ///   ddp: replicated pb + 2·pb, gradients pb, plus the persistent bucket copy pb
 ///     (AutoModel gradient_as_bucket_view: false). Accumulation keeps param.grad (pb).
-/// Activations: LayerActivationBytes (full AC: whole-layer wrap for FSDP2 and one GPU, the
-///   four-submodule wrap for DDP) · tokens of a micro-batch (micro_batch·seq/cp) · in-flight
-///   micro-batches; plus the final norm and RoPE cos/sin (2·2·d per token) on the head rank.
-/// Logits: LogitsBytesPerTokenVocab(tp) · tokens · vocab on the rank holding lm_head.
-/// Peak = the largest of three moments (each seen as the phase peak in the measurements):
+/// Activations: LayerActivationBytes in the compute dtype (PytorchTerms; full AC: whole-layer
+///   wrap for FSDP2 and one GPU, the four-submodule wrap for DDP) · tokens of a micro-batch
+///   (micro_batch·seq/cp) · in-flight micro-batches; plus RoPE cos/sin (2·e·d per token) and
+///   the final norm on the head rank.
+/// Logits: LogitsBytesPerTokenVocab(tp, loss_parallel, e) · tokens · vocab on the rank holding lm_head.
+/// Peak = the largest of four moments (each seen as the phase peak in the measurements):
 ///   backward start: state + earlier micro-batches' grads + resident + activations + logits;
 ///   recompute (full AC): the same with one layer's full activations instead of the loss
-///     buffers (only the bf16 logits are still held);
+///     buffers (only the logits are still held);
+///   attention backward (SDPA's math kernel, fp32): the softmax backward of the rank's last
+///     layer (the first its backward reaches) or of its first layer (the last), whichever is
+///     higher: activations less the final norm's, with that layer's MathAttentionBackwardBytes
+///     held and transient (the first layer: every other layer's activations released), the
+///     logits, and the gradients produced by then (replicated / one GPU; with accumulation they
+///     add into param.grad in place): at the last layer lm_head's (its own, or the tied
+///     embedding's waiting in its AccumulateGrad input buffer), the final norm's and the
+///     layer's but q, k, v and norm1; at the first layer all but those and an untied
+///     embedding. Measured: without checkpointing the last layer is higher (its activations
+///     outweigh its gradients), with full AC the first (Llama 3.2 3B);
 ///   optimizer step: state + all grads + Adam's temporary (MemoryOptions::adam_impl):
 ///     foreach (torch's default) one state-sized copy (sqrt(exp_avg_sq) over all tensors, pb
 ///     per param; 4 B for megatron_fsdp), fused none, for-loop one tensor's worth (the
@@ -212,8 +245,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double dense_act = terms.dense_act;
   const double moe_act = terms.moe_act;
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
-  const double rope_dim = double(m.mla ? m.mla_spec.qk_rope_head_dim : m.head_dim);
-  double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + 4.0 * rope_dim);
+  double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + terms.rope);
   double logits = 0, held_logits = 0;
   if (rp.has_head) {
     acts += t * terms.final_norm / (sp ? tp : 1.0);
@@ -245,6 +277,38 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
       mem.activations = acts + layer_full;
       mem.logits = held_logits;
       mem.phase = "recompute";
+    }
+  }
+  // Moment 4: the softmax backward of SDPA's math kernel, in the rank's last and first layer.
+  if (terms.compute.Math() && (one_gpu || l.dp_impl == DpImpl::kReplicated)) {
+    const double final_norm = rp.has_head ? t * terms.final_norm / (sp ? tp : 1.0) : 0.0;
+    const double vocab_h = double(m.vocab_size) * h / tp;
+    const bool tied = c.params.output_head == 0;
+    // q, k, v (and their norms, biases) and norm1 of a layer: attention less o_proj, plus h.
+    const double o_proj = h * double(AttnOutDim(m)) + (m.attention_out_bias ? h : 0.0);
+    const double qkv_norm1 = (double(c.params.attention_per_layer) - o_proj) / tp + h;
+    double new_last = 0, new_first = 0;
+    if (!accum) {
+      new_last = pb * ((rp.has_head ? vocab_h + h : 0.0) + layer_local - qkv_norm1);
+      new_first = grads_final - pb * (qkv_norm1 + ((rp.has_embedding && !(tied && rp.has_head)) ? vocab_h : 0.0));
+    } else if (tied && rp.has_head && rp.has_embedding) {
+      new_last = new_first = pb * vocab_h;  // the AccumulateGrad input buffer
+    }
+    const double last_act = rp.moe_layers > 0 ? moe_act : dense_act;
+    const double one_mb = t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act);
+    const double acts_last = acts - final_norm + t * (terms.attn_held - last_act + terms.attn_transient);
+    const double acts_first = acts - final_norm - one_mb + t * (terms.attn_held + terms.attn_transient);
+    const double at_last = base + grads_prev + resident + acts_last + held_logits + new_last;
+    const double at_first = base + grads_prev + resident + acts_first + held_logits + new_first;
+    const bool first = at_first > at_last;
+    const double total = first ? at_first : at_last;
+    if (total > best) {
+      best = total;
+      mem.gradients = bucket + grads_prev + (first ? new_first : new_last);
+      mem.buffers = resident;
+      mem.activations = first ? acts_first : acts_last;
+      mem.logits = held_logits;
+      mem.phase = "attention backward";
     }
   }
   // Moment 3: optimizer step.

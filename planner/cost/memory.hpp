@@ -32,26 +32,60 @@ enum class AcWrap {
   kSelective,  ///< whole layer with the op-level SAC policy (every other mm saved)
 };
 
+/// How the decoder layers of the pytorch profile compute (PytorchCompute).
+struct LayerCompute {
+  double elem = 2.0;    ///< bytes of one activation element: 2 (bf16) or 4 (fp32)
+  /// > 0: SDPA runs its math kernel (aten::_scaled_dot_product_attention_math) and this is the
+  /// number of keys per query (the sequence length); 0: a fused kernel (flash in bf16,
+  /// memory-efficient in fp32) that saves no s x s tensor.
+  double kv_len = 0.0;
+  /// fp32 GQA with head_dim > 256: transformers repeats k and v to the query heads itself
+  /// (sdpa_attention.py::use_gqa_in_sdpa false, repeat_kv) and the fused kernel saves them so.
+  bool kv_repeated = false;
+  bool Math() const { return kv_len > 0.0; }
+};
+/// The compute of a model at `seq_len` tokens per sequence: bf16 with the flash kernel
+/// (`fp32` false: a bf16 model, or FSDP2's MixedPrecisionPolicy(param_dtype=bf16)), or fp32
+/// (`fp32` true: an fp32 model that nothing casts; AutoModel runs no autocast outside FP8).
+/// fp32: SDPA's flash kernel takes only fp16 / bf16 and the memory-efficient one takes no
+/// enable_gqa (torch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp), so a GQA model
+/// (transformers 5.x sdpa_attention.py passes enable_gqa=True when there is no mask and
+/// head_dim <= 256) runs the math kernel: torch._fused_sdp_choice gives SDPBackend::math on
+/// H200, torch 2.11, for fp32 q (1, 32, 4096, 64), k and v (1, 8, 4096, 64), causal. MHA and
+/// MLA models (no GQA) get the memory-efficient kernel.
+LayerCompute PytorchCompute(const ModelSpec& model, bool fp32, int64_t seq_len);
+
 /// Bytes per token that one layer of the pytorch profile keeps for backward under `wrap`
-/// (formulas in memory_pytorch.cpp).
-ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap);
-/// Same, by AutoModel recompute setting with whole-layer wrapping (FSDP2 / world 1).
+/// (formulas in memory_pytorch.cpp), computing as `compute` says (default: bf16, flash).
+ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap, const LayerCompute& compute = {});
+/// Same, by AutoModel recompute setting with whole-layer wrapping (FSDP2 / world 1), bf16.
 ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, Recompute recompute);
 
+/// SDPA's math kernel (LayerCompute::Math): a layer's backward peaks in its softmax backward
+/// (measured: SafeSoftmaxBackward0 is the peak node of every DDP fp32 run whose peak is not the
+/// loss). Per token, by TP class (formulas in memory_pytorch.cpp):
+struct MathAttnBackward {
+  ActBytes held;       ///< what the layer keeps at that node under the wrap (in place of its LayerActivationBytes)
+  ActBytes transient;  ///< what that node and the gradients waiting beside it add
+};
+MathAttnBackward MathAttentionBackwardBytes(const ModelSpec& model, AcWrap wrap, const LayerCompute& compute);
+
 /// Bytes per token outside the decoder layers on the rank holding the final norm: the HF
-/// RMSNorm keeps its fp32 input copy (4h), the normalised bf16 value (2h), its output
-/// (lm_head input, 2h) and the fp32 rsqrt (4): 8h + 4, replicated over TP (split with SP).
-double FinalNormBytesPerToken(const ModelSpec& model);
+/// RMSNorm keeps its fp32 input (4h: a copy in bf16, the input itself in fp32), the
+/// normalised value (elem·h), its output (lm_head input, elem·h) and the fp32 rsqrt (4):
+/// bf16 8h + 4, fp32 12h + 4; replicated over TP (split with SP).
+double FinalNormBytesPerToken(const ModelSpec& model, double elem = 2.0);
 
 /// Bytes per token per vocabulary entry of the logits and the loss on the rank holding
 /// lm_head, at the start of backward (AutoModel MaskedCrossEntropy: logits.float(),
 /// DTensor logits gathered with full_tensor(), F.cross_entropy). Measured (tests/data/measured):
-///   held through backward: bf16 logits (2/tp: lm_head output, Shard(-1) under TP, kept by
-///   the model output) + log_softmax output over the full vocabulary (4);
+///   held through backward: the logits (elem/tp: lm_head output, Shard(-1) under TP, kept by
+///   the model output; bf16 2, fp32 4, where logits.float() returns them and makes no copy) +
+///   log_softmax output over the full vocabulary (4);
 ///   transient at the loss backward: nll_loss grad (4) + log_softmax grad (4).
-/// Peak = 2/tp + 12 B per token per vocab entry; with loss_parallel the loss buffers are
-/// vocabulary-sharded too: 14/tp.
-double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false);
+/// Peak = elem/tp + 12 B per token per vocab entry (bf16 2/tp + 12, fp32 4/tp + 12); with
+/// loss_parallel the loss buffers are vocabulary-sharded too: (elem + 12)/tp.
+double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false, double elem = 2.0);
 
 /// Micro-batches (in units of "all the rank's layers") whose activations PP rank `pp_rank`
 /// holds at its peak. 1 without PP.
@@ -63,9 +97,12 @@ struct PytorchRankTerms {
   AcWrap wrap = AcWrap::kNone;  ///< checkpointing wrap of the layers
   double dense_act = 0, moe_act = 0;    ///< activation bytes per token of a layer under `wrap`, per rank
   double dense_full = 0, moe_full = 0;  ///< the same without checkpointing (one layer recomputed)
+  LayerCompute compute;     ///< PytorchCompute: fp32 for an fp32 model under DDP or on one GPU unwrapped with FSDP2
   double final_norm = 0;    ///< FinalNormBytesPerToken
-  double logits = 0;        ///< LogitsBytesPerTokenVocab(tp, loss_parallel)
-  double held_logits = 0;   ///< bf16 logits kept through a recompute: 2 / tp bytes per token and vocab entry
+  double rope = 0;          ///< RoPE cos and sin, 2·elem·rope_dim bytes per token
+  double logits = 0;        ///< LogitsBytesPerTokenVocab(tp, loss_parallel, elem)
+  double held_logits = 0;   ///< logits kept through the backward: elem / tp bytes per token and vocab entry
+  double attn_held = 0, attn_transient = 0;  ///< MathAttentionBackwardBytes per rank (math kernel only)
   double overhead = 0;      ///< CUDA context + NCCL buffers
 };
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);

@@ -1,12 +1,16 @@
 // Activation bytes per token of the "pytorch" profile: Hugging Face decoder layers
 // (transformers 5.x LlamaDecoderLayer / Qwen2 / Qwen3 / DeepseekV3 / MoE blocks), bf16
-// compute, SDPA (flash) attention, autograd's saved tensors. Units: bytes per token.
+// compute with SDPA's flash kernel, or fp32 compute (an fp32 model under DDP, LayerCompute)
+// with SDPA's math kernel for GQA; autograd's saved tensors. Units: bytes per token.
+// e = LayerCompute::elem, the bytes of one activation element (bf16 2, fp32 4).
 //
 // Every dense-layer formula below was checked against the allocator's growth over one
 // forward (alloc_after_fwd - alloc_step_start) of the measured runs in tests/data/measured/
 // (Llama 3.2 1B / 3B, Llama 3.1 8B, Qwen2.5 0.5B, Qwen3 1.7B / 4B / 8B; no AC, full AC,
-// selective AC, TP 2): all agree within 0.1%. MLA and MoE terms are derived the same way
-// from the HF modules but not measured.
+// selective AC, TP 2): all agree within 0.1%; the fp32 ones (h200_1gpu_fp32.jsonl, the seven
+// w1-ddp32 runs: Qwen2.5 0.5B, Llama 3.2 1B / 3B, Qwen3 1.7B; no, full and selective AC)
+// within 0.005%. MLA and MoE terms are derived the same way from the HF modules but not
+// measured; nor is fp32 with the memory-efficient kernel (MHA, MLA).
 
 #include <algorithm>
 #include <array>
@@ -17,43 +21,76 @@ namespace meshplan::cost {
 
 namespace {
 
-/// HF RMSNorm (LlamaRMSNorm: x.float(); x * rsqrt(mean(x²) + eps); weight * x.to(bf16)):
-/// autograd keeps the fp32 input copy (4 B), the normalised bf16 value (2 B) and the fp32
-/// rsqrt per row (4 B per row). `width` elements per row, `rows` rows per token.
-double NormBytes(double width, double rows) { return 6.0 * width + 4.0 * rows; }
+/// HF RMSNorm (LlamaRMSNorm.forward: hidden_states.to(float32); pow(2).mean; hidden_states *
+/// rsqrt(variance + eps); weight * hidden_states.to(input_dtype)): autograd keeps the fp32 input
+/// (4 B, saved by pow and mul: in bf16 the copy .to(float32) makes, in fp32 the input itself,
+/// .to returning it), the normalised value in the input dtype (e B, saved by `weight *`: the bf16
+/// copy, or in fp32 the product itself) and the fp32 rsqrt per row (4 B per row). `width`
+/// elements per row, `rows` rows per token: bf16 6·width + 4·rows, fp32 8·width + 4·rows.
+double NormBytes(double width, double rows, double e) { return (4.0 + e) * width + 4.0 * rows; }
 
-/// Attention without checkpointing, by TP class. GQA: RoPE (q·cos + rotate_half(q)·sin)
-/// saves nothing but cos/sin; SDPA (flash) saves q and k after RoPE, v, its output and the
-/// fp32 log-sum-exp: 2·h_q + 2·h_kv + 2·h_kv + 2·h_q + 4·a; k, v are not repeated for GQA
-/// (enable_gqa). Qwen3 q_norm / k_norm add NormBytes per head. MLA (DeepseekV3Attention):
-/// q_a_layernorm and kv_a_layernorm (replicated: produced by replicated linears) with
-/// their outputs (q_b / kv_b inputs), then q, k (cat of nope and rope parts), v, output, lse.
-void AttentionNoAc(const ModelSpec& m, ActBytes& b) {
-  const double a = double(m.num_attention_heads), g = double(m.num_key_value_heads);
+/// SDPA's math kernel (torch aten/src/ATen/native/transformers/attention.cpp,
+/// _scaled_dot_product_attention_math, composite: autograd saves what each of its aten ops
+/// saves, tools/autograd/derivatives.yaml; the op sequence and the saved variables read on
+/// torch 2.11 through a TorchDispatchMode and torch/csrc/autograd/generated/Functions.h):
+///   q · sqrt(scale) (mul.Scalar saves nothing), reshaped to (b·a, s, d) for bmm: a copy, as
+///     q arrives transposed from (b, s, a, d); bmm saves it: e·QDim;
+///   k repeated to the a query heads (pre_process_group_query_attention_input:
+///     repeat_interleave = unsqueeze, expand, clone), transposed and · sqrt(scale): bmm saves
+///     it (BmmBackward0 mat2_): e·a·d;
+///   the scores q·kᵀ plus the causal mask (ones.tril, where; not saved), then _safe_softmax,
+///     which saves its result P (SafeSoftmaxBackward0 result_, the s x s probabilities per
+///     head, kv_len keys): e·a·kv_len;
+///   P · v: bmm saves P (the same tensor) and v repeated to the query heads: e·a·d.
+/// The kernel's output (b·a, s, d) is not saved; transformers transposes it and .contiguous()
+/// copies it: that copy is o_proj's input, counted by AttentionNoAc.
+double MathAttentionSaved(const ModelSpec& m, const LayerCompute& x) {
+  const double e = x.elem, a = double(m.num_attention_heads), d = double(m.head_dim);
+  return e * double(QDim(m)) + e * a * d + e * a * x.kv_len + e * a * d;
+}
+
+/// Attention without checkpointing, by TP class. RoPE (q·cos + rotate_half(q)·sin) saves
+/// nothing but cos/sin (mul saves the other operand only where it needs a gradient).
+/// Fused kernel: SDPA (flash in bf16, memory-efficient in fp32) saves q and k after RoPE, v,
+/// its output and the fp32 log-sum-exp: e·h_q + e·h_kv + e·h_kv + e·h_q + 4·a; k, v are not
+/// repeated for GQA (enable_gqa), unless transformers repeated them (LayerCompute::kv_repeated:
+/// e·a·d each). Math kernel: MathAttentionSaved plus o_proj's input, the contiguous copy of the
+/// output (e·h_q). Qwen3 q_norm / k_norm add NormBytes per head (their outputs feed RoPE, which
+/// does not save them). MLA (DeepseekV3Attention): q_a_layernorm and kv_a_layernorm
+/// (replicated: produced by replicated linears) with their outputs (q_b / kv_b inputs), then
+/// q, k (cat of nope and rope parts), v, output, lse.
+void AttentionNoAc(const ModelSpec& m, const LayerCompute& x, ActBytes& b) {
+  const double a = double(m.num_attention_heads), g = double(m.num_key_value_heads), e = x.elem;
   if (m.mla) {
-    const MlaSpec& x = m.mla_spec;
-    if (x.q_lora_rank > 0) b.rep += NormBytes(double(x.q_lora_rank), 1) + 2.0 * double(x.q_lora_rank);
-    b.rep += NormBytes(double(x.kv_lora_rank), 1) + 2.0 * double(x.kv_lora_rank);
+    const MlaSpec& l = m.mla_spec;
+    if (l.q_lora_rank > 0) b.rep += NormBytes(double(l.q_lora_rank), 1, e) + e * double(l.q_lora_rank);
+    b.rep += NormBytes(double(l.kv_lora_rank), 1, e) + e * double(l.kv_lora_rank);
   }
-  b.split += 2.0 * double(QDim(m)) + 2.0 * double(KDim(m)) + 2.0 * double(VDim(m)) +
-             2.0 * double(AttnOutDim(m)) + 4.0 * a;
+  if (x.Math()) {
+    b.split += MathAttentionSaved(m, x) + e * double(AttnOutDim(m));
+  } else {
+    const double kv = x.kv_repeated ? a * double(m.head_dim) : 0.0;
+    b.split += e * double(QDim(m)) + e * (kv > 0 ? kv : double(KDim(m))) + e * (kv > 0 ? kv : double(VDim(m))) +
+               e * double(AttnOutDim(m)) + 4.0 * a;
+  }
   if (m.qk_norm && !m.mla) {
-    b.split += NormBytes(double(QDim(m)), a) + NormBytes(double(KDim(m)), g);
+    b.split += NormBytes(double(QDim(m)), a, e) + NormBytes(double(KDim(m)), g, e);
   }
 }
 
-/// FFN without checkpointing. Dense SwiGLU: gate out (SiLU input), up out, act(gate), the
-/// product (down_proj input): 8·f, TP-split. MoE (AutoModel custom MoE / HF blocks): the same
-/// 8·f_e for each of the top-k routed copies (EP-owned, never TP-split), fp32 router logits
-/// 4·E, dispatch + combine buffers 2·(k·h·2); shared experts 8·f_s (TP-split).
-void FfnNoAc(const ModelSpec& m, bool moe_layer, ActBytes& b) {
+/// FFN without checkpointing. Dense SwiGLU (down_proj(act_fn(gate_proj(x)) * up_proj(x))):
+/// gate out (SiLU input), up out and act(gate) (saved by the mul), the product (down_proj
+/// input): 4·e·f (bf16 8f, fp32 16f), TP-split. MoE (AutoModel custom MoE / HF blocks): the
+/// same 4·e·f_e for each of the top-k routed copies (EP-owned, never TP-split), fp32 router
+/// logits 4·E, dispatch + combine buffers 2·(k·h·e); shared experts 4·e·f_s (TP-split).
+void FfnNoAc(const ModelSpec& m, bool moe_layer, double e, ActBytes& b) {
   if (!moe_layer) {
-    b.split += 8.0 * double(m.intermediate_size);
+    b.split += 4.0 * e * double(m.intermediate_size);
     return;
   }
   const double k = double(m.experts_per_token), h = double(m.hidden_size);
-  b.unsplit += 8.0 * k * double(m.moe_intermediate_size) + 4.0 * double(m.num_experts) + 2.0 * (k * h * 2.0);
-  b.split += 8.0 * double(m.shared_expert_intermediate_size);
+  b.unsplit += 4.0 * e * k * double(m.moe_intermediate_size) + 4.0 * double(m.num_experts) + 2.0 * (k * h * e);
+  b.split += 4.0 * e * double(m.shared_expert_intermediate_size);
 }
 
 /// A matmul of the layer in execution order, for the selective policy.
@@ -64,12 +101,15 @@ struct Mm {
 };
 
 /// Selective AC (AutoModel make_selective_checkpoint_context_fn, TorchTitan policy): the
-/// layer input (2h) is kept by the checkpoint; aten.mm outputs alternate save / recompute
-/// (1st saved, counter per layer), addmm (biased linears) and SDPA outputs (out 2·h_q,
-/// lse 4·a) are always saved; everything else is recomputed. Measured exactly for Llama,
-/// Qwen2 (biased q,k,v: addmm) and Qwen3.
-ActBytes Selective(const ModelSpec& m, bool moe_layer) {
-  const double h = double(m.hidden_size);
+/// layer input (e·h) is kept by the checkpoint; aten.mm outputs alternate save / recompute
+/// (1st saved, counter per layer), addmm (biased linears) and the attention outputs are always
+/// saved; everything else is recomputed. Attention: the fused kernels' outputs (out e·h_q,
+/// lse 4·a); the math kernel runs as aten ops, of which the policy saves the two aten.bmm
+/// outputs (in its compute-intensive set): the scores q·kᵀ (e·a·kv_len) and P·v (e·h_q).
+/// Measured exactly for Llama, Qwen2 (biased q,k,v: addmm) and Qwen3, bf16, and fp32 (Qwen3
+/// 1.7B, math kernel).
+ActBytes Selective(const ModelSpec& m, bool moe_layer, const LayerCompute& x) {
+  const double h = double(m.hidden_size), e = x.elem;
   std::array<Mm, 16> mms{};
   int n = 0;
   const bool qkv_bias = m.attention_bias;
@@ -101,48 +141,95 @@ ActBytes Selective(const ModelSpec& m, bool moe_layer) {
     mms[n++] = {h, false, 0};                            // down
   }
   ActBytes b;
-  b.rep = 2.0 * h;
+  b.rep = e * h;
   int count = 0;
   for (int i = 0; i < n; ++i) {
     bool save = mms[i].always;
     if (!save) save = (++count % 2) == 1;
     if (!save) continue;
-    const double bytes = 2.0 * mms[i].width;
+    const double bytes = e * mms[i].width;
     (mms[i].tp == 0 ? b.rep : mms[i].tp == 1 ? b.split : b.unsplit) += bytes;
   }
-  b.split += 2.0 * double(AttnOutDim(m)) + 4.0 * double(m.num_attention_heads);
-  if (moe_layer) b.unsplit += 2.0 * (double(m.experts_per_token) * h * 2.0);  // all-to-all outputs
+  const double a = double(m.num_attention_heads);
+  b.split += x.Math() ? e * a * x.kv_len + e * double(AttnOutDim(m)) : e * double(AttnOutDim(m)) + 4.0 * a;
+  if (moe_layer) b.unsplit += 2.0 * (double(m.experts_per_token) * h * e);  // all-to-all outputs
   return b;
 }
 
 }  // namespace
 
-/// kNone: per token 16h + 8 replicated (two RMSNorms 2·(6h + 4) and their outputs, the
-///   q/k/v and gate/up inputs, 2·2h) + attention (AttentionNoAc) + FFN (FfnNoAc).
-///   Llama 3.2 1B: 16·2048 + 8 + 4·2048 + 4·512 + 128 + 8·8192 = 108,680 B (measured 108,668).
-/// kLayer: the checkpointed layer input, 2h (measured 2h).
+LayerCompute PytorchCompute(const ModelSpec& m, bool fp32, int64_t seq_len) {
+  LayerCompute x;
+  if (!fp32) return x;
+  x.elem = 4.0;
+  const bool gqa = !m.mla && m.num_key_value_heads < m.num_attention_heads;
+  if (gqa && m.head_dim <= 256) x.kv_len = double(std::max<int64_t>(1, seq_len));
+  x.kv_repeated = gqa && m.head_dim > 256;
+  return x;
+}
+
+/// kNone: per token replicated 2·NormBytes(h) + 2·e·h (two RMSNorms and their outputs, the
+///   q/k/v and gate/up inputs): bf16 16h + 8, fp32 24h + 8; + attention (AttentionNoAc) + FFN
+///   (FfnNoAc). Llama 3.2 1B bf16: 16·2048 + 8 + 4·2048 + 4·512 + 128 + 8·8192 = 108,680 B
+///   (measured 108,668); fp32 at s = 4096: 24·2048 + 8 + 16·2048 + 4·32·4096 + 16·8192 =
+///   737,288 B (the 16 layers measured to the byte with the final norm, RoPE and logits).
+/// kLayer: the checkpointed layer input, e·h (measured 2h in bf16, 4h in fp32).
 /// kSubmodule: inputs of the four checkpointed submodules: layer input, norm1 output,
-///   post-attention residual, norm2 output = 8h (measured 8h + 17).
+///   post-attention residual, norm2 output = 4·e·h (measured 8h + 17 in bf16, 16h in fp32).
 /// kSelective: Selective() above (Llama 3.2 1B: 33,920 B, measured 33,913).
-ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap) {
-  const double h = double(m.hidden_size);
+ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap, const LayerCompute& x) {
+  const double h = double(m.hidden_size), e = x.elem;
   ActBytes b;
   switch (wrap) {
     case AcWrap::kNone:
-      b.rep = 2.0 * NormBytes(h, 1) + 2.0 * 2.0 * h;
-      AttentionNoAc(m, b);
-      FfnNoAc(m, moe_layer, b);
+      b.rep = 2.0 * NormBytes(h, 1, e) + 2.0 * e * h;
+      AttentionNoAc(m, x, b);
+      FfnNoAc(m, moe_layer, e, b);
       return b;
     case AcWrap::kLayer:
-      b.rep = 2.0 * h;
+      b.rep = e * h;
       return b;
     case AcWrap::kSubmodule:
-      b.rep = 8.0 * h;
+      b.rep = 4.0 * e * h;
       return b;
     case AcWrap::kSelective:
-      return Selective(m, moe_layer);
+      return Selective(m, moe_layer, x);
   }
   return b;
+}
+
+/// At the softmax backward of a layer (its SafeSoftmaxBackward0: the backward has passed the
+/// FFN, the second norm, o_proj and the P·v bmm):
+///   held, split: MathAttentionSaved less v repeated (released once the P·v bmm's backward has
+///     run): q, k repeated and P, e·QDim + e·a·d + e·a·kv_len; plus Qwen3's q/k norms, whose
+///     backward comes later;
+///   held, replicated, by wrap: kNone, kLayer and kSelective (whole-layer checkpoints recompute
+///     the whole layer at the first unpack, torch.utils.checkpoint non-reentrant) keep norm1
+///     with its output, NormBytes(h) + e·h (norm1's fp32 input is the layer input that the
+///     checkpoint keeps); kSubmodule keeps the layer input and norm1's output (two of its four
+///     checkpoint inputs, 2·e·h), self_attn being recomputed alone;
+///   transient, split: the gradient of P (BmmBackward0 of P·v, e·a·kv_len), the output of
+///     _softmax_backward_data (e·a·kv_len) and its CUDA temporary (aten/src/ATen/native/cuda/
+///     SoftMax.cu softmax_backward_cuda_out: tmp = grad * output, which its epilogue reads as
+///     "gradOutput"; e·a·kv_len): measured, the node peaks two P-sized tensors above its start;
+///     the gradient of v repeated (e·a·d), waiting while the engine runs the later-created
+///     softmax node first;
+///   transient, replicated: the residual stream's gradient (e·h) waiting for the attention
+///     branch's.
+/// Llama 3.2 1B fp32, s = 4096, last layer of 16: held 24,580 + 540,672, transient 1,589,248 +
+/// 8,192 B per token; with the grads then alive the node starts 140,796 B per token above the
+/// forward's end and peaks at 1,189,372 (both measured to the byte).
+MathAttnBackward MathAttentionBackwardBytes(const ModelSpec& m, AcWrap wrap, const LayerCompute& x) {
+  MathAttnBackward r;
+  if (!x.Math()) return r;
+  const double h = double(m.hidden_size), e = x.elem;
+  const double a = double(m.num_attention_heads), g = double(m.num_key_value_heads), d = double(m.head_dim);
+  r.held.split = MathAttentionSaved(m, x) - e * a * d;
+  if (m.qk_norm) r.held.split += NormBytes(double(QDim(m)), a, e) + NormBytes(double(KDim(m)), g, e);
+  r.held.rep = wrap == AcWrap::kSubmodule ? 2.0 * e * h : NormBytes(h, 1, e) + e * h;
+  r.transient.split = 3.0 * e * a * x.kv_len + e * a * d;
+  r.transient.rep = e * h;
+  return r;
 }
 
 ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, Recompute recompute) {
@@ -154,11 +241,13 @@ ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, Recompute reco
   return {};
 }
 
-double FinalNormBytesPerToken(const ModelSpec& m) { return NormBytes(double(m.hidden_size), 1) + 2.0 * double(m.hidden_size); }
+double FinalNormBytesPerToken(const ModelSpec& m, double elem) {
+  return NormBytes(double(m.hidden_size), 1, elem) + elem * double(m.hidden_size);
+}
 
-double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel) {
+double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel, double elem) {
   const double t = double(std::max<int64_t>(1, tp));
-  return 2.0 / t + 12.0 / (loss_parallel ? t : 1.0);
+  return elem / t + 12.0 / (loss_parallel ? t : 1.0);
 }
 
 }  // namespace meshplan::cost

@@ -106,6 +106,47 @@ TEST_CASE("cost: activation bytes per token of a small Llama-like layer") {
   CHECK(cost::LayerActivationBytes(q, false, Recompute::kSelective).PerRank(1, false) == doctest::Approx(17472));
 }
 
+TEST_CASE("cost: activation bytes of the small Llama-like layer computing in fp32 (SDPA's math kernel)") {
+  // An fp32 model under DDP: every activation fp32; GQA in fp32 runs SDPA's math kernel.
+  const ModelSpec m = test::TinyLlama();
+  const cost::LayerCompute x = cost::PytorchCompute(m, true, 2048);
+  CHECK(x.elem == 4.0);
+  CHECK(x.kv_len == 2048.0);
+  CHECK(cost::PytorchCompute(m, false, 2048).kv_len == 0.0);  // bf16: flash
+  ModelSpec mha = m;
+  mha.num_key_value_heads = mha.num_attention_heads;
+  CHECK(cost::PytorchCompute(mha, true, 2048).kv_len == 0.0);  // fp32 MHA: memory-efficient kernel
+  // replicated: two RMSNorms 2·(8h + 4) (fp32 input itself, fp32 normalised value, rsqrt) and
+  // their outputs 2·4h = 24h + 8 = 24584
+  // split: q copy 4·1024, k and v repeated to 16 heads 2·4·16·64, probabilities 4·16·2048,
+  //        o_proj input 4·1024, FFN 16·4096 = 4096 + 8192 + 131072 + 4096 + 65536 = 212992
+  const cost::ActBytes none = cost::LayerActivationBytes(m, false, cost::AcWrap::kNone, x);
+  CHECK(none.rep == doctest::Approx(24584));
+  CHECK(none.split == doctest::Approx(212992));
+  CHECK(cost::LayerActivationBytes(m, false, cost::AcWrap::kLayer, x).PerRank(1, false) == doctest::Approx(4096));
+  CHECK(cost::LayerActivationBytes(m, false, cost::AcWrap::kSubmodule, x).PerRank(1, false) == doctest::Approx(16384));
+  // selective: input 4096; q 4096, v 1024, gate 16384, down 4096 saved; the two bmm outputs:
+  // scores 4·16·2048 and P·v 4096
+  const cost::ActBytes sel = cost::LayerActivationBytes(m, false, cost::AcWrap::kSelective, x);
+  CHECK(sel.PerRank(1, false) == doctest::Approx(164864));
+  CHECK(sel.rep == doctest::Approx(8192));
+  // at the softmax backward: q, k repeated and P held (139264) with norm1 and its output
+  // (12h + 4); the gradient of P, the softmax backward's output and temporary (3·131072), the
+  // gradient of v repeated (4096) and the residual gradient (4h)
+  const cost::MathAttnBackward ab = cost::MathAttentionBackwardBytes(m, cost::AcWrap::kNone, x);
+  CHECK(ab.held.split == doctest::Approx(139264));
+  CHECK(ab.held.rep == doctest::Approx(12292));
+  CHECK(ab.transient.split == doctest::Approx(397312));
+  CHECK(ab.transient.rep == doctest::Approx(4096));
+  CHECK(cost::MathAttentionBackwardBytes(m, cost::AcWrap::kSubmodule, x).held.rep == doctest::Approx(8192));
+  // final norm 12h + 4; logits held in fp32 (logits.float() makes no copy): 4/tp + 12
+  CHECK(cost::FinalNormBytesPerToken(m, 4.0) == doctest::Approx(12292));
+  CHECK(cost::LogitsBytesPerTokenVocab(1, false, 4.0) == doctest::Approx(16));
+  CHECK(cost::LogitsBytesPerTokenVocab(2, false, 4.0) == doctest::Approx(14));
+  // bf16 figures are unchanged by the compute argument's default
+  CHECK(cost::LayerActivationBytes(m, false, cost::AcWrap::kNone).PerRank(1, false) == doctest::Approx(54344));
+}
+
 TEST_CASE("cost: activation and logits memory of the small model on one GPU at s 2048 and b 1") {
   const ModelSpec m = test::TinyLlama();
   const SystemSpec sys = test::DgxH100();
