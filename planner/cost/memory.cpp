@@ -180,8 +180,11 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double expert_local = rp.layer_expert / ep;
   const double layer_local = rp.max_layer_dense / tp + rp.max_layer_expert / ep;
   const double root_local = rp.root / tp;
-  const double pb = opts.fp32_params ? 4.0 : 2.0;
   const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
+  // AutoModel's DDP path at world size 1 casts the model to bf16 (ddp.py DDPManager.parallelize:
+  // model.to(torch.bfloat16)), so an fp32 model trains with bf16 weights, gradients and Adam state.
+  const bool cast_to_bf16 = one_gpu && l.dp_impl == DpImpl::kReplicated;
+  const double pb = opts.fp32_params && !cast_to_bf16 ? 4.0 : 2.0;
   const bool accum = c.mb_per_step > 1;
   // The Adam step's temporary (AdamTemporaryShare): a state-sized copy (foreach), none
   // (fused) or one tensor's (for-loop: the largest the rank holds, the vocabulary table
