@@ -27,6 +27,8 @@ struct MbRuntime {
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;                ///< MbGraphScope bits
   bool grad_reduce_in_fp32 = true;              ///< mixed_precision / ddp grad_reduce_in_fp32
+  /// model.cross_entropy_fusion_impl te with the loss fusion on (MbSettings::te_cross_entropy)
+  bool te_cross_entropy = false;
 };
 
 /// What to search.

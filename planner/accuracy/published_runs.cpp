@@ -250,6 +250,8 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   // pricing; Megatron runs follow the model provider.
   r.mtp = zero.find("fsdp2") != std::string::npos ? 0 : MtpOf(cell("model"));
   const std::string rec = Lower(cell("recompute"));
+  r.settings_unknown = Trim(rec).rfind("?", 0) == 0;
+  r.precision_cell = cell("precision");
   // "full, block, 5 layers", "selective: ...", "core_attn (selective)".
   r.recompute = rec.rfind("full", 0) == 0                  ? Recompute::kFull
                 : rec.find("selective") != std::string::npos ? Recompute::kSelective

@@ -49,6 +49,9 @@ struct PublishedRun {
   /// as Megatron-Bridge's dist.use_torch_fsdp2 where its rules allow it (PP 1, EP 1).
   bool torch_fsdp2 = false;
   Recompute recompute = Recompute::kNone; ///< the survey's recompute cell (the perf table: none)
+  /// The survey's recompute cell is unknown ("?", "? (see perf_recipes)"): the run's settings are
+  /// its recipe's, where a Megatron-Bridge performance recipe function is known for it.
+  bool settings_unknown = false;
   double published_tflops = 0;  ///< model TFLOP/s per GPU (0 = not published)
   double published_tokens = 0;  ///< tokens/s per GPU (0 = not published)
   /// The survey's mem_per_gpu: the run's peak memory per GPU in bytes ("50.2 GB" 1e9, "47.96

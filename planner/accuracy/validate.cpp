@@ -143,11 +143,11 @@ ValidateReport Validate(const ValidateRequest& req) {
         settings_table ? settings_table->Find(r.release, r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell),
                                               r.setup.num_gpus, r.tokendrop)
                        : nullptr;
-    // A row the table has no entry for: the settings of Megatron-Bridge's performance recipe
+    // A row the table has no entry for (or a survey row whose settings are unknown): the settings of Megatron-Bridge's performance recipe
     // function of the same model, system, GPU count and precision (its current snapshot,
     // recipes/megatron-bridge-recipe-functions.json), which the run launched as is.
     std::optional<recipe::PerfRecipeSettings> from_function;
-    if (settings_table && !settings) {
+    if (!settings && (settings_table || (r.settings_unknown && !r.torch_fsdp2))) {
       const std::string name = megatron_bridge::PerfRecipeFunctionName(
           r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell), r.setup.num_gpus);
       if (const megatron_bridge::RecipeFunction* fn = megatron_bridge::FindRecipeFunction(name)) {
@@ -203,7 +203,7 @@ ValidateReport Validate(const ValidateRequest& req) {
         const MbRuntime& rt = settings->runtime;
         runtime = std::to_string(int(rt.dispatcher)) + "/" + std::to_string(int(rt.ep_a2a_overlap)) + "/" +
                   std::to_string(int(rt.cuda_graph)) + "/" + std::to_string(rt.cuda_graph_scope) + "/" +
-                  std::to_string(int(rt.grad_reduce_in_fp32));
+                  std::to_string(int(rt.grad_reduce_in_fp32)) + "/" + std::to_string(int(rt.te_cross_entropy));
       }
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
                                        int(r.setup.precision), runtime + "/mtp" + std::to_string(l.mtp_layers));

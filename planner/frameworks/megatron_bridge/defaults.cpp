@@ -91,6 +91,7 @@ void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {
   l.mb.cuda_graph = rt.cuda_graph;
   l.mb.cuda_graph_scope = rt.cuda_graph_scope;
   l.mb.grad_reduce_in_fp32 = rt.grad_reduce_in_fp32;
+  l.mb.te_cross_entropy = rt.te_cross_entropy;
 }
 
 void FitCudaGraphsToRecompute(Layout& l) {

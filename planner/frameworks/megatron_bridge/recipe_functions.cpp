@@ -204,6 +204,9 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
     rt.cuda_graph = MbCudaGraph::kTransformerEngine;
     rt.cuda_graph_scope = impl == "local" ? 0 : scope & ~kGraphFullIteration;
   }
+  // The loss kernel: the recipe's cross_entropy_fusion_impl (meshplan writes neither key).
+  const nlohmann::json& fusion = fn->ModelValue("cross_entropy_loss_fusion");
+  rt.te_cross_entropy = str("cross_entropy_fusion_impl") == "te" && !(fusion.is_boolean() && !fusion.get<bool>());
   // grad_reduce_in_fp32 stays true: meshplan writes mixed_precision as a recipe name (bf16_mixed,
   // bf16_with_*_mixed), which replaces the function's own MixedPrecisionConfig and sets it true
   // (training/mixed_precision.py; MixedPrecisionConfig.setup copies it over the DDP config).
