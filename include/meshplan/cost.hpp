@@ -72,6 +72,8 @@ struct CostView {
   /// with the output layer: 4 (fp32 exp-logits: vocab_parallel_cross_entropy and the native
   /// fused kernel) or 2 (TE parallel_cross_entropy, the gradient written into the bf16 logits).
   double loss_bytes_per_logit = 4.0;
+  /// Megatron-Core: bytes per parameter of the sharded optimizer state (MbSettings::optimizer_state_bytes).
+  double optimizer_state_bytes = 12.0;
   // --- sharding ---
   DpImpl dp_impl = DpImpl::kFsdpPerModule;
   bool distributed_optimizer = false;  ///< optimizer state sharded over DP (Megatron distributed optimizer or Megatron FSDP)

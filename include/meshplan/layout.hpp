@@ -181,6 +181,11 @@ struct MbSettings {
   /// parallel_cross_entropy writes the gradient into the bf16 logits and keeps them (2 bytes per
   /// logit); native (Megatron-Core's default) and the unfused loss keep fp32 exp-logits (4).
   bool te_cross_entropy = false;
+  /// Bytes per parameter of the optimizer state the distributed optimizer shards: the master
+  /// weights and Adam's two moments, 4 + 4 + 4 in fp32; with optimizer.use_precision_aware_optimizer
+  /// the recipe's main_params_dtype, exp_avg_dtype and exp_avg_sq_dtype (Megatron-Core
+  /// optimizer_config.py; the DeepSeek-V3 perf recipes: fp32 master, bf16 moments, 8 bytes).
+  double optimizer_state_bytes = 12.0;
   bool pipeline_dtype_set = true;      ///< model.pipeline_dtype is not null
   bool transformer_engine = true;      ///< model.transformer_impl == transformer_engine
   Tri tp_comm_overlap = Tri::kUnset;   ///< comm_overlap.tp_comm_overlap as requested

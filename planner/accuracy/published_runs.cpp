@@ -430,6 +430,7 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
       l.mb.recompute_num_layers = settings->recompute_num_layers;
     }
     l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
+    l.mb.optimizer_state_bytes = settings->optimizer_state_bytes;
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
   }
   SetMegatronMicroBatch(l, run.micro_batch, setup);

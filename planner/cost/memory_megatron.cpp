@@ -427,7 +427,10 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   const double grad_bytes = MainGradBytes(l);
   mem.weights = 2.0 * (pd + pe);
   mem.gradients = grad_bytes * (pd + pe);
-  mem.optimizer = (e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe;
+  // The sharded state: 12 bytes per parameter in fp32 (the estimator's), or the precision-aware
+  // optimizer's (CostView::optimizer_state_bytes).
+  const double state = l.optimizer_state_bytes / 12.0;
+  mem.optimizer = state * ((e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe);
   mem.activations = e.activation_layers / cp * inflight_share;
   // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
   // saved tensors of that many layers of the rank wait in host memory until backward.
@@ -460,7 +463,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
     const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
     mem.weights = 2.0 * (pd + pe) / shards;
     mem.gradients = grad_bytes * (pd + pe) / shards;
-    mem.optimizer = 12.0 * (pd + pe) / shards;
+    mem.optimizer = l.optimizer_state_bytes * (pd + pe) / shards;
   }
   if (bridge) {
     const int wrappers = int((l.dp_impl == DpImpl::kMegatronFsdp)) + int((l.dp_impl == DpImpl::kFsdpPerModule));

@@ -583,7 +583,8 @@ meshplan_cli_case(explain_dp_unknown 1 "layout: fsdp2 tp3 pp1 cp1 ep1 dp\\? " "!
 # systems are named when they price Megatron-Bridge layouts; NaN headroom is refused.
 meshplan_cli_case(check_mxfp8_on_hopper 1 "mb_mxfp8_needs_blackwell: the MXFP8 recipe needs a Blackwell GPU"
   -- ${MP} check ${D}/mb_llama70b_mxfp8.yaml --model llama3-70b --system dgx-h100 --gpus 32)
-meshplan_cli_case(plan_fp8_rows_sp 0 "tensor_model_parallel_size: 4" "!tensor_model_parallel_size: 8"
+meshplan_cli_case(plan_fp8_rows_sp 0 "tensor_model_parallel_size: 4" "!# layout: [a-z_+]+ tp8 pp1 cp1 ep1 dp[0-9]+ mbs[1-7] sp"
+  "# layout: [a-z_+]+ tp8 pp1 cp1 ep1 dp[0-9]+ mbs8 sp"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8200 --global-batch 128 --precision fp8 --top 50 --format yaml)
 meshplan_cli_case(plan_unfitted_megatron_warning 0 "note: dgx-h200 has no fitted Megatron-Core step-time constants .megatron_time_fit.: its Megatron-Bridge step times use those of dgx-h100 .same GPU compute capability 9.0."
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 1)

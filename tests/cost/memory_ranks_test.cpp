@@ -28,7 +28,7 @@ Layout Read70b(const std::string& extra) {
 
 }  // namespace
 
-TEST_CASE("memory ranks: a pipeline layout is as heavy as its heaviest rank, not its average") {
+TEST_CASE("memory ranks: a pipeline layout is as heavy as its heaviest rank and not its average") {
   const ModelSpec m = test::Llama3_70B();
   const SystemSpec sys = test::DgxH100();
   const TrainSetup setup = test::Setup(32, 8192, 128);
@@ -56,7 +56,7 @@ TEST_CASE("memory ranks: a pipeline layout is as heavy as its heaviest rank, not
   CHECK(c.memory.Total() == r[0].Total());
 }
 
-TEST_CASE("memory ranks: TE's parallel cross-entropy keeps the bf16 logits, 2 bytes each instead of 4") {
+TEST_CASE("memory ranks: TE's parallel cross-entropy keeps the bf16 logits at 2 bytes each instead of 4") {
   const ModelSpec m = test::Llama3_70B();
   const CostModel cm(m, test::DgxH100(), test::Setup(32, 8192, 128));
   const Layout native = Read70b("");

@@ -44,6 +44,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.recompute_block_layers = mb.recompute_method == MbRecomputeMethod::kBlock ? mb.recompute_num_layers : 0;
   v.cpu_offload_layers = mb.cpu_offloading ? mb.cpu_offloading_num_layers : 0;
   v.loss_bytes_per_logit = mb.te_cross_entropy ? 2.0 : 4.0;
+  v.optimizer_state_bytes = mb.optimizer_state_bytes;
   // Megatron-Bridge forces ddp.use_megatron_fsdp and dist.use_megatron_fsdp equal (MB
   // config.py); either one set means Megatron FSDP.
   v.dp_impl = (mb.use_megatron_fsdp || mb.dist_use_megatron_fsdp == Tri::kTrue) ? DpImpl::kMegatronFsdp

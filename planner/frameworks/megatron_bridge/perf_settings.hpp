@@ -33,6 +33,7 @@ struct PerfRecipeSettings {
   MbRecomputeMethod recompute_method = MbRecomputeMethod::kUnset;  ///< full recompute: uniform or block
   int64_t recompute_num_layers = 0;        ///< full recompute: layers per group (uniform) or per stage (block)
   int64_t cpu_offloading_num_layers = 0;   ///< model.cpu_offloading_num_layers
+  double optimizer_state_bytes = 12.0;     ///< MbSettings::optimizer_state_bytes (precision-aware optimizer)
 };
 
 struct PerfRecipeTable {

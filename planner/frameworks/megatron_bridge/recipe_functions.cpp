@@ -262,6 +262,19 @@ recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn
     e.recompute_method = m == "block" ? MbRecomputeMethod::kBlock : MbRecomputeMethod::kUniform;
     e.recompute_num_layers = layers.is_number_integer() ? layers.get<int64_t>() : 1;
   }
+  // The precision-aware optimizer's state dtypes, where the table records them (torch dtype names).
+  const nlohmann::json& aware = value("optimizer.use_precision_aware_optimizer", nullptr);
+  if (aware.is_boolean() && aware.get<bool>()) {
+    auto bytes = [&](const char* path) {
+      const nlohmann::json& v = value(path, nullptr);
+      const std::string s = v.is_string() ? v.get<std::string>() : "torch.float32";
+      return s.find("bfloat16") != std::string::npos || s.find("float16") != std::string::npos ? 2.0
+             : s.find("uint8") != std::string::npos                                              ? 1.0
+                                                                                                 : 4.0;
+    };
+    e.optimizer_state_bytes =
+        bytes("optimizer.main_params_dtype") + bytes("optimizer.exp_avg_dtype") + bytes("optimizer.exp_avg_sq_dtype");
+  }
   const nlohmann::json& offload = value(nullptr, "cpu_offloading_num_layers");
   const nlohmann::json& offloading = value(nullptr, "cpu_offloading");
   if (offload.is_number_integer() && (!offloading.is_boolean() || offloading.get<bool>())) {

@@ -728,6 +728,22 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   MapReader ddp = Section(top, "ddp", filename);
   MapReader opt = Section(top, "optimizer", filename);
   ReadDdp(ddp, opt, l);
+  // The precision-aware optimizer's state dtypes (Megatron-Core optimizer_config.py: each
+  // torch.float32 by default; bf16 / fp16 / fp32 accepted, with or without "torch.").
+  if (opt.Bool("use_precision_aware_optimizer", false)) {
+    auto bytes = [&](const char* key) {
+      if (!opt.HasValue(key)) return 4.0;
+      std::string v = opt.Str(key);
+      if (v.rfind("torch.", 0) == 0) v = v.substr(6);
+      if (v == "float32" || v == "fp32") return 4.0;
+      if (v == "bfloat16" || v == "bf16" || v == "float16" || v == "fp16") return 2.0;
+      if (v == "uint8" || v == "fp8") return 1.0;
+      opt.Fail(key, "expected torch.float32, torch.bfloat16, torch.float16 or torch.uint8; " + Found(v));
+      return 4.0;
+    };
+    l.mb.optimizer_state_bytes = bytes("main_params_dtype") + bytes("exp_avg_dtype") + bytes("exp_avg_sq_dtype");
+  }
+  opt.Ignore({"main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype"});
   MapReader dist = Section(top, "dist", filename);
   l.mb.dist_use_megatron_fsdp = TriKey(dist, "use_megatron_fsdp");
   l.mb.use_torch_fsdp2 = dist.Bool("use_torch_fsdp2", false);
