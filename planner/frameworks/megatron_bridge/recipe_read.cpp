@@ -388,7 +388,10 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
   // (GPTModelProvider default) with impl te (TE parallel_cross_entropy) or native
   // (model_parallel_config.py default).
   {
-    const bool fusion = m.Bool("cross_entropy_loss_fusion", true);
+    // null is Python's None: the loss runs unfused (language_module.py tests the flag's truth).
+    const bool fusion = m.Has("cross_entropy_loss_fusion") && !m.HasValue("cross_entropy_loss_fusion")
+                            ? false
+                            : m.Bool("cross_entropy_loss_fusion", true);
     std::string impl = "native";
     if (m.HasValue("cross_entropy_fusion_impl")) impl = m.Str("cross_entropy_fusion_impl");
     if (impl != "native" && impl != "te") {
@@ -728,22 +731,49 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   MapReader ddp = Section(top, "ddp", filename);
   MapReader opt = Section(top, "optimizer", filename);
   ReadDdp(ddp, opt, l);
-  // The precision-aware optimizer's state dtypes (Megatron-Core optimizer_config.py: each
-  // torch.float32 by default; bf16 / fp16 / fp32 accepted, with or without "torch.").
-  if (opt.Bool("use_precision_aware_optimizer", false)) {
-    auto bytes = [&](const char* key) {
+  // The optimizer state's dtypes (Megatron-Core optimizer_config.py OptimizerConfig: each
+  // torch.float32 by default; __post_init__ allows others only with use_precision_aware_optimizer,
+  // which needs optimizer adam). Under it, the fp32 master weights of a bf16 model are kept as
+  // their 16-bit remainders with store_param_remainders (default true; distrib_optimizer.py
+  // init_shard(torch.int16)), so fp32 master + bf16 moments are 2 + 2 + 2 bytes.
+  {
+    const bool aware = opt.Bool("use_precision_aware_optimizer", false);
+    if (aware && opt.HasValue("optimizer") && opt.Str("optimizer") != "adam") {
+      opt.Fail("use_precision_aware_optimizer", "expected optimizer: adam with it (Megatron-Core OptimizerConfig: "
+                                               "'--use-precision-aware-optimizer only supported with adam'), found "
+                                               "optimizer '" + opt.Str("optimizer") + "'");
+    }
+    // Bytes of a dtype key; `allowed` lists the dtypes Megatron-Core takes for it.
+    auto bytes = [&](const char* key, std::initializer_list<const char*> allowed) {
       if (!opt.HasValue(key)) return 4.0;
-      std::string v = opt.Str(key);
-      if (v.rfind("torch.", 0) == 0) v = v.substr(6);
-      if (v == "float32" || v == "fp32") return 4.0;
-      if (v == "bfloat16" || v == "bf16" || v == "float16" || v == "fp16") return 2.0;
-      if (v == "uint8" || v == "fp8") return 1.0;
-      opt.Fail(key, "expected torch.float32, torch.bfloat16, torch.float16 or torch.uint8; " + Found(v));
-      return 4.0;
+      const std::string given = opt.Str(key);
+      std::string v = given.rfind("torch.", 0) == 0 ? given.substr(6) : given;
+      // The short spellings Megatron-Bridge's configs also use.
+      if (v == "fp32") v = "float32";
+      if (v == "bf16") v = "bfloat16";
+      if (v == "fp16") v = "float16";
+      if (v == "fp8") v = "uint8";
+      std::string names;
+      bool ok = false;
+      for (const char* a : allowed) {
+        names += std::string(names.empty() ? "" : " or ") + "torch." + a;
+        ok = ok || v == a;
+      }
+      if (!ok) opt.Fail(key, "expected " + names + "; found '" + given + "'");
+      if (!aware && v != "float32") {
+        opt.Fail(key, "expected torch.float32 without use_precision_aware_optimizer (Megatron-Core OptimizerConfig: '" +
+                          std::string(key) + " can only be fp32 when not using precision-aware optimizer'); found '" +
+                          given + "'");
+      }
+      return v == "float32" ? 4.0 : v == "uint8" ? 1.0 : 2.0;
     };
-    l.mb.optimizer_state_bytes = bytes("main_params_dtype") + bytes("exp_avg_dtype") + bytes("exp_avg_sq_dtype");
+    const double master = bytes("main_params_dtype", {"float32", "float16"});
+    const double m1 = bytes("exp_avg_dtype", {"float32", "float16", "bfloat16", "uint8"});
+    const double m2 = bytes("exp_avg_sq_dtype", {"float32", "float16", "bfloat16", "uint8"});
+    bytes("main_grads_dtype", {"float32", "bfloat16"});
+    const bool remainders = !opt.HasValue("store_param_remainders") || opt.Bool("store_param_remainders", true);
+    l.mb.optimizer_state_bytes = (aware && remainders && master == 4.0 ? 2.0 : master) + m1 + m2;
   }
-  opt.Ignore({"main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype"});
   MapReader dist = Section(top, "dist", filename);
   l.mb.dist_use_megatron_fsdp = TriKey(dist, "use_megatron_fsdp");
   l.mb.use_torch_fsdp2 = dist.Bool("use_torch_fsdp2", false);
