@@ -99,3 +99,31 @@ TEST_CASE("memory ranks: a published row's recipe function gives its offloading 
   CHECK(megatron_bridge::PerfRecipeFunctionName("mixtral-8x7b", "dgx-h100", "bf16", 64).empty());
   CHECK(megatron_bridge::PerfRecipeFunctionName("llama3-70b", "mi300x-8", "bf16", 64).empty());
 }
+
+TEST_CASE("memory ranks: the precision-aware optimizer keeps fp32 master remainders and bf16 moments in 6 bytes") {
+  const ModelSpec m = test::Llama3_70B();
+  const CostModel cm(m, test::DgxH100(), test::Setup(32, 8192, 128));
+  auto read = [](const std::string& optimizer) {
+    const std::string text =
+        "model:\n  tensor_model_parallel_size: 8\n  pipeline_model_parallel_size: 4\n  sequence_parallel: true\n"
+        "  seq_length: 8192\ntrain: {global_batch_size: 128, micro_batch_size: 1}\n"
+        "ddp: {use_distributed_optimizer: true}\noptimizer: " + optimizer + "\n";
+    return ParseMegatronRecipe(text, "r.yaml", 32).layout;
+  };
+  const Layout plain = read("{optimizer: adam}");
+  const Layout aware = read("{use_precision_aware_optimizer: true, exp_avg_dtype: torch.bfloat16, "
+                            "exp_avg_sq_dtype: torch.bfloat16, main_params_dtype: torch.float32}");
+  const Layout no_remainders = read("{use_precision_aware_optimizer: true, exp_avg_dtype: bf16, "
+                                    "exp_avg_sq_dtype: bf16, store_param_remainders: false}");
+  CHECK(plain.mb.optimizer_state_bytes == 12.0);
+  CHECK(aware.mb.optimizer_state_bytes == 6.0);          // int16 remainders + 2 + 2
+  CHECK(no_remainders.mb.optimizer_state_bytes == 8.0);  // fp32 master + 2 + 2
+  const auto opt = [&](const Layout& l) { return cm.RankMemories(ToCostView(l, cm.model(), cm.setup()))[1].optimizer; };
+  CHECK(opt(aware) == Rel(opt(plain) * 6.0 / 12.0));
+  // Megatron-Core's OptimizerConfig refuses these; so does the reader, naming the field.
+  CHECK_THROWS_WITH_AS(read("{exp_avg_dtype: torch.bfloat16}"), doctest::Contains("optimizer.exp_avg_dtype"), InputError);
+  CHECK_THROWS_WITH_AS(read("{use_precision_aware_optimizer: true, optimizer: sgd}"),
+                       doctest::Contains("only supported with adam"), InputError);
+  CHECK_THROWS_WITH_AS(read("{use_precision_aware_optimizer: true, exp_avg_dtype: torch.int3}"),
+                       doctest::Contains("found 'torch.int3'"), InputError);
+}
