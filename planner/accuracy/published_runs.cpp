@@ -248,7 +248,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
-  r.mtp = zero.find("fsdp2") != std::string::npos ? 0 : MtpOf(cell("model"));
+  r.mtp = r.torch_fsdp2 ? 0 : MtpOf(cell("model"));
   const std::string rec = Lower(cell("recompute"));
   r.settings_unknown = Trim(rec).rfind("?", 0) == 0;
   r.precision_cell = cell("precision");

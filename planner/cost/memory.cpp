@@ -49,6 +49,12 @@ bool UseMegatron(const CostView& l, const MemoryOptions& o) {
   return l.runtime == CostRuntime::kMegatronCore;
 }
 
+/// Megatron-Bridge's estimator variant: asked for, or implied by planning Megatron-Bridge
+/// layouts (kAuto), which RankMemory prices with it.
+bool BridgeEstimator(const MemoryOptions& o) {
+  return o.megatron_bridge_estimator || o.profile == MemoryProfile::kAuto;
+}
+
 /// LayerActivationBytes, from the CostModel's table when the context has one.
 ActBytes Act(const Ctx& c, bool moe_layer, AcWrap wrap) {
   return c.tables != nullptr ? c.tables->Act(moe_layer, wrap) : LayerActivationBytes(c.model, moe_layer, wrap);
@@ -166,7 +172,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     // Megatron-LM's estimate (kMegatron) over-states the published 70B recipe of megatron.md
     // 1.9(a) at 125.9 GiB against 73.8 GiB, and stays available for reproduction.
     MemoryOptions effective = opts;
-    if (opts.profile == MemoryProfile::kAuto) effective.megatron_bridge_estimator = true;
+    effective.megatron_bridge_estimator = BridgeEstimator(opts);
     MemoryBreakdown mem = MegatronRankMemory(c, pp_rank, effective);
     mem.overhead = Overhead(c);
     mem.step_gradients = mem.gradients;
@@ -331,8 +337,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank) { return RankMemory(c,
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
   // Megatron-LM's estimate is the first stage's for every rank; the bridge profile prices the
   // pipeline ranks apart (MegatronRankMemory).
-  const bool bridge = opts.megatron_bridge_estimator || opts.profile == MemoryProfile::kAuto;
-  return UseMegatron(c.view, opts) && c.split.given == nullptr && !(bridge && c.view.pp > 1);
+  return UseMegatron(c.view, opts) && c.split.given == nullptr && !(BridgeEstimator(opts) && c.view.pp > 1);
 }
 
 }  // namespace meshplan::cost

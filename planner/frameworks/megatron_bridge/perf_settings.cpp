@@ -189,6 +189,23 @@ PerfRecipeTable LoadPerfRecipeSettings(const std::string& path) {
   return t;
 }
 
+std::string TorchDtypeName(const std::string& given) {
+  const std::string v = given.rfind("torch.", 0) == 0 ? given.substr(6) : given;
+  if (v == "fp32") return "float32";
+  if (v == "bf16") return "bfloat16";
+  if (v == "fp16") return "float16";
+  if (v == "fp8") return "uint8";
+  return v;
+}
+
+double TorchDtypeBytes(const std::string& name) { return name == "float32" ? 4.0 : name == "uint8" ? 1.0 : 2.0; }
+
+double OptimizerStateBytes(bool precision_aware, bool store_param_remainders, double master, double exp_avg,
+                           double exp_avg_sq) {
+  if (!precision_aware) return 12.0;
+  return (store_param_remainders && master == 4.0 ? 2.0 : master) + exp_avg + exp_avg_sq;
+}
+
 std::string PerfPrecisionKey(const std::string& cell) {
   std::string s;
   for (char ch : cell) s += char(std::tolower(static_cast<unsigned char>(ch)));

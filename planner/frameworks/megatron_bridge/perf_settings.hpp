@@ -70,6 +70,21 @@ std::span<const GraphScopeName> CudaGraphScopeNames();
 MbCudaGraph ReadCudaGraphImpl(yamlutil::MapReader& r, const std::string& key, uint32_t& scope,
                               bool full_iteration_spelling = false);
 
+/// A torch dtype as Megatron-Core's OptimizerConfig takes it ("torch.bfloat16", "bfloat16" or
+/// Megatron-Bridge's short "bf16"), by its torch name without the prefix ("bfloat16"); the
+/// short spellings bf16, fp16, fp32 and fp8 (torch.uint8) are mapped, other names returned as given.
+std::string TorchDtypeName(const std::string& given);
+/// Bytes of an element of the TorchDtypeName `name`: float32 4, uint8 1, others 2.
+double TorchDtypeBytes(const std::string& name);
+/// Bytes per parameter of the optimizer state the distributed optimizer shards, from the
+/// element bytes of main_params_dtype, exp_avg_dtype and exp_avg_sq_dtype: their sum, except that
+/// with use_precision_aware_optimizer and store_param_remainders (Megatron-Core's default) the
+/// fp32 master weights of a bf16 model are kept as their 16-bit remainders (distrib_optimizer.py
+/// init_shard(torch.int16)): fp32 master + bf16 moments = 2 + 2 + 2. Without the precision-aware
+/// optimizer the state is fp32: 12.
+double OptimizerStateBytes(bool precision_aware, bool store_param_remainders, double master, double exp_avg,
+                           double exp_avg_sq);
+
 /// The table's precision name of a performance-table precision cell: BF16 or empty -> bf16;
 /// FP8, FP8-CS, "FP8-CS (FP8-MX)" -> fp8cs; MXFP8, FP8-MX -> fp8mx; NVFP4 -> nvfp4.
 std::string PerfPrecisionKey(const std::string& cell);

@@ -243,11 +243,11 @@ recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn
   else if (ddp_fp32.is_boolean()) e.runtime.grad_reduce_in_fp32 = ddp_fp32.get<bool>();
   const nlohmann::json& overlap = value("comm_overlap.overlap_moe_expert_parallel_comm", nullptr);
   if (overlap.is_boolean()) e.runtime.ep_a2a_overlap = overlap.get<bool>() ? Tri::kTrue : Tri::kFalse;
-  for (const RecomputeModuleName& x : RecomputeModuleNames()) {
-    const nlohmann::json& names = value(nullptr, "recompute_modules");
-    if (!names.is_array()) break;
+  if (const nlohmann::json& names = value(nullptr, "recompute_modules"); names.is_array()) {
     for (const auto& n : names) {
-      if (n.is_string() && n.get<std::string>() == x.name) e.recompute_modules |= x.bit;
+      for (const RecomputeModuleName& x : RecomputeModuleNames()) {
+        if (n.is_string() && n.get<std::string>() == x.name) e.recompute_modules |= x.bit;
+      }
     }
   }
   const nlohmann::json& granularity = value(nullptr, "recompute_granularity");
@@ -262,19 +262,19 @@ recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn
     e.recompute_method = m == "block" ? MbRecomputeMethod::kBlock : MbRecomputeMethod::kUniform;
     e.recompute_num_layers = layers.is_number_integer() ? layers.get<int64_t>() : 1;
   }
-  // The precision-aware optimizer's state dtypes, where the table records them (torch dtype names).
-  const nlohmann::json& aware = value("optimizer.use_precision_aware_optimizer", nullptr);
-  if (aware.is_boolean() && aware.get<bool>()) {
-    auto bytes = [&](const char* path) {
-      const nlohmann::json& v = value(path, nullptr);
-      const std::string s = v.is_string() ? v.get<std::string>() : "torch.float32";
-      return s.find("bfloat16") != std::string::npos || s.find("float16") != std::string::npos ? 2.0
-             : s.find("uint8") != std::string::npos                                              ? 1.0
-                                                                                                 : 4.0;
-    };
-    e.optimizer_state_bytes =
-        bytes("optimizer.main_params_dtype") + bytes("optimizer.exp_avg_dtype") + bytes("optimizer.exp_avg_sq_dtype");
-  }
+  // The optimizer state's dtypes, where the table records them (torch dtype names), priced as
+  // a recipe's are (recipe::OptimizerStateBytes).
+  auto flag = [&](const char* path, bool unset) {
+    const nlohmann::json& v = value(path, nullptr);
+    return v.is_boolean() ? v.get<bool>() : unset;
+  };
+  auto bytes = [&](const char* path) {
+    const nlohmann::json& v = value(path, nullptr);
+    return recipe::TorchDtypeBytes(recipe::TorchDtypeName(v.is_string() ? v.get<std::string>() : "float32"));
+  };
+  e.optimizer_state_bytes = recipe::OptimizerStateBytes(
+      flag("optimizer.use_precision_aware_optimizer", false), flag("optimizer.store_param_remainders", true),
+      bytes("optimizer.main_params_dtype"), bytes("optimizer.exp_avg_dtype"), bytes("optimizer.exp_avg_sq_dtype"));
   const nlohmann::json& offload = value(nullptr, "cpu_offloading_num_layers");
   const nlohmann::json& offloading = value(nullptr, "cpu_offloading");
   if (offload.is_number_integer() && (!offloading.is_boolean() || offloading.get<bool>())) {

@@ -733,9 +733,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   ReadDdp(ddp, opt, l);
   // The optimizer state's dtypes (Megatron-Core optimizer_config.py OptimizerConfig: each
   // torch.float32 by default; __post_init__ allows others only with use_precision_aware_optimizer,
-  // which needs optimizer adam). Under it, the fp32 master weights of a bf16 model are kept as
-  // their 16-bit remainders with store_param_remainders (default true; distrib_optimizer.py
-  // init_shard(torch.int16)), so fp32 master + bf16 moments are 2 + 2 + 2 bytes.
+  // which needs optimizer adam); their bytes per parameter: recipe::OptimizerStateBytes.
   {
     const bool aware = opt.Bool("use_precision_aware_optimizer", false);
     if (aware && opt.HasValue("optimizer") && opt.Str("optimizer") != "adam") {
@@ -747,12 +745,7 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
     auto bytes = [&](const char* key, std::initializer_list<const char*> allowed) {
       if (!opt.HasValue(key)) return 4.0;
       const std::string given = opt.Str(key);
-      std::string v = given.rfind("torch.", 0) == 0 ? given.substr(6) : given;
-      // The short spellings Megatron-Bridge's configs also use.
-      if (v == "fp32") v = "float32";
-      if (v == "bf16") v = "bfloat16";
-      if (v == "fp16") v = "float16";
-      if (v == "fp8") v = "uint8";
+      const std::string v = recipe::TorchDtypeName(given);
       std::string names;
       bool ok = false;
       for (const char* a : allowed) {
@@ -765,14 +758,14 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
                           std::string(key) + " can only be fp32 when not using precision-aware optimizer'); found '" +
                           given + "'");
       }
-      return v == "float32" ? 4.0 : v == "uint8" ? 1.0 : 2.0;
+      return recipe::TorchDtypeBytes(v);
     };
     const double master = bytes("main_params_dtype", {"float32", "float16"});
     const double m1 = bytes("exp_avg_dtype", {"float32", "float16", "bfloat16", "uint8"});
     const double m2 = bytes("exp_avg_sq_dtype", {"float32", "float16", "bfloat16", "uint8"});
     bytes("main_grads_dtype", {"float32", "bfloat16"});
     const bool remainders = !opt.HasValue("store_param_remainders") || opt.Bool("store_param_remainders", true);
-    l.mb.optimizer_state_bytes = (aware && remainders && master == 4.0 ? 2.0 : master) + m1 + m2;
+    l.mb.optimizer_state_bytes = recipe::OptimizerStateBytes(aware, remainders, master, m1, m2);
   }
   MapReader dist = Section(top, "dist", filename);
   l.mb.dist_use_megatron_fsdp = TriKey(dist, "use_megatron_fsdp");
