@@ -61,6 +61,9 @@ struct ValidateRow {
   /// Perf-table row without an entry, priced with the settings of this Megatron-Bridge
   /// performance recipe function of its model, system, GPU count and precision ("" = none).
   std::string recipe_function;
+  /// Survey row of an AutoModel run: the benchmark recipe it is priced as
+  /// (recipes/automodel-benchmarks/...; "" = a Megatron-Core run).
+  std::string automodel_recipe;
   /// The run's published peak memory per GPU, bytes (0 = none); compared with the predicted
   /// Cost::memory.Total() (what the GPU holds: allocated memory, CUDA context and NCCL).
   double published_memory = 0;

@@ -56,6 +56,9 @@ struct CostView {
   int64_t mb_per_call = 1;    ///< micro-batches per pipeline schedule call (1 without PP)
   int64_t grad_accum = 1;     ///< schedule calls per optimizer step
   bool interleaved = false;   ///< interleaved 1F1B (several stages per pipeline rank)
+  /// AutoModel loss_fn MaskedCrossEntropy fp32_upcast: the loss runs on fp32 logits (default
+  /// true) or on the logits' own dtype (Layout::loss_fp32_upcast). Megatron layouts: true.
+  bool loss_fp32_upcast = true;
   /// Stages per rank the Megatron-Core memory estimate's in-flight factor reads (0: not
   /// interleaved): Megatron-Bridge its VPP, AutoModel its stages per rank when interleaved.
   int64_t estimate_vpp = 0;

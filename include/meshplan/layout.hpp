@@ -244,6 +244,10 @@ struct Layout {
   StageRounding stage_rounding = StageRounding::kNone;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  /// AutoModel `loss_fn` MaskedCrossEntropy `fp32_upcast` (components/loss/masked_ce.py: default
+  /// true casts the logits to fp32 before F.cross_entropy; AutoModel's MoE benchmark recipes set
+  /// false). Read from a recipe; the planner's layouts keep the default.
+  bool loss_fp32_upcast = true;
 
   // --- Megatron-Bridge (framework == kMegatronBridge); AutoModel layouts leave the defaults. ---
   // A Megatron layout leaves strategy, pp_schedule, layers_per_stage and stage_rounding at

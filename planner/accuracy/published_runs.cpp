@@ -10,7 +10,9 @@
 #include <map>
 #include <sstream>
 
+#include "data/yaml_util.hpp"
 #include "meshplan/data.hpp"
+#include "meshplan/recipe.hpp"
 #include "meshplan/diag.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 #include "meshplan/framework.hpp"
@@ -246,6 +248,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
   r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
+  r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
   r.mtp = r.torch_fsdp2 ? 0 : MtpOf(cell("model"));
@@ -435,6 +438,25 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   }
   SetMegatronMicroBatch(l, run.micro_batch, setup);
   return l;
+}
+
+std::optional<AutoModelBenchmark> FindAutoModelBenchmark(const std::string& preset, const std::string& system,
+                                                         int64_t gpus) {
+  static constexpr std::string_view kDir = "recipes/automodel-benchmarks";
+  for (const std::string& name : data::ListEmbedded(kDir)) {
+    const std::string file = std::string(kDir) + "/" + name + ".yaml";
+    const std::string_view text = *data::FindEmbedded(file);
+    const YAML::Node root = yamlutil::ParseMap(text, file);
+    yamlutil::MapReader top(root, file);
+    if (!top.HasValue("published") || !top.Get("published").IsMap()) {
+      top.Fail("published", "expected a map {model, system, gpus} naming the published row");
+    }
+    yamlutil::MapReader pub(top.Get("published"), file, "published");
+    if (pub.Str("model") != preset || pub.Str("system") != system || pub.Int("gpus", 1, int64_t{1} << 20) != gpus) continue;
+    pub.RejectUnknown();
+    return AutoModelBenchmark{file, ParseAutoModelRecipe(text, file, gpus).layout};
+  }
+  return std::nullopt;
 }
 
 }  // namespace meshplan::accuracy

@@ -48,6 +48,9 @@ struct PublishedRun {
   /// "FSDP2" in the survey's zero_fsdp_distopt (torchtitan, AutoModel): torch fully_shard, priced
   /// as Megatron-Bridge's dist.use_torch_fsdp2 where its rules allow it (PP 1, EP 1).
   bool torch_fsdp2 = false;
+  /// The survey row is a NeMo AutoModel run (its source cell names NVIDIA-NeMo/Automodel):
+  /// priced as the AutoModel layout of its benchmark recipe (FindAutoModelBenchmark).
+  bool automodel = false;
   Recompute recompute = Recompute::kNone; ///< the survey's recompute cell (the perf table: none)
   /// The survey's recompute cell is unknown ("?", "? (see perf_recipes)"): the run's settings are
   /// its recipe's, where a Megatron-Bridge performance recipe function is known for it.
@@ -91,5 +94,19 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file)
 /// `run.setup` is the setup priced (its precision one the system has).
 Layout PublishedLayout(const PublishedRun& run, const ModelSpec& model, const SystemSpec& system,
                        const recipe::PerfRecipeSettings* settings);
+
+/// An AutoModel benchmark recipe of recipes/automodel-benchmarks/ (embedded): the
+/// step_scheduler:, distributed: and loss_fn: sections of one of AutoModel's
+/// examples/llm_benchmark recipes, with the batch sizes of the published row it ran, and its
+/// `published: {model, system, gpus}` key.
+struct AutoModelBenchmark {
+  std::string file;  ///< "recipes/automodel-benchmarks/<name>.yaml"
+  Layout layout;     ///< as ParseAutoModelRecipe reads it
+};
+/// The benchmark recipe whose `published:` names `preset`, `system` and `gpus`, or nullopt.
+/// Throws InputError for an embedded recipe AutoModel's reader refuses or whose published:
+/// key is malformed (a defect of the embedded data).
+std::optional<AutoModelBenchmark> FindAutoModelBenchmark(const std::string& preset, const std::string& system,
+                                                         int64_t gpus);
 
 }  // namespace meshplan::accuracy

@@ -42,7 +42,7 @@ Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sy
   pr.model.mtp_num_layers = l.mtp_layers;  // the planner's layouts train what the run trained
   pr.system = sys;
   pr.setup = r.setup;
-  pr.framework = FindFramework("megatron-bridge")->id;  // the published runs are Megatron-Core runs
+  pr.framework = l.framework;  // Megatron-Core runs, and AutoModel's own benchmark runs
   if (settings) pr.mb_runtime = settings->runtime;
   pr.top_n = std::max(req.rank_top, req.show_top);
   pr.threads = req.threads;
@@ -159,7 +159,20 @@ ValidateReport Validate(const ValidateRequest& req) {
     }
     row.without_recipe_settings = settings_table && !settings;
     if (row.without_recipe_settings) ++sum.without_settings;
-    const Layout l = accuracy::PublishedLayout(r, m, sys, settings);
+    // An AutoModel run is priced as the AutoModel layout of its benchmark recipe.
+    std::optional<accuracy::AutoModelBenchmark> bench;
+    if (r.automodel) {
+      bench = accuracy::FindAutoModelBenchmark(r.preset, r.system, r.setup.num_gpus);
+      if (!bench) {
+        skip_row("AutoModel run without a benchmark recipe",
+                 "AutoModel run: no recipes/automodel-benchmarks/ recipe names " + r.preset + " on " +
+                     std::to_string(r.setup.num_gpus) + " GPUs of " + r.system);
+        continue;
+      }
+      row.automodel_recipe = bench->file;
+    }
+    const Layout l = bench ? bench->layout : accuracy::PublishedLayout(r, m, sys, settings);
+    const bool megatron_layout = l.framework == FindFramework("megatron-bridge")->id;
     // A layout the framework would refuse is not priced (the perf table's own rows all pass;
     // hand-made rows may not).
     {
@@ -182,7 +195,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     row.published_tflops = r.published_tflops;
     row.published_step = row.predicted > 0 ? cost.step_seconds * row.predicted / row.published : 0.0;
     errors.push_back(std::fabs(row.error));
-    if (!req.fit_dir.empty() && row.predicted > 0) {
+    if (!req.fit_dir.empty() && row.predicted > 0 && megatron_layout) {
       accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
       const std::string tag = " (" + r.release + ")";
@@ -206,7 +219,8 @@ ValidateReport Validate(const ValidateRequest& req) {
                   std::to_string(int(rt.grad_reduce_in_fp32)) + "/" + std::to_string(int(rt.te_cross_entropy));
       }
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
-                                       int(r.setup.precision), runtime + "/mtp" + std::to_string(l.mtp_layers));
+                                       int(r.setup.precision),
+                                       runtime + "/mtp" + std::to_string(l.mtp_layers) + "/" + FrameworkOf(l).name);
       auto it = ranks.find(key);
       if (it == ranks.end()) it = ranks.emplace(key, Rank(req, m, sys, r, l, settings)).first;
       const std::vector<double>& steps = it->second.steps;
@@ -229,7 +243,7 @@ ValidateReport Validate(const ValidateRequest& req) {
         if (!cost.fits) ++sum.top5_no_fit;  // ranked among fitting layouts, but predicted not to fit itself
       }
     }
-    if (req.breakdown && mbridge) {
+    if (req.breakdown && mbridge && megatron_layout) {
       row.split = SplitMegatronCompute(m, sys, r.setup, l);
       if (row.fastest) row.fastest_split = SplitMegatronCompute(m, sys, r.setup, row.fastest->layout);
     }

@@ -63,8 +63,9 @@ void PrintRow(std::FILE* out, const ValidateOptions& o, const ValidateRow& row) 
                cost.model_tflops_per_gpu, 100 * row.error, rank.c_str(), gap.c_str(), cost.fits ? "yes" : "no",
                cost.memory.Total() / kGiB, Describe(row.layout).c_str(), row.on_tokens ? "" : "  (err% on TFLOP/s)",
                row.without_recipe_settings ? "  (no recipe settings: meshplan's emitted ones)"
-               : !row.recipe_function.empty() ? ("  (settings of " + row.recipe_function + ")").c_str()
-                                              : "",
+               : !row.recipe_function.empty()   ? ("  (settings of " + row.recipe_function + ")").c_str()
+               : !row.automodel_recipe.empty() ? ("  (AutoModel, " + row.automodel_recipe + ")").c_str()
+                                               : "",
                mem_pub);
   if (o.show_top > 0 && row.ranked) {
     std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", row.top.size(),

@@ -108,7 +108,7 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   x.final_norm = FinalNormBytesPerToken(c.model, e);
   // LlamaRotaryEmbedding.forward returns cos.to(x.dtype), sin.to(x.dtype).
   x.rope = 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
-  x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e);
+  x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e, l.loss_fp32_upcast);
   x.held_logits = e / tp;
   if (x.compute.Math()) {
     const MathAttnBackward ab = MathAttentionBackwardBytes(c.model, x.wrap, x.compute);
@@ -144,7 +144,7 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
 ///   wrap for FSDP2 and one GPU, the four-submodule wrap for DDP) · tokens of a micro-batch
 ///   (micro_batch·seq/cp) · in-flight micro-batches; plus RoPE cos/sin (2·e·d per token) and
 ///   the final norm on the head rank.
-/// Logits: LogitsBytesPerTokenVocab(tp, loss_parallel, e) · tokens · vocab on the rank holding lm_head.
+/// Logits: LogitsBytesPerTokenVocab(tp, loss_parallel, e, fp32_upcast) · tokens · vocab on the rank holding lm_head.
 /// Peak = the largest of four moments (each seen as the phase peak in the measurements):
 ///   backward start: state + earlier micro-batches' grads + resident + activations + logits;
 ///   recompute (full AC): the same with one layer's full activations instead of the loss

@@ -85,7 +85,11 @@ double FinalNormBytesPerToken(const ModelSpec& model, double elem = 2.0);
 ///   transient at the loss backward: nll_loss grad (4) + log_softmax grad (4).
 /// Peak = elem/tp + 12 B per token per vocab entry (bf16 2/tp + 12, fp32 4/tp + 12); with
 /// loss_parallel the loss buffers are vocabulary-sharded too: (elem + 12)/tp.
-double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false, double elem = 2.0);
+/// `fp32_upcast` false (MaskedCrossEntropy(fp32_upcast=False), which AutoModel's MoE benchmark
+/// recipes set): F.cross_entropy runs on the logits' own dtype, so the log_softmax output and
+/// the two gradients are elem bytes each: elem/tp + 3·elem (bf16 2/tp + 6). Measured:
+/// tests/data/measured/h200_loss_memory.jsonl.
+double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel = false, double elem = 2.0, bool fp32_upcast = true);
 
 /// Micro-batches (in units of "all the rank's layers") whose activations PP rank `pp_rank`
 /// holds at its peak. 1 without PP.

@@ -245,9 +245,10 @@ double FinalNormBytesPerToken(const ModelSpec& m, double elem) {
   return NormBytes(double(m.hidden_size), 1, elem) + elem * double(m.hidden_size);
 }
 
-double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel, double elem) {
+double LogitsBytesPerTokenVocab(int64_t tp, bool loss_parallel, double elem, bool fp32_upcast) {
   const double t = double(std::max<int64_t>(1, tp));
-  return elem / t + 12.0 / (loss_parallel ? t : 1.0);
+  const double loss_elem = fp32_upcast ? 4.0 : elem;  // log_softmax output, nll grad, log_softmax grad
+  return elem / t + 3.0 * loss_elem / (loss_parallel ? t : 1.0);
 }
 
 }  // namespace meshplan::cost

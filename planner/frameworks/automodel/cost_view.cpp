@@ -28,6 +28,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.places = {};
   v.mtp_layers = 0;
   v.dp_impl = DpImplOf(l.strategy);
+  v.loss_fp32_upcast = l.loss_fp32_upcast;
   return v;
 }
 

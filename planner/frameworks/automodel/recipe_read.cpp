@@ -197,6 +197,13 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
     l.sequence_parallel = d.Bool("sequence_parallel", false);
   }
   ReadPipeline(d, l);
+  // loss_fn: MaskedCrossEntropy(fp32_upcast=...) (components/loss/masked_ce.py; the default
+  // loss). Another loss class is priced as the default one.
+  if (top.HasValue("loss_fn") && top.Get("loss_fn").IsMap()) {
+    MapReader loss(top.Get("loss_fn"), filename, "loss_fn", kQuoted);
+    const std::string target = loss.HasValue("_target_") && loss.Get("_target_").IsScalar() ? loss.Get("_target_").Scalar() : "";
+    if (target.empty() || target.ends_with("MaskedCrossEntropy")) l.loss_fp32_upcast = loss.Bool("fp32_upcast", true);
+  }
   // Settings check's nearest layouts write (nearest.cpp names them when they write another value).
   if (l.strategy == Strategy::kFsdp2) l.am.defer_fsdp_grad_sync = Written(d, "defer_fsdp_grad_sync");
   if (d.HasValue("moe") && d.Get("moe").IsMap()) {

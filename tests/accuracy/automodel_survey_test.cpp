@@ -1,0 +1,77 @@
+// The published-runs survey's NeMo AutoModel rows (ids 117, 118, 119, 121: AutoModel
+// docs/performance-summary.mdx, DGX-H100 BF16) are priced as AutoModel layouts, the ones of
+// their benchmark recipes (recipes/automodel-benchmarks/), not as Megatron-Core layouts; and
+// MaskedCrossEntropy(fp32_upcast=False), which those recipes set, is read and priced.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "accuracy/published_runs.hpp"
+#include "cost/memory.hpp"
+#include "meshplan/accuracy.hpp"
+#include "meshplan/diag.hpp"
+#include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
+
+using namespace meshplan;
+
+TEST_CASE("memory: MaskedCrossEntropy without fp32_upcast keeps the loss buffers in the logits' dtype") {
+  // bf16 logits 2 B + log_softmax output, nll grad and log_softmax grad at 2 B each.
+  CHECK(cost::LogitsBytesPerTokenVocab(1, false, 2.0, false) == doctest::Approx(8));
+  // TP 4 shards the held logits (2/4); with loss_parallel the loss buffers too (6/4).
+  CHECK(cost::LogitsBytesPerTokenVocab(4, false, 2.0, false) == doctest::Approx(6.5));
+  CHECK(cost::LogitsBytesPerTokenVocab(4, true, 2.0, false) == doctest::Approx(2.0));
+  // The default upcast: 2 + 3 x 4; fp32 logits are 4 B with or without it.
+  CHECK(cost::LogitsBytesPerTokenVocab(1, false, 2.0, true) == doctest::Approx(14));
+  CHECK(cost::LogitsBytesPerTokenVocab(1, false, 4.0, false) == doctest::Approx(16));
+}
+
+TEST_CASE("recipe: AutoModel loss_fn fp32_upcast is read for MaskedCrossEntropy only") {
+  const std::string dist = "distributed: {strategy: fsdp2}\nstep_scheduler: {global_batch_size: 8, local_batch_size: 1}\n";
+  CHECK(ParseAutoModelRecipe(dist, "r.yaml", 8).layout.loss_fp32_upcast);
+  CHECK_FALSE(ParseAutoModelRecipe(dist + "loss_fn: {_target_: nemo_automodel.components.loss.masked_ce.MaskedCrossEntropy, "
+                                          "fp32_upcast: false}\n",
+                                   "r.yaml", 8)
+                  .layout.loss_fp32_upcast);
+  // Another loss class: its own dtype handling is not MaskedCrossEntropy's; priced as the default.
+  CHECK(ParseAutoModelRecipe(dist + "loss_fn: {_target_: some.OtherLoss, fp32_upcast: false}\n", "r.yaml", 8)
+            .layout.loss_fp32_upcast);
+  CHECK_THROWS_AS(ParseAutoModelRecipe(dist + "loss_fn: {fp32_upcast: maybe}\n", "r.yaml", 8), InputError);
+}
+
+TEST_CASE("validate: the survey's AutoModel rows are priced as their benchmark recipes' AutoModel layouts") {
+  const auto qwen = accuracy::FindAutoModelBenchmark("qwen3-30b-a3b", "dgx-h100", 8);
+  REQUIRE(qwen);
+  CHECK(qwen->file == "recipes/automodel-benchmarks/qwen3_30b_a3b_8gpu.yaml");
+  CHECK_FALSE(accuracy::FindAutoModelBenchmark("qwen3-30b-a3b", "dgx-h100", 16));
+
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/published_runs_dev.csv";
+  req.rank_top = 0;
+  const ValidateReport report = Validate(req);
+  int seen = 0;
+  for (const ValidateRow& row : report.rows) {
+    if (row.automodel_recipe.empty()) continue;
+    ++seen;
+    CAPTURE(row.label);
+    REQUIRE(row.skip.empty());
+    CHECK(row.layout.framework == FindFramework("automodel")->id);
+    CHECK(row.layout.strategy == Strategy::kFsdp2);
+    CHECK_FALSE(row.layout.loss_fp32_upcast);
+    std::printf("%-28s %-52s %6.1f GiB %s\n", row.label.c_str(), row.automodel_recipe.c_str(),
+                row.cost.memory.Total() / 1073741824.0, row.cost.fits ? "fits" : "predicted not to fit (it ran)");
+    if (row.label.starts_with("#117 ")) {  // PP 4 x EP 64, LBS 8 (AutoModel's published row), full AC
+      CHECK(row.layout.pp == 4);
+      CHECK(row.layout.ep == 64);
+      CHECK(row.layout.dp == 64);
+      CHECK(row.layout.local_batch_size == 8);
+      CHECK(row.layout.recompute == Recompute::kFull);
+      CHECK(row.layout.layers_per_stage == 2);
+    }
+    // These ran on 80 GB H100s: the three with activation checkpointing must fit. GPT-OSS-120B
+    // (#121, no checkpointing) is printed: its MoE activations are not measured.
+    if (!row.label.starts_with("#121 ")) CHECK(row.cost.fits);
+  }
+  CHECK(seen == 4);
+}
