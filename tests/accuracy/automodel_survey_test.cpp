@@ -5,8 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "accuracy/measured_cases.hpp"
 #include "accuracy/published_runs.hpp"
 #include "cost/memory.hpp"
 #include "meshplan/accuracy.hpp"
@@ -25,6 +29,24 @@ TEST_CASE("memory: MaskedCrossEntropy without fp32_upcast keeps the loss buffers
   // The default upcast: 2 + 3 x 4; fp32 logits are 4 B with or without it.
   CHECK(cost::LogitsBytesPerTokenVocab(1, false, 2.0, true) == doctest::Approx(14));
   CHECK(cost::LogitsBytesPerTokenVocab(1, false, 4.0, false) == doctest::Approx(16));
+}
+
+TEST_CASE("memory: the loss's bytes per logit match MaskedCrossEntropy measured on H200 with and without fp32_upcast") {
+  // tools/measure/loss_memory.py: peak allocated above the bf16 logits over forward + backward.
+  std::ifstream in(test::kMeasuredDir + "h200_loss_memory.jsonl");
+  REQUIRE(in.good());
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("environment")) continue;
+    ++cases;
+    const bool upcast = j.at("fp32_upcast").get<bool>();
+    CAPTURE(line);
+    const double predicted = cost::LogitsBytesPerTokenVocab(1, false, 2.0, upcast) - 2.0;  // less the logits
+    CHECK(j.at("bytes_per_logit").get<double>() == doctest::Approx(predicted).epsilon(0.002));
+  }
+  CHECK(cases == 8);
 }
 
 TEST_CASE("recipe: AutoModel loss_fn fp32_upcast is read for MaskedCrossEntropy only") {

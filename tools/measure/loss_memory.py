@@ -14,6 +14,15 @@ import torch
 import torch.nn.functional as F
 
 
+def masked_cross_entropy(logits, labels, upcast, num_label_tokens):
+    """MaskedCrossEntropy.forward without a mask: the fp32 copy is a local, as in the module,
+    so it is freed when forward returns (autograd saves log_softmax's output, not its input)."""
+    logits = logits.view(-1, logits.size(-1))
+    if upcast:
+        logits = logits.float()
+    return F.cross_entropy(logits, labels.view(-1), reduction="sum") / num_label_tokens
+
+
 def case(tokens, vocab, upcast):
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -22,10 +31,7 @@ def case(tokens, vocab, upcast):
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()  # logits + labels
     torch.cuda.reset_peak_memory_stats()
-    x = logits.view(-1, logits.size(-1))
-    if upcast:
-        x = x.float()
-    loss = F.cross_entropy(x, labels.view(-1), reduction="sum") / tokens
+    loss = masked_cross_entropy(logits, labels, upcast, tokens)
     fwd_peak = torch.cuda.max_memory_allocated() - base
     loss.backward()
     torch.cuda.synchronize()
@@ -33,7 +39,7 @@ def case(tokens, vocab, upcast):
     out = {"tokens": tokens, "vocab": vocab, "fp32_upcast": upcast, "logits_bytes": 2 * tokens * vocab,
            "peak_above_logits": peak, "fwd_peak_above_logits": fwd_peak,
            "bytes_per_logit": peak / (tokens * vocab), "fwd_bytes_per_logit": fwd_peak / (tokens * vocab)}
-    del logits, labels, x, loss
+    del logits, labels, loss
     return out
 
 
