@@ -86,6 +86,9 @@ struct CostView {
   bool tp_comm_overlap = false;
   bool ep_a2a_overlap = false;
   bool overlap_p2p = false;
+  /// batch_p2p_comm with Megatron-Core's batch_p2p_sync (default true, which Megatron-Bridge's
+  /// recipes keep): a torch.cuda.synchronize() after every pipeline exchange.
+  bool batch_p2p_sync = false;
   bool overlap_grad_reduce = false;
   TokenDispatch dispatcher = TokenDispatch::kAllgather;
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;

@@ -90,7 +90,9 @@ double HiddenCommCost(double seconds, const Link& link);
 inline double HiddenShareCost(double comm, double window, double cost_all_hidden) {
   return comm > 0 ? cost_all_hidden * (comm < window ? comm : window) / comm : 0.0;
 }
-/// Fraction of pipeline p2p time left exposed (the rest overlaps compute). Assumption.
+/// Fraction of pipeline p2p time left exposed (the rest overlaps compute) in AutoModel's
+/// torch.distributed.pipelining schedules (RankTime). Assumption. Megatron-Core layouts are
+/// priced by their schedule instead (MegatronPipelineComm).
 inline constexpr double kPpP2pExposedFraction = 0.2;
 
 /// PyTorch scaled_dot_product_attention (the AutoModel attention path), causal, BF16: achieved
@@ -229,6 +231,62 @@ inline constexpr double kGroupedGemmKernelsPerExpert = 6.0;
 /// GEMM cannot overlap). Assumption, not fitted.
 inline constexpr double kTpOverlapExposedFraction = 0.15;
 
+/// torch.distributed point-to-point operations the host issues per virtual stage per
+/// micro-batch in Megatron-Core's pipeline schedules: the forward's receive of its input and
+/// send of its output, the backward's receive of the output gradient and send of the input
+/// gradient (megatron/core/pipeline_parallel/p2p_communication.py, _p2p_ops /
+/// _batched_p2p_ops: one isend or irecv per tensor). Each is a ProcessGroupNCCL call that
+/// launches an NCCL kernel; counted, and priced at kHostSecondsPerKernel each (an assumption:
+/// the eager kernels' measured host rate).
+inline constexpr double kPpP2pOpsPerStageMicrobatch = 4.0;
+/// Warm-up forwards of pipeline rank 0 in Megatron-Core's schedules (get_pp_rank_microbatches,
+/// megatron/core/pipeline_parallel/schedules.py): pp − 1 for 1F1B (vpp 1); with interleaving
+/// 2(pp − 1) + (vpp − 1)·microbatch_group_size_per_vp_stage (default pp), one more with
+/// overlap_moe_expert_parallel_comm; at most vpp·micro_batches (all in warm-up). The cool-down
+/// runs as many backwards. 0 without PP.
+int64_t MegatronWarmupMicrobatches(int64_t pp, int64_t vpp, int64_t micro_batches, bool ep_overlap);
+/// Pipeline point-to-point cost of one rank per optimizer step, seconds.
+struct MegatronPpComm {
+  double exchanges = 0;  ///< sends of activations or gradients: 2 per virtual stage per micro-batch
+  double blocking = 0;   ///< of those, the ones the schedule waits for before computing on
+  double exposed = 0;    ///< blocking · one send's time
+  double hidden = 0;     ///< seconds of sends overlapped with compute (overlap_p2p_comm)
+  double hidden_cost = 0;  ///< HiddenCommCost of `hidden`
+  double sync_gap = 0;   ///< GPU idle after each torch.cuda.synchronize (batch_p2p_sync)
+  double host = 0;       ///< host seconds issuing the p2p operations
+  /// The step-time term: exposed + hidden_cost + sync_gap (host goes to the host bound).
+  double Seconds() const { return exposed + hidden_cost + sync_gap; }
+};
+/// The pipeline p2p of one rank of Megatron-Core's 1F1B / interleaved 1F1B schedule
+/// (schedules.py forward_backward_pipelining_with(out)_interleaving, p2p_communication.py):
+/// `per_send` seconds per send of one micro-batch's activations (P2pSeconds: latency +
+/// bytes / bandwidth of the PP link), exchanges = 2·vpp·micro_batches.
+///   overlap_p2p_comm (Megatron-Bridge sets it with VPP > 1, comm_overlap.py): the steady 1F1B
+///     phase posts each receive one step ahead and waits for each send one step later, so its
+///     transfers run beside the compute (hidden, at HiddenCommCost on `link`); the warm-up and
+///     cool-down (overlap_p2p_comm_warmup_flush off, its default, which no Megatron-Bridge
+///     recipe sets) call send_forward_recv_forward / send_backward_recv_backward without
+///     overlap and wait for the transfer before the next chunk: 2·MegatronWarmupMicrobatches
+///     sends exposed, rank 0's count (the pipeline's critical path runs through it).
+///   otherwise (1F1B: batch_p2p_comm): every exchange waits for its transfer (all exposed), and
+///     with `batch_sync` (batch_p2p_comm with batch_p2p_sync, Megatron-Core's default true) a
+///     torch.cuda.synchronize() follows each exchange (p2p_communication.py _communicate), so
+///     the GPU stands idle until the host issues the next kernel: kHostSecondsPerKernel per
+///     exchange.
+///   `host_issues` (not under a full-iteration CUDA graph, which captures forward_backward_func
+///     with its p2p calls: megatron/core/full_cuda_graph.py FullCudaGraphWrapper): the host
+///     issues kPpP2pOpsPerStageMicrobatch operations per virtual stage per micro-batch at
+///     kHostSecondsPerKernel each.
+/// All zero for pp <= 1.
+MegatronPpComm MegatronPipelineComm(int64_t pp, int64_t vpp, int64_t micro_batches, double per_send, const Link& link,
+                                    bool overlap_p2p, bool batch_sync, bool ep_overlap, bool host_issues);
+/// Largest number of decoder layers (MTP layers included) of one virtual pipeline stage of
+/// `split` (a recipe's given layout, or OwnStageSplit with `places` and `mtp_layers` on the last
+/// stage). Megatron-Core's split gives each virtual stage a whole number of layers, so with
+/// account_for_embedding/loss_in_pipeline_split or an uneven layout some stages hold one layer
+/// more than the rank's mean: those set the pace of the pipeline fill and drain.
+int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, SplitPlaces places, int64_t mtp_layers);
+
 /// Kernels of one decoder layer per micro-batch, forward + backward (before recompute), by
 /// layer kind: `dense` / `moe` weighted for their GPU-side cost (graphed ones at
 /// kGraphedKernelShare), `dense_host` / `moe_host` the ones the host launches (graphed ones
@@ -267,6 +325,8 @@ struct MegatronShared {
   bool moe_recompute = false;         ///< recompute_modules has moe: dispatch and combine run again
   double a2a_copies = 0;  ///< token copies per dispatch (top-k, or distinct ranks with flex)
   double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
+  double pp_host = 0;            ///< host seconds per step issuing the pipeline p2p (MegatronPpComm::host)
+  double max_stage_layers = 0;   ///< MegatronMaxStageLayers of the layout
   double ep_hidden_cost = 0;  ///< HiddenCommCost of one second of the EP all-to-all
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;

@@ -46,6 +46,50 @@ double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches) {
   return std::min(1.0, warmup / chunks);
 }
 
+int64_t MegatronWarmupMicrobatches(int64_t pp, int64_t vpp, int64_t micro_batches, bool ep_overlap) {
+  if (pp <= 1) return 0;
+  const int64_t v = std::max<int64_t>(1, vpp), m = std::max<int64_t>(1, micro_batches);
+  int64_t w = pp - 1;
+  if (v > 1) w = 2 * (pp - 1) + (v - 1) * pp + (ep_overlap ? 1 : 0);
+  return std::min(w, v * m);
+}
+
+MegatronPpComm MegatronPipelineComm(int64_t pp, int64_t vpp, int64_t micro_batches, double per_send, const Link& link,
+                                    bool overlap_p2p, bool batch_sync, bool ep_overlap, bool host_issues) {
+  MegatronPpComm out;
+  if (pp <= 1) return out;
+  const double v = double(std::max<int64_t>(1, vpp)), m = double(std::max<int64_t>(1, micro_batches));
+  out.exchanges = 2.0 * v * m;
+  if (overlap_p2p) {
+    out.blocking = std::min(out.exchanges, 2.0 * double(MegatronWarmupMicrobatches(pp, vpp, micro_batches, ep_overlap)));
+    out.hidden = (out.exchanges - out.blocking) * per_send;
+    out.hidden_cost = HiddenCommCost(out.hidden, link);
+  } else {
+    out.blocking = out.exchanges;
+    if (batch_sync) out.sync_gap = out.exchanges * kHostSecondsPerKernel;
+  }
+  out.exposed = out.blocking * per_send;
+  if (host_issues) out.host = kPpP2pOpsPerStageMicrobatch * v * m * kHostSecondsPerKernel;
+  return out;
+}
+
+int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, SplitPlaces places, int64_t mtp_layers) {
+  const int64_t n = split.num_stages;
+  if (n <= 0) return 0;
+  int64_t most = 0;
+  if (split.given != nullptr) {
+    for (size_t i = 0; i < split.given->stages.size(); ++i) {
+      most = std::max(most, split.given->CountIn(i, 't') + split.given->CountIn(i, 'm'));
+    }
+    return most;
+  }
+  const OwnSplit own = OwnStageSplit(num_layers, places, n);
+  // first, last, and the middle stages' base (+1 for the first `extra` of them)
+  most = std::max(own.Layers(0), own.Layers(n - 1) + std::max<int64_t>(0, mtp_layers));
+  if (n > 2) most = std::max(most, own.Layers(1));
+  return most;
+}
+
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
@@ -295,10 +339,17 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   }
   s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
-    const double per = P2pSeconds(t_mb / s.tp * h * 2.0, RingLink(sys, c.links, g.pp));
-    const double exposed = l.overlap_p2p ? kPpP2pExposedFraction : 1.0;
-    s.pp = exposed * 2.0 * s.v * s.n_mb * per;
+    // The tensor sent between stages is [seq/cp (/tp with sequence parallel), mbs, h] in
+    // BF16 (schedules.py get_tensor_shapes).
+    const Link lpp = RingLink(sys, c.links, g.pp);
+    const double per = P2pSeconds(t_mb / (l.sequence_parallel ? s.tp : 1.0) * h * 2.0, lpp);
+    const MegatronPpComm pc = MegatronPipelineComm(
+        l.pp, static_cast<int64_t>(s.v), static_cast<int64_t>(s.n_mb), per, lpp, l.overlap_p2p, l.batch_p2p_sync,
+        l.ep_a2a_overlap && m.is_moe(), l.cuda_graph != CudaGraphCapture::kFullIteration);
+    s.pp = pc.Seconds();
+    s.pp_host = pc.host;
     s.bubble_fraction = double(l.pp - 1) / (s.v * s.n_mb);
+    s.max_stage_layers = double(MegatronMaxStageLayers(m.num_layers, c.split, l.places, l.mtp_layers));
   }
   const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
   const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
@@ -343,7 +394,8 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   }
   const MegatronLayerKernels& lk = s.layer_kernels;
   t.kernels = n_mb * (dense_layers * lk.dense + moe_layers * lk.moe) * (1.0 + extra);
-  t.host = kHostSecondsPerKernel * n_mb * (dense_layers * lk.dense_host + moe_layers * lk.moe_host) * (1.0 + extra);
+  t.host = kHostSecondsPerKernel * n_mb * (dense_layers * lk.dense_host + moe_layers * lk.moe_host) * (1.0 + extra) +
+           s.pp_host;
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
@@ -381,7 +433,11 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   }
   // --- PP ---
   t.pp = s.pp;
-  t.bubble_fraction = s.bubble_fraction;
+  // The fill and drain pass pp − 1 virtual stages of the slowest size. Without interleaving a
+  // stage is a rank, and the slowest rank (which sets the step) pays its own; with it, the
+  // rank's mean stage (layers / v) is scaled up to the largest stage of the split.
+  const double mean_stage = layers / s.v;
+  t.bubble_fraction = s.bubble_fraction * (s.v > 1 && mean_stage > 0 ? std::max(1.0, s.max_stage_layers / mean_stage) : 1.0);
   // --- DP ---
   const Group gd = s.gd, ge = s.ge;
   const Link ld = s.ld, le = s.le;

@@ -57,6 +57,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.tp_comm_overlap = On(mb.tp_comm_overlap);
   v.ep_a2a_overlap = On(mb.ep_a2a_overlap);
   v.overlap_p2p = On(mb.overlap_p2p_comm);
+  v.batch_p2p_sync = On(mb.batch_p2p_comm);  // batch_p2p_sync is not read: Megatron-Core's default true
   v.overlap_grad_reduce = On(mb.overlap_grad_reduce);
   v.dispatcher = DispatchOf(mb.token_dispatcher);
   v.cuda_graph = GraphOf(mb.cuda_graph);
