@@ -59,6 +59,9 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.overlap_p2p = On(mb.overlap_p2p_comm);
   v.overlap_grad_reduce = On(mb.overlap_grad_reduce);
   v.dispatcher = DispatchOf(mb.token_dispatcher);
+  v.flex_backend = v.dispatcher != TokenDispatch::kFlex            ? FlexBackend::kNone
+                   : mb.flex_backend == MbFlexBackend::kHybridEP ? FlexBackend::kHybridEP
+                                                                 : FlexBackend::kDeepEP;
   v.cuda_graph = GraphOf(mb.cuda_graph);
   v.cuda_graph_scope = mb.cuda_graph_scope;
   return v;
