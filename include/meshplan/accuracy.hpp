@@ -27,6 +27,13 @@ namespace meshplan {
 /// HBM-bound kernels, kernel launches; and the rank's bubble fraction (bubble / compute).
 struct MegatronComputeSplit {
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
+  /// The same rank's EP all-to-all per step (s): all of it before overlap, the seconds NVLink
+  /// and the NICs are busy with it, its exposed part; the scale-up domains the EP group
+  /// spans; token copies per dispatch to distinct ranks (top-k with alltoall) and, with flex
+  /// across domains, to distinct domains (0 otherwise).
+  double ep_busy = 0, ep_nvlink = 0, ep_rdma = 0, ep_exposed = 0;
+  int64_t ep_domains = 1;
+  double ep_node_copies = 0, ep_rank_copies = 0;
 };
 /// MegatronComputeSplit of `layout` (a Megatron-Bridge layout) under `system.megatron_fit`.
 MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,
@@ -56,6 +63,7 @@ struct ValidateRow {
   bool on_tokens = false;
   double published = 0, predicted = 0;  ///< the compared values, tokens/s or TFLOP/s per GPU
   double error = 0;                     ///< (predicted - published) / published
+  bool moe = false;                     ///< the model is a MoE model (the summary's MoE line counts it)
   double published_step = 0;  ///< seconds: the predicted step scaled to the published throughput (0 if predicted is 0)
   bool without_recipe_settings = false;  ///< perf-table row with no recipe-settings entry: meshplan's emitted settings
   /// Perf-table row without an entry, priced with the settings of this Megatron-Bridge
@@ -135,6 +143,11 @@ struct ValidateSummary {
   int top5 = 0;         ///< ranked rows whose published layout is among the planner's 5 fastest
   int top5_no_fit = 0;  ///< of those, layouts predicted not to fit themselves
   int within5 = 0;      ///< ranked rows predicted within 5% of the planner's fastest step
+  /// Rows of MoE models (ModelSpec::is_moe): how many were priced, the median and p90 of their
+  /// |error|, how many were ranked and how many of those predicted within 10% of the planner's
+  /// fastest step.
+  int moe_rows = 0, moe_ranked = 0, moe_within10 = 0;
+  double moe_median_error = 0, moe_p90_error = 0;
   /// Published runs ran: a prediction above the usable capacity, or above the GPU's whole
   /// memory, is a memory-model miss (or a setting the recipe does not show).
   int over_capacity = 0, over_memory = 0;

@@ -353,6 +353,15 @@ struct ExplainInput {
 struct ComputeSplit {
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0;
 };
+/// The EP all-to-all of a Megatron-Bridge MoE layout's slowest rank (seconds per step).
+struct EpSplit {
+  std::string dispatcher;  ///< moe_token_dispatcher_type: alltoall, allgather or flex
+  std::string backend;     ///< flex: deepep or hybridep; "" otherwise
+  bool overlap = false;    ///< overlap_moe_expert_parallel_comm
+  int64_t ep = 1, domains = 1;  ///< EP size, scale-up domains its group spans
+  double rank_copies = 0, node_copies = 0;  ///< token copies per dispatch: to ranks, to domains (flex across domains)
+  double busy = 0, nvlink = 0, rdma = 0, exposed = 0;  ///< all of it, NVLink busy, NICs busy, exposed
+};
 /// How the decoder layers of a Megatron-Bridge layout with PP > 1 are split over its ranks.
 struct PipelineSplit {
   enum class Kind {
@@ -384,6 +393,7 @@ struct ExplainReport {
   std::vector<MemoryBreakdown> rank_memory;  ///< per pipeline rank
   Cost cost;
   std::optional<ComputeSplit> compute;    ///< Megatron-Bridge
+  std::optional<EpSplit> ep;              ///< Megatron-Bridge MoE layouts with EP > 1
   /// 0 valid and fits, 1 breaks a rule, does not fit or cannot be priced.
   int Status() const { return scorable && failures.empty() && cost.fits ? 0 : 1; }
 };

@@ -35,6 +35,8 @@ enum class CostRuntime {
 
 /// The token dispatcher of an MoE layer (Megatron-Core moe_token_dispatcher_type).
 enum class TokenDispatch { kAllgather, kAlltoall, kFlex };
+/// The flex dispatcher's communication library (Megatron-Core moe_flex_dispatcher_backend).
+enum class FlexBackend { kNone, kDeepEP, kHybridEP };
 
 /// CUDA graph capture (Megatron-Core cuda_graph_impl).
 enum class CudaGraphCapture { kNone, kPerLayer, kFullIteration };
@@ -91,6 +93,7 @@ struct CostView {
   bool batch_p2p_sync = false;
   bool overlap_grad_reduce = false;
   TokenDispatch dispatcher = TokenDispatch::kAllgather;
+  FlexBackend flex_backend = FlexBackend::kNone;  ///< with dispatcher kFlex
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
 };

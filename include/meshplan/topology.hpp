@@ -17,6 +17,12 @@
 
 namespace meshplan {
 
+/// GPUs per scale-up (NVLink) domain as a job of `num_gpus` GPUs is placed on `system`: the
+/// system's scaleup_domain_gpus (gpus_per_node when unset); when the job is larger, the largest
+/// multiple of gpus_per_node at most that size that divides the job (NVL72 jobs use 64-GPU
+/// blocks of a rack); never more than the job. At least 1.
+int64_t PlacedDomainGpus(const SystemSpec& system, int64_t num_gpus);
+
 /// What a group of one shape gets on a topology. Collective times that use it
 /// (planner/cost/comm.cpp, sources: nccl-tests doc/PERFORMANCE.md):
 ///   ring all-reduce      t = 2(n−1)·α_ring + 2(n−1)/n · S / ring_busbw

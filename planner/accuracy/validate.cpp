@@ -107,7 +107,7 @@ ValidateReport Validate(const ValidateRequest& req) {
   // Rank cache: one search per distinct request.
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
-  std::vector<double> errors, memory_shares, memory_errors;
+  std::vector<double> errors, memory_shares, memory_errors, moe_errors;
   ValidateSummary& sum = report.summary;
   for (accuracy::PublishedRun r : runs.runs) {
     if (req.on_row_start) req.on_row_start(r.line);
@@ -195,6 +195,8 @@ ValidateReport Validate(const ValidateRequest& req) {
     row.published_tflops = r.published_tflops;
     row.published_step = row.predicted > 0 ? cost.step_seconds * row.predicted / row.published : 0.0;
     errors.push_back(std::fabs(row.error));
+    row.moe = m.is_moe();
+    if (row.moe) moe_errors.push_back(std::fabs(row.error));
     if (!req.fit_dir.empty() && row.predicted > 0 && megatron_layout) {
       accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
@@ -236,8 +238,10 @@ ValidateReport Validate(const ValidateRequest& req) {
       if (!steps.empty() && steps.front() > 0) {
         row.gap = cost.step_seconds / steps.front() - 1.0;
         if (cost.step_seconds <= 1.05 * steps.front()) ++sum.within5;
+        if (row.moe && cost.step_seconds <= 1.10 * steps.front()) ++sum.moe_within10;
       }
       ++sum.ranked;
+      if (row.moe) ++sum.moe_ranked;
       if (!row.beyond && row.rank <= 5) {
         ++sum.top5;
         if (!cost.fits) ++sum.top5_no_fit;  // ranked among fitting layouts, but predicted not to fit itself
@@ -253,6 +257,9 @@ ValidateReport Validate(const ValidateRequest& req) {
   }
   sum.median_error = accuracy::Quantile(errors, 0.5);
   sum.p90_error = accuracy::Quantile(errors, 0.9);
+  sum.moe_rows = int(moe_errors.size());
+  sum.moe_median_error = accuracy::Quantile(moe_errors, 0.5);
+  sum.moe_p90_error = accuracy::Quantile(moe_errors, 0.9);
   sum.memory_share_median = accuracy::Quantile(memory_shares, 0.5);
   sum.memory_share_p90 = accuracy::Quantile(memory_shares, 0.9);
   sum.memory_rows = int(memory_errors.size());

@@ -199,6 +199,15 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                  "ranked (%.0f%%); of the %d in the top 5, %d are predicted not to fit themselves\n",
                  s.within5, s.ranked, 100.0 * s.within5 / s.ranked, s.top5, s.top5_no_fit);
   }
+  if (s.moe_rows > 0) {
+    std::fprintf(out, "MoE rows: %d priced, median |error| %.1f%%, p90 |error| %.1f%%", s.moe_rows,
+                 100 * s.moe_median_error, 100 * s.moe_p90_error);
+    if (s.moe_ranked > 0 && o.rank_top >= 1) {
+      std::fprintf(out, "; published layout predicted within 10%% of the planner's fastest: %d of %d ranked (%.0f%%)",
+                   s.moe_within10, s.moe_ranked, 100.0 * s.moe_within10 / s.moe_ranked);
+    }
+    std::fprintf(out, "\n");
+  }
   std::fprintf(out,
                "memory: %d of %d published layouts predicted above the usable capacity (headroom %.0f%%), %d above "
                "the GPU's whole memory; predicted share of the GPU's memory: median %.0f%%, p90 %.0f%%\n",

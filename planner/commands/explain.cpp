@@ -141,6 +141,25 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   if (view.runtime == CostRuntime::kMegatronCore) {
     const MegatronComputeSplit c = SplitMegatronCompute(req.model, req.system, req.setup, l);
     rep.compute = ComputeSplit{c.gemm, c.attention, c.memory_bound, c.kernels};
+    if (view.ep > 1 && req.model.is_moe()) {
+      EpSplit e;
+      e.dispatcher = view.dispatcher == TokenDispatch::kFlex       ? "flex"
+                     : view.dispatcher == TokenDispatch::kAlltoall ? "alltoall"
+                                                                   : "allgather";
+      e.backend = view.flex_backend == FlexBackend::kHybridEP ? "hybridep"
+                  : view.flex_backend == FlexBackend::kDeepEP ? "deepep"
+                                                              : "";
+      e.overlap = view.ep_a2a_overlap;
+      e.ep = view.ep;
+      e.domains = c.ep_domains;
+      e.rank_copies = c.ep_rank_copies;
+      e.node_copies = c.ep_node_copies;
+      e.busy = c.ep_busy;
+      e.nvlink = c.ep_nvlink;
+      e.rdma = c.ep_rdma;
+      e.exposed = c.ep_exposed;
+      rep.ep = e;
+    }
   }
   return rep;
 }

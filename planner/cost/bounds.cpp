@@ -91,8 +91,16 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
     const double ep = double(l.ep);
     const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
-    const double comm = (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 *
-                        (ep - 1) / ep / link.busbw_bytes_per_s;
+    // flex (EpAllToAllSeconds): at least the NVLink part, every received copy at the link's
+    // nominal rate (the backends' measured NVLink shares are below 1; the RDMA part runs
+    // concurrently and only adds).
+    const double comm =
+        l.dispatcher == TokenDispatch::kFlex
+            ? (sys.scaleup_bandwidth > 0 ? (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) *
+                                               h * 2.0 / sys.scaleup_bandwidth
+                                         : 0.0)
+            : (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 * (ep - 1) / ep /
+                  link.busbw_bytes_per_s;
     bound += l.ep_a2a_overlap ? cost::HiddenCommCost(comm, link) : comm;
   }
   // The step is at least the host's issue time (MegatronHostBound adds what the GPU's work

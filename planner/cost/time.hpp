@@ -295,6 +295,14 @@ int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, Spli
 struct MegatronLayerKernels {
   double dense = 0, moe = 0, dense_host = 0, moe_host = 0;
 };
+/// One EP all-to-all pass of one micro-batch on one rank: a dispatch and a combine (the
+/// backward runs the same two with the roles swapped), seconds.
+struct EpA2aSeconds {
+  double dispatch = 0, combine = 0;  ///< wall seconds of each (its bottleneck link, plus latency)
+  double nvlink = 0, rdma = 0;       ///< seconds NVLink / the NICs are busy over dispatch + combine
+  int64_t domains = 1;               ///< scale-up (NVLink) domains the EP group spans
+  double node_copies = 0;            ///< flex across domains: domains a token is sent to (own included)
+};
 /// Physical terms of one pipeline rank's Megatron-Core step, at datasheet rates, before the
 /// fitted constants. Seconds unless stated. Formulas: time_megatron.cpp.
 struct MegatronTerms {
@@ -305,6 +313,10 @@ struct MegatronTerms {
   double host = 0;          ///< host seconds issuing the layers' kernels (kHostSecondsPerKernel each, graphed ones free)
   double bubble_fraction = 0;  ///< pipeline bubble / compute
   double tp = 0, cp = 0, dp = 0, ep = 0, pp = 0;  ///< exposed communication
+  /// EP all-to-all of the step before overlap (s), and the seconds NVLink and the NICs are
+  /// busy with it; ep = its exposed part (ep_busy − ep, when positive, is what
+  /// overlap_moe_expert_parallel_comm hides).
+  double ep_busy = 0, ep_nvlink = 0, ep_rdma = 0;
   double optimizer = 0;     ///< Adam step, HBM-bound
 };
 MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
@@ -324,6 +336,7 @@ struct MegatronShared {
   double recompute_routed_flops = 0;  ///< routed-expert forward FLOP per token per MoE layer (moe recompute)
   bool moe_recompute = false;         ///< recompute_modules has moe: dispatch and combine run again
   double a2a_copies = 0;  ///< token copies per dispatch (top-k, or distinct ranks with flex)
+  EpA2aSeconds ep_a2a;    ///< one micro-batch's dispatch + combine (EpAllToAllSeconds)
   double tp_per = 0, tp_moe_volumes = 0, cp_layer_mb = 0, ep_per = 0, pp = 0, bubble_fraction = 0;
   double pp_host = 0;            ///< host seconds per step issuing the pipeline p2p (MegatronPpComm::host)
   double max_stage_layers = 0;   ///< MegatronMaxStageLayers of the layout
@@ -358,6 +371,49 @@ double DispatchCopies(const CostView& layout, const ModelSpec& model);
 /// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
 /// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep);
+/// EpA2aSeconds of `tokens` tokens (per rank, after sequence parallel) of `c`'s layout, BF16
+/// payload (Megatron-Core dispatches BF16 with every backend here: fused_a2a.py sets
+/// fp8_dispatch False for DeepEP and HybridEP asserts it off; FP8 on the wire is the ncclep
+/// backend's moe_dispatch_fwd_dtype mxfp8 only, not modelled).
+///   alltoall / allgather (NCCL): top_k copies per token, S = tokens·k·h·2 bytes per rank,
+///     AllToAllSeconds over the EP group's all-to-all link of the topology graph (NVLink to the
+///     peers in the rank's domain, the NICs to the others, the slower sets the time); the
+///     link split: S·(r−1)/ep over NVLink and S·(ep−r)/ep over the NICs, r the group's ranks
+///     per domain.
+///   flex (DeepEP / HybridEP normal kernels), inside one domain: the token once per distinct
+///     destination rank (FlexDispatchCopies(E, k, ep), own rank included, as the kernels'
+///     benchmarks count "received" bytes) over NVLink at the backend's measured share of the
+///     link (kDeepEpNvlink*, HybridEpNvlinkShare);
+///   across domains: once per distinct destination domain over RDMA (the kernels send a token
+///     to the same-index GPU of each node it goes to and forward it there over NVLink:
+///     DeepEP docs/legacy.md, HybridEP docs/README_Hybrid-EP.md "hierarchical"), logical bytes
+///     tokens·FlexDispatchCopies(E, k, domains)·h·2 (own domain included, as both benchmarks
+///     count: DeepEP tests/legacy/test_internode.py num_rdma_token_sent, HybridEP
+///     tests/utils.py count_rdma_send_from_routing_map) at the backend's measured logical RDMA
+///     share of the NIC (DeepEpRdmaShare, HybridEpRdmaShare by EP size), concurrently with the
+///     NVLink forward of the received copies; the slower of the two sets the time.
+EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens);
+/// Measured bandwidth shares of the flex backends (bytes as the benchmarks count them per
+/// second, over the link's nominal one-direction bandwidth).
+/// DeepEP V1 normal kernels on H800 (NVLink 400 GB/s bidirectional, 200 one way; CX7
+/// 400 Gb/s, 50 GB/s), DeepSeek-V3 settings (4096 tokens, hidden 7168, top-8): DeepEP
+/// docs/legacy.md "Normal kernels with NVLink and RDMA forwarding": intranode EP 8 dispatch
+/// 153 GB/s, combine 158 GB/s (NVLink); internode dispatch 43 / 58 / 51 GB/s and combine
+/// 43 / 57 / 50 GB/s (RDMA) at EP 16 / 32 / 64.
+inline constexpr double kDeepEpNvlinkDispatchShare = 153.0 / 200.0;
+inline constexpr double kDeepEpNvlinkCombineShare = 158.0 / 200.0;
+/// DeepEP's logical RDMA share of a NIC at `ep` ranks (EP 16's figure below 16, EP 64's above
+/// 64, the nearer measured size between), dispatch or combine.
+double DeepEpRdmaShare(int64_t ep, bool combine);
+/// HybridEP's logical RDMA share of a NIC at `ep` ranks: DeepEP hybrid-ep branch
+/// docs/README_Hybrid-EP.md, H100 + CX7, Torch API, 16 SMs, BF16 dispatch: 54.47 / 47.36 /
+/// 41.24 GB/s dispatch and 53.35 / 52.53 / 46.57 GB/s combine at 16 / 32 / 64 ranks, of 50 GB/s.
+double HybridEpRdmaShare(int64_t ep, bool combine);
+/// HybridEP's NVLink share at `ep` ranks in one domain: same document, Torch API, 16 SMs, BF16
+/// dispatch, of 900 GB/s NVLink5: B200 EP 8 535.94 dispatch / 530.86 combine; GB200 EP 16
+/// 472.84 / 474.48, 24 441.89 / 444.40, 32 485.50 / 423.19, 36 469.96 / 418.27 (the largest
+/// measured size at most `ep`; EP 8's below).
+double HybridEpNvlinkShare(int64_t ep, bool combine);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
 /// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
 double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);

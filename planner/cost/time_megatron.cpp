@@ -9,6 +9,7 @@
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
+#include "meshplan/topology.hpp"
 
 namespace meshplan::cost {
 
@@ -98,6 +99,98 @@ double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
   return double(ep) * (1.0 - miss);
+}
+
+namespace {
+
+// Piecewise-constant lookup of a measured figure by EP size: the value of the largest
+// measured size at most `ep` (the first below it). sizes ascending.
+template <size_t N>
+double ByEpSize(int64_t ep, const int64_t (&sizes)[N], const double (&values)[N]) {
+  double v = values[0];
+  for (size_t i = 0; i < N; ++i) {
+    if (ep >= sizes[i]) v = values[i];
+  }
+  return v;
+}
+
+}  // namespace
+
+double DeepEpRdmaShare(int64_t ep, bool combine) {
+  // EP 16, 32, 64 measured; nearer size between (24 -> 16's, 48 -> 32's: the largest at most ep).
+  static constexpr int64_t kSizes[] = {16, 32, 64};
+  static constexpr double kDispatch[] = {43.0 / 50.0, 58.0 / 50.0, 51.0 / 50.0};
+  static constexpr double kCombine[] = {43.0 / 50.0, 57.0 / 50.0, 50.0 / 50.0};
+  return ByEpSize(ep, kSizes, combine ? kCombine : kDispatch);
+}
+
+double HybridEpRdmaShare(int64_t ep, bool combine) {
+  static constexpr int64_t kSizes[] = {16, 32, 64};
+  static constexpr double kDispatch[] = {54.47 / 50.0, 47.36 / 50.0, 41.24 / 50.0};
+  static constexpr double kCombine[] = {53.35 / 50.0, 52.53 / 50.0, 46.57 / 50.0};
+  return ByEpSize(ep, kSizes, combine ? kCombine : kDispatch);
+}
+
+double HybridEpNvlinkShare(int64_t ep, bool combine) {
+  static constexpr int64_t kSizes[] = {8, 16, 24, 32, 36};
+  static constexpr double kDispatch[] = {535.94 / 900.0, 472.84 / 900.0, 441.89 / 900.0, 485.50 / 900.0, 469.96 / 900.0};
+  static constexpr double kCombine[] = {530.86 / 900.0, 474.48 / 900.0, 444.40 / 900.0, 423.19 / 900.0, 418.27 / 900.0};
+  return ByEpSize(ep, kSizes, combine ? kCombine : kDispatch);
+}
+
+EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
+  EpA2aSeconds out;
+  const CostView& l = c.view;
+  const ModelSpec& m = c.model;
+  const SystemSpec& sys = c.system;
+  if (l.ep <= 1 || !m.is_moe() || tokens <= 0) return out;
+  const int64_t ep = l.ep, etp = std::max<int64_t>(1, l.etp);
+  const double h = double(m.hidden_size), bytes = 2.0;  // BF16 payload
+  // The EP group {ep, stride etp} covers ep·etp consecutive ranks; it spans that many
+  // scale-up domains (at least one).
+  const int64_t domain = PlacedDomainGpus(sys, c.setup.num_gpus);
+  const int64_t span = ep * etp;
+  const int64_t domains = span <= domain ? 1 : (span + domain - 1) / domain;
+  const double per_domain = double(ep) / double(domains);  // group ranks in a rank's domain
+  out.domains = domains;
+  const double nvl = sys.scaleup_bandwidth, nic = sys.NicBandwidthPerGpu();
+  if (l.dispatcher != TokenDispatch::kFlex) {
+    const double s = tokens * double(m.experts_per_token) * h * bytes;
+    const Group g{ep, etp};
+    const double one = AllToAllSeconds(s, ep, A2aLink(sys, c.links, g));
+    out.dispatch = out.combine = one;
+    const double nvl_eff = nvl * (sys.scaleup_busbw_efficiency > 0 ? sys.scaleup_busbw_efficiency : 1.0);
+    const double nic_eff = nic * (sys.scaleout_busbw_efficiency > 0 ? sys.scaleout_busbw_efficiency : 1.0);
+    if (nvl_eff > 0) out.nvlink = 2.0 * s * (per_domain - 1.0) / double(ep) / nvl_eff;
+    if (nic_eff > 0) out.rdma = 2.0 * s * (double(ep) - per_domain) / double(ep) / nic_eff;
+    return out;
+  }
+  const bool hybrid = l.flex_backend == FlexBackend::kHybridEP;
+  const double rank_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, ep);
+  const double nvl_bytes = tokens * rank_copies * h * bytes;
+  auto nvl_seconds = [&](bool combine) {
+    const double share = hybrid ? HybridEpNvlinkShare(ep, combine)
+                                : (combine ? kDeepEpNvlinkCombineShare : kDeepEpNvlinkDispatchShare);
+    return nvl > 0 ? nvl_bytes / (nvl * share) : 0.0;
+  };
+  if (domains == 1) {
+    out.dispatch = sys.scaleup_latency + nvl_seconds(false);
+    out.combine = sys.scaleup_latency + nvl_seconds(true);
+    out.nvlink = out.dispatch + out.combine - 2.0 * sys.scaleup_latency;
+    return out;
+  }
+  out.node_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, domains);
+  const double rdma_bytes = tokens * out.node_copies * h * bytes;
+  auto rdma_seconds = [&](bool combine) {
+    const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);
+    return nic > 0 ? rdma_bytes / (nic * share) : 0.0;
+  };
+  const double rd = rdma_seconds(false), rc = rdma_seconds(true), nd = nvl_seconds(false), nc = nvl_seconds(true);
+  out.dispatch = sys.scaleout_latency + std::max(rd, nd);
+  out.combine = sys.scaleout_latency + std::max(rc, nc);
+  out.nvlink = nd + nc;
+  out.rdma = rd + rc;
+  return out;
 }
 
 // Elements moved to or from HBM per token by the non-GEMM kernels of one decoder layer's
@@ -331,11 +424,11 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   }
   if (l.ep > 1 && m.is_moe()) {
     s.a2a_copies = DispatchCopies(l, m);
-    const double a2a_bytes = t_mb / s.tp * s.a2a_copies * h * 2.0;
+    s.ep_a2a = EpAllToAllSeconds(c, t_mb / s.tp);
+    // Mean of a dispatch and a combine: forward and backward each run one of both.
+    s.ep_per = 0.5 * (s.ep_a2a.dispatch + s.ep_a2a.combine);
     const Group gep{l.ep, static_cast<int64_t>(s.etp)};
-    const Link lep = A2aLink(sys, c.links, gep);
-    s.ep_per = AllToAllSeconds(a2a_bytes, l.ep, lep);
-    s.ep_hidden_cost = HiddenCommCost(1.0, lep);
+    s.ep_hidden_cost = HiddenCommCost(1.0, A2aLink(sys, c.links, gep));
   }
   s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
@@ -420,7 +513,11 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     // Dispatch and combine, forward and backward; full and moe recompute repeat the forward.
-    const double comm = (s.full || s.moe_recompute ? 6.0 : 4.0) * moe_layers * n_mb * s.ep_per;
+    const double passes = (s.full || s.moe_recompute ? 3.0 : 2.0) * moe_layers * n_mb;  // dispatch + combine pairs
+    const double comm = 2.0 * passes * s.ep_per;
+    t.ep_busy = comm;
+    t.ep_nvlink = passes * s.ep_a2a.nvlink;
+    t.ep_rdma = passes * s.ep_a2a.rdma;
     if (l.ep_a2a_overlap) {
       // The combined 1F1B schedule pairs one chunk's forward with another's backward; the
       // warm-up forwards and cool-down backwards have no partner (MegatronEpUnpairedShare).

@@ -150,22 +150,27 @@ struct Topology::Impl {
   }
 };
 
+int64_t PlacedDomainGpus(const SystemSpec& sys, int64_t num_gpus) {
+  const int64_t W = std::max<int64_t>(1, num_gpus), G = std::max(1, sys.gpus_per_node);
+  int64_t U = sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : G;
+  if (W > U) {
+    // Largest multiple of G <= U dividing W (NVL72 jobs use 64-GPU blocks of a rack).
+    int64_t best = G;
+    for (int64_t u = G; u <= U; u += G) {
+      if (W % u == 0) best = u;
+    }
+    U = best;
+  }
+  return std::max<int64_t>(1, std::min(U, W));
+}
+
 Topology::Topology(const SystemSpec& sys, int64_t num_gpus) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
   t.sys = sys;
   t.W = std::max<int64_t>(1, num_gpus);
   t.G = std::max(1, sys.gpus_per_node);
   t.nics = std::max(1, sys.nics_per_node);
-  int64_t U = sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : t.G;
-  if (t.W > U) {
-    // Largest multiple of G <= U dividing W (NVL72 jobs use 64-GPU blocks of a rack).
-    int64_t best = t.G;
-    for (int64_t u = t.G; u <= U; u += t.G) {
-      if (t.W % u == 0) best = u;
-    }
-    U = best;
-  }
-  t.U = std::max<int64_t>(1, std::min(U, t.W));
+  t.U = PlacedDomainGpus(sys, t.W);
   t.nodes = (t.W + t.G - 1) / t.G;
   t.domains = (t.W + t.U - 1) / t.U;
   t.pods = (t.nodes + kPodNodes - 1) / kPodNodes;

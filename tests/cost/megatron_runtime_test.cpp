@@ -506,3 +506,107 @@ TEST_CASE("megatron runtime: the attention length constants are the measured cuD
 }
 
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+// Qwen3-30B-A3B (h 2048, 128 experts, top-8) on the DgxH100 fixture (NVLink 450 GB/s,
+// 5 us; one 50 GB/s NIC per GPU, 10 us; ring efficiencies 0.8 / 0.9), 16 GPUs.
+Layout Qwen30bEp(int64_t ep, MbDispatcher d, MbFlexBackend b) {
+  Layout l = OneGpu();
+  l.dp = 16;
+  l.ep = ep;
+  l.mb.token_dispatcher = d;
+  l.mb.flex_backend = b;
+  return l;
+}
+
+// EpAllToAllSeconds (or, with `terms`, the rank's MegatronTerms) of Qwen30bEp's layout `l`.
+struct Qwen30b {
+  ModelSpec m = LoadModel("qwen3-30b-a3b");
+  ParamCounts p = CountParams(m);
+  TrainSetup setup = test::Setup(16, 4096, 1024);
+  SystemSpec system = test::DgxH100();
+  cost::EpA2aSeconds A2a(const Layout& l, double tokens) const {
+    const CostView v = ToCostView(l, m, setup);
+    return cost::EpAllToAllSeconds(cost::MakeCtx(m, system, setup, p, v), tokens);
+  }
+  cost::MegatronTerms Terms(const Layout& l) const {
+    const CostView v = ToCostView(l, m, setup);
+    const cost::Ctx c = cost::MakeCtx(m, system, setup, p, v);
+    return cost::MegatronRankTerms(c, 0, cost::RankMemory(c, 0));
+  }
+};
+
+cost::EpA2aSeconds EpSeconds(int64_t ep, MbDispatcher d, MbFlexBackend b, double tokens) {
+  return Qwen30b().A2a(Qwen30bEp(ep, d, b), tokens);
+}
+
+}  // namespace
+
+TEST_CASE("megatron runtime: HybridEP across two nodes sends a token once per node over RDMA") {
+  // EP 16 over 2 nodes, 4096 tokens. Distinct ranks 16·(1 − Π(120 − i)/(128 − i)) = 6.5965,
+  // distinct nodes 2·(1 − Π(64 − i)/(128 − i)) = 1.9938 (own node included, as the benchmark counts).
+  // Dispatch: RDMA 4096·1.9938·2048·2 B / (50 GB/s · 54.47/50) = 614.1 us; NVLink forward
+  // 4096·6.5965·4096 B / (450 GB/s · 472.84/900) = 468.1 us; the slower + 10 us = 624.1 us.
+  // Combine: RDMA at 53.35 GB/s 627.0 us (+ 10 us).
+  const cost::EpA2aSeconds a = EpSeconds(16, MbDispatcher::kFlex, MbFlexBackend::kHybridEP, 4096);
+  CHECK(a.domains == 2);
+  CHECK(a.node_copies == doctest::Approx(1.993808).epsilon(1e-5));
+  CHECK(a.dispatch == doctest::Approx(624.11e-6).epsilon(1e-4));
+  CHECK(a.combine == doctest::Approx(637.00e-6).epsilon(1e-4));
+  CHECK(a.rdma == doctest::Approx(1241.11e-6).epsilon(1e-4));
+  CHECK(a.nvlink == doctest::Approx(934.61e-6).epsilon(1e-4));
+}
+
+TEST_CASE("megatron runtime: DeepEP inside a node runs at its measured NVLink share") {
+  // EP 8: 4096·5.339357·4096 B at 450 GB/s · 153/200 (dispatch) = 260.2 us + 5 us, 158/200
+  // (combine) 252.0 us + 5 us; no RDMA.
+  const cost::EpA2aSeconds a = EpSeconds(8, MbDispatcher::kFlex, MbFlexBackend::kDeepEP, 4096);
+  CHECK(a.domains == 1);
+  CHECK(a.dispatch == doctest::Approx(265.22e-6).epsilon(1e-4));
+  CHECK(a.combine == doctest::Approx(256.98e-6).epsilon(1e-4));
+  CHECK(a.rdma == 0.0);
+}
+
+TEST_CASE("megatron runtime: alltoall over two nodes splits its bytes by link") {
+  // S = 4096·8·4096 B per rank; 7 of 16 peers on NVLink, 8 on the NIC, dispatch + combine:
+  // NVLink 2·S·7/16 / (450 GB/s · 0.8) = 326.2 us, NICs 2·S·8/16 / (50 GB/s · 0.9) = 2982.6 us.
+  const cost::EpA2aSeconds a = EpSeconds(16, MbDispatcher::kAlltoall, MbFlexBackend::kNone, 4096);
+  CHECK(a.domains == 2);
+  CHECK(a.nvlink == doctest::Approx(326.22e-6).epsilon(1e-4));
+  CHECK(a.rdma == doctest::Approx(2982.62e-6).epsilon(1e-4));
+  CHECK(a.dispatch == a.combine);
+}
+
+TEST_CASE("megatron runtime: the flex backends' published bandwidths by EP size") {
+  // DeepEP docs/legacy.md: 43 / 58 / 51 GB/s dispatch at EP 16 / 32 / 64 of a 50 GB/s NIC.
+  CHECK(cost::DeepEpRdmaShare(16, false) == doctest::Approx(0.86));
+  CHECK(cost::DeepEpRdmaShare(24, false) == doctest::Approx(0.86));  // largest measured size at most 24
+  CHECK(cost::DeepEpRdmaShare(32, true) == doctest::Approx(1.14));
+  CHECK(cost::DeepEpRdmaShare(256, false) == doctest::Approx(1.02));
+  // HybridEP README: H100 64 ranks combine 46.57 GB/s; GB200 32 ranks dispatch 485.50 of 900.
+  CHECK(cost::HybridEpRdmaShare(64, true) == doctest::Approx(46.57 / 50.0));
+  CHECK(cost::HybridEpNvlinkShare(32, false) == doctest::Approx(485.50 / 900.0));
+  CHECK(cost::HybridEpNvlinkShare(4, true) == doctest::Approx(530.86 / 900.0));  // below 8: EP 8's
+}
+
+TEST_CASE("megatron runtime: the EP term reports what overlap hides") {
+  const Qwen30b q;
+  Layout l = Qwen30bEp(16, MbDispatcher::kAlltoall, MbFlexBackend::kNone);
+  auto terms = [&](bool overlap) {
+    l.mb.ep_a2a_overlap = overlap ? Tri::kTrue : Tri::kFalse;
+    return q.Terms(l);
+  };
+  const cost::MegatronTerms off = terms(false), on = terms(true);
+  // Without overlap everything is exposed: 48 layers x 64 micro-batches x 4 all-to-alls.
+  CHECK(off.ep_busy == doctest::Approx(4.0 * 48.0 * 64.0 * EpSeconds(16, MbDispatcher::kAlltoall, MbFlexBackend::kNone, 4096).dispatch));
+  CHECK(off.ep == doctest::Approx(off.ep_busy));
+  CHECK(on.ep_busy == doctest::Approx(off.ep_busy));
+  CHECK(on.ep < on.ep_busy);
+  // NIC busy seconds over the step: a forward and a backward pass (dispatch + combine each)
+  // per layer per micro-batch, 2·48·64 of the per-pass split above.
+  CHECK(off.ep_rdma == doctest::Approx(2.0 * 48.0 * 64.0 * 2982.62e-6).epsilon(1e-3));
+}
+
+}  // namespace meshplan

@@ -60,6 +60,9 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.batch_p2p_sync = On(mb.batch_p2p_comm);  // batch_p2p_sync is not read: Megatron-Core's default true
   v.overlap_grad_reduce = On(mb.overlap_grad_reduce);
   v.dispatcher = DispatchOf(mb.token_dispatcher);
+  v.flex_backend = v.dispatcher != TokenDispatch::kFlex            ? FlexBackend::kNone
+                   : mb.flex_backend == MbFlexBackend::kHybridEP ? FlexBackend::kHybridEP
+                                                                 : FlexBackend::kDeepEP;
   v.cuda_graph = GraphOf(mb.cuda_graph);
   v.cuda_graph_scope = mb.cuda_graph_scope;
   return v;
