@@ -149,9 +149,13 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
   double bound = tokens * layers * per_layer / rate;
   // Eager HBM-bound kernels as RankTime charges them (linear in the tokens; the loss dropped:
   // the rank with the most layers may not hold the head).
-  if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
-    bound += 2.0 * tokens * layers * cost::EagerLayerPasses(m, tp) * cost::EagerRecomputeFactor(l) /
-             gpu.hbm_bandwidth;
+  if (gpu.hbm_bandwidth > 0) {
+    double passes = cost::EagerLayerPasses(m, tp);
+    if (m.is_moe()) {
+      const double dense = cost::HfMoeModel(m) ? passes : cost::MoeModelDenseLayerPasses(m, tp);
+      passes = m.num_dense_layers > 0 ? std::min(dense, cost::MoeLayerPasses(m, l.ep)) : cost::MoeLayerPasses(m, l.ep);
+    }
+    bound += 2.0 * tokens * layers * passes * cost::EagerRecomputeFactor(l) / gpu.hbm_bandwidth;
   }
 
   const bool full = l.recompute == Recompute::kFull;
@@ -165,10 +169,11 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
-    const double ep = double(l.ep);
     const cost::Link link = cost::A2aLink(system_, links_.get(), g.ep);
-    bound += (full ? 6.0 : 4.0) * moe_layers * tokens * double(m.experts_per_token) * h * 2.0 * (ep - 1) / ep /
-             link.busbw_bytes_per_s;
+    // RankTime's AutoModelEpSeconds over all the step's tokens at once (its latency once).
+    bound += (full ? 3.0 : 2.0) * moe_layers *
+             (cost::AutoModelEpSeconds(system_, link, m, l.ep, tokens, false) +
+              cost::AutoModelEpSeconds(system_, link, m, l.ep, tokens, true));
   }
   return bound;
 }

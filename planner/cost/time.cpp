@@ -74,6 +74,40 @@ double EagerLayerPasses(const ModelSpec& m, double tp) {
          (kEagerQkNormPasses * qk + kEagerFfnPasses * double(m.intermediate_size)) / tp;
 }
 
+double MoeLayerPasses(const ModelSpec& m, int64_t ep) {
+  const double h = double(m.hidden_size), k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
+  if (HfMoeModel(m)) {
+    const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
+    return kEagerHiddenPasses * h + kEagerQkNormPasses * qk + kHfMoeCopyFfnPasses * k * fe +
+           kHfMoeCopyHiddenPasses * k * h;
+  }
+  const double permute = ep > 1 ? kMoeFusedPermutePasses(k) : kMoePermutePasses + kMoeUnpermutePasses;
+  return kMoeNormAddPasses * h + k * permute * h + k * kMoeActPasses * fe +
+         kMoeRouterPasses * double(m.num_experts) + kEagerFfnPasses * double(m.shared_expert_intermediate_size);
+}
+
+double MoeModelDenseLayerPasses(const ModelSpec& m, double tp) {
+  return kMoeNormAddPasses * double(m.hidden_size) + kEagerFfnPasses * double(m.intermediate_size) / tp;
+}
+
+double AutoModelEpSeconds(const SystemSpec& sys, const Link& a2a_link, const ModelSpec& m, int64_t ep, double tokens,
+                          bool combine) {
+  if (ep <= 1 || tokens <= 0) return 0.0;
+  const double row = double(m.hidden_size) * 2.0;  // bf16: AutoModel dispatches the activations unquantised
+  const int64_t domain = std::max(1, sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : sys.gpus_per_node);
+  if (ep <= domain) {
+    return AllToAllSeconds(tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, ep) * row, ep, a2a_link);
+  }
+  const int64_t nodes = (ep + domain - 1) / domain;
+  const DeepEpRdma* pick = &kDeepEpRdma[0];
+  for (const DeepEpRdma& d : kDeepEpRdma) {
+    if (d.ep <= ep) pick = &d;
+  }
+  const double nic = sys.NicBandwidthPerGpu() > 0 ? sys.NicBandwidthPerGpu() : kDeepEpNicRate;
+  const double bw = (combine ? pick->combine : pick->dispatch) * nic / kDeepEpNicRate;
+  return a2a_link.latency_s + tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, nodes) * row / bw;
+}
+
 double HiddenCommCost(double seconds, const Link& link) {
   if (seconds <= 0) return 0.0;
   return seconds * kHiddenCommKappa * std::min(1.0, link.busbw_bytes_per_s / kHiddenCommRefBusbw);
@@ -133,8 +167,10 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   CP (ring attention): per layer per micro-batch (cp−1) p2p steps of T·(d_K+d_V)/tp·2
 ///     bytes forward and twice that backward (+1 forward under full recompute), overlapped
 ///     with the layer's attention core: exposed = max(0, comm − core time).
-///   EP: per MoE layer per micro-batch dispatch + combine all-to-all forward and backward
-///     (+ forward again under full recompute), T·k·h·2 bytes each, fully exposed.
+///   EP (DeepEP / HybridEP, AutoModelEpSeconds): per MoE layer per micro-batch dispatch +
+///     combine forward and backward (+ forward again under full recompute), each token sent once
+///     per distinct destination rank (NVLink domain) or node (across nodes, DeepEP's published
+///     RDMA bandwidth), fully exposed (AutoModel's dispatcher blocks the compute stream).
 ///   PP: T·h·2 bytes p2p per micro-batch per virtual stage, forward and backward;
 ///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · (compute + exposed TP, CP and EP
 ///     communication) (groundtruth.md B.4),
@@ -213,13 +249,22 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // AutoModel trains dense models with. TP (no sequence parallel in AutoModel's plans) splits
   // the FFN and head widths, not the norms and residual adds; the loss runs on the full
   // vocabulary (the logits are gathered). Both recompute modes repeat the forward's
-  // elementwise ops (a third of forward + backward). MoE models run AutoModel's own
-  // implementations with Transformer Engine norms, linear layers and fused RoPE
-  // (model.backend te, automodel.md 1.4): not these kernels, and not measured; no term.
-  if (gpu.hbm_bandwidth > 0 && !m.is_moe()) {
-    const double elems = double(rp.dense_layers) * EagerLayerPasses(m, tp);
+  // elementwise ops (a third of forward + backward).
+  // MoE models: their MoE layers' eager kernels (router, permute, unpermute, weighted SwiGLU,
+  // norms and adds; MoeLayerPasses, measured) and for AutoModel's own implementations the dense
+  // layers' norms, adds and SwiGLU (MoeModelDenseLayerPasses); a Hugging Face MoE model's dense
+  // layers are the dense eager ones.
+  if (gpu.hbm_bandwidth > 0) {
+    double elems = double(rp.dense_layers) *
+                   (m.is_moe() && !HfMoeModel(m) ? MoeModelDenseLayerPasses(m, tp) : EagerLayerPasses(m, tp));
+    double fixed = 0.0;
+    if (m.is_moe()) {
+      elems += moe_layers * MoeLayerPasses(m, l.ep);
+      if (!HfMoeModel(m)) fixed = moe_layers * n_mb * kMoeRouterFixedSeconds;
+    }
     const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
-    t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth;
+    t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth +
+                 fixed * EagerRecomputeFactor(l);
   }
 
   const bool full = l.recompute == Recompute::kFull;
@@ -251,9 +296,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   }
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
-    const double bytes = t_mb * double(m.experts_per_token) * h * 2.0;
-    const double per = AllToAllSeconds(bytes, l.ep, A2aLink(sys, c.links, g.ep));
-    t.ep_comm = (full ? 6.0 : 4.0) * moe_layers * n_mb * per;
+    const Link la = A2aLink(sys, c.links, g.ep);
+    const double per = AutoModelEpSeconds(sys, la, m, l.ep, t_mb, false) + AutoModelEpSeconds(sys, la, m, l.ep, t_mb, true);
+    t.ep_comm = (full ? 3.0 : 2.0) * moe_layers * n_mb * per;
   }
   // --- PP ---
   const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));

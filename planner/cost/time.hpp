@@ -129,6 +129,93 @@ inline double EagerRecomputeFactor(const CostView& layout) {
   return layout.recompute == Recompute::kNone ? 1.0 : 4.0 / 3.0;
 }
 
+/// AutoModel's own MoE decoder layers (nemo_automodel/components/moe/: layers.py Gate and MoE,
+/// experts.py GroupedExpertsDeepEP with torch._grouped_mm, megatron/moe_utils.py permute,
+/// unpermute and the torch.compile'd weighted SwiGLU; Transformer Engine RMSNorm), the kernels
+/// that are neither GEMMs nor attention, measured per EP rank on one H200 with plain-torch
+/// reimplementations (tools/measure/moe_layer.py, tests/data/measured/h200_moe_layer.jsonl:
+/// Mixtral-8x7B, Qwen3-30B-A3B with 16 and 128 local experts, DeepSeek-V3 with 4 and 32, 4096
+/// and 8192 tokens, forward + backward, two runs), expressed as 2-byte element passes at the
+/// HBM peak (median over the 20 points of each part; spread in brackets):
+///   per token and hidden element: two RMSNorms and two residual adds  kMoeNormAddPasses [35-40]
+///   per routed token copy and hidden element: permute (index gather)  kMoePermutePasses [7.9-10.1]
+///     and unpermute (fp32 scatter-add, bf16 cast)                      kMoeUnpermutePasses [21.8-29.8]
+///   per routed token copy and expert FFN element: weighted SwiGLU     kMoeActPasses [41.5-56.0]
+///   router (gate GEMM, score function, top-k, renormalise, routing bookkeeping): least
+///     squares over its 20 points, kMoeRouterFixedSeconds per MoE layer per micro-batch plus
+///     kMoeRouterPasses per token and routed expert (within 35% of each point; 1-3% of a layer).
+/// The measured permute and unpermute are the unfused ones (GroupedExperts' torch_mm path, which
+/// AutoModel runs without EP: x[sorted ids], fp32 scatter_add_). With EP AutoModel's DeepEP /
+/// HybridEP path uses Transformer Engine's fused permute and unpermute (init_token_dispatcher:
+/// moe_permute_fusion=True), not measured (not installed there): counted instead as
+/// kMoeFusedPermutePasses(k). The shared experts' eager silu · up takes the dense kEagerFfnPasses. tests/cost/moe_ops_test.cpp keeps the constants equal to the data.
+inline constexpr double kMoeNormAddPasses = 38.7;
+inline constexpr double kMoePermutePasses = 9.0;
+inline constexpr double kMoeUnpermutePasses = 24.1;
+inline constexpr double kMoeActPasses = 47.3;
+inline constexpr double kMoeRouterPasses = 640.0;
+inline constexpr double kMoeRouterFixedSeconds = 1.32e-4;
+/// Median achieved time of single elementwise kernels over their ideal HBM time on H200
+/// (tests/data/measured/h200_kernels.jsonl, tests/cost/megatron_runtime_test.cpp).
+inline constexpr double kElementwiseSlowdown = 1.48;
+/// Element passes per routed token copy and hidden element of Transformer Engine's fused
+/// permute and unpermute, forward + backward, counted: the permute writes each copy after
+/// reading its token (2), its backward sums a token's k copies (1 + 1/k), the unpermute sums
+/// them (1 + 1/k) and its backward spreads the token gradient back (1 + 1/k): 5 + 3/k, at
+/// kElementwiseSlowdown of the HBM peak.
+inline double kMoeFusedPermutePasses(double top_k) { return (5.0 + 3.0 / top_k) * kElementwiseSlowdown; }
+/// Mixtral has no AutoModel implementation: AutoModel trains it as the Hugging Face model
+/// (transformers MixtralSparseMoeBlock, experts_implementation grouped_mm in transformers 5.17).
+/// Its layer's eager kernels, measured like the dense ones (tools/measure/eager_profile.py
+/// --models, tests/data/measured/h200_eager_profile_moe.jsonl, 8192 tokens), beyond the dense
+/// layer's norm, RoPE and residual passes (kEagerHiddenPasses·h, kEagerQkNormPasses·(q + kv)):
+/// per token, kHfMoeCopyFfnPasses·k·f_e + kHfMoeCopyHiddenPasses·k·h, solved exactly from the
+/// two Hugging Face MoE decoders measured (Mixtral-8x7B and Qwen3-30B-A3B's HF class; no third
+/// to check it against). tests/cost/moe_ops_test.cpp solves them again from the data.
+inline constexpr double kHfMoeCopyFfnPasses = 92.7;
+inline constexpr double kHfMoeCopyHiddenPasses = 71.1;
+/// Whether AutoModel trains `model` with a Hugging Face MoE block (Mixtral) rather than its own
+/// MoE implementation (DeepSeek-V3, Kimi-K2, Qwen3-MoE, GPT-OSS: nemo_automodel/components/models/).
+inline bool HfMoeModel(const ModelSpec& model) { return model.architecture == Architecture::kMixtral; }
+/// Eager element passes per token of one MoE decoder layer, forward + backward, on one EP rank
+/// under balanced routing (each rank computes T·k token copies): for AutoModel's own layers
+/// kMoeNormAddPasses·h + k·P·h + k·kMoeActPasses·f_e + kMoeRouterPasses·E +
+/// kEagerFfnPasses·f_shared, P = kMoePermutePasses + kMoeUnpermutePasses at ep 1 (torch path),
+/// kMoeFusedPermutePasses(k) with EP (DeepEP / HybridEP path); for a Hugging Face MoE model
+/// (HfMoeModel) the dense layer's h and q/k-norm passes + kHfMoeCopyFfnPasses·k·f_e +
+/// kHfMoeCopyHiddenPasses·k·h. The router's fixed time is not included
+/// (kMoeRouterFixedSeconds per layer per micro-batch).
+double MoeLayerPasses(const ModelSpec& model, int64_t ep);
+/// Eager element passes per token of a dense decoder layer of a MoE model AutoModel runs with
+/// its own implementation (DeepSeek-V3's first layers): kMoeNormAddPasses·h + kEagerFfnPasses·f/tp.
+double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
+
+/// AutoModel's EP dispatch and combine (GroupedExpertsDeepEP: DeepEP or HybridEP through
+/// Megatron-Core's MoEFlexTokenDispatcher, megatron/fused_a2a.py) send each token once per
+/// destination rank inside an NVLink domain and once per destination node across nodes (the
+/// copy is forwarded over NVLink there), not once per routed expert; the call blocks the
+/// compute stream (async_finish waits at once, and the host waits for the received counts), so
+/// nothing overlaps it. Bandwidths across nodes: DeepEP's published normal-kernel "bottleneck"
+/// RDMA bandwidth on H800 with one CX7 400 Gb/s NIC per GPU (DeepEP docs/legacy.md, Performance,
+/// DeepSeek-V3 pretraining setting; the logical bandwidth: token copies to distinct nodes, the
+/// local node included, x hidden x bytes over the time), by EP size, dispatch / combine.
+struct DeepEpRdma {
+  int64_t ep;
+  double dispatch, combine;  ///< bytes/s
+};
+inline constexpr DeepEpRdma kDeepEpRdma[] = {{16, 43e9, 43e9}, {32, 58e9, 57e9}, {64, 51e9, 50e9}};
+/// The NIC rate those were measured at (DeepEP: "CX7 InfiniBand 400 Gb/s ... ~50 GB/s"), bytes/s;
+/// other NICs scale the bandwidth by NicBandwidthPerGpu / this.
+inline constexpr double kDeepEpNicRate = 50e9;
+/// Seconds of one dispatch (`combine` false) or combine of `tokens` tokens of `model` over an EP
+/// group of `ep` ranks (stride 1) on `system`: inside one NVLink domain the distinct ranks'
+/// copies (FlexDispatchCopies) x h x 2 bytes as an all-to-all on `a2a_link`; across nodes the
+/// distinct nodes' copies (FlexDispatchCopies over the nodes, uniform routing) x h x 2 bytes at
+/// kDeepEpRdma of the largest published EP size not above `ep` (16 below 16), scaled to the
+/// system's NIC, + the link's latency. 0 for ep <= 1.
+double AutoModelEpSeconds(const SystemSpec& system, const Link& a2a_link, const ModelSpec& model, int64_t ep,
+                          double tokens, bool combine);
+
 /// Host (CPU) seconds per decoder layer per micro-batch of AutoModel's eager Hugging Face
 /// decoder layers, forward + backward (+ the recomputed forward), for no / full / selective
 /// activation checkpointing: the Python of the modules, PyTorch's dispatcher (DTensor's under

@@ -2,6 +2,7 @@
 """Where an eager Hugging Face decoder's training step spends its GPU time, per layer.
 
     python3 tools/measure/eager_profile.py --out DIR       # one GPU, about a minute
+    python3 tools/measure/eager_profile.py --out DIR --models mixtral-8x7b --name eager_profile_moe
 
 AutoModel trains Hugging Face models in eager PyTorch (no fused norms, RoPE or SwiGLU), so
 besides the GEMMs and the attention core every layer runs many elementwise and reduction
@@ -13,7 +14,9 @@ attention (flash / cuDNN / efficient SDPA kernels) and everything else. The diff
 the 4- and 2-layer runs, halved, is one layer; the 2-layer run minus two layers is the rest
 (embedding, final norm, lm_head, loss). Kernel counts likewise.
 
-Writes DIR/eager_profile.jsonl: {"environment": ...}, then one line per model
+An HF MoE decoder (Mixtral, which AutoModel trains as a Hugging Face model: it has no MoE
+implementation of its own for it) also records its experts, top-k and the experts
+implementation transformers chose. Writes DIR/<--name>.jsonl (default eager_profile.jsonl): {"environment": ...}, then one line per model
 {"kind": "eager_layer", "model", "hidden", "intermediate", "q_dim", "kv_dim", "vocab",
 "tokens", "layer_gemm_s", "layer_attention_s", "layer_other_s", "layer_kernels",
 "rest_gemm_s", "rest_other_s", "rest_kernels", "step_wall_s_2", "step_gpu_s_2"}.
@@ -90,9 +93,11 @@ def run(name, layers, seq, mb, dev, iters):
 
 def main():
     args, dev = parse_args(__doc__, lambda ap: (ap.add_argument("--seq", type=int, default=4096),
-                                                  ap.add_argument("--mb", type=int, default=2)))
+                                                  ap.add_argument("--mb", type=int, default=2),
+                                                  ap.add_argument("--models", default=",".join(MODELS)),
+                                                  ap.add_argument("--name", default="eager_profile")))
     rows = []
-    for name in MODELS:
+    for name in args.models.split(","):
         cfg, s2, k2, wall2 = run(name, 2, args.seq, args.mb, dev, max(2, args.iters // 5))
         _, s4, k4, _ = run(name, 4, args.seq, args.mb, dev, max(2, args.iters // 5))
         layer = {k: (s4[k] - s2[k]) / 2 for k in s2}
@@ -105,9 +110,12 @@ def main():
                "layer_other_s": layer["other"], "layer_kernels": (k4 - k2) / 2,
                "rest_gemm_s": s2["gemm"] - 2 * layer["gemm"], "rest_other_s": s2["other"] - 2 * layer["other"],
                "rest_kernels": k2 - (k4 - k2), "step_wall_s_2": wall2, "step_gpu_s_2": sum(s2.values())}
+        if getattr(cfg, "num_local_experts", None):  # an HF MoE decoder (Mixtral): its experts' settings
+            row.update(experts=cfg.num_local_experts, top_k=cfg.num_experts_per_tok,
+                       experts_implementation=str(getattr(cfg, "_experts_implementation", None)))
         rows.append(row)
         print(json.dumps(row), flush=True)
-    write_jsonl(os.path.join(args.out, "eager_profile.jsonl"), rows, dev, seq=args.seq, mb=args.mb)
+    write_jsonl(os.path.join(args.out, args.name + ".jsonl"), rows, dev, seq=args.seq, mb=args.mb)
 
 
 if __name__ == "__main__":
