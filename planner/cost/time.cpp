@@ -99,12 +99,8 @@ double AutoModelEpSeconds(const SystemSpec& sys, const Link& a2a_link, const Mod
     return AllToAllSeconds(tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, ep) * row, ep, a2a_link);
   }
   const int64_t nodes = (ep + domain - 1) / domain;
-  const DeepEpRdma* pick = &kDeepEpRdma[0];
-  for (const DeepEpRdma& d : kDeepEpRdma) {
-    if (d.ep <= ep) pick = &d;
-  }
   const double nic = sys.NicBandwidthPerGpu() > 0 ? sys.NicBandwidthPerGpu() : kDeepEpNicRate;
-  const double bw = (combine ? pick->combine : pick->dispatch) * nic / kDeepEpNicRate;
+  const double bw = DeepEpRdmaShare(ep, combine) * nic;
   return a2a_link.latency_s + tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, nodes) * row / bw;
 }
 

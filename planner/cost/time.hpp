@@ -198,12 +198,8 @@ double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
 /// nothing overlaps it. Bandwidths across nodes: DeepEP's published normal-kernel "bottleneck"
 /// RDMA bandwidth on H800 with one CX7 400 Gb/s NIC per GPU (DeepEP docs/legacy.md, Performance,
 /// DeepSeek-V3 pretraining setting; the logical bandwidth: token copies to distinct nodes, the
-/// local node included, x hidden x bytes over the time), by EP size, dispatch / combine.
-struct DeepEpRdma {
-  int64_t ep;
-  double dispatch, combine;  ///< bytes/s
-};
-inline constexpr DeepEpRdma kDeepEpRdma[] = {{16, 43e9, 43e9}, {32, 58e9, 57e9}, {64, 51e9, 50e9}};
+/// local node included, x hidden x bytes over the time), by EP size, dispatch / combine: as
+/// shares of the NIC, DeepEpRdmaShare.
 /// The NIC rate those were measured at (DeepEP: "CX7 InfiniBand 400 Gb/s ... ~50 GB/s"), bytes/s;
 /// other NICs scale the bandwidth by NicBandwidthPerGpu / this.
 inline constexpr double kDeepEpNicRate = 50e9;
@@ -211,8 +207,7 @@ inline constexpr double kDeepEpNicRate = 50e9;
 /// group of `ep` ranks (stride 1) on `system`: inside one NVLink domain the distinct ranks'
 /// copies (FlexDispatchCopies) x h x 2 bytes as an all-to-all on `a2a_link`; across nodes the
 /// distinct nodes' copies (FlexDispatchCopies over the nodes, uniform routing) x h x 2 bytes at
-/// kDeepEpRdma of the largest published EP size not above `ep` (16 below 16), scaled to the
-/// system's NIC, + the link's latency. 0 for ep <= 1.
+/// DeepEpRdmaShare(ep) of the system's NIC (kDeepEpNicRate without one), + the link's latency. 0 for ep <= 1.
 double AutoModelEpSeconds(const SystemSpec& system, const Link& a2a_link, const ModelSpec& model, int64_t ep,
                           double tokens, bool combine);
 
