@@ -27,13 +27,7 @@ namespace meshplan {
 /// HBM-bound kernels, kernel launches; and the rank's bubble fraction (bubble / compute).
 struct MegatronComputeSplit {
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
-  /// The same rank's EP all-to-all per step (s): all of it before overlap, the seconds NVLink
-  /// and the NICs are busy with it, its exposed part; the scale-up domains the EP group
-  /// spans; token copies per dispatch to distinct ranks (top-k with alltoall) and, with flex
-  /// across domains, to distinct domains (0 otherwise).
-  double ep_busy = 0, ep_nvlink = 0, ep_rdma = 0, ep_exposed = 0;
-  int64_t ep_domains = 1;
-  double ep_node_copies = 0, ep_rank_copies = 0;
+  EpTraffic ep;  ///< the same rank's EP all-to-all per step
 };
 /// MegatronComputeSplit of `layout` (a Megatron-Bridge layout) under `system.megatron_fit`.
 MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSpec& system, const TrainSetup& setup,

@@ -358,9 +358,8 @@ struct EpSplit {
   std::string dispatcher;  ///< moe_token_dispatcher_type: alltoall, allgather or flex
   std::string backend;     ///< flex: deepep or hybridep; "" otherwise
   bool overlap = false;    ///< overlap_moe_expert_parallel_comm
-  int64_t ep = 1, domains = 1;  ///< EP size, scale-up domains its group spans
-  double rank_copies = 0, node_copies = 0;  ///< token copies per dispatch: to ranks, to domains (flex across domains)
-  double busy = 0, nvlink = 0, rdma = 0, exposed = 0;  ///< all of it, NVLink busy, NICs busy, exposed
+  int64_t ep = 1;          ///< EP size
+  EpTraffic traffic;       ///< its seconds per step, links and token copies
 };
 /// How the decoder layers of a Megatron-Bridge layout with PP > 1 are split over its ranks.
 struct PipelineSplit {

@@ -98,6 +98,18 @@ struct CostView {
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
 };
 
+/// The EP all-to-all of a Megatron-Core layout's slowest pipeline rank, per step
+/// (cost::EpAllToAllSeconds over its MoE layers and micro-batches; planner/cost/time_megatron.cpp).
+struct EpTraffic {
+  double busy = 0;     ///< s, every dispatch and combine before overlap
+  double nvlink = 0;   ///< s NVLink is busy with it
+  double rdma = 0;     ///< s the NICs are busy with it
+  double exposed = 0;  ///< s left exposed after overlap
+  int64_t domains = 1;      ///< scale-up (NVLink) domains the EP group spans
+  double rank_copies = 0;   ///< token copies per dispatch to distinct ranks (top-k with alltoall)
+  double node_copies = 0;   ///< flex across domains: to distinct domains (0 otherwise)
+};
+
 /// Per-GPU memory in bytes of the most loaded rank at its peak moment (PP rank 0 unless
 /// stated). The peak is the larger of the start of backward (every activation and the loss
 /// buffers alive), the recompute of the last layer under full checkpointing, the softmax

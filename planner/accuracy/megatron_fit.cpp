@@ -163,13 +163,8 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
       row.fixed = (1.0 + t.bubble_fraction) * (t.tp + t.cp + t.ep) + t.dp + t.pp + t.optimizer;  // as MegatronTime
       row.optimizer = t.optimizer;
       row.host = t.host;
-      row.ep_busy = t.ep_busy;
-      row.ep_nvlink = t.ep_nvlink;
-      row.ep_rdma = t.ep_rdma;
-      row.ep_exposed = t.ep;
-      row.ep_domains = shared.ep_a2a.domains;
-      row.ep_node_copies = shared.ep_a2a.node_copies;
-      row.ep_rank_copies = shared.a2a_copies;
+      row.ep = EpTraffic{t.ep_busy, t.ep_nvlink, t.ep_rdma, t.ep, shared.ep_a2a.domains, shared.a2a_copies,
+                         shared.ep_a2a.node_copies};
     }
   }
   return row;
@@ -216,16 +211,9 @@ MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSp
                                           const Layout& layout) {
   const accuracy::FitRow t = accuracy::MakeFitRow(model, system, setup, layout, 0.0);
   const MegatronTimeFit& fit = system.megatron_fit;
-  MegatronComputeSplit out{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
-                           fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction};
-  out.ep_busy = t.ep_busy;
-  out.ep_nvlink = t.ep_nvlink;
-  out.ep_rdma = t.ep_rdma;
-  out.ep_exposed = t.ep_exposed;
-  out.ep_domains = t.ep_domains;
-  out.ep_node_copies = t.ep_node_copies;
-  out.ep_rank_copies = t.ep_rank_copies;
-  return out;
+  return MegatronComputeSplit{cost::MegatronGemmFactor(fit, setup.precision) * t.gemm, t.attention,
+                              fit.memory_bound * t.memory_bound, fit.kernel_overhead * t.kernels, t.bubble_fraction,
+                              t.ep};
 }
 
 void WriteSystemFit(const SystemFit& fit) {

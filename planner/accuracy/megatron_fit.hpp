@@ -25,12 +25,7 @@ struct FitRow {
   double optimizer = 0;  ///< the optimizer part of `fixed` (the host does not wait for it)
   double host = 0;       ///< host seconds issuing the layers' kernels (MegatronTerms::host)
   double published_step = 0;
-  /// The slowest rank's EP all-to-all (MegatronTerms::ep_busy, ep_nvlink, ep_rdma, ep), s;
-  /// the scale-up domains its EP group spans and, with flex across domains, the domains a
-  /// token is sent to (EpA2aSeconds).
-  double ep_busy = 0, ep_nvlink = 0, ep_rdma = 0, ep_exposed = 0;
-  int64_t ep_domains = 1;
-  double ep_node_copies = 0, ep_rank_copies = 0;
+  EpTraffic ep;  ///< the slowest rank's EP all-to-all (MegatronTerms::ep_busy, ep_nvlink, ep_rdma, ep)
 };
 
 /// Terms of `layout` (a Megatron-Bridge layout) for the fit.

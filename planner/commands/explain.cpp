@@ -151,13 +151,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                                                               : "";
       e.overlap = view.ep_a2a_overlap;
       e.ep = view.ep;
-      e.domains = c.ep_domains;
-      e.rank_copies = c.ep_rank_copies;
-      e.node_copies = c.ep_node_copies;
-      e.busy = c.ep_busy;
-      e.nvlink = c.ep_nvlink;
-      e.rdma = c.ep_rdma;
-      e.exposed = c.ep_exposed;
+      e.traffic = c.ep;
       rep.ep = e;
     }
   }

@@ -94,13 +94,10 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
     // flex (EpAllToAllSeconds): at least the NVLink part, every received copy at the link's
     // nominal rate (the backends' measured NVLink shares are below 1; the RDMA part runs
     // concurrently and only adds).
-    const double comm =
-        l.dispatcher == TokenDispatch::kFlex
-            ? (sys.scaleup_bandwidth > 0 ? (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) *
-                                               h * 2.0 / sys.scaleup_bandwidth
-                                         : 0.0)
-            : (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0 * (ep - 1) / ep /
-                  link.busbw_bytes_per_s;
+    const double bytes = (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0;
+    const double comm = l.dispatcher != TokenDispatch::kFlex ? bytes * (ep - 1) / ep / link.busbw_bytes_per_s
+                        : sys.scaleup_bandwidth > 0          ? bytes / sys.scaleup_bandwidth
+                                                             : 0.0;
     bound += l.ep_a2a_overlap ? cost::HiddenCommCost(comm, link) : comm;
   }
   // The step is at least the host's issue time (MegatronHostBound adds what the GPU's work
@@ -172,8 +169,8 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
     const cost::Link link = cost::A2aLink(system_, links_.get(), g.ep);
     // RankTime's AutoModelEpSeconds over all the step's tokens at once (its latency once).
     bound += (full ? 3.0 : 2.0) * moe_layers *
-             (cost::AutoModelEpSeconds(system_, link, m, l.ep, tokens, false) +
-              cost::AutoModelEpSeconds(system_, link, m, l.ep, tokens, true));
+             (cost::AutoModelEpSeconds(system_, setup_.num_gpus, link, m, l.ep, tokens, false) +
+              cost::AutoModelEpSeconds(system_, setup_.num_gpus, link, m, l.ep, tokens, true));
   }
   return bound;
 }

@@ -3,6 +3,7 @@
 #include "cost/time.hpp"
 
 #include "cost/memory.hpp"
+#include "meshplan/topology.hpp"
 
 #include <algorithm>
 
@@ -90,11 +91,11 @@ double MoeModelDenseLayerPasses(const ModelSpec& m, double tp) {
   return kMoeNormAddPasses * double(m.hidden_size) + kEagerFfnPasses * double(m.intermediate_size) / tp;
 }
 
-double AutoModelEpSeconds(const SystemSpec& sys, const Link& a2a_link, const ModelSpec& m, int64_t ep, double tokens,
-                          bool combine) {
+double AutoModelEpSeconds(const SystemSpec& sys, int64_t num_gpus, const Link& a2a_link, const ModelSpec& m,
+                          int64_t ep, double tokens, bool combine) {
   if (ep <= 1 || tokens <= 0) return 0.0;
   const double row = double(m.hidden_size) * 2.0;  // bf16: AutoModel dispatches the activations unquantised
-  const int64_t domain = std::max(1, sys.scaleup_domain_gpus > 0 ? sys.scaleup_domain_gpus : sys.gpus_per_node);
+  const int64_t domain = PlacedDomainGpus(sys, num_gpus);
   if (ep <= domain) {
     return AllToAllSeconds(tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, ep) * row, ep, a2a_link);
   }
@@ -293,7 +294,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     const Link la = A2aLink(sys, c.links, g.ep);
-    const double per = AutoModelEpSeconds(sys, la, m, l.ep, t_mb, false) + AutoModelEpSeconds(sys, la, m, l.ep, t_mb, true);
+    const int64_t W = c.setup.num_gpus;
+    const double per =
+        AutoModelEpSeconds(sys, W, la, m, l.ep, t_mb, false) + AutoModelEpSeconds(sys, W, la, m, l.ep, t_mb, true);
     t.ep_comm = (full ? 3.0 : 2.0) * moe_layers * n_mb * per;
   }
   // --- PP ---

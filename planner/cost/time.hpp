@@ -204,12 +204,13 @@ double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
 /// other NICs scale the bandwidth by NicBandwidthPerGpu / this.
 inline constexpr double kDeepEpNicRate = 50e9;
 /// Seconds of one dispatch (`combine` false) or combine of `tokens` tokens of `model` over an EP
-/// group of `ep` ranks (stride 1) on `system`: inside one NVLink domain the distinct ranks'
+/// group of `ep` ranks (stride 1) of a `num_gpus`-GPU job on `system`: inside one NVLink domain
+/// (PlacedDomainGpus, as the topology places the job) the distinct ranks'
 /// copies (FlexDispatchCopies) x h x 2 bytes as an all-to-all on `a2a_link`; across nodes the
 /// distinct nodes' copies (FlexDispatchCopies over the nodes, uniform routing) x h x 2 bytes at
 /// DeepEpRdmaShare(ep) of the system's NIC (kDeepEpNicRate without one), + the link's latency. 0 for ep <= 1.
-double AutoModelEpSeconds(const SystemSpec& system, const Link& a2a_link, const ModelSpec& model, int64_t ep,
-                          double tokens, bool combine);
+double AutoModelEpSeconds(const SystemSpec& system, int64_t num_gpus, const Link& a2a_link, const ModelSpec& model,
+                          int64_t ep, double tokens, bool combine);
 
 /// Host (CPU) seconds per decoder layer per micro-batch of AutoModel's eager Hugging Face
 /// decoder layers, forward + backward (+ the recomputed forward), for no / full / selective

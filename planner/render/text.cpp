@@ -119,21 +119,22 @@ void PrintCompute(std::ostream& out, const ComputeSplit& c, double compute) {
 
 // The EP all-to-all of a MoE layout: dispatcher, links, what overlap hides (seconds per step).
 void PrintEp(std::ostream& out, const EpSplit& e) {
+  const EpTraffic& t = e.traffic;
   out << "EP all-to-all of the slowest rank: dispatcher " << e.dispatcher;
   if (!e.backend.empty()) out << " (" << e.backend << ")";
-  out << ", EP " << e.ep << " over " << e.domains << " NVLink domain" << (e.domains > 1 ? "s" : "") << "; "
-      << recipe::Fixed(e.rank_copies, 2) << " token copies per dispatch"
+  out << ", EP " << e.ep << " over " << t.domains << " NVLink domain" << (t.domains > 1 ? "s" : "") << "; "
+      << recipe::Fixed(t.rank_copies, 2) << " token copies per dispatch"
       << (e.dispatcher == "flex" ? " (distinct ranks)" : " (one per routed expert)");
-  if (e.node_copies > 0) out << ", " << recipe::Fixed(e.node_copies, 2) << " per token over RDMA (distinct domains)";
+  if (t.node_copies > 0) out << ", " << recipe::Fixed(t.node_copies, 2) << " per token over RDMA (distinct domains)";
   out << "\n";
-  Printf(out, "  %-26s %10s s\n", "dispatch + combine", recipe::Fixed(e.busy, 4).c_str());
-  Printf(out, "  %-26s %10s s\n", "  NVLink busy", recipe::Fixed(e.nvlink, 4).c_str());
-  Printf(out, "  %-26s %10s s\n", "  RDMA (NICs) busy", recipe::Fixed(e.rdma, 4).c_str());
-  const double hidden = std::max(0.0, e.busy - e.exposed);
+  Printf(out, "  %-26s %10s s\n", "dispatch + combine", recipe::Fixed(t.busy, 4).c_str());
+  Printf(out, "  %-26s %10s s\n", "  NVLink busy", recipe::Fixed(t.nvlink, 4).c_str());
+  Printf(out, "  %-26s %10s s\n", "  RDMA (NICs) busy", recipe::Fixed(t.rdma, 4).c_str());
+  const double hidden = std::max(0.0, t.busy - t.exposed);
   Printf(out, "  %-26s %10s s %s\n", "hidden", recipe::Fixed(hidden, 4).c_str(),
          e.overlap ? "(overlap_moe_expert_parallel_comm: paired 1F1B chunks, less the unpaired warm-up / cool-down and the slowdown of what hides it)"
                    : "(no EP overlap: overlap_moe_expert_parallel_comm false)");
-  Printf(out, "  %-26s %10s s\n", "exposed", recipe::Fixed(e.exposed, 4).c_str());
+  Printf(out, "  %-26s %10s s\n", "exposed", recipe::Fixed(t.exposed, 4).c_str());
 }
 
 // The decoder layers per pipeline rank and whose split they are.

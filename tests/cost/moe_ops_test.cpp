@@ -153,18 +153,18 @@ TEST_CASE("moe ops: AutoModel's DeepEP dispatch sends a token once per node at D
   const double nodes = 8.0 * (1.0 - miss);
   CHECK(nodes == doctest::Approx(5.26).epsilon(0.01));
   const double bytes = 4096.0 * nodes * 7168.0 * 2.0;
-  CHECK(cost::AutoModelEpSeconds(sys, link, m, 64, 4096, false) == doctest::Approx(5e-6 + bytes / 51e9));
-  CHECK(cost::AutoModelEpSeconds(sys, link, m, 64, 4096, true) == doctest::Approx(5e-6 + bytes / 50e9));
+  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 64, 4096, false) == doctest::Approx(5e-6 + bytes / 51e9));
+  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 64, 4096, true) == doctest::Approx(5e-6 + bytes / 50e9));
   // EP 32 over 4 nodes takes the EP 32 row; EP 128 the EP 64 row.
   double miss4 = 1.0;
   for (int i = 0; i < 8; ++i) miss4 *= (192.0 - i) / (256.0 - i);
-  CHECK(cost::AutoModelEpSeconds(sys, link, m, 32, 4096, false) ==
+  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 32, 4096, false) ==
         doctest::Approx(5e-6 + 4096.0 * 4.0 * (1.0 - miss4) * 14336.0 / 58e9));
   // Inside one node (EP 8): distinct ranks' copies as an all-to-all on the link.
   const double ranks = cost::FlexDispatchCopies(256, 8, 8);
-  CHECK(cost::AutoModelEpSeconds(sys, link, m, 8, 4096, false) ==
+  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 8, 4096, false) ==
         doctest::Approx(cost::AllToAllSeconds(4096.0 * ranks * 14336.0, 8, link)));
-  CHECK(cost::AutoModelEpSeconds(sys, link, m, 1, 4096, false) == 0.0);
+  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 1, 4096, false) == 0.0);
 }
 
 }  // namespace meshplan
