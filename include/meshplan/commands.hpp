@@ -300,13 +300,25 @@ struct CheckedDocument {
   std::optional<Cost> cost;        ///< unset: memory not predicted (`not_predicted` says why)
   std::string not_predicted;
   bool out_of_memory = false;      ///< predicted above the usable memory
+  /// Predicted above the GPU's whole memory (not only its headroom): the check fails.
+  bool above_whole_memory = false;
+  /// A valid, predicted recipe placed among the planner's fastest layouts for the same job
+  /// (CompareWithPlan, top kCheckComparedLayouts): how good it is, not only whether it is legal.
+  std::optional<PlanComparison> against_plan;
   std::vector<std::string> warnings;      ///< SeqLenWarning, then the warning rows (Findings, Severity::kWarning)
   std::vector<std::string> silently_off;  ///< the silently-off rows that fire (Findings, Severity::kSilentlyOff)
   std::vector<NearbyLayout> nearest;      ///< searched when a rule fails or out_of_memory
-  /// 0 valid, 1 a rule fails, 2 unusable. A predicted out-of-memory does not fail the check:
-  /// the memory model is not trusted enough to fail a recipe the framework accepts.
-  int Status() const { return !error.empty() ? 2 : failures.empty() ? 0 : 1; }
+  /// 0 valid, 1 a rule fails or the recipe is predicted above the GPU's whole memory, 2
+  /// unusable. Above the usable memory but within the whole one (the headroom is short) is a
+  /// warning, exit 0: the headroom is an allowance for the allocator, not a measured need.
+  int Status() const { return !error.empty() ? 2 : failures.empty() && !above_whole_memory ? 0 : 1; }
 };
+/// How many of the planner's fastest layouts `check` compares a valid recipe with.
+inline constexpr int kCheckComparedLayouts = 20;
+/// The step-time difference below which `check` calls a recipe as fast as the planner's best:
+/// the Megatron-Core step-time model's leave-one-out median |error| on Megatron-Bridge's
+/// published runs (docs/accuracy.md, 7.1%), rounded; a smaller gap is within the model's error.
+inline constexpr double kCheckStepBand = 0.07;
 /// What `check` found.
 struct CheckReport {
   std::string file;

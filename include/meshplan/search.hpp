@@ -146,6 +146,29 @@ struct NearbyLayout {
 /// those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
 
+/// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the
+/// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel and
+/// recompute): what NearbyLayout::changes lists.
+std::vector<std::string> LayoutChanges(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup);
+
+/// How a recipe's layout compares with the planner's own search for the same job
+/// (`meshplan check`).
+struct PlanComparison {
+  int searched = 0;      ///< how many of the planner's fastest fitting layouts it is compared with
+  int64_t rank = 0;      ///< 1 + the searched layouts predicted strictly faster (1e-9 relative)
+  bool beyond = false;   ///< slower than all `searched` of them
+  std::optional<Candidate> fastest;  ///< the planner's fastest fitting layout (unset: none fits)
+  double gap = 0;        ///< the recipe's step / the fastest's step - 1 (0.12: 12% slower)
+  std::vector<std::string> changes;  ///< LayoutChanges from the recipe's layout to the fastest
+  std::string stopped;   ///< PlanResult::stopped of the search ("" = whole space)
+};
+
+/// Searches `req`'s space with the software settings of `from` (FrameworkOps::nearest_request:
+/// a recipe's dispatcher, overlap and CUDA graphs price the layouts it is compared with) and
+/// places `from`, predicted at `step_seconds`, among the `top_n` fastest fitting layouts.
+/// Never throws for loaded inputs.
+PlanComparison CompareWithPlan(const PlanRequest& req, const Layout& from, double step_seconds, int top_n);
+
 /// Resident memory of this process in bytes (Linux: /proc/self/statm; elsewhere the peak
 /// from getrusage). What PlanRequest::max_memory_bytes is checked against.
 int64_t ResidentBytes();

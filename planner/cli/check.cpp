@@ -1,5 +1,6 @@
 // `meshplan check RECIPE`: its options, the request they make (CheckRecipe, planner/commands/
-// check.cpp) and the verdict of every document rendered. Exit 0 valid, 1 invalid, 2 unusable input.
+// check.cpp) and the verdict of every document rendered. Exit 0 valid, 1 invalid (a rule fails or
+// the recipe is predicted above the GPU's whole memory), 2 unusable input.
 #include <iostream>
 
 #include "cli/commands.hpp"

@@ -58,6 +58,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   if (sane) {
     d.cost = Score(CostModel(req.model, req.system, req.setup), l);
     d.out_of_memory = d.cost->capacity_bytes - d.cost->memory.Total() < 0;
+    d.above_whole_memory = d.cost->memory.Total() > req.system.gpu.memory_bytes;
   } else if (product != req.setup.num_gpus) {
     d.not_predicted = "the parallel sizes' product tp x pp x cp x dp = " + std::to_string(l.tp) + " x " +
                       std::to_string(l.pp) + " x " + std::to_string(l.cp) + " x " + std::to_string(l.dp) + " = " +
@@ -71,6 +72,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   if (!d.failures.empty() || d.out_of_memory) {
     d.nearest = NearestValidLayouts(req, l, 3);
   }
+  if (d.failures.empty() && d.cost) d.against_plan = CompareWithPlan(req, l, d.cost->step_seconds, kCheckComparedLayouts);
   return d;
 }
 

@@ -171,6 +171,38 @@ std::string NoLayoutReason(const PlanResult& r) {
                             " GiB per GPU)";
 }
 
+// check's line on how a valid recipe compares with the planner's fastest layouts for the same job.
+void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& own) {
+  out << "against the planner (its " << p.searched << " fastest fitting layouts for this job, with this recipe's "
+      << "software settings" << (p.stopped.empty() ? "" : "; search stopped early: " + p.stopped) << "): ";
+  if (!p.fastest) {
+    out << "no layout it finds fits this job\n";
+    return;
+  }
+  const Cost& best = p.fastest->cost;
+  const std::string band = recipe::Fixed(100 * kCheckStepBand, 0) + "%";
+  if (p.gap <= 1e-9) {
+    out << "rank 1, no layout it finds is predicted faster";
+    if (p.gap < -1e-9) {
+      out << " (this one is " << recipe::Fixed(-100 * p.gap, 1) << "% faster than its fastest, "
+          << (own.fits ? "with a setting the search does not enumerate" : "but it does not fit the usable memory") << ")";
+    }
+    out << "\n";
+    return;
+  }
+  out << "rank " << (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) << "; its fastest, "
+      << Describe(p.fastest->layout) << ", " << recipe::Fixed(best.tokens_per_s_per_gpu, 0) << " tokens/s per GPU at "
+      << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB, is predicted " << recipe::Fixed(100 * p.gap, 1)
+      << "% faster: ";
+  if (p.gap <= kCheckStepBand) {
+    out << "within the model's error (" << band << "), as good as predicted\n";
+    return;
+  }
+  out << "beyond the model's error (" << band << "); change";
+  for (size_t i = 0; i < p.changes.size(); ++i) out << (i ? "; " : " ") << p.changes[i];
+  out << "\n";
+}
+
 }  // namespace
 
 void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
@@ -209,6 +241,13 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
   } else {
     out << "memory: not predicted (" << d.not_predicted << ")\n";
   }
+  if (d.cost && d.failures.empty()) {
+    const Cost& c = *d.cost;
+    out << "predicted: step " << recipe::Fixed(c.step_seconds, 3) << " s, " << recipe::Fixed(c.tokens_per_s_per_gpu, 0)
+        << " tokens/s per GPU, " << recipe::Fixed(c.model_tflops_per_gpu, 1) << " model TFLOP/s per GPU, MFU "
+        << Pct(c.mfu, 1.0) << "\n";
+  }
+  if (const std::optional<PlanComparison>& p = d.against_plan) PrintAgainstPlan(out, *p, *d.cost);
   for (const std::string& w : d.warnings) out << "warning: " << w << "\n";
   out << "silently off: " << (d.silently_off.empty() ? "none" : "") << "\n";
   for (const std::string& s : d.silently_off) out << "  " << s << "\n";

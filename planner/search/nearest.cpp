@@ -7,13 +7,12 @@
 #include "search/diff.hpp"
 
 namespace meshplan {
-namespace {
 
 using search::Diff;
 
-// "field: old -> new" for every field whose value differs between the recipe read (layout `a`)
-// and the recipe written for the nearby layout `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
-std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
+// Every field whose value differs between the recipe read (layout `a`) and the recipe written
+// for `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
+std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
   std::vector<std::string> c = FrameworkOf(a).nearest_changes(a, b, num_layers, setup);
   Diff(c, "sequence_parallel", std::string(a.sequence_parallel ? "true" : "false"),
        std::string(b.sequence_parallel ? "true" : "false"));
@@ -21,7 +20,25 @@ std::vector<std::string> Changes(const Layout& a, const Layout& b, int64_t num_l
   return c;
 }
 
-}  // namespace
+PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, double step_seconds, int top_n) {
+  PlanRequest req = request;
+  FrameworkOf(from).nearest_request(req, from);
+  req.top_n = top_n;
+  const PlanResult res = Plan(req);
+  PlanComparison cmp;
+  cmp.searched = top_n;
+  cmp.stopped = res.stopped;
+  int64_t faster = 0;
+  for (const Candidate& c : res.top) faster += c.cost.step_seconds < step_seconds * (1 - 1e-9) ? 1 : 0;
+  cmp.rank = faster + 1;
+  cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  if (!res.top.empty()) {
+    cmp.fastest = res.top.front();
+    if (cmp.fastest->cost.step_seconds > 0) cmp.gap = step_seconds / cmp.fastest->cost.step_seconds - 1.0;
+    cmp.changes = LayoutChanges(from, cmp.fastest->layout, req.model.num_layers, req.setup);
+  }
+  return cmp;
+}
 
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const Layout& from, int n) {
   PlanRequest req = request;
@@ -31,7 +48,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   for (const Layout& l : EnumerateLayouts(req)) {
     RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
     if (FirstFailure(ctx)) continue;
-    valid.emplace_back(l, Changes(from, l, req.model.num_layers, req.setup));
+    valid.emplace_back(l, LayoutChanges(from, l, req.model.num_layers, req.setup));
   }
   std::stable_sort(valid.begin(), valid.end(),
                    [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });

@@ -153,14 +153,17 @@ meshplan_cli_case(mb_plan_llama70b_h100 0 "^rank +strategy" "interleaved v|1f1b|
 meshplan_cli_case(mb_plan_yaml 0 "^model:" "tensor_model_parallel_size:" "^train:" "^ddp:" "^dist:" "^comm_overlap:" "^checkpoint:"
   "# command line: model.tensor_model_parallel_size=" "# launch environment: CUDA_DEVICE_MAX_CONNECTIONS="
   -- ${MP} plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-b200 --gpus 8 --seq-len 4096 --global-batch 512 --format yaml --top 2)
-foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096 b_llama3_3_70b_squad_32gpu:llama3.1-70b:32:1024
-          c_deepseek_v3_256gpu:deepseek-v3:256:4096 d_qwen3_30b_a3b_8gpu:qwen3-30b-a3b:8:4096)
+# D is AutoModel's fine-tune example (local batch 32 for SQuAD's short sequences): at 4096
+# tokens it is predicted far above the GPU's memory (exit 1).
+foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096:0 b_llama3_3_70b_squad_32gpu:llama3.1-70b:32:1024:0
+          c_deepseek_v3_256gpu:deepseek-v3:256:4096:0 d_qwen3_30b_a3b_8gpu:qwen3-30b-a3b:8:4096:1)
   string(REPLACE ":" ";" p ${f})
   list(GET p 0 n)
   list(GET p 1 m)
   list(GET p 2 g)
   list(GET p 3 s)
-  meshplan_cli_case(check_automodel_${n} 0 "AutoModel recipe" "valid: passes all" "memory: "
+  list(GET p 4 rc)
+  meshplan_cli_case(check_automodel_${n} ${rc} "AutoModel recipe" "valid: passes all" "memory: "
     -- ${MP} check ${R}/automodel_${n}.yaml --model ${m} --system dgx-h100 --gpus ${g} --seq-len ${s})
 endforeach()
 meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2" "global batch 512, bf16$"
@@ -199,7 +202,7 @@ meshplan_cli_case(explain_mb_layout_vpp_conflict 1 "rules: INVALID, 1 rule broke
   "mb_pp_layout_vpp: .* has 8 stages = 4 pipeline ranks x 2 virtual stages, but virtual_pipeline_model_parallel_size is 3: expected 12 stages"
   "source: MCore transformer/transformer_config.py:2275-2287"
   -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_vpp_conflict.yaml)
-meshplan_cli_case(check_mb_layout_list 0 "valid: passes all" "tp4 pp4 vpp2"
+meshplan_cli_case(check_mb_layout_list 1 "valid: passes all" "tp4 pp4 vpp2"
   -- ${MP} check ${R}/mbridge_layout_list.yaml --model llama3.1-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(explain_mb_layout_balanced 0 "rules: valid"
   "pipeline split: decoder layers per rank 20 20 20 20 \\(as pipeline_model_parallel_layout places them: meshplan's own split\\)"
@@ -234,7 +237,7 @@ meshplan_cli_case(check_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp
 meshplan_cli_case(explain_mb_world_not_divisible 1 "mb_world_divisible_by_tp_pp_cp: world_size \\(8\\) is not divisible"
   "!mb_axes_positive"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/mbridge_pp3_8gpu.yaml)
-meshplan_cli_case(check_seq_len_above_max_positions 0 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "valid: passes all"
+meshplan_cli_case(check_seq_len_above_max_positions 1 "warning: seq_len 16384 is longer than the max_position_embeddings \\(8192\\) of llama3-8b" "valid: passes all"
   -- ${MP} check ${R}/mbridge_no_train.yaml --model llama3-8b --system dgx-h100 --gpus 8 --seq-len 16384)
 # The precision used is printed; mixed_precision names may use hyphens, as Megatron-Bridge accepts.
 meshplan_cli_case(check_mb_mixed_precision_hyphens 0 "seq_len 4096, global batch 64, fp8$" "valid: passes all"
@@ -245,7 +248,7 @@ meshplan_cli_case(check_mb_mixed_precision_map_fp8 0 "seq_len 4096, global batch
 meshplan_cli_case(explain_mb_mixed_precision_map_fp8 0 "seq_len 4096, global batch 64, fp8$"
   -- ${MP} explain --model llama3.1-8b --system dgx-h200 --gpus 8 --recipe ${R}/mbridge_mixed_precision_map_fp8.yaml)
 # A map that sets neither fp8 nor fp4 is priced as bf16, and says so.
-meshplan_cli_case(check_mb_mixed_precision_map_neither 0 "global batch 256, bf16$"
+meshplan_cli_case(check_mb_mixed_precision_map_neither 1 "global batch 256, bf16$"
   "not set, framework default: mixed_precision.fp8 / fp4 = the recipe's own .the map sets neither"
   -- ${MP} check ${R}/mbridge_grad_reduce_map.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 # Keys a Megatron-Bridge recipe leaves to the framework are named with the default used.
@@ -470,7 +473,7 @@ meshplan_cli_case(check_legacy_target 0 "layout: fsdp2" "framework default: dist
 # it): the preset keeps fp32 main gradients (19.24 GiB) and check warns; a mixed_precision map
 # with grad_reduce_in_fp32: false halves them (9.62 GiB). explain takes the recipe's seq_length.
 # (Exit 1: at micro-batch 1 without recompute neither fits in 71.2 usable GiB.)
-meshplan_cli_case(check_mb_grad_reduce_overridden 0 "warning: ddp.grad_reduce_in_fp32: false is overwritten by mixed_precision's grad_reduce_in_fp32 = true"
+meshplan_cli_case(check_mb_grad_reduce_overridden 1 "warning: ddp.grad_reduce_in_fp32: false is overwritten by mixed_precision's grad_reduce_in_fp32 = true"
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_grad_reduce_overridden.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 meshplan_cli_case(explain_mb_grad_reduce_preset 1 "seq_len 4096" "gradients +19.24" "warning: ddp.grad_reduce_in_fp32: false is overwritten"
   -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8
@@ -662,3 +665,21 @@ meshplan_cli_case(model_hub_cache_dir 0 "AutoModel layout, .*models--meta-llama-
 # TP without it (there was no TP > 1 layout at all).
 meshplan_cli_case(plan_mb_tp_without_sp 0 "tensor_model_parallel_size: [248]" "sequence_parallel: false"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4097 --global-batch 64 --top 3 --format yaml)
+
+# check says how good a valid recipe is: its prediction and its place among the planner's
+# fastest layouts for the same job; a recipe predicted above the GPU's whole memory exits 1.
+meshplan_cli_case(check_gap_to_plan 0 "predicted: step [0-9.]+ s, 1679 tokens/s per GPU"
+  "against the planner .*: rank >20; its fastest, fsdp2 tp1 pp1 cp1 ep1 dp16 .* is predicted [0-9.]+% faster: beyond the model's error \\(7%\\); change tp_size: 8 -> 1"
+  -- ${MP} check ${D}/automodel_llama8b_tp8_16gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 16)
+meshplan_cli_case(check_above_whole_memory 1 "out of memory: above the GPU's 79.1 GiB" "no layout it finds fits this job"
+  -- ${MP} check ${D}/automodel_llama70b_ddp_8gpu.yaml --model llama3.1-70b --system dgx-h100 --gpus 8)
+# The planner's own top recipe, read back, is its own rank 1 (plan and check price it alike,
+# the flex dispatcher's backend and the recipe function's settings included).
+foreach(fw automodel megatron-bridge)
+  add_test(NAME cli.check_plan_top_is_rank1_${fw} COMMAND bash -c "
+    set -u; d=\$(mktemp -d)
+    '$<TARGET_FILE:meshplan>' plan --framework ${fw} --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 1024 --format yaml --top 1 --out \$d/r.yaml 2>/dev/null || exit 1
+    out=\$('$<TARGET_FILE:meshplan>' check \$d/r.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16); rc=\$?
+    echo \"\$out\" | grep -E '^against the planner'
+    [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'rank 1, no layout it finds is predicted faster'")
+endforeach()

@@ -102,12 +102,15 @@ void NearestRequest(PlanRequest& req, const Layout& from) {
           req.mb_recompute_module_sets.end()) {
     req.mb_recompute_module_sets.push_back(from.mb.recompute_modules);
   }
-  // The recipe's own software settings (dispatcher, EP overlap, CUDA graphs, gradient dtype)
+  // The recipe's own software settings (dispatcher and flex backend, EP overlap, CUDA graphs,
+  // gradient dtype, TE cross-entropy)
   // price and go with the nearby layouts: a flex dispatcher stays flex (else every EP layout
   // would change it, and EP 1 ranked nearest).
   if (!req.mb_runtime) {
     MbRuntime rt;
     if (from.mb.token_dispatcher != MbDispatcher::kAllgather) rt.dispatcher = from.mb.token_dispatcher;
+    rt.flex_backend = rt.dispatcher == MbDispatcher::kFlex ? from.mb.flex_backend : MbFlexBackend::kNone;
+    rt.te_cross_entropy = from.mb.te_cross_entropy;
     rt.ep_a2a_overlap = from.mb.ep_a2a_overlap == Tri::kTrue ? Tri::kTrue : Tri::kFalse;
     rt.cuda_graph = from.mb.cuda_graph;
     rt.cuda_graph_scope = from.mb.cuda_graph_scope;
