@@ -124,7 +124,7 @@ TEST_CASE("megatron search: every published mbridge_perf_dev layout is valid and
   CHECK(skipped == 34);
 }
 
-TEST_CASE("megatron search: plan searches the dispatchers the GPU runs, the recipe function's first") {
+TEST_CASE("megatron search: plan searches the dispatchers the GPU runs with the recipe function own first") {
   // DGX H100 (compute capability 9): DeepEP and HybridEP both run (Megatron-Bridge
   // validate_flex_dispatcher_backend), so an alltoall recipe gets both flex backends besides.
   MbRuntime own;
