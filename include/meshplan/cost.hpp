@@ -94,6 +94,10 @@ struct CostView {
   bool overlap_grad_reduce = false;
   TokenDispatch dispatcher = TokenDispatch::kAllgather;
   FlexBackend flex_backend = FlexBackend::kNone;  ///< with dispatcher kFlex
+  /// Megatron-Core's MoE dispatcher waits on the host for the routed token counts in every MoE
+  /// layer's forward (dropless routing: MbSettings::moe_pad_to_capacity false), so the host
+  /// cannot issue past that point ahead of the GPU (MegatronHostSync).
+  bool moe_host_sync = false;
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
 };

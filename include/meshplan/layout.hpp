@@ -196,6 +196,11 @@ struct MbSettings {
   Tri ep_a2a_overlap = Tri::kUnset;    ///< comm_overlap.overlap_moe_expert_parallel_comm
   MbDispatcher token_dispatcher = MbDispatcher::kAllgather;  ///< model.moe_token_dispatcher_type
   MbFlexBackend flex_backend = MbFlexBackend::kNone;  ///< model.moe_flex_dispatcher_backend (flex only)
+  /// Token drop with padding: model.moe_expert_capacity_factor set and
+  /// moe_pad_expert_input_to_capacity true (Megatron-Bridge's apply_moe_token_drop, the
+  /// "tokendrop" performance runs). Every expert then gets its capacity of tokens, so the
+  /// dispatcher needs no token counts on the host; false (Megatron-Core's default) is dropless.
+  bool moe_pad_to_capacity = false;
   MbFp8Recipe fp8_recipe = MbFp8Recipe::kUnset;  ///< from mixed_precision (recipes read by check / explain)
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;       ///< MbGraphScope bits of model.cuda_graph_scope (0 = whole layer)

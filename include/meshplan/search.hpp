@@ -23,6 +23,7 @@ namespace meshplan {
 struct MbRuntime {
   MbDispatcher dispatcher = MbDispatcher::kAlltoall;  ///< model.moe_token_dispatcher_type (ep > 1)
   MbFlexBackend flex_backend = MbFlexBackend::kNone;  ///< model.moe_flex_dispatcher_backend (flex)
+  bool pad_to_capacity = false;  ///< MbSettings::moe_pad_to_capacity (token drop with padding)
   Tri ep_a2a_overlap = Tri::kFalse;  ///< comm_overlap.overlap_moe_expert_parallel_comm (ep > 1)
   MbCudaGraph cuda_graph = MbCudaGraph::kNone;  ///< model.cuda_graph_impl
   uint32_t cuda_graph_scope = 0;                ///< MbGraphScope bits

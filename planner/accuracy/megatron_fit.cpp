@@ -41,9 +41,9 @@ MegatronTimeFit FromVector(const std::array<double, kConstants>& x) {
 
 // MegatronTime's host-bound term of `row` whose compute is `compute`: its GPU time is the
 // stretched compute plus the fixed part less the optimizer step.
-double FitHostBound(const FitRow& row, double compute) {
+double FitHostBound(const FitRow& row, double compute, const MegatronTimeFit& fit) {
   const double gpu = (1.0 + row.bubble_fraction) * compute + row.fixed - row.optimizer;
-  return cost::MegatronHostBound(row.host, row.bubble_fraction, gpu);
+  return cost::MegatronHostBound(row.host, row.bubble_fraction, gpu, row.sync, fit, row.precision);
 }
 
 double FitCompute(const FitRow& row, const MegatronTimeFit& fit) {
@@ -122,7 +122,7 @@ std::array<double, kConstants> Solve(const std::vector<FitRow>& rows, long skip,
   for (int round = 0; round < 4; ++round) {
     const MegatronTimeFit f = FromVector(x);
     std::vector<bool> next(rows.size(), false);
-    for (size_t i = 0; i < rows.size(); ++i) next[i] = FitHostBound(rows[i], FitCompute(rows[i], f)) > 0.0;
+    for (size_t i = 0; i < rows.size(); ++i) next[i] = FitHostBound(rows[i], FitCompute(rows[i], f), f) > 0.0;
     if (next == host_bound) break;
     host_bound = next;
     x = SolveLinear(rows, skip, host_bound, used);
@@ -163,6 +163,7 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
       row.fixed = (1.0 + t.bubble_fraction) * (t.tp + t.cp + t.ep) + t.dp + t.pp + t.optimizer;  // as MegatronTime
       row.optimizer = t.optimizer;
       row.host = t.host;
+      row.sync = t.sync;
       row.ep = EpTraffic{t.ep_busy, t.ep_nvlink, t.ep_rdma, t.ep, shared.ep_a2a.domains, shared.a2a_copies,
                          shared.ep_a2a.node_copies};
     }
@@ -172,7 +173,7 @@ FitRow MakeFitRow(const ModelSpec& model, const SystemSpec& system, const TrainS
 
 double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
   const double compute = FitCompute(row, fit);
-  return (1.0 + row.bubble_fraction) * compute + row.fixed + FitHostBound(row, compute);
+  return (1.0 + row.bubble_fraction) * compute + row.fixed + FitHostBound(row, compute, fit);
 }
 
 MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {

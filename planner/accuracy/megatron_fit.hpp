@@ -10,6 +10,7 @@
 
 #include "meshplan/accuracy.hpp"
 #include "meshplan/cost.hpp"
+#include "cost/time.hpp"
 #include "meshplan/hardware.hpp"
 
 namespace meshplan::accuracy {
@@ -24,6 +25,7 @@ struct FitRow {
   double fixed = 0;  ///< exposed communication + optimizer: not scaled by the fit
   double optimizer = 0;  ///< the optimizer part of `fixed` (the host does not wait for it)
   double host = 0;       ///< host seconds issuing the layers' kernels (MegatronTerms::host)
+  cost::MegatronHostSync sync;  ///< dropless MoE host-sync segments (MegatronTerms::sync)
   double published_step = 0;
   EpTraffic ep;  ///< the slowest rank's EP all-to-all (MegatronTerms::ep_busy, ep_nvlink, ep_rdma, ep)
 };

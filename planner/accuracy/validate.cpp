@@ -218,7 +218,7 @@ ValidateReport Validate(const ValidateRequest& req) {
         const MbRuntime& rt = settings->runtime;
         runtime = std::to_string(int(rt.dispatcher)) + "/" + std::to_string(int(rt.ep_a2a_overlap)) + "/" +
                   std::to_string(int(rt.cuda_graph)) + "/" + std::to_string(rt.cuda_graph_scope) + "/" +
-                  std::to_string(int(rt.grad_reduce_in_fp32)) + "/" + std::to_string(int(rt.te_cross_entropy));
+                  std::to_string(int(rt.grad_reduce_in_fp32)) + "/" + std::to_string(int(rt.te_cross_entropy)) + "/" + std::to_string(int(rt.pad_to_capacity));
       }
       const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
                                        int(r.setup.precision),

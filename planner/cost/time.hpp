@@ -375,8 +375,36 @@ int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, Spli
 /// kGraphedKernelShare), `dense_host` / `moe_host` the ones the host launches (graphed ones
 /// excluded). MoE layers: kMoeLayerKernels + E/ep · kGroupedGemmKernelsPerExpert; the parts
 /// `layout`'s CUDA graphs capture (cuda_graph_impl, cuda_graph_scope) as in MegatronTerms.
+/// `moe_pre` / `moe_pre_host`: the part of `moe` / `moe_host` a MoE layer runs before its
+/// dispatcher's host sync (attention block, router, dispatch preprocessing: kAttnBlockKernels +
+/// kMoeRouterKernels + kMoePreprocessKernels, less what the graphs capture).
 struct MegatronLayerKernels {
   double dense = 0, moe = 0, dense_host = 0, moe_host = 0;
+  double moe_pre = 0, moe_pre_host = 0;
+};
+/// Share of a layer's kernels (and of its GPU work) that its forward runs: backward runs a
+/// data- and a weight-gradient kernel per forward GEMM and about two kernels per forward
+/// elementwise op (kDenseLayerKernels), so forward is one third, as for the FLOP (2 of 6 per
+/// parameter per token) and the HBM traffic (MegatronLayerElements).
+inline constexpr double kForwardShare = 1.0 / 3.0;
+/// The dropless MoE host syncs of one pipeline rank per step (CostView::moe_host_sync).
+/// Megatron-Core's dispatchers wait on the host, in every MoE layer's forward, for the token
+/// counts of that micro-batch (token_dispatcher.py MoEAlltoAllTokenDispatcher:
+/// _maybe_dtoh_and_synchronize -> d2h_event.synchronize() at cuda_sync_point
+/// "before_ep_alltoall"; flex: HybridEP / DeepEP size their buffers from the counts). When the
+/// host resumes the GPU has nothing queued past the router, so the host cannot run ahead
+/// across that point: each forward MoE layer is a segment that starts with the GPU waiting for
+/// the host. A segment has two phases, A from the sync to the end of the layer (dispatch,
+/// experts, combine) and B the next layer's attention, router and dispatch preprocessing up to
+/// its sync; with host issue times H_A, H_B and GPU times G_A, G_B the segment takes
+/// max(G_A + G_B, H_A + G_B, H_A + H_B) (the GPU cannot start a kernel before the host issues
+/// it), host-bound by max(0, H_A − G_A, H_A + H_B − G_A − G_B) (MegatronSegmentHostBound).
+/// Per segment, seconds at datasheet rates (the GPU parts before the fitted constants).
+struct MegatronHostSync {
+  double segments = 0;        ///< forward MoE-layer passes per step (micro-batches x MoE layers, recompute repeats)
+  double host_a = 0, host_b = 0;  ///< host issue seconds of phases A and B
+  double gemm_a = 0, mem_a = 0, kernels_a = 0, comm_a = 0;  ///< phase A: expert GEMMs, HBM-bound, kernel count, exposed EP
+  double gemm_b = 0, attention_b = 0, mem_b = 0, kernels_b = 0;  ///< phase B
 };
 /// One EP all-to-all pass of one micro-batch on one rank: a dispatch and a combine (the
 /// backward runs the same two with the roles swapped), seconds.
@@ -401,6 +429,7 @@ struct MegatronTerms {
   /// overlap_moe_expert_parallel_comm hides).
   double ep_busy = 0, ep_nvlink = 0, ep_rdma = 0;
   double optimizer = 0;     ///< Adam step, HBM-bound
+  MegatronHostSync sync;    ///< dropless dispatcher host syncs (segments 0 without)
 };
 MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem);
 /// The rank-independent part of MegatronRankTerms (rates, per-token HBM time per layer kind,
@@ -424,6 +453,7 @@ struct MegatronShared {
   double pp_host = 0;            ///< host seconds per step issuing the pipeline p2p (MegatronPpComm::host)
   double max_stage_layers = 0;   ///< MegatronMaxStageLayers of the layout
   double ep_hidden_cost = 0;  ///< HiddenCommCost of one second of the EP all-to-all
+  double moe_block_share = 0;  ///< MegatronMoeBlockElements' share of moe_mem_s
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;
 };
@@ -500,6 +530,10 @@ double HybridEpNvlinkShare(int64_t ep, bool combine);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
 /// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
 double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);
+/// Elements per token of a MoE layer's forward that its MoE block moves (the permutes, the
+/// SwiGLU of the routed and shared experts, their FP8 casts): MegatronLayerElements' MoE terms
+/// less the router. 0 for a dense model.
+double MegatronMoeBlockElements(const ModelSpec& model, bool fp8);
 /// Whether Megatron-Core applies RoPE with Transformer Engine's fused kernel under
 /// Megatron-Bridge. Megatron-Bridge turns apply_rope_fusion off unless the model's
 /// position_embedding_type is "rope" (src/megatron/bridge/utils/fusions.py,
@@ -557,8 +591,18 @@ inline constexpr double kHostSecondsPerKernel = 36.0e-6;
 /// does not cover, max(0, host·(1 + bubble_fraction) − gpu_seconds). Without
 /// syncs the host runs ahead of the GPU and only the excess shows; the dropless dispatchers'
 /// per-layer host syncs (megatron/core/transformer/moe/token_dispatcher.py,
-/// _maybe_dtoh_and_synchronize) stop it running further ahead than one layer.
-double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds);
+/// _maybe_dtoh_and_synchronize) stop it running further ahead than one layer: with `sync`
+/// segments (MegatronHostSync) each segment is host-bound on its own
+/// (MegatronSegmentHostBound, its GPU phases at `fit`'s constants for `precision`) and only the
+/// rest of the host time and of the GPU time are compared as a whole.
+double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds, const MegatronHostSync& sync,
+                         const MegatronTimeFit& fit, Precision precision);
+/// Host-bound seconds of one dropless MoE segment (MegatronHostSync) whose phases take `host_a`,
+/// `host_b` on the host and `gpu_a`, `gpu_b` on the GPU: max(0, H_A − G_A, H_A + H_B − G_A − G_B).
+double MegatronSegmentHostBound(double host_a, double host_b, double gpu_a, double gpu_b);
+/// GPU seconds of phases A and B of a MegatronHostSync segment at `fit`'s constants.
+double MegatronSyncGpuA(const MegatronHostSync& sync, const MegatronTimeFit& fit, Precision precision);
+double MegatronSyncGpuB(const MegatronHostSync& sync, const MegatronTimeFit& fit, Precision precision);
 /// compute = gemm_p·gemm + attention + memory_bound·memory_bound + kernel_overhead·kernels;
 /// bubble = bubble_fraction·compute; communication and optimizer as computed; host =
 /// MegatronHostBound.

@@ -223,6 +223,13 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
   return e;
 }
 
+double MegatronMoeBlockElements(const ModelSpec& m, bool fp8) {
+  if (!m.is_moe()) return 0.0;
+  const double topk = double(m.experts_per_token);
+  const double ffn = topk * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
+  return 4.0 * topk * double(m.hidden_size) + 3.0 * ffn + (fp8 ? 1.5 * ffn : 0.0);
+}
+
 bool MegatronRopeFused(const ModelSpec& m) { return m.mla || m.rope_scaling_type != "yarn"; }
 
 bool MegatronBiasDropoutFused(const ModelSpec& m) { return m.architecture != Architecture::kGptOss; }
@@ -275,7 +282,20 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const CostView&
                                               : ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
                                                     ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0));
   }
+  // The part before the dispatcher's host sync (attention block, router, preprocessing) and
+  // what of it the graphs capture.
+  const double pre = attn_kernels + kMoeRouterKernels + kMoePreprocessKernels;
+  double pre_graphed = 0.0;
+  if (l.cuda_graph == CudaGraphCapture::kFullIteration ||
+      (l.cuda_graph == CudaGraphCapture::kPerLayer && scope == 0)) {
+    pre_graphed = pre;
+  } else if (l.cuda_graph == CudaGraphCapture::kPerLayer) {
+    pre_graphed = ((scope & kGraphAttn) ? attn_kernels : 0.0) + ((scope & kGraphMoeRouter) ? kMoeRouterKernels : 0.0) +
+                  ((scope & kGraphMoePreprocess) ? kMoePreprocessKernels : 0.0);
+  }
   MegatronLayerKernels k;
+  k.moe_pre = pre - (1.0 - kGraphedKernelShare) * pre_graphed;
+  k.moe_pre_host = pre - pre_graphed;
   k.dense = kDenseLayerKernels + unfused.kernels - (1.0 - kGraphedKernelShare) * dense_graphed;
   k.moe = kMoeLayerKernels + unfused.kernels + expert_kernels - (1.0 - kGraphedKernelShare) * moe_graphed;
   // The host launches the kernels a graph does not replay (a replay is one launch).
@@ -406,6 +426,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
                                                  : 0.0;
   s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
   s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
+  if (m.is_moe() && s.moe_mem_s > 0) s.moe_block_share = MegatronMoeBlockElements(m, fp8) * per_elem / s.moe_mem_s;
   s.layer_kernels = MegatronKernelsPerLayer(m, l, unfused);
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
@@ -528,6 +549,34 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
       t.ep = comm;
     }
   }
+  // --- dropless MoE host syncs (MegatronHostSync) ---
+  // One per MoE layer forward per micro-batch, again where recompute repeats the forward. A
+  // whole-iteration CUDA graph issues no kernels from the host; whole-layer graphs capture
+  // only capacity-padded MoE layers (Megatron-Core's MoE guide: dropless layers have dynamic
+  // shapes and cannot be captured), which do not sync.
+  if (l.moe_host_sync && moe_layers > 0 && l.cuda_graph != CudaGraphCapture::kFullIteration) {
+    MegatronHostSync& y = t.sync;
+    const double repeats = 1.0 + 3.0 * extra + (s.moe_recompute ? 1.0 : 0.0);
+    const double mb_layers = moe_layers * n_mb;
+    y.segments = mb_layers * repeats;
+    const MegatronLayerKernels& k = s.layer_kernels;
+    y.host_b = kHostSecondsPerKernel * kForwardShare * k.moe_pre_host;
+    y.host_a = kHostSecondsPerKernel * kForwardShare * (k.moe_host - k.moe_pre_host);
+    const double t_mb = tokens / n_mb;
+    y.gemm_a = kForwardShare * t_mb * (f.routed_flops / s.expert_rate + f.shared_flops / s.linear_rate) / tp;
+    y.gemm_b = kForwardShare * t_mb * f.attn_linear_flops / tp / s.linear_rate;
+    y.attention_b = kForwardShare * t_mb * f.attn_core_flops / tp / s.core_rate;
+    // s.moe_mem_s is a layer's forward + backward HBM time over the step's tokens; the MoE
+    // block's share of its elements (MegatronMoeBlockElements) is phase A's.
+    const double layer_mem = kForwardShare * s.moe_mem_s / n_mb;
+    y.mem_a = layer_mem * s.moe_block_share;
+    y.mem_b = layer_mem - y.mem_a;
+    y.kernels_a = kForwardShare * (k.moe - k.moe_pre);
+    y.kernels_b = kForwardShare * k.moe_pre;
+    // The forward's dispatch and combine, as exposed as the step's (t.ep over its pairs).
+    const double pairs = (s.full || s.moe_recompute ? 3.0 : 2.0) * mb_layers;
+    y.comm_a = l.ep > 1 && pairs > 0 ? t.ep / pairs : 0.0;
+  }
   // --- PP ---
   t.pp = s.pp;
   // The fill and drain pass pp − 1 virtual stages of the slowest size. Without interleaving a
@@ -599,8 +648,30 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
   return MegatronRankTerms(c, MegatronLayoutShared(c), pp_rank, mem);
 }
 
-double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds) {
-  return Pos(host * (1.0 + bubble_fraction) - gpu_seconds);
+double MegatronSegmentHostBound(double host_a, double host_b, double gpu_a, double gpu_b) {
+  return std::max({0.0, host_a - gpu_a, host_a + host_b - gpu_a - gpu_b});
+}
+
+double MegatronSyncGpuA(const MegatronHostSync& y, const MegatronTimeFit& fit, Precision precision) {
+  return MegatronGemmFactor(fit, precision) * y.gemm_a + fit.memory_bound * y.mem_a + fit.kernel_overhead * y.kernels_a +
+         y.comm_a;
+}
+
+double MegatronSyncGpuB(const MegatronHostSync& y, const MegatronTimeFit& fit, Precision precision) {
+  return MegatronGemmFactor(fit, precision) * y.gemm_b + y.attention_b + fit.memory_bound * y.mem_b +
+         fit.kernel_overhead * y.kernels_b;
+}
+
+double MegatronHostBound(double host, double bubble_fraction, double gpu_seconds, const MegatronHostSync& sync,
+                         const MegatronTimeFit& fit, Precision precision) {
+  const double stretch = 1.0 + bubble_fraction;
+  if (sync.segments <= 0) return Pos(host * stretch - gpu_seconds);
+  const double ga = MegatronSyncGpuA(sync, fit, precision), gb = MegatronSyncGpuB(sync, fit, precision);
+  // The segments run on their own; the rest of the host's work races the rest of the GPU's.
+  const double segments = sync.segments * MegatronSegmentHostBound(sync.host_a, sync.host_b, ga, gb) * stretch;
+  const double host_rest = Pos(host - sync.segments * (sync.host_a + sync.host_b));
+  const double gpu_rest = Pos(gpu_seconds - sync.segments * (ga + gb) * stretch);
+  return segments + Pos(host_rest * stretch - gpu_rest);
 }
 
 double MegatronGemmFactor(const MegatronTimeFit& fit, Precision p) {
@@ -620,7 +691,7 @@ TimeBreakdown MegatronTime(const MegatronTerms& t, const MegatronTimeFit& fit, P
   // which includes the TP, CP and EP communication exposed inside its layers.
   out.bubble = t.bubble_fraction * (out.compute + out.tp_comm + out.cp_comm + out.ep_comm);
   out.optimizer = t.optimizer;
-  out.host = MegatronHostBound(t.host, t.bubble_fraction, out.GpuSeconds());
+  out.host = MegatronHostBound(t.host, t.bubble_fraction, out.GpuSeconds(), t.sync, fit, precision);
   return out;
 }
 

@@ -610,3 +610,48 @@ TEST_CASE("megatron runtime: the EP term reports what overlap hides") {
 }
 
 }  // namespace meshplan
+
+namespace meshplan {
+namespace {
+
+TEST_CASE("megatron runtime: a dropless MoE segment is host-bound where its host phases outlast the GPU's") {
+  // max(0, H_A − G_A, H_A + H_B − G_A − G_B), hand-computed.
+  CHECK(cost::MegatronSegmentHostBound(2.0, 1.0, 1.0, 3.0) == doctest::Approx(1.0));  // experts host-bound, attention hides nothing of it
+  CHECK(cost::MegatronSegmentHostBound(1.0, 1.0, 2.0, 0.5) == doctest::Approx(0.0));  // the GPU is slower in both
+  CHECK(cost::MegatronSegmentHostBound(1.0, 2.0, 1.0, 1.0) == doctest::Approx(1.0));  // the whole segment is host-bound
+  // 10 segments of (H 2 + 1, G 1 + 3 at factor 1): 10 x 1; the other 10 s of host time race the
+  // other 10 s of GPU time (50 − 10 x 4): nothing more.
+  const cost::MegatronHostSync y{.segments = 10, .host_a = 2.0, .host_b = 1.0, .gemm_a = 1.0, .gemm_b = 3.0};
+  MegatronTimeFit fit;
+  fit.gemm_bf16 = fit.gemm_fp8 = fit.gemm_fp4 = 1.0;
+  CHECK(cost::MegatronHostBound(40.0, 0.0, 50.0, y, fit, Precision::kBf16) == doctest::Approx(10.0));
+  // Without segments it is the host time the GPU's does not cover.
+  CHECK(cost::MegatronHostBound(40.0, 0.0, 30.0, cost::MegatronHostSync{}, fit, Precision::kBf16) == doctest::Approx(10.0));
+}
+
+TEST_CASE("megatron runtime: the dropless dispatcher syncs the host once per MoE layer forward") {
+  const Qwen3Ep8 q(64);  // 8 micro-batches of one sequence per rank
+  Layout l = q.l;
+  const cost::MegatronTerms t = q.Terms(l);
+  // 48 MoE layers x 8 micro-batches.
+  CHECK(t.sync.segments == doctest::Approx(48.0 * 8.0));
+  // 16 local experts, no graphs: 90 + 16 x 6 = 186 host kernels per layer, 20 + 10 + 10 of them
+  // before the sync; a third of each in the forward at 36 us: 146 x 12 us and 40 x 12 us.
+  CHECK(t.sync.host_a == doctest::Approx(146.0 * 12.0e-6));
+  CHECK(t.sync.host_b == doctest::Approx(40.0 * 12.0e-6));
+  // Graphs of the router and preprocessing leave the attention block's 20 kernels before the sync.
+  l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+  l.mb.cuda_graph_scope = kGraphMoeRouter | kGraphMoePreprocess;
+  CHECK(q.Terms(l).sync.host_b == doctest::Approx(20.0 * 12.0e-6));
+  // Token drop with padding (apply_moe_token_drop) needs no counts on the host; a
+  // whole-iteration graph issues nothing from the host.
+  l = q.l;
+  l.mb.moe_pad_to_capacity = true;
+  CHECK(q.Terms(l).sync.segments == 0.0);
+  l = q.l;
+  l.mb.cuda_graph = MbCudaGraph::kFullIteration;
+  CHECK(q.Terms(l).sync.segments == 0.0);
+}
+
+}  // namespace
+}  // namespace meshplan

@@ -123,3 +123,50 @@ TEST_CASE("megatron search: every published mbridge_perf_dev layout is valid and
   CHECK(checked == 134);
   CHECK(skipped == 34);
 }
+
+TEST_CASE("megatron search: plan searches the dispatchers the GPU runs with the recipe function own first") {
+  // DGX H100 (compute capability 9): DeepEP and HybridEP both run (Megatron-Bridge
+  // validate_flex_dispatcher_backend), so an alltoall recipe gets both flex backends besides.
+  MbRuntime own;
+  own.ep_a2a_overlap = Tri::kTrue;
+  const std::vector<MbRuntime> h100 = search::DispatcherChoices(own, LoadSystem("dgx-h100").gpu);
+  REQUIRE(h100.size() == 3);
+  CHECK(h100[0].dispatcher == MbDispatcher::kAlltoall);
+  CHECK(h100[1].dispatcher == MbDispatcher::kFlex);
+  CHECK(h100[1].flex_backend == MbFlexBackend::kHybridEP);
+  CHECK(h100[2].flex_backend == MbFlexBackend::kDeepEP);
+  for (const MbRuntime& rt : h100) CHECK(rt.ep_a2a_overlap == Tri::kTrue);  // the other settings kept
+  // GB200 ("NVIDIA GB200", compute capability 10): DeepEP is not built for it; a HybridEP
+  // recipe keeps HybridEP first and gets alltoall besides.
+  own.dispatcher = MbDispatcher::kFlex;
+  own.flex_backend = MbFlexBackend::kHybridEP;
+  const std::vector<MbRuntime> gb200 = search::DispatcherChoices(own, LoadSystem("gb200-nvl72").gpu);
+  REQUIRE(gb200.size() == 2);
+  CHECK(gb200[0].flex_backend == MbFlexBackend::kHybridEP);
+  CHECK(gb200[1].dispatcher == MbDispatcher::kAlltoall);
+}
+
+TEST_CASE("megatron search: a request with fixed software settings keeps its dispatcher") {
+  PlanRequest req;
+  req.framework = Framework::kMegatronBridge;
+  req.model = LoadModel("qwen3-30b-a3b");
+  req.system = LoadSystem("dgx-h100");
+  req.setup.num_gpus = 16;
+  req.setup.seq_len = 4096;
+  req.setup.global_batch = 256;
+  MbRuntime fixed;  // alltoall
+  req.mb_runtime = fixed;
+  for (const Layout& l : EnumerateLayouts(req)) {
+    if (l.ep > 1) CHECK(l.mb.token_dispatcher == MbDispatcher::kAlltoall);
+  }
+  // Without it, plan's space holds flex layouts too, each with a backend the H100 runs.
+  req.mb_runtime.reset();
+  bool flex = false;
+  for (const Layout& l : EnumerateLayouts(req)) {
+    if (l.ep > 1 && l.mb.token_dispatcher == MbDispatcher::kFlex) {
+      flex = true;
+      CHECK(l.mb.flex_backend != MbFlexBackend::kNone);
+    }
+  }
+  CHECK(flex);
+}

@@ -63,6 +63,15 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.flex_backend = v.dispatcher != TokenDispatch::kFlex            ? FlexBackend::kNone
                    : mb.flex_backend == MbFlexBackend::kHybridEP ? FlexBackend::kHybridEP
                                                                  : FlexBackend::kDeepEP;
+  // token_dispatcher.py: MoEAlltoAllTokenDispatcher._maybe_dtoh_and_synchronize copies the
+  // token counts to the host and waits on d2h_event before the EP all-to-all unless
+  // drop_and_pad (moe_pad_expert_input_to_capacity); the flex dispatcher's HybridEP and DeepEP
+  // paths size their buffers from the counts the same way (fused_a2a.py hybrid_ep_dispatch:
+  // num_permuted_tokens None "causes a D2H synchronization"; DeepEP returns
+  // num_recv_tokens_per_expert_list to the host), and the grouped GEMM takes the counts as a
+  // host list (experts.py TEGroupedMLP, tokens_per_expert.tolist()). With EP 1 and TP 1 the
+  // counts still go to the host for the grouped GEMM ("before_finish").
+  v.moe_host_sync = model.is_moe() && !mb.moe_pad_to_capacity;
   v.cuda_graph = GraphOf(mb.cuda_graph);
   v.cuda_graph_scope = mb.cuda_graph_scope;
   return v;

@@ -87,6 +87,7 @@ void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {
     l.mb.token_dispatcher = rt.dispatcher;
     l.mb.flex_backend = rt.dispatcher == MbDispatcher::kFlex ? rt.flex_backend : MbFlexBackend::kNone;
     l.mb.ep_a2a_overlap = rt.ep_a2a_overlap;
+    l.mb.moe_pad_to_capacity = rt.pad_to_capacity;
   }
   l.mb.cuda_graph = rt.cuda_graph;
   l.mb.cuda_graph_scope = rt.cuda_graph_scope;

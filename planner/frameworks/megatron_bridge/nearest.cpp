@@ -115,6 +115,7 @@ void NearestRequest(PlanRequest& req, const Layout& from) {
     rt.cuda_graph = from.mb.cuda_graph;
     rt.cuda_graph_scope = from.mb.cuda_graph_scope;
     rt.grad_reduce_in_fp32 = from.mb.grad_reduce_in_fp32;
+    rt.pad_to_capacity = from.mb.moe_pad_to_capacity;
     req.mb_runtime = rt;
   }
 }

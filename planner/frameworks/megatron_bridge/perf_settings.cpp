@@ -56,6 +56,9 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
   e.precision = OneOf(r, "precision", {"bf16", "fp8cs", "fp8mx", "nvfp4"});
   e.gpus = r.Int("gpus", 1, int64_t{1} << 24);
   e.tokendrop = r.Bool("tokendrop");
+  // apply_moe_token_drop (training/utils/moe_token_drop.py) defaults: capacity factor 1.0 with
+  // moe_pad_expert_input_to_capacity true.
+  e.runtime.pad_to_capacity = e.tokendrop;
   r.Ignore({"tag", "recipe", "notes"});
   const std::string dispatcher = OneOf(r, "moe_token_dispatcher_type", {"alltoall", "flex", "allgather", "none"});
   e.runtime.dispatcher = dispatcher == "flex"        ? MbDispatcher::kFlex

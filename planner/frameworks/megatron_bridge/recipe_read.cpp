@@ -383,6 +383,13 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     l.mb.flex_backend = b == "hybridep" ? MbFlexBackend::kHybridEP : MbFlexBackend::kDeepEP;
   }
   if (l.mb.token_dispatcher != MbDispatcher::kFlex) l.mb.flex_backend = MbFlexBackend::kNone;
+  // Token drop with padding (MoEAlltoAllTokenDispatcher drop_and_pad): padding needs a capacity
+  // factor (Megatron-Core TransformerConfig asserts it); a negative factor is unset.
+  {
+    const bool pad = m.Bool("moe_pad_expert_input_to_capacity", false);
+    const bool factor = !IsNull(m, "moe_expert_capacity_factor") && m.Num("moe_expert_capacity_factor", -1e9, 1e9) >= 0.0;
+    l.mb.moe_pad_to_capacity = pad && factor;
+  }
   l.mb.cpu_offloading = m.Bool("cpu_offloading", false);
   // The loss kernel (Megatron-Core language_module.py compute_language_model_loss): fusion on
   // (GPTModelProvider default) with impl te (TE parallel_cross_entropy) or native
@@ -456,7 +463,7 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           kLayoutKey, "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
           "recompute_granularity", "recompute_modules", "cuda_graph_impl", "cuda_graph_scope",
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
-          "moe_flex_dispatcher_backend",
+          "moe_flex_dispatcher_backend", "moe_pad_expert_input_to_capacity", "moe_expert_capacity_factor",
           "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion", "cross_entropy_loss_fusion",
           "cross_entropy_fusion_impl"}) {
       p.push_back({k, {"model"}});

@@ -44,6 +44,28 @@ bool SequenceParallelFor(int64_t tp, int64_t cp, int64_t seq_len) {
 struct Flavour {
   bool distopt, mfsdp, fsdp2;
 };
+
+}  // namespace
+
+std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gpu) {
+  std::vector<MbRuntime> out = {own};
+  auto add = [&](MbDispatcher d, MbFlexBackend b) {
+    if (d == MbDispatcher::kFlex && !domain::FlexBackendRuns(b, gpu)) return;
+    for (const MbRuntime& x : out) {
+      if (x.dispatcher == d && (d != MbDispatcher::kFlex || x.flex_backend == b)) return;
+    }
+    MbRuntime rt = own;
+    rt.dispatcher = d;
+    rt.flex_backend = d == MbDispatcher::kFlex ? b : MbFlexBackend::kNone;
+    out.push_back(rt);
+  };
+  add(MbDispatcher::kAlltoall, MbFlexBackend::kNone);
+  add(MbDispatcher::kFlex, MbFlexBackend::kHybridEP);
+  add(MbDispatcher::kFlex, MbFlexBackend::kDeepEP);
+  return out;
+}
+
+namespace {
 constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {true, true, false}, {false, false, true}};
 
 class MegatronSpace : public Space {
@@ -51,7 +73,10 @@ class MegatronSpace : public Space {
   explicit MegatronSpace(const PlanRequest& r)
       : req_(r),
         runtime_(r.mb_runtime ? *r.mb_runtime
-                              : megatron_bridge::RecipeRuntime(megatron_bridge::RecipeFunctionOf(r), r.system, nullptr)) {
+                              : megatron_bridge::RecipeRuntime(megatron_bridge::RecipeFunctionOf(r), r.system, nullptr)),
+        // A request that fixes the software (validate, check) keeps its dispatcher; plan searches
+        // the others the GPU runs, its recipe function's own first.
+        dispatchers_(r.mb_runtime ? std::vector<MbRuntime>{*r.mb_runtime} : DispatcherChoices(runtime_, r.system.gpu)) {
     const int64_t n = req_.setup.num_gpus;
     for (int64_t tp : Divisors(n)) {
       for (int64_t cp : Divisors(n / tp)) {
@@ -104,8 +129,13 @@ class MegatronSpace : public Space {
             l.mb.use_torch_fsdp2 = f.fsdp2;
             l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
             ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-            ApplyMbRuntime(l, runtime_);
-            emit(l);
+            // The dispatcher is a field of MoE layouts with EP > 1 only (ApplyMbRuntime).
+            for (const MbRuntime& rt : dispatchers_) {
+              Layout x = l;
+              ApplyMbRuntime(x, rt);
+              emit(x);
+              if (ep <= 1) break;
+            }
           }
         }
       }
@@ -119,7 +149,7 @@ class MegatronSpace : public Space {
       l.recompute = rc;
       l.mb.recompute_modules = modules;
       ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-      ApplyMbRuntime(l, runtime_);
+      ApplyMbRuntime(l, RuntimeOf(mesh));
       FitCudaGraphsToRecompute(l);
       out.push_back(l);
     };
@@ -156,7 +186,18 @@ class MegatronSpace : public Space {
     int64_t tp, cp, pp;
   };
   const PlanRequest& req_;
+  // The runtime `mesh` was emitted with: its dispatcher among dispatchers_ (the first otherwise).
+  const MbRuntime& RuntimeOf(const Layout& mesh) const {
+    for (const MbRuntime& rt : dispatchers_) {
+      if (rt.dispatcher == mesh.mb.token_dispatcher &&
+          (rt.dispatcher != MbDispatcher::kFlex || rt.flex_backend == mesh.mb.flex_backend)) {
+        return rt;
+      }
+    }
+    return dispatchers_.front();
+  }
   const MbRuntime runtime_;  ///< the request's, else the recipe function's (RecipeRuntime)
+  const std::vector<MbRuntime> dispatchers_;  ///< runtime_ and the dispatchers plan searches besides (DispatcherChoices)
   const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
   std::vector<Part> parts_;
 };

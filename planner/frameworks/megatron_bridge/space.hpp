@@ -27,6 +27,13 @@ bool PreBlackwellGpu(const SystemSpec& system);
 /// dispatcher and EP overlap when ep > 1, CUDA graphs and the gradient dtype always. Call after
 /// ApplyEmittedSettings.
 void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
+/// The token dispatchers `plan` searches for MoE layouts with EP > 1: `own` (the recipe
+/// function's, RecipeRuntime) first, then alltoall, flex with HybridEP and flex with DeepEP
+/// where `gpu` runs that backend (domain::FlexBackendRuns: Megatron-Bridge's
+/// validate_flex_dispatcher_backend), each with `own`'s other settings; duplicates dropped.
+/// The recipe writer names the dispatcher of every MoE plan (recipe_write.cpp), so a searched
+/// alternative is written into the recipe, never left to the function's default.
+std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gpu);
 /// Turns off what Megatron-Core refuses of the layout's CUDA graphs with its recompute
 /// (transformer_config.py __post_init__, Megatron-LM d98e8a64: with cuda_graph_impl
 /// transformer_engine or local, full recompute asserts "full recompute is only supported with
