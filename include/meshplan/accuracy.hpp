@@ -93,6 +93,10 @@ struct ValidateRequest {
   int show_top = 0;          ///< keep the planner's N fastest fitting layouts per ranked row
   bool breakdown = false;    ///< perf table: keep the compute splits of the published and fastest layouts
   std::string fit_dir;       ///< hwdb directory to fit each system's MegatronTimeFit for ("" = no fit)
+  /// Fit each system's constants in memory (nothing is written) and measure how they transfer
+  /// (ValidateReport::transfer): leave-one-system-out and leave-one-family-out beside the
+  /// in-sample and leave-one-out residuals.
+  bool transfer = false;
   /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
   /// file, "none" = price every row with meshplan's emitted settings instead.
   std::string recipe_settings;
@@ -127,6 +131,47 @@ struct SystemFit {
   MegatronFitOutcome outcome;
   double loo_median = 0;  ///< median |leave-one-out residual|
 };
+
+/// The ways validate --transfer obtains the constants a row is predicted with, in the order
+/// of TransferRow::residual and TransferGroup's quantiles.
+enum TransferScheme {
+  kInSample = 0,     ///< the row's system fitted on all its rows (validate --fit)
+  kLeaveOneOut,      ///< the same fit without the row
+  kLosoBorrowed,     ///< leave one system out: the system borrows from the other systems' fits
+                     ///< as an unfitted system does (BorrowMegatronFitFrom: the median of those of
+                     ///< the same GPU compute capability, else of all of them)
+  kLosoPooled,       ///< leave one system out: one fit on the pooled rows of every other system
+  kLeaveFamilyOut,   ///< the row's system fitted on its rows of the other model families
+  kTransferSchemes
+};
+/// Column names of the schemes, for tables ("in-sample", "LOO", "LOSO borrow", ...).
+const char* TransferSchemeName(TransferScheme scheme);
+
+/// One fitted row's relative step-time residual ((predicted - published) / published) under
+/// each TransferScheme.
+struct TransferRow {
+  std::string system, family, label;
+  int64_t pp = 1;  ///< pipeline stages of the published layout
+  double residual[kTransferSchemes] = {};
+};
+/// A group of TransferRows (one system, one model family, one pipeline-depth bucket, or all)
+/// with the median and 90th percentile of |residual| under each scheme.
+struct TransferGroup {
+  std::string kind;  ///< "system", "family", "pp" or "all"
+  std::string name;  ///< "dgx-h100", "llama", "2-4", "all rows"
+  int rows = 0;
+  double median[kTransferSchemes] = {}, p90[kTransferSchemes] = {};
+};
+/// validate --transfer: every fitted row and the groups, systems first (by name), then families
+/// (by name), pipeline depths (1, 2-4, 5+) and all rows.
+struct TransferReport {
+  std::vector<TransferRow> rows;
+  std::vector<TransferGroup> groups;
+};
+/// The model family of a preset or model file name: its stem up to the first dash-separated
+/// part that holds a digit, with a trailing version number removed ("llama3.1-405b" -> "llama",
+/// "qwen3-235b-a22b" -> "qwen", "gpt-oss-120b" -> "gpt-oss", "deepseek-v3" -> "deepseek").
+std::string ModelFamily(const std::string& model);
 
 /// Counts and statistics over the rows of a ValidateReport (errors, shares: fractions).
 struct ValidateSummary {
@@ -165,6 +210,7 @@ struct ValidateReport {
   std::vector<SystemFit> fits;  ///< fit_dir: one per system with priced rows, by system name
   /// fit_dir: |residual| quantiles over every system's rows, in sample and left out.
   double fit_median = 0, fit_p90 = 0, fit_loo_median = 0, fit_loo_p90 = 0;
+  TransferReport transfer;  ///< ValidateRequest::transfer: the transfer residuals
 };
 
 /// Prices every row of `req.runs` (planner/accuracy/validate.cpp). Writes nothing. Rows that

@@ -101,6 +101,19 @@ SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_d
 /// 1.2-2.5. Sets MegatronTimeFit::borrowed_from; `fitted` stays false. No-op when fitted.
 void BorrowMegatronFit(SystemSpec& system);
 
+/// One fitted system's constants, as BorrowMegatronFitFrom borrows from them: the system's
+/// name (named in MegatronTimeFit::borrowed_from), its GPU's compute capability and its fit.
+struct FittedSystemConstants {
+  std::string name;
+  double compute_capability = 0;
+  MegatronTimeFit fit;
+};
+/// BorrowMegatronFit's rule with `fitted` in place of the embedded systems' fits: the median
+/// per constant over the entries of the same compute capability as `system`'s GPU, else over
+/// all of them. `validate --transfer` prices a held-out system this way from the fits of the
+/// other systems. No-op when `system` is fitted or `fitted` is empty.
+void BorrowMegatronFitFrom(SystemSpec& system, const std::vector<FittedSystemConstants>& fitted);
+
 /// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/. Throws
 /// InputError.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");

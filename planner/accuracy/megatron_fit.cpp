@@ -176,6 +176,12 @@ double FitPredict(const FitRow& row, const MegatronTimeFit& fit) {
   return (1.0 + row.bubble_fraction) * compute + row.fixed + FitHostBound(row, compute, fit);
 }
 
+MegatronTimeFit FitMegatronConstants(const std::vector<FitRow>& rows) {
+  if (rows.empty()) return MegatronTimeFit{};
+  std::array<bool, kConstants> used{};
+  return FromVector(Solve(rows, -1, used));
+}
+
 MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
   MegatronFitOutcome out;
   if (rows.empty()) return out;

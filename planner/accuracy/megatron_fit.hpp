@@ -20,6 +20,7 @@ namespace meshplan::accuracy {
 struct FitRow {
   std::string system, label;
   std::string model;  ///< the row's model (preset name): a GEMM constant needs kFitMinModels of them
+  int64_t pp = 1;     ///< pipeline stages of the row's layout (validate --transfer's depth buckets)
   Precision precision = Precision::kBf16;
   double gemm = 0, attention = 0, memory_bound = 0, kernels = 0, bubble_fraction = 0;
   double fixed = 0;  ///< exposed communication + optimizer: not scaled by the fit
@@ -55,6 +56,10 @@ double FitPredict(const FitRow& row, const MegatronTimeFit& fit);
 /// Solved by SolveBounded (Eigen's column-pivoting Householder QR). Throws nothing; an empty
 /// `rows` returns the prior.
 MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows);
+/// FitMegatronTime's constants alone (no residuals, no leave-one-out refits); `rows` may mix
+/// systems (validate --transfer's pooled fit: the constants are ratios to each row's own
+/// datasheet rates).
+MegatronTimeFit FitMegatronConstants(const std::vector<FitRow>& rows);
 /// Distinct models a precision's rows must come from for its GEMM constant to be fitted: with
 /// one model, a cost the model misses (GPT-OSS's BF16 rows on DGX H100 and B200, all run with
 /// the alltoall dispatcher) would be charged to the system's GEMMs and slow every other model.

@@ -223,13 +223,46 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   }
 }
 
-void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, PublishedRun& r) {
+// The survey's megatron_settings cell: "key=true|false" items separated by ';'. A key or a
+// value it does not know becomes the row's skip reason, naming the item.
+void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ';');) {
+    item = Trim(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = Trim(item.substr(0, eq)), value = eq == std::string::npos ? "" : Lower(Trim(item.substr(eq + 1)));
+    Tri* field = key == "distributed_optimizer" ? &r.distributed_optimizer
+                 : key == "sequence_parallel"    ? &r.sequence_parallel
+                 : key == "tp_comm_overlap"      ? &r.tp_comm_overlap
+                 : key == "overlap_grad_reduce"  ? &r.overlap_grad_reduce
+                                                 : nullptr;
+    if (field == nullptr || (value != "true" && value != "false")) {
+      if (r.skip.empty()) {
+        r.skip = "megatron_settings: expected items distributed_optimizer, sequence_parallel, tp_comm_overlap or "
+                 "overlap_grad_reduce = true / false, found '" + item + "'";
+      }
+      return;
+    }
+    *field = value == "true" ? Tri::kTrue : Tri::kFalse;
+  }
+}
+
+void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, const std::string& dir,
+                PublishedRun& r) {
   auto cell = [&](const char* name) {
     auto it = col.find(name);
     return it != col.end() && it->second < c.size() ? c[it->second] : std::string();
   };
   r.label = "#" + cell("id") + " " + cell("model") + " " + cell("num_gpus");
   r.preset = PresetOf(cell("model"));
+  // A model no preset describes, given as a preset or a model file next to the CSV.
+  if (const std::string given = Trim(cell("meshplan_model")); !given.empty()) {
+    const bool path = given.find('/') != std::string::npos || given.ends_with(".yaml") || given.ends_with(".json");
+    r.preset = path && !std::filesystem::path(given).is_absolute() ? (std::filesystem::path(dir) / given).string() : given;
+  }
+  ReadMegatronSettings(cell("megatron_settings"), r);
+  r.hardware_flops = Lower(Trim(cell("flops_basis"))).rfind("hw flops", 0) == 0;
   r.system = SystemOf(cell("gpu_type"));
   r.gpu_cell = cell("gpu_type");
   r.setup.precision = PrecisionOf(cell("precision"));
@@ -264,6 +297,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.setup.seq_len = seq;
   LeadNum(cell("tflops_per_gpu"), r.published_tflops);
   LeadNum(cell("tokens_per_s_per_gpu"), r.published_tokens);
+  if (r.hardware_flops && r.published_tokens <= 0) LeadNum(cell("derived_tokens_per_s_per_gpu"), r.published_tokens);
   const std::string mem = Lower(cell("mem_per_gpu"));
   double gb = 0;
   if (LeadNum(mem, gb) && gb > 0 && std::isfinite(gb)) {
@@ -372,7 +406,7 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file)
     if (out.format == PublishedRunsFormat::kMegatronBridgePerf) {
       ReadMbridge(rows[i], r);
     } else {
-      ReadSurvey(rows[i], col, r);
+      ReadSurvey(rows[i], col, std::filesystem::path(file).parent_path().string(), r);
     }
     if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
     if (r.skip.empty() && r.system.empty()) {
@@ -408,7 +442,8 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   l.dp = setup.num_gpus / (tp * pp * cp);
   l.sequence_parallel = tp > 1;
   l.recompute = run.recompute;
-  l.use_distributed_optimizer = true;
+  l.use_distributed_optimizer = run.distributed_optimizer != Tri::kFalse;
+  if (run.sequence_parallel == Tri::kFalse) l.sequence_parallel = false;
   l.mb.use_megatron_fsdp = run.megatron_fsdp;
   // torch FSDP2 runs: Megatron-Bridge's dist.use_torch_fsdp2 prices the sharding of weights,
   // gradients and optimizer state (its rules allow it with PP 1 and EP 1 only; the other FSDP2
@@ -435,6 +470,12 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
     l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
     l.mb.optimizer_state_bytes = settings->optimizer_state_bytes;
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
+  }
+  // The run's own software where it differs from what meshplan emits (after the recipe
+  // settings: a survey row names them only when it knows them).
+  if (run.tp_comm_overlap != Tri::kUnset) l.mb.tp_comm_overlap = run.tp_comm_overlap;
+  if (run.overlap_grad_reduce != Tri::kUnset) {
+    l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = run.overlap_grad_reduce;
   }
   SetMegatronMicroBatch(l, run.micro_batch, setup);
   return l;

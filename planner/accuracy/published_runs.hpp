@@ -12,7 +12,9 @@
 ///   - the published-runs survey (shared/reference/published_runs_dev.csv): id, model, ...,
 ///     num_gpus, gpu_type, TP, PP, VPP, CP, EP, DP, ..., recompute, precision, tflops_per_gpu,
 ///     ..., tokens_per_s_per_gpu. Rows whose sizes are not integers in range are skipped, naming
-///     the column.
+///     the column. Two optional survey columns (tests/data/published_dense_runs.csv): meshplan_model,
+///     a preset or a model file (YAML / config.json; a relative path is relative to the CSV's
+///     folder) for a model no preset describes, and megatron_settings (PublishedRun's Tri fields).
 /// FLOP convention (groundtruth.md A.3): both files report *model* FLOPs (Megatron-Bridge,
 /// NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
 /// sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
@@ -62,6 +64,16 @@ struct PublishedRun {
   double published_memory = 0;
   bool tokendrop = false;       ///< a "(tokendrop)" model row
   int64_t mtp = kMtpFromModel;  ///< MTP layers: "(w/o MTP)" 0, "(w/ MTP)" 1, else the model provider's
+  /// The survey's flops_basis says hardware FLOPs ("HW FLOPs ...": the recompute forward
+  /// counted, Narayanan 2021, BLOOM): the row compares on tokens/s (tokens_per_s_per_gpu, else
+  /// derived_tokens_per_s_per_gpu), not on model TFLOP/s.
+  bool hardware_flops = false;
+  /// The survey's optional megatron_settings cell ("key=false; ..."): settings of the run's
+  /// software that meshplan's emitted Megatron-Core settings would get wrong (Megatron-LM 2021
+  /// had no distributed optimizer, no sequence parallelism, no TP or DP communication overlap).
+  /// kUnset: as emitted.
+  Tri distributed_optimizer = Tri::kUnset, sequence_parallel = Tri::kUnset, tp_comm_overlap = Tri::kUnset,
+      overlap_grad_reduce = Tri::kUnset;
 };
 
 /// A published-runs file: its format and one run per non-blank data line, in file order.

@@ -13,6 +13,7 @@
 #include "accuracy/least_squares.hpp"
 #include "accuracy/megatron_fit.hpp"
 #include "accuracy/published_runs.hpp"
+#include "accuracy/transfer.hpp"
 #include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "meshplan/commands.hpp"  // GpuCountProblem
 #include "meshplan/framework.hpp"
@@ -188,7 +189,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
     // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do
     // not. Survey rows and rows without tokens/s compare on model TFLOP/s.
-    row.on_tokens = r.published_tokens > 0 && (mbridge || r.published_tflops <= 0);
+    row.on_tokens = r.published_tokens > 0 && (mbridge || r.published_tflops <= 0 || r.hardware_flops);
     row.published = row.on_tokens ? r.published_tokens : r.published_tflops;
     row.predicted = row.on_tokens ? cost.tokens_per_s_per_gpu : cost.model_tflops_per_gpu;
     row.error = accuracy::RelativeError(row.predicted, row.published);
@@ -197,13 +198,14 @@ ValidateReport Validate(const ValidateRequest& req) {
     errors.push_back(std::fabs(row.error));
     row.moe = m.is_moe();
     if (row.moe) moe_errors.push_back(std::fabs(row.error));
-    if (!req.fit_dir.empty() && row.predicted > 0 && megatron_layout) {
+    if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout) {
       accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
       const std::string tag = " (" + r.release + ")";
       const bool tagged = r.label.ends_with(tag);
       fit.label = r.label + (r.release.empty() || tagged ? "" : tag);
       fit.model = r.preset;
+      fit.pp = l.pp;
       fit_rows[r.system].push_back(fit);
     }
     ++sum.evaluated;
@@ -267,7 +269,8 @@ ValidateReport Validate(const ValidateRequest& req) {
     sum.memory_error_median = accuracy::Quantile(memory_errors, 0.5);
     sum.memory_error_max = *std::max_element(memory_errors.begin(), memory_errors.end());
   }
-  if (!req.fit_dir.empty()) Fit(req, fit_rows, report);
+  if (!req.fit_dir.empty() || req.transfer) Fit(req, fit_rows, report);
+  if (req.transfer) report.transfer = accuracy::MeasureTransfer(fit_rows, systems, report.fits);
   return report;
 }
 

@@ -107,6 +107,29 @@ void PrintAndWriteFits(std::FILE* out, const ValidateOptions& o, const ValidateR
                o.fit_dir.c_str());
 }
 
+// validate --transfer: the residual quantiles of every group under each scheme.
+void PrintTransfer(std::FILE* out, const TransferReport& t) {
+  std::fprintf(out,
+               "\ntransfer of the fitted step-time constants: median / p90 |step-time residual| per group\n"
+               "  in-sample: each system fitted on all its rows; LOO: without the row; LOSO borrow: the system's own\n"
+               "  rows left out, constants borrowed from the other systems' fits as an unfitted system borrows (median\n"
+               "  of those of the same GPU compute capability, else of all); LOSO pooled: one fit on the other systems'\n"
+               "  rows; LOFO: the system fitted without the row's model family\n");
+  std::fprintf(out, "%-22s %5s", "group", "rows");
+  for (int s = 0; s < kTransferSchemes; ++s) std::fprintf(out, " %13s", TransferSchemeName(TransferScheme(s)));
+  std::fprintf(out, "\n");
+  for (const TransferGroup& g : t.groups) {
+    const std::string name = g.kind == "all" ? g.name : g.kind + " " + g.name;
+    std::fprintf(out, "%-22.22s %5d", name.c_str(), g.rows);
+    for (int s = 0; s < kTransferSchemes; ++s) {
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%.1f/%.1f%%", 100 * g.median[s], 100 * g.p90[s]);
+      std::fprintf(out, " %13s", cell);
+    }
+    std::fprintf(out, "\n");
+  }
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
@@ -129,6 +152,9 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_option("--fit", o.fit_dir,
                   "fit each system's Megatron-Core step-time constants to the rows and write them into "
                   "HWDB_DIR/systems/NAME.yaml (megatron_time_fit)");
+  cmd->add_flag("--transfer", o.transfer,
+                "fit each system's step-time constants in memory (nothing written) and print how they transfer: "
+                "leave-one-system-out and leave-one-family-out residuals per system, model family and pipeline depth");
 }
 
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
@@ -228,6 +254,7 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     CheckFitTargets(req, report);
     PrintAndWriteFits(out, o, report);
   }
+  if (o.transfer) PrintTransfer(out, report.transfer);
   return 0;
 }
 

@@ -115,16 +115,10 @@ void CheckHwdbDir(const std::string& hwdb_dir) {
 
 namespace {
 
-struct FittedSystem {
-  std::string name;
-  double compute_capability = 0;
-  MegatronTimeFit fit;
-};
-
 // The embedded systems with a megatron_time_fit, parsed once.
-const std::vector<FittedSystem>& EmbeddedFits() {
-  static const std::vector<FittedSystem> fits = [] {
-    std::vector<FittedSystem> v;
+const std::vector<FittedSystemConstants>& EmbeddedFits() {
+  static const std::vector<FittedSystemConstants> fits = [] {
+    std::vector<FittedSystemConstants> v;
     for (const std::string& n : ListSystems()) {
       const std::string path = "hwdb/systems/" + n + ".yaml";
       const auto text = data::FindEmbedded(path);
@@ -152,20 +146,22 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
 
 }  // namespace
 
-void BorrowMegatronFit(SystemSpec& system) {
+void BorrowMegatronFit(SystemSpec& system) { BorrowMegatronFitFrom(system, EmbeddedFits()); }
+
+void BorrowMegatronFitFrom(SystemSpec& system, const std::vector<FittedSystemConstants>& fitted) {
   if (system.megatron_fit.fitted) return;
-  std::vector<const FittedSystem*> from;
-  for (const FittedSystem& f : EmbeddedFits()) {
+  std::vector<const FittedSystemConstants*> from;
+  for (const FittedSystemConstants& f : fitted) {
     if (std::fabs(f.compute_capability - system.gpu.compute_capability) < 1e-9) from.push_back(&f);
   }
   const bool same_arch = !from.empty();
   if (!same_arch) {
-    for (const FittedSystem& f : EmbeddedFits()) from.push_back(&f);
+    for (const FittedSystemConstants& f : fitted) from.push_back(&f);
   }
   if (from.empty()) return;
   auto median = [&](double MegatronTimeFit::*field) {
     std::vector<double> v;
-    for (const FittedSystem* f : from) v.push_back(f->fit.*field);
+    for (const FittedSystemConstants* f : from) v.push_back(f->fit.*field);
     return Median(v);
   };
   MegatronTimeFit& fit = system.megatron_fit;
