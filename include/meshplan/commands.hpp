@@ -118,6 +118,7 @@ struct RequestSettings {
   /// Megatron-Bridge: also search the selective recompute_modules sets that NVIDIA's recipes
   /// use for the model (search::SearchedRecomputeModules).
   bool recompute_modules = false;
+  bool search_dispatchers = false;  ///< Megatron-Bridge: PlanRequest::mb_search_dispatchers
   std::string mb_recipe_function;  ///< Megatron-Bridge: PlanRequest::mb_recipe_function
   double max_seconds = 0;         ///< search time limit from now (seconds); 0 = none
   int64_t max_layouts = 0;        ///< PlanRequest::max_layouts; 0 = none
@@ -159,6 +160,7 @@ struct PlanInput {
   double headroom = 0.10;            ///< fraction of GPU memory kept free, [0, 0.9]
   int64_t max_micro_batch = 16;      ///< [1, 1024]
   bool recompute_modules = false;    ///< Megatron-Bridge only
+  bool search_dispatchers = false;   ///< --search-dispatchers, Megatron-Bridge only
   /// --mb-recipe: the Megatron-Bridge recipe function the overrides are written for ("": the
   /// model preset's default). Megatron-Bridge only.
   std::string mb_recipe;

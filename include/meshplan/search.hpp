@@ -63,6 +63,11 @@ struct PlanRequest {
   /// megatron.md 2.9 and pitfall 12: treat it as unsupported, prefer Megatron FSDP); `plan
   /// --strategy fsdp2` turns it on, with a warning.
   bool mb_torch_fsdp2 = false;
+  /// Megatron-Bridge MoE layouts (EP > 1): also search the token dispatchers the GPU runs
+  /// besides the recipe function's own (alltoall, flex with HybridEP, flex with DeepEP:
+  /// megatron_bridge::DispatcherChoices), each written into the recipe it wins. Off by default:
+  /// it multiplies the EP layouts scored by up to 3 (`plan --search-dispatchers`).
+  bool mb_search_dispatchers = false;
   int top_n = 5;
   int64_t max_micro_batch = 16;  ///< largest micro-batch (sequences per forward) enumerated
   /// Stop the walk at this time (checked every few hundred layouts) and return the best

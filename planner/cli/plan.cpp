@@ -37,6 +37,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_flag("--recompute-modules", o.in.recompute_modules,
                 "Megatron-Bridge: also search selective recompute with the recompute_modules sets of NVIDIA's perf "
                 "recipes ([mla_up_proj], [layernorm,moe_act], ... as the model allows)");
+  cmd->add_flag("--search-dispatchers", o.in.search_dispatchers,
+                "Megatron-Bridge MoE: also search the token dispatchers the GPU runs besides the recipe function's own "
+                "(alltoall, flex with HybridEP or DeepEP); about 2-3x the search time");
   cmd->add_option("--mb-recipe", o.in.mb_recipe,
                   "Megatron-Bridge: the recipe function the overrides are written for (run_recipe.py --recipe; "
                   "default: the model's, e.g. llama31_70b_pretrain_config)");

@@ -25,6 +25,10 @@ void CheckLaunchOptions(const PlanOutputs& o, const PlanInput& in, const PlanReq
     FlagError("--recompute-modules", std::string("expected with ") + commands::FrameworksWith(&FrameworkOps::recompute_modules_option) +
                                          " only (" + fw.title + " has no recompute_modules)");
   }
+  if (in.search_dispatchers && !fw.recipe_function_option) {
+    FlagError("--search-dispatchers", std::string("expected with ") + commands::FrameworksWith(&FrameworkOps::recipe_function_option) +
+                                          " only (" + fw.title + " has no Megatron-Core token dispatchers)");
+  }
   if (!in.mb_recipe.empty() && !fw.recipe_function_option) {
     FlagError("--mb-recipe", std::string("expected with ") + commands::FrameworksWith(&FrameworkOps::recipe_function_option) +
                                  " only (" + fw.title + " has no recipe functions)");

@@ -149,6 +149,7 @@ PlanRequest BuildRequest(const RequestSettings& s, LoadedInputs loaded) {
   }
   // The searched recompute_modules sets depend on the model's architecture (MLA, MoE).
   if (s.recompute_modules) req.mb_recompute_module_sets = search::SearchedRecomputeModules(req.model);
+  req.mb_search_dispatchers = s.search_dispatchers;
   req.mb_recipe_function = s.mb_recipe_function;
   if (s.max_seconds > 0) req.deadline = SearchDeadline(s.max_seconds);
   return req;
@@ -188,6 +189,7 @@ PlanRequest BuildPlanRequest(const PlanInput& in, const PointSource& source) {
   s.top_n = static_cast<int>(commands::CheckedCount(in.top, "--top", 1000));
   s.max_micro_batch = commands::CheckedCount(in.max_micro_batch, "--max-micro-batch", 1024);
   s.recompute_modules = in.recompute_modules;
+  s.search_dispatchers = in.search_dispatchers;
   s.mb_recipe_function = in.mb_recipe;
   for (size_t i = 0; i < in.strategies.size(); ++i) {
     if (std::find(in.strategies.begin(), in.strategies.begin() + i, in.strategies[i]) != in.strategies.begin() + i) {

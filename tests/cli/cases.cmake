@@ -683,3 +683,9 @@ foreach(fw automodel megatron-bridge)
     echo \"\$out\" | grep -E '^against the planner'
     [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'rank 1, no layout it finds is predicted faster'")
 endforeach()
+# --search-dispatchers: Megatron-Bridge only; with it a plan may pick a dispatcher other than the
+# recipe function's, and writes it.
+meshplan_cli_case(plan_search_dispatchers_automodel 2 "--search-dispatchers: expected with --framework megatron-bridge only"
+  -- ${MP} plan --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers)
+meshplan_cli_case(plan_search_dispatchers_mb 0 "moe_token_dispatcher_type: (alltoall|flex)"
+  -- ${MP} plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers --format yaml --top 1)

@@ -1,6 +1,7 @@
 // For every row of mbridge_perf_dev.csv (Megatron-Bridge published performance configurations)
 // whose model has a preset, the published layout (TP, PP, CP, VP, EP, MBS, FSDP or not) passes
 // every Megatron rule and is produced by EnumerateLayouts. Rows without a preset are counted.
+#include <set>
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -159,14 +160,23 @@ TEST_CASE("megatron search: a request with fixed software settings keeps its dis
   for (const Layout& l : EnumerateLayouts(req)) {
     if (l.ep > 1) CHECK(l.mb.token_dispatcher == MbDispatcher::kAlltoall);
   }
-  // Without it, plan's space holds flex layouts too, each with a backend the H100 runs.
+  // Without it, plan's space holds the recipe function's own dispatcher only, unless asked to
+  // search them (--search-dispatchers): then alltoall and both flex backends the H100 runs.
   req.mb_runtime.reset();
-  bool flex = false;
-  for (const Layout& l : EnumerateLayouts(req)) {
-    if (l.ep > 1 && l.mb.token_dispatcher == MbDispatcher::kFlex) {
-      flex = true;
-      CHECK(l.mb.flex_backend != MbFlexBackend::kNone);
+  auto dispatchers = [&req] {
+    std::set<std::pair<int, int>> seen;
+    for (const Layout& l : EnumerateLayouts(req)) {
+      if (l.ep == 1) continue;
+      seen.insert({int(l.mb.token_dispatcher), int(l.mb.flex_backend)});
+      if (l.mb.token_dispatcher == MbDispatcher::kFlex) CHECK(l.mb.flex_backend != MbFlexBackend::kNone);
     }
-  }
-  CHECK(flex);
+    return seen;
+  };
+  CHECK(dispatchers().size() == 1);
+  req.mb_search_dispatchers = true;
+  const std::set<std::pair<int, int>> searched = dispatchers();
+  CHECK(searched.size() == 3);
+  CHECK(searched.count({int(MbDispatcher::kAlltoall), int(MbFlexBackend::kNone)}) == 1);
+  CHECK(searched.count({int(MbDispatcher::kFlex), int(MbFlexBackend::kDeepEP)}) == 1);
+  CHECK(searched.count({int(MbDispatcher::kFlex), int(MbFlexBackend::kHybridEP)}) == 1);
 }

@@ -74,9 +74,10 @@ class MegatronSpace : public Space {
       : req_(r),
         runtime_(r.mb_runtime ? *r.mb_runtime
                               : megatron_bridge::RecipeRuntime(megatron_bridge::RecipeFunctionOf(r), r.system, nullptr)),
-        // A request that fixes the software (validate, check) keeps its dispatcher; plan searches
-        // the others the GPU runs, its recipe function's own first.
-        dispatchers_(r.mb_runtime ? std::vector<MbRuntime>{*r.mb_runtime} : DispatcherChoices(runtime_, r.system.gpu)) {
+        // A request that fixes the software (validate, check) keeps its dispatcher; plan with
+        // --search-dispatchers searches the others the GPU runs, its recipe function's own first.
+        dispatchers_(r.mb_runtime || !r.mb_search_dispatchers ? std::vector<MbRuntime>{runtime_}
+                                                              : DispatcherChoices(runtime_, r.system.gpu)) {
     const int64_t n = req_.setup.num_gpus;
     for (int64_t tp : Divisors(n)) {
       for (int64_t cp : Divisors(n / tp)) {
