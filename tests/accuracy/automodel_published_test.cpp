@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "accuracy/published_runs.hpp"
 #include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 
@@ -23,35 +24,20 @@ struct Row {
   int id;
   const char* model;
   int64_t gpus, seq, gbs;
-  Layout layout;
   double tokens_per_s_per_gpu;  // published
   double tflops_per_gpu;        // published model TFLOP/s per GPU
 };
 
-Layout Make(int64_t pp, int64_t ep, int64_t dp, int64_t lbs, Recompute rc, int64_t lps, StageRounding round) {
-  Layout l;
-  l.pp = pp;
-  l.ep = ep;
-  l.dp = dp;
-  l.local_batch_size = lbs;
-  l.recompute = rc;
-  if (pp > 1) {
-    l.pp_schedule = PpSchedule::kInterleaved1F1B;
-    l.layers_per_stage = lps;
-    l.stage_rounding = round;
-  }
-  return l;
-}
-
 }  // namespace
 
 TEST_CASE("accuracy: AutoModel published H100 rows - layouts valid and throughput error printed") {
-  // Recompute and pipeline settings from the matching example recipes (automodel.md 1.5 C, D, E).
+  // Each run's layout and model.backend (dispatcher, fake gate) from its benchmark recipe
+  // (recipes/automodel-benchmarks/, the published row's batch sizes).
   const std::vector<Row> rows = {
-      {119, "qwen3-30b-a3b", 8, 4096, 512, Make(1, 8, 8, 4, Recompute::kFull, 0, StageRounding::kNone), 12040, 277},
-      {121, "gpt-oss-120b", 64, 4096, 512, Make(1, 64, 64, 2, Recompute::kNone, 0, StageRounding::kNone), 7626, 231},
-      {117, "deepseek-v3", 256, 4096, 512, Make(4, 64, 64, 8, Recompute::kFull, 2, StageRounding::kDown), 1002, 250},
-      {118, "kimi-k2", 256, 4096, 512, Make(8, 32, 32, 16, Recompute::kFull, 2, StageRounding::kDown), 924, 189},
+      {119, "qwen3-30b-a3b", 8, 4096, 512, 12040, 277},
+      {121, "gpt-oss-120b", 64, 4096, 512, 7626, 231},
+      {117, "deepseek-v3", 256, 4096, 512, 1002, 250},
+      {118, "kimi-k2", 256, 4096, 512, 924, 189},
   };
   const SystemSpec h100 = LoadSystem("dgx-h100");
   std::vector<double> errors;
@@ -64,9 +50,13 @@ TEST_CASE("accuracy: AutoModel published H100 rows - layouts valid and throughpu
     s.num_gpus = r.gpus;
     s.seq_len = r.seq;
     s.global_batch = r.gbs;
-    const Rule* f = FirstFailure({m, s, r.layout});
+    const auto bench = accuracy::FindAutoModelBenchmark(r.model, "dgx-h100", r.gpus);
+    REQUIRE(bench);
+    const Layout& layout = bench->layout;
+    CHECK(layout.am_backend.ConsecutiveExperts());  // every benchmark recipe sets fake_balanced_gate
+    const Rule* f = FirstFailure({m, s, layout});
     CHECK_MESSAGE(f == nullptr, std::string(f ? f->name : ""));
-    const Cost c = Score(CostModel(m, h100, s), r.layout);
+    const Cost c = Score(CostModel(m, h100, s), layout);
     // The model-FLOP convention matches the published one within rounding (megatron.md 3.6):
     // published TFLOP/s = published tokens/s x FLOP/token. GPT-OSS is the exception: its
     // published TFLOP/s imply 13% more FLOP per token than Megatron's formula (AutoModel's
