@@ -1,10 +1,10 @@
 // Predicted against published throughput for NeMo AutoModel's own benchmark rows
 // (shared/reference/published_runs_dev.csv ids 117, 118, 119, 121: AutoModel
 // docs/performance-summary, H100 80GB SXM, BF16, FSDP2 + EP, mock data, balanced gate).
-// The published layouts must pass every rule; the error of each prediction is printed.
-// No bound is asserted on the error: the first cost model is uncalibrated (see
-// docs/accuracy.md, "AutoModel's published benchmark"); issue "Step-time model ...
-// validated against published runs" owns that.
+// The published layouts (their benchmark recipes, model.backend included) must pass every
+// rule; the error of each prediction is printed. The one-node row is held within 12%; the three
+// whose EP spans nodes are predicted 18-32% too fast, with the mechanisms not yet priced named in
+// docs/accuracy.md ("AutoModel's published benchmark"), so no bound is asserted on them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -66,6 +66,7 @@ TEST_CASE("accuracy: AutoModel published H100 rows - layouts valid and throughpu
     if (r.id != 121) CHECK(std::fabs(convention - 1) < 0.05);
     const double err = (c.tokens_per_s_per_gpu - r.tokens_per_s_per_gpu) / r.tokens_per_s_per_gpu;
     errors.push_back(std::fabs(err));
+    if (r.id == 119) CHECK(std::fabs(err) < 0.12);  // Qwen3-30B-A3B, EP 8 inside one node
     // These runs trained on 80 GB GPUs, so "fits: no" is a memory-model miss.
     std::printf("%-4d %-15s %5lld %12.0f %12.0f %+8.1f %10.0f %10.0f %9.3f %8.1f %5s\n", r.id, r.model,
                 static_cast<long long>(r.gpus), r.tokens_per_s_per_gpu, c.tokens_per_s_per_gpu, 100 * err,
