@@ -12,18 +12,14 @@
 #include <thread>
 
 #include "meshplan/search.hpp"
+#include "../tests/fixtures/plan_request.hpp"
 
 using namespace meshplan;
 
 namespace {
 
 PlanRequest Problem(const char* model, const char* system, int64_t gpus, int64_t seq, int64_t gbs, Framework fw) {
-  PlanRequest req;
-  req.model = LoadModel(model);
-  req.system = LoadSystem(system);
-  req.setup.num_gpus = gpus;
-  req.setup.seq_len = seq;
-  req.setup.global_batch = gbs;
+  PlanRequest req = test::PresetRequest(model, system, gpus, seq, gbs);
   req.framework = fw;
   req.top_n = 5;
   req.max_micro_batch = 16;

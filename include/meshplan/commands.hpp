@@ -369,8 +369,13 @@ struct ComputeSplit {
 };
 /// The EP all-to-all of a Megatron-Bridge MoE layout's slowest rank (seconds per step).
 struct EpSplit {
-  std::string dispatcher;  ///< moe_token_dispatcher_type: alltoall, allgather or flex
+  /// Megatron-Core moe_token_dispatcher_type (alltoall, allgather or flex); AutoModel
+  /// model.backend.dispatcher (torch, deepep, hybridep, uccl_ep, mok)
+  std::string dispatcher;
   std::string backend;     ///< flex: deepep or hybridep; "" otherwise
+  /// AutoModel: the routing the dispatch is priced for (the learned gate or fake_balanced_gate); "" for Megatron-Core
+  std::string routing;
+  bool automodel = false;  ///< an AutoModel layout (its dispatch blocks the compute stream: nothing hidden)
   bool overlap = false;    ///< overlap_moe_expert_parallel_comm
   int64_t ep = 1;          ///< EP size
   EpTraffic traffic;       ///< its seconds per step, links and token copies

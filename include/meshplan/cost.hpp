@@ -38,6 +38,13 @@ enum class TokenDispatch { kAllgather, kAlltoall, kFlex };
 /// The flex dispatcher's communication library (Megatron-Core moe_flex_dispatcher_backend).
 enum class FlexBackend { kNone, kDeepEP, kHybridEP };
 
+/// How an MoE layer's router spreads a token's top-k experts over the EP ranks, for the
+/// dispatch's distinct destinations (planner/cost/time.cpp AutoModelEpPass).
+enum class MoeRouting {
+  kUniform,      ///< k distinct experts uniformly at random (a learned, balanced gate)
+  kConsecutive,  ///< AutoModel's FakeBalancedGate without noise: experts t·k .. t·k + k − 1 mod E
+};
+
 /// CUDA graph capture (Megatron-Core cuda_graph_impl).
 enum class CudaGraphCapture { kNone, kPerLayer, kFullIteration };
 
@@ -92,12 +99,16 @@ struct CostView {
   /// recipes keep): a torch.cuda.synchronize() after every pipeline exchange.
   bool batch_p2p_sync = false;
   bool overlap_grad_reduce = false;
+  /// Megatron-Core's moe_token_dispatcher_type; AutoModel (automodel::ToCostView): kAllgather for
+  /// its torch dispatcher (GroupedExperts' all-gather + all-reduce), kFlex for the others.
   TokenDispatch dispatcher = TokenDispatch::kAllgather;
   FlexBackend flex_backend = FlexBackend::kNone;  ///< with dispatcher kFlex
   /// Megatron-Core's MoE dispatcher waits on the host for the routed token counts in every MoE
   /// layer's forward (dropless routing: MbSettings::moe_pad_to_capacity false), so the host
   /// cannot issue past that point ahead of the GPU (MegatronHostSync).
   bool moe_host_sync = false;
+  /// AutoModel: the router's expert choice the EP dispatch is priced for (Megatron: uniform).
+  MoeRouting routing = MoeRouting::kUniform;
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
 };
@@ -223,6 +234,9 @@ struct TimeBreakdown {
   /// Host-bound time: the part of the host's (CPU's) time issuing the layers' work that the
   /// GPU time above does not cover, so the GPU waits (AutoModel's eager dense layers: RankTime).
   double host = 0;
+  /// AutoModel layouts: this rank's EP dispatch and combine per step (RankTime; busy = exposed,
+  /// nothing overlaps it). Megatron-Core layouts leave it empty (MegatronComputeSplit::ep).
+  EpTraffic ep;
   /// The GPU's time that the host's issuing overlaps: everything but the optimizer step and
   /// the host-bound time (compute, exposed communication, bubble).
   double GpuSeconds() const { return compute + tp_comm + cp_comm + dp_comm + ep_comm + pp_comm + bubble; }

@@ -230,6 +230,31 @@ struct AmWritten {
   std::string moe_reshard_after_forward;  ///< distributed.moe.reshard_after_forward (false)
 };
 
+/// AutoModel's MoE token dispatcher, `model.backend.dispatcher` (BackendConfig,
+/// components/models/common/utils.py @36044ad; components/moe/layers.py MoE.__init__ picks the
+/// experts module from it): torch = GroupedExperts (the EP group all-gathers the tokens and
+/// all-reduces the output), deepep / hybridep / uccl_ep = GroupedExpertsDeepEP through
+/// Megatron-Core's MoEFlexTokenDispatcher with that backend, mok = Mixture-of-Kittens.
+enum class AmDispatcher { kTorch, kDeepEP, kHybridEP, kUcclEp, kMok };
+
+/// The `model.backend` settings of an AutoModel layout that its MoE pricing reads
+/// (BackendConfig @36044ad). A recipe read by `check` / `explain` / `validate` keeps its own;
+/// the planner's layouts take PlanRequest::am_moe_backend when set, else the learned gate and
+/// the dispatcher meshplan's recipe names (deepep with EP inside a node, hybridep across:
+/// Automodel PR #2630; AutoModelSpace).
+struct AmMoeBackend {
+  /// BackendConfig's default with DeepEP installed is deepep (HAVE_DEEP_EP on CUDA).
+  AmDispatcher dispatcher = AmDispatcher::kDeepEP;
+  /// fake_balanced_gate: FakeBalancedGate instead of the learned Gate (layers.py): with
+  /// fake_gate_noise 0 token t goes to experts (t·k .. t·k + k − 1) mod E.
+  bool fake_balanced_gate = false;
+  /// fake_gate_noise in [0, 1]: above 0 the fake gate picks top-k of random scores (routing
+  /// spread like a learned gate's).
+  double fake_gate_noise = 0.0;
+  /// The fake gate as priced: consecutive experts per token (fake gate without noise).
+  bool ConsecutiveExperts() const { return fake_balanced_gate && fake_gate_noise <= 0.0; }
+};
+
 /// One layout. Sizes are mesh-axis sizes; all are >= 1.
 /// Mesh order (outer to inner): pp, dp_replicate, dp_shard, cp, tp
 /// (AutoModel components/distributed/mesh_utils.py::_create_fsdp2_device_mesh);
@@ -253,6 +278,8 @@ struct Layout {
   /// true casts the logits to fp32 before F.cross_entropy; AutoModel's MoE benchmark recipes set
   /// false). Read from a recipe; the planner's layouts keep the default.
   bool loss_fp32_upcast = true;
+  /// AutoModel `model.backend` MoE settings (dispatcher, fake gate); Megatron layouts ignore it.
+  AmMoeBackend am_backend;
 
   // --- Megatron-Bridge (framework == kMegatronBridge); AutoModel layouts leave the defaults. ---
   // A Megatron layout leaves strategy, pp_schedule, layers_per_stage and stage_rounding at

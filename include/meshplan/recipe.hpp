@@ -101,6 +101,8 @@ struct ParsedRecipe {
 /// (aliases megatron-fsdp, mfsdp), activation_checkpointing accepts true/on/full/enabled/yes,
 /// selective, false/off/none/disabled/no, and every other key must be a field of the
 /// strategy's dataclass (components/distributed/config.py) or the recipe is rejected.
+/// `model.backend` (BackendConfig) gives the MoE dispatcher and the fake gate
+/// (Layout::am_backend); its other fields are accepted, an unknown one refused.
 /// `dp_size` null is inferred as num_gpus / (tp*cp*pp) (or left as given). A key it reads, found
 /// at the top level or under another of distributed:, distributed.pipeline: and step_scheduler:,
 /// is refused with the section it belongs under.

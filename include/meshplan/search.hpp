@@ -51,6 +51,11 @@ struct PlanRequest {
   /// the changes the layout forces (ApplyEmittedSettings).
   /// `meshplan validate` sets the published run's, so that its rank compares like with like.
   std::optional<MbRuntime> mb_runtime;
+  /// AutoModel `model.backend` MoE settings (dispatcher, fake gate) every layout is priced
+  /// with; unset: the learned gate and the dispatcher meshplan's recipe names (deepep with EP
+  /// inside a node, hybridep across). `check` sets the recipe's, `validate` the benchmark
+  /// recipe's, so that the recipe's layout is ranked among layouts priced like it.
+  std::optional<AmMoeBackend> am_moe_backend;
   /// Megatron-Bridge selective recompute: the `recompute_modules` sets (MbRecomputeModule bits;
   /// 0 = Megatron-Core's default {core_attn}) searched besides no recompute and full recompute.
   /// Empty by default: `plan --recompute-modules` sets those of NVIDIA's performance recipes

@@ -45,6 +45,9 @@ Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sy
   pr.setup = r.setup;
   pr.framework = l.framework;  // Megatron-Core runs, and AutoModel's own benchmark runs
   if (settings) pr.mb_runtime = settings->runtime;
+  // An AutoModel benchmark run: the planner's layouts take its recipe's model.backend
+  // (Megatron-Core layouts do not read it).
+  pr.am_moe_backend = l.am_backend;
   pr.top_n = std::max(req.rank_top, req.show_top);
   pr.threads = req.threads;
   pr.max_micro_batch = std::max<int64_t>(16, r.micro_batch);

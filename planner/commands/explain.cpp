@@ -92,6 +92,8 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     if (!setup.seq_len) commands::FlagError("--seq-len", "--seq-len is required");
     std::tie(s.version, s.mb_version) = ResolveReleases(setup.releases, s.framework);
     req = BuildRequest(s, loaded);
+    // The keys name no model.backend: the planner's own (the dispatcher its recipe names).
+    rep.layout.am_backend = automodel::DefaultBackend(req.system, rep.layout.ep);
   }
   const Layout& l = rep.layout;
   const FrameworkOps& fw = FrameworkOf(req.framework);
@@ -154,6 +156,22 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
       e.traffic = c.ep;
       rep.ep = e;
     }
+  } else if (view.ep > 1 && req.model.is_moe()) {
+    // AutoModel: model.backend's dispatcher and gate, the slowest rank's dispatch (RankTime).
+    const AmMoeBackend& b = l.am_backend;
+    EpSplit e;
+    e.automodel = true;
+    e.dispatcher = b.dispatcher == AmDispatcher::kTorch      ? "torch"
+                   : b.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
+                   : b.dispatcher == AmDispatcher::kUcclEp   ? "uccl_ep (priced as deepep)"
+                   : b.dispatcher == AmDispatcher::kMok      ? "mok (priced as deepep)"
+                                                             : "deepep";
+    e.routing = b.ConsecutiveExperts() ? "fake_balanced_gate: token t to experts t*k .. t*k+k-1 mod E"
+                : b.fake_balanced_gate ? "fake_balanced_gate with noise: priced as uniform routing"
+                                       : "learned gate: k experts uniformly at random";
+    e.ep = view.ep;
+    e.traffic = rep.cost.time.ep;
+    rep.ep = e;
   }
   return rep;
 }

@@ -150,7 +150,8 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
     double passes = cost::EagerLayerPasses(m, tp);
     if (m.is_moe()) {
       const double dense = cost::HfMoeModel(m) ? passes : cost::MoeModelDenseLayerPasses(m, tp);
-      passes = m.num_dense_layers > 0 ? std::min(dense, cost::MoeLayerPasses(m, l.ep)) : cost::MoeLayerPasses(m, l.ep);
+      passes = m.num_dense_layers > 0 ? std::min(dense, cost::MoeLayerPasses(m, l.ep, l.dispatcher))
+                                    : cost::MoeLayerPasses(m, l.ep, l.dispatcher);
     }
     bound += 2.0 * tokens * layers * passes * cost::EagerRecomputeFactor(l) / gpu.hbm_bandwidth;
   }
@@ -166,11 +167,10 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
-    const cost::Link link = cost::A2aLink(system_, links_.get(), g.ep);
-    // RankTime's AutoModelEpSeconds over all the step's tokens at once (its latency once).
-    bound += (full ? 3.0 : 2.0) * moe_layers *
-             (cost::AutoModelEpSeconds(system_, setup_.num_gpus, link, m, l.ep, tokens, false) +
-              cost::AutoModelEpSeconds(system_, setup_.num_gpus, link, m, l.ep, tokens, true));
+    // RankTime's AutoModelEpPass over all the step's tokens at once (its latency once).
+    const cost::AutoModelEp e = cost::AutoModelEpPass(system_, setup_.num_gpus, cost::A2aLink(system_, links_.get(), g.ep),
+                                                      cost::RingLink(system_, links_.get(), g.ep), m, l, tokens);
+    bound += ((full ? 2.0 : 1.0) * e.forward + e.backward) * moe_layers;
   }
   return bound;
 }

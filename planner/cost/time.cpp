@@ -6,6 +6,8 @@
 #include "meshplan/topology.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <vector>
 
 namespace meshplan::cost {
 
@@ -75,14 +77,15 @@ double EagerLayerPasses(const ModelSpec& m, double tp) {
          (kEagerQkNormPasses * qk + kEagerFfnPasses * double(m.intermediate_size)) / tp;
 }
 
-double MoeLayerPasses(const ModelSpec& m, int64_t ep) {
+double MoeLayerPasses(const ModelSpec& m, int64_t ep, TokenDispatch dispatcher) {
   const double h = double(m.hidden_size), k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
   if (HfMoeModel(m)) {
     const double qk = m.qk_norm ? double(QDim(m) + KDim(m)) : 0.0;
     return kEagerHiddenPasses * h + kEagerQkNormPasses * qk + kHfMoeCopyFfnPasses * k * fe +
            kHfMoeCopyHiddenPasses * k * h;
   }
-  const double permute = ep > 1 ? kMoeFusedPermutePasses(k) : kMoePermutePasses + kMoeUnpermutePasses;
+  const bool fused = ep > 1 && dispatcher == TokenDispatch::kFlex;
+  const double permute = fused ? kMoeFusedPermutePasses(k) : kMoePermutePasses + kMoeUnpermutePasses;
   return kMoeNormAddPasses * h + k * permute * h + k * kMoeActPasses * fe +
          kMoeRouterPasses * double(m.num_experts) + kEagerFfnPasses * double(m.shared_expert_intermediate_size);
 }
@@ -91,18 +94,68 @@ double MoeModelDenseLayerPasses(const ModelSpec& m, double tp) {
   return kMoeNormAddPasses * double(m.hidden_size) + kEagerFfnPasses * double(m.intermediate_size) / tp;
 }
 
-double AutoModelEpSeconds(const SystemSpec& sys, int64_t num_gpus, const Link& a2a_link, const ModelSpec& m,
-                          int64_t ep, double tokens, bool combine) {
-  if (ep <= 1 || tokens <= 0) return 0.0;
-  const double row = double(m.hidden_size) * 2.0;  // bf16: AutoModel dispatches the activations unquantised
-  const int64_t domain = PlacedDomainGpus(sys, num_gpus);
-  if (ep <= domain) {
-    return AllToAllSeconds(tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, ep) * row, ep, a2a_link);
+double ConsecutiveDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep, int64_t ranks_per_group) {
+  const int64_t e = num_experts, k = std::min(top_k, num_experts), d = std::max<int64_t>(1, ranks_per_group);
+  if (ep <= d || e <= 0 || k <= 0) return 1.0;
+  const int64_t local = std::max<int64_t>(1, e / ep);  // experts per EP rank
+  const int64_t period = e / std::gcd(e, k);            // starts t·k mod E repeat after P tokens
+  std::vector<int64_t> seen;
+  double total = 0.0;
+  for (int64_t t = 0; t < period; ++t) {
+    seen.clear();
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t group = ((t * k + j) % e) / local / d;
+      if (std::find(seen.begin(), seen.end(), group) == seen.end()) seen.push_back(group);
+    }
+    total += double(seen.size());
   }
-  const int64_t nodes = (ep + domain - 1) / domain;
+  return total / double(period);
+}
+
+AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link& a2a_link, const Link& ring_link,
+                            const ModelSpec& m, const CostView& v, double tokens) {
+  AutoModelEp out;
+  const int64_t ep = v.ep;
+  if (ep <= 1 || tokens <= 0 || !m.is_moe()) return out;
+  const double h = double(m.hidden_size);
+  const int64_t domain = PlacedDomainGpus(sys, num_gpus);
+  out.domains = ep <= domain ? 1 : (ep + domain - 1) / domain;
+  if (v.dispatcher != TokenDispatch::kFlex) {
+    // GroupedExperts: all-gather of the bf16 tokens, all-reduce of the fp32 output; backward
+    // the output gradient's all-reduce and the all-gather's backward all-reduce (bf16).
+    const double gathered = double(ep) * tokens * h;
+    out.rank_copies = double(ep);
+    out.forward = AllGatherSeconds(gathered * 2.0, ep, ring_link) + AllReduceSeconds(gathered * 4.0, ep, ring_link);
+    out.backward = AllReduceSeconds(gathered * 4.0, ep, ring_link) + AllReduceSeconds(gathered * 2.0, ep, ring_link);
+    return out;
+  }
+  const bool hybrid = v.flex_backend == FlexBackend::kHybridEP;
+  const bool consecutive = v.routing == MoeRouting::kConsecutive;
+  const int64_t E = m.num_experts, k = m.experts_per_token;
+  out.rank_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, 1) : FlexDispatchCopies(E, k, ep);
+  const double row = h * 2.0;  // bf16: AutoModel dispatches the activations unquantised
+  const double nvl = sys.scaleup_bandwidth;
+  auto nvl_seconds = [&](bool combine) {
+    const double share = hybrid ? HybridEpNvlinkShare(ep, combine)
+                                : (combine ? kDeepEpNvlinkCombineShare : kDeepEpNvlinkDispatchShare);
+    return nvl > 0 ? tokens * out.rank_copies * row / (nvl * share) : 0.0;
+  };
+  const double nd = nvl_seconds(false), nc = nvl_seconds(true);
+  out.nvlink = 2.0 * (nd + nc);
+  if (out.domains == 1) {
+    out.forward = out.backward = 2.0 * a2a_link.latency_s + nd + nc;
+    return out;
+  }
+  out.node_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, domain) : FlexDispatchCopies(E, k, out.domains);
   const double nic = sys.NicBandwidthPerGpu() > 0 ? sys.NicBandwidthPerGpu() : kDeepEpNicRate;
-  const double bw = DeepEpRdmaShare(ep, combine) * nic;
-  return a2a_link.latency_s + tokens * FlexDispatchCopies(m.num_experts, m.experts_per_token, nodes) * row / bw;
+  auto rdma_seconds = [&](bool combine) {
+    const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);
+    return tokens * out.node_copies * row / (nic * share);
+  };
+  const double rd = rdma_seconds(false), rc = rdma_seconds(true);
+  out.rdma = 2.0 * (rd + rc);
+  out.forward = out.backward = 2.0 * a2a_link.latency_s + std::max(rd, nd) + std::max(rc, nc);
+  return out;
 }
 
 double HiddenCommCost(double seconds, const Link& link) {
@@ -164,10 +217,12 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///   CP (ring attention): per layer per micro-batch (cp−1) p2p steps of T·(d_K+d_V)/tp·2
 ///     bytes forward and twice that backward (+1 forward under full recompute), overlapped
 ///     with the layer's attention core: exposed = max(0, comm − core time).
-///   EP (DeepEP / HybridEP, AutoModelEpSeconds): per MoE layer per micro-batch dispatch +
-///     combine forward and backward (+ forward again under full recompute), each token sent once
-///     per distinct destination rank (NVLink domain) or node (across nodes, DeepEP's published
-///     RDMA bandwidth), fully exposed (AutoModel's dispatcher blocks the compute stream).
+///   EP (AutoModelEpPass): per MoE layer per micro-batch dispatch + combine forward and backward
+///     (+ forward again under full recompute); flex (DeepEP / HybridEP): each token sent once
+///     per distinct destination rank (NVLink domain) or node (across nodes), at the backend's
+///     published bandwidths, for the learned gate's uniform or the fake gate's consecutive
+///     experts; torch: the all-gather / all-reduce of GroupedExperts; fully exposed
+///     (AutoModel's dispatcher blocks the compute stream).
 ///   PP: T·h·2 bytes p2p per micro-batch per virtual stage, forward and backward;
 ///     kPpP2pExposedFraction exposed. Bubble = (pp−1)/(v·m) · (compute + exposed TP, CP and EP
 ///     communication) (groundtruth.md B.4),
@@ -256,7 +311,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
                    (m.is_moe() && !HfMoeModel(m) ? MoeModelDenseLayerPasses(m, tp) : EagerLayerPasses(m, tp));
     double fixed = 0.0;
     if (m.is_moe()) {
-      elems += moe_layers * MoeLayerPasses(m, l.ep);
+      elems += moe_layers * MoeLayerPasses(m, l.ep, l.dispatcher);
       if (!HfMoeModel(m)) fixed = moe_layers * n_mb * kMoeRouterFixedSeconds;
     }
     const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
@@ -293,11 +348,12 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   }
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
-    const Link la = A2aLink(sys, c.links, g.ep);
-    const int64_t W = c.setup.num_gpus;
-    const double per =
-        AutoModelEpSeconds(sys, W, la, m, l.ep, t_mb, false) + AutoModelEpSeconds(sys, W, la, m, l.ep, t_mb, true);
-    t.ep_comm = (full ? 3.0 : 2.0) * moe_layers * n_mb * per;
+    const AutoModelEp e =
+        AutoModelEpPass(sys, c.setup.num_gpus, A2aLink(sys, c.links, g.ep), RingLink(sys, c.links, g.ep), m, l, t_mb);
+    t.ep_comm = ((full ? 2.0 : 1.0) * e.forward + e.backward) * moe_layers * n_mb;
+    // Forward and backward move the same bytes: a recomputed forward adds half of a pair's.
+    const double pairs = (full ? 1.5 : 1.0) * moe_layers * n_mb;
+    t.ep = EpTraffic{t.ep_comm, e.nvlink * pairs, e.rdma * pairs, t.ep_comm, e.domains, e.rank_copies, e.node_copies};
   }
   // --- PP ---
   const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));

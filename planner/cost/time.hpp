@@ -181,36 +181,66 @@ inline bool HfMoeModel(const ModelSpec& model) { return model.architecture == Ar
 /// under balanced routing (each rank computes T·k token copies): for AutoModel's own layers
 /// kMoeNormAddPasses·h + k·P·h + k·kMoeActPasses·f_e + kMoeRouterPasses·E +
 /// kEagerFfnPasses·f_shared, P = kMoePermutePasses + kMoeUnpermutePasses at ep 1 (torch path),
-/// kMoeFusedPermutePasses(k) with EP (DeepEP / HybridEP path); for a Hugging Face MoE model
+/// kMoeFusedPermutePasses(k) with EP and a flex dispatcher (DeepEP / HybridEP path; AutoModel's
+/// torch dispatcher runs the ep 1 code on the gathered tokens); for a Hugging Face MoE model
 /// (HfMoeModel) the dense layer's h and q/k-norm passes + kHfMoeCopyFfnPasses·k·f_e +
 /// kHfMoeCopyHiddenPasses·k·h. The router's fixed time is not included
 /// (kMoeRouterFixedSeconds per layer per micro-batch).
-double MoeLayerPasses(const ModelSpec& model, int64_t ep);
+double MoeLayerPasses(const ModelSpec& model, int64_t ep, TokenDispatch dispatcher = TokenDispatch::kFlex);
 /// Eager element passes per token of a dense decoder layer of a MoE model AutoModel runs with
 /// its own implementation (DeepSeek-V3's first layers): kMoeNormAddPasses·h + kEagerFfnPasses·f/tp.
 double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
 
-/// AutoModel's EP dispatch and combine (GroupedExpertsDeepEP: DeepEP or HybridEP through
-/// Megatron-Core's MoEFlexTokenDispatcher, megatron/fused_a2a.py) send each token once per
-/// destination rank inside an NVLink domain and once per destination node across nodes (the
-/// copy is forwarded over NVLink there), not once per routed expert; the call blocks the
-/// compute stream (async_finish waits at once, and the host waits for the received counts), so
-/// nothing overlaps it. Bandwidths across nodes: DeepEP's published normal-kernel "bottleneck"
-/// RDMA bandwidth on H800 with one CX7 400 Gb/s NIC per GPU (DeepEP docs/legacy.md, Performance,
-/// DeepSeek-V3 pretraining setting; the logical bandwidth: token copies to distinct nodes, the
-/// local node included, x hidden x bytes over the time), by EP size, dispatch / combine: as
-/// shares of the NIC, DeepEpRdmaShare.
-/// The NIC rate those were measured at (DeepEP: "CX7 InfiniBand 400 Gb/s ... ~50 GB/s"), bytes/s;
-/// other NICs scale the bandwidth by NicBandwidthPerGpu / this.
+/// Expected distinct destination groups of one token under AutoModel's FakeBalancedGate with
+/// noise 0 (components/moe/layers.py FakeBalancedGate.forward: token t of a rank's batch gets
+/// experts (t·k + j) mod E, j < k). Experts sit on the EP ranks in blocks of E/ep consecutive
+/// ones (GroupedExperts: experts_start_idx = ep_rank · E/ep), and the EP ranks on the nodes in
+/// blocks of `ranks_per_group` (the EP group is innermost and node-contiguous: automodel.md 3),
+/// so a group holds E·ranks_per_group/ep consecutive experts. The start t·k mod E repeats with
+/// period P = E / gcd(E, k); the average over one period of the distinct groups among the k
+/// experts is exact for a batch of a multiple of P tokens (P <= E, far fewer than a batch's
+/// thousands of tokens otherwise). ranks_per_group 1: distinct ranks; the domain's GPUs:
+/// distinct nodes. 1 for ep <= ranks_per_group (one group holds every expert). Compare
+/// FlexDispatchCopies (uniform routing).
+double ConsecutiveDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep, int64_t ranks_per_group);
+
+/// The NIC rate DeepEP's and HybridEP's internode figures were measured at (DeepEP: "CX7
+/// InfiniBand 400 Gb/s ... ~50 GB/s"), bytes/s; used where the system names no NIC.
 inline constexpr double kDeepEpNicRate = 50e9;
-/// Seconds of one dispatch (`combine` false) or combine of `tokens` tokens of `model` over an EP
-/// group of `ep` ranks (stride 1) of a `num_gpus`-GPU job on `system`: inside one NVLink domain
-/// (PlacedDomainGpus, as the topology places the job) the distinct ranks'
-/// copies (FlexDispatchCopies) x h x 2 bytes as an all-to-all on `a2a_link`; across nodes the
-/// distinct nodes' copies (FlexDispatchCopies over the nodes, uniform routing) x h x 2 bytes at
-/// DeepEpRdmaShare(ep) of the system's NIC (kDeepEpNicRate without one), + the link's latency. 0 for ep <= 1.
-double AutoModelEpSeconds(const SystemSpec& system, int64_t num_gpus, const Link& a2a_link, const ModelSpec& model,
-                          int64_t ep, double tokens, bool combine);
+
+/// AutoModel's EP dispatch and combine of one MoE layer for one micro-batch on one rank.
+struct AutoModelEp {
+  double forward = 0;   ///< s, dispatch + combine of the forward pass (wall: its bottleneck link + latency)
+  double backward = 0;  ///< s, the same of the backward pass (the combine's gradient is dispatched, and so on)
+  double nvlink = 0;    ///< s NVLink is busy over forward + backward (flex backends)
+  double rdma = 0;      ///< s the NICs are busy over forward + backward (flex backends)
+  int64_t domains = 1;        ///< NVLink domains the EP group spans
+  double rank_copies = 0;     ///< copies of a token to distinct ranks (torch: every rank, ep)
+  double node_copies = 0;     ///< across domains: to distinct domains (flex; 0 inside one)
+};
+/// AutoModelEp of `tokens` tokens of `model` under `view` (its ep, dispatcher, flex_backend and
+/// routing) on a `num_gpus`-GPU job of `system`; `a2a_link` / `ring_link` the EP group's links.
+///   flex (GroupedExpertsDeepEP through Megatron-Core's MoEFlexTokenDispatcher,
+///   megatron/fused_a2a.py): each token goes once per destination rank inside an NVLink
+///   domain and once per destination node across nodes (forwarded over NVLink there), not once
+///   per routed expert; the call blocks the compute stream (async_finish waits at once, the
+///   host waits for the received counts), so nothing overlaps it. Copies per token:
+///   FlexDispatchCopies for the learned gate (k distinct experts uniformly at random: a rank
+///   of E/ep experts gets none with probability C(E − E/ep, k) / C(E, k), the hypergeometric
+///   form of 1 − (1 − 1/ep)^k for draws without replacement), ConsecutiveDispatchCopies for the
+///   fake gate. Bandwidths, each backend its own published ones (the Megatron-Core flex pricing's
+///   figures, time_megatron.cpp): inside one domain tokens·rank_copies·h·2 bytes at
+///   kDeepEpNvlink*Share / HybridEpNvlinkShare(ep) of the NVLink bandwidth; across domains the
+///   logical RDMA bytes tokens·node_copies·h·2 at DeepEpRdmaShare / HybridEpRdmaShare(ep) of
+///   the NIC (kDeepEpNicRate without one), concurrently with the NVLink forward of the rank
+///   copies; the slower sets the time; + the link's latency per call.
+///   torch (GroupedExperts.forward): forward all-gathers the bf16 tokens over the EP group
+///   (ep·T·h·2 bytes gathered) and all-reduces the fp32 output (ep·T·h·4); backward all-reduces
+///   the output's gradient (fp32) and, for the all-gather (_AllGatherConcatVarlenFn.backward),
+///   the bf16 input gradient: ring collectives on `ring_link`.
+/// All zero for ep <= 1.
+AutoModelEp AutoModelEpPass(const SystemSpec& system, int64_t num_gpus, const Link& a2a_link, const Link& ring_link,
+                            const ModelSpec& model, const CostView& view, double tokens);
 
 /// Host (CPU) seconds per decoder layer per micro-batch of AutoModel's eager Hugging Face
 /// decoder layers, forward + backward (+ the recomputed forward), for no / full / selective

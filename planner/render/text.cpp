@@ -122,17 +122,22 @@ void PrintEp(std::ostream& out, const EpSplit& e) {
   const EpTraffic& t = e.traffic;
   out << "EP all-to-all of the slowest rank: dispatcher " << e.dispatcher;
   if (!e.backend.empty()) out << " (" << e.backend << ")";
+  const bool torch = e.automodel && e.dispatcher == "torch";
   out << ", EP " << e.ep << " over " << t.domains << " NVLink domain" << (t.domains > 1 ? "s" : "") << "; "
       << recipe::Fixed(t.rank_copies, 2) << " token copies per dispatch"
-      << (e.dispatcher == "flex" ? " (distinct ranks)" : " (one per routed expert)");
+      << (torch                                      ? " (all-gathered to every rank)"
+          : e.automodel || e.dispatcher == "flex" ? " (distinct ranks)"
+                                                    : " (one per routed expert)");
   if (t.node_copies > 0) out << ", " << recipe::Fixed(t.node_copies, 2) << " per token over RDMA (distinct domains)";
   out << "\n";
+  if (!e.routing.empty()) out << "  routing: " << e.routing << "\n";
   Printf(out, "  %-26s %10s s\n", "dispatch + combine", recipe::Fixed(t.busy, 4).c_str());
   Printf(out, "  %-26s %10s s\n", "  NVLink busy", recipe::Fixed(t.nvlink, 4).c_str());
   Printf(out, "  %-26s %10s s\n", "  RDMA (NICs) busy", recipe::Fixed(t.rdma, 4).c_str());
   const double hidden = std::max(0.0, t.busy - t.exposed);
   Printf(out, "  %-26s %10s s %s\n", "hidden", recipe::Fixed(hidden, 4).c_str(),
-         e.overlap ? "(overlap_moe_expert_parallel_comm: paired 1F1B chunks, less the unpaired warm-up / cool-down and the slowdown of what hides it)"
+         e.automodel ? "(none: AutoModel's dispatch blocks the compute stream)"
+         : e.overlap ? "(overlap_moe_expert_parallel_comm: paired 1F1B chunks, less the unpaired warm-up / cool-down and the slowdown of what hides it)"
                    : "(no EP overlap: overlap_moe_expert_parallel_comm false)");
   Printf(out, "  %-26s %10s s\n", "exposed", recipe::Fixed(t.exposed, 4).c_str());
 }

@@ -1,8 +1,9 @@
 // AutoModel's MoE layers as the AutoModel time model prices them (time.hpp kMoe*, kHfMoe*,
-// AutoModelEpSeconds): the constants are refitted from the H200 measurements
+// AutoModelEpPass): the constants are refitted from the H200 measurements
 // (tests/data/measured/h200_moe_layer.jsonl, h200_eager_profile_moe.jsonl), the parts are
 // checked to add up to the measured whole MoE block, and the EP dispatch is computed by hand
-// from DeepEP's published bandwidths.
+// from DeepEP's and HybridEP's published bandwidths, for the learned gate's uniform routing and
+// the fake gate's consecutive experts.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -143,28 +144,111 @@ TEST_CASE("moe ops: fused permute passes counted for the DeepEP path") {
   CHECK(cost::MoeLayerPasses(q, 1) == doctest::Approx(common + 8 * (9.0 + 24.1) * 2048).epsilon(1e-4));
 }
 
-TEST_CASE("moe ops: AutoModel's DeepEP dispatch sends a token once per node at DeepEP's published RDMA rate") {
-  const SystemSpec sys = LoadSystem("dgx-h100");  // 8 GPUs per node, one 400 Gb/s NIC per GPU
-  const ModelSpec m = LoadModel("deepseek-v3");   // h 7168, 256 experts, top-8
-  const cost::Link link{100e9, 5e-6};
-  // EP 64 over 8 nodes: distinct nodes per token 8·(1 − Π_{i<8} (224 − i)/(256 − i)).
+namespace {
+
+// A CostView with EP `ep`, flex dispatch with `backend` and `routing`.
+CostView FlexView(int64_t ep, FlexBackend backend, MoeRouting routing) {
+  CostView v;
+  v.ep = ep;
+  v.dispatcher = TokenDispatch::kFlex;
+  v.flex_backend = backend;
+  v.routing = routing;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("moe ops: the fake gate's consecutive experts reach fewer ranks and nodes than uniform routing") {
+  // FakeBalancedGate (noise 0): token t -> experts (t·k + j) mod E, j < k; rank r holds experts
+  // [r·E/ep, (r+1)·E/ep). Counted by hand over one period of starts t·k mod E:
+  // DeepSeek-V3 (E 256, k 8) on EP 64: starts 0, 8, 16, ... cover experts 8i..8i+7 = ranks 2i and
+  // 2i+1 (4 experts each), always one node of 8 ranks (32 experts).
+  CHECK(cost::ConsecutiveDispatchCopies(256, 8, 64, 1) == doctest::Approx(2.0));
+  CHECK(cost::ConsecutiveDispatchCopies(256, 8, 64, 8) == doctest::Approx(1.0));
+  // Qwen3-30B-A3B (E 128, k 8) on EP 8: 16 experts per rank, starts multiples of 8: one rank.
+  CHECK(cost::ConsecutiveDispatchCopies(128, 8, 8, 1) == doctest::Approx(1.0));
+  // GPT-OSS-120B (E 128, k 4) on EP 64: 2 experts per rank: 2 ranks, one node.
+  CHECK(cost::ConsecutiveDispatchCopies(128, 4, 64, 1) == doctest::Approx(2.0));
+  CHECK(cost::ConsecutiveDispatchCopies(128, 4, 64, 8) == doctest::Approx(1.0));
+  // Kimi-K2 (E 384, k 8) on EP 32: 12 experts per rank; starts 0, 8, 16 repeat mod 24: the
+  // window 8..15 crosses the rank boundary at 12, 0..7 and 16..23 do not: (1 + 2 + 1) / 3.
+  CHECK(cost::ConsecutiveDispatchCopies(384, 8, 32, 1) == doctest::Approx(4.0 / 3.0));
+  CHECK(cost::ConsecutiveDispatchCopies(384, 8, 32, 8) == doctest::Approx(1.0));
+  // E 8, k 3, EP 2 (4 experts per rank): starts 0 3 6 1 4 7 2 5 (gcd 1, period 8), windows
+  // {0,1,2} 1, {3,4,5} 2, {6,7,0} 2 (wraps), {1,2,3} 1, {4,5,6} 1, {7,0,1} 2, {2,3,4} 2, {5,6,7} 1:
+  // 12 / 8 = 1.5 = 1 + (k − 1)/(E/ep), each of the ep boundaries inside a window with probability
+  // (k − 1)/E when every start is equally likely.
+  CHECK(cost::ConsecutiveDispatchCopies(8, 3, 2, 1) == doctest::Approx(1.5));
+  // One group holds every expert.
+  CHECK(cost::ConsecutiveDispatchCopies(256, 8, 8, 8) == doctest::Approx(1.0));
+  // Uniform routing (the learned gate) reaches about 5.3 of DeepSeek-V3's 8 nodes: 8·(1 − C(224, 8)/C(256, 8)).
   double miss = 1.0;
   for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
-  const double nodes = 8.0 * (1.0 - miss);
-  CHECK(nodes == doctest::Approx(5.26).epsilon(0.01));
-  const double bytes = 4096.0 * nodes * 7168.0 * 2.0;
-  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 64, 4096, false) == doctest::Approx(5e-6 + bytes / 51e9));
-  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 64, 4096, true) == doctest::Approx(5e-6 + bytes / 50e9));
-  // EP 32 over 4 nodes takes the EP 32 row; EP 128 the EP 64 row.
-  double miss4 = 1.0;
-  for (int i = 0; i < 8; ++i) miss4 *= (192.0 - i) / (256.0 - i);
-  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 32, 4096, false) ==
-        doctest::Approx(5e-6 + 4096.0 * 4.0 * (1.0 - miss4) * 14336.0 / 58e9));
-  // Inside one node (EP 8): distinct ranks' copies as an all-to-all on the link.
-  const double ranks = cost::FlexDispatchCopies(256, 8, 8);
-  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 8, 4096, false) ==
-        doctest::Approx(cost::AllToAllSeconds(4096.0 * ranks * 14336.0, 8, link)));
-  CHECK(cost::AutoModelEpSeconds(sys, 256, link, m, 1, 4096, false) == 0.0);
+  CHECK(cost::FlexDispatchCopies(256, 8, 8) == doctest::Approx(8.0 * (1.0 - miss)));
+  CHECK(8.0 * (1.0 - miss) == doctest::Approx(5.26).epsilon(0.01));
+}
+
+TEST_CASE("moe ops: AutoModel's flex dispatch is priced at its own backend's published bandwidths") {
+  const SystemSpec sys = LoadSystem("dgx-h100");  // 8 GPUs per node, NVLink 450 GB/s, one 50 GB/s NIC per GPU
+  const ModelSpec m = LoadModel("deepseek-v3");   // h 7168, 256 experts, top-8
+  const cost::Link a2a{100e9, 5e-6}, ring{80e9, 7e-6};
+  const double row = 7168.0 * 2.0, T = 4096.0;
+  // HybridEP, EP 64 over 8 nodes, fake gate: 1 node and 2 ranks per token. RDMA 41.24 / 46.57 GB/s
+  // (HybridEP at 64 ranks); the NVLink forward of 2 copies at 469.96 / 418.27 of 900 (EP 36's
+  // figures, the largest measured size at most 64) of 450 GB/s; the slower of the two each way.
+  {
+    const cost::AutoModelEp e =
+        cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(64, FlexBackend::kHybridEP, MoeRouting::kConsecutive), T);
+    const double rd = T * row / 41.24e9, rc = T * row / 46.57e9;
+    const double nd = T * 2 * row / (450e9 * 469.96 / 900), nc = T * 2 * row / (450e9 * 418.27 / 900);
+    CHECK(e.domains == 8);
+    CHECK(e.node_copies == doctest::Approx(1.0));
+    CHECK(e.rank_copies == doctest::Approx(2.0));
+    CHECK(e.forward == doctest::Approx(2 * 5e-6 + std::max(rd, nd) + std::max(rc, nc)));
+    CHECK(e.backward == doctest::Approx(e.forward));
+    CHECK(e.rdma == doctest::Approx(2 * (rd + rc)));
+    CHECK(e.nvlink == doctest::Approx(2 * (nd + nc)));
+  }
+  // DeepEP, the same job with the learned gate: 5.26 nodes at 51 / 50 GB/s (DeepEP at EP 64).
+  {
+    const cost::AutoModelEp e =
+        cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(64, FlexBackend::kDeepEP, MoeRouting::kUniform), T);
+    const double nodes = cost::FlexDispatchCopies(256, 8, 8), ranks = cost::FlexDispatchCopies(256, 8, 64);
+    const double nd = T * ranks * row / (450e9 * 153.0 / 200), nc = T * ranks * row / (450e9 * 158.0 / 200);
+    CHECK(e.forward == doctest::Approx(2 * 5e-6 + std::max(T * nodes * row / 51e9, nd) +
+                                       std::max(T * nodes * row / 50e9, nc)));
+  }
+  // Inside one node (EP 8), DeepEP: the distinct ranks' copies over NVLink at 153 / 158 of 200
+  // GB/s (DeepEP's intranode figures on H800) of 450 GB/s, no RDMA.
+  {
+    const cost::AutoModelEp e =
+        cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(8, FlexBackend::kDeepEP, MoeRouting::kUniform), T);
+    const double ranks = cost::FlexDispatchCopies(256, 8, 8);
+    CHECK(e.domains == 1);
+    CHECK(e.rdma == 0.0);
+    CHECK(e.forward == doctest::Approx(2 * 5e-6 + T * ranks * row / (450e9 * 0.765) + T * ranks * row / (450e9 * 0.79)));
+  }
+  // torch: all-gather of the bf16 tokens and all-reduce of the fp32 output over EP 8 forward;
+  // backward two all-reduces (fp32 output gradient, bf16 input gradient); ring formulas by hand.
+  {
+    CostView v;
+    v.ep = 8;
+    v.dispatcher = TokenDispatch::kAllgather;
+    const cost::AutoModelEp e = cost::AutoModelEpPass(sys, 256, a2a, ring, m, v, T);
+    const double gathered = 8 * T * 7168.0;
+    const double ag = 7 * 7e-6 + gathered * 2 * 7 / 8 / 80e9;
+    auto ar = [&](double bytes) { return 14 * 7e-6 + bytes * 14 / 8 / 80e9; };
+    CHECK(e.forward == doctest::Approx(ag + ar(gathered * 4)));
+    CHECK(e.backward == doctest::Approx(ar(gathered * 4) + ar(gathered * 2)));
+  }
+  CHECK(cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(1, FlexBackend::kDeepEP, MoeRouting::kUniform), T)
+            .forward == 0.0);
+}
+
+TEST_CASE("moe ops: AutoModel's torch dispatcher runs the unfused permute of the ep 1 path") {
+  const ModelSpec q = LoadModel("qwen3-30b-a3b");
+  CHECK(cost::MoeLayerPasses(q, 8, TokenDispatch::kAllgather) == doctest::Approx(cost::MoeLayerPasses(q, 1)));
+  CHECK(cost::MoeLayerPasses(q, 8, TokenDispatch::kFlex) < cost::MoeLayerPasses(q, 1));
 }
 
 }  // namespace meshplan

@@ -82,3 +82,57 @@ TEST_CASE("read_automodel: a key meshplan reads is refused outside its section")
   CHECK(r.layout.tp == 1);
   CHECK(r.layout.dp == 16);
 }
+
+TEST_CASE("read_automodel: model.backend gives the MoE dispatcher and the fake gate as BackendConfig takes them") {
+  const std::string base = Recipe("1", "4") + "  ep_size: 8\n";
+  // No backend: BackendConfig's defaults with DeepEP installed: deepep, the learned gate.
+  {
+    const Layout l = ParseAutoModelRecipe(base, "a.yaml", 8).layout;
+    CHECK(l.am_backend.dispatcher == AmDispatcher::kDeepEP);
+    CHECK_FALSE(l.am_backend.fake_balanced_gate);
+    CHECK_FALSE(l.am_backend.ConsecutiveExperts());
+  }
+  // The benchmark recipes' backend (examples/llm_benchmark/deepseek/deepseek_v3_te_deepep.yaml).
+  {
+    const ParsedRecipe r = ParseAutoModelRecipe(
+        base + "model:\n  _target_: nemo_automodel.NeMoAutoModelForCausalLM.from_config\n  backend:\n"
+               "    _target_: nemo_automodel.components.models.common.BackendConfig\n    attn: te\n    experts: torch_mm\n"
+               "    dispatcher: hybridep\n    dispatcher_num_sms: 64\n    fake_balanced_gate: true\n"
+               "    enable_fsdp_optimizations: true\n",
+        "a.yaml", 8);
+    CHECK(r.layout.am_backend.dispatcher == AmDispatcher::kHybridEP);
+    CHECK(r.layout.am_backend.ConsecutiveExperts());
+  }
+  // Noise above 0 spreads the fake gate's choice like a learned gate's.
+  {
+    const Layout l = ParseAutoModelRecipe(base + "model: {backend: {dispatcher: torch, fake_balanced_gate: true, "
+                                                 "fake_gate_noise: 0.3}}\n",
+                                          "a.yaml", 8)
+                         .layout;
+    CHECK(l.am_backend.dispatcher == AmDispatcher::kTorch);
+    CHECK(l.am_backend.fake_balanced_gate);
+    CHECK_FALSE(l.am_backend.ConsecutiveExperts());
+  }
+  // uccl_ep: priced with DeepEP's figures, and the recipe's notes say so.
+  {
+    const ParsedRecipe r = ParseAutoModelRecipe(base + "model: {backend: {dispatcher: uccl_ep}}\n", "a.yaml", 8);
+    CHECK(r.layout.am_backend.dispatcher == AmDispatcher::kUcclEp);
+    REQUIRE(r.defaults_used.size() == 1);
+    CHECK(r.defaults_used[0].find("DeepEP's published bandwidths") != std::string::npos);
+  }
+  // An unknown dispatcher, an unknown BackendConfig field and a noise out of [0, 1] are refused at the key.
+  {
+    const InputError e = test::ErrorOf(
+        [&] { (void)ParseAutoModelRecipe(base + "model:\n  backend:\n    dispatcher: DeepEP\n", "a.yaml", 8); });
+    CHECK(e.field() == "model.backend.dispatcher");
+    CHECK(e.loc().line == 10);
+    CHECK(std::string(e.what()).find("torch, deepep, hybridep, uccl_ep, mok") != std::string::npos);
+  }
+  {
+    const InputError e = test::ErrorOf(
+        [&] { (void)ParseAutoModelRecipe(base + "model:\n  backend:\n    fake_balanced_gates: true\n", "a.yaml", 8); });
+    CHECK(e.field().find("fake_balanced_gates") != std::string::npos);
+  }
+  CHECK_THROWS_AS(ParseAutoModelRecipe(base + "model: {backend: {fake_gate_noise: 1.5}}\n", "a.yaml", 8), InputError);
+  CHECK_THROWS_AS(ParseAutoModelRecipe(base + "model: {backend: hybridep}\n", "a.yaml", 8), InputError);
+}

@@ -4,18 +4,14 @@
 #include <algorithm>
 
 #include "meshplan/search.hpp"
+#include "fixtures/plan_request.hpp"
 
 using namespace meshplan;
 
 namespace {
 
 PlanRequest Request(const std::string& model, const std::string& system, int64_t gpus, int64_t seq, int64_t gbs) {
-  PlanRequest req;
-  req.model = LoadModel(model);
-  req.system = LoadSystem(system);
-  req.setup.num_gpus = gpus;
-  req.setup.seq_len = seq;
-  req.setup.global_batch = gbs;
+  PlanRequest req = test::PresetRequest(model, system, gpus, seq, gbs);
   req.top_n = 20;
   return req;
 }

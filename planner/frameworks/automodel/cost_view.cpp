@@ -15,6 +15,18 @@ DpImpl DpImplOf(Strategy s) {
   return DpImpl::kFsdpPerModule;
 }
 
+// The EP dispatch of `b`: GroupedExperts' all-gather for torch, MoEFlexTokenDispatcher with
+// DeepEP or HybridEP otherwise (components/moe/layers.py MoE.__init__). UCCL-EP and
+// Mixture-of-Kittens are priced with DeepEP's published bandwidths: meshplan has no published
+// figures of theirs (the recipe reader says so).
+void SetDispatch(const AmMoeBackend& b, CostView& v) {
+  v.dispatcher = b.dispatcher == AmDispatcher::kTorch ? TokenDispatch::kAllgather : TokenDispatch::kFlex;
+  v.flex_backend = b.dispatcher == AmDispatcher::kTorch      ? FlexBackend::kNone
+                   : b.dispatcher == AmDispatcher::kHybridEP ? FlexBackend::kHybridEP
+                                                             : FlexBackend::kDeepEP;
+  v.routing = b.ConsecutiveExperts() ? MoeRouting::kConsecutive : MoeRouting::kUniform;
+}
+
 }  // namespace
 
 CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& setup) {
@@ -29,6 +41,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.mtp_layers = 0;
   v.dp_impl = DpImplOf(l.strategy);
   v.loss_fp32_upcast = l.loss_fp32_upcast;
+  SetDispatch(l.am_backend, v);
   return v;
 }
 

@@ -47,6 +47,7 @@ std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_
   return c;
 }
 
-void NearestRequest(PlanRequest&, const Layout&) {}
+// The nearest layouts are priced with the recipe's model.backend (dispatcher, fake gate).
+void NearestRequest(PlanRequest& req, const Layout& recipe) { req.am_moe_backend = recipe.am_backend; }
 
 }  // namespace meshplan::automodel

@@ -105,6 +105,51 @@ void ReadPipeline(MapReader& d, Layout& l) {
   p.RejectUnknown();
 }
 
+// BackendConfig's fields (components/models/common/utils.py @36044ad, a kw_only dataclass:
+// BackendConfig(**backend) raises TypeError for any other keyword) that meshplan does not price.
+constexpr std::array kBackendFields = {"_target_", "attn", "linear", "rms_norm", "rope", "rope_fusion", "experts",
+                                       "dispatcher_num_sms", "dispatcher_share_token_dispatcher",
+                                       "dispatcher_async_dispatch", "mok", "enable_deepep",
+                                       "enable_hf_state_dict_adapter", "enable_fsdp_optimizations", "te_fp8",
+                                       "gate_precision", "compile_attn", "cuda_graph"};
+
+// model.backend (BackendConfig @36044ad), the MoE settings the cost model prices: dispatcher
+// (MoE.__init__ in components/moe/layers.py picks GroupedExperts for torch, GroupedExpertsDeepEP
+// for deepep / hybridep / uccl_ep, GroupedExpertsMoK for mok), fake_balanced_gate and
+// fake_gate_noise (FakeBalancedGate instead of the learned Gate). Every other field is accepted
+// as written; an unknown one is refused, as BackendConfig refuses it. No backend: BackendConfig's
+// defaults (deepep with DeepEP installed, the learned gate).
+void ReadBackend(MapReader& top, Layout& l, ParsedRecipe& out) {
+  if (!top.HasValue("model") || !top.Get("model").IsMap()) return;
+  MapReader model(top.Get("model"), top.filename(), "model", kQuoted);
+  if (!model.HasValue("backend")) return;
+  if (!model.Get("backend").IsMap()) model.Fail("backend", "expected a map of BackendConfig fields, found " + yamlutil::Shown(model.Get("backend")));
+  MapReader b(model.Get("backend"), top.filename(), "model.backend", kQuoted);
+  AmMoeBackend& mb = l.am_backend;
+  if (b.HasValue("dispatcher")) {
+    const std::string d = b.Str("dispatcher");
+    if (d == "torch") {
+      mb.dispatcher = AmDispatcher::kTorch;
+    } else if (d == "deepep") {
+      mb.dispatcher = AmDispatcher::kDeepEP;
+    } else if (d == "hybridep") {
+      mb.dispatcher = AmDispatcher::kHybridEP;
+    } else if (d == "uccl_ep" || d == "mok") {
+      mb.dispatcher = d == "mok" ? AmDispatcher::kMok : AmDispatcher::kUcclEp;
+      out.defaults_used.push_back("model.backend.dispatcher " + d +
+                                  " is priced with DeepEP's published bandwidths (meshplan has no published figures of " + d + ")");
+    } else {
+      b.Fail("dispatcher", "expected one of torch, deepep, hybridep, uccl_ep, mok (BackendConfig.dispatcher); found '" + d + "'");
+    }
+  }
+  // experts te / gmm need a flex dispatcher: with torch AutoModel keeps torch and switches the
+  // experts to torch_mm (BackendConfig.__post_init__), which the pricing does not tell apart.
+  mb.fake_balanced_gate = b.Bool("fake_balanced_gate", false);
+  mb.fake_gate_noise = b.Num("fake_gate_noise", 0.0, 1.0, 0.0);
+  for (const char* k : kBackendFields) b.Ignore({k});
+  b.RejectUnknown();
+}
+
 // The keys this reader reads, under the section each belongs to. AutoModel reads them nowhere
 // else: parse_distributed_section and the strategy and pipeline dataclasses refuse unknown
 // options, StepSchedulerConfig(**step_scheduler) raises for an unknown keyword, and a top-level
@@ -197,6 +242,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
     l.sequence_parallel = d.Bool("sequence_parallel", false);
   }
   ReadPipeline(d, l);
+  ReadBackend(top, l, out);
   // loss_fn: MaskedCrossEntropy(fp32_upcast=...) (components/loss/masked_ce.py; the default
   // loss). Another loss class is priced as the default one.
   if (top.HasValue("loss_fn") && top.Get("loss_fn").IsMap()) {

@@ -64,6 +64,7 @@ class AutoModelSpace : public search::Space {
         l.dp = dp;
         l.dp_replicate = rep;
         l.ep = ep;
+        l.am_backend = Backend(ep);
         emit(l);
       }
     }
@@ -135,6 +136,11 @@ class AutoModelSpace : public search::Space {
   }
 
  private:
+  // The request's model.backend settings, else automodel::DefaultBackend.
+  AmMoeBackend Backend(int64_t ep) const {
+    return req_.am_moe_backend ? *req_.am_moe_backend : automodel::DefaultBackend(req_.system, ep);
+  }
+
   // PpScheduleChoices(num_layers, pp), from the table built with the parts.
   const std::vector<PpScheduleChoice>& Schedules(int64_t pp) const {
     const auto it = schedules_.find(pp);
@@ -167,6 +173,12 @@ class AutoModelSpace : public search::Space {
 };
 
 }  // namespace
+
+AmMoeBackend automodel::DefaultBackend(const SystemSpec& system, int64_t ep) {
+  AmMoeBackend b;
+  b.dispatcher = ep > system.gpus_per_node ? AmDispatcher::kHybridEP : AmDispatcher::kDeepEP;
+  return b;
+}
 
 std::vector<Layout> automodel::Enumerate(const PlanRequest& req) { return search::ListLeaves(req, AutoModelSpace(req)); }
 
