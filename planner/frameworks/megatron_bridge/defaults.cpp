@@ -95,6 +95,19 @@ void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {
   l.mb.te_cross_entropy = rt.te_cross_entropy;
 }
 
+MbRuntime MbRuntimeOf(const Layout& l) {
+  MbRuntime rt;
+  if (l.mb.token_dispatcher != MbDispatcher::kAllgather) rt.dispatcher = l.mb.token_dispatcher;
+  rt.flex_backend = rt.dispatcher == MbDispatcher::kFlex ? l.mb.flex_backend : MbFlexBackend::kNone;
+  rt.ep_a2a_overlap = l.mb.ep_a2a_overlap == Tri::kTrue ? Tri::kTrue : Tri::kFalse;
+  rt.pad_to_capacity = l.mb.moe_pad_to_capacity;
+  rt.cuda_graph = l.mb.cuda_graph;
+  rt.cuda_graph_scope = l.mb.cuda_graph_scope;
+  rt.grad_reduce_in_fp32 = l.mb.grad_reduce_in_fp32;
+  rt.te_cross_entropy = l.mb.te_cross_entropy;
+  return rt;
+}
+
 void FitCudaGraphsToRecompute(Layout& l) {
   MbSettings& s = l.mb;
   if (s.cuda_graph != MbCudaGraph::kTransformerEngine) return;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "meshplan/framework.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 #include "search/diff.hpp"
 
 namespace meshplan::megatron_bridge {
@@ -106,18 +107,7 @@ void NearestRequest(PlanRequest& req, const Layout& from) {
   // gradient dtype, TE cross-entropy)
   // price and go with the nearby layouts: a flex dispatcher stays flex (else every EP layout
   // would change it, and EP 1 ranked nearest).
-  if (!req.mb_runtime) {
-    MbRuntime rt;
-    if (from.mb.token_dispatcher != MbDispatcher::kAllgather) rt.dispatcher = from.mb.token_dispatcher;
-    rt.flex_backend = rt.dispatcher == MbDispatcher::kFlex ? from.mb.flex_backend : MbFlexBackend::kNone;
-    rt.te_cross_entropy = from.mb.te_cross_entropy;
-    rt.ep_a2a_overlap = from.mb.ep_a2a_overlap == Tri::kTrue ? Tri::kTrue : Tri::kFalse;
-    rt.cuda_graph = from.mb.cuda_graph;
-    rt.cuda_graph_scope = from.mb.cuda_graph_scope;
-    rt.grad_reduce_in_fp32 = from.mb.grad_reduce_in_fp32;
-    rt.pad_to_capacity = from.mb.moe_pad_to_capacity;
-    req.mb_runtime = rt;
-  }
+  if (!req.mb_runtime) req.mb_runtime = search::MbRuntimeOf(from);
 }
 
 }  // namespace meshplan::megatron_bridge

@@ -27,6 +27,10 @@ bool PreBlackwellGpu(const SystemSpec& system);
 /// dispatcher and EP overlap when ep > 1, CUDA graphs and the gradient dtype always. Call after
 /// ApplyEmittedSettings.
 void ApplyMbRuntime(Layout& layout, const MbRuntime& runtime);
+/// The software settings `layout` carries, as ApplyMbRuntime would set them (its inverse, so a
+/// new MbRuntime field is read where it is written): an allgather dispatcher (EP 1) reads as
+/// MbRuntime's default, an unset EP overlap as off, a backend only with the flex dispatcher.
+MbRuntime MbRuntimeOf(const Layout& layout);
 /// The token dispatchers `plan` searches for MoE layouts with EP > 1: `own` (the recipe
 /// function's, RecipeRuntime) first, then alltoall, flex with HybridEP and flex with DeepEP
 /// where `gpu` runs that backend (domain::FlexBackendRuns: Megatron-Bridge's
