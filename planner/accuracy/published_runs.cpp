@@ -175,6 +175,7 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   const bool no_precision = Trim(cell(5)).empty();
   r.label = cell(2) + " " + cell(3) + " " + cell(4) + " " + (no_precision ? "FP8 (25.09)" : cell(5));
   r.release = Trim(cell(0));
+  r.task = Lower(Trim(cell(1))) == "sft" ? "sft" : "pretrain";
   if (Lower(cell(1)) == "lora") r.skip = "LoRA (frozen base weights: no weight-gradient GEMMs) not modelled";
   r.preset = PresetOf(cell(2));
   r.system = SystemOf(cell(3));
@@ -282,6 +283,8 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
   r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
+  r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
+  if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
   r.mtp = r.torch_fsdp2 ? 0 : MtpOf(cell("model"));
@@ -452,7 +455,11 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
     l.mb.use_torch_fsdp2 = true;
     l.use_distributed_optimizer = false;
   }
-  if (settings) {
+  // A survey row that states its recompute keeps it over its recipe function's (the SFT rows of
+  // Megatron-Bridge's memory-tuning study name core_attn where the function sets none).
+  const bool keep_row_recompute = settings && run.megatron_bridge_source && !run.settings_unknown &&
+                                  run.recompute != settings->recompute;
+  if (settings && !keep_row_recompute) {
     l.recompute = settings->recompute;
   }
   const int64_t L = m.num_layers;
@@ -462,8 +469,9 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   search::ApplyEmittedSettings(l, sys, setup.precision);
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
-    l.mb.recompute_modules = settings->recompute_modules;
-    if (settings->recompute == Recompute::kFull) {
+    // The row's own selective recompute: Megatron-Core's default modules ([core_attn], bits 0).
+    l.mb.recompute_modules = keep_row_recompute ? 0u : settings->recompute_modules;
+    if (settings->recompute == Recompute::kFull && !keep_row_recompute) {
       l.mb.recompute_method = settings->recompute_method;
       l.mb.recompute_num_layers = settings->recompute_num_layers;
     }

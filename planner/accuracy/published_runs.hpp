@@ -57,6 +57,14 @@ struct PublishedRun {
   /// The survey's recompute cell is unknown ("?", "? (see perf_recipes)"): the run's settings are
   /// its recipe's, where a Megatron-Bridge performance recipe function is known for it.
   bool settings_unknown = false;
+  /// What the run trained: "pretrain" or "sft" (the perf table's task cell; a survey row whose
+  /// notes start with "SFT"). Names the Megatron-Bridge recipe function the run launched
+  /// (`<model>_sft_<N>gpu_<system>_<precision>_config` for SFT, perf_recipes/ at v0.6.0).
+  std::string task = "pretrain";
+  /// The survey row's source cell names NVIDIA-NeMo/Megatron-Bridge: the run launched one of its
+  /// performance recipe functions, whose settings (gradient dtype, overlaps, CUDA graphs,
+  /// dispatcher, recompute) it ran with; its own recompute cell, where stated, takes precedence.
+  bool megatron_bridge_source = false;
   double published_tflops = 0;  ///< model TFLOP/s per GPU (0 = not published)
   double published_tokens = 0;  ///< tokens/s per GPU (0 = not published)
   /// The survey's mem_per_gpu: the run's peak memory per GPU in bytes ("50.2 GB" 1e9, "47.96

@@ -151,9 +151,9 @@ ValidateReport Validate(const ValidateRequest& req) {
     // function of the same model, system, GPU count and precision (its current snapshot,
     // recipes/megatron-bridge-recipe-functions.json), which the run launched as is.
     std::optional<recipe::PerfRecipeSettings> from_function;
-    if (!settings && (settings_table || (r.settings_unknown && !r.torch_fsdp2))) {
+    if (!settings && (settings_table || ((r.settings_unknown || r.megatron_bridge_source) && !r.torch_fsdp2))) {
       const std::string name = megatron_bridge::PerfRecipeFunctionName(
-          r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell), r.setup.num_gpus);
+          r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell), r.setup.num_gpus, r.task);
       if (const megatron_bridge::RecipeFunction* fn = megatron_bridge::FindRecipeFunction(name)) {
         from_function = megatron_bridge::PerfSettingsOfRecipeFunction(*fn, sys);
         settings = &*from_function;

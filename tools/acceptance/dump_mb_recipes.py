@@ -3,7 +3,7 @@
 own code, into recipes/megatron-bridge-recipe-functions.json.
 
 For every recipe function meshplan launches by default (planner/frameworks/megatron_bridge/
-launch.cpp MbRecipeName) and every benchmark recipe of megatron.bridge.perf_recipes of those
+launch.cpp MbRecipeName) and every pretraining and SFT benchmark recipe of megatron.bridge.perf_recipes of those
 model families (what MB_RECIPE may name), it calls scripts/training/recipe_runner.py load_recipe
 (the function run_recipe.py calls) and records:
   - where the TransformerConfig keys live in the override tree: "model" (a model provider, e.g.
@@ -142,7 +142,7 @@ def main():
         except BaseException:  # noqa: BLE001
             continue
         for n in sorted(vars(mod)):
-            if n.endswith("_config") and n.startswith(FAMILIES) and "pretrain" in n and n not in names \
+            if n.endswith("_config") and n.startswith(FAMILIES) and ("_pretrain_" in n or "_sft_" in n) and n not in names \
                     and callable(getattr(mod, n)) and getattr(getattr(mod, n), "__module__", "") == info.name:
                 names.append(n)
     classes, recipes, errors = {}, {}, {}

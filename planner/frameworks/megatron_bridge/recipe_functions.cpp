@@ -214,7 +214,7 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
 }
 
 std::string PerfRecipeFunctionName(const std::string& preset, const std::string& system, const std::string& precision,
-                                   int64_t gpus) {
+                                   int64_t gpus, const std::string& task) {
   static const std::map<std::string, std::string> kFamily = {
       {"llama3-8b", "llama3_8b"},         {"llama3-70b", "llama3_70b"},           {"llama3.1-405b", "llama31_405b"},
       {"qwen3-30b-a3b", "qwen3_30b_a3b"}, {"qwen3-235b-a22b", "qwen3_235b_a22b"}, {"deepseek-v3", "deepseek_v3"},
@@ -225,7 +225,7 @@ std::string PerfRecipeFunctionName(const std::string& preset, const std::string&
   const auto f = kFamily.find(preset);
   const auto s = kSystem.find(system);
   if (f == kFamily.end() || s == kSystem.end() || precision.empty() || gpus <= 0) return "";
-  return f->second + "_pretrain_" + std::to_string(gpus) + "gpu_" + s->second + "_" + precision + "_config";
+  return f->second + "_" + task + "_" + std::to_string(gpus) + "gpu_" + s->second + "_" + precision + "_config";
 }
 
 recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn, const SystemSpec& system) {

@@ -72,10 +72,11 @@ std::string SchemaProblem(const RecipeFunction& fn, const std::string& key, cons
 MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std::vector<std::string>* note);
 
 /// The name of Megatron-Bridge's performance recipe function for a model preset on a system at
-/// a GPU count and precision key (bf16 | fp8cs | fp8mx | nvfp4), as its perf_recipes name them:
-/// "llama3_70b_pretrain_64gpu_h100_fp8cs_config"; "" for a preset or system it has none for.
+/// a GPU count and precision key (bf16 | fp8cs | fp8mx | nvfp4) for a task ("pretrain" | "sft"),
+/// as its perf_recipes name them: "llama3_70b_pretrain_64gpu_h100_fp8cs_config",
+/// "llama3_70b_sft_32gpu_h100_fp8cs_config"; "" for a preset or system it has none for.
 std::string PerfRecipeFunctionName(const std::string& preset, const std::string& system, const std::string& precision,
-                                   int64_t gpus);
+                                   int64_t gpus, const std::string& task = "pretrain");
 /// A published run's recipe settings as the recipe function `fn` sets them (the run launched the
 /// function as is): its dispatcher and CUDA graphs (RecipeRuntime: the backend the GPU takes), its
 /// own gradient-reduction dtype (mixed_precision.grad_reduce_in_fp32), EP overlap, recompute
