@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cost/memory.hpp"
+#include "cost/tables.hpp"
 #include "cost/time.hpp"
 
 namespace meshplan::cost {
@@ -309,7 +310,9 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // (extra_tp_params) and, when it is not the embedding's rank, a copy of the word embeddings
   // (gpt_model.py builds one where pre_process or mtp_process); every other rank keeps the
   // estimate it has without MTP, and the most loaded of them all is reported.
-  ModelSpec rank_model;
+  // One per thread, assigned from the model's shape (CostTables::Shape) for each rank: the
+  // assignment reuses its strings' storage, so a leaf's estimate allocates nothing.
+  thread_local ModelSpec rank_model;
   double vocab_tables = -1, final_norms = -1, inflight_share = 1.0, extra_tp_params = 0;
   // Megatron-Bridge's estimate prices the first stage only (its L/p layers, embedding and
   // p in-flight micro-batches); under the bridge profile every pipeline rank is priced from its
@@ -321,7 +324,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0 || ranks_apart;
   if (per_rank) {
     const int64_t p = std::max<int64_t>(1, l.pp);
-    rank_model = c.model;
+    rank_model = c.tables != nullptr ? c.tables->Shape() : c.model;
     rank_model.num_layers = p * rp.Layers();
     rank_model.num_dense_layers = p * rp.dense_layers;
     if (p > 1) {

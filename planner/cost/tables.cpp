@@ -41,10 +41,15 @@ ModelSpec LayerCounts(const ModelSpec& m) {
   s.hidden_size = m.hidden_size;  // MTP parameters
   return s;
 }
+ModelSpec WithoutSourceMap(const ModelSpec& m) {
+  ModelSpec s = m;
+  s.field_locs.clear();
+  return s;
+}
 }  // namespace
 
 CostTables::CostTables(const ModelSpec& model, const ParamCounts& params)
-    : model_(LayerCounts(model)), params_(params), unfused_(MegatronUnfusedOps(model)) {
+    : model_(LayerCounts(model)), shape_(WithoutSourceMap(model)), params_(params), unfused_(MegatronUnfusedOps(model)) {
   for (int moe = 0; moe < 2; ++moe) {
     for (AcWrap w : {AcWrap::kNone, AcWrap::kLayer, AcWrap::kSubmodule, AcWrap::kSelective}) {
       act_[moe][static_cast<int>(w)] = LayerActivationBytes(model, moe == 1, w);

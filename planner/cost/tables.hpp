@@ -47,6 +47,10 @@ class CostTables {
   /// MegatronUnfusedOps(model): read per Megatron-Bridge layout scored, computed here once (it
   /// compares the model's rope_scaling_type string).
   const MegatronUnfused& Unfused() const { return unfused_; }
+  /// The model without its source map (ModelSpec::field_locs, which no cost formula reads): the
+  /// copy a per-rank estimate starts from (MegatronRankMemory), so that copying it allocates
+  /// nothing but the model's few strings.
+  const ModelSpec& Shape() const { return shape_; }
   /// BuildRankPlan(model, params, pp, num_stages, nullptr, mtp_layers, places), built on first
   /// use (thread-safe) for 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1, with no
   /// MTP layers or the model's own (ModelSpec::mtp_num_layers) and the places OwnSplitPlaces
@@ -55,6 +59,7 @@ class CostTables {
 
  private:
   ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
+  ModelSpec shape_;  ///< the whole model but its field_locs (Shape)
   ParamCounts params_;
   ActBytes act_[2][4];
   MegatronUnfused unfused_;
