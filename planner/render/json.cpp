@@ -235,6 +235,8 @@ json CheckedDocumentJson(const CheckedDocument& d) {
     for (size_t i = 0; i < d.nearest.size(); ++i) {
       json x = RecipeJson(d.nearest[i].candidate, req, static_cast<int>(i + 1));
       x["changes"] = d.nearest[i].changes;
+      x["edits"] = d.nearest[i].edits;
+      x["note"] = OrNull(d.nearest[i].note);
       arr.push_back(std::move(x));
     }
     j["nearest"] = arr;

@@ -287,7 +287,9 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
     const NearbyLayout& x = d.nearest[i];
     out << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
     for (const std::string& ch : x.changes) out << "; " << ch;
-    out << "\n" << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
+    out << "\n";
+    if (!x.note.empty()) out << "# " << x.note << "\n";
+    out << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
   }
 }
 

@@ -623,7 +623,7 @@ meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no
 
 # Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
-meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: 2 changes. tensor_model_parallel_size: 4 -> 2. overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
+meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ changes. tensor_model_parallel_size: 4 -> 2. .*overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
 
 # Megatron-Bridge launch of a model whose default recipe leaves comm_overlap None (Llama 3.1 8B):
@@ -785,3 +785,14 @@ meshplan_cli_case(plan_help_defaults 0 "--top INT:INT in \\[1 - 1000\\]=5" "--he
   "!=-4611686018427387904" -- ${MP} plan --help)
 meshplan_cli_case(explain_help_defaults 0 "--tp INT=1" "--strategy TEXT:\\{fsdp2,megatron_fsdp,ddp\\}=fsdp2"
   "--format TEXT:\\{table,json\\}=table" "!=-4611686018427387904" -- ${MP} explain --help)
+
+# check's nearest fixes of an invalid recipe: fix 1 or 2 is the one an expert would pick, within
+# 7% of plan's best throughput for the job (tests/cli/nearest_vs_plan.py). Qwen3-30B-A3B with EP
+# 16 on 8 GPUs: EP 8 with recompute; DeepSeek-V3 TP 1 PP 16 EP 64 on 256 H100: a TP or PP change.
+add_test(NAME cli.check_nearest_qwen3_ep16_on_8 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
+  ${MP} ${D}/mb_qwen3_30b_ep16_8gpu.yaml qwen3-30b-a3b dgx-h100 8 4096 512 ep8_recompute)
+add_test(NAME cli.check_nearest_deepseek_ep64_pp16_on_256 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
+  ${MP} ${D}/mb_deepseek_v3_tp1_pp16_ep64_256gpu.yaml deepseek-v3 dgx-h100 256 4096 4096 tp_or_pp)
+meshplan_cli_case(check_nearest_one_key_fix_needs 1
+  "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
