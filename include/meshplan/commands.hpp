@@ -293,6 +293,9 @@ struct CheckInput {
 struct CheckedDocument {
   std::string label;  ///< the file, or file:line of one document among several
   std::string error;  ///< non-empty: unusable (InputError::what()); nothing below is set
+  /// With `error`: the InputError's place, field and message (for check --format json's error object).
+  SourceLoc error_loc;
+  std::string error_field, error_message;
   JudgedRecipe recipe;
   std::vector<std::string> notes;  ///< "--seq-len 8192 replaces the recipe's 4096", ...
   std::string unfitted;            ///< FrameworkOps::unfitted_note
@@ -350,11 +353,21 @@ struct LayoutKeys {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
 };
+/// One Megatron-Bridge override key given on explain's command line: the option that gave it
+/// ("--tp", "--set"), the dotted key of the override file ("model.tensor_model_parallel_size")
+/// and its value as YAML text ("4", "true", "[core_attn,mlp]").
+struct MbFlagKey {
+  std::string flag, key, value;
+};
 /// What `explain` is asked: a layout from a recipe or from its keys, the setup and the memory model.
 struct ExplainInput {
-  JudgeSetup setup;    ///< framework unused: a recipe's is detected, the keys are AutoModel's
-  std::string recipe;  ///< "" = the layout of `keys`
+  JudgeSetup setup;    ///< framework: --framework (a recipe's is detected; unset: AutoModel keys)
+  std::string recipe;  ///< "" = the layout of `keys` (AutoModel) or of `mb_keys` (Megatron-Bridge)
   LayoutKeys keys;
+  /// --framework megatron-bridge without a recipe: the override keys the layout flags give, read
+  /// as an override file of them would be (ParseMegatronRecipe, with --mb-recipe's function):
+  /// the same rules, defaults and messages as a recipe, errors naming the flag.
+  std::vector<MbFlagKey> mb_keys;
   /// "pytorch", "megatron" or "megatron-bridge"; "" = pytorch for AutoModel, megatron-bridge for
   /// Megatron-Bridge layouts.
   std::string memory_profile;

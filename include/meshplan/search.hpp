@@ -148,13 +148,35 @@ PlanResult Plan(const PlanRequest& req);
 struct NearbyLayout {
   Candidate candidate;
   std::vector<std::string> changes;  ///< "field: old -> new", one per changed layout field
+  int edits = 0;  ///< EditCount(changes): the decisions changed (recompute's keys are one)
+  /// Why it is listed when not for its speed alone: "the one-key fix (expert_model_parallel_size
+  /// 16 -> 8); alone it needs 96.3 GiB, above the 71.2 GiB usable: with recompute full it fits".
+  std::string note;
 };
 
-/// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule) nearest
-/// to `from`: fewest changed layout fields first (AutoModel: strategy, sizes, HSDP, batch,
-/// schedule, SP, checkpointing; Megatron: TP, PP, VPP, CP, EP, ETP, DP flavour, micro-batch,
-/// SP, recompute), then the best predicted step time. Layouts that fit in memory come before
-/// those that do not. Never throws for loaded inputs.
+/// The decisions `changes` (LayoutChanges) make, each counted once: a recompute setting with its
+/// method, layer count and modules; a TP size with the sequence parallelism, expert TP and TP
+/// overlap that go with it; a PP size with its layer split, layout string and P2P settings; an EP
+/// size with its dispatcher; the data-parallel flavour with its overlaps. Every other field is
+/// one decision.
+int EditCount(const std::vector<std::string>& changes);
+
+/// How many edits beyond the fewest that fit check's nearest fixes may make (NearestValidLayouts).
+inline constexpr int kNearestExtraEdits = 2;
+/// The throughput gain an extra edit must buy for a farther fix to be listed ahead of a nearer
+/// one: the Megatron-Core step-time model's leave-one-out median |error| (kCheckStepBand's 7%).
+inline constexpr double kNearestEditGain = 0.07;
+
+/// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule, and the
+/// fastest fitting layouts of the planner's search, Plan, with `from`'s software settings) that
+/// fix `from` with the fewest edits, ordered by predicted throughput among those edits. The
+/// candidates are the fitting layouts within kNearestExtraEdits edits (EditCount) of the fewest
+/// that fit; the listed ones are first each edit count's fastest that is faster by more than
+/// kNearestEditGain than every nearer one (so a farther fix is shown only where it is worth its
+/// edits, and a fix is never worse than a nearer one), fastest first; then the rest by edits and
+/// speed. The one-key fix (the best valid layout that changes one decision) is listed with a
+/// note when it is not already: with what it needs to fit (recompute), or why it is not first.
+/// Layouts that fit come before those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
 
 /// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "render/json.hpp"
 #include "render/text.hpp"
 
 namespace meshplan::cli {
@@ -17,6 +18,7 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)");
   cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's mixed_precision or fp8 section, else bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--framework", o.framework, "recipe framework (default: detected from its keys)")
       ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
   cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
@@ -38,6 +40,14 @@ int RunCheck(const CheckOptions& o) {
   if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   const CheckReport rep = CheckRecipe(in);
+  if (o.format == "json") {
+    // One JSON object for the file; an unusable document's message also goes to stderr.
+    for (const CheckedDocument& d : rep.documents) {
+      if (!d.error.empty()) std::cerr << d.error << "\n";
+    }
+    std::cout << JsonText(render::CheckJson(rep));
+    return rep.Status();
+  }
   if (!rep.several) {
     render::PrintCheckedDocument(std::cout, rep.documents.front());
     return rep.Status();

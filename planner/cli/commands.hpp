@@ -35,6 +35,7 @@ struct PlanOptions {
 /// `meshplan check RECIPE`, bound to `in` like PlanOptions.
 struct CheckOptions {
   CheckInput in;
+  std::string format = "table";  ///< stdout: table (text) or json
   long long seq_len = 0;  ///< 0: from the recipe (Megatron model.seq_length, AutoModel dataset.seq_len)
   std::string precision;  ///< "": the recipe's (mixed_precision / fp8.enabled), else bf16
   std::string framework;  ///< empty: detected from the recipe's keys
@@ -42,15 +43,25 @@ struct CheckOptions {
   std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
 };
 
-/// `meshplan explain`: a layout from flags (AutoModel keys) or --recipe, bound to `in` like PlanOptions.
+/// `meshplan explain`: a layout from flags (AutoModel or Megatron-Bridge keys) or --recipe,
+/// bound to `in` like PlanOptions.
 struct ExplainOptions {
   ExplainInput in;
   long long seq_len = 0, global_batch = 0;  ///< 0: the recipe's
   std::string strategy = "fsdp2", pp_schedule = "1f1b", recompute = "none";
   long long layers_per_stage = kNotGiven;  ///< not given: null
   std::string precision;  ///< "": the recipe's, else bf16
+  std::string framework;  ///< --framework: "" = AutoModel keys (a recipe's is detected)
+  std::string format = "table";  ///< stdout: table (text) or json
   std::string automodel_version = "0.5", mbridge_version = "main";
-  std::set<std::string> given;  ///< --automodel-version / --mbridge-version when given
+  /// Megatron-Bridge layout flags (strings: passed as YAML values to the override reader).
+  std::string vpp, etp, mbs, dp_type, fsdp_sharding, recompute_method, recompute_num_layers,
+      dispatcher, flex_backend, pp_layout, mtp_layers;
+  std::vector<std::string> recompute_modules, sets;
+  bool account_embedding_loss = false;
+  /// Layout flags given on the command line (to refuse the other framework's), and
+  /// --automodel-version / --mbridge-version when given.
+  std::set<std::string> given;
 };
 
 struct ListOptions {

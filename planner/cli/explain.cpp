@@ -1,13 +1,27 @@
 // `meshplan explain`: its options, the request they make (ExplainLayout, planner/commands/
 // explain.cpp) and the report rendered: rules, memory per GPU term by term (per PP stage where
-// stages differ), step time term by term. Exit 0 valid and fits, 1 breaks a rule or does not
-// fit, 2 bad input.
+// stages differ), step time term by term, as text or JSON. Exit 0 valid and fits, 1 breaks a
+// rule or does not fit, 2 bad input.
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/list_option.hpp"
+#include "recipe/format.hpp"
+#include "render/json.hpp"
 #include "render/text.hpp"
 
 namespace meshplan::cli {
+
+namespace {
+
+// Layout flags of one framework only: AutoModel's keys, Megatron-Bridge's override keys.
+const std::vector<std::string> kAutoModelOnly = {"--strategy", "--dp-replicate", "--local-batch", "--pp-microbatch",
+                                      "--pp-schedule", "--layers-per-stage"};
+const std::vector<std::string> kMegatronOnly = {"--vpp", "--etp", "--mbs", "--dp-type", "--fsdp-sharding", "--recompute-modules",
+                                     "--recompute-method", "--recompute-num-layers", "--dispatcher", "--flex-backend",
+                                     "--pp-layout", "--account-for-embedding-loss", "--mtp-layers", "--set"};
+
+}  // namespace
 
 void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   CLI::App* cmd = app.add_subcommand("explain", "explain one layout: rules, memory and step time term by term");
@@ -16,27 +30,72 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");
   cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
+  cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}));
   CLI::Option* recipe = cmd->add_option(
       "--recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
-  const std::vector<CLI::Option*> layout = {
-      cmd->add_option("--strategy", o.strategy, "fsdp2, megatron_fsdp or ddp (default fsdp2)")
+  CLI::Option* framework =
+      cmd->add_option("--framework", o.framework,
+                      "framework of the layout flags: automodel (its distributed: keys) or megatron-bridge (its override "
+                      "keys, read as an override file of them; default: automodel)")
+          ->check(CLI::IsMember({"automodel", "megatron-bridge"}));
+  recipe->excludes(framework);
+  std::vector<CLI::Option*> layout = {
+      cmd->add_option("--strategy", o.strategy, "AutoModel: fsdp2, megatron_fsdp or ddp")
           ->check(CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"})),
-      cmd->add_option("--tp", o.in.keys.tp, "tensor-parallel size"),
-      cmd->add_option("--pp", o.in.keys.pp, "pipeline-parallel size"),
-      cmd->add_option("--cp", o.in.keys.cp, "context-parallel size"),
-      cmd->add_option("--ep", o.in.keys.ep, "expert-parallel size"),
-      cmd->add_option("--dp-replicate", o.in.keys.dp_replicate, "HSDP replicas (fsdp2)"),
-      cmd->add_option("--local-batch", o.in.keys.local_batch, "step_scheduler.local_batch_size"),
-      cmd->add_option("--pp-microbatch", o.in.keys.pp_microbatch, "pipeline.pp_microbatch_size"),
-      cmd->add_option("--pp-schedule", o.pp_schedule, "1f1b or interleaved1f1b")
+      cmd->add_option("--tp", o.in.keys.tp, "tensor-parallel size (Megatron-Bridge: model.tensor_model_parallel_size)"),
+      cmd->add_option("--pp", o.in.keys.pp, "pipeline-parallel size (Megatron-Bridge: model.pipeline_model_parallel_size)"),
+      cmd->add_option("--cp", o.in.keys.cp, "context-parallel size (Megatron-Bridge: model.context_parallel_size)"),
+      cmd->add_option("--ep", o.in.keys.ep, "expert-parallel size (Megatron-Bridge: model.expert_model_parallel_size)"),
+      cmd->add_option("--dp-replicate", o.in.keys.dp_replicate, "AutoModel: HSDP replicas (fsdp2)"),
+      cmd->add_option("--local-batch", o.in.keys.local_batch, "AutoModel: step_scheduler.local_batch_size"),
+      cmd->add_option("--pp-microbatch", o.in.keys.pp_microbatch, "AutoModel: pipeline.pp_microbatch_size"),
+      cmd->add_option("--pp-schedule", o.pp_schedule, "AutoModel: 1f1b or interleaved1f1b")
           ->check(CLI::IsMember({"1f1b", "interleaved1f1b"}))
           ->each([&o](const std::string&) { o.in.keys.pp_schedule_given = true; }),
-      cmd->add_option("--layers-per-stage", o.layers_per_stage, "pipeline.layers_per_stage (default null)"),
-      cmd->add_flag("--sequence-parallel", o.in.keys.sequence_parallel, "sequence_parallel: true"),
-      cmd->add_option("--recompute", o.recompute, "activation checkpointing: none, selective or full")
+      cmd->add_option("--layers-per-stage", o.layers_per_stage, "AutoModel: pipeline.layers_per_stage (default null)"),
+      cmd->add_flag("--sequence-parallel", o.in.keys.sequence_parallel,
+                    "sequence_parallel: true (Megatron-Bridge: model.sequence_parallel)"),
+      cmd->add_option("--recompute", o.recompute,
+                      "activation checkpointing: none, selective or full (Megatron-Bridge: model.recompute_granularity)")
           ->check(CLI::IsMember({"none", "selective", "full"})),
+      // Megatron-Bridge override keys (written only when given: the others keep the --mb-recipe
+      // function's values, else Megatron-Core's defaults, as in an override file).
+      cmd->add_option("--vpp", o.vpp, "Megatron-Bridge: model.virtual_pipeline_model_parallel_size (default null)")->type_name("INT"),
+      cmd->add_option("--etp", o.etp, "Megatron-Bridge: model.expert_tensor_parallel_size (default null: --tp)")->type_name("INT"),
+      cmd->add_option("--mbs", o.mbs, "Megatron-Bridge: train.micro_batch_size (default: the --mb-recipe function's, else Megatron-Bridge's common one; explain names it)")->type_name("INT"),
+      cmd->add_option("--dp-type", o.dp_type,
+                      "Megatron-Bridge data parallelism: ddp, ddp+distopt (ddp.use_distributed_optimizer), megatron_fsdp "
+                      "(ddp/dist.use_megatron_fsdp) or torch_fsdp2 (dist.use_torch_fsdp2); default: not set (ddp)")
+          ->check(CLI::IsMember({"ddp", "ddp+distopt", "megatron_fsdp", "torch_fsdp2"})),
+      cmd->add_option("--fsdp-sharding", o.fsdp_sharding,
+                      "Megatron-Bridge: ddp.data_parallel_sharding_strategy (no_shard, optim, optim_grads, "
+                      "optim_grads_params; default: not set)"),
+      AddListOption(cmd, "--recompute-modules", o.recompute_modules,
+                    "Megatron-Bridge: model.recompute_modules under selective recompute (default: [core_attn])",
+                    "a comma-separated list of core_attn, mlp, moe_act, layernorm, mla_up_proj, shared_experts, moe"),
+      cmd->add_option("--recompute-method", o.recompute_method, "Megatron-Bridge: model.recompute_method (uniform or block; default null)")
+          ->check(CLI::IsMember({"uniform", "block"})),
+      cmd->add_option("--recompute-num-layers", o.recompute_num_layers, "Megatron-Bridge: model.recompute_num_layers (default null)")->type_name("INT"),
+      cmd->add_option("--dispatcher", o.dispatcher,
+                      "Megatron-Bridge: model.moe_token_dispatcher_type (allgather, alltoall or flex; default allgather)")
+          ->check(CLI::IsMember({"allgather", "alltoall", "flex"})),
+      cmd->add_option("--flex-backend", o.flex_backend, "Megatron-Bridge: model.moe_flex_dispatcher_backend (deepep or hybridep; default: not set)")
+          ->check(CLI::IsMember({"deepep", "hybridep"})),
+      cmd->add_option("--pp-layout", o.pp_layout,
+                      "Megatron-Bridge: model.pipeline_model_parallel_layout as a string (\"Et*4|t*4|t*4L\"; default null)"),
+      cmd->add_flag("--account-for-embedding-loss", o.account_embedding_loss,
+                    "Megatron-Bridge: model.account_for_embedding_in_pipeline_split and _loss_ true"),
+      cmd->add_option("--mtp-layers", o.mtp_layers, "Megatron-Bridge: model.mtp_num_layers (default: the model's)")->type_name("INT"),
+      cmd->add_option("--set", o.sets,
+                      "Megatron-Bridge: any other override KEY=VALUE (dotted key, YAML value; repeatable), e.g. "
+                      "--set comm_overlap.tp_comm_overlap=true")
+          ->allow_extra_args(false),
   };
-  for (CLI::Option* opt : layout) recipe->excludes(opt);
+  for (CLI::Option* opt : layout) {
+    recipe->excludes(opt);
+    const std::string name = opt->get_name();
+    opt->each([&o, name](const std::string&) { o.given.insert(name); });
+  }
   cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's, else bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--automodel-version", o.automodel_version, "AutoModel rules (0.5 or 0.4)")
@@ -59,8 +118,65 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--mb-recipe", o.in.setup.mb_recipe,
                   "Megatron-Bridge: the recipe function the overrides are for (its key paths and its own values of "
-                  "the keys the file leaves unset; default: the file's '# recipe function:' header)");
+                  "the keys the file or the flags leave unset; default: the file's '# recipe function:' header, none "
+                  "for flags)");
 }
+
+namespace {
+
+// The Megatron-Bridge override keys the layout flags of `o` give, in the order of the flags.
+std::vector<MbFlagKey> MegatronKeys(const ExplainOptions& o) {
+  std::vector<MbFlagKey> keys;
+  auto given = [&o](const char* flag) { return o.given.count(flag) > 0; };
+  auto add = [&](const char* flag, const char* key, const std::string& value) {
+    if (given(flag)) keys.push_back({flag, key, value});
+  };
+  const LayoutKeys& k = o.in.keys;
+  add("--tp", "model.tensor_model_parallel_size", std::to_string(k.tp));
+  add("--pp", "model.pipeline_model_parallel_size", std::to_string(k.pp));
+  add("--vpp", "model.virtual_pipeline_model_parallel_size", o.vpp);
+  add("--cp", "model.context_parallel_size", std::to_string(k.cp));
+  add("--ep", "model.expert_model_parallel_size", std::to_string(k.ep));
+  add("--etp", "model.expert_tensor_parallel_size", o.etp);
+  add("--mbs", "train.micro_batch_size", o.mbs);
+  add("--sequence-parallel", "model.sequence_parallel", k.sequence_parallel ? "true" : "false");
+  add("--recompute", "model.recompute_granularity", o.recompute == "none" ? "null" : o.recompute);
+  if (given("--recompute-modules")) {
+    std::string list;
+    for (const std::string& m : o.recompute_modules) list += (list.empty() ? "" : ", ") + m;
+    keys.push_back({"--recompute-modules", "model.recompute_modules", "[" + list + "]"});
+  }
+  add("--recompute-method", "model.recompute_method", o.recompute_method);
+  add("--recompute-num-layers", "model.recompute_num_layers", o.recompute_num_layers);
+  if (given("--dp-type")) {
+    const bool mfsdp = o.dp_type == "megatron_fsdp";
+    keys.push_back({"--dp-type", "ddp.use_distributed_optimizer", o.dp_type == "ddp" ? "false" : "true"});
+    keys.push_back({"--dp-type", "ddp.use_megatron_fsdp", mfsdp ? "true" : "false"});
+    keys.push_back({"--dp-type", "dist.use_megatron_fsdp", mfsdp ? "true" : "false"});
+    keys.push_back({"--dp-type", "dist.use_torch_fsdp2", o.dp_type == "torch_fsdp2" ? "true" : "false"});
+  }
+  add("--fsdp-sharding", "ddp.data_parallel_sharding_strategy", o.fsdp_sharding);
+  add("--dispatcher", "model.moe_token_dispatcher_type", o.dispatcher);
+  add("--flex-backend", "model.moe_flex_dispatcher_backend", o.flex_backend);
+  // A layout string is a YAML string whatever it holds ("t*4|..." is no YAML alias).
+  add("--pp-layout", "model.pipeline_model_parallel_layout", recipe::YamlQuoted(o.pp_layout));
+  if (given("--account-for-embedding-loss")) {
+    const char* v = o.account_embedding_loss ? "true" : "false";
+    keys.push_back({"--account-for-embedding-loss", "model.account_for_embedding_in_pipeline_split", v});
+    keys.push_back({"--account-for-embedding-loss", "model.account_for_loss_in_pipeline_split", v});
+  }
+  add("--mtp-layers", "model.mtp_num_layers", o.mtp_layers);
+  for (const std::string& s : o.sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError({"<command line>", 0, 0}, "--set", "expected KEY=VALUE (a dotted override key), found '" + s + "'");
+    }
+    keys.push_back({"--set", s.substr(0, eq), s.substr(eq + 1)});
+  }
+  return keys;
+}
+
+}  // namespace
 
 int RunExplain(const ExplainOptions& o) {
   ExplainInput in = o.in;
@@ -68,14 +184,32 @@ int RunExplain(const ExplainOptions& o) {
   if (o.global_batch != 0) in.setup.global_batch = o.global_batch;
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
-  LayoutKeys& k = in.keys;
-  k.strategy = ParseStrategy(o.strategy);
-  if (o.layers_per_stage != kNotGiven) k.layers_per_stage = o.layers_per_stage;
-  k.pp_schedule = o.pp_schedule == "interleaved1f1b" ? PpSchedule::kInterleaved1F1B : PpSchedule::k1F1B;
-  k.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective
-                                                                                      : Recompute::kNone;
+  const Framework fw = o.framework.empty() ? Framework::kAutoModel : ParseFramework(o.framework);
+  if (!o.framework.empty()) in.setup.framework = fw;
+  // Each framework's own layout flags: the other's are refused, naming the framework they are for.
+  for (const std::string& flag : fw == Framework::kAutoModel ? kMegatronOnly : kAutoModelOnly) {
+    if (o.given.count(flag) == 0) continue;
+    throw InputError({"<command line>", 0, 0}, flag,
+                     fw == Framework::kAutoModel
+                         ? "is a Megatron-Bridge layout flag; expected --framework megatron-bridge with it"
+                         : "is an AutoModel layout flag; expected --framework automodel (or no --framework) with it");
+  }
+  if (fw == Framework::kMegatronBridge) {
+    in.mb_keys = MegatronKeys(o);
+  } else {
+    LayoutKeys& k = in.keys;
+    k.strategy = ParseStrategy(o.strategy);
+    if (o.layers_per_stage != kNotGiven) k.layers_per_stage = o.layers_per_stage;
+    k.pp_schedule = o.pp_schedule == "interleaved1f1b" ? PpSchedule::kInterleaved1F1B : PpSchedule::k1F1B;
+    k.recompute = o.recompute == "full" ? Recompute::kFull : o.recompute == "selective" ? Recompute::kSelective
+                                                                                        : Recompute::kNone;
+  }
   const ExplainReport rep = ExplainLayout(in);
-  render::PrintExplanation(std::cout, rep);
+  if (o.format == "json") {
+    std::cout << JsonText(render::ExplanationJson(rep));
+  } else {
+    render::PrintExplanation(std::cout, rep);
+  }
   return rep.Status();
 }
 

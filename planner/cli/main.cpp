@@ -104,6 +104,23 @@ void RefuseIntegerOverflow(CLI::App& app) {
   }
 }
 
+// --help shows every option's default: CLI11 captures each option's initial value
+// (always_capture_default, set before the subcommands are made); where that value is not what
+// the option means when it is left out (a "not given" sentinel, 0 for "the recipe's", an empty
+// list or path), or where the description already says the default, the captured one is cleared
+// and the description keeps saying it.
+void ShowDefaults(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      const std::string d = opt->get_default_str();
+      const std::string& text = opt->get_description();
+      const bool said = text.find("default") != std::string::npos;
+      const bool meaningless = d.empty() || d == "[]" || d == "0" || d == "false" || d.find("4611686018427387904") != std::string::npos;
+      if (opt->get_required() || said || meaningless || opt->get_type_size() == 0) opt->default_str("");
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +130,7 @@ int main(int argc, char** argv) {
   CLI::App app{"meshplan: parallelism planner and mesh-size solver for LLM training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "meshplan 0.1.0");
+  app.option_defaults()->always_capture_default();
   meshplan::cli::PlanOptions plan;
   meshplan::cli::AddPlanCommand(app, plan);
   meshplan::cli::CheckOptions check;
@@ -126,6 +144,7 @@ int main(int argc, char** argv) {
   meshplan::cli::CalibrateOptions calibrate;
   meshplan::cli::AddCalibrateCommand(app, calibrate);
   RefuseIntegerOverflow(app);
+  ShowDefaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -138,8 +157,11 @@ int main(int argc, char** argv) {
     std::cerr << "meshplan: error: " << ParseErrorMessage(app, e) << "\n" << "Run 'meshplan --help' for usage.\n";
     return 2;
   }
-  // plan --format json: a failure prints its JSON on stdout too (the message stays on stderr).
-  const bool json = app.got_subcommand("plan") && plan.format == "json";
+  // --format json (plan, check, explain): a failure prints its JSON on stdout too (the message
+  // stays on stderr).
+  const bool json = (app.got_subcommand("plan") && plan.format == "json") ||
+                    (app.got_subcommand("check") && check.format == "json") ||
+                    (app.got_subcommand("explain") && explain.format == "json");
   try {
     if (app.got_subcommand("plan")) return meshplan::cli::RunPlan(plan);
     if (app.got_subcommand("calibrate")) return meshplan::cli::RunCalibrate(calibrate);

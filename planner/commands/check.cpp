@@ -114,6 +114,9 @@ CheckReport CheckRecipe(const CheckInput& in) {
       CheckedDocument& d = rep.documents.emplace_back();
       d.label = where;
       d.error = e.what();
+      d.error_loc = e.loc();
+      d.error_field = e.field();
+      d.error_message = e.message();
     }
   }
   return rep;

@@ -1,6 +1,8 @@
 // `explain`: one layout (from its AutoModel keys, an AutoModel recipe or a Megatron-Bridge
 // override recipe) -> the rules it breaks, its memory per GPU term by term (per pipeline rank)
 // and its step time term by term (for Megatron-Bridge also the compute term's split).
+#include <yaml-cpp/yaml.h>
+
 #include "meshplan/accuracy.hpp"
 #include "meshplan/framework.hpp"
 #include "commands/internal.hpp"
@@ -52,6 +54,51 @@ PipelineSplit SplitOf(const ModelSpec& model, const Layout& l) {
   return p;
 }
 
+// The override file the Megatron-Bridge layout flags make: every key of `keys` at its dotted
+// path, its value read as YAML. Throws InputError on the key's flag for a value that is no YAML.
+std::string MbOverrideText(const std::vector<MbFlagKey>& keys) {
+  YAML::Node root(YAML::NodeType::Map);
+  for (const MbFlagKey& k : keys) {
+    YAML::Node value;
+    try {
+      value = YAML::Load(k.value);
+    } catch (const YAML::Exception& e) {
+      commands::FlagError(k.flag, "expected a YAML value for " + k.key + ", found '" + k.value + "' (" + e.msg + ")");
+    }
+    std::vector<YAML::Node> path = {root};
+    size_t start = 0;
+    while (true) {
+      const size_t dot = k.key.find('.', start);
+      const std::string part = k.key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (part.empty()) commands::FlagError(k.flag, "expected a dotted key such as model.seq_length, found '" + k.key + "'");
+      if (dot == std::string::npos) {
+        path.back()[part] = value;
+        break;
+      }
+      YAML::Node child = path.back()[part];
+      if (child && !child.IsMap()) commands::FlagError(k.flag, "'" + k.key + "': " + part + " is set to a value above");
+      if (!child) path.back()[part] = YAML::Node(YAML::NodeType::Map);
+      path.push_back(path.back()[part]);
+      start = dot + 1;
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+// The flag of `keys` that gave the key an error of the override reader names ("model.
+// tensor_model_parallel_size" or its last part), or "" when none did.
+std::string FlagOfKey(const std::vector<MbFlagKey>& keys, const std::string& field) {
+  for (const MbFlagKey& k : keys) {
+    const std::string last = k.key.substr(k.key.rfind('.') + 1);
+    if (field == k.key || field == last || (field.size() > last.size() && field.compare(field.size() - last.size() - 1, std::string::npos, "." + last) == 0)) {
+      return k.flag;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 ExplainReport ExplainLayout(const ExplainInput& in) {
@@ -72,7 +119,29 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   if (setup.seq_len) setup.seq_len = CheckedCount(*setup.seq_len, "--seq-len", 1LL << 24);
   ExplainReport rep;
   PlanRequest& req = rep.request;
-  if (file) {
+  const bool mb_flags = !file && setup.framework == Framework::kMegatronBridge;
+  if (mb_flags) {
+    // The layout flags as an override file, read as check and explain read one: the same rules
+    // and messages; an error names the flag that gave the key.
+    if (!setup.global_batch) commands::FlagError("--global-batch", "required without --recipe");
+    if (!setup.seq_len) commands::FlagError("--seq-len", "--seq-len is required");
+    std::vector<MbFlagKey> keys = in.mb_keys;
+    keys.push_back({"--global-batch", "train.global_batch_size",
+                    std::to_string(CheckedCount(*setup.global_batch, "--global-batch", 1LL << 30))});
+    const std::string text = MbOverrideText(keys);
+    JudgedRecipe judged;
+    try {
+      judged = LoadRecipeForJudging(setup, "<command line>", text, loaded);
+    } catch (const InputError& e) {
+      if (e.loc().file != "<command line>") throw;  // --mb-recipe, the model, the system
+      const std::string flag = FlagOfKey(keys, e.field());
+      throw InputError({"<command line>", 0, 0}, flag.empty() ? e.field() : flag,
+                       flag.empty() || flag == "--set" ? e.message() : e.message() + " (" + e.field() + ")");
+    }
+    req = std::move(judged.request);
+    rep.layout = judged.parsed.layout;
+    rep.parsed = std::move(judged.parsed);
+  } else if (file) {
     setup.framework.reset();  // detected from the recipe's keys
     JudgedRecipe judged = LoadRecipeForJudging(setup, in.recipe, file->text, loaded);
     req = std::move(judged.request);
@@ -104,7 +173,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                             " layout, found " + fw.a_layout + " one");
   }
   rep.unfitted = commands::UnfittedNote(req);
-  if (rep.parsed) {
+  if (rep.parsed && !mb_flags) {
     for (const std::string& note :
          {commands::ReplacesNote("--seq-len", std::to_string(req.setup.seq_len), rep.parsed->seq_len > 0,
                                  std::to_string(rep.parsed->seq_len)),

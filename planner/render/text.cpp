@@ -60,32 +60,44 @@ void PrintFailures(std::ostream& out, const std::vector<RuleFailure>& failures) 
   for (const RuleFailure& f : failures) out << "  " << f.name << ": " << f.message << "\n    source: " << f.source << "\n";
 }
 
-// Memory per GPU term by term: a column per pipeline rank whose memory differs from the one before.
+// Text lines are wrapped at this many columns (a 64-stage layout printed 2,000-character lines).
+constexpr size_t kWrapColumns = 100;
+
+// Memory per GPU term by term: a column per pipeline rank whose memory differs from the one
+// before, in blocks of as many columns as fit in kWrapColumns.
 void PrintMemory(std::ostream& out, const std::vector<MemoryBreakdown>& ranks, const Cost& c, const char* profile) {
   // Columns: every PP stage whose memory differs from the previous one shown.
   std::vector<size_t> cols = {0};
   for (size_t r = 1; r < ranks.size(); ++r) {
     if (!SameMemory(ranks[r], ranks[cols.back()])) cols.push_back(r);
   }
-  Printf(out, "memory per GPU (%s profile; GiB and share of the total):\n  %-26s", profile, "term");
-  for (size_t r : cols) {
-    const std::string head = ranks.size() > 1 ? "stage " + std::to_string(r) : "GiB";
-    Printf(out, " %10s %6s", head.c_str(), "share");
-  }
-  Printf(out, "\n");
-  for (const Term& t : kTerms) {
-    Printf(out, "  %-26s", t.name);
-    for (size_t r : cols) {
-      const MemoryBreakdown& m = ranks[r];
-      Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(m.*t.field), 2).c_str(), Pct(m.*t.field, m.Total()).c_str());
+  Printf(out, "memory per GPU (%s profile; GiB and share of the total):\n", profile);
+  constexpr size_t kTermWidth = 28, kColumnWidth = 18;  // "  %-26s", " %10s %6s"
+  const size_t per_block = std::max<size_t>(1, (kWrapColumns - kTermWidth) / kColumnWidth);
+  for (size_t first = 0; first < cols.size(); first += per_block) {
+    const std::vector<size_t> block(cols.begin() + static_cast<std::ptrdiff_t>(first),
+                                    cols.begin() + static_cast<std::ptrdiff_t>(std::min(cols.size(), first + per_block)));
+    if (first > 0) Printf(out, "\n");
+    Printf(out, "  %-26s", "term");
+    for (size_t r : block) {
+      const std::string head = ranks.size() > 1 ? "stage " + std::to_string(r) : "GiB";
+      Printf(out, " %10s %6s", head.c_str(), "share");
     }
     Printf(out, "\n");
+    for (const Term& t : kTerms) {
+      Printf(out, "  %-26s", t.name);
+      for (size_t r : block) {
+        const MemoryBreakdown& m = ranks[r];
+        Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(m.*t.field), 2).c_str(), Pct(m.*t.field, m.Total()).c_str());
+      }
+      Printf(out, "\n");
+    }
+    Printf(out, "  %-26s", "total");
+    for (size_t r : block) Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(ranks[r].Total()), 2).c_str(), "100%");
+    Printf(out, "\n  %-26s", "peak moment");
+    for (size_t r : block) Printf(out, " %17s", ranks[r].phase);
+    Printf(out, "\n");
   }
-  Printf(out, "  %-26s", "total");
-  for (size_t r : cols) Printf(out, " %10s %6s", recipe::Fixed(recipe::GiB(ranks[r].Total()), 2).c_str(), "100%");
-  Printf(out, "\n  %-26s", "peak moment");
-  for (size_t r : cols) Printf(out, " %17s", ranks[r].phase);
-  Printf(out, "\n");
   if (ranks.size() > 1 && cols.size() < ranks.size()) Printf(out, "  (stages not shown equal the stage to their left)\n");
   Printf(out, "  most loaded GPU: %s GiB of %s GiB usable (the rest is headroom for the caching allocator's reserve)\n",
               recipe::Fixed(recipe::GiB(c.memory.Total()), 2).c_str(), recipe::Fixed(recipe::GiB(c.capacity_bytes), 2).c_str());
@@ -145,8 +157,17 @@ void PrintEp(std::ostream& out, const EpSplit& e) {
 // The decoder layers per pipeline rank and whose split they are.
 void PrintPipelineSplit(std::ostream& out, const PipelineSplit& p) {
   using Kind = PipelineSplit::Kind;
-  out << "pipeline split: decoder layers per rank";
-  for (int64_t n : p.layers_per_rank) out << " " << n;
+  // The per-rank list wrapped at kWrapColumns, continued lines indented.
+  std::string line = "pipeline split: decoder layers per rank";
+  for (int64_t n : p.layers_per_rank) {
+    const std::string item = " " + std::to_string(n);
+    if (line.size() + item.size() > kWrapColumns) {
+      out << line << "\n";
+      line = "   ";
+    }
+    line += item;
+  }
+  out << line;
   switch (p.kind) {
     case Kind::kGivenLayout:
       out << " (as pipeline_model_parallel_layout places them; embedding on rank " << p.embedding_rank
@@ -266,7 +287,9 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
     const NearbyLayout& x = d.nearest[i];
     out << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
     for (const std::string& ch : x.changes) out << "; " << ch;
-    out << "\n" << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
+    out << "\n";
+    if (!x.note.empty()) out << "# " << x.note << "\n";
+    out << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
   }
 }
 

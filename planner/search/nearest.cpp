@@ -1,5 +1,6 @@
 // The valid layouts nearest to a given one, for `meshplan check`.
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "meshplan/framework.hpp"
@@ -40,37 +41,195 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, d
   return cmp;
 }
 
+namespace {
+
+// The decision a change ("field: old -> new") belongs to (EditCount).
+std::string DecisionOf(const std::string& change) {
+  const std::string field = change.substr(0, change.find(": "));
+  static const std::pair<const char*, const char*> kFamilies[] = {
+      {"recompute", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
+      {"recompute_modules", "recompute"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
+      {"sequence_parallel", "tp"}, {"expert_tensor_parallel_size", "tp"}, {"tp_comm_overlap", "tp"},
+      {"pipeline_model_parallel_size", "pp"}, {"pp_size", "pp"}, {"pipeline layer split", "pp"},
+      {"pipeline_model_parallel_layout", "pp"}, {"overlap_p2p_comm", "pp"}, {"batch_p2p_comm", "pp"},
+      {"layers_per_stage", "pp"}, {"round_virtual_stages_to_pp_multiple", "pp"},
+      {"expert_model_parallel_size", "ep"}, {"ep_size", "ep"}, {"moe_token_dispatcher_type", "ep"},
+      {"data-parallel flavour", "dp"}, {"strategy", "dp"}, {"overlap_grad_reduce", "dp"},
+      {"overlap_param_gather", "dp"}, {"dp_replicate_size", "dp"},
+  };
+  for (const auto& [f, family] : kFamilies) {
+    if (field == f) return family;
+  }
+  return field;
+}
+
+std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
+  std::vector<std::string> d;
+  for (const std::string& c : changes) {
+    const std::string f = DecisionOf(c);
+    if (std::find(d.begin(), d.end(), f) == d.end()) d.push_back(f);
+  }
+  return d;
+}
+
+double Throughput(const NearbyLayout& x) { return x.candidate.cost.tokens_per_s_per_gpu; }
+
+std::string Gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / 1073741824.0);
+  return buf;
+}
+
+}  // namespace
+
+int EditCount(const std::vector<std::string>& changes) { return static_cast<int>(Decisions(changes).size()); }
+
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const Layout& from, int n) {
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   const CostModel cost(req.model, req.system, req.setup);
-  std::vector<std::pair<Layout, std::vector<std::string>>> valid;
+  std::vector<NearbyLayout> valid;
   for (const Layout& l : EnumerateLayouts(req)) {
     RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
     if (FirstFailure(ctx)) continue;
-    valid.emplace_back(l, LayoutChanges(from, l, req.model.num_layers, req.setup));
+    NearbyLayout x{{l, Cost{}}, LayoutChanges(from, l, req.model.num_layers, req.setup)};
+    x.edits = EditCount(x.changes);
+    valid.push_back(std::move(x));
   }
-  std::stable_sort(valid.begin(), valid.end(),
-                   [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
-  // Score whole groups of equal distance, nearest first, until n layouts that fit are found.
+  std::stable_sort(valid.begin(), valid.end(), [](const NearbyLayout& a, const NearbyLayout& b) { return a.edits < b.edits; });
+  // Score whole groups of equal edits, nearest first, up to kNearestExtraEdits beyond the first
+  // group with a layout that fits (the fewest edits that fix the recipe).
   std::vector<NearbyLayout> scored;
-  int fitting = 0;
+  int first_fit = -1;
   for (size_t i = 0; i < valid.size();) {
-    const size_t d = valid[i].second.size();
-    for (; i < valid.size() && valid[i].second.size() == d; ++i) {
-      NearbyLayout x{{valid[i].first, Score(cost, valid[i].first)}, std::move(valid[i].second)};
-      fitting += x.candidate.cost.fits ? 1 : 0;
+    const int d = valid[i].edits;
+    if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) break;
+    for (; i < valid.size() && valid[i].edits == d; ++i) {
+      NearbyLayout x = std::move(valid[i]);
+      x.candidate.cost = Score(cost, x.candidate.layout);
+      if (x.candidate.cost.fits && first_fit < 0) first_fit = d;
       scored.push_back(std::move(x));
     }
-    if (fitting >= n) break;
   }
+  // The planner's fastest fitting layouts with the recipe's software settings: a fix far from
+  // the recipe in fields but far faster is among the candidates whatever the enumeration order.
+  {
+    PlanRequest fast = req;
+    fast.top_n = std::max(20, 4 * n);
+    for (const Candidate& c : Plan(fast).top) {
+      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup)};
+      x.edits = EditCount(x.changes);
+      if (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits) continue;
+      const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
+        return y.changes == x.changes && Describe(y.candidate.layout) == Describe(x.candidate.layout);
+      });
+      if (!seen) {
+        if (first_fit < 0 || x.edits < first_fit) first_fit = x.edits;
+        scored.push_back(std::move(x));
+      }
+    }
+  }
+  // The fitting ones first: fewest edits, then fastest (RanksBefore); then those that do not
+  // fit, fewest changed fields first (none is a fix: the nearest to the recipe as written).
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
     if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
-    if (a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
+    if (!a.candidate.cost.fits && a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
+    if (a.edits != b.edits) return a.edits < b.edits;
     return RanksBefore(a.candidate, b.candidate);
   });
-  if (scored.size() > static_cast<size_t>(n)) scored.resize(n);
-  return scored;
+  // The one-key fix: the valid layout changing one decision, the fastest that fits, else the
+  // one nearest to fitting (least memory).
+  const NearbyLayout* one_key = nullptr;
+  auto better_key = [](const NearbyLayout& x, const NearbyLayout& y) {
+    const Cost &a = x.candidate.cost, &b = y.candidate.cost;
+    if (a.fits != b.fits) return a.fits;
+    return a.fits ? Throughput(x) > Throughput(y) : a.memory.Total() < b.memory.Total();
+  };
+  for (const NearbyLayout& x : scored) {
+    if (x.edits == 1 && (one_key == nullptr || better_key(x, *one_key))) one_key = &x;
+  }
+  // Each edit count's fastest fitting fix that beats every nearer listed one by the gain.
+  std::vector<size_t> front;
+  double best = 0;
+  for (size_t i = 0; i < scored.size(); ++i) {
+    const NearbyLayout& x = scored[i];
+    if (!x.candidate.cost.fits) break;
+    if (i > 0 && scored[i - 1].edits == x.edits) continue;  // not its edit count's fastest
+    if (front.empty() || Throughput(x) > best * (1 + kNearestEditGain)) {
+      front.push_back(i);
+      best = std::max(best, Throughput(x));
+    }
+  }
+  std::vector<size_t> order = front;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return Throughput(scored[a]) > Throughput(scored[b]); });
+  for (size_t i = 0; i < scored.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
+  std::vector<NearbyLayout> out;
+  for (size_t i : order) {
+    if (static_cast<int>(out.size()) >= n) break;
+    out.push_back(scored[i]);
+  }
+  // The one-key fix is shown: as it is where it fits, else with what it needs to fit (the
+  // fastest fitting fix that makes its change and the fewest others).
+  if (one_key != nullptr) {
+    const std::vector<std::string> key = Decisions(one_key->changes);
+    std::string what;
+    for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
+    NearbyLayout shown = *one_key;
+    if (!one_key->candidate.cost.fits) {
+      // The fastest fitting fix that makes its change with at most one edit more than the fewest.
+      auto has_key = [&](const NearbyLayout& x) {
+        bool has = x.candidate.cost.fits;
+        for (const std::string& c : one_key->changes) has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
+        return has;
+      };
+      int fewest = -1;
+      for (const NearbyLayout& x : scored) {
+        if (has_key(x) && (fewest < 0 || x.edits < fewest)) fewest = x.edits;
+      }
+      const NearbyLayout* with = nullptr;
+      for (const NearbyLayout& x : scored) {
+        if (has_key(x) && x.edits <= fewest + 1 && (with == nullptr || Throughput(x) > Throughput(*with))) with = &x;
+      }
+      const std::string alone = "the one-key fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
+                                " GiB per GPU, above the " + Gib(one_key->candidate.cost.capacity_bytes) + " GiB usable";
+      if (with != nullptr) {
+        std::string extra;
+        for (const std::string& c : with->changes) {
+          if (std::find(one_key->changes.begin(), one_key->changes.end(), c) == one_key->changes.end()) {
+            extra += (extra.empty() ? "" : ", ") + c;
+          }
+        }
+        shown = *with;
+        shown.note = alone + "; it fits with " + extra;
+      } else {
+        shown.note = alone + "; no layout of the planner's space within " + std::to_string(1 + kNearestExtraEdits) +
+                     " edits makes it fit";
+      }
+    } else {
+      shown.note = "the one-key fix (" + what + ")";
+    }
+    auto same = [&](const NearbyLayout& y) {
+      return y.changes == shown.changes && Describe(y.candidate.layout) == Describe(shown.candidate.layout);
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it != out.end()) {
+      it->note = shown.note;
+    } else if (shown.candidate.cost.fits || out.empty() || !out.back().candidate.cost.fits) {
+      if (static_cast<int>(out.size()) >= n) out.pop_back();
+      out.push_back(shown);
+    }
+    // Said beside the first fix when the one-key fix is not it: how much slower it is.
+    const auto pos = std::find_if(out.begin(), out.end(), same);
+    if (pos != out.begin() && pos != out.end() && pos->candidate.cost.fits && Throughput(out.front()) > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; listed after faster fixes (%.0f%% below the first)",
+                    100 * (1 - Throughput(*pos) / Throughput(out.front())));
+      pos->note += buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace meshplan

@@ -623,7 +623,7 @@ meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no
 
 # Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
-meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: 2 changes. tensor_model_parallel_size: 4 -> 2. overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
+meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ changes. tensor_model_parallel_size: 4 -> 2. .*overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
 
 # Megatron-Bridge launch of a model whose default recipe leaves comm_overlap None (Llama 3.1 8B):
@@ -689,3 +689,110 @@ meshplan_cli_case(plan_search_dispatchers_automodel 2 "--search-dispatchers: exp
   -- ${MP} plan --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers)
 meshplan_cli_case(plan_search_dispatchers_mb 0 "moe_token_dispatcher_type: (alltoall|flex)"
   -- ${MP} plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers --format yaml --top 1)
+
+# explain --format json and check --format json: every number the text prints is the JSON's, as
+# the text rounds it (tests/cli/json_matches_text.py runs both), and the exit status is the same.
+set(JSON_MATCHES python3 ${CMAKE_SOURCE_DIR}/tests/cli/json_matches_text.py)
+add_test(NAME cli.explain_json_matches_text_automodel COMMAND ${JSON_MATCHES}
+  request.gpus=16 layout.tp_size=2 layout.pp_size=2 rules.valid=true pipeline_split=null
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 64 --tp 2 --pp 2
+  --local-batch 4 --pp-microbatch 1)
+add_test(NAME cli.explain_json_matches_text_mb_moe COMMAND ${JSON_MATCHES}
+  request.framework="megatron-bridge" layout.ep_size=8 ep_all_to_all.dispatcher="alltoall" ep_all_to_all.ep_size=8
+  layout.dp_flavour="ddp+distopt"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 512
+  --framework megatron-bridge --ep 8 --recompute full --recompute-method uniform --recompute-num-layers 1
+  --dispatcher alltoall --dp-type ddp+distopt --mbs 1)
+add_test(NAME cli.explain_json_matches_text_mb_pipeline COMMAND ${JSON_MATCHES}
+  pipeline_split.kind="pipeline_model_parallel_layout"
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --recipe ${R}/mbridge_layout_unbalanced_llama70b.yaml)
+add_test(NAME cli.explain_json_matches_text_64_stages COMMAND ${JSON_MATCHES}
+  layout.pp_size=64 rules.valid=true
+  -- ${MP} explain --model llama3.1-405b --system dgx-h100 --gpus 1024 --seq-len 8192 --global-batch 512 --pp 64
+  --cp 16 --local-batch 512)
+add_test(NAME cli.explain_json_matches_text_unscorable COMMAND ${JSON_MATCHES}
+  scorable=false memory_gib=null rules.valid=false
+  -- ${MP} explain --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --tp 3)
+add_test(NAME cli.check_json_matches_text_valid COMMAND ${JSON_MATCHES}
+  documents.0.rules.valid=true documents.0.memory.verdict="fits" documents.0.nearest=null exit_status=0
+  documents.0.against_plan.within_band=false documents.0.layout.tp_size=8
+  -- ${MP} check ${D}/automodel_llama8b_tp8_16gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 16)
+add_test(NAME cli.check_json_matches_text_out_of_memory COMMAND ${JSON_MATCHES}
+  documents.0.memory.verdict="out_of_memory" documents.0.memory.above_whole_memory=true exit_status=1
+  -- ${MP} check ${D}/automodel_llama70b_ddp_8gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+add_test(NAME cli.check_json_matches_text_invalid COMMAND ${JSON_MATCHES}
+  documents.0.rules.failures.0.name="mb_world_divisible_by_etp_ep_pp" documents.0.nearest.0.layout.ep_size=8
+  documents.0.predicted=null
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+add_test(NAME cli.check_json_matches_text_against_plan COMMAND ${JSON_MATCHES}
+  documents.0.against_plan.searched=20 documents.0.against_plan.within_band=false
+  -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 32)
+# An unusable document among several: its error object is ErrorJson's, the others are judged.
+meshplan_cli_case(check_json_several_documents_error 2 "\"several\": true" "\"kind\": \"input\"" "\"exit_status\": 2"
+  "\"line\": [0-9]+" "\"file\": \".*automodel_two_documents_second_malformed.yaml\"" "\"exit_status\": 0"
+  -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8
+  --seq-len 4096 --format json)
+# Bad input with --format json: the error's JSON on stdout, the message on stderr (exit 2).
+meshplan_cli_case(explain_json_input_error 2 "\"error\": \\{" "\"field\": \"--vpp\"" "\"file\": null"
+  "error: --vpp: expected an integer, found 'x'"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 512
+  --framework megatron-bridge --vpp x --format json)
+
+# explain --framework megatron-bridge: the layout flags read as an override file of their keys,
+# judged by the same rules with the same messages as that recipe (the recipe mbridge_qwen3_30b_
+# flex_no_overlap.yaml given as flags: the same rule failure and the same prediction).
+add_test(NAME cli.explain_mb_flags_equal_recipe COMMAND bash -c "
+  set -u
+  J=('$<TARGET_FILE:meshplan>' explain --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --format json)
+  a=\$(\"\${J[@]}\" --recipe ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml) 
+  b=\$(\"\${J[@]}\" --seq-len 4096 --global-batch 512 --framework megatron-bridge --tp 4 --ep 8 --sequence-parallel --dispatcher flex --mbs 1 --dp-type ddp+distopt --set comm_overlap.tp_comm_overlap=true --set comm_overlap.overlap_grad_reduce=false)
+  python3 -c 'import json,sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for k in (\"rules\", \"time_s\", \"memory_gib\", \"layout\", \"ep_all_to_all\", \"tokens_per_s_per_gpu\", \"exit_status\"):
+    assert a[k] == b[k], (k, a[k], b[k])
+assert a[\"rules\"][\"failures\"][0][\"name\"] == \"mb_world_divisible_by_etp_ep_pp\", a[\"rules\"]
+' \"\$a\" \"\$b\"")
+meshplan_cli_case(explain_mb_flags_rule_message 1 "Megatron-Bridge layout, qwen3-30b-a3b" "layout: ddp\\+distopt tp4 pp1 cp1 ep8 dp4 mbs1 sp"
+  "mb_world_divisible_by_etp_ep_pp: world_size \\(16\\) is not divisible by expert_tensor x expert x pipeline parallel \\(4 x 8 x 1 = 32\\)"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 512
+  --framework megatron-bridge --tp 4 --ep 8 --sequence-parallel --mbs 1 --dp-type ddp+distopt)
+meshplan_cli_case(explain_mb_flags_vpp_pp_layout 0 "tp1 pp4 vpp2 cp1 ep1 dp2" "rules: valid"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --pp 4 --vpp 2 --mbs 1 --dp-type ddp+distopt)
+meshplan_cli_case(explain_mb_flag_value_names_flag 2 "<command line>: error: --etp: expected an integer.*found 'two'.*\\(model.expert_tensor_parallel_size\\)"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 512
+  --framework megatron-bridge --etp two)
+meshplan_cli_case(explain_mb_flag_without_framework 2 "error: --vpp: is a Megatron-Bridge layout flag; expected --framework megatron-bridge"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --vpp 2)
+meshplan_cli_case(explain_automodel_flag_with_mb 2 "error: --local-batch: is an AutoModel layout flag"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --local-batch 2)
+meshplan_cli_case(explain_mb_set_needs_key_value 2 "error: --set: expected KEY=VALUE"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --set tp_comm_overlap)
+
+# A 64-stage layout: explain's memory table in blocks of stages, no line wider than 100 columns
+# but the header's and the verdict's sentences.
+add_test(NAME cli.explain_wide_layout_wrapped COMMAND bash -c "
+  set -u
+  out=\$('$<TARGET_FILE:meshplan>' explain --model llama3.1-405b --system dgx-h100 --gpus 1024 --seq-len 8192 --global-batch 512 --pp 64 --cp 16 --local-batch 512)
+  wide=\$(grep -Ev '^meshplan explain:|most loaded GPU' <<<\"\$out\" | awk 'length(\$0) > 100' | wc -l)
+  [ \"\$wide\" = 0 ] && grep -q '  term  *stage 60  *share  *stage 61  *share  *stage 62  *share  *stage 63  *share\$' <<<\"\$out\" || { echo \"\$out\" | awk 'length(\$0) > 100'; exit 1; }")
+
+# --help shows the defaults.
+meshplan_cli_case(plan_help_defaults 0 "--top INT:INT in \\[1 - 1000\\]=5" "--headroom FLOAT:FLOAT in \\[0 - 0.9\\]=0.1"
+  "--format TEXT:\\{table,yaml,json\\}=table" "--framework TEXT:\\{automodel,megatron-bridge\\}=automodel"
+  "!=-4611686018427387904" -- ${MP} plan --help)
+meshplan_cli_case(explain_help_defaults 0 "--tp INT=1" "--strategy TEXT:\\{fsdp2,megatron_fsdp,ddp\\}=fsdp2"
+  "--format TEXT:\\{table,json\\}=table" "!=-4611686018427387904" -- ${MP} explain --help)
+
+# check's nearest fixes of an invalid recipe: fix 1 or 2 is the one an expert would pick, within
+# 7% of plan's best throughput for the job (tests/cli/nearest_vs_plan.py). Qwen3-30B-A3B with EP
+# 16 on 8 GPUs: EP 8 with recompute; DeepSeek-V3 TP 1 PP 16 EP 64 on 256 H100: a TP or PP change.
+add_test(NAME cli.check_nearest_qwen3_ep16_on_8 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
+  ${MP} ${D}/mb_qwen3_30b_ep16_8gpu.yaml qwen3-30b-a3b dgx-h100 8 4096 512 ep8_recompute)
+add_test(NAME cli.check_nearest_deepseek_ep64_pp16_on_256 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
+  ${MP} ${D}/mb_deepseek_v3_tp1_pp16_ep64_256gpu.yaml deepseek-v3 dgx-h100 256 4096 4096 tp_or_pp)
+meshplan_cli_case(check_nearest_one_key_fix_needs 1
+  "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)

@@ -108,3 +108,18 @@ TEST_CASE("nearest: the settings an AutoModel recipe writes as the cost model pr
                "distributed:\n  strategy: fsdp2\n  tp_size: 3\n  ep_size: 8\n  moe: {reshard_after_forward: true}\n",
                "qwen3-30b-a3b", 8, 4096);
 }
+
+TEST_CASE("nearest: the fields of one decision are one edit") {
+  // Full recompute writes three keys: one decision.
+  CHECK(EditCount({"recompute_method: null -> uniform", "recompute_num_layers: null -> 1", "recompute: none -> full"}) == 1);
+  // A TP size with the sequence parallelism and expert TP it brings: one; an EP size another.
+  CHECK(EditCount({"tensor_model_parallel_size: 1 -> 8", "expert_model_parallel_size: 16 -> 8",
+                   "expert_tensor_parallel_size: null -> 1", "sequence_parallel: false -> true"}) == 2);
+  // A PP size with the layer split its 61 layers need: one; the DP flavour with its overlap: one.
+  CHECK(EditCount({"pipeline_model_parallel_size: 16 -> 8",
+                   "pipeline layer split: even (num_layers / (pp x vpp)) -> pipeline_model_parallel_layout",
+                   "data-parallel flavour: ddp+distopt -> megatron_fsdp", "overlap_grad_reduce: false -> true"}) == 2);
+  // Fields of no family count one each.
+  CHECK(EditCount({"context_parallel_size: 1 -> 8", "micro_batch_size: 1 -> 2"}) == 2);
+  CHECK(EditCount({}) == 0);
+}
