@@ -689,3 +689,8 @@ meshplan_cli_case(plan_search_dispatchers_automodel 2 "--search-dispatchers: exp
   -- ${MP} plan --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers)
 meshplan_cli_case(plan_search_dispatchers_mb 0 "moe_token_dispatcher_type: (alltoall|flex)"
   -- ${MP} plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --search-dispatchers --format yaml --top 1)
+
+# `meshplan serve`: an address it cannot bind, a port out of range (the API itself:
+# tests/serve/server_test.cpp, tests/python, tests/browser).
+meshplan_cli_case(serve_bad_host 2 "--host: cannot listen on 256.0.0.1:0" -- ${MP} serve --host 256.0.0.1 --port 0)
+meshplan_cli_case(serve_bad_port 2 "--port: expected an integer in \\[0, 65535\\], found '70000'" -- ${MP} serve --port 70000)
