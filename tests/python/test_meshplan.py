@@ -135,3 +135,27 @@ def test_gil_released_during_search():
     assert done and done[0]["recipes"]
     assert elapsed > 0.2, "search too short to tell: %.3f s" % elapsed
     assert longest < elapsed / 2, "main thread stalled %.3f s of %.3f s" % (longest, elapsed)
+
+
+def test_validate_rows_match_the_cli(server):
+    # The first two rows of Megatron-Bridge's published perf table, priced without ranking:
+    # the module's and the server's JSON agree, and their errors are the CLI's err% column.
+    source = os.path.join(os.path.dirname(__file__), "..", "data", "mbridge_perf_dev.csv")
+    with open(source) as f:
+        runs = "".join(f.readlines()[:3])
+    module = meshplan.validate(runs, rank_top=0)
+    status, served = post(server, "/api/validate", dict(runs=runs, rank_top=0))
+    assert status == 200 and module == served
+    assert module["summary"]["evaluated"] == 2
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "meshplan-validate-%d.csv" % os.getpid())
+    with open(path, "w") as f:
+        f.write(runs)
+    try:
+        out = subprocess.run([BINARY, "validate", path, "--rank-top", "0"], capture_output=True, text=True).stdout
+    finally:
+        os.remove(path)
+    # Row lines: the label in 52 columns, then TF pub, TF pred, err%.
+    lines = out.splitlines()
+    rows = lines[lines.index(next(l for l in lines if l.startswith("run "))) + 1:][:2]
+    cli_errors = [float(line[52:].split()[2]) for line in rows]
+    assert cli_errors == [round(100 * r["error"], 1) for r in module["rows"]]
