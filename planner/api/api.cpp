@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <type_traits>
 
 #include "api/json_out.hpp"
 #include "api/request.hpp"
@@ -90,7 +91,10 @@ template <typename T>
 void InRange(const std::string& key, std::optional<T> v, double min, double max, T* into) {
   if (!v) return;
   if (!(*v >= min && *v <= max)) {
-    RequestError(key, "expected a number in [" + json(min).dump() + ", " + json(max).dump() + "], found " + json(*v).dump());
+    const bool whole = std::is_integral_v<T>;
+    const auto bound = [whole](double b) { return whole ? std::to_string(static_cast<int64_t>(b)) : json(b).dump(); };
+    RequestError(key, std::string(whole ? "expected an integer in [" : "expected a number in [") + bound(min) + ", " +
+                          bound(max) + "], found " + json(*v).dump());
   }
   *into = *v;
 }

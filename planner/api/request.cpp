@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "data/yaml_util.hpp"
 #include "meshplan/diag.hpp"
@@ -54,8 +55,11 @@ std::optional<std::string> Fields::Str(const std::string& key) {
 std::optional<int64_t> Fields::Int(const std::string& key) {
   const nlohmann::json* v = Raw(key);
   if (!v) return std::nullopt;
+  // nlohmann's is_number_integer() holds for unsigned values too: one above INT64_MAX would wrap.
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    RequestError(key, "expected an integer, found " + Found(*v) + " (out of range)");
+  }
   if (v->is_number_integer()) return v->get<int64_t>();
-  if (v->is_number_unsigned()) RequestError(key, "expected an integer, found " + Found(*v) + " (out of range)");
   // 8.0 is 8; 8.5 is not an integer.
   if (v->is_number_float()) {
     const double d = v->get<double>();

@@ -101,6 +101,11 @@ TEST_CASE("serve answers plan with the CLI's JSON and survives bad requests") {
     const json e = InputErrorOf(c, "/api/plan", r);
     CHECK(e["field"] == "gpus");
     CHECK(e["message"].get<std::string>().find("found 12") != std::string::npos);
+    r["gpus"] = 18446744073709551615ULL;  // above INT64_MAX: refused, not wrapped to -1
+    CHECK(InputErrorOf(c, "/api/plan", r)["message"].get<std::string>().find("out of range") != std::string::npos);
+    r = request;
+    r["top"] = 0;
+    CHECK(InputErrorOf(c, "/api/plan", r)["message"] == "expected an integer in [1, 1000], found 0");
     r = request;
     r["seq_lenn"] = 4096;
     CHECK(InputErrorOf(c, "/api/plan", r)["message"].get<std::string>().find("did you mean 'seq_len'") != std::string::npos);
