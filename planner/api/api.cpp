@@ -162,7 +162,7 @@ const std::vector<std::string> kPlanKeys = {
     "model", "model_config", "system", "hwdb", "gpus", "seq_len", "global_batch", "precision", "framework",
     "automodel_version", "mbridge_version", "strategy", "top", "headroom", "max_micro_batch", "recompute_modules",
     "search_dispatchers", "mb_recipe", "max_seconds", "max_layouts", "max_memory_mb", "sweep_gpus", "sweep_seq",
-    "format", "scatter"};
+    "format", "scatter", "launch"};
 
 Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   PlanInput in;
@@ -192,6 +192,7 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   const std::string format = f.Str("format").value_or("json");
   if (format != "json" && format != "yaml") RequestError("format", "expected one of json, yaml; found '" + format + "'");
   const bool scatter = f.Bool("scatter").value_or(false);
+  const bool launch = f.Bool("launch").value_or(false);
   f.RefuseUnknown(kPlanKeys);
 
   if (!in.sweep_gpus.empty() || !in.sweep_seq.empty()) {
@@ -203,6 +204,7 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
     }
     if (format == "yaml") RequestError("format", "expected json for a sweep");
     if (scatter) RequestError("scatter", "expected no scatter with a sweep");
+    if (launch) RequestError("launch", "expected no launch files with a sweep");
     SweepReport sweep = SweepLayouts(in);
     const std::string error = sweep.Failure();
     return {200, render::SweepJson(sweep, error), "application/json"};
@@ -223,6 +225,7 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   }
   if (format == "yaml") return {200, rep.failure.empty() ? RecipesYaml(rep.result, rep.request) : "", "application/yaml"};
   if (scatter) j["scatter"] = ScatterJson(rep.report_layouts);
+  if (launch) j["launch"] = LaunchJson(rep.result, rep.request);
   j["warnings"] = rep.warnings;
   return JsonAnswer(200, j);
 }

@@ -2,6 +2,7 @@
 #include "api/json_out.hpp"
 
 #include "meshplan/hardware.hpp"
+#include "meshplan/launch.hpp"
 #include "meshplan/model.hpp"
 #include "recipe/format.hpp"
 
@@ -193,6 +194,21 @@ json ScatterJson(const std::vector<Candidate>& layouts) {
     a.push_back({{"layout", Describe(c.layout)}, {"memory_gib", GiB(c.cost.memory.Total())},
                  {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu}, {"step_seconds", c.cost.step_seconds},
                  {"mfu", c.cost.mfu}});
+  }
+  return a;
+}
+
+json LaunchJson(const PlanResult& result, const PlanRequest& req) {
+  const LaunchTopology topo = ResolveLaunchTopology(req, 0, 0);
+  const std::string stem = req.model.name + "_" + req.system.name + "_" + std::to_string(req.setup.num_gpus);
+  json a = json::array();
+  for (size_t i = 0; i < result.top.size(); ++i) {
+    const int rank = static_cast<int>(i + 1);
+    const std::string file = stem + ".rank" + std::to_string(rank) + ".yaml";
+    a.push_back({{"rank", rank},
+                 {"recipe_file", file},
+                 {"launch_sh", LaunchScript(result.top[i], req, topo, file, rank)},
+                 {"sbatch", SlurmScript(result.top[i], req, topo, file, rank)}});
   }
   return a;
 }

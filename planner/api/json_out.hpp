@@ -29,4 +29,10 @@ nlohmann::json GpusJson();
 /// "step_seconds", "mfu"}], fastest first.
 nlohmann::json ScatterJson(const std::vector<Candidate>& layouts);
 
+/// What `plan --emit-launch` writes beside each recipe, as text: [{"rank", "recipe_file",
+/// "launch_sh", "sbatch"}] for the system's own node size (ResolveLaunchTopology with nothing
+/// asked); recipe_file is MODEL_SYSTEM_GPUS.rankN.yaml, the name the scripts look for beside
+/// themselves. Throws InputError from ResolveLaunchTopology.
+nlohmann::json LaunchJson(const PlanResult& result, const PlanRequest& req);
+
 }  // namespace meshplan::api

@@ -83,6 +83,13 @@ const base = process.env.URL;
   assert.strictEqual(download.suggestedFilename(), "llama3.1-70b_dgx-h100_32.rank2.yaml");
   assert.strictEqual(fs.readFileSync(await download.path(), "utf8"), yaml);
 
+  // Its launch script (torchrun) starts that recipe file, found beside it.
+  const launch = await page.textContent("#launch");
+  assert.ok(launch.includes("torchrun") && launch.includes("llama3.1-70b_dgx-h100_32.rank2.yaml"), launch.slice(0, 300));
+  const [script] = await Promise.all([page.waitForEvent("download"), page.click("#download-launch")]);
+  assert.strictEqual(script.suggestedFilename(), "llama3.1-70b_dgx-h100_32.rank2.launch.sh");
+  assert.strictEqual(fs.readFileSync(await script.path(), "utf8"), launch);
+
   // The shared link opens the same plan with rank 2 selected.
   const shared = await browser.newPage();
   await shared.goto(page.url());

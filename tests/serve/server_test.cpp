@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -81,6 +83,28 @@ TEST_CASE("serve answers plan with the CLI's JSON and survives bad requests") {
             got["recipes"][0]["layout"]["pp_size"].get<int>() * got["recipes"][0]["layout"]["cp_size"].get<int>() ==
         32);
 
+  SUBCASE("launch files: what plan --emit-launch writes beside its recipes") {
+    json r = request;
+    r["launch"] = true;
+    auto res = c.Post("/api/plan", r.dump(), "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    const json launch = json::parse(res->body)["launch"];
+    REQUIRE(launch.size() == 3);
+    CHECK(launch[0]["recipe_file"] == "llama3.1-70b_dgx-h100_32.rank1.yaml");
+    CHECK(launch[0]["launch_sh"].get<std::string>().find("torchrun") != std::string::npos);
+    char dir[] = "/tmp/meshplan-serve-test-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string out = std::string(dir) + "/llama3.1-70b_dgx-h100_32.yaml";
+    Output(std::string(MESHPLAN_BINARY) + " plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 "
+           "--global-batch 512 --top 3 --out " + out + " --emit-launch > /dev/null 2>&1");
+    for (int rank = 1; rank <= 3; ++rank) {
+      const std::string stem = std::string(dir) + "/llama3.1-70b_dgx-h100_32.rank" + std::to_string(rank);
+      CHECK(Output("cat " + stem + ".launch.sh") == launch[rank - 1]["launch_sh"].get<std::string>());
+      CHECK(Output("cat " + stem + ".sbatch") == launch[rank - 1]["sbatch"].get<std::string>());
+    }
+    Output(std::string("rm -r ") + dir);
+  }
   SUBCASE("malformed JSON: 400 with the CLI's error structure, then the next request works") {
     auto bad = c.Post("/api/plan", "{\"model\": ", "application/json");
     REQUIRE(bad);
