@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/serve.hpp"
 #include "meshplan/diag.hpp"
 
 namespace {
@@ -143,6 +144,8 @@ int main(int argc, char** argv) {
   meshplan::cli::AddValidateCommand(app, validate);
   meshplan::cli::CalibrateOptions calibrate;
   meshplan::cli::AddCalibrateCommand(app, calibrate);
+  meshplan::cli::ServeCommandOptions serve;
+  meshplan::cli::AddServeCommand(app, serve);
   RefuseIntegerOverflow(app);
   ShowDefaults(app);
   try {
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("check")) return meshplan::cli::RunCheck(check);
     if (app.got_subcommand("explain")) return meshplan::cli::RunExplain(explain);
     if (app.got_subcommand("validate")) return meshplan::cli::RunValidate(validate);
+    if (app.got_subcommand("serve")) return meshplan::cli::RunServe(serve);
   } catch (const meshplan::InputError& e) {
     // What was printed before the error comes first when both streams go to one pipe or file.
     std::cout << std::flush;

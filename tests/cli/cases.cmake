@@ -796,3 +796,7 @@ add_test(NAME cli.check_nearest_deepseek_ep64_pp16_on_256 COMMAND python3 ${CMAK
 meshplan_cli_case(check_nearest_one_key_fix_needs 1
   "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# `meshplan serve`: an address it cannot bind, a port out of range (the API itself:
+# tests/serve/server_test.cpp, tests/python, tests/browser).
+meshplan_cli_case(serve_bad_host 2 "--host: cannot listen on 256.0.0.1:0" -- ${MP} serve --host 256.0.0.1 --port 0)
+meshplan_cli_case(serve_bad_port 2 "--port: expected an integer in \\[0, 65535\\], found '70000'" -- ${MP} serve --port 70000)
