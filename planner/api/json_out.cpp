@@ -1,5 +1,7 @@
-// The API's JSON writers for the reports the CLI prints as text only (json_out.hpp).
+// The API's JSON writers (json_out.hpp): check and explain as the CLI's --format json writes them
+// (render/json.hpp), validate and the lists for the reports the CLI prints as text only.
 #include "api/json_out.hpp"
+#include "render/json.hpp"
 
 #include "meshplan/hardware.hpp"
 #include "meshplan/launch.hpp"
@@ -13,114 +15,11 @@ namespace {
 using nlohmann::json;
 using recipe::GiB;
 
-// A layout with its cost as plan's recipes show it, without the rank; a layout not predicted
-// (`cost` unset) as its fields only.
-json LayoutJson(const Layout& l, const std::optional<Cost>& cost, const PlanRequest& req) {
-  json j = recipe::CandidateJson({l, cost.value_or(Cost{})}, req, 0);
-  j.erase("rank");
-  if (!cost) j = {{"layout", j["layout"]}};
-  j["description"] = Describe(l);
-  return j;
-}
-
-json Failures(const std::vector<RuleFailure>& failures) {
-  json a = json::array();
-  for (const RuleFailure& r : failures) a.push_back({{"rule", r.name}, {"message", r.message}, {"source", r.source}});
-  return a;
-}
-
-json RequestJson(const PlanRequest& req) {
-  return {{"model", req.model.name},
-          {"system", req.system.name},
-          {"gpus", req.setup.num_gpus},
-          {"seq_len", req.setup.seq_len},
-          {"global_batch", req.setup.global_batch},
-          {"precision", PrecisionName(req.setup.precision)},
-          {"headroom", req.setup.headroom},
-          {"framework", FrameworkOf(req.framework).name}};
-}
-
-const char* Verdict(int status) { return status == 0 ? "valid" : status == 1 ? "invalid" : "unusable"; }
-
 }  // namespace
 
-json CheckJson(const CheckReport& rep) {
-  json docs = json::array();
-  for (const CheckedDocument& d : rep.documents) {
-    json j = {{"label", d.label}, {"status", d.Status()}, {"verdict", Verdict(d.Status())}};
-    if (!d.error.empty()) {
-      j["error"] = d.error;
-      docs.push_back(j);
-      continue;
-    }
-    const PlanRequest& req = d.recipe.request;
-    j["request"] = RequestJson(req);
-    j["layout"] = LayoutJson(d.recipe.parsed.layout, d.cost, req);
-    j["rules_checked"] = d.rules_checked;
-    j["failures"] = Failures(d.failures);
-    j["nearest_seq_len"] = d.nearest_seq_len > 0 ? json(d.nearest_seq_len) : json(nullptr);
-    j["not_predicted"] = d.not_predicted.empty() ? json(nullptr) : json(d.not_predicted);
-    j["out_of_memory"] = d.out_of_memory;
-    j["above_whole_memory"] = d.above_whole_memory;
-    j["notes"] = d.notes;
-    j["unfitted"] = d.unfitted.empty() ? json(nullptr) : json(d.unfitted);
-    j["warnings"] = d.warnings;
-    j["silently_off"] = d.silently_off;
-    json nearest = json::array();
-    for (const NearbyLayout& n : d.nearest) {
-      json nj = LayoutJson(n.candidate.layout, n.candidate.cost, req);
-      nj["changes"] = n.changes;
-      nearest.push_back(nj);
-    }
-    j["nearest"] = nearest;
-    if (d.against_plan) {
-      const PlanComparison& c = *d.against_plan;
-      j["against_plan"] = {{"searched", c.searched},
-                           {"rank", c.rank},
-                           {"beyond", c.beyond},
-                           {"gap", c.gap},
-                           {"changes", c.changes},
-                           {"stopped", c.stopped},
-                           {"fastest", c.fastest ? LayoutJson(c.fastest->layout, c.fastest->cost, req) : json(nullptr)}};
-    } else {
-      j["against_plan"] = nullptr;
-    }
-    docs.push_back(j);
-  }
-  return {{"file", rep.file}, {"documents", docs}, {"status", rep.Status()}, {"verdict", Verdict(rep.Status())}};
-}
+json CheckJson(const CheckReport& rep) { return render::CheckJson(rep); }
 
-json ExplainJson(const ExplainReport& rep) {
-  json j = {{"request", RequestJson(rep.request)},
-            {"status", rep.Status()},
-            {"rules_checked", rep.rules_checked},
-            {"failures", Failures(rep.failures)},
-            {"notes", rep.notes},
-            {"seq_len_warning", rep.seq_len_warning.empty() ? json(nullptr) : json(rep.seq_len_warning)},
-            {"unused_schedule", rep.unused_schedule.empty() ? json(nullptr) : json(rep.unused_schedule)},
-            {"unfitted", rep.unfitted.empty() ? json(nullptr) : json(rep.unfitted)},
-            {"scorable", rep.scorable},
-            {"memory_profile", rep.memory_profile}};
-  j["layout"] = LayoutJson(rep.layout, rep.scorable ? std::optional<Cost>(rep.cost) : std::nullopt, rep.request);
-  json ranks = json::array();
-  for (const MemoryBreakdown& m : rep.rank_memory) {
-    ranks.push_back({{"weights", GiB(m.weights)}, {"gradients", GiB(m.gradients)}, {"optimizer", GiB(m.optimizer)},
-                     {"activations", GiB(m.activations)}, {"logits", GiB(m.logits)}, {"buffers", GiB(m.buffers)},
-                     {"workspace", GiB(m.workspace)}, {"overhead", GiB(m.overhead)}, {"total", GiB(m.Total())},
-                     {"phase", m.phase}});
-  }
-  j["rank_memory_gib"] = ranks;
-  if (rep.compute) {
-    j["compute_s"] = {{"gemm", rep.compute->gemm}, {"attention", rep.compute->attention},
-                      {"memory_bound", rep.compute->memory_bound}, {"kernels", rep.compute->kernels}};
-  }
-  if (rep.pipeline) j["layers_per_rank"] = rep.pipeline->layers_per_rank;
-  if (rep.ep) {
-    j["ep"] = {{"dispatcher", rep.ep->dispatcher}, {"backend", rep.ep->backend}, {"ep_size", rep.ep->ep},
-               {"busy_s", rep.ep->traffic.busy}, {"exposed_s", rep.ep->traffic.exposed}};
-  }
-  return j;
-}
+json ExplainJson(const ExplainReport& rep) { return render::ExplanationJson(rep); }
 
 json ValidateJson(const ValidateReport& rep) {
   json rows = json::array();

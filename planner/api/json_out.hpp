@@ -1,7 +1,7 @@
 #pragma once
-// The JSON writers of the API's answers that the CLI has no --format json for yet: check,
-// explain and validate reports, the lists, and the plan's scatter. Each report has one
-// function, so that a CLI writer, once there, replaces it in one place. Sizes in GiB (2^30
+// The JSON writers of the API's answers: check and explain exactly as `meshplan check|explain
+// --format json` writes them (render/json.hpp); validate, the lists and the plan's scatter,
+// which the CLI prints as text only. Sizes in GiB (2^30
 // bytes), times in seconds, throughputs in tokens/s per GPU, MFU as a fraction.
 #include <nlohmann/json.hpp>
 
@@ -12,12 +12,9 @@
 
 namespace meshplan::api {
 
-/// check's report: {"file", "documents": [{"label", "status", "verdict", "error", "framework",
-/// "layout" (as plan's recipes: CandidateJson, with its cost when predicted), "rules_checked", "failures": [{"rule", "message", "source"}], "nearest_seq_len",
-/// "cost", "not_predicted", "out_of_memory", "above_whole_memory", "warnings", "silently_off",
-/// "notes", "nearest": [{"changes", "layout", "cost"}], "against_plan"}], "status"}.
+/// check's report: render::CheckJson, the JSON of `meshplan check --format json`.
 nlohmann::json CheckJson(const CheckReport& rep);
-/// explain's report: request, layout, rules broken, memory per pipeline rank, cost, status.
+/// explain's report: render::ExplanationJson, the JSON of `meshplan explain --format json`.
 nlohmann::json ExplainJson(const ExplainReport& rep);
 /// validate's report: every row (priced or skipped with its reason) and the summary.
 nlohmann::json ValidateJson(const ValidateReport& rep);
