@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -42,6 +43,9 @@ struct FrameworkOps {
   /// Its whole layout space for a request, searched (Plan) or listed (EnumerateLayouts).
   PlanResult (*plan)(const PlanRequest& req);
   std::vector<Layout> (*enumerate)(const PlanRequest& req);
+  /// The same list, one layout at a time in the same order, without holding it (ForEachLayout):
+  /// `visit` returns false to stop.
+  void (*for_each_layout)(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
   /// One recipe in its own format (AutoModel `distributed:` YAML, Megatron-Bridge overrides),
   /// with meshplan's header comments; `rank` is 1-based.
   std::string (*recipe_yaml)(const Candidate& candidate, const PlanRequest& req, int rank);
@@ -147,6 +151,8 @@ const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 AmMoeBackend DefaultBackend(const SystemSpec& system, int64_t ep);
 PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
+/// The same list visited one layout at a time (FrameworkOps::for_each_layout).
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
 /// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
 std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
 void NearestRequest(PlanRequest& req, const Layout& from);

@@ -4,6 +4,7 @@
 /// the valid layouts with the cost model, rank those that fit.
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -140,6 +141,9 @@ struct PlanResult {
 /// already break a rule are not expanded: the list holds the layouts that pass the mesh and
 /// feature rules (batch rules not yet applied).
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req);
+/// EnumerateLayouts' layouts passed to `visit` one by one, in the same order, without holding
+/// the list (its memory is one subtree's leaves); `visit` returns false to stop.
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
 
 /// Runs the search. Never throws for a request whose model and system loaded.
 PlanResult Plan(const PlanRequest& req);

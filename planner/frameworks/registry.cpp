@@ -22,6 +22,7 @@ const FrameworkOps kAutoModel{
     .to_cost_view = &automodel::ToCostView,
     .plan = &automodel::Plan,
     .enumerate = &automodel::Enumerate,
+    .for_each_layout = &automodel::ForEachLayout,
     .recipe_yaml = &AutoModelRecipeYaml,
     .dp_flavour = &automodel::DpFlavour,
     .describe = &automodel::Describe,
@@ -60,6 +61,7 @@ const FrameworkOps kMegatronBridge{
     .to_cost_view = &megatron_bridge::ToCostView,
     .plan = &search::MegatronPlan,
     .enumerate = &search::MegatronEnumerate,
+    .for_each_layout = &search::MegatronForEachLayout,
     .recipe_yaml = &MegatronRecipeYaml,
     .dp_flavour = &MbDpFlavourName,
     .describe = &megatron_bridge::Describe,
@@ -140,6 +142,9 @@ std::string Describe(const Layout& layout) { return FrameworkOf(layout).describe
 std::string RecomputeLabel(const Layout& layout) { return FrameworkOf(layout).recompute_label(layout); }
 PlanResult Plan(const PlanRequest& req) { return FrameworkOf(req.framework).plan(req); }
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req) { return FrameworkOf(req.framework).enumerate(req); }
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit) {
+  FrameworkOf(req.framework).for_each_layout(req, visit);
+}
 
 Cost Score(const CostModel& cost, const Layout& layout) {
   return cost.Evaluate(ToCostView(layout, cost.model(), cost.setup()));

@@ -383,20 +383,30 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   return Search(req, space, budget);
 }
 
-std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
+void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit) {
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm);
-  std::vector<Layout> out;
   const SubtreeList list = Subtrees(req, space, cm, head, false);
+  std::vector<Layout> leaves;
+  int64_t visited = 0;
   for (const Layout* subtree : list.all) {
-    const size_t before = out.size();
-    space.Leaves(*subtree, out);
-    for (size_t i = before; i < out.size(); ++i) space.Prepare(out[i]);
-    if (req.max_layouts > 0 && static_cast<int64_t>(out.size()) >= req.max_layouts) {
-      out.resize(static_cast<size_t>(req.max_layouts));  // exactly max_layouts, not the whole last subtree
-      break;
+    leaves.clear();
+    space.Leaves(*subtree, leaves);
+    for (Layout& l : leaves) {
+      if (req.max_layouts > 0 && visited >= req.max_layouts) return;  // exactly max_layouts
+      space.Prepare(l);
+      ++visited;
+      if (!visit(l)) return;
     }
   }
+}
+
+std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space) {
+  std::vector<Layout> out;
+  VisitLeaves(req, space, [&](const Layout& l) {
+    out.push_back(l);
+    return true;
+  });
   return out;
 }
 

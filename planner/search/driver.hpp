@@ -97,5 +97,8 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space);
 
 /// Every leaf of every subtree that passes the mesh and feature rules, in walk order.
 std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space);
+/// The leaves ListLeaves lists, passed to `visit` one by one in the same order (at most
+/// req.max_layouts of them when it is > 0) without holding them; `visit` returns false to stop.
+void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit);
 
 }  // namespace meshplan::search

@@ -88,36 +88,38 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   const CostModel cost(req.model, req.system, req.setup);
-  std::vector<NearbyLayout> valid;
-  for (const Layout& l : EnumerateLayouts(req)) {
-    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
-    if (FirstFailure(ctx)) continue;
-    NearbyLayout x{{l, Cost{}}, LayoutChanges(from, l, req.model.num_layers, req.setup)};
-    x.edits = EditCount(x.changes);
-    valid.push_back(std::move(x));
-  }
-  std::stable_sort(valid.begin(), valid.end(), [](const NearbyLayout& a, const NearbyLayout& b) { return a.edits < b.edits; });
-  // Score whole groups of equal edits, nearest first, up to kNearestExtraEdits beyond the first
-  // group with a layout that fits (the fewest edits that fix the recipe).
+  // The valid layouts, nearest first (stable: walk order among equal edits), scored up to
+  // kNearestExtraEdits edits beyond the fewest that fit. Walked without holding the space: a
+  // layout is scored when it is seen, if within that bound of the nearest fit seen so far, and
+  // kept; the bound only tightens, so what is dropped would never be needed, and the kept ones
+  // beyond the final bound are dropped at the end. The result is what scoring whole groups in
+  // order of edits gives.
   std::vector<NearbyLayout> scored;
   int first_fit = -1;
-  for (size_t i = 0; i < valid.size();) {
-    const int d = valid[i].edits;
-    if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) break;
-    for (; i < valid.size() && valid[i].edits == d; ++i) {
-      NearbyLayout x = std::move(valid[i]);
-      x.candidate.cost = Score(cost, x.candidate.layout);
-      if (x.candidate.cost.fits && first_fit < 0) first_fit = d;
-      scored.push_back(std::move(x));
-    }
+  ForEachLayout(req, [&](const Layout& l) {
+    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+    if (FirstFailure(ctx)) return true;
+    std::vector<std::string> changes = LayoutChanges(from, l, req.model.num_layers, req.setup);
+    const int d = EditCount(changes);
+    if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) return true;
+    NearbyLayout x{{l, Score(cost, l)}, std::move(changes), d, {}};
+    if (x.candidate.cost.fits && (first_fit < 0 || d < first_fit)) first_fit = d;
+    scored.push_back(std::move(x));
+    return true;
+  });
+  if (first_fit >= 0) {
+    scored.erase(std::remove_if(scored.begin(), scored.end(),
+                                [&](const NearbyLayout& x) { return x.edits > first_fit + kNearestExtraEdits; }),
+                 scored.end());
   }
+  std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) { return a.edits < b.edits; });
   // The planner's fastest fitting layouts with the recipe's software settings: a fix far from
   // the recipe in fields but far faster is among the candidates whatever the enumeration order.
   {
     PlanRequest fast = req;
     fast.top_n = std::max(20, 4 * n);
     for (const Candidate& c : Plan(fast).top) {
-      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup)};
+      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
       x.edits = EditCount(x.changes);
       if (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits) continue;
       const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
@@ -162,8 +164,10 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   }
   std::vector<size_t> order = front;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return Throughput(scored[a]) > Throughput(scored[b]); });
-  for (size_t i = 0; i < scored.size(); ++i) {
-    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  std::vector<bool> in_front(scored.size(), false);
+  for (size_t i : front) in_front[i] = true;
+  for (size_t i = 0; i < scored.size() && order.size() < static_cast<size_t>(std::max(n, 0)) + front.size(); ++i) {
+    if (!in_front[i]) order.push_back(i);
   }
   std::vector<NearbyLayout> out;
   for (size_t i : order) {
