@@ -51,6 +51,7 @@ const FrameworkOps kAutoModel{
     .full_recipe_option = true,
     .torch_memory_options = true,
     .explains_pipeline_split = false,
+    .local_batch_column = true,
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -89,6 +90,7 @@ const FrameworkOps kMegatronBridge{
     .full_recipe_option = false,
     .torch_memory_options = false,
     .explains_pipeline_split = true,
+    .local_batch_column = false,
 };
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 

@@ -24,6 +24,7 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, d
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   req.top_n = top_n;
+  req.risk_ranking = false;  // "its fastest": the planner's layouts by predicted step
   const PlanResult res = Plan(req);
   PlanComparison cmp;
   cmp.searched = top_n;
@@ -58,7 +59,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   for (size_t i = 0; i < valid.size();) {
     const size_t d = valid[i].second.size();
     for (; i < valid.size() && valid[i].second.size() == d; ++i) {
-      NearbyLayout x{{valid[i].first, Score(cost, valid[i].first)}, std::move(valid[i].second)};
+      NearbyLayout x{{valid[i].first, Score(cost, valid[i].first), {}}, std::move(valid[i].second)};
       fitting += x.candidate.cost.fits ? 1 : 0;
       scored.push_back(std::move(x));
     }
