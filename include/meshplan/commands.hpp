@@ -157,6 +157,10 @@ struct PlanInput {
   ReleaseChoice releases;
   std::vector<Strategy> strategies;  ///< --strategy; empty: all; a repeated one is refused
   int top = 5;                       ///< recipes kept, [1, 1000]
+  /// --all-variants: every variant of a mesh in the top (PlanRequest::distinct_layouts false)
+  bool all_variants = false;
+  /// --rank-by step: by the predicted step alone (PlanRequest::risk_ranking false)
+  bool rank_by_step = false;
   double headroom = 0.10;            ///< fraction of GPU memory kept free, [0, 0.9]
   int64_t max_micro_batch = 16;      ///< [1, 1024]
   bool recompute_modules = false;    ///< Megatron-Bridge only

@@ -109,6 +109,9 @@ struct FrameworkOps {
   bool full_recipe_option;        ///< --full-recipe (a complete recipe file, not overrides)
   bool torch_memory_options;      ///< explain's --fp32-params, --defer-fsdp-grad-sync (PyTorch FSDP2)
   bool explains_pipeline_split;   ///< explain prints Megatron-Core's per-rank layer split
+  /// The plan table's lbs column holds Layout::local_batch_size (AutoModel's
+  /// step_scheduler.local_batch_size); else "-" (Megatron-Bridge: mbs and mb/step say it).
+  bool local_batch_column;
 };
 
 /// The descriptor of `framework`.

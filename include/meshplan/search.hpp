@@ -15,6 +15,7 @@
 #include "meshplan/hardware.hpp"
 #include "meshplan/layout.hpp"
 #include "meshplan/model.hpp"
+#include "meshplan/risk.hpp"
 #include "meshplan/rules.hpp"
 
 namespace meshplan {
@@ -97,12 +98,22 @@ struct PlanRequest {
   /// k-th best step of a first pass over the most promising subtrees. The top-k is the same
   /// as without pruning; `valid` and `fitting` then count the layouts actually scored.
   bool prune = true;
+  /// Rank by the expected step with the risk of running out of memory priced in
+  /// (Risk::expected_step_seconds), the layouts within the step band of the best a tie ordered
+  /// by robustness (RiskRanked, docs/ranking.md). False: by the predicted step alone
+  /// (RanksBefore), as `validate` ranks published layouts to score the model's own order.
+  bool risk_ranking = true;
+  /// Keep one layout per mesh in `top` (DistinctLayout: the best-ranked of the variants that
+  /// differ only in batch, schedule, VPP, sequence parallel or recompute). `plan` sets it unless
+  /// --all-variants is given.
+  bool distinct_layouts = false;
 };
 
 /// A scored layout.
 struct Candidate {
   Layout layout;
   Cost cost;
+  Risk risk;  ///< its band and memory risk (AssessRisk; tie set by RiskRanked)
 };
 
 /// Outcome of a search.
@@ -212,5 +223,31 @@ int64_t ResidentBytes();
 
 /// Ranking order: faster step first, then less memory, then the simpler layout.
 bool RanksBefore(const Candidate& a, const Candidate& b);
+
+/// Expected-step order: lower Risk::expected_step_seconds first, then RanksBefore. The order
+/// the search keeps its candidates in under PlanRequest::risk_ranking.
+bool ExpectedBefore(const Candidate& a, const Candidate& b);
+
+/// Robustness order among tied layouts: within the memory band first (a margin below
+/// Risk::memory_band_bytes ranks after, the smaller shortfall first), then fewer parallel
+/// axes above 1 (TP, PP, CP, EP, HSDP replicas), DP > 1 before DP 1, fewer micro-batches per
+/// step, every (virtual) pipeline stage holding at least 2 layers, then ExpectedBefore.
+/// `layers`: the model's num_layers. Throws nothing.
+bool MoreRobust(const Candidate& a, const Candidate& b, int64_t layers, const TrainSetup& setup);
+
+/// True when `a` and `b` have the same mesh and DP flavour (strategy, TP, PP, CP, EP, ETP,
+/// DP, HSDP replicas, Megatron's distributed optimizer and FSDP flags): variants of one
+/// layout that PlanRequest::distinct_layouts collapses.
+bool SameMesh(const Layout& a, const Layout& b);
+
+/// The final order of a search's candidates: `pool` sorted by ExpectedBefore (the search
+/// keeps every candidate within the step band of the best and the top_n by expected step:
+/// Scorer), the tied ones (expected step within the best's Risk::step_band of the best's,
+/// when more than one) first with Risk::tie set: their meshes (SameMesh groups) in MoreRobust
+/// order of each mesh's fastest tied variant, a mesh's variants in expected-step order; then
+/// the rest by expected step. With `distinct`, only the first of each SameMesh group; at most
+/// `top_n`.
+std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool distinct, int64_t layers,
+                                  const TrainSetup& setup);
 
 }  // namespace meshplan

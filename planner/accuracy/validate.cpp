@@ -49,6 +49,8 @@ Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sy
   // (Megatron-Core layouts do not read it).
   pr.am_moe_backend = l.am_backend;
   pr.top_n = std::max(req.rank_top, req.show_top);
+  // The published layout's rank scores the model's own order: by predicted step alone.
+  pr.risk_ranking = false;
   pr.threads = req.threads;
   pr.max_micro_batch = std::max<int64_t>(16, r.micro_batch);
   pr.deadline = std::chrono::steady_clock::now() +

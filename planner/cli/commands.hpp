@@ -24,6 +24,7 @@ struct PlanOptions {
   PlanInput in;
   long long gpus = kNotGiven, seq_len = kNotGiven;  ///< in.gpus / in.seq_len when given
   std::string precision = "bf16", framework = "automodel";
+  std::string rank_by = "expected";  ///< --rank-by: expected or step
   std::string automodel_version = "0.5", mbridge_version = "main";  ///< in.releases when given
   std::vector<std::string> strategies;
   std::string format = "table";                  ///< stdout: table, yaml or json

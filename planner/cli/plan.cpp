@@ -30,6 +30,11 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
                 "a comma-separated list of fsdp2, megatron_fsdp, ddp",
                 CLI::IsMember({"fsdp2", "megatron_fsdp", "ddp"}));
   cmd->add_option("--top", o.in.top, "number of recipes to print (1..1000)")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--all-variants", o.in.all_variants,
+                "list every variant of a layout (micro-batch, local batch, schedule, VPP, recompute), not only the best of each mesh");
+  cmd->add_option("--rank-by", o.rank_by,
+                  "expected: expected throughput with the memory risk priced in, ties within the model's error ordered by robustness (docs/ranking.md); step: predicted step time alone")
+      ->check(CLI::IsMember({"expected", "step"}));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
   cmd->add_flag("--force", o.in.outputs.force, "replace --out if it exists");
@@ -80,6 +85,7 @@ PlanInput MakeInput(const PlanOptions& o) {
   if (o.gpus != kNotGiven) in.gpus = o.gpus;
   if (o.seq_len != kNotGiven) in.seq_len = o.seq_len;
   in.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  in.rank_by_step = o.rank_by == "step";
   in.framework = ParseFramework(o.framework);
   in.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   for (const std::string& s : o.strategies) in.strategies.push_back(ParseStrategy(s));

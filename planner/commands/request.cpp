@@ -201,7 +201,10 @@ PlanRequest BuildPlanRequest(const PlanInput& in, const PointSource& source) {
   if (s.setup.precision == Precision::kFp8 && loaded.system.gpu.fp8_flops <= 0) {
     FlagError("--precision", "fp8 requested but " + loaded.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
   }
-  return BuildRequest(s, std::move(loaded));
+  PlanRequest req = BuildRequest(s, std::move(loaded));
+  req.risk_ranking = !in.rank_by_step;
+  req.distinct_layouts = !in.all_variants;
+  return req;
 }
 
 }  // namespace meshplan

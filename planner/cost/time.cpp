@@ -182,6 +182,16 @@ namespace {
 double Positive(double x) { return x > 0 ? x : 1.0; }
 }  // namespace
 
+double RingCpExposedSeconds(double chunk_bytes, const Link& link, double forward_core_seconds, int64_t cp, bool full) {
+  if (cp <= 1) return 0.0;
+  const double send = P2pSeconds(chunk_bytes, link);
+  const double chunk_compute = forward_core_seconds / double(cp);
+  // Forward, and backward at twice the bytes (K, V and their gradients) under twice the
+  // compute, and a repeated forward under full recompute: 3 (4) forward-sized steps.
+  return (full ? 4.0 : 3.0) * double(cp - 1) * std::max(0.0, send - chunk_compute);
+}
+
+
 /// Compute: FLOP of this GPU / achieved rate, per class of work.
 ///   FLOP of the rank per step (tokens = micro-batches per step · micro_batch · seq/cp):
 ///     linear = tokens · (Σ layers' attention + dense-MLP + shared-expert terms) / tp
@@ -214,9 +224,10 @@ double Positive(double x) { return x > 0 ? x : 1.0; }
 ///     T·V·2-byte logits for the loss (full_tensor()). Measured: 2 H200 with NCCL held to 1
 ///     and 2 channels, tests/data/measured/h200_2gpu_ch*.jsonl (4 volumes per layer priced
 ///     Llama 3.1 8B with TP 2 31% and 22% too fast; 7 gives -2.5% and -1.7%).
-///   CP (ring attention): per layer per micro-batch (cp−1) p2p steps of T·(d_K+d_V)/tp·2
-///     bytes forward and twice that backward (+1 forward under full recompute), overlapped
-///     with the layer's attention core: exposed = max(0, comm − core time).
+///   CP (ring attention, RingCpExposedSeconds): per layer per micro-batch (cp−1) p2p steps of
+///     T·(d_K+d_V)/tp·2 bytes forward and twice that backward (+1 forward under full
+///     recompute), each hidden only under the attention of the one chunk computed meanwhile:
+///     exposed = max(0, transfer − chunk compute) per ring step.
 ///   EP (AutoModelEpPass): per MoE layer per micro-batch dispatch + combine forward and backward
 ///     (+ forward again under full recompute); flex (DeepEP / HybridEP): each token sent once
 ///     per distinct destination rank (NVLink domain) or node (across nodes), at the backend's
@@ -340,11 +351,12 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   }
   // --- CP ---
   if (l.cp > 1 && layers > 0) {
-    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / tp * 2.0;
-    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
-    const double comm = (full ? 4.0 : 3.0) * ring;
-    const double core_layer_mb = t_mb * f.attn_core_flops / tp / core_rate_eff * (full ? 4.0 / 3.0 : 1.0);
-    t.cp_comm = std::max(0.0, comm - core_layer_mb) * layers * n_mb;
+    // The ring's slowest hop is one GPU's send to its neighbour: NVLink within a scale-up
+    // domain, across domains the sending GPU's own NIC (GroupLink's tier: a send/recv pair
+    // does not stripe over the node's rails the way NCCL's ring collectives do).
+    t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / tp * 2.0, GroupLink(sys, g.cp),
+                                     t_mb * f.attn_core_flops / tp / core_rate_eff / 3.0, l.cp, full) *
+                layers * n_mb;
   }
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {

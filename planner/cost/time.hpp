@@ -84,6 +84,18 @@ inline constexpr double kHiddenCommRefBusbw = 257e9;  ///< bytes/s: median busbw
 /// Extra step time (s) when `seconds` of a collective on `link` are hidden behind compute:
 /// seconds · kHiddenCommKappa · min(1, link busbw / kHiddenCommRefBusbw). 0 for seconds <= 0.
 double HiddenCommCost(double seconds, const Link& link);
+
+/// Exposed seconds of one layer's context-parallel ring for one micro-batch under the PyTorch
+/// runtime (AutoModel's torch context_parallel: torch/distributed/tensor/experimental/
+/// _attention.py, the ring of Liu et al. 2023 "Ring Attention with Blockwise Transformers"):
+/// cp steps each compute the attention of one query chunk against one K/V chunk while the next
+/// chunk of `chunk_bytes` (T·(d_K+d_V)/tp·2) is passed on over `link`; cp−1 transfers, each
+/// hidden only under the one step's compute, forward_core_seconds / cp (the layer's forward
+/// attention core of the rank, load-balanced over the steps). Exposed per step
+/// max(0, transfer − chunk compute); backward passes twice the bytes (K, V and their gradients)
+/// under twice the compute, full recompute repeats the forward: (full ? 4 : 3)·(cp−1)·that.
+/// 0 at cp <= 1. Throws nothing.
+double RingCpExposedSeconds(double chunk_bytes, const Link& link, double forward_core_seconds, int64_t cp, bool full);
 /// The part of `cost_all_hidden` (HiddenCommCost summed over a collective's parts, as if all
 /// `comm` seconds were hidden) for the share of `comm` that `window` seconds of compute hide:
 /// cost_all_hidden · min(comm, window) / comm; 0 when comm <= 0.

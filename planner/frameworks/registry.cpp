@@ -52,6 +52,7 @@ const FrameworkOps kAutoModel{
     .full_recipe_option = true,
     .torch_memory_options = true,
     .explains_pipeline_split = false,
+    .local_batch_column = true,
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -91,6 +92,7 @@ const FrameworkOps kMegatronBridge{
     .full_recipe_option = false,
     .torch_memory_options = false,
     .explains_pipeline_split = true,
+    .local_batch_column = false,
 };
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 

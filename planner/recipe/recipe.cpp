@@ -131,6 +131,33 @@ std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
   return out;
 }
 
+namespace {
+
+// Terminal columns of a UTF-8 cell (the band's "±" is two bytes, one column).
+size_t Columns(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// "±7%": a relative band as the table prints it.
+std::string BandCell(double band) { return "\u00b1" + Fixed(100 * band, 0) + "%"; }
+
+// MFU against the GPU's dense BF16 peak, whatever the precision (0 when the peak is unknown).
+double MfuBf16(const Candidate& c, const GpuSpec& gpu) {
+  return gpu.bf16_flops > 0 ? c.cost.model_tflops_per_gpu * 1e12 / gpu.bf16_flops : 0.0;
+}
+
+// The runtime whose measured errors give the bands of `result`'s layouts.
+ErrorKind KindOf(const PlanResult& result, const PlanRequest& req) {
+  const CostRuntime runtime = result.top.empty()
+                                  ? CostRuntime::kPyTorchEager
+                                  : ToCostView(result.top.front().layout, req.model, req.setup).runtime;
+  return ErrorKindOf(runtime, req.model, req.system, req.setup);
+}
+
+}  // namespace
+
 std::string RankTable(const PlanResult& result, const PlanRequest& req) {
   // Cells first, then each column as wide as its widest cell (at least the usual width), so
   // that long schedules or huge values do not shift the columns after them.
@@ -139,37 +166,46 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     size_t width;
     bool left;
   };
-  const std::vector<Column> cols = {
+  const bool fp8 = req.setup.precision != Precision::kBf16;
+  std::vector<Column> cols = {
       {"rank", 4, true},      {"strategy", 13, true}, {"tp", 4, false},        {"pp", 4, false},
       {"cp", 4, false},       {"ep", 4, false},       {"dp", 5, false},        {"rep", 4, false},
-      {"mbs", 4, false},      {"mb/step", 7, false},  {"schedule", 18, true},  {"recompute", 12, true},
-      {"GiB/GPU", 7, false},  {"headroom", 8, false}, {"step_s", 9, false},    {"tok/s/GPU", 10, false},
+      {"mbs", 4, false},      {"lbs", 4, false},      {"mb/step", 7, false},   {"schedule", 18, true},
+      {"recompute", 12, true}, {"GiB/GPU", 7, false}, {"headroom", 8, false},  {"oom%", 5, false},
+      {"step_s", 9, false},   {"band", 5, false},     {"tok/s/GPU", 10, false}, {"TFLOP/s", 7, false},
       {"MFU%", 6, false}};
+  if (fp8) cols.push_back({"MFU8%", 6, false});
   std::vector<std::vector<std::string>> rows;
+  bool any_tie = false;
   for (size_t i = 0; i < result.top.size(); ++i) {
     const Candidate& c = result.top[i];
     const Layout& l = c.layout;
     const std::string sched = FrameworkOf(l).schedule_label(l, req.model);
     std::string rc = RecomputeLabel(l);
     if (l.sequence_parallel) rc += "+sp";
-    rows.push_back({std::to_string(i + 1),
+    any_tie = any_tie || c.risk.tie;
+    rows.push_back({std::to_string(i + 1) + (c.risk.tie ? "=" : ""),
                     FrameworkOf(l).dp_flavour(l),
                     std::to_string(l.tp), std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.ep),
                     std::to_string(l.dp), std::to_string(l.dp_replicate), std::to_string(l.micro_batch()),
+                    FrameworkOf(l).local_batch_column ? std::to_string(l.local_batch_size) : "-",
                     std::to_string(l.MicroBatchesPerStep(req.setup)), sched, rc, Fixed(GiB(c.cost.memory.Total()), 1),
-                    Fixed(GiB(c.cost.capacity_bytes - c.cost.memory.Total()), 1), Fixed(c.cost.step_seconds, 3),
-                    Fixed(c.cost.tokens_per_s_per_gpu, 0), Fixed(100 * c.cost.mfu, 1)});
+                    Fixed(GiB(c.cost.capacity_bytes - c.cost.memory.Total()), 1),
+                    req.risk_ranking ? Fixed(100 * c.risk.oom_probability, 1) : "-", Fixed(c.cost.step_seconds, 3),
+                    req.risk_ranking ? BandCell(c.risk.step_band) : "-", Fixed(c.cost.tokens_per_s_per_gpu, 0),
+                    Fixed(c.cost.model_tflops_per_gpu, 0), Fixed(100 * MfuBf16(c, req.system.gpu), 1)});
+    if (fp8) rows.back().push_back(Fixed(100 * c.cost.mfu, 1));
   }
   std::vector<size_t> width(cols.size());
   for (size_t j = 0; j < cols.size(); ++j) {
     width[j] = std::max(cols[j].width, std::string(cols[j].head).size());
-    for (const auto& r : rows) width[j] = std::max(width[j], r[j].size());
+    for (const auto& r : rows) width[j] = std::max(width[j], Columns(r[j]));
   }
   std::ostringstream o;
   auto emit = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (size_t j = 0; j < cells.size(); ++j) {
-      const std::string pad(width[j] - std::min(width[j], cells[j].size()), ' ');
+      const std::string pad(width[j] - std::min(width[j], Columns(cells[j])), ' ');
       line += (j ? " " : "") + (cols[j].left ? cells[j] + pad : pad + cells[j]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -179,6 +215,11 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
   for (const Column& c : cols) head.emplace_back(c.head);
   emit(head);
   for (const auto& r : rows) emit(r);
+  if (any_tie) {
+    const ErrorBand band = StepErrorBand(KindOf(result, req));
+    o << "=: tied, expected step within " << BandCell(band.value) << " of the best (" << band.source << ", "
+      << band.rows << " rows); tied layouts are listed by robustness (docs/ranking.md)\n";
+  }
   o << SearchSummary(result, req) << "\n";
   return o.str();
 }
@@ -209,9 +250,29 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
   json rej = json::object();
   for (const auto& [name, n] : result.rejected_by_rule) rej[name] = n;
   j["rejected_by_rule"] = rej;
+  const ErrorKind kind = KindOf(result, req);
+  const ErrorBand step_band = StepErrorBand(kind), memory_band = MemoryErrorBand(kind.runtime);
+  j["ranking"] = {{"rank_by", req.risk_ranking ? "expected" : "step"},
+                  {"distinct_layouts", req.distinct_layouts},
+                  {"step_band", step_band.value},
+                  {"step_band_rows", step_band.rows},
+                  {"step_band_source", step_band.source},
+                  {"memory_band", memory_band.value},
+                  {"memory_band_rows", memory_band.rows},
+                  {"memory_band_source", memory_band.source}};
   json arr = json::array();
   for (size_t i = 0; i < result.top.size(); ++i) {
     json cj = recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1));
+    const Risk& r = result.top[i].risk;
+    cj["mfu_bf16_peak"] = MfuBf16(result.top[i], req.system.gpu);
+    if (req.risk_ranking) {
+      cj["risk"] = {{"expected_step_s", r.expected_step_seconds},
+                    {"step_band", r.step_band},
+                    {"oom_probability", r.oom_probability},
+                    {"memory_band_gib", GiB(r.memory_band_bytes)},
+                    {"margin_gib", GiB(r.margin_bytes)},
+                    {"tie", r.tie}};
+    }
     FrameworkOf(req.framework).annotate_json(cj, result.top[i], req);
     arr.push_back(cj);
   }

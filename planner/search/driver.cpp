@@ -26,9 +26,11 @@ namespace {
 constexpr size_t kSeedSubtrees = 64;
 constexpr size_t kSeedScan = 16 * kSeedSubtrees;
 
+// The order candidates are kept in: expected step (the predicted step when the request does
+// not price risk: Risk::expected_step_seconds is then the step), then walk position.
 bool Before(const std::pair<Candidate, uint64_t>& a, const std::pair<Candidate, uint64_t>& b) {
-  if (RanksBefore(a.first, b.first)) return true;
-  if (RanksBefore(b.first, a.first)) return false;
+  if (ExpectedBefore(a.first, b.first)) return true;
+  if (ExpectedBefore(b.first, a.first)) return false;
   return a.second < b.second;
 }
 
@@ -188,9 +190,20 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   }
   if (!cost.fits) return;
   ++fitting_;
-  const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
-  // A strictly slower layout never ranks before the k-th (RanksBefore compares the step first).
-  const bool may_rank = !(top_.size() == k && cost.step_seconds > top_.back().first.cost.step_seconds);
+  Candidate cand{l, cost, {}};
+  if (req_.risk_ranking) {
+    if (!has_kind_) {
+      // One kind per search: the runtime is the framework's, the rest the request's.
+      kind_ = ErrorKindOf(ToCostView(l, cost_model_.model(), cost_model_.setup()).runtime, req_.model, req_.system,
+                          req_.setup);
+      has_kind_ = true;
+    }
+    cand.risk = AssessRisk(kind_, cost);
+  } else {
+    cand.risk.expected_step_seconds = cost.step_seconds;
+  }
+  // A layout whose expected step is above the limit can never be ranked (see Trim).
+  const bool may_rank = cand.risk.expected_step_seconds <= limit_;
   const bool counted = cost.step_seconds <= count_limit_;
   if (!may_rank && !counted) return;
   if (NoRecomputeFits(l, cost.capacity_bytes)) {
@@ -198,10 +211,42 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
     return;
   }
   if (!may_rank) return;
-  std::pair<Candidate, uint64_t> c{Candidate{l, cost}, order};
-  if (top_.size() == k && !Before(c, top_.back())) return;
-  top_.insert(std::upper_bound(top_.begin(), top_.end(), c, Before), std::move(c));
-  if (top_.size() > k) top_.pop_back();
+  top_.emplace_back(std::move(cand), order);
+  if (top_.size() >= trim_at_) Trim();
+}
+
+void Scorer::Trim() {
+  std::sort(top_.begin(), top_.end(), Before);
+  const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
+  // The expected step of the k-th layout (of the k-th distinct mesh with distinct_layouts):
+  // RiskRanked takes its top_n among the tied layouts and, after them, by expected step, so
+  // no layout slower than that and outside the best's band can be in it.
+  double kth = std::numeric_limits<double>::infinity();
+  if (req_.distinct_layouts) {
+    std::vector<const Layout*> meshes;
+    for (const auto& c : top_) {
+      if (std::none_of(meshes.begin(), meshes.end(), [&](const Layout* m) { return SameMesh(*m, c.first.layout); })) {
+        meshes.push_back(&c.first.layout);
+        if (meshes.size() == k) {
+          kth = c.first.risk.expected_step_seconds;
+          break;
+        }
+      }
+    }
+  } else if (top_.size() >= k) {
+    kth = top_[k - 1].first.risk.expected_step_seconds;
+  }
+  if (!top_.empty()) {
+    const Risk& best = top_.front().first.risk;
+    limit_ = std::max(kth, best.expected_step_seconds * (1.0 + best.step_band));
+    while (!top_.empty() && top_.back().first.risk.expected_step_seconds > limit_) top_.pop_back();
+  }
+  trim_at_ = std::max<size_t>(2 * top_.size(), 2 * k + 64);
+}
+
+double Scorer::Limit() {
+  Trim();
+  return limit_;
 }
 
 bool Scorer::NoRecomputeFits(const Layout& l, double capacity_bytes) const {
@@ -240,10 +285,8 @@ void Scorer::Merge(const Scorer& o) {
     least_ = o.least_;
     has_least_ = true;
   }
-  std::vector<std::pair<Candidate, uint64_t>> merged;
-  std::merge(top_.begin(), top_.end(), o.top_.begin(), o.top_.end(), std::back_inserter(merged), Before);
-  merged.resize(std::min(merged.size(), static_cast<size_t>(std::max(1, req_.top_n))));
-  top_ = std::move(merged);
+  top_.insert(top_.end(), o.top_.begin(), o.top_.end());
+  Trim();
   if (stopped_.empty()) stopped_ = o.stopped_;
 }
 
@@ -255,7 +298,25 @@ void Scorer::KeepDominatedUpTo(double limit) {
 
 PlanResult Scorer::Finish() const {
   PlanResult r;
-  for (const auto& c : top_) r.top.push_back(c.first);
+  std::vector<std::pair<Candidate, uint64_t>> kept = top_;
+  std::sort(kept.begin(), kept.end(), Before);
+  std::vector<Candidate> pool;
+  pool.reserve(kept.size());
+  for (auto& c : kept) pool.push_back(std::move(c.first));
+  if (req_.risk_ranking) {
+    r.top = RiskRanked(std::move(pool), req_.top_n, req_.distinct_layouts, req_.model.num_layers, req_.setup);
+  } else {
+    const size_t k = static_cast<size_t>(std::max(1, req_.top_n));
+    for (Candidate& c : pool) {
+      if (r.top.size() == k) break;
+      if (req_.distinct_layouts && std::any_of(r.top.begin(), r.top.end(), [&](const Candidate& o) {
+            return SameMesh(o.layout, c.layout);
+          })) {
+        continue;
+      }
+      r.top.push_back(std::move(c));
+    }
+  }
   r.enumerated = enumerated_;
   r.tested = tested_;
   r.valid = valid_;
@@ -344,9 +405,10 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       req, cm, seed_ids.size(), true,
       [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[seed_ids[j]], seed_ids[j], s); }, &budget);
   for (size_t j = 0; j < passed_over; ++j) seeded.Prune();
-  const size_t k = static_cast<size_t>(std::max(1, req.top_n));
-  const double threshold = seeded.top().size() == k ? seeded.top().back().first.cost.step_seconds
-                                                     : std::numeric_limits<double>::infinity();
+  // Every layout the final ranking can hold has an expected step at most the seeds' limit
+  // (Scorer::Trim), and its step is at most its expected step: a subtree whose step lower
+  // bound is above the limit holds none of them.
+  const double threshold = seeded.Limit();
   // The seeds counted every recompute-dominated layout; both phases count those up to the
   // threshold (a number fixed before phase 2: the count does not depend on thread timing).
   seeded.KeepDominatedUpTo(threshold);

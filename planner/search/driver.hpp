@@ -70,13 +70,24 @@ class alignas(64) Scorer {
   void KeepDominatedUpTo(double limit);
   PlanResult Finish() const;
 
-  const std::vector<std::pair<Candidate, uint64_t>>& top() const { return top_; }
+  /// Sorts the kept candidates and drops those that can no longer be ranked: kept are the
+  /// top_n by expected step (top_n distinct meshes with PlanRequest::distinct_layouts) and every
+  /// one within the step band of the best (Risk::step_band), what RiskRanked needs.
+  void Trim();
+  /// Trim(), then the largest expected step a kept candidate may have (infinite while fewer
+  /// than top_n are kept): the search's pruning threshold.
+  double Limit();
   int64_t fitting() const { return fitting_; }
 
  private:
   const PlanRequest& req_;
   const CostModel& cost_model_;
+  /// Kept candidates, unsorted between Trim() calls (trimmed once trim_at_ are held).
   std::vector<std::pair<Candidate, uint64_t>> top_;
+  double limit_ = std::numeric_limits<double>::infinity();
+  size_t trim_at_ = 128;
+  ErrorKind kind_{};
+  bool has_kind_ = false;
   std::vector<std::pair<const Rule*, int64_t>> rejected_;
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;

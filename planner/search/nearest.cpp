@@ -25,6 +25,7 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, d
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   req.top_n = top_n;
+  req.risk_ranking = false;  // "its fastest": the planner's layouts by predicted step
   const PlanResult res = Plan(req);
   PlanComparison cmp;
   cmp.searched = top_n;
@@ -102,7 +103,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
     std::vector<std::string> changes = LayoutChanges(from, l, req.model.num_layers, req.setup);
     const int d = EditCount(changes);
     if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) return true;
-    NearbyLayout x{{l, Score(cost, l)}, std::move(changes), d, {}};
+    NearbyLayout x{{l, Score(cost, l), {}}, std::move(changes), d, {}};
     if (x.candidate.cost.fits && (first_fit < 0 || d < first_fit)) first_fit = d;
     scored.push_back(std::move(x));
     return true;
@@ -118,6 +119,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   {
     PlanRequest fast = req;
     fast.top_n = std::max(20, 4 * n);
+    fast.risk_ranking = false;  // the fastest by predicted step, as CompareWithPlan
     for (const Candidate& c : Plan(fast).top) {
       NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
       x.edits = EditCount(x.changes);

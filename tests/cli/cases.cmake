@@ -399,7 +399,7 @@ meshplan_cli_case(explain_mesh_not_dividing_lists_every_rule 1 "rules: INVALID, 
   "!global_batch_divisible" "!world_divisible_by_model_parallel"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 24 --seq-len 4096 --global-batch 48 --tp 3 --cp 3)
 # --strategy restricts the Megatron-Bridge search as it does AutoModel's.
-meshplan_cli_case(plan_mbridge_strategy 0 "^1 +megatron_fsdp" "^5 +megatron_fsdp" "!^[0-9]+ +ddp"
+meshplan_cli_case(plan_mbridge_strategy 0 "^1=? +megatron_fsdp" "^5=? +megatron_fsdp" "!^[0-9]+ +ddp"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256
      --framework megatron-bridge --strategy megatron_fsdp --top 5)
 # A Megatron-Bridge recipe: its rules, the megatron-bridge memory profile and the compute split.
@@ -501,7 +501,7 @@ add_test(NAME cli.sweep_loads_model_once_per_point COMMAND bash -c "
   # LeakSanitizer cannot run under ptrace: off for this traced run (sanitizer builds).
   ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0 strace -f -e trace=open,openat -o \$d/trace '$<TARGET_FILE:meshplan>' plan --model \$d/m.json --system dgx-h100 --sweep-gpus 8,16 --sweep-seq 4096,8192 --global-batch 64 >\$d/out 2>&1; rc=\$?
   n=\$(grep -c '/m\\.json\"' \$d/trace)
-  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -c '^ *[0-9]* *[48][01][9][62]  fsdp2 ' \$d/out) -eq 4 ] ||
+  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -cE '^ *[0-9]* *[48][01][9][62]  (fsdp2|megatron_fsdp) ' \$d/out) -eq 4 ] ||
     { echo \"rc=\$rc, model file opened \$n times for 4 points\"; cat \$d/out; exit 1; }")
 set_tests_properties(cli.sweep_loads_model_once_per_point PROPERTIES SKIP_RETURN_CODE 77)
 # 61 layers do not split evenly over pp 8 x vpp 4: the nearest valid layouts name the
@@ -673,12 +673,12 @@ meshplan_cli_case(check_gap_to_plan 0 "predicted: step [0-9.]+ s, 1679 tokens/s 
   -- ${MP} check ${D}/automodel_llama8b_tp8_16gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 16)
 meshplan_cli_case(check_above_whole_memory 1 "out of memory: above the GPU's 79.1 GiB" "no layout it finds fits this job"
   -- ${MP} check ${D}/automodel_llama70b_ddp_8gpu.yaml --model llama3.1-70b --system dgx-h100 --gpus 8)
-# The planner's own top recipe, read back, is its own rank 1 (plan and check price it alike,
+# The planner's own fastest recipe (--rank-by step), read back, is its own rank 1 (plan and check price it alike,
 # the flex dispatcher's backend and the recipe function's settings included).
 foreach(fw automodel megatron-bridge)
   add_test(NAME cli.check_plan_top_is_rank1_${fw} COMMAND bash -c "
     set -u; d=\$(mktemp -d)
-    '$<TARGET_FILE:meshplan>' plan --framework ${fw} --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 1024 --format yaml --top 1 --out \$d/r.yaml 2>/dev/null || exit 1
+    '$<TARGET_FILE:meshplan>' plan --framework ${fw} --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 1024 --format yaml --top 1 --rank-by step --out \$d/r.yaml 2>/dev/null || exit 1
     out=\$('$<TARGET_FILE:meshplan>' check \$d/r.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16); rc=\$?
     echo \"\$out\" | grep -E '^against the planner'
     [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'rank 1, no layout it finds is predicted faster'")

@@ -70,13 +70,15 @@ TEST_CASE("output: AutoModel PP layout shows 256 micro-batches per step (32 accu
 
   const std::string table = RankTable(result, req);
   const std::vector<std::string> header = Row(table, "rank");
-  REQUIRE(header.size() > 9);
+  REQUIRE(header.size() > 10);
   CHECK(header[8] == "mbs");
-  CHECK(header[9] == "mb/step");
+  CHECK(header[9] == "lbs");
+  CHECK(header[10] == "mb/step");
   const std::vector<std::string> row = Row(table, "1");
-  REQUIRE(row.size() > 9);
-  CHECK(row[8] == "1");    // micro-batch size
-  CHECK(row[9] == "256");  // the old ga column showed 32 here
+  REQUIRE(row.size() > 10);
+  CHECK(row[8] == "1");     // micro-batch size
+  CHECK(row[9] == "8");     // step_scheduler.local_batch_size
+  CHECK(row[10] == "256");  // the old ga column showed 32 here
 
   const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
   CHECK(j["recipes"][0]["layout"]["microbatches_per_step"] == 256);
@@ -107,9 +109,10 @@ TEST_CASE("output: Megatron-Bridge PP layout shows its 64 micro-batches per step
   result.top.push_back(Candidate{l, Cost{}});
 
   const std::vector<std::string> row = Row(RankTable(result, req), "1");
-  REQUIRE(row.size() > 9);
+  REQUIRE(row.size() > 10);
   CHECK(row[1] == "ddp+distopt");
-  CHECK(row[9] == "64");
+  CHECK(row[9] == "-");  // no local batch: mbs and mb/step say it
+  CHECK(row[10] == "64");
   const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
   CHECK(j["recipes"][0]["layout"]["microbatches_per_step"] == 64);
   CHECK(j["recipes"][0]["layout"]["grad_accum_steps"] == 64);  // Megatron accumulates over its M micro-batches
@@ -128,4 +131,53 @@ TEST_CASE("output: JSON round_virtual_stages_to_pp_multiple is JSON null without
   const nlohmann::json& none = j["recipes"][0]["layout"]["pipeline"]["round_virtual_stages_to_pp_multiple"];
   CHECK(none.is_null());
   CHECK(j["recipes"][1]["layout"]["pipeline"]["round_virtual_stages_to_pp_multiple"] == "up");
+}
+
+TEST_CASE("output: the plan table has TFLOP/s and BF16-peak MFU and FP8-peak MFU and band and out-of-memory and tie columns") {
+  // 400 model TFLOP/s per GPU on H100 (989 TFLOP/s dense BF16, 1979 FP8 in hwdb): MFU
+  // 400 / 989 = 40.4% against the BF16 peak; an FP8 plan adds MFU8% against the FP8 peak,
+  // 400 / 1979 = 20.2%.
+  PlanRequest req = Request("llama3.1-70b", 64, 512, Framework::kAutoModel);
+  req.setup.precision = Precision::kFp8;
+  Candidate c{Tp4Pp4Cp2Dp2(), Cost{}, {}};
+  c.cost.model_tflops_per_gpu = 400;
+  c.cost.mfu = 400e12 / req.system.gpu.fp8_flops;
+  c.cost.capacity_bytes = 71.2 * 1073741824.0;
+  c.cost.memory.weights = 60.0 * 1073741824.0;
+  c.risk.step_band = 0.083;
+  c.risk.oom_probability = 0.012;
+  c.risk.tie = true;
+  PlanResult result;
+  result.top = {c, c};
+  result.top[1].risk.tie = false;
+  const std::string table = RankTable(result, req);
+  const std::vector<std::string> header = Row(table, "rank");
+  const std::vector<std::string> row = Row(table, "1=");
+  REQUIRE(header.size() == 22);
+  REQUIRE(row.size() == 22);
+  CHECK(header[15] == "oom%");
+  CHECK(row[15] == "1.2");
+  CHECK(header[17] == "band");
+  CHECK(row[17] == "\u00b18%");
+  CHECK(header[19] == "TFLOP/s");
+  CHECK(row[19] == "400");
+  CHECK(header[20] == "MFU%");
+  CHECK(row[20] == "40.4");
+  CHECK(header[21] == "MFU8%");
+  CHECK(row[21] == "20.2");
+  CHECK(Row(table, "2").size() == 22);  // not tied: no mark
+  CHECK(table.find("=: tied, expected step within \u00b18% of the best") != std::string::npos);
+  // BF16 plans have no MFU8% column.
+  req.setup.precision = Precision::kBf16;
+  CHECK(Row(RankTable(result, req), "rank").size() == 21);
+
+  const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
+  CHECK(j["recipes"][0]["mfu_bf16_peak"] == doctest::Approx(400e12 / req.system.gpu.bf16_flops));
+  CHECK(j["recipes"][0]["risk"]["tie"] == true);
+  CHECK(j["recipes"][1]["risk"]["tie"] == false);
+  CHECK(j["recipes"][0]["risk"]["oom_probability"] == doctest::Approx(0.012));
+  CHECK(j["recipes"][0]["risk"]["margin_gib"] == doctest::Approx(0.0));  // risk as set, not recomputed
+  CHECK(j["ranking"]["rank_by"] == "expected");
+  CHECK(j["ranking"]["step_band"] == doctest::Approx(0.083));  // AutoModel dense across nodes
+  CHECK(j["ranking"]["memory_band"] == doctest::Approx(0.039));
 }

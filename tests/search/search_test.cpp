@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
+
+#include <algorithm>
 
 #include "meshplan/search.hpp"
 #include "fixtures/plan_request.hpp"
@@ -23,7 +26,25 @@ void CheckAllValid(const PlanRequest& req, const PlanResult& r) {
     CHECK(c.cost.fits);
     CHECK(c.layout.tp * c.layout.cp * c.layout.pp * c.layout.dp == req.setup.num_gpus);
   }
-  CHECK(std::is_sorted(r.top.begin(), r.top.end(), RanksBefore));
+  if (!req.risk_ranking) {
+    CHECK(std::is_sorted(r.top.begin(), r.top.end(), RanksBefore));
+    return;
+  }
+  // Risk-aware order (RiskRanked): the tied layouts first, each within the step band of the
+  // best expected step, then the rest by expected step, none of them within it.
+  const auto tied_end =
+      std::find_if(r.top.begin(), r.top.end(), [](const Candidate& c) { return !c.risk.tie; });
+  CHECK(std::none_of(tied_end, r.top.end(), [](const Candidate& c) { return c.risk.tie; }));
+  double best = std::numeric_limits<double>::infinity();
+  for (const Candidate& c : r.top) best = std::min(best, c.risk.expected_step_seconds);
+  for (auto it = r.top.begin(); it != tied_end; ++it) {
+    CHECK(it->risk.expected_step_seconds <= best * (1 + it->risk.step_band));
+  }
+  // (An untied first layout is the best itself, alone within its band.)
+  for (auto it = tied_end == r.top.begin() ? tied_end + 1 : tied_end; it < r.top.end(); ++it) {
+    CHECK(it->risk.expected_step_seconds > best * (1 + it->risk.step_band));
+  }
+  CHECK(std::is_sorted(tied_end, r.top.end(), ExpectedBefore));
 }
 
 }  // namespace
