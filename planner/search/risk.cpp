@@ -29,8 +29,8 @@ ErrorBand StepErrorBand(const ErrorKind& k) {
                  : ErrorBand{0.1084, 28, "validate mbridge_perf_dev.csv, leave-one-out: MoE rows within one NVLink domain"};
     }
     return k.multi_domain
-               ? ErrorBand{0.0383, 28, "validate mbridge_perf_dev.csv, leave-one-out: dense rows beyond one NVLink domain"}
-               : ErrorBand{0.0522, 22, "validate mbridge_perf_dev.csv, leave-one-out: dense rows within one NVLink domain"};
+               ? ErrorBand{0.0338, 28, "validate mbridge_perf_dev.csv, leave-one-out: dense rows beyond one NVLink domain"}
+               : ErrorBand{0.0673, 22, "validate mbridge_perf_dev.csv, leave-one-out: dense rows within one NVLink domain"};
   }
   // AutoModel (PyTorch eager): nothing is fitted, so every error is out of sample.
   if (k.moe) {
