@@ -30,6 +30,8 @@ enum class Architecture {
   kGranite,     ///< GraniteForCausalLM (IBM Granite 3)
   kOlmo2,       ///< Olmo2ForCausalLM (OLMo 2)
   kOlmoe,       ///< OlmoeForCausalLM (OLMoE)
+  kGemma2,      ///< Gemma2ForCausalLM (Gemma 2)
+  kGemma3,      ///< Gemma3ForCausalLM (Gemma 3 text-only: 1B; the larger ones are vision-language)
   /// No Hugging Face architecture meshplan implements: a generic dense or MoE decoder (GQA
   /// attention, SwiGLU MLP, RMSNorm) from the standard config fields. Reached only by asking:
   /// --generic-decoder on an unsupported config, a shape-only model YAML
@@ -110,6 +112,9 @@ struct ModelSpec {
   /// RMSNorm on the whole q (a·d) and k (g·d) projections, not per head (OLMo 2, OLMoE:
   /// Olmo2Attention q_norm / k_norm).
   bool qk_norm_full = false;
+  /// RMSNorms after attention and after the MLP as well as before them: four per layer
+  /// (Gemma 2 / 3: input, post_attention, pre_feedforward, post_feedforward layernorms).
+  bool sandwich_norms = false;
   bool attention_sinks = false;      ///< one learned sink logit per head (GPT-OSS)
   int64_t sliding_window = 0;        ///< 0: none
   int64_t num_sliding_window_layers = 0;

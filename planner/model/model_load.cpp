@@ -18,7 +18,8 @@ constexpr Architecture kAllArchitectures[] = {
     Architecture::kLlama, Architecture::kMistral,  Architecture::kMixtral,    Architecture::kQwen2,
     Architecture::kQwen3, Architecture::kQwen3Moe, Architecture::kDeepseekV3, Architecture::kGptOss,
     Architecture::kNemotronH, Architecture::kGlm4Moe, Architecture::kDeepseekV2, Architecture::kPhi3,
-    Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe,
+    Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe, Architecture::kGemma2,
+    Architecture::kGemma3,
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -95,6 +96,8 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kGranite: return "GraniteForCausalLM";
     case Architecture::kOlmo2: return "Olmo2ForCausalLM";
     case Architecture::kOlmoe: return "OlmoeForCausalLM";
+    case Architecture::kGemma2: return "Gemma2ForCausalLM";
+    case Architecture::kGemma3: return "Gemma3ForCausalLM";
     case Architecture::kGeneric: return "generic decoder";
   }
   return "?";

@@ -51,14 +51,14 @@ const std::vector<std::string> kAllMoeKeys = {
 /// (Gemma2ForCausalLM is not a misspelt LlamaForCausalLM, nor Qwen2MoeForCausalLM a misspelt
 /// Qwen3MoeForCausalLM).
 const std::vector<std::string> kKnownUnsupported = {
-    "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "GemmaForCausalLM",
+    "Gemma3ForConditionalGeneration", "GemmaForCausalLM",
     "PhiForCausalLM", "PhiMoEForCausalLM", "Qwen2MoeForCausalLM", "Qwen3NextForCausalLM",
     "Qwen3_5MoeForConditionalGeneration", "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
     "DeepseekV32ForCausalLM", "Glm4ForCausalLM", "GlmForCausalLM",
     "NemotronForCausalLM", "OlmoForCausalLM",
     "GraniteMoeForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
     "MambaForCausalLM", "Mamba2ForCausalLM", "JambaForCausalLM", "FalconForCausalLM", "FalconH1ForCausalLM",
-    "GPT2LMHeadModel", "GPTNeoXForCausalLM", "CohereForCausalLM", "Cohere2ForCausalLM", "StarCoder2ForCausalLM",
+    "GPT2LMHeadModel", "GPTNeoXForCausalLM", "CohereForCausalLM", "Cohere2ForCausalLM", "Starcoder2ForCausalLM",
     "InternLM2ForCausalLM", "BaichuanForCausalLM", "ChatGLMModel", "KimiK2ForCausalLM", "Ernie4_5_MoeForCausalLM",
     "HunYuanMoEV1ForCausalLM", "MiniMaxM1ForCausalLM", "Exaone4ForCausalLM", "SmolLM3ForCausalLM"};
 
@@ -184,7 +184,8 @@ std::string ReadRopeScalingType(KeyReader& r) {
 /// num_key_value_heads when a config omits it: the default of each transformers configuration
 /// class (LlamaConfig: None, i.e. num_attention_heads; MistralConfig, MixtralConfig, GptOssConfig,
 /// NemotronHConfig, Glm4MoeConfig: 8; Phi3Config, GraniteConfig, Olmo2Config, OlmoeConfig:
-/// None, i.e. num_attention_heads; Qwen2Config, Qwen3Config: 32; Qwen3MoeConfig: 4). MLA
+/// None, i.e. num_attention_heads; Qwen2Config, Qwen3Config: 32; Qwen3MoeConfig, Gemma2Config,
+/// Gemma3TextConfig: 4). MLA
 /// (DeepseekV2Config 32, DeepseekV3Config 128) has no KV-head groups: DeepseekV3Attention never
 /// reads the key, so a missing one is taken as num_attention_heads, not as a default that
 /// need not divide the heads. A generic decoder without the key is taken as MHA.
@@ -197,7 +198,9 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kGlm4Moe: return 8;
     case Architecture::kQwen2:
     case Architecture::kQwen3: return 32;
-    case Architecture::kQwen3Moe: return 4;
+    case Architecture::kQwen3Moe:
+    case Architecture::kGemma2:
+    case Architecture::kGemma3: return 4;
     case Architecture::kDeepseekV2:  // MLA: no KV-head groups
     case Architecture::kDeepseekV3:
     case Architecture::kLlama:
@@ -549,6 +552,10 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
     case Architecture::kOlmo2:
     case Architecture::kOlmoe:
       ReadOlmo(r, s);
+      break;
+    case Architecture::kGemma2:
+    case Architecture::kGemma3:
+      ReadGemma(r, s);
       break;
     case Architecture::kGeneric:
       ReadGeneric(r, s);

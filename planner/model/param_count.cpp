@@ -127,7 +127,9 @@ Counts<T> Compute(const ModelSpec& m) {
     c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size);
     c.router_per_layer = h * experts + (m.router_bias ? experts : T{0});
   }
-  c.norms_per_layer = 2 * h;  // input_layernorm + post_attention_layernorm (RMSNorm: weight only)
+  // input_layernorm + post_attention_layernorm (RMSNorm: weight only); Gemma's sandwich adds
+  // pre_feedforward_layernorm and post_feedforward_layernorm.
+  c.norms_per_layer = (m.sandwich_norms ? 4 : 2) * h;
 
   c.embedding = T(m.vocab_size) * h;
   c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;

@@ -170,3 +170,24 @@ TEST_CASE("LayerPattern of a flat architecture") {
   CHECK(sliding == gpt.num_sliding_window_layers);
   CHECK(HybridRefusal(gpt).empty());
 }
+
+TEST_CASE("adapter Gemma2ForCausalLM and Gemma3ForCausalLM") {
+  const ModelSpec g2 = Arch("gemma-2-2b.json");
+  CHECK(g2.architecture == Architecture::kGemma2);
+  CHECK(g2.sandwich_norms);
+  CHECK(g2.tie_word_embeddings);
+  CHECK(g2.num_sliding_window_layers == 13);  // the even layers of 26
+  CHECK(g2.sliding_window == 4096);
+  // By hand: attention 2304·2048·2 + 2·2304·1024 = 14,155,776; GeGLU 3·2304·9216; four norms;
+  // tied 256000·2304 embedding. google/gemma-2-2b: 2.61B.
+  CHECK(CountParams(g2).norms_per_layer == 4 * 2304);
+  CHECK(CountParams(g2).total == 2614341888);
+  CHECK(Off(CountParams(g2).total, 2.61e9) < 0.005);
+  const ModelSpec g3 = Arch("gemma-3-1b.json");
+  CHECK(g3.qk_norm);
+  CHECK(g3.tie_word_embeddings);  // the key is absent: Gemma3TextConfig's default
+  CHECK(g3.num_sliding_window_layers == 22);  // all but layers 5, 11, 17, 23
+  // google/gemma-3-1b-pt: 1B (999,885,952 by hand).
+  CHECK(CountParams(g3).total == 999885952);
+  CHECK(Off(CountParams(g3).total, 1.0e9) < 0.005);
+}

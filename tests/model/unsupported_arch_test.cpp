@@ -34,8 +34,8 @@ std::string Config(const std::string& arch, const std::string& extra = ", \"num_
 }  // namespace
 
 TEST_CASE("unsupported architecture: no did-you-mean across families") {
-  // Gemma2ForCausalLM used to get "did you mean 'LlamaForCausalLM'", Phi-3 "'Qwen3ForCausalLM'".
-  for (const char* other : {"Gemma2ForCausalLM", "PhiForCausalLM", "Qwen2MoeForCausalLM", "Glm4ForCausalLM",
+  // Gemma2ForCausalLM used to get "did you mean 'LlamaForCausalLM'" (it is supported now).
+  for (const char* other : {"Starcoder2ForCausalLM", "Cohere2ForCausalLM", "PhiForCausalLM", "Qwen2MoeForCausalLM", "Glm4ForCausalLM",
                             "NemotronForCausalLM", "OlmoForCausalLM", "Qwen4ForCausalLM"}) {
     const std::string msg = ErrorOf(Config(other));
     CAPTURE(other);
@@ -56,12 +56,12 @@ TEST_CASE("unsupported architecture: near-miss spellings of a supported name are
 TEST_CASE("--generic-decoder plans an unsupported config from its standard fields") {
   ModelReadOptions generic;
   generic.generic_decoder = true;
-  ModelSpec m = ParseModel(Config("Gemma2ForCausalLM"), "c.json", generic);
+  ModelSpec m = ParseModel(Config("Starcoder2ForCausalLM"), "c.json", generic);
   CHECK(m.architecture == Architecture::kGeneric);
-  CHECK(m.architecture_name == "Gemma2ForCausalLM");
-  CHECK(m.generic_note.find("Gemma2ForCausalLM is not supported") != npos);
+  CHECK(m.architecture_name == "Starcoder2ForCausalLM");
+  CHECK(m.generic_note.find("Starcoder2ForCausalLM is not supported") != npos);
   CHECK(m.generic_note.find("generic dense decoder") != npos);
-  CHECK(GenericModelWarning(m).find("model c.json: architecture Gemma2ForCausalLM") == 0);
+  CHECK(GenericModelWarning(m).find("model c.json: architecture Starcoder2ForCausalLM") == 0);
   // By hand: attention 64*8*8*2 + 2*64*2*8 = 8192 + 2048 = 10240 per layer; MLP 3*64*128 = 24576;
   // norms 2*64; embedding and head 100*64 each; final norm 64.
   const ParamCounts p = CountParams(m);

@@ -7,6 +7,9 @@
 /// tie_word_embeddings, intermediate_size) and fills the rest of the ModelSpec; errors go
 /// through KeyReader::Fail (file, line, column, field).
 
+#include <string>
+#include <vector>
+
 #include "model/key_reader.hpp"
 
 namespace meshplan::model {
@@ -39,5 +42,10 @@ void ReadPhi3(KeyReader& r, ModelSpec& s);
 void ReadGranite(KeyReader& r, ModelSpec& s);
 /// Olmo2ForCausalLM and OlmoeForCausalLM (adapters/olmo.cpp).
 void ReadOlmo(KeyReader& r, ModelSpec& s);
+/// Gemma2ForCausalLM and Gemma3ForCausalLM (adapters/gemma.cpp).
+void ReadGemma(KeyReader& r, ModelSpec& s);
+/// The number of "sliding_attention" entries of layer_types, which must list every layer
+/// ("full_attention" the others).
+int64_t CountSlidingLayers(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& types);
 
 }  // namespace meshplan::model
