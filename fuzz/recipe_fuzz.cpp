@@ -17,7 +17,10 @@ namespace {
 const std::vector<meshplan::ModelSpec>& Models() {
   static const std::vector<meshplan::ModelSpec> models = [] {
     std::vector<meshplan::ModelSpec> out;
-    for (const std::string& n : meshplan::ListModelPresets()) out.push_back(meshplan::LoadModel(n));
+    for (const std::string& n : meshplan::ListModelPresets()) {
+      meshplan::ModelSpec m = meshplan::LoadModel(n);
+      if (!m.is_hybrid()) out.push_back(std::move(m));  // hybrid presets: refused by check
+    }
     return out;
   }();
   return models;

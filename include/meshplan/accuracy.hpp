@@ -48,6 +48,9 @@ struct ValidateRow {
   std::string skip_shown;  ///< `skip` with this row's details (the cell, the rule's explanation)
 
   // A priced row:
+  /// The model is the generic decoder of the row's shape columns (no preset describes it):
+  /// its ModelSpec::generic_note, "" for a preset's model.
+  std::string generic_model;
   Layout layout;  ///< the published layout, with the release's recipe settings where known
   Cost cost;      ///< its predicted cost
   double published_tflops = 0;  ///< published model TFLOP/s per GPU (0 = not published)
@@ -176,6 +179,7 @@ std::string ModelFamily(const std::string& model);
 /// Counts and statistics over the rows of a ValidateReport (errors, shares: fractions).
 struct ValidateSummary {
   int evaluated = 0, skipped = 0;
+  int generic_models = 0;  ///< evaluated rows priced as generic decoders of their shape columns
   std::map<std::string, int> skip_reasons;  ///< skipped rows per reason, by reason
   double median_error = 0, p90_error = 0;   ///< of |error| over the priced rows
   int ranked = 0;       ///< rows ranked

@@ -103,8 +103,10 @@ struct PointSource {
 /// Loads `model` (preset name or file, LoadModel) and `system` (name or file, with the hardware
 /// database `hwdb`, "" = embedded; LoadSystem), then checks GpuCountProblem for `gpus`.
 /// Throws InputError: the loaders', or the GPU count's on `source.gpus_flag`.
+/// `generic_decoder`: an unsupported architecture is read as a generic decoder
+/// (ModelReadOptions::generic_decoder).
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb,
-                        int64_t gpus, const PointSource& source = {});
+                        int64_t gpus, const PointSource& source = {}, bool generic_decoder = false);
 
 /// What a search request holds besides its model and system, validated by the caller.
 struct RequestSettings {
@@ -147,6 +149,7 @@ std::vector<std::pair<std::string, const char*>> PlanOutputTargets(const PlanOut
 /// What `plan` is asked (the CLI's options, typed). Unset optionals: the option was not given.
 struct PlanInput {
   std::string model;   ///< preset name or path to config.json / model YAML
+  bool generic_decoder = false;  ///< --generic-decoder: plan an unsupported architecture as a generic decoder
   std::string system;  ///< system name or path to a system YAML
   std::string hwdb;    ///< hardware database directory; "" = the embedded one
   std::optional<int64_t> gpus;     ///< world size, [1, 2^20]; required without sweep_gpus
@@ -258,6 +261,7 @@ RecipeFile ReadRecipeFile(const std::string& path);
 /// count replaces the recipe's only when positive).
 struct JudgeSetup {
   std::string model, system, hwdb;  ///< as in PlanInput
+  bool generic_decoder = false;     ///< as in PlanInput
   int64_t gpus = 0;                 ///< world size, [1, 2^20]
   std::optional<int64_t> seq_len;       ///< replaces the recipe's (model.seq_length / dataset.seq_len)
   std::optional<int64_t> global_batch;  ///< replaces the recipe's (train / step_scheduler global_batch_size)
@@ -419,6 +423,7 @@ struct ExplainReport {
   std::string unfitted;                ///< FrameworkOps::unfitted_note
   std::vector<std::string> notes;      ///< "--seq-len X replaces the recipe's Y", "--global-batch ..."
   std::string seq_len_warning;         ///< SeqLenWarning
+  std::string model_warning;           ///< GenericModelWarning
   std::string unused_schedule;         ///< "--pp-schedule X has no effect ..." (keys with PP 1)
   size_t rules_checked = 0;
   std::vector<RuleFailure> failures;

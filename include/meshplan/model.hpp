@@ -23,6 +23,21 @@ enum class Architecture {
   kQwen3Moe,    ///< Qwen3MoeForCausalLM
   kDeepseekV3,  ///< DeepseekV3ForCausalLM (MLA attention, shared + routed experts)
   kGptOss,      ///< GptOssForCausalLM
+  kNemotronH,   ///< NemotronHForCausalLM (Nemotron-H, Nemotron 3: Mamba-2 + attention + MLP/MoE blocks)
+  kGlm4Moe,     ///< Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6)
+  kDeepseekV2,  ///< DeepseekV2ForCausalLM (DeepSeek-V2, V2-Lite: MLA, softmax router without bias)
+  kPhi3,        ///< Phi3ForCausalLM (Phi-3, Phi-4)
+  kGranite,     ///< GraniteForCausalLM (IBM Granite 3)
+  kOlmo2,       ///< Olmo2ForCausalLM (OLMo 2)
+  kOlmoe,       ///< OlmoeForCausalLM (OLMoE)
+  kGemma2,      ///< Gemma2ForCausalLM (Gemma 2)
+  kGemma3,      ///< Gemma3ForCausalLM (Gemma 3 text-only: 1B; the larger ones are vision-language)
+  /// No Hugging Face architecture meshplan implements: a generic dense or MoE decoder (GQA
+  /// attention, SwiGLU MLP, RMSNorm) from the standard config fields. Reached only by asking:
+  /// --generic-decoder on an unsupported config, a shape-only model YAML
+  /// (`architecture: generic`), or a published-runs row's shape columns. ModelSpec::generic_note
+  /// says so in every output.
+  kGeneric,
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3). All sizes are counts of elements.
@@ -32,6 +47,38 @@ struct MlaSpec {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+};
+
+/// The token mixer of one layer of a layer pattern.
+enum class MixerKind {
+  kNone,       ///< no mixer: an MLP-only layer (Nemotron-H's '-' and 'E')
+  kAttention,  ///< softmax attention: MHA / GQA / MQA by num_key_value_heads, MLA where ModelSpec::mla
+  kMamba2,     ///< Mamba-2 SSM mixer (ModelSpec::mamba)
+};
+/// The MLP of one layer of a layer pattern.
+enum class MlpKind {
+  kNone,   ///< no MLP: a mixer-only layer (Nemotron-H's 'M' and '*')
+  kDense,  ///< intermediate_size wide (gated or not: ModelSpec::gated_mlp)
+  kMoe,    ///< routed experts (+ shared experts where the model has them)
+};
+/// One layer of a layer pattern: its mixer, its MLP, and one RMSNorm before each of them.
+struct LayerBlock {
+  MixerKind mixer = MixerKind::kAttention;
+  MlpKind mlp = MlpKind::kDense;
+  int64_t sliding_window = 0;  ///< attention only; 0 = full causal attention
+};
+
+/// Mamba-2 mixer sizes (Megatron-Core megatron/core/ssm/mamba_mixer.py MambaMixer; the keys of
+/// transformers' NemotronHConfig). Counts of elements.
+struct Mamba2Spec {
+  int64_t num_heads = 0;    ///< mamba_num_heads (nheads)
+  int64_t head_dim = 0;     ///< mamba_head_dim (d_inner = num_heads · head_dim)
+  int64_t state_size = 0;   ///< ssm_state_size (d_state)
+  int64_t n_groups = 0;     ///< n_groups (ngroups of B and C)
+  int64_t conv_kernel = 4;  ///< conv_kernel (d_conv)
+  bool conv_bias = true;    ///< use_conv_bias
+  bool proj_bias = false;   ///< mamba_proj_bias / use_bias: biases on in_proj and out_proj
+  int64_t d_inner() const { return num_heads * head_dim; }
 };
 
 /// A decoder-only transformer as meshplan sees it. Field names follow the HF config keys.
@@ -52,9 +99,22 @@ struct ModelSpec {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
+  /// true: a gated MLP (SwiGLU: gate and up h->f, down f->h; every supported architecture);
+  /// false: a two-matrix MLP (fc1 h->f, GeLU or squared ReLU, fc2 f->h: GPT-3, Nemotron-4), only
+  /// for a generic decoder given by its shape. Parameters and GEMM FLOPs use 2 matrices instead
+  /// of 3 (Megatron-LM training.py num_floating_point_operations: gated_linear_multiplier 3/2
+  /// with swiglu, else 1); activation memory and elementwise time keep the gated MLP's terms
+  /// (docs/cost-model.md).
+  bool gated_mlp = true;
   bool attention_bias = false;       ///< bias on q, k, v (Qwen2: q,k,v only; GPT-OSS: q,k,v,o)
   bool attention_out_bias = false;   ///< bias on o_proj
   bool qk_norm = false;              ///< per-head RMSNorm on q and k (Qwen3)
+  /// RMSNorm on the whole q (a·d) and k (g·d) projections, not per head (OLMo 2, OLMoE:
+  /// Olmo2Attention q_norm / k_norm).
+  bool qk_norm_full = false;
+  /// RMSNorms after attention and after the MLP as well as before them: four per layer
+  /// (Gemma 2 / 3: input, post_attention, pre_feedforward, post_feedforward layernorms).
+  bool sandwich_norms = false;
   bool attention_sinks = false;      ///< one learned sink logit per head (GPT-OSS)
   int64_t sliding_window = 0;        ///< 0: none
   int64_t num_sliding_window_layers = 0;
@@ -85,10 +145,24 @@ struct ModelSpec {
   /// final RMSNorm of h (megatron/core/transformer/multi_token_prediction.py).
   int64_t mtp_num_layers = 0;
 
+  /// Non-empty exactly when architecture == kGeneric: what the model was taken for and what
+  /// was ignored ("planned as a generic dense decoder from its standard fields: ..."). Every
+  /// output of a plan, check or explain of this model repeats it as a warning.
+  std::string generic_note;
+
+  /// The layers one by one where they differ in kind (hybrid models: Nemotron-H's
+  /// hybrid_override_pattern); empty for the flat architectures, whose every layer is attention
+  /// plus the MLP num_dense_layers says (LayerPattern derives their pattern). num_layers is its
+  /// length when set.
+  std::vector<LayerBlock> layer_pattern;
+  Mamba2Spec mamba;  ///< the Mamba-2 layers' sizes (layer_pattern has kMamba2 layers)
+
   /// Where each config key was read (for messages that point into the user's file).
   std::map<std::string, SourceLoc> field_locs;
 
   bool is_moe() const { return num_experts > 0; }
+  /// Layers differ in kind (a layer pattern is set): the cost model prices no such model yet.
+  bool is_hybrid() const { return !layer_pattern.empty(); }
   int64_t num_moe_layers() const { return num_layers - num_dense_layers; }
   /// Location of a field for diagnostics; the file with line 0 if unknown.
   SourceLoc Loc(const std::string& field) const;
@@ -116,19 +190,64 @@ struct ParamCounts {
   int64_t shared_per_layer = 0;        ///< shared experts of one MoE layer
   int64_t router_per_layer = 0;
   int64_t norms_per_layer = 0;         ///< the two per-layer norms
+
+  int64_t mamba = 0;            ///< all Mamba-2 mixers (hybrid models; 0 otherwise)
+  int64_t mamba_per_layer = 0;  ///< one Mamba-2 mixer: in_proj, conv1d, dt_bias, A_log, D, norm, out_proj
 };
 
-/// Counts parameters per component. Throws nothing (spec must be valid).
+/// Counts parameters per component. Throws nothing (spec must be valid). A hybrid model's
+/// (layer_pattern set) are summed block by block over its pattern.
 ParamCounts CountParams(const ModelSpec& model);
 
+/// The model's layers one by one: layer_pattern when set, else derived from the flat fields
+/// (every layer attention; the first num_dense_layers dense, the rest MoE, as DeepSeek-V3's
+/// first_k_dense_replace; sliding_window on the last num_sliding_window_layers, an order the
+/// flat fields do not keep and no count depends on).
+std::vector<LayerBlock> LayerPattern(const ModelSpec& model);
+
+/// Forward + backward FLOPs per token of a hybrid model, summed over its pattern (Megatron-LM
+/// training.py num_floating_point_operations, hybrid_flops: mamba_layer_flops, attn_layer_flops,
+/// mlp_layer_flops, moe_layer_flops; x3 for forward and backward), for sequence length
+/// `seq_len`. The Mamba-2 term uses the model's d_inner where Megatron-LM assumes 2·hidden_size.
+double HybridFlopsPerToken(const ModelSpec& model, int64_t seq_len);
+
+/// How a model file is read.
+struct ModelReadOptions {
+  /// An architecture meshplan does not implement is planned as a generic decoder (kGeneric)
+  /// from its standard fields instead of being refused (the CLI's --generic-decoder).
+  bool generic_decoder = false;
+};
+
 /// Parses a HF config.json (JSON) or meshplan model YAML (same keys) held in `text`.
-/// `filename` is used in messages only. Unknown architecture, missing or out-of-range
-/// fields, inconsistent MoE fields: throws InputError with file, line, column and field.
-ModelSpec ParseModel(std::string_view text, const std::string& filename);
+/// `filename` is used in messages only. Unknown architecture (unless
+/// options.generic_decoder), missing or out-of-range fields, inconsistent MoE fields: throws
+/// InputError with file, line, column and field.
+ModelSpec ParseModel(std::string_view text, const std::string& filename, const ModelReadOptions& options = {});
 
 /// A preset name (see ListModelPresets) or a path to a config.json / .yaml file.
 /// Throws InputError for an unknown name (listing the presets) or a bad file.
-ModelSpec LoadModel(const std::string& name_or_path);
+ModelSpec LoadModel(const std::string& name_or_path, const ModelReadOptions& options = {});
+
+/// The shape of a decoder as published tables give it (meshplan's `validate` CSV columns
+/// layers, hidden, heads, kv_heads, ffn_hidden, vocab, experts, topk). Counts of elements.
+struct DecoderShape {
+  int64_t num_layers = 0, hidden_size = 0, num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;    ///< 0: as many as num_attention_heads (MHA)
+  int64_t intermediate_size = 0;      ///< dense FFN width
+  int64_t vocab_size = 0;
+  int64_t num_experts = 0;            ///< 0: dense
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;  ///< 0: intermediate_size
+  int64_t num_shared_experts = 0;     ///< each moe_intermediate_size wide
+  int64_t max_position_embeddings = 0;  ///< 0: unknown (taken as unbounded)
+  bool gated_mlp = true;              ///< ModelSpec::gated_mlp
+};
+
+/// A generic dense or MoE decoder (Architecture::kGeneric: GQA attention without biases,
+/// SwiGLU MLP, RMSNorm, untied embeddings) of `shape`, named `name`, its generic_note set.
+/// Throws InputError (file `where`, field of the bad size) for a size < 1 where one is needed,
+/// heads not dividing hidden_size, KV heads not dividing heads, or top-k above the experts.
+ModelSpec GenericDecoder(const DecoderShape& shape, const std::string& name, const SourceLoc& where);
 
 /// Preset names of models/ (embedded), sorted.
 std::vector<std::string> ListModelPresets();
@@ -136,7 +255,19 @@ std::vector<std::string> ListModelPresets();
 /// HF architecture strings meshplan supports, in declaration order.
 std::vector<std::string> SupportedArchitectures();
 
-/// "LlamaForCausalLM" etc.
+/// "" for a model of a supported architecture; for a generic decoder (Architecture::kGeneric)
+/// the warning every output of it carries (plan table, YAML, JSON, report; check; explain):
+/// "model <name>: <ModelSpec::generic_note>".
+std::string GenericModelWarning(const ModelSpec& model);
+
+/// "" for a model the cost model prices; for a hybrid one (layer pattern with Mamba-2 layers
+/// or MLP-only layers) why plan, check, explain and validate refuse it: its parameters and
+/// FLOPs are counted (CountParams, HybridFlopsPerToken), but no memory or step-time term
+/// exists for its Mamba-2 layers (scan time, SSM and conv states) nor a rule for their TP/CP
+/// splits (docs/cost-model.md).
+std::string HybridRefusal(const ModelSpec& model);
+
+/// "LlamaForCausalLM" etc.; "generic decoder" for kGeneric.
 const char* ArchitectureName(Architecture a);
 
 }  // namespace meshplan

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -115,7 +116,10 @@ std::string PresetOf(const std::string& raw) {
     if (ch == '_' || ch == '-' || ch == ' ' || ch == '.') ch = ' ';
   }
   auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
-  if (has("nemotron") || has("v4")) return "";  // hybrid Mamba / DeepSeek-V4: not describable
+  // Nemotron 3 Nano: the NemotronHForCausalLM preset (a hybrid model: its rows are skipped as
+  // not priced, by Validate). Super and Ultra (LatentMoE) and DeepSeek-V4: no config meshplan reads.
+  if (has("nemotron 3 nano")) return "nemotron-3-nano";
+  if (has("nemotron") || has("v4")) return "";
   if (has("deepseek") && has("v3")) return "deepseek-v3";
   if (has("kimi")) return "kimi-k2";
   if (has("qwen3") && has("235")) return "qwen3-235b-a22b";
@@ -249,8 +253,87 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
   }
 }
 
-void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, const std::string& dir,
-                PublishedRun& r) {
+/// The survey row's model from its shape columns, for a row no preset describes: a generic
+/// decoder (GenericDecoder). Every size must be stated: a cell with '?' ("52? (hybrid ...)"),
+/// a missing size or MLA attention (its ranks are not in the columns) leaves the row skipped,
+/// `why` saying which cell. Cells: ffn_hidden "F" (dense), "F expert" (every layer MoE) or
+/// "F dense / E expert"; experts "" (dense), "N" or "N routed + S shared"; kv_heads "" = heads.
+/// The MLP is gated (SwiGLU, 3 matrices) or a two-matrix one (GeLU / squared ReLU, as GPT-3,
+/// MT-NLG, OPT and Nemotron-4 have): the one whose parameter count is nearer the row's
+/// params_B; without params_B, two-matrix exactly when ffn_hidden = 4 x hidden.
+std::optional<ModelSpec> ShapeModel(const std::function<std::string(const char*)>& cell, const SourceLoc& at,
+                                    std::string& why) {
+  DecoderShape d;
+  auto size = [&](const char* column, int64_t fallback, int64_t& out) {
+    if (!why.empty()) return;
+    const std::string c = Trim(cell(column));
+    if (!SizeCell(c, fallback, out) || (fallback == 0 && out < 1)) {
+      why = std::string(column) + " '" + c + "' is not a stated size";
+    }
+  };
+  size("layers", 0, d.num_layers);
+  size("hidden", 0, d.hidden_size);
+  size("heads", 0, d.num_attention_heads);
+  if (why.empty() && Lower(cell("kv_heads")).find("mla") != std::string::npos) {
+    why = "kv_heads '" + Trim(cell("kv_heads")) + "': MLA attention, whose ranks the columns do not give";
+  }
+  size("kv_heads", -1, d.num_key_value_heads);
+  size("vocab", 0, d.vocab_size);
+  const std::string ffn = Lower(Trim(cell("ffn_hidden")));
+  const size_t slash = ffn.find('/');
+  int64_t expert_width = 0;
+  if (slash != std::string::npos) {
+    size_t tail = slash + 1;
+    while (tail < ffn.size() && ffn[tail] == ' ') ++tail;
+    if (why.empty() && (!SizeCell(ffn.substr(0, slash), 0, d.intermediate_size) ||
+                        !SizeCell(ffn.substr(tail), 0, expert_width) ||
+                        ffn.find("expert", tail) == std::string::npos)) {
+      why = "ffn_hidden '" + Trim(cell("ffn_hidden")) + "' is not 'F', 'F expert' or 'F dense / E expert'";
+    }
+  } else if (ffn.find("expert") != std::string::npos) {
+    size("ffn_hidden", 0, expert_width);
+    d.intermediate_size = expert_width;
+  } else {
+    size("ffn_hidden", 0, d.intermediate_size);
+  }
+  const std::string experts = Lower(Trim(cell("experts")));
+  if (why.empty() && !experts.empty()) {
+    const size_t plus = experts.find('+');
+    if (!SizeCell(experts.substr(0, plus), 0, d.num_experts) ||
+        (plus != std::string::npos &&
+         !SizeCell(Trim(experts.substr(plus + 1)), 0, d.num_shared_experts))) {
+      why = "experts '" + Trim(cell("experts")) + "' is not 'N' or 'N routed + S shared'";
+    }
+    size("topk", 0, d.experts_per_token);
+    d.moe_intermediate_size = expert_width;
+  } else if (why.empty() && expert_width > 0) {
+    why = "ffn_hidden '" + Trim(cell("ffn_hidden")) + "' gives an expert width but experts is empty";
+  }
+  if (!why.empty()) return std::nullopt;
+  if (d.num_key_value_heads < 1) d.num_key_value_heads = 0;
+  try {
+    ModelSpec gated = GenericDecoder(d, Trim(cell("model")), at);
+    double published = 0;
+    const std::string params = Trim(cell("params_B"));
+    const bool stated = LeadNum(params, published) && params.find('?') == std::string::npos && published > 0;
+    DecoderShape two = d;
+    two.gated_mlp = false;
+    ModelSpec plain = GenericDecoder(two, Trim(cell("model")), at);
+    const double g = double(CountParams(gated).total) / 1e9, p = double(CountParams(plain).total) / 1e9;
+    const bool use_plain = stated ? std::fabs(p - published) < std::fabs(g - published)
+                                  : d.intermediate_size == 4 * d.hidden_size;
+    return use_plain ? plain : gated;
+  } catch (const InputError& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+/// `shape_problem`: why the row's shape columns give no model (ShapeModel), "" when they do or
+/// a preset describes it.
+void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, size_t>& col, const std::string& file,
+                PublishedRun& r, std::string& shape_problem) {
+  const std::string dir = std::filesystem::path(file).parent_path().string();
   auto cell = [&](const char* name) {
     auto it = col.find(name);
     return it != col.end() && it->second < c.size() ? c[it->second] : std::string();
@@ -261,6 +344,9 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (const std::string given = Trim(cell("meshplan_model")); !given.empty()) {
     const bool path = given.find('/') != std::string::npos || given.ends_with(".yaml") || given.ends_with(".json");
     r.preset = path && !std::filesystem::path(given).is_absolute() ? (std::filesystem::path(dir) / given).string() : given;
+  }
+  if (r.preset.empty() && col.count("layers")) {
+    r.shape_model = ShapeModel(cell, SourceLoc{file, r.line, 1}, shape_problem);
   }
   ReadMegatronSettings(cell("megatron_settings"), r);
   r.hardware_flops = Lower(Trim(cell("flops_basis"))).rfind("hw flops", 0) == 0;
@@ -282,6 +368,11 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
   r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
+  // DeepSpeed ZeRO-3 (parameters sharded and gathered per layer by DeepSpeed's own hooks) is
+  // neither Megatron's distributed optimizer nor torch FSDP2: not priced as either.
+  if (r.skip.empty() && zero.find("zero-3") != std::string::npos && !r.torch_fsdp2) {
+    r.skip = "DeepSpeed ZeRO-3 not modelled";
+  }
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
   if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
@@ -406,12 +497,16 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file)
     if (rows[i].empty()) continue;
     PublishedRun r;
     r.line = int(i) + 1;
+    std::string shape_problem;
     if (out.format == PublishedRunsFormat::kMegatronBridgePerf) {
       ReadMbridge(rows[i], r);
     } else {
-      ReadSurvey(rows[i], col, std::filesystem::path(file).parent_path().string(), r);
+      ReadSurvey(rows[i], col, file, r, shape_problem);
     }
-    if (r.skip.empty() && r.preset.empty()) r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
+    if (r.skip.empty() && r.preset.empty() && !r.shape_model) {
+      r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
+      r.skip_detail = shape_problem.empty() ? "" : "model not describable: no preset, and its shape " + shape_problem;
+    }
     if (r.skip.empty() && r.system.empty()) {
       r.skip = "no hwdb system for the GPU";
       r.skip_detail = "no hwdb system for the GPU '" + r.gpu_cell + "'";

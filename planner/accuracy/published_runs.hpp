@@ -20,6 +20,7 @@
 /// sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ struct PublishedRun {
   std::string skip_detail;    ///< the row's own words for `skip` ("" = `skip` itself)
   std::string gpu_cell;       ///< the GPU / system cell as written
   std::string preset;         ///< meshplan model preset ("" = none describes the model)
+  /// The survey row's model as a generic decoder of its shape columns (layers, hidden, heads,
+  /// kv_heads, ffn_hidden, vocab, experts, topk; GenericDecoder), where no preset describes it
+  /// and every shape cell states its size.
+  std::optional<ModelSpec> shape_model;
   std::string system;         ///< hwdb system ("" = none for the GPU)
   std::string precision_cell; ///< the perf table's precision cell (the recipe-settings key)
   TrainSetup setup;           ///< num_gpus, global_batch, seq_len, precision (headroom: the request's)

@@ -133,9 +133,16 @@ ValidateReport Validate(const ValidateRequest& req) {
       skip_row(r.skip, r.skip_detail);
       continue;
     }
-    if (!models.count(r.preset)) models[r.preset] = LoadModel(r.preset);
+    // A row no preset describes is priced as the generic decoder of its shape columns.
+    const std::string model_key = r.shape_model ? "shape: " + r.shape_model->name : r.preset;
+    if (!models.count(model_key)) models[model_key] = r.shape_model ? *r.shape_model : LoadModel(r.preset);
     if (!systems.count(r.system)) systems[r.system] = LoadSystem(r.system, req.hwdb);
-    const ModelSpec& m = models[r.preset];
+    const ModelSpec& m = models[model_key];
+    row.generic_model = m.generic_note;
+    if (const std::string why = HybridRefusal(m); !why.empty()) {
+      skip_row("hybrid Mamba-2 model: no cost-model terms for its Mamba-2 layers", why);
+      continue;
+    }
     const SystemSpec& sys = systems[r.system];
     if (const std::string problem = GpuCountProblem(sys, r.setup.num_gpus); !problem.empty()) {
       skip_row("GPU count is not a whole number of nodes", "GPU count: " + problem);
@@ -209,11 +216,12 @@ ValidateReport Validate(const ValidateRequest& req) {
       const std::string tag = " (" + r.release + ")";
       const bool tagged = r.label.ends_with(tag);
       fit.label = r.label + (r.release.empty() || tagged ? "" : tag);
-      fit.model = r.preset;
+      fit.model = r.shape_model ? r.shape_model->name : r.preset;
       fit.pp = l.pp;
       fit_rows[r.system].push_back(fit);
     }
     ++sum.evaluated;
+    if (!row.generic_model.empty()) ++sum.generic_models;
     if (!cost.fits) ++sum.over_capacity;
     if (cost.memory.Total() > sys.gpu.memory_bytes) ++sum.over_memory;
     if (sys.gpu.memory_bytes > 0) memory_shares.push_back(cost.memory.Total() / sys.gpu.memory_bytes);
@@ -227,7 +235,7 @@ ValidateReport Validate(const ValidateRequest& req) {
                   std::to_string(int(rt.cuda_graph)) + "/" + std::to_string(rt.cuda_graph_scope) + "/" +
                   std::to_string(int(rt.grad_reduce_in_fp32)) + "/" + std::to_string(int(rt.te_cross_entropy)) + "/" + std::to_string(int(rt.pad_to_capacity));
       }
-      const auto key = std::make_tuple(r.preset, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
+      const auto key = std::make_tuple(model_key, r.system, r.setup.num_gpus, r.setup.seq_len, r.setup.global_batch,
                                        int(r.setup.precision),
                                        runtime + "/mtp" + std::to_string(l.mtp_layers) + "/" + FrameworkOf(l).name);
       auto it = ranks.find(key);

@@ -13,6 +13,9 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   CLI::App* cmd = app.add_subcommand("check", "check a recipe against the framework's rules and memory");
   cmd->add_option("recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML")->required();
   cmd->add_option("--model", o.in.setup.model, "preset name or path to config.json / model YAML")->required();
+  cmd->add_flag("--generic-decoder", o.in.setup.generic_decoder,
+                "plan a config of an unsupported architecture as a generic dense/MoE decoder from its standard "
+                "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)");

@@ -26,6 +26,9 @@ const std::vector<std::string> kMegatronOnly = {"--vpp", "--etp", "--mbs", "--dp
 void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   CLI::App* cmd = app.add_subcommand("explain", "explain one layout: rules, memory and step time term by term");
   cmd->add_option("--model", o.in.setup.model, "preset name or path to config.json / model YAML")->required();
+  cmd->add_flag("--generic-decoder", o.in.setup.generic_decoder,
+                "plan a config of an unsupported architecture as a generic dense/MoE decoder from its standard "
+                "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");

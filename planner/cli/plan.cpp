@@ -12,6 +12,9 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   CLI::App* cmd = app.add_subcommand("plan", "search every valid layout and print the best recipes");
   cmd->add_option("--model", o.in.model, "preset name (meshplan list models) or path to config.json / model YAML")
       ->required();
+  cmd->add_flag("--generic-decoder", o.in.generic_decoder,
+                "plan a config of an unsupported architecture as a generic dense/MoE decoder from its standard "
+                "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.system, "system name (meshplan list systems) or path to a system YAML")->required();
   cmd->add_option("--gpus", o.gpus, "number of GPUs (world size); required unless --sweep-gpus");
   cmd->add_option("--seq-len", o.seq_len, "tokens per sequence; required unless --sweep-seq");

@@ -67,6 +67,7 @@ void PrintRow(std::FILE* out, const ValidateOptions& o, const ValidateRow& row) 
                : !row.automodel_recipe.empty() ? ("  (AutoModel, " + row.automodel_recipe + ")").c_str()
                                                : "",
                mem_pub);
+  if (!row.generic_model.empty()) std::fprintf(out, "    model: %s\n", row.generic_model.c_str());
   if (o.show_top > 0 && row.ranked) {
     std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", row.top.size(),
                  1e3 * cost.step_seconds, cost.memory.Total() / kGiB);
@@ -217,6 +218,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
                "summary: %d row%s evaluated, %d skipped; median |error| %.1f%%, p90 |error| %.1f%%; published layout "
                "in top 5: %s\n",
                s.evaluated, s.evaluated == 1 ? "" : "s", s.skipped, 100 * s.median_error, 100 * s.p90_error, top5_text);
+  if (s.generic_models > 0) {
+    std::fprintf(out, "models: %d of the evaluated rows priced as generic decoders of their shape columns (no preset "
+                      "describes them)\n", s.generic_models);
+  }
   if (s.ranked > 0 && o.rank_top >= 5) {
     // Near-ties: thousands of layouts sit within a few percent of the best, far below the
     // model's own error, so the rank alone overstates how far the published choice is.

@@ -66,6 +66,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   } else {
     d.not_predicted = "a parallel size or the micro-batch is below 1";
   }
+  if (const std::string w = GenericModelWarning(req.model); !w.empty()) d.warnings.push_back(w);
   if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) d.warnings.push_back(w);
   for (const std::string& w : FindingMessages(ctx, Severity::kWarning)) d.warnings.push_back(w);
   d.silently_off = FindingMessages(ctx, Severity::kSilentlyOff);
@@ -87,7 +88,7 @@ int CheckReport::Status() const {
 CheckReport CheckRecipe(const CheckInput& in) {
   const RecipeFile file = ReadRecipeFile(in.recipe);
   commands::CheckedCount(in.setup.gpus, "--gpus", 1LL << 20);
-  const LoadedInputs loaded = LoadInputs(in.setup.model, in.setup.system, in.setup.hwdb, in.setup.gpus);
+  const LoadedInputs loaded = LoadInputs(in.setup.model, in.setup.system, in.setup.hwdb, in.setup.gpus, {}, in.setup.generic_decoder);
   CheckReport rep;
   rep.file = in.recipe;
   rep.empty_documents = file.empty_documents;

@@ -115,7 +115,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                            "with meshplan check");
     }
   }
-  const LoadedInputs loaded = LoadInputs(setup.model, setup.system, setup.hwdb, setup.gpus);
+  const LoadedInputs loaded = LoadInputs(setup.model, setup.system, setup.hwdb, setup.gpus, {}, setup.generic_decoder);
   if (setup.seq_len) setup.seq_len = CheckedCount(*setup.seq_len, "--seq-len", 1LL << 24);
   ExplainReport rep;
   PlanRequest& req = rep.request;
@@ -183,6 +183,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     }
   }
   rep.seq_len_warning = SeqLenWarning(req.model, req.setup.seq_len);
+  rep.model_warning = GenericModelWarning(req.model);
   if (!rep.parsed && l.pp <= 1 && in.keys.pp_schedule_given) {
     rep.unused_schedule = std::string("--pp-schedule ") + PpScheduleName(in.keys.pp_schedule) +
                           " has no effect without pipeline parallelism (--pp 1)";

@@ -120,6 +120,7 @@ PlanReport PlanLayouts(const PlanInput& in) {
   PlanRequest& req = rep.request;
   req = BuildPlanRequest(in);
   const PlanOutputs& o = in.outputs;
+  if (const std::string w = GenericModelWarning(req.model); !w.empty()) rep.warnings.push_back("warning: " + w);
   if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) rep.warnings.push_back("warning: " + w);
   CheckLaunchOptions(o, in, req);
   if (o.emit_launch || o.nodes || o.gpus_per_node) {

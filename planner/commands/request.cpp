@@ -122,8 +122,9 @@ std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
 }
 
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb, int64_t gpus,
-                        const PointSource& source) {
-  LoadedInputs in{LoadModel(model), LoadSystem(system, hwdb)};
+                        const PointSource& source, bool generic_decoder) {
+  LoadedInputs in{LoadModel(model, ModelReadOptions{generic_decoder}), LoadSystem(system, hwdb)};
+  if (const std::string why = HybridRefusal(in.model); !why.empty()) throw InputError(in.model.source, "model", why);
   if (const std::string problem = GpuCountProblem(in.system, gpus); !problem.empty()) {
     FlagError(source.gpus_flag, source.gpus_prefix + problem);
   }
@@ -197,7 +198,7 @@ PlanRequest BuildPlanRequest(const PlanInput& in, const PointSource& source) {
     }
   }
   s.strategies = in.strategies;
-  LoadedInputs loaded = LoadInputs(in.model, in.system, in.hwdb, s.setup.num_gpus, source);
+  LoadedInputs loaded = LoadInputs(in.model, in.system, in.hwdb, s.setup.num_gpus, source, in.generic_decoder);
   if (s.setup.precision == Precision::kFp8 && loaded.system.gpu.fp8_flops <= 0) {
     FlagError("--precision", "fp8 requested but " + loaded.system.gpu.display_name + " has no FP8 tensor cores; use bf16");
   }

@@ -60,6 +60,9 @@ SweepReport PrepareSweep(const PlanInput& in) {
       p.request.top_n = 1;
       const std::string w = g == gpus.front() ? SeqLenWarning(p.request.model, s) : "";
       if (!w.empty()) p.warnings.push_back("warning: " + w);
+      if (rep.points.size() == 1 && !GenericModelWarning(p.request.model).empty()) {
+        p.warnings.push_back("warning: " + GenericModelWarning(p.request.model));
+      }
     }
   }
   if (o.out) RefuseInputsAsOutputs({{*o.out, "--out"}}, {{in.model, "--model"}, {in.system, "--system"}});

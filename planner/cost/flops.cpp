@@ -22,7 +22,8 @@ LayerMix ModelLayerMix(const ModelSpec& model) {
 /// Per-token terms of Megatron-LM's current formula (training.py::transformer_flops,
 /// megatron.md 3.6), without MTP and without linear-attention layers:
 ///   F/token = 6·h·(c·f·L_d + c·f_e·k·L_m + c·f_s·L_m) + L·A_lin + 6·h·V + s·L·A_core
-/// with c = 3 (SwiGLU; every supported architecture gates its MLP), and
+/// with c = 3 (SwiGLU; every supported architecture gates its MLP; c = 2 for a generic
+/// decoder's two-matrix MLP, ModelSpec::gated_mlp), and
 ///   GQA/MHA: A_lin = 6·[h·(q + 2·d_k·g) + q·h],  A_core = 6·q   (q = a·d_k; causal /2 and
 ///            the 2 GEMMs QK^T, PV cancel); sliding-window layers 12·q·c/s instead, c the
 ///            average causal window context (Megatron-Bridge flop_utils.py), averaged over layers
@@ -35,7 +36,7 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   const double h = double(m.hidden_size);
   const double a = double(m.num_attention_heads);
   const double s = double(seq_len);
-  constexpr double c = 3.0;  // SwiGLU
+  const double c = m.gated_mlp ? 3.0 : 2.0;  // SwiGLU; a two-matrix MLP (training.py: swiglu off)
   if (m.mla) {
     const MlaSpec& x = m.mla_spec;
     const double rq = double(x.q_lora_rank), rkv = double(x.kv_lora_rank);

@@ -338,6 +338,7 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   }
   const ModelSpec& m = per_rank ? rank_model : c.model;
   MegatronArgs x;
+  x.swiglu = m.gated_mlp;
   x.vocab_tables = vocab_tables;
   x.final_norms = final_norms;
   x.extra_tp_params = extra_tp_params;

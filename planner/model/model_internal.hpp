@@ -17,6 +17,10 @@ long double ApproxTotalParams(const ModelSpec& m);
 /// Architecture for a HF `architectures[0]` string, or nullopt.
 std::optional<Architecture> ArchitectureFromName(const std::string& name);
 
+/// A supported architecture that `name` is a near-miss spelling of (case ignored, edit
+/// distance <= 2, same version digits, not a known architecture of another family), or "".
+std::string ArchitectureSpellingHint(const std::string& name);
+
 /// LoadModel's test: an existing file, or a name with '/' or a .json/.yaml/.yml suffix.
 bool LooksLikePath(const std::string& arg);
 /// The config.json of a Hugging Face snapshot directory or hub cache folder

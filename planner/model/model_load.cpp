@@ -17,6 +17,9 @@ namespace {
 constexpr Architecture kAllArchitectures[] = {
     Architecture::kLlama, Architecture::kMistral,  Architecture::kMixtral,    Architecture::kQwen2,
     Architecture::kQwen3, Architecture::kQwen3Moe, Architecture::kDeepseekV3, Architecture::kGptOss,
+    Architecture::kNemotronH, Architecture::kGlm4Moe, Architecture::kDeepseekV2, Architecture::kPhi3,
+    Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe, Architecture::kGemma2,
+    Architecture::kGemma3,
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -86,6 +89,16 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kQwen3Moe: return "Qwen3MoeForCausalLM";
     case Architecture::kDeepseekV3: return "DeepseekV3ForCausalLM";
     case Architecture::kGptOss: return "GptOssForCausalLM";
+    case Architecture::kNemotronH: return "NemotronHForCausalLM";
+    case Architecture::kGlm4Moe: return "Glm4MoeForCausalLM";
+    case Architecture::kDeepseekV2: return "DeepseekV2ForCausalLM";
+    case Architecture::kPhi3: return "Phi3ForCausalLM";
+    case Architecture::kGranite: return "GraniteForCausalLM";
+    case Architecture::kOlmo2: return "Olmo2ForCausalLM";
+    case Architecture::kOlmoe: return "OlmoeForCausalLM";
+    case Architecture::kGemma2: return "Gemma2ForCausalLM";
+    case Architecture::kGemma3: return "Gemma3ForCausalLM";
+    case Architecture::kGeneric: return "generic decoder";
   }
   return "?";
 }
@@ -104,6 +117,11 @@ std::vector<std::string> ListModelPresets() {
   return names;
 }
 
+std::string GenericModelWarning(const ModelSpec& model) {
+  if (model.generic_note.empty()) return "";
+  return "model " + model.name + ": " + model.generic_note;
+}
+
 SourceLoc ModelSpec::Loc(const std::string& field) const {
   auto it = field_locs.find(field);
   if (it != field_locs.end()) return it->second;
@@ -112,13 +130,13 @@ SourceLoc ModelSpec::Loc(const std::string& field) const {
 
 /// A path is read from disk (messages name the path); a preset is read from the embedded
 /// copy of models/<name>.json (or .yaml), named "<embedded>/models/<name>.json".
-ModelSpec LoadModel(const std::string& name_or_path) {
+ModelSpec LoadModel(const std::string& name_or_path, const ModelReadOptions& options) {
   if (model::LooksLikePath(name_or_path)) {
     // A snapshot directory (huggingface-cli download's folder) is read through its config.json.
     const std::string snapshot = model::SnapshotConfig(name_or_path);
     const std::string file = snapshot.empty() ? name_or_path : snapshot;
     std::string text = data::ReadFileOrThrow(file);
-    ModelSpec spec = ParseModel(text, file);
+    ModelSpec spec = ParseModel(text, file, options);
     spec.name = name_or_path;
     return spec;
   }

@@ -16,12 +16,14 @@
 // matching modeling_*.py files.
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "model/adapters/adapters.hpp"
 #include "model/key_reader.hpp"
 #include "model/model_internal.hpp"
 
@@ -43,9 +45,70 @@ const std::vector<std::string> kAllMoeKeys = {
     "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
     "experts_per_token", "moe_intermediate_size", "n_shared_experts"};
 
-/// architectures[0] (HF) or `architecture:` (meshplan YAML alternative spelling).
-Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
-  const std::string supported = "supported: " + JoinNames(SupportedArchitectures());
+/// Hugging Face architectures meshplan does not implement but that users bring (transformers'
+/// model classes and the trust_remote_code ones of NVIDIA, THUDM, Moonshot, Microsoft): a
+/// name on this list is never "corrected" to a supported one, since it is a different family
+/// (Gemma2ForCausalLM is not a misspelt LlamaForCausalLM, nor Qwen2MoeForCausalLM a misspelt
+/// Qwen3MoeForCausalLM).
+const std::vector<std::string> kKnownUnsupported = {
+    "Gemma3ForConditionalGeneration", "GemmaForCausalLM",
+    "PhiForCausalLM", "PhiMoEForCausalLM", "Qwen2MoeForCausalLM", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
+    "DeepseekV32ForCausalLM", "Glm4ForCausalLM", "GlmForCausalLM",
+    "NemotronForCausalLM", "OlmoForCausalLM",
+    "GraniteMoeForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
+    "MambaForCausalLM", "Mamba2ForCausalLM", "JambaForCausalLM", "FalconForCausalLM", "FalconH1ForCausalLM",
+    "GPT2LMHeadModel", "GPTNeoXForCausalLM", "CohereForCausalLM", "Cohere2ForCausalLM", "Starcoder2ForCausalLM",
+    "InternLM2ForCausalLM", "BaichuanForCausalLM", "ChatGLMModel", "KimiK2ForCausalLM", "Ernie4_5_MoeForCausalLM",
+    "HunYuanMoEV1ForCausalLM", "MiniMaxM1ForCausalLM", "Exaone4ForCausalLM", "SmolLM3ForCausalLM"};
+
+/// The digits of `name`, in order ("Qwen3MoeForCausalLM" -> "3"): a family's version.
+std::string Digits(const std::string& name) {
+  std::string d;
+  for (char ch : name) {
+    if (ch >= '0' && ch <= '9') d += ch;
+  }
+  return d;
+}
+
+}  // namespace
+
+/// A supported architecture that `name` is a near-miss spelling of, or "": case and bytes
+/// outside printable ASCII ignored, edit distance at most 2, the same version digits, and `name` not itself a known architecture
+/// of another family (kKnownUnsupported).
+std::string ArchitectureSpellingHint(const std::string& name) {
+  if (std::find(kKnownUnsupported.begin(), kKnownUnsupported.end(), name) != kKnownUnsupported.end()) return "";
+  if (name.size() > 200) return "";
+  // Case and invisible bytes (a zero-width or non-breaking space pasted into the name) ignored.
+  auto lower = [](const std::string& x) {
+    std::string out;
+    for (unsigned char ch : x) {
+      if (ch > 0x20 && ch < 0x7f) out += char(std::tolower(ch));
+    }
+    return out;
+  };
+  std::string best;
+  size_t best_d = 3;
+  for (const std::string& c : SupportedArchitectures()) {
+    if (Digits(c) != Digits(name)) continue;
+    const size_t d = yamlutil::EditDistance(lower(name), lower(c));
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+
+/// `architecture: generic` (meshplan YAML): a shape-only model.
+bool IsGenericName(const std::string& name) { return name == "generic" || name == "GenericDecoder"; }
+
+/// architectures[0] (HF) or `architecture:` (meshplan YAML alternative spelling). An
+/// unsupported name is refused, unless `options.generic_decoder`: then kGeneric.
+Architecture ReadArchitecture(KeyReader& r, ModelSpec& s, const ModelReadOptions& options) {
+  const std::string supported = "supported: " + JoinNames(SupportedArchitectures()) +
+                                " (or, in meshplan YAML, architecture: generic for a decoder given by its shape)";
   bool has_list = r.HasValue("architectures");
   bool has_one = r.HasValue("architecture");
   if (has_list && has_one) {
@@ -67,28 +130,38 @@ Architecture ReadArchitecture(KeyReader& r, ModelSpec& s) {
   } else {
     name = r.Str(key);
   }
-  std::optional<Architecture> a = ArchitectureFromName(name);
-  if (!a) {
-    std::string hint = yamlutil::DidYouMean(name, SupportedArchitectures());
-    std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
-    // Bytes outside printable ASCII (a zero-width space, a non-breaking space) shown escaped:
-    // printed as they are, the name looked identical to its "did you mean".
-    std::string note;
-    if (std::any_of(shown.begin(), shown.end(), [](char ch) { return ch < 0x20 || ch > 0x7e; })) {
-      std::string esc;
-      for (unsigned char ch : shown) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-        esc += (ch >= 0x20 && ch <= 0x7e) ? std::string(1, char(ch)) : std::string(buf);
-      }
-      shown = esc;
-      note = " (bytes outside printable ASCII escaped)";
-    }
-    r.Fail(key, "unsupported architecture '" + shown + "'" + note +
-                    (hint.empty() ? "" : "; did you mean '" + hint + "'?") + "; " + supported);
-  }
   s.architecture_name = name;
-  return *a;
+  if (!has_list && IsGenericName(name)) {
+    s.generic_note = "planned as a generic decoder given by its shape (GQA attention, SwiGLU MLP, RMSNorm): "
+                     "no architecture's own layers, biases or attention variants are modelled";
+    return Architecture::kGeneric;
+  }
+  std::optional<Architecture> a = ArchitectureFromName(name);
+  if (a) return *a;
+  std::string shown = name.size() > 60 ? name.substr(0, 60) + "..." : name;
+  if (options.generic_decoder) {
+    s.generic_note = "architecture " + shown + " is not supported: planned with --generic-decoder as a generic "
+                     "decoder from its standard fields (GQA attention, SwiGLU MLP, RMSNorm); its own layers "
+                     "(attention variants, norms, biases, non-attention mixers) are not modelled";
+    return Architecture::kGeneric;
+  }
+  std::string hint = ArchitectureSpellingHint(name);
+  // Bytes outside printable ASCII (a zero-width space, a non-breaking space) shown escaped:
+  // printed as they are, the name looked identical to its "did you mean".
+  std::string note;
+  if (std::any_of(shown.begin(), shown.end(), [](char ch) { return ch < 0x20 || ch > 0x7e; })) {
+    std::string esc;
+    for (unsigned char ch : shown) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      esc += (ch >= 0x20 && ch <= 0x7e) ? std::string(1, char(ch)) : std::string(buf);
+    }
+    shown = esc;
+    note = " (bytes outside printable ASCII escaped)";
+  }
+  r.Fail(key, "unsupported architecture '" + shown + "'" + note +
+                  (hint.empty() ? "" : "; did you mean '" + hint + "'?") + "; " + supported +
+                  "; --generic-decoder plans it as a generic dense/MoE decoder from its standard fields");
 }
 
 /// The RoPE scaling type: rope_scaling (transformers < 5) or rope_parameters (>= 5), a map
@@ -108,17 +181,54 @@ std::string ReadRopeScalingType(KeyReader& r) {
   return "";
 }
 
+/// num_key_value_heads when a config omits it: the default of each transformers configuration
+/// class (LlamaConfig: None, i.e. num_attention_heads; MistralConfig, MixtralConfig, GptOssConfig,
+/// NemotronHConfig, Glm4MoeConfig: 8; Phi3Config, GraniteConfig, Olmo2Config, OlmoeConfig:
+/// None, i.e. num_attention_heads; Qwen2Config, Qwen3Config: 32; Qwen3MoeConfig, Gemma2Config,
+/// Gemma3TextConfig: 4). MLA
+/// (DeepseekV2Config 32, DeepseekV3Config 128) has no KV-head groups: DeepseekV3Attention never
+/// reads the key, so a missing one is taken as num_attention_heads, not as a default that
+/// need not divide the heads. A generic decoder without the key is taken as MHA.
+int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
+  switch (a) {
+    case Architecture::kMistral:
+    case Architecture::kMixtral:
+    case Architecture::kGptOss:
+    case Architecture::kNemotronH:
+    case Architecture::kGlm4Moe: return 8;
+    case Architecture::kQwen2:
+    case Architecture::kQwen3: return 32;
+    case Architecture::kQwen3Moe:
+    case Architecture::kGemma2:
+    case Architecture::kGemma3: return 4;
+    case Architecture::kDeepseekV2:  // MLA: no KV-head groups
+    case Architecture::kDeepseekV3:
+    case Architecture::kLlama:
+    case Architecture::kPhi3:
+    case Architecture::kGranite:
+    case Architecture::kOlmo2:
+    case Architecture::kOlmoe:
+    case Architecture::kGeneric: break;
+  }
+  return num_attention_heads;
+}
+
 /// Keys every architecture has (LlamaConfig names; HF defaults noted where used).
 void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.hidden_size = r.Int("hidden_size", 1, kMaxHidden);
   s.num_layers = r.Int("num_hidden_layers", 1, kMaxLayers);
   s.num_attention_heads = r.Int("num_attention_heads", 1, kMaxHeads);
-  // HF: num_key_value_heads defaults to num_attention_heads (no GQA).
-  s.num_key_value_heads = r.Int("num_key_value_heads", 1, kMaxHeads, s.num_attention_heads);
+  // A missing (or null) num_key_value_heads takes the architecture's transformers default.
+  const int64_t kv_default = DefaultKeyValueHeads(s.architecture, s.num_attention_heads);
+  const bool kv_given = r.HasValue("num_key_value_heads");
+  s.num_key_value_heads = r.Int("num_key_value_heads", 1, kMaxHeads, kv_default);
   if (s.num_attention_heads % s.num_key_value_heads != 0) {
-    r.Fail("num_key_value_heads", "expected a divisor of num_attention_heads (" +
-                                      std::to_string(s.num_attention_heads) + "), found " +
-                                      std::to_string(s.num_key_value_heads));
+    r.Fail(kv_given ? "num_key_value_heads" : "num_attention_heads",
+           kv_given ? "expected a divisor of num_attention_heads (" + std::to_string(s.num_attention_heads) +
+                          "), found " + std::to_string(s.num_key_value_heads)
+                    : "expected a multiple of " + std::to_string(kv_default) + ", the num_key_value_heads that " +
+                          s.architecture_name + " takes when the key is missing (transformers' default), found " +
+                          std::to_string(s.num_attention_heads) + "; give num_key_value_heads");
   }
   s.vocab_size = r.Int("vocab_size", 1, kMaxVocab);
   s.max_position_embeddings = r.Int("max_position_embeddings", 1, kMaxPositions);
@@ -126,6 +236,7 @@ void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.intermediate_size = r.Int("intermediate_size", 1, kMaxWidth);
   s.rope_scaling_type = ReadRopeScalingType(r);
 }
+
 
 /// head_dim if given (Qwen3, GPT-OSS, Mistral-Nemo), else hidden_size / num_attention_heads.
 void ReadHeadDim(KeyReader& r, ModelSpec& s) {
@@ -140,6 +251,7 @@ void ReadHeadDim(KeyReader& r, ModelSpec& s) {
   }
   s.head_dim = s.hidden_size / s.num_attention_heads;
 }
+
 
 /// Counts "sliding_attention" entries of layer_types (must list every layer).
 int64_t CountSlidingLayers(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& types) {
@@ -204,6 +316,7 @@ bool MoeGroupPresent(KeyReader& r, const ModelSpec& s, const std::vector<std::st
                               present.front() + " without " + missing.front());
 }
 
+
 /// Number of routed experts and top-k; top-k must not exceed the expert count.
 void ReadExperts(KeyReader& r, ModelSpec& s, const std::string& experts_key) {
   s.num_experts = r.Int(experts_key, 1, kMaxExperts);
@@ -213,6 +326,7 @@ void ReadExperts(KeyReader& r, ModelSpec& s, const std::string& experts_key) {
                                       "), found " + std::to_string(s.experts_per_token));
   }
 }
+
 
 /// Llama: attention_bias on q,k,v,o; mlp_bias must be false (LlamaMLP biases not counted).
 void ReadLlama(KeyReader& r, ModelSpec& s) {
@@ -247,13 +361,9 @@ void ReadQwen3Moe(KeyReader& r, ModelSpec& s) {
   s.num_dense_layers = s.num_layers - moe;
 }
 
-/// DeepSeek-V3: MLA (DeepseekV3Attention) and DeepseekV3MoE on layer i when
-/// i >= first_k_dense_replace and i % moe_layer_freq == 0. MTP layers
-/// (num_nextn_predict_layers, default 0 as in DeepseekV3Config) are not part of the main
-/// model: mtp_num_layers.
-void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
+/// MLA's ranks and head dims (DeepseekV3Attention; q_lora_rank null: no low-rank Q).
+void ReadMla(KeyReader& r, ModelSpec& s) {
   s.mla = true;
-  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 0);
   MlaSpec& m = s.mla_spec;
   m.q_lora_rank = r.HasValue("q_lora_rank") ? r.Int("q_lora_rank", 1, kMaxWidth) : 0;
   m.kv_lora_rank = r.Int("kv_lora_rank", 1, kMaxWidth);
@@ -263,6 +373,15 @@ void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
   s.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
   r.Get("head_dim");     // derived by newer transformers (= qk_rope_head_dim); ignored
   r.Get("qk_head_dim");  // derived (= nope + rope); ignored
+}
+
+/// DeepSeek-V3: MLA (DeepseekV3Attention) and DeepseekV3MoE on layer i when
+/// i >= first_k_dense_replace and i % moe_layer_freq == 0. MTP layers
+/// (num_nextn_predict_layers, default 0 as in DeepseekV3Config) are not part of the main
+/// model: mtp_num_layers.
+void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
+  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 0);
+  ReadMla(r, s);
   s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", false);
   int64_t first_dense = r.Int("first_k_dense_replace", 0, kMaxLayers, 0);
   if (first_dense > s.num_layers) {
@@ -314,19 +433,69 @@ void ReadGptOss(KeyReader& r, ModelSpec& s) {
   s.num_sliding_window_layers = n;
 }
 
-}  // namespace
+/// "generic decoder" in generic_note becomes "generic dense decoder" / "generic MoE decoder".
+void SayKind(ModelSpec& s, const std::string& kind) {
+  const size_t at = s.generic_note.find("generic decoder");
+  if (at != std::string::npos) s.generic_note.insert(at + 8, kind + " ");
+}
+
+/// A generic decoder from the standard keys (kGeneric): GQA attention (or MLA where
+/// kv_lora_rank is given), attention_bias on q,k,v,o, SwiGLU MLP; MoE where an expert count is
+/// given under any of the usual names (num_local_experts, num_experts, n_routed_experts), with
+/// num_experts_per_tok, moe_intermediate_size (default intermediate_size), shared experts
+/// (n_shared_experts of moe_intermediate_size, or one shared_expert_intermediate_size wide) and
+/// the first first_k_dense_replace layers dense. Everything else (sliding windows, other
+/// mixers, norms' placement) is ignored, as generic_note says.
+void ReadGeneric(KeyReader& r, ModelSpec& s) {
+  if (r.HasValue("kv_lora_rank")) {
+    ReadMla(r, s);
+  } else {
+    ReadHeadDim(r, s);
+  }
+  s.attention_bias = s.attention_out_bias = r.Bool("attention_bias", false);
+  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 0);
+  s.gated_mlp = r.Bool("gated_mlp", true);  // meshplan YAML: false for a GeLU / squared-ReLU MLP
+  if (!s.gated_mlp) {
+    const size_t at = s.generic_note.find("SwiGLU MLP");
+    if (at != std::string::npos) s.generic_note.replace(at, 10, "two-matrix MLP (gated_mlp: false)");
+  }
+  std::string experts_key;
+  for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (experts_key.empty() && r.HasValue(k)) experts_key = k;
+  }
+  if (experts_key.empty()) {
+    SayKind(s, "dense");
+    return;
+  }
+  ReadExperts(r, s, experts_key);
+  s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMaxWidth, s.intermediate_size);
+  s.num_shared_experts = r.Int("n_shared_experts", 0, 1024, 0);
+  s.shared_expert_intermediate_size = s.num_shared_experts * s.moe_intermediate_size;
+  if (s.num_shared_experts == 0 && r.HasValue("shared_expert_intermediate_size")) {
+    s.shared_expert_intermediate_size = r.Int("shared_expert_intermediate_size", 1, kMaxWidth);
+    s.num_shared_experts = 1;
+  }
+  const int64_t first_dense = r.Int("first_k_dense_replace", 0, kMaxLayers, 0);
+  if (first_dense > s.num_layers) {
+    r.Fail("first_k_dense_replace", "expected at most num_hidden_layers (" + std::to_string(s.num_layers) +
+                                        "), found " + std::to_string(first_dense));
+  }
+  s.num_dense_layers = first_dense;
+  SayKind(s, "MoE");
+}
+
 }  // namespace model
 
 /// Parses and validates one model config; see model.hpp. Every key read gets a field_locs
 /// entry; misspelt keys are rejected after all reading (KeyReader::CheckSpelling).
-ModelSpec ParseModel(std::string_view text, const std::string& filename) {
+ModelSpec ParseModel(std::string_view text, const std::string& filename, const ModelReadOptions& options) {
   using namespace model;
   YAML::Node root = yamlutil::ParseMap(text, filename);
   ModelSpec s;
   s.name = filename;
   s.source = SourceLoc{filename, 0, 0};
   KeyReader r(root, filename, s);
-  s.architecture = ReadArchitecture(r, s);
+  s.architecture = ReadArchitecture(r, s, options);
   ReadCommon(r, s);
   s.num_dense_layers = s.num_layers;
   switch (s.architecture) {
@@ -364,6 +533,32 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename) {
       break;
     case Architecture::kGptOss:
       ReadGptOss(r, s);
+      break;
+    case Architecture::kNemotronH:
+      ReadNemotronH(r, s);
+      break;
+    case Architecture::kGlm4Moe:
+      ReadGlm4Moe(r, s);
+      break;
+    case Architecture::kDeepseekV2:
+      ReadDeepseekV2(r, s);
+      break;
+    case Architecture::kPhi3:
+      ReadPhi3(r, s);
+      break;
+    case Architecture::kGranite:
+      ReadGranite(r, s);
+      break;
+    case Architecture::kOlmo2:
+    case Architecture::kOlmoe:
+      ReadOlmo(r, s);
+      break;
+    case Architecture::kGemma2:
+    case Architecture::kGemma3:
+      ReadGemma(r, s);
+      break;
+    case Architecture::kGeneric:
+      ReadGeneric(r, s);
       break;
   }
   r.CheckSpelling();

@@ -18,6 +18,7 @@ struct Counts {
       output_head{}, total{}, active{};
   T attention_per_layer{}, dense_mlp_per_layer{}, expert_per_layer{}, shared_per_layer{},
       router_per_layer{}, norms_per_layer{};
+  T mamba{}, mamba_per_layer{};
 };
 
 /// Attention of one layer.
@@ -47,26 +48,88 @@ T AttentionPerLayer(const ModelSpec& m) {
   if (m.attention_bias) total += a * d + 2 * g * d;
   if (m.attention_out_bias) total += h;
   if (m.qk_norm) total += 2 * d;
+  if (m.qk_norm_full) total += a * d + g * d;
   if (m.attention_sinks) total += a;
   return total;
 }
 
+/// One Mamba-2 mixer (Megatron-Core megatron/core/ssm/mamba_mixer.py MambaMixer; the same
+/// tensors as transformers' NemotronHMamba2Mixer): in_proj h -> 2·d_inner + 2·ngroups·d_state +
+/// nheads (z, x, B, C, dt), conv1d depthwise over conv_dim = d_inner + 2·ngroups·d_state
+/// (conv_dim·d_conv weights + conv_dim bias), dt_bias, A_log and D (nheads each), the gated
+/// RMSNorm (d_inner), out_proj d_inner -> h; biases on in_proj and out_proj with proj_bias.
+template <class T>
+T MambaPerLayer(const ModelSpec& m) {
+  const Mamba2Spec& x = m.mamba;
+  const T h = m.hidden_size, di = x.d_inner(), g = x.n_groups, n = x.state_size, nh = x.num_heads;
+  const T in_out = 2 * di + 2 * g * n + nh, conv_dim = di + 2 * g * n;
+  T p = h * in_out + conv_dim * T(x.conv_kernel) + 3 * nh + di + di * h;
+  if (x.conv_bias) p += conv_dim;
+  if (x.proj_bias) p += in_out + h;
+  return p;
+}
+
+/// A hybrid model, block by block over its layer pattern: each layer one RMSNorm (h) per
+/// present block, its mixer (attention as AttentionPerLayer, Mamba-2 as MambaPerLayer) and
+/// its MLP (dense mats·h·f; MoE: experts, shared experts, router); embeddings and the final
+/// norm as for the flat models.
+template <class T>
+Counts<T> ComputeHybrid(const ModelSpec& m) {
+  Counts<T> c;
+  const T h = m.hidden_size, mats = m.gated_mlp ? T{3} : T{2};
+  c.attention_per_layer = AttentionPerLayer<T>(m);
+  c.dense_mlp_per_layer = mats * h * T(m.intermediate_size);
+  T mamba_per_layer = MambaPerLayer<T>(m), mamba{};
+  if (m.is_moe()) {
+    c.expert_per_layer = mats * h * T(m.moe_intermediate_size);
+    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size);
+    c.router_per_layer = h * T(m.num_experts) + (m.router_bias ? T(m.num_experts) : T{0});
+  }
+  T moe_layers{};
+  for (const LayerBlock& b : m.layer_pattern) {
+    if (b.mixer != MixerKind::kNone) c.norms += h;
+    if (b.mlp != MlpKind::kNone) c.norms += h;
+    if (b.mixer == MixerKind::kAttention) c.attention += c.attention_per_layer;
+    if (b.mixer == MixerKind::kMamba2) mamba += mamba_per_layer;
+    if (b.mlp == MlpKind::kDense) c.dense_mlp += c.dense_mlp_per_layer;
+    if (b.mlp == MlpKind::kMoe) moe_layers += 1;
+  }
+  c.routed_experts = moe_layers * T(m.num_experts) * c.expert_per_layer;
+  c.shared_experts = moe_layers * c.shared_per_layer;
+  c.router = moe_layers * c.router_per_layer;
+  c.norms += h;  // final norm (norm_f)
+  c.norms_per_layer = h;
+  c.embedding = T(m.vocab_size) * h;
+  c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;
+  c.mamba = mamba;
+  c.mamba_per_layer = mamba_per_layer;
+  c.total = c.embedding + c.attention + mamba + c.dense_mlp + c.routed_experts + c.shared_experts + c.router +
+            c.norms + c.output_head;
+  c.active = c.total - c.routed_experts + moe_layers * T(m.experts_per_token) * c.expert_per_layer;
+  return c;
+}
+
 template <class T>
 Counts<T> Compute(const ModelSpec& m) {
+  if (m.is_hybrid()) return ComputeHybrid<T>(m);
   Counts<T> c;
   const T h = m.hidden_size, layers = m.num_layers, dense_layers = m.num_dense_layers,
           moe_layers = m.num_moe_layers(), experts = m.num_experts, topk = m.experts_per_token;
   c.attention_per_layer = AttentionPerLayer<T>(m);
-  // SwiGLU: gate and up h->f, down f->h = 3·h·f (megatron.md 3.1 dense_mlp with λ = 3/2).
-  c.dense_mlp_per_layer = dense_layers > 0 ? 3 * h * T(m.intermediate_size) : T{0};
+  // SwiGLU: gate and up h->f, down f->h = 3·h·f (megatron.md 3.1 dense_mlp with λ = 3/2);
+  // a two-matrix MLP (gated_mlp false) 2·h·f (λ = 1).
+  const T mats = m.gated_mlp ? T{3} : T{2};
+  c.dense_mlp_per_layer = dense_layers > 0 ? mats * h * T(m.intermediate_size) : T{0};
   if (m.is_moe()) {
     const T fe = m.moe_intermediate_size;
-    c.expert_per_layer = 3 * h * fe;
+    c.expert_per_layer = mats * h * fe;
     if (m.expert_bias) c.expert_per_layer += 2 * fe + h;  // gate_up_proj_bias 2·f, down_proj_bias h
-    c.shared_per_layer = 3 * h * T(m.shared_expert_intermediate_size);
+    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size);
     c.router_per_layer = h * experts + (m.router_bias ? experts : T{0});
   }
-  c.norms_per_layer = 2 * h;  // input_layernorm + post_attention_layernorm (RMSNorm: weight only)
+  // input_layernorm + post_attention_layernorm (RMSNorm: weight only); Gemma's sandwich adds
+  // pre_feedforward_layernorm and post_feedforward_layernorm.
+  c.norms_per_layer = (m.sandwich_norms ? 4 : 2) * h;
 
   c.embedding = T(m.vocab_size) * h;
   c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;
@@ -109,6 +172,8 @@ ParamCounts CountParams(const ModelSpec& model) {
   p.shared_per_layer = c.shared_per_layer;
   p.router_per_layer = c.router_per_layer;
   p.norms_per_layer = c.norms_per_layer;
+  p.mamba = c.mamba;
+  p.mamba_per_layer = c.mamba_per_layer;
   return p;
 }
 

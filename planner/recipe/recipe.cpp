@@ -119,7 +119,8 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
 }
 
 std::string RecipeYaml(const Candidate& c, const PlanRequest& req, int rank) {
-  return FrameworkOf(req.framework).recipe_yaml(c, req, rank);
+  const std::string w = GenericModelWarning(req.model);
+  return (w.empty() ? "" : "# warning: " + recipe::OneLine(w) + "\n") + FrameworkOf(req.framework).recipe_yaml(c, req, rank);
 }
 
 std::string RecipesYaml(const PlanResult& result, const PlanRequest& req) {
@@ -221,6 +222,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
       << band.rows << " rows); tied layouts are listed by robustness (docs/ranking.md)\n";
   }
   o << SearchSummary(result, req) << "\n";
+  if (const std::string w = GenericModelWarning(req.model); !w.empty()) o << "warning: " << w << "\n";
   return o.str();
 }
 
@@ -277,6 +279,7 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
     arr.push_back(cj);
   }
   j["recipes"] = arr;
+  if (const std::string w = GenericModelWarning(req.model); !w.empty()) j["model_warning"] = w;
   return j.dump(2) + "\n";
 }
 

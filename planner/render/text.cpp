@@ -301,6 +301,7 @@ void PrintExplanation(std::ostream& out, const ExplainReport& rep) {
             << "), seq_len " << setup.seq_len << ", global batch " << setup.global_batch << ", "
             << PrecisionName(setup.precision) << "\n  layout: " << Describe(rep.layout) << "\n";
   PrintRemarks(out, rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
+  if (!rep.model_warning.empty()) out << "warning: " << rep.model_warning << "\n";
   if (!rep.seq_len_warning.empty()) out << "warning: " << rep.seq_len_warning << "\n";
   if (!rep.unused_schedule.empty()) out << "  note: " << rep.unused_schedule << "\n";
   if (rep.failures.empty()) {

@@ -163,6 +163,9 @@ std::string ReportHtml(const PlanResult& result, const std::vector<Candidate>& s
     << FrameworkOf(req.framework).product << "; searched "
     << result.enumerated << " layouts, " << result.valid << " valid, " << result.fitting << " fit in "
     << Num(cap_gib) << " GiB usable (" << Num(100 * req.setup.headroom, 0) << "% headroom kept free).</p>\n";
+  if (const std::string w = GenericModelWarning(req.model); !w.empty()) {
+    h << "<p><strong>warning:</strong> " << Esc(w) << "</p>\n";
+  }
   h << "<section><h2>Recommended layouts</h2><table><tr><th>#</th><th class=\"l\">layout</th><th>GiB/GPU</th>"
        "<th>headroom GiB</th><th>step s</th><th>tokens/s/GPU</th><th>MFU %</th></tr>\n";
   for (size_t i = 0; i < result.top.size(); ++i) {

@@ -800,3 +800,30 @@ meshplan_cli_case(check_nearest_one_key_fix_needs 1
 # tests/serve/server_test.cpp, tests/python, tests/browser).
 meshplan_cli_case(serve_bad_host 2 "--host: cannot listen on 256.0.0.1:0" -- ${MP} serve --host 256.0.0.1 --port 0)
 meshplan_cli_case(serve_bad_port 2 "--port: expected an integer in \\[0, 65535\\], found '70000'" -- ${MP} serve --port 70000)
+# Architectures: an unsupported one is refused without a cross-family "did you mean";
+# --generic-decoder plans it with a warning in every output; a hybrid model is refused.
+set(A ${CMAKE_SOURCE_DIR}/tests/data/models/arch)
+meshplan_cli_case(arch_unsupported_no_hint 2 "unsupported architecture 'Starcoder2ForCausalLM'" "!did you mean"
+  "--generic-decoder plans it"
+  -- ${MP} plan --model ${A}/starcoder2-3b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(arch_generic_decoder_table 0 "^rank +strategy"
+  "warning: model .*starcoder2-3b.json: architecture Starcoder2ForCausalLM is not supported: planned with --generic-decoder"
+  -- ${MP} plan --model ${A}/starcoder2-3b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --generic-decoder)
+meshplan_cli_case(arch_generic_decoder_yaml 0 "# warning: model .*Starcoder2ForCausalLM is not supported"
+  -- ${MP} plan --model ${A}/starcoder2-3b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --generic-decoder --format yaml)
+meshplan_cli_case(arch_generic_decoder_json 0 "\"model_warning\": \".*Starcoder2ForCausalLM is not supported"
+  -- ${MP} plan --model ${A}/starcoder2-3b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --generic-decoder --format json)
+meshplan_cli_case(arch_generic_decoder_explain 0 "warning: model .*Starcoder2ForCausalLM is not supported"
+  -- ${MP} explain --model ${A}/starcoder2-3b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --generic-decoder)
+meshplan_cli_case(arch_gemma2_plan_mb 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --model ${A}/gemma-2-2b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
+meshplan_cli_case(arch_gemma2_plan_am 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --model ${A}/gemma-2-2b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
+meshplan_cli_case(arch_hybrid_refused 2 "NemotronHForCausalLM is a hybrid model .23 Mamba-2 layers of 52."
+  -- ${MP} plan --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(arch_glm45_air_plan_mb 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework megatron-bridge)
+meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework automodel)
+meshplan_cli_case(arch_glm45_air_pp4 1 "num_layers 46 .*is not divisible by pipeline_model_parallel_size 4"
+  -- ${MP} check ${D}/mbridge_glm45_air_pp4.yaml --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32)

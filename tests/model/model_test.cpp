@@ -130,7 +130,7 @@ TEST_CASE("model presets: list and architectures") {
   }
   CHECK(std::is_sorted(presets.begin(), presets.end()));
   std::vector<std::string> archs = SupportedArchitectures();
-  REQUIRE(archs.size() == 8);
+  REQUIRE(archs.size() == 17);
   CHECK(archs.front() == "LlamaForCausalLM");
   CHECK(std::string(ArchitectureName(Architecture::kGptOss)) == "GptOssForCausalLM");
 }

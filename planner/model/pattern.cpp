@@ -1,0 +1,66 @@
+// LayerPattern (a model's layers one by one) and the FLOPs of a hybrid model summed over it.
+
+#include <algorithm>
+#include <string>
+
+#include "meshplan/model.hpp"
+
+namespace meshplan {
+
+/// See model.hpp.
+std::vector<LayerBlock> LayerPattern(const ModelSpec& m) {
+  if (m.is_hybrid()) return m.layer_pattern;
+  std::vector<LayerBlock> out(static_cast<size_t>(std::max<int64_t>(0, m.num_layers)));
+  const int64_t dense = m.is_moe() ? m.num_dense_layers : m.num_layers;
+  const int64_t sliding = m.sliding_window > 0 ? m.num_sliding_window_layers : 0;
+  for (int64_t i = 0; i < m.num_layers; ++i) {
+    LayerBlock& b = out[size_t(i)];
+    b.mixer = MixerKind::kAttention;
+    b.mlp = i < dense ? MlpKind::kDense : MlpKind::kMoe;
+    b.sliding_window = i >= m.num_layers - sliding ? m.sliding_window : 0;
+  }
+  return out;
+}
+
+std::string HybridRefusal(const ModelSpec& m) {
+  if (!m.is_hybrid()) return "";
+  int64_t mamba = 0;
+  for (const LayerBlock& b : m.layer_pattern) mamba += b.mixer == MixerKind::kMamba2;
+  return m.architecture_name + " is a hybrid model (" + std::to_string(mamba) + " Mamba-2 layers of " +
+         std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost model has no "
+         "memory or time terms for Mamba-2 layers (SSM states, scan) and no rules for their TP/CP splits, so it "
+         "plans, checks and prices no layout of it";
+}
+
+/// Megatron-LM megatron/training/training.py num_floating_point_operations, hybrid_flops,
+/// per token (batch_size = 1, one token of a seq_len sequence):
+///   attention  4·h·p·(h + h·g/a + s/2),  p = d_k·a/h                    (attn_layer_flops)
+///   MLP        4·h·f·λ,                  λ = 3/2 with SwiGLU, else 1     (mlp_layer_flops)
+///   MoE        4·h·f_e·k·λ + 4·h·f_s·λ                                   (moe_layer_flops)
+///   Mamba-2    2·h·(2·d_in + 2·ng·N + nh) + 7·d_in·N + 2·d_in·h          (mamba_layer_flops)
+///   logits     2·h·V
+/// summed over the pattern and x3 (forward and backward). Megatron-LM's mamba_layer_flops
+/// takes d_in = 2·hidden_size; here d_in is the model's own d_inner = nheads·head_dim (Nemotron
+/// 3 Nano: 4096, not 2·2688), the width its in_proj and out_proj GEMMs have. The scan term
+/// 7·d_in·N is Megatron-LM's estimate for the selective scan (its own note: to be updated for
+/// the SSD kernels of Mamba-2, Dao & Gu 2024, "a small percent of overall layer flops").
+double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
+  const double h = double(m.hidden_size), a = double(m.num_attention_heads), s = double(seq_len);
+  const double g = double(m.num_key_value_heads), p = double(m.head_dim) * a / h;
+  const double lambda = m.gated_mlp ? 1.5 : 1.0;
+  const Mamba2Spec& x = m.mamba;
+  const double di = double(x.d_inner()), n = double(x.state_size), ng = double(x.n_groups), nh = double(x.num_heads);
+  double fwd = 2.0 * h * double(m.vocab_size);
+  for (const LayerBlock& b : LayerPattern(m)) {
+    if (b.mixer == MixerKind::kAttention) fwd += 4.0 * h * p * (h + h * g / a + s / 2.0);
+    if (b.mixer == MixerKind::kMamba2) fwd += 2.0 * h * (2.0 * di + 2.0 * ng * n + nh) + 7.0 * di * n + 2.0 * di * h;
+    if (b.mlp == MlpKind::kDense) fwd += 4.0 * h * double(m.intermediate_size) * lambda;
+    if (b.mlp == MlpKind::kMoe) {
+      fwd += 4.0 * h * double(m.moe_intermediate_size) * double(m.experts_per_token) * lambda +
+             4.0 * h * double(m.shared_expert_intermediate_size) * lambda;
+    }
+  }
+  return 3.0 * fwd;
+}
+
+}  // namespace meshplan

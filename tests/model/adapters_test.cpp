@@ -1,0 +1,193 @@
+// Architecture adapters: each committed config (tests/data/models/arch/, written from the
+// published config.json) read, and its parameter count pinned to the published total.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "meshplan/model.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+const std::string kDir = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/";
+
+ModelSpec Arch(const std::string& file) { return LoadModel(kDir + file); }
+
+/// |counted / published - 1|.
+double Off(int64_t counted, double published) { return std::fabs(double(counted) / published - 1.0); }
+
+}  // namespace
+
+TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Nano 30B-A3B") {
+  const ModelSpec m = Arch("nemotron-3-nano-30b-a3b.json");
+  CHECK(m.architecture == Architecture::kNemotronH);
+  REQUIRE(m.layer_pattern.size() == 52);
+  int mamba = 0, attention = 0, moe = 0;
+  for (const LayerBlock& b : m.layer_pattern) {
+    mamba += b.mixer == MixerKind::kMamba2;
+    attention += b.mixer == MixerKind::kAttention;
+    moe += b.mlp == MlpKind::kMoe;
+  }
+  CHECK(mamba == 23);
+  CHECK(attention == 6);
+  CHECK(moe == 23);
+  CHECK(m.mamba.d_inner() == 4096);
+  const ParamCounts p = CountParams(m);
+  // One Mamba-2 mixer by hand (mamba_mixer.py): in_proj 2688·(2·4096 + 2·8·128 + 64) =
+  // 27,697,152; conv1d 6144·4 + 6144 = 30,720; dt_bias, A_log, D 3·64; norm 4096; out_proj
+  // 4096·2688 = 11,010,048.
+  CHECK(p.mamba_per_layer == 27697152 + 30720 + 192 + 4096 + 11010048);
+  // NVIDIA's model card: 31.6B total parameters, about 3.6B active including embeddings.
+  CHECK(Off(p.total, 31.6e9) < 0.005);
+  CHECK(p.total == 31577940288);
+  CHECK(Off(p.active, 3.6e9) < 0.01);
+  // FLOPs per token at 8192 tokens (training.py hybrid_flops, d_in = 4096), by hand:
+  // Mamba 2·2688·10304 + 7·4096·128 + 2·4096·2688 = 81,084,416 per layer; attention
+  // 4·2688·(4096/2688)·(2688 + 2688·2/32 + 4096) = 113,901,568; MoE 4·2688·1856·6 +
+  // 4·2688·3712 = 159,645,696; logits 2·2688·131072 = 704,643,072; all x3.
+  const double expect = 3.0 * (23 * 81084416.0 + 6 * 113901568.0 + 23 * 159645696.0 + 704643072.0);
+  CHECK(HybridFlopsPerToken(m, 8192) == doctest::Approx(expect).epsilon(1e-12));
+  CHECK(HybridRefusal(m).find("hybrid model (23 Mamba-2 layers of 52)") != std::string::npos);
+}
+
+TEST_CASE("adapter NemotronHForCausalLM: bad patterns") {
+  const std::string base =
+      "{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 4, "
+      "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 128, \"vocab_size\": 100, "
+      "\"max_position_embeddings\": 256, \"mamba_num_heads\": 4, \"mamba_head_dim\": 16, \"n_groups\": 2, "
+      "\"ssm_state_size\": 16, ";
+  auto error = [&](const std::string& tail) {
+    try {
+      ParseModel(base + tail + "}", "h.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("\"hybrid_override_pattern\": \"M*-\"")
+            .find("hybrid_override_pattern: expected one entry per layer (num_hidden_layers = 4), found 3") !=
+        std::string::npos);
+  CHECK(error("\"hybrid_override_pattern\": \"M*-X\"").find("found 'X' at position 3") != std::string::npos);
+  CHECK(error("\"hybrid_override_pattern\": \"M*-E\"").find("n_routed_experts: missing") != std::string::npos);
+  CHECK(error("\"hybrid_override_pattern\": \"M*--\", \"moe_latent_size\": 1024").find("LatentMoE") !=
+        std::string::npos);
+  CHECK(error("\"hybrid_override_pattern\": \"M*--\"").empty());
+  // Dense MLP layers: two matrices (relu2), one norm per block.
+  ModelSpec m = ParseModel(base + "\"hybrid_override_pattern\": \"M*--\"}", "h.json");
+  const ParamCounts p = CountParams(m);
+  CHECK(p.dense_mlp == 2 * (2 * 64 * 128));
+  CHECK(p.norms == 5 * 64);
+}
+
+TEST_CASE("adapter Glm4MoeForCausalLM: GLM-4.5-Air") {
+  const ModelSpec m = Arch("glm-4.5-air.json");
+  CHECK(m.architecture == Architecture::kGlm4Moe);
+  CHECK(m.num_moe_layers() == 45);
+  CHECK(m.mtp_num_layers == 1);
+  const ParamCounts p = CountParams(m);
+  // By hand: attention 109,066,240 per layer (q/k/v biases, none on o), MoE layer 2,341,492,864,
+  // dense layer 243,554,304, embeddings 2·151552·4096.
+  CHECK(p.attention_per_layer == 109066240);
+  CHECK(p.total == 106852251264);
+  // The GLM-4.5 report's "106B total, 12B activated" count no embeddings (2·151552·4096 =
+  // 1.24B): 105.61B and 12.18B without them (with them 106.85B and 13.42B).
+  const int64_t tables = p.embedding + p.output_head;
+  CHECK(Off(p.total - tables, 106e9) < 0.005);
+  CHECK(Off(p.active - tables, 12e9) < 0.02);
+}
+
+TEST_CASE("adapter DeepseekV2ForCausalLM: DeepSeek-V2-Lite") {
+  const ModelSpec m = Arch("deepseek-v2-lite.json");
+  CHECK(m.architecture == Architecture::kDeepseekV2);
+  CHECK(!m.router_bias);
+  CHECK(m.mla_spec.q_lora_rank == 0);
+  const ParamCounts p = CountParams(m);
+  // DeepSeek-V2 paper / model card: 15.7B total.
+  CHECK(p.total == 15706484224);
+  CHECK(Off(p.total, 15.7e9) < 0.005);
+}
+
+TEST_CASE("adapter DeepseekV3ForCausalLM config: Moonlight-16B-A3B") {
+  const ParamCounts p = CountParams(Arch("moonlight-16b-a3b.json"));
+  // Moonshot's model card: 16B total, 3B activated.
+  CHECK(p.total == 15960110208);
+  CHECK(Off(p.total, 16e9) < 0.005);
+}
+
+TEST_CASE("adapter Phi3ForCausalLM: Phi-3-mini-4k") {
+  const ModelSpec m = Arch("phi-3-mini-4k.json");
+  CHECK(m.architecture == Architecture::kPhi3);
+  CHECK(m.num_sliding_window_layers == 32);
+  // microsoft/Phi-3-mini-4k-instruct: 3.82B (3,821,079,552 in its safetensors).
+  CHECK(CountParams(m).total == 3821079552);
+}
+
+TEST_CASE("adapter GraniteForCausalLM: Granite 3.0 8B") {
+  const ModelSpec m = Arch("granite-3.0-8b.json");
+  CHECK(m.tie_word_embeddings);
+  // ibm-granite/granite-3.0-8b-base: 8.17B.
+  CHECK(CountParams(m).total == 8170848256);
+  CHECK(Off(CountParams(m).total, 8.17e9) < 0.005);
+}
+
+TEST_CASE("adapter Olmo2ForCausalLM and OlmoeForCausalLM") {
+  const ModelSpec olmo2 = Arch("olmo-2-1124-7b.json");
+  CHECK(olmo2.qk_norm_full);
+  // allenai/OLMo-2-1124-7B: 7.30B; q_norm and k_norm over 4096 each.
+  CHECK(CountParams(olmo2).total == 7298617344);
+  CHECK(Off(CountParams(olmo2).total, 7.30e9) < 0.005);
+  const ModelSpec olmoe = Arch("olmoe-1b-7b-0924.json");
+  CHECK(olmoe.num_moe_layers() == 16);
+  const ParamCounts p = CountParams(olmoe);
+  // OLMoE paper (Muennighoff et al. 2024): 6.9B total, 1.3B active.
+  CHECK(p.total == 6919161856);
+  CHECK(Off(p.total, 6.9e9) < 0.005);
+  CHECK(Off(p.active, 1.3e9) < 0.03);
+}
+
+TEST_CASE("MistralForCausalLM config: Mistral-Nemo 12B (head_dim 128 given)") {
+  const ModelSpec m = Arch("mistral-nemo-12b.json");
+  CHECK(m.head_dim == 128);
+  // mistralai/Mistral-Nemo-Base-2407: 12.2B.
+  CHECK(CountParams(m).total == 12247782400);
+  CHECK(Off(CountParams(m).total, 12.2e9) < 0.005);
+}
+
+TEST_CASE("LayerPattern of a flat architecture") {
+  const ModelSpec ds = LoadModel("deepseek-v3");
+  const std::vector<LayerBlock> p = LayerPattern(ds);
+  REQUIRE(p.size() == 61);
+  CHECK(p[0].mlp == MlpKind::kDense);
+  CHECK(p[2].mlp == MlpKind::kDense);
+  CHECK(p[3].mlp == MlpKind::kMoe);
+  CHECK(p[60].mixer == MixerKind::kAttention);
+  const ModelSpec gpt = LoadModel("gpt-oss-20b");
+  int sliding = 0;
+  for (const LayerBlock& b : LayerPattern(gpt)) sliding += b.sliding_window > 0;
+  CHECK(sliding == gpt.num_sliding_window_layers);
+  CHECK(HybridRefusal(gpt).empty());
+}
+
+TEST_CASE("adapter Gemma2ForCausalLM and Gemma3ForCausalLM") {
+  const ModelSpec g2 = Arch("gemma-2-2b.json");
+  CHECK(g2.architecture == Architecture::kGemma2);
+  CHECK(g2.sandwich_norms);
+  CHECK(g2.tie_word_embeddings);
+  CHECK(g2.num_sliding_window_layers == 13);  // the even layers of 26
+  CHECK(g2.sliding_window == 4096);
+  // By hand: attention 2304·2048·2 + 2·2304·1024 = 14,155,776; GeGLU 3·2304·9216; four norms;
+  // tied 256000·2304 embedding. google/gemma-2-2b: 2.61B.
+  CHECK(CountParams(g2).norms_per_layer == 4 * 2304);
+  CHECK(CountParams(g2).total == 2614341888);
+  CHECK(Off(CountParams(g2).total, 2.61e9) < 0.005);
+  const ModelSpec g3 = Arch("gemma-3-1b.json");
+  CHECK(g3.qk_norm);
+  CHECK(g3.tie_word_embeddings);  // the key is absent: Gemma3TextConfig's default
+  CHECK(g3.num_sliding_window_layers == 22);  // all but layers 5, 11, 17, 23
+  // google/gemma-3-1b-pt: 1B (999,885,952 by hand).
+  CHECK(CountParams(g3).total == 999885952);
+  CHECK(Off(CountParams(g3).total, 1.0e9) < 0.005);
+}
