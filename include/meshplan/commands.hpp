@@ -326,12 +326,9 @@ struct CheckedDocument {
   /// warning, exit 0: the headroom is an allowance for the allocator, not a measured need.
   int Status() const { return !error.empty() ? 2 : failures.empty() && !above_whole_memory ? 0 : 1; }
 };
-/// How many of the planner's fastest layouts `check` compares a valid recipe with.
+/// How many of the planner's first layouts `check` compares a valid recipe with (its job's
+/// step-time band, StepErrorBand, decides whether a gap is within the model's error).
 inline constexpr int kCheckComparedLayouts = 20;
-/// The step-time difference below which `check` calls a recipe as fast as the planner's best:
-/// the Megatron-Core step-time model's leave-one-out median |error| on Megatron-Bridge's
-/// published runs (docs/accuracy.md, 7.1%), rounded; a smaller gap is within the model's error.
-inline constexpr double kCheckStepBand = 0.07;
 /// What `check` found.
 struct CheckReport {
   std::string file;

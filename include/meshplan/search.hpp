@@ -179,7 +179,7 @@ int EditCount(const std::vector<std::string>& changes);
 /// How many edits beyond the fewest that fit check's nearest fixes may make (NearestValidLayouts).
 inline constexpr int kNearestExtraEdits = 2;
 /// The throughput gain an extra edit must buy for a farther fix to be listed ahead of a nearer
-/// one: the Megatron-Core step-time model's leave-one-out median |error| (kCheckStepBand's 7%).
+/// one: the Megatron-Core step-time model's leave-one-out median |error| on the published runs, 7%.
 inline constexpr double kNearestEditGain = 0.07;
 
 /// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule, and the
@@ -202,20 +202,26 @@ std::vector<std::string> LayoutChanges(const Layout& from, const Layout& to, int
 /// How a recipe's layout compares with the planner's own search for the same job
 /// (`meshplan check`).
 struct PlanComparison {
-  int searched = 0;      ///< how many of the planner's fastest fitting layouts it is compared with
-  int64_t rank = 0;      ///< 1 + the searched layouts predicted strictly faster (1e-9 relative)
+  int searched = 0;      ///< how many of the planner's first fitting layouts it is compared with
+  /// 1 + the searched layouts whose expected step (Risk::expected_step_seconds: the OOM risk
+  /// priced in, as plan ranks) is strictly shorter than the recipe's (1e-9 relative)
+  int64_t rank = 0;
   bool beyond = false;   ///< slower than all `searched` of them
-  std::optional<Candidate> fastest;  ///< the planner's fastest fitting layout (unset: none fits)
-  double gap = 0;        ///< the recipe's step / the fastest's step - 1 (0.12: 12% slower)
+  std::optional<Candidate> fastest;  ///< the planner's first layout, its rank 1 (unset: none fits)
+  /// The recipe's expected step / the planner's first's expected step - 1 (0.12: 12% slower).
+  double gap = 0;
+  double band = 0;       ///< the job's step-time band (StepErrorBand): a gap within it is a tie
+  Risk own;              ///< the recipe's risk (AssessRisk of its predicted cost)
   std::vector<std::string> changes;  ///< LayoutChanges from the recipe's layout to the fastest
   std::string stopped;   ///< PlanResult::stopped of the search ("" = whole space)
 };
 
 /// Searches `req`'s space with the software settings of `from` (FrameworkOps::nearest_request:
-/// a recipe's dispatcher, overlap and CUDA graphs price the layouts it is compared with) and
-/// places `from`, predicted at `step_seconds`, among the `top_n` fastest fitting layouts.
+/// a recipe's dispatcher, overlap and CUDA graphs price the layouts it is compared with), ranked
+/// as plan ranks (req.risk_ranking: by expected step, ties by robustness), and places `from`,
+/// predicted at `own`, among the `top_n` first fitting layouts by its expected step.
 /// Never throws for loaded inputs.
-PlanComparison CompareWithPlan(const PlanRequest& req, const Layout& from, double step_seconds, int top_n);
+PlanComparison CompareWithPlan(const PlanRequest& req, const Layout& from, const Cost& own, int top_n);
 
 /// Resident memory of this process in bytes (Linux: /proc/self/statm; elsewhere the peak
 /// from getrusage). What PlanRequest::max_memory_bytes is checked against.

@@ -73,7 +73,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   if (!d.failures.empty() || d.out_of_memory) {
     d.nearest = NearestValidLayouts(req, l, 3);
   }
-  if (d.failures.empty() && d.cost) d.against_plan = CompareWithPlan(req, l, d.cost->step_seconds, kCheckComparedLayouts);
+  if (d.failures.empty() && d.cost) d.against_plan = CompareWithPlan(req, l, *d.cost, kCheckComparedLayouts);
   return d;
 }
 

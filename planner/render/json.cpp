@@ -106,7 +106,9 @@ void AddRemarks(json& j, const ParsedRecipe* parsed, const std::string& unfitted
 json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
   json j = {{"searched", p.searched},
             {"stopped", OrNull(p.stopped)},
-            {"band", kCheckStepBand}};
+            {"band", p.band},
+            {"oom_probability", p.own.oom_probability},
+            {"expected_step_s", p.own.expected_step_seconds}};
   if (!p.fastest) {
     j["fastest"] = nullptr;
     j["rank"] = nullptr;
@@ -115,7 +117,7 @@ json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
   j["rank"] = p.gap <= 1e-9 ? json(1) : p.beyond ? json(nullptr) : json(p.rank);
   j["beyond_searched"] = p.gap > 1e-9 && p.beyond;
   j["gap"] = p.gap;
-  j["within_band"] = p.gap <= kCheckStepBand;
+  j["within_band"] = p.gap <= p.band;
   j["changes"] = p.changes;
   j["fastest"] = RecipeJson(*p.fastest, req, 0);
   return j;

@@ -199,16 +199,17 @@ std::string NoLayoutReason(const PlanResult& r) {
 
 // check's line on how a valid recipe compares with the planner's fastest layouts for the same job.
 void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& own) {
-  out << "against the planner (its " << p.searched << " fastest fitting layouts for this job, with this recipe's "
-      << "software settings" << (p.stopped.empty() ? "" : "; search stopped early: " + p.stopped) << "): ";
+  out << "against the planner (its first " << p.searched << " fitting layouts for this job as plan ranks them, by "
+      << "expected step with the out-of-memory risk priced in, with this recipe's software settings"
+      << (p.stopped.empty() ? "" : "; search stopped early: " + p.stopped) << "): ";
   if (!p.fastest) {
     out << "no layout it finds fits this job\n";
     return;
   }
   const Cost& best = p.fastest->cost;
-  const std::string band = recipe::Fixed(100 * kCheckStepBand, 0) + "%";
+  const std::string band = recipe::Fixed(100 * p.band, 1) + "%";
   if (p.gap <= 1e-9) {
-    out << "rank 1, no layout it finds is predicted faster";
+    out << "rank 1, no layout it finds is predicted faster (expected step)";
     if (p.gap < -1e-9) {
       out << " (this one is " << recipe::Fixed(-100 * p.gap, 1) << "% faster than its fastest, "
           << (own.fits ? "with a setting the search does not enumerate" : "but it does not fit the usable memory") << ")";
@@ -216,11 +217,13 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
     out << "\n";
     return;
   }
-  out << "rank " << (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) << "; its fastest, "
+  out << "rank " << (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) << "; its first, "
       << Describe(p.fastest->layout) << ", " << recipe::Fixed(best.tokens_per_s_per_gpu, 0) << " tokens/s per GPU at "
-      << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB, is predicted " << recipe::Fixed(100 * p.gap, 1)
+      << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB (out-of-memory risk "
+      << recipe::Fixed(100 * p.fastest->risk.oom_probability, 1) << "%, this recipe's "
+      << recipe::Fixed(100 * p.own.oom_probability, 1) << "%), is expected " << recipe::Fixed(100 * p.gap, 1)
       << "% faster: ";
-  if (p.gap <= kCheckStepBand) {
+  if (p.gap <= p.band) {
     out << "within the model's error (" << band << "), as good as predicted\n";
     return;
   }

@@ -21,22 +21,28 @@ std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t
   return c;
 }
 
-PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, double step_seconds, int top_n) {
+PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   req.top_n = top_n;
-  req.risk_ranking = false;  // "its fastest": the planner's layouts by predicted step
   const PlanResult res = Plan(req);
   PlanComparison cmp;
   cmp.searched = top_n;
   cmp.stopped = res.stopped;
+  const ErrorKind kind = ErrorKindOf(ToCostView(from, req.model, req.setup).runtime, req.model, req.system, req.setup);
+  cmp.band = StepErrorBand(kind).value;
+  cmp.own = AssessRisk(kind, own);
+  // Compared as plan ranks: by the expected step (the OOM risk priced in), the recipe's own
+  // risk assessed the same way, whether or not plan's table ranks by it (--rank-by step).
+  const double mine = req.risk_ranking ? cmp.own.expected_step_seconds : own.step_seconds;
+  auto step_of = [&](const Candidate& c) { return req.risk_ranking ? c.risk.expected_step_seconds : c.cost.step_seconds; };
   int64_t faster = 0;
-  for (const Candidate& c : res.top) faster += c.cost.step_seconds < step_seconds * (1 - 1e-9) ? 1 : 0;
+  for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
   cmp.rank = faster + 1;
   cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
   if (!res.top.empty()) {
     cmp.fastest = res.top.front();
-    if (cmp.fastest->cost.step_seconds > 0) cmp.gap = step_seconds / cmp.fastest->cost.step_seconds - 1.0;
+    if (step_of(*cmp.fastest) > 0) cmp.gap = mine / step_of(*cmp.fastest) - 1.0;
     cmp.changes = LayoutChanges(from, cmp.fastest->layout, req.model.num_layers, req.setup);
   }
   return cmp;

@@ -669,16 +669,16 @@ meshplan_cli_case(plan_mb_tp_without_sp 0 "tensor_model_parallel_size: [248]" "s
 # check says how good a valid recipe is: its prediction and its place among the planner's
 # fastest layouts for the same job; a recipe predicted above the GPU's whole memory exits 1.
 meshplan_cli_case(check_gap_to_plan 0 "predicted: step [0-9.]+ s, 1679 tokens/s per GPU"
-  "against the planner .*: rank >20; its fastest, fsdp2 tp1 pp1 cp1 ep1 dp16 .* is predicted [0-9.]+% faster: beyond the model's error \\(7%\\); change tp_size: 8 -> 1"
+  "against the planner .*: rank >20; its first, megatron_fsdp tp1 pp1 cp1 ep1 dp16 .* is expected [0-9.]+% faster: beyond the model's error \\([0-9.]+%\\); change strategy: fsdp2 -> megatron_fsdp; tp_size: 8 -> 1"
   -- ${MP} check ${D}/automodel_llama8b_tp8_16gpu.yaml --model llama3.1-8b --system dgx-h100 --gpus 16)
 meshplan_cli_case(check_above_whole_memory 1 "out of memory: above the GPU's 79.1 GiB" "no layout it finds fits this job"
   -- ${MP} check ${D}/automodel_llama70b_ddp_8gpu.yaml --model llama3.1-70b --system dgx-h100 --gpus 8)
-# The planner's own fastest recipe (--rank-by step), read back, is its own rank 1 (plan and check price it alike,
+# The planner's first recipe (ranked by expected step, as plan ranks), read back, is its own rank 1 (plan and check price it alike,
 # the flex dispatcher's backend and the recipe function's settings included).
 foreach(fw automodel megatron-bridge)
   add_test(NAME cli.check_plan_top_is_rank1_${fw} COMMAND bash -c "
     set -u; d=\$(mktemp -d)
-    '$<TARGET_FILE:meshplan>' plan --framework ${fw} --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 1024 --format yaml --top 1 --rank-by step --out \$d/r.yaml 2>/dev/null || exit 1
+    '$<TARGET_FILE:meshplan>' plan --framework ${fw} --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 1024 --format yaml --top 1 --out \$d/r.yaml 2>/dev/null || exit 1
     out=\$('$<TARGET_FILE:meshplan>' check \$d/r.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16); rc=\$?
     echo \"\$out\" | grep -E '^against the planner'
     [ \$rc -eq 0 ] && echo \"\$out\" | grep -q 'rank 1, no layout it finds is predicted faster'")
