@@ -827,3 +827,11 @@ meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework automodel)
 meshplan_cli_case(arch_glm45_air_pp4 1 "num_layers 46 .*is not divisible by pipeline_model_parallel_size 4"
   -- ${MP} check ${D}/mbridge_glm45_air_pp4.yaml --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32)
+# Each document of a multi-document plan file carries its own '# recipe function:' header, and
+# check reads it for every document (the blank lines and '---' before it skipped), not the first only.
+add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "
+  set -u; d=\$(mktemp -d)
+  '$<TARGET_FILE:meshplan>' plan --framework megatron-bridge --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 512 --top 2 --out \$d/r.yaml >/dev/null 2>&1 || exit 1
+  out=\$('$<TARGET_FILE:meshplan>' check \$d/r.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16) || exit 1
+  [ \$(echo \"\$out\" | grep -c \"recipe function qwen3_30b_a3b_pretrain_config's own values\") -eq 2 ] || { echo \"\$out\"; exit 1; }
+  ! echo \"\$out\" | grep -q 'no recipe function named'")

@@ -511,10 +511,19 @@ const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, 
     return fn;
   }
   constexpr std::string_view kHeader = "# recipe function: ";
+  bool in_header = false;
   for (size_t pos = 0; pos < text.size();) {
     const size_t end = std::min(text.find('\n', pos), text.size());
     const std::string_view line = text.substr(pos, end - pos);
-    if (line.empty() || line.front() != '#') break;  // the header: the leading comment lines
+    // The header: the leading comment lines, after the blank lines and the "---" that start a
+    // document of a multi-document file (plan --out writes one per recipe, each with its own
+    // header; SplitDocuments pads a document with blank lines to keep its line numbers).
+    if (!in_header && (line.empty() || line == "---" || line.rfind("--- ", 0) == 0)) {
+      pos = end + 1;
+      continue;
+    }
+    if (line.empty() || line.front() != '#') break;
+    in_header = true;
     if (line.rfind(kHeader, 0) == 0) {
       const std::string_view rest = line.substr(kHeader.size());
       const std::string_view name = rest.substr(0, rest.find(' '));
