@@ -108,6 +108,9 @@ struct FrameworkOps {
   bool recipe_function_option;    ///< --mb-recipe (Megatron-Bridge's run_recipe.py --recipe)
   bool full_recipe_option;        ///< --full-recipe (a complete recipe file, not overrides)
   bool torch_memory_options;      ///< explain's --fp32-params, --defer-fsdp-grad-sync (PyTorch FSDP2)
+  /// explain's layout flags (--tp, --pp, ..., --set) are the recipe's override keys, read as an
+  /// override file (Megatron-Bridge); false: they fill a LayoutKeys (AutoModel's --strategy ...).
+  bool override_key_flags;
   bool explains_pipeline_split;   ///< explain prints Megatron-Core's per-rank layer split
   /// The plan table's lbs column holds Layout::local_batch_size (AutoModel's
   /// step_scheduler.local_batch_size); else "-" (Megatron-Bridge: mbs and mb/step say it).

@@ -187,17 +187,21 @@ int RunExplain(const ExplainOptions& o) {
   if (o.global_batch != 0) in.setup.global_batch = o.global_batch;
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
-  const Framework fw = o.framework.empty() ? Framework::kAutoModel : ParseFramework(o.framework);
-  if (!o.framework.empty()) in.setup.framework = fw;
+  if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
+  const FrameworkOps& fw = FrameworkOf(in.setup.framework.value_or(kDefaultFramework));
   // Each framework's own layout flags: the other's are refused, naming the framework they are for.
-  for (const std::string& flag : fw == Framework::kAutoModel ? kMegatronOnly : kAutoModelOnly) {
+  for (const std::string& flag : fw.override_key_flags ? kAutoModelOnly : kMegatronOnly) {
     if (o.given.count(flag) == 0) continue;
+    const FrameworkOps* owner = nullptr;
+    for (const FrameworkOps* f : Frameworks()) {
+      if (f->override_key_flags != fw.override_key_flags) owner = f;
+    }
+    const bool owner_default = owner == &FrameworkOf(kDefaultFramework);
     throw InputError({"<command line>", 0, 0}, flag,
-                     fw == Framework::kAutoModel
-                         ? "is a Megatron-Bridge layout flag; expected --framework megatron-bridge with it"
-                         : "is an AutoModel layout flag; expected --framework automodel (or no --framework) with it");
+                     std::string("is ") + owner->a_layout + " layout flag; expected --framework " + owner->name +
+                         (owner_default ? " (or no --framework)" : "") + " with it");
   }
-  if (fw == Framework::kMegatronBridge) {
+  if (fw.override_key_flags) {
     in.mb_keys = MegatronKeys(o);
   } else {
     LayoutKeys& k = in.keys;

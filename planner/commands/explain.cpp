@@ -119,7 +119,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   if (setup.seq_len) setup.seq_len = CheckedCount(*setup.seq_len, "--seq-len", 1LL << 24);
   ExplainReport rep;
   PlanRequest& req = rep.request;
-  const bool mb_flags = !file && setup.framework == Framework::kMegatronBridge;
+  const bool mb_flags = !file && setup.framework && FrameworkOf(*setup.framework).override_key_flags;
   if (mb_flags) {
     // The layout flags as an override file, read as check and explain read one: the same rules
     // and messages; an error names the flag that gave the key.

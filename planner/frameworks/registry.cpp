@@ -51,6 +51,7 @@ const FrameworkOps kAutoModel{
     .recipe_function_option = false,
     .full_recipe_option = true,
     .torch_memory_options = true,
+    .override_key_flags = false,
     .explains_pipeline_split = false,
     .local_batch_column = true,
 };
@@ -91,6 +92,7 @@ const FrameworkOps kMegatronBridge{
     .recipe_function_option = true,
     .full_recipe_option = false,
     .torch_memory_options = false,
+    .override_key_flags = true,
     .explains_pipeline_split = true,
     .local_batch_column = false,
 };
