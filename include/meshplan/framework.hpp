@@ -115,7 +115,16 @@ struct FrameworkOps {
   /// The plan table's lbs column holds Layout::local_batch_size (AutoModel's
   /// step_scheduler.local_batch_size); else "-" (Megatron-Bridge: mbs and mb/step say it).
   bool local_batch_column;
+  /// nullptr where the framework's cost terms price hybrid models (a layer pattern of
+  /// attention, Mamba-2, MLP and MoE blocks: Megatron-Core's runtime); else the sentence that
+  /// says why its layouts of one are refused (FrameworkHybridRefusal).
+  const char* hybrid_refusal;
 };
+
+/// "" when `fw` plans, checks and prices `model`; else why not: HybridRefusal(model) (a block
+/// kind no framework's cost terms price), or, for a hybrid model, the framework's
+/// FrameworkOps::hybrid_refusal.
+std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model);
 
 /// The descriptor of `framework`.
 const FrameworkOps& FrameworkOf(Framework framework);

@@ -138,7 +138,7 @@ enum MbGraphScope : uint32_t {
   kGraphMoeRouter = 1u << 2,       ///< "moe_router": router GEMM, softmax / top-k, aux loss
   kGraphMoePreprocess = 1u << 3,   ///< "moe_preprocess": token counts and permutation setup
   kGraphMoe = 1u << 4,             ///< "moe": the whole MoE block (drop-and-pad MoE layers)
-  kGraphMamba = 1u << 5,           ///< "mamba": Mamba layers (none in the models meshplan describes)
+  kGraphMamba = 1u << 5,           ///< "mamba": Mamba-2 blocks of a hybrid model
   kGraphFullIteration = 1u << 6,   ///< "full_iteration": with cuda_graph_impl local, the whole iteration
 };
 

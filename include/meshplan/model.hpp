@@ -78,6 +78,9 @@ struct Mamba2Spec {
   int64_t conv_kernel = 4;  ///< conv_kernel (d_conv)
   bool conv_bias = true;    ///< use_conv_bias
   bool proj_bias = false;   ///< mamba_proj_bias / use_bias: biases on in_proj and out_proj
+  /// chunk_size: the SSD scan's chunk length Q (Megatron-Core MambaMixer chunk_size = 128;
+  /// NemotronHConfig chunk_size = 128). Tokens.
+  int64_t chunk_size = 128;
   int64_t d_inner() const { return num_heads * head_dim; }
 };
 
@@ -260,11 +263,12 @@ std::vector<std::string> SupportedArchitectures();
 /// "model <name>: <ModelSpec::generic_note>".
 std::string GenericModelWarning(const ModelSpec& model);
 
-/// "" for a model the cost model prices; for a hybrid one (layer pattern with Mamba-2 layers
-/// or MLP-only layers) why plan, check, explain and validate refuse it: its parameters and
-/// FLOPs are counted (CountParams, HybridFlopsPerToken), but no memory or step-time term
-/// exists for its Mamba-2 layers (scan time, SSM and conv states) nor a rule for their TP/CP
-/// splits (docs/cost-model.md).
+/// "" for a model whose every block kind the cost model prices under some framework; else why
+/// plan, check, explain and validate refuse it. Priced (Megatron-Core runtime only, see
+/// FrameworkHybridRefusal in framework.hpp): attention (GQA, full causal), Mamba-2, dense and
+/// MoE MLP blocks of a layer pattern. Refused: a layer pattern with a mixer kind other than
+/// attention and Mamba-2, MLA or sliding-window attention inside a pattern, MTP layers on a
+/// hybrid model (docs/cost-model.md, "Hybrid models").
 std::string HybridRefusal(const ModelSpec& model);
 
 /// "LlamaForCausalLM" etc.; "generic decoder" for kGeneric.

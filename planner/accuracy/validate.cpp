@@ -140,7 +140,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     const ModelSpec& m = models[model_key];
     row.generic_model = m.generic_note;
     if (const std::string why = HybridRefusal(m); !why.empty()) {
-      skip_row("hybrid Mamba-2 model: no cost-model terms for its Mamba-2 layers", why);
+      skip_row("hybrid model with block kinds the cost model does not price", why);
       continue;
     }
     const SystemSpec& sys = systems[r.system];
@@ -186,6 +186,10 @@ ValidateReport Validate(const ValidateRequest& req) {
     }
     const Layout l = bench ? bench->layout : accuracy::PublishedLayout(r, m, sys, settings);
     const bool megatron_layout = l.framework == FindFramework("megatron-bridge")->id;
+    if (const std::string why = FrameworkHybridRefusal(FrameworkOf(l.framework), m); !why.empty()) {
+      skip_row("hybrid model not priced for this framework", why);
+      continue;
+    }
     // A layout the framework would refuse is not priced (the perf table's own rows all pass;
     // hand-made rows may not).
     {
@@ -210,7 +214,9 @@ ValidateReport Validate(const ValidateRequest& req) {
     errors.push_back(std::fabs(row.error));
     row.moe = m.is_moe();
     if (row.moe) moe_errors.push_back(std::fabs(row.error));
-    if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout) {
+    // Hybrid models' rows are evaluated, not fitted: the step-time constants stay those of the
+    // flat decoders, and the hybrid rows' errors are out of sample.
+    if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout && !m.is_hybrid()) {
       accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
       const std::string tag = " (" + r.release + ")";

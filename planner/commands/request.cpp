@@ -124,6 +124,7 @@ std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb, int64_t gpus,
                         const PointSource& source, bool generic_decoder) {
   LoadedInputs in{LoadModel(model, ModelReadOptions{generic_decoder}), LoadSystem(system, hwdb)};
+  // Block kinds no framework prices; the framework's own refusal waits for BuildRequest.
   if (const std::string why = HybridRefusal(in.model); !why.empty()) throw InputError(in.model.source, "model", why);
   if (const std::string problem = GpuCountProblem(in.system, gpus); !problem.empty()) {
     FlagError(source.gpus_flag, source.gpus_prefix + problem);
@@ -132,6 +133,10 @@ LoadedInputs LoadInputs(const std::string& model, const std::string& system, con
 }
 
 PlanRequest BuildRequest(const RequestSettings& s, LoadedInputs loaded) {
+  // A hybrid model is priced by the frameworks whose cost terms have its block kinds.
+  if (const std::string why = FrameworkHybridRefusal(FrameworkOf(s.framework), loaded.model); !why.empty()) {
+    throw InputError(loaded.model.source, "model", why);
+  }
   PlanRequest req;
   req.model = std::move(loaded.model);
   req.system = std::move(loaded.system);

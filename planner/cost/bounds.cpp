@@ -115,6 +115,9 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
 }  // namespace
 
 double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_batch) const {
+  // A hybrid model's blocks are cheaper than the flat layers the bounds below assume (an
+  // attention or MLP block is half a dense layer): no bound, so nothing is pruned wrongly.
+  if (model_.is_hybrid()) return 0.0;
   if (l.runtime == CostRuntime::kMegatronCore) {
     return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l, max_micro_batch);
   }

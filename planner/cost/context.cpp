@@ -2,6 +2,8 @@
 
 #include "cost/context.hpp"
 
+#include "cost/hybrid.hpp"
+
 #include <algorithm>
 
 namespace meshplan::cost {
@@ -64,8 +66,45 @@ int64_t MtpRank(int64_t pp, int64_t num_stages, const PpLayerLayout* given) {
 
 }  // namespace
 
+namespace {
+
+// The blocks of a hybrid model on `pp_rank`: the layers of its stages as LayersOfRank splits
+// them, counted by kind (Megatron-Core select_pipeline_segment: a pattern without '|' is cut
+// into consecutive runs of layers, stage s on rank s % pp).
+HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stages, int64_t pp_rank,
+                                const PpLayerLayout* given, SplitPlaces places) {
+  HybridBlocks r;
+  auto add = [&](int64_t first, int64_t count) {
+    const HybridBlocks b = HybridBlocksIn(m, first, count);
+    r.attention += b.attention;
+    r.mamba += b.mamba;
+    r.dense += b.dense;
+    r.moe += b.moe;
+  };
+  if (given != nullptr) {
+    int64_t start = 0;
+    for (size_t s = 0; s < given->stages.size(); ++s) {
+      const int64_t size = given->CountIn(s, 't');
+      if (int64_t(s) % pp == pp_rank) add(start, size);
+      start += size;
+    }
+  } else if (pp == 1 || num_stages <= 0) {
+    add(0, m.num_layers);
+  } else {
+    const OwnSplit own = OwnStageSplit(m.num_layers, places, num_stages);
+    for (int64_t s = pp_rank; s < num_stages; s += pp) add(own.FirstLayer(s), own.Layers(s));
+  }
+  return r;
+}
+
+}  // namespace
+
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
                       const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
+  if (m.is_hybrid()) {
+    const HybridBlocks b = HybridBlocksOfRank(m, std::max<int64_t>(1, pp_size), num_stages, pp_rank, given, places);
+    return LayerMix{b.dense, b.moe};
+  }
   const LayerMix mix = ModelLayerMix(m);
   const int64_t pp = std::max<int64_t>(1, pp_size);
   const int64_t mtp = std::max<int64_t>(0, mtp_layers);
@@ -116,6 +155,28 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
   r.has_embedding = given != nullptr ? given->StageOf('E') % pp == pp_rank : pp_rank == 0;
   r.has_head = given != nullptr ? given->StageOf('L') % pp == pp_rank : pp_rank == pp - 1;
   if (mtp_layers > 0 && MtpRank(pp, num_stages, given) == pp_rank) r.mtp_layers = mtp_layers;
+  if (m.is_hybrid()) {
+    // One block per layer, each with its pre-norm (h); the MTP layers are refused for hybrid
+    // models (HybridRefusal).
+    const HybridBlocks b = HybridBlocksOfRank(m, pp, num_stages, pp_rank, given, places);
+    r.attention_mixers = b.attention;
+    r.mamba_mixers = b.mamba;
+    const double h = double(m.hidden_size);
+    const double attn = double(p.attention_per_layer) + h, mamba = double(p.mamba_per_layer) + h;
+    const double dense = double(p.dense_mlp_per_layer) + h;
+    const double moe = double(p.shared_per_layer) + double(p.router_per_layer) + h;
+    const double experts_layer = double(p.expert_per_layer) * double(m.num_experts);
+    r.layer_dense = double(b.attention) * attn + double(b.mamba) * mamba + double(b.dense) * dense + double(b.moe) * moe;
+    r.layer_expert = double(b.moe) * experts_layer;
+    r.max_layer_dense = std::max({b.attention > 0 ? attn : 0.0, b.mamba > 0 ? mamba : 0.0, b.dense > 0 ? dense : 0.0,
+                                  b.moe > 0 ? moe : 0.0});
+    r.max_layer_expert = b.moe > 0 ? experts_layer : 0.0;
+    // The final norm: what CountParams' norms hold beyond one per block.
+    const double final_norm = std::max(0.0, double(p.norms) - double(m.num_layers) * h);
+    if (r.has_embedding) r.root += double(p.embedding);
+    if (r.has_head) r.root += double(p.output_head) + final_norm;
+    return r;
+  }
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);
   const double dense_layer = attn + double(p.dense_mlp_per_layer) + norms;
   const double moe_layer = attn + double(p.shared_per_layer) + double(p.router_per_layer) + norms;

@@ -69,7 +69,15 @@ struct RankParams {
   /// model's last layer type) and their parameters in layer_dense / layer_expert; eh_proj and
   /// the three norms of each are in layer_dense, an embedding copy in root.
   int64_t mtp_layers = 0;
+  /// Hybrid models (ModelSpec::is_hybrid): the rank's layers are single blocks, dense_layers
+  /// and moe_layers count its MLP ('-') and MoE ('E') blocks, these its attention ('*') and
+  /// Mamba-2 ('M') blocks (HybridBlocksIn); 0 for the flat models, whose every layer has
+  /// attention.
+  int64_t attention_mixers = 0;
+  int64_t mamba_mixers = 0;
   int64_t Layers() const { return dense_layers + moe_layers; }
+  /// Megatron-Core layers on the rank: Layers(), or a hybrid model's blocks.
+  int64_t Blocks() const { return dense_layers + moe_layers + attention_mixers + mamba_mixers; }
 };
 /// `pp_rank` in [0, pp). Dense layers are the first num_dense_layers of the model; stage s
 /// holds layers [s·base + min(s, extra), ...) with base = L / S, extra = L % S and rank r

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cost/hybrid.hpp"
 #include "meshplan/cost.hpp"
 
 namespace meshplan::cost {
@@ -68,6 +69,10 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   }
   f.logits_flops = 6.0 * h * double(m.vocab_size);
   f.mtp_extra_flops = 6.0 * (3.0 * h + 2.0 * h * h);
+  if (m.is_hybrid()) {
+    f.mamba_linear_flops = MambaLinearFlops(m);
+    f.ssd_flops = SsdScanFlops(m);
+  }
   return f;
 }
 
@@ -84,7 +89,12 @@ namespace meshplan {
 /// F = T · F/token with T = global_batch·seq_len tokens; the attention core term uses
 /// S2 = global_batch·seq_len² (BSHD, no packing). Source: megatron.md 3.6; reproduces the
 /// published Megatron-Bridge "Model TFLOP/s/GPU" rows (see tests/cost/flops_test.cpp).
+/// A hybrid model: T · HybridFlopsPerToken (Megatron-LM training.py hybrid_flops, the figure
+/// its model TFLOP/s are reported with).
 double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers) {
+  if (model.is_hybrid()) {
+    return double(setup.global_batch) * double(setup.seq_len) * HybridFlopsPerToken(model, setup.seq_len);
+  }
   const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(model, setup.seq_len);
   const double tokens = double(setup.global_batch) * double(setup.seq_len);
   return tokens * (f.Total(cost::ModelLayerMix(model)) + f.Mtp(model, mtp_layers));

@@ -27,6 +27,10 @@ struct FlopsPerToken {
   double shared_flops = 0;       ///< 6·h·c·f_s, MoE layers
   double routed_flops = 0;       ///< 6·h·c·f_e·k, MoE layers (top-k experts)
   double logits_flops = 0;       ///< 6·h·V, once per token (no MTP)
+  /// Hybrid models, per Mamba-2 block: in_proj and out_proj GEMMs (MambaLinearFlops) and the
+  /// SSD chunked scan (SsdScanFlops, cost/hybrid.hpp); 0 for the flat models.
+  double mamba_linear_flops = 0;
+  double ssd_flops = 0;
 
   /// Linear (GEMM) FLOP of one dense / MoE layer, attention core excluded.
   double DenseLayerLinear() const { return attn_linear_flops + dense_mlp_flops; }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
@@ -269,6 +270,61 @@ double InFlightFactor(const MegatronArgs& x) {
   return 1.0;
 }
 
+MemoryBreakdown MegatronMemoryFromEstimate(const Ctx& c, const MegatronEstimate& e, bool bridge_estimator,
+                                           double inflight_share, double layers_on_rank) {
+  const CostView& l = c.view;
+  const double cp = bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
+  MemoryBreakdown mem;
+  const double pd = e.p_tp + e.p_rep, pe = e.p_exp;
+  const double grad_bytes = MainGradBytes(l);
+  mem.weights = 2.0 * (pd + pe);
+  mem.gradients = grad_bytes * (pd + pe);
+  // The sharded state: 12 bytes per parameter in fp32 (the estimator's), or the precision-aware
+  // optimizer's (CostView::optimizer_state_bytes).
+  const double state = l.optimizer_state_bytes / 12.0;
+  mem.optimizer = state * ((e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe);
+  mem.activations = e.activation_layers / cp * inflight_share;
+  // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
+  // saved tensors of that many layers of the rank wait in host memory until backward.
+  if (l.cpu_offload_layers > 0) {
+    mem.activations *= std::max(0.0, 1.0 - double(l.cpu_offload_layers) / layers_on_rank);
+  }
+  mem.logits = e.activation_output / cp;
+  // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
+  // the same groups as the distributed optimizer: (2 + 4 + 12)/d (megatron.md 3.3,
+  // "Megatron-FSDP optim_grads_params shards everything"). torch FSDP2 (dist.use_torch_fsdp2;
+  // fully_shard per layer, no distributed optimizer, EP 1 and PP 1 by Megatron-Bridge's rules)
+  // shards the bf16 weights, the gradients and the fp32 master weights and Adam moments (12
+  // bytes) over dp·cp. Either materialises the weights of the unit being computed and the
+  // prefetched one: two layers of bf16 weights (both wrappers at once is refused by the rules).
+  // Megatron FSDP's double buffers hold the unsharded gradients of those two units as well, in
+  // the main-gradient dtype (Megatron-LM docs/user-guide/features/megatron_fsdp.md, "Double
+  // Buffering": "no more than two FSDP units are un-sharded", parameter and gradient buffers).
+  // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
+  // has no FSDP term and is reproduced as is.
+  const bool bridge = bridge_estimator && l.runtime == CostRuntime::kMegatronCore;
+  if (bridge && (l.dp_impl == DpImpl::kMegatronFsdp)) {
+    const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
+    const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
+    const double sharded = pd / d_dense + pe / d_expert;
+    mem.weights = 2.0 * sharded;
+    mem.gradients = grad_bytes * sharded;
+  }
+  if (bridge && (l.dp_impl == DpImpl::kFsdpPerModule)) {
+    const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+    mem.weights = 2.0 * (pd + pe) / shards;
+    mem.gradients = grad_bytes * (pd + pe) / shards;
+    mem.optimizer = l.optimizer_state_bytes * (pd + pe) / shards;
+  }
+  if (bridge) {
+    const int wrappers = int((l.dp_impl == DpImpl::kMegatronFsdp)) + int((l.dp_impl == DpImpl::kFsdpPerModule));
+    mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+    if ((l.dp_impl == DpImpl::kMegatronFsdp)) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
+  }
+  mem.phase = "estimate";
+  return mem;
+}
+
 /// Layout -> MegatronArgs: vpp from a Megatron layout (vpp > 1) or the interleaved stages
 /// per rank of an AutoModel layout; dp = layout.dp; num_microbatches = micro-batches per
 /// optimizer step; the distributed optimizer as the Megatron layout says (AutoModel
@@ -298,6 +354,7 @@ double InFlightFactor(const MegatronArgs& x) {
 /// / CP), full recompute keeping 2h per token of the recomputed layers, and the three
 /// departures above (full recompute, routed experts, quantized inputs) are part of that count.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
+  if (c.model.is_hybrid()) return HybridRankMemory(c, pp_rank, opts);
   const CostView& l = c.view;
   // A recipe's pipeline_model_parallel_layout (SplitStages prices it: c.split.given): the
   // estimate of this rank, whose formulas read L / p as the layers of a stage, is made with
@@ -425,57 +482,8 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
                                                                   QuantizedInputSaving(m, x, c.setup.precision,
                                                                                        !routed_terms));
   }
-  const double cp = x.bridge_estimator ? 1.0 : double(std::max<int64_t>(1, l.cp));  // bridge: already / CP
-  MemoryBreakdown mem;
-  const double pd = e.p_tp + e.p_rep, pe = e.p_exp;
-  const double grad_bytes = MainGradBytes(l);
-  mem.weights = 2.0 * (pd + pe);
-  mem.gradients = grad_bytes * (pd + pe);
-  // The sharded state: 12 bytes per parameter in fp32 (the estimator's), or the precision-aware
-  // optimizer's (CostView::optimizer_state_bytes).
-  const double state = l.optimizer_state_bytes / 12.0;
-  mem.optimizer = state * ((e.bytes_dense - 6.0) * pd + (e.bytes_expert - 6.0) * pe);
-  mem.activations = e.activation_layers / cp * inflight_share;
-  // Activation offloading (model.cpu_offloading_num_layers, Megatron-Core cpu_offload.py): the
-  // saved tensors of that many layers of the rank wait in host memory until backward.
   const double layers_on_rank = std::max(1.0, double(m.num_layers) / double(std::max<int64_t>(1, x.pp)));
-  if (l.cpu_offload_layers > 0) {
-    mem.activations *= std::max(0.0, 1.0 - double(l.cpu_offload_layers) / layers_on_rank);
-  }
-  mem.logits = e.activation_output / cp;
-  // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
-  // the same groups as the distributed optimizer: (2 + 4 + 12)/d (megatron.md 3.3,
-  // "Megatron-FSDP optim_grads_params shards everything"). torch FSDP2 (dist.use_torch_fsdp2;
-  // fully_shard per layer, no distributed optimizer, EP 1 and PP 1 by Megatron-Bridge's rules)
-  // shards the bf16 weights, the gradients and the fp32 master weights and Adam moments (12
-  // bytes) over dp·cp. Either materialises the weights of the unit being computed and the
-  // prefetched one: two layers of bf16 weights (both wrappers at once is refused by the rules).
-  // Megatron FSDP's double buffers hold the unsharded gradients of those two units as well, in
-  // the main-gradient dtype (Megatron-LM docs/user-guide/features/megatron_fsdp.md, "Double
-  // Buffering": "no more than two FSDP units are un-sharded", parameter and gradient buffers).
-  // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
-  // has no FSDP term and is reproduced as is.
-  const bool bridge = x.bridge_estimator && l.runtime == CostRuntime::kMegatronCore;
-  if (bridge && (l.dp_impl == DpImpl::kMegatronFsdp)) {
-    const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
-    const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
-    const double sharded = pd / d_dense + pe / d_expert;
-    mem.weights = 2.0 * sharded;
-    mem.gradients = grad_bytes * sharded;
-  }
-  if (bridge && (l.dp_impl == DpImpl::kFsdpPerModule)) {
-    const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-    mem.weights = 2.0 * (pd + pe) / shards;
-    mem.gradients = grad_bytes * (pd + pe) / shards;
-    mem.optimizer = l.optimizer_state_bytes * (pd + pe) / shards;
-  }
-  if (bridge) {
-    const int wrappers = int((l.dp_impl == DpImpl::kMegatronFsdp)) + int((l.dp_impl == DpImpl::kFsdpPerModule));
-    mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
-    if ((l.dp_impl == DpImpl::kMegatronFsdp)) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
-  }
-  mem.phase = "estimate";
-  return mem;
+  return MegatronMemoryFromEstimate(c, e, x.bridge_estimator, inflight_share, layers_on_rank);
 }
 
 }  // namespace meshplan::cost

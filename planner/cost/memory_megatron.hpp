@@ -159,4 +159,13 @@ double MainGradBytes(const CostView& layout);
 /// by its in-flight micro-batches against the first stage's.
 MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 
+/// MegatronRankMemory's last step: the MemoryBreakdown of an estimate `e` of the rank (its
+/// P_tp, P_rep, P_exp, bytes per parameter and activation parts): weights 2 B, main gradients
+/// MainGradBytes, the sharded optimizer state, activations / CP (unless `bridge_estimator`, whose
+/// activations are already / CP) scaled by `inflight_share`, cpu_offloading_num_layers out of
+/// `layers_on_rank`, and the Megatron FSDP / torch FSDP2 sharding and buffers (see the
+/// definition). Bytes.
+MemoryBreakdown MegatronMemoryFromEstimate(const Ctx& c, const MegatronEstimate& e, bool bridge_estimator,
+                                           double inflight_share, double layers_on_rank);
+
 }  // namespace meshplan::cost

@@ -496,6 +496,13 @@ struct MegatronShared {
   double max_stage_layers = 0;   ///< MegatronMaxStageLayers of the layout
   double ep_hidden_cost = 0;  ///< HiddenCommCost of one second of the EP all-to-all
   double moe_block_share = 0;  ///< MegatronMoeBlockElements' share of moe_mem_s
+  /// Hybrid models (cost/hybrid.hpp): dense_mem_s, moe_mem_s and layer_kernels are then those
+  /// of the MLP and MoE blocks alone; these the attention and Mamba-2 blocks' HBM seconds and
+  /// kernels per micro-batch (GPU-weighted, host-launched), the SSD scan's rate (FLOP/s) and
+  /// the Mamba-2 blocks' exposed CP all-to-all seconds per block per micro-batch.
+  double attn_mem_s = 0, mamba_mem_s = 0;
+  double attn_kernels = 0, attn_host = 0, mamba_kernels = 0, mamba_host = 0;
+  double ssd_rate = 0, mamba_cp_mb = 0;
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
@@ -432,6 +433,37 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
                      : 0.0;
   const MeshGroups& g = c.groups;
+  if (m.is_hybrid()) {
+    // Per block kind (HybridBlockElements, HybridKernelsPerBlock); the unfused ops belong to
+    // the attention block.
+    s.attn_mem_s = HybridBlockElements(m, MixerKind::kAttention, MlpKind::kNone, fp8) * per_elem + unfused_s;
+    s.mamba_mem_s = HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, fp8) * per_elem;
+    s.dense_mem_s = HybridBlockElements(m, MixerKind::kNone, MlpKind::kDense, fp8) * per_elem;
+    s.moe_mem_s = m.is_moe() ? HybridBlockElements(m, MixerKind::kNone, MlpKind::kMoe, fp8) * per_elem : 0.0;
+    s.moe_block_share = m.is_moe() ? 1.0 : 0.0;
+    const HybridKernels hk = HybridKernelsPerBlock(m, l, unfused);
+    s.layer_kernels = hk.mlp;
+    s.attn_kernels = hk.attn;
+    s.attn_host = hk.attn_host;
+    s.mamba_kernels = hk.mamba;
+    s.mamba_host = hk.mamba_host;
+    // The SSD scan's matmuls run in BF16 Triton kernels on the tensor cores at the efficiency
+    // of the fused attention (Dao & Gu 2024 §9.3, Figure 10: the SSD kernels run about as
+    // fast as FlashAttention-2 at 2K tokens and faster beyond). An assumption, not fitted.
+    s.ssd_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
+    if (l.cp > 1) {
+      // Megatron-Core MambaContextParallel (ssm/mamba_context_parallel.py): pre_conv_ssm turns
+      // z, x, B, C and dt from sequence- to head-parallel (all_to_all_cp2hp), post_conv_ssm
+      // turns y back (all_to_all_hp2cp): (2·d_in + 2·ng·N + nh + d_in)/t elements per token
+      // in BF16, forward and backward (the forward again under full recompute), not overlapped.
+      const Mamba2Spec& x = m.mamba;
+      const double di = double(x.d_inner()), gn = double(x.n_groups) * double(x.state_size);
+      const Link la = A2aLink(sys, c.links, g.cp);
+      const double one = AllToAllSeconds(t_mb * (2.0 * di + 2.0 * gn + double(x.num_heads)) / s.tp * 2.0, l.cp, la) +
+                         AllToAllSeconds(t_mb * di / s.tp * 2.0, l.cp, la);
+      s.mamba_cp_mb = (s.full ? 3.0 : 2.0) * one;
+    }
+  }
   if (l.tp > 1) {
     s.tp_per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
     s.tp_moe_volumes = s.etp > 1 ? 5.0 : 2.5;
@@ -485,10 +517,18 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double dense_layers = double(rp.dense_layers), moe_layers = double(rp.moe_layers);
   const double layers = dense_layers + moe_layers;
   MegatronTerms t;
+  // A hybrid model's layers are single blocks (cost/hybrid.hpp): attention and Mamba-2 mixers
+  // apart from the MLP (dense_layers) and MoE (moe_layers) blocks; a flat model's every layer
+  // has attention.
+  const bool hybrid = c.model.is_hybrid();
+  const double attn_layers = hybrid ? double(rp.attention_mixers) : layers;
+  const double mamba_layers = double(rp.mamba_mixers);
 
   // --- compute ---
-  const double linear = tokens * (dense_layers * f.DenseLayerLinear() +
-                                  moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
+  const double linear =
+      hybrid ? tokens * (attn_layers * f.attn_linear_flops + mamba_layers * f.mamba_linear_flops +
+                         dense_layers * f.dense_mlp_flops + moe_layers * f.shared_flops) / tp
+             : tokens * (dense_layers * f.DenseLayerLinear() + moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
   // The rank's MTP layers (their decoder layers are in dense_layers / moe_layers): eh_proj
   // and norms, and the logits of each through the shared output layer.
   const double mtp = double(rp.mtp_layers);
@@ -499,9 +539,12 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double linear_s = (linear * (1.0 + extra) + head + recompute_linear) / s.linear_rate;
   const double expert_s = (experts * (1.0 + extra) + tokens * moe_layers * s.recompute_routed_flops / tp) / s.expert_rate;
   t.gemm = linear_s + expert_s;
-  t.attention = tokens * layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
+  t.attention = tokens * attn_layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
+  // The SSD scan's matmuls (SsdScanFlops), repeated with the block under full recompute.
+  if (hybrid && s.ssd_rate > 0) t.attention += tokens * mamba_layers * f.ssd_flops / tp * (1.0 + extra) / s.ssd_rate;
   t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s +
                    ((rp.has_head ? 1.0 : 0.0) + mtp) * s.head_mem_s;  // one cross-entropy per MTP layer too
+  if (hybrid) t.memory_bound += attn_layers * s.attn_mem_s + mamba_layers * s.mamba_mem_s;
   if (gpu.hbm_bandwidth > 0) {
     t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
                       gpu.hbm_bandwidth;
@@ -510,27 +553,40 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   t.kernels = n_mb * (dense_layers * lk.dense + moe_layers * lk.moe) * (1.0 + extra);
   t.host = kHostSecondsPerKernel * n_mb * (dense_layers * lk.dense_host + moe_layers * lk.moe_host) * (1.0 + extra) +
            s.pp_host;
+  if (hybrid) {
+    t.kernels += n_mb * (attn_layers * s.attn_kernels + mamba_layers * s.mamba_kernels) * (1.0 + extra);
+    t.host += kHostSecondsPerKernel * n_mb * (attn_layers * s.attn_host + mamba_layers * s.mamba_host) * (1.0 + extra);
+  }
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
   const double fwd_mb = compute0 / n_mb / (3.0 + 3.0 * extra);
   const double bwd_mb = 2.0 * fwd_mb;
 
   // --- TP ---
-  if (l.tp > 1 && layers > 0) {
+  if (l.tp > 1 && (layers > 0 || hybrid)) {
     // Full recompute runs the forward's collectives (2 volumes of the 5, 1 of a MoE layer's
     // 2.5) again.
     // Without sequence parallel (only where it cannot split the sequence) TP all-reduces the
     // attention and MLP outputs forward and their input gradients backward: 4 volumes, 6 under
     // full recompute, and no re-gather.
     const double dense_volumes = l.sequence_parallel ? (s.full ? 7.0 : 5.0) : (s.full ? 6.0 : 4.0);
-    const double volumes = dense_layers * dense_volumes + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
+    double volumes = dense_layers * dense_volumes + moe_layers * s.tp_moe_volumes * (s.full ? 1.4 : 1.0);
+    // A hybrid model's blocks: each attention, Mamba-2 and MLP block gathers its input and
+    // reduce-scatters its output as half a dense layer does (MambaMixer's in_proj is a
+    // ColumnParallelLinear, its out_proj a RowParallelLinear: mamba_mixer.py); a MoE block
+    // what a MoE layer has beyond its attention half (expert-TP only).
+    if (hybrid) {
+      volumes = (attn_layers + mamba_layers + dense_layers) * dense_volumes / 2.0 +
+                moe_layers * (s.tp_moe_volumes - 2.5) * (s.full ? 1.4 : 1.0);
+    }
     const double comm = volumes * n_mb * s.tp_per;
     t.tp = l.tp_comm_overlap
                ? Pos(comm - linear_s) + kTpOverlapExposedFraction * std::min(comm, linear_s)
                : comm;
   }
   // --- CP ---
-  if (l.cp > 1 && layers > 0) t.cp = s.cp_layer_mb * layers * n_mb;
+  if (l.cp > 1 && layers > 0 && !hybrid) t.cp = s.cp_layer_mb * layers * n_mb;
+  if (l.cp > 1 && hybrid) t.cp = (s.cp_layer_mb * attn_layers + s.mamba_cp_mb * mamba_layers) * n_mb;
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     // Dispatch and combine, forward and backward; full and moe recompute repeat the forward.
@@ -564,8 +620,9 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     y.host_a = kHostSecondsPerKernel * kForwardShare * (k.moe_host - k.moe_pre_host);
     const double t_mb = tokens / n_mb;
     y.gemm_a = kForwardShare * t_mb * (f.routed_flops / s.expert_rate + f.shared_flops / s.linear_rate) / tp;
-    y.gemm_b = kForwardShare * t_mb * f.attn_linear_flops / tp / s.linear_rate;
-    y.attention_b = kForwardShare * t_mb * f.attn_core_flops / tp / s.core_rate;
+    // A hybrid MoE block has no attention before its dispatch (its router only).
+    y.gemm_b = hybrid ? 0.0 : kForwardShare * t_mb * f.attn_linear_flops / tp / s.linear_rate;
+    y.attention_b = hybrid ? 0.0 : kForwardShare * t_mb * f.attn_core_flops / tp / s.core_rate;
     // s.moe_mem_s is a layer's forward + backward HBM time over the step's tokens; the MoE
     // block's share of its elements (MegatronMoeBlockElements) is phase A's.
     const double layer_mem = kForwardShare * s.moe_mem_s / n_mb;

@@ -54,6 +54,12 @@ const FrameworkOps kAutoModel{
     .override_key_flags = false,
     .explains_pipeline_split = false,
     .local_batch_column = true,
+    // AutoModel trains NemotronHForCausalLM with its own model (nemo_automodel/_transformers/
+    // registry.py -> components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy).
+    .hybrid_refusal = "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
+                      "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 "
+                      "layers (FSDP2 units, eager SSD kernels): no AutoModel layout of a hybrid model is planned, "
+                      "checked or priced; use --framework megatron-bridge",
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -95,6 +101,7 @@ const FrameworkOps kMegatronBridge{
     .override_key_flags = true,
     .explains_pipeline_split = true,
     .local_batch_column = false,
+    .hybrid_refusal = nullptr,  // cost/hybrid.cpp: Megatron-Core's HybridModel
 };
 const FrameworkOps* const kAll[] = {&kAutoModel, &kMegatronBridge};
 
@@ -148,6 +155,13 @@ PlanResult Plan(const PlanRequest& req) { return FrameworkOf(req.framework).plan
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req) { return FrameworkOf(req.framework).enumerate(req); }
 void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit) {
   FrameworkOf(req.framework).for_each_layout(req, visit);
+}
+
+std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model) {
+  if (std::string why = HybridRefusal(model); !why.empty()) return why;
+  if (!model.is_hybrid() || fw.hybrid_refusal == nullptr) return "";
+  return model.architecture_name + " is a hybrid model (a layer pattern of Mamba-2, attention and MLP blocks): " +
+         fw.hybrid_refusal;
 }
 
 Cost Score(const CostModel& cost, const Layout& layout) {

@@ -22,14 +22,23 @@ std::vector<LayerBlock> LayerPattern(const ModelSpec& m) {
   return out;
 }
 
+/// See model.hpp. The block kinds the cost model prices are those cost/hybrid.cpp has terms for.
 std::string HybridRefusal(const ModelSpec& m) {
   if (!m.is_hybrid()) return "";
-  int64_t mamba = 0;
-  for (const LayerBlock& b : m.layer_pattern) mamba += b.mixer == MixerKind::kMamba2;
-  return m.architecture_name + " is a hybrid model (" + std::to_string(mamba) + " Mamba-2 layers of " +
-         std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost model has no "
-         "memory or time terms for Mamba-2 layers (SSM states, scan) and no rules for their TP/CP splits, so it "
-         "plans, checks and prices no layout of it";
+  for (const LayerBlock& b : m.layer_pattern) {
+    if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2) {
+      return m.architecture_name + " has a layer pattern with a token mixer meshplan's cost model has no terms for "
+             "(it prices attention and Mamba-2 mixers only): its parameters are counted, but no layout of it is "
+             "planned, checked or priced";
+    }
+  }
+  const char* what = m.mla ? "MLA attention" : m.sliding_window > 0 ? "sliding-window attention"
+                     : m.mtp_num_layers > 0 ? "MTP layers" : nullptr;
+  if (what != nullptr) {
+    return m.architecture_name + " is a hybrid model with " + what + ": meshplan's hybrid cost terms (attention, "
+           "Mamba-2, MLP and MoE blocks) do not model those, so no layout of it is planned, checked or priced";
+  }
+  return "";
 }
 
 /// Megatron-LM megatron/training/training.py num_floating_point_operations, hybrid_flops,

@@ -819,8 +819,16 @@ meshplan_cli_case(arch_gemma2_plan_mb 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/gemma-2-2b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
 meshplan_cli_case(arch_gemma2_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/gemma-2-2b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
-meshplan_cli_case(arch_hybrid_refused 2 "NemotronHForCausalLM is a hybrid model .23 Mamba-2 layers of 52."
-  -- ${MP} plan --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+# A hybrid model (Nemotron 3 Nano: Mamba-2, attention and MoE blocks) is priced for Megatron-Bridge
+# (Megatron-Core's HybridModel); AutoModel's layouts of it are refused with the reason.
+meshplan_cli_case(arch_hybrid_plan_mb 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --framework megatron-bridge --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(arch_hybrid_refused_am 2 "NemotronHForCausalLM is a hybrid model .*NeMo AutoModel trains NemotronHForCausalLM.*use --framework megatron-bridge"
+  -- ${MP} plan --framework automodel --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(arch_hybrid_check_mb 0 "valid: passes all" "predicted: step"
+  -- ${MP} check ${D}/mbridge_nemotron3_nano_pp2.yaml --model nemotron-3-nano --system dgx-h100 --gpus 16 --precision fp8)
+meshplan_cli_case(arch_hybrid_check_pp8 1 "Number of layers .52. must be evenly divisible by pipeline-model-parallel-size .8. when no pipe separators"
+  -- ${MP} check ${D}/mbridge_nemotron3_nano_pp8.yaml --model nemotron-3-nano --system dgx-h100 --gpus 8)
 meshplan_cli_case(arch_glm45_air_plan_mb 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework megatron-bridge)
 meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"

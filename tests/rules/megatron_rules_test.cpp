@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fixtures/models.hpp"
+#include "meshplan/model.hpp"
 #include "meshplan/rules.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 
@@ -116,7 +117,38 @@ const LayoutSpec kBalanced{"Et*40|t*40L"};
 const LayoutSpec kInterleaved{"Et*20|t*20|t*20|t*20L", -1, 2};
 const LayoutSpec kWithMtp{"Et*40|t*40mL", 1};
 
+// Nemotron 3 Nano (52 layers "MEMEM*E...": 64 Mamba-2 heads, 8 groups) on the base layout.
+void Nano(ModelSpec& m, TrainSetup&, Layout&) { m = LoadModel("nemotron-3-nano"); }
+void NanoCp4(ModelSpec& m, TrainSetup& s, Layout& l) {
+  Nano(m, s, l);
+  l.cp = 4;
+  l.dp = 1;
+}
+Edit NanoWith(const std::function<void(ModelSpec&, TrainSetup&, Layout&)>& more) {
+  return [more](ModelSpec& m, TrainSetup& s, Layout& l) {
+    Nano(m, s, l);
+    more(m, s, l);
+  };
+}
+
 const Case kCases[] = {
+    {"mb_mamba_tp_divides_heads", "nheads must be evenly divisble by tp_size: mamba_num_heads (66)", Nano,
+     NanoWith([](ModelSpec& m, auto&, auto&) { m.mamba.num_heads = 66; })},
+    {"mb_mamba_tp_divides_groups", "ngroups must be evenly divisible by tp_size: n_groups (2) is not a multiple", Nano,
+     NanoWith([](ModelSpec& m, auto&, auto&) { m.mamba.n_groups = 2; })},
+    {"mb_mamba_cp_divides_heads", "nheads must be evenly divisible by tp_size * cp_size: mamba_num_heads (24)", NanoCp4,
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { NanoCp4(m, s, l); m.mamba.num_heads = 24; }},
+    {"mb_mamba_cp_groups", "cp_size must be evenly divisible by ngroups/tp_size: context_parallel_size 4", NanoCp4,
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { NanoCp4(m, s, l); m.mamba.n_groups = 12; }},
+    {"mb_mamba_fp8_in_proj", "For FP8, the innermost dimension of the Mamba layer input projection output tensor",
+     NanoWith([](auto&, TrainSetup& s, auto&) { s.precision = Precision::kFp8; }),
+     NanoWith([](ModelSpec& m, TrainSetup& s, auto&) { s.precision = Precision::kFp8; m.mamba.num_heads = 68; })},
+    {"mb_hybrid_pp_divides_layers", "Number of layers (52) must be evenly divisible by pipeline-model-parallel-size (8)",
+     Nano, NanoWith([](auto&, auto&, Layout& l) { l.pp = 8; l.dp = 1; })},
+    {"mb_hybrid_vpp_needs_pipes", "Virtual pipeline parallelism (vp_stage != None) is not supported", Nano,
+     NanoWith([](auto&, auto&, Layout& l) { l.vpp = 2; })},
+    {"mb_hybrid_pp_split", "account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split with a hybrid",
+     Nano, NanoWith([](auto&, auto&, Layout& l) { l.pp_split = MbPpSplit::kAccountEmbeddingLoss; })},
     {"mb_axes_positive", "every parallel size must be >= 1", Nothing, [](auto&, auto&, Layout& l) { l.cp = 0; }},
     {"mb_world_divisible_by_tp_pp_cp", "world_size (30) is not divisible by tensor x pipeline x context parallel (4 x 2 x 1 = 8)",
      Nothing, [](auto&, TrainSetup& s, auto&) { s.num_gpus = 30; }},

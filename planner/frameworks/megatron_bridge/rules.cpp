@@ -11,7 +11,8 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronLayoutRules(), rules::MegatronDpRules(),
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronLayoutRules(),
+                    rules::MegatronDpRules(),
                     rules::MegatronFindingRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }

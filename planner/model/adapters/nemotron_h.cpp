@@ -11,7 +11,8 @@
 //    with an e_score_correction_bias). transformers >= 5 may give layers_block_type instead
 //    ("mamba", "attention", "mlp", "moe").
 //  * Mamba-2: mamba_num_heads (128), mamba_head_dim (64), ssm_state_size (128), n_groups (8),
-//    conv_kernel (4), use_conv_bias (true), mamba_proj_bias (false).
+//    conv_kernel (4), use_conv_bias (true), mamba_proj_bias (false), chunk_size (128, the SSD
+//    scan's chunk length).
 //  * num_key_value_heads defaults to 8, tie_word_embeddings to false (ReadCommon).
 // LatentMoE (moe_latent_size, Nemotron 3 Super / Ultra) is refused: its latent projections are
 // not modelled.
@@ -96,6 +97,7 @@ void ReadNemotronH(KeyReader& r, ModelSpec& s) {
   m.n_groups = r.Int("n_groups", 1, kMaxSize, 8);
   m.conv_kernel = r.Int("conv_kernel", 1, 1024, 4);
   m.conv_bias = r.Bool("use_conv_bias", true);
+  m.chunk_size = r.Int("chunk_size", 1, kMaxSize, 128);
   m.proj_bias = r.Bool("mamba_proj_bias", false);
   if (m.num_heads % m.n_groups != 0) {
     r.Fail("n_groups", "expected a divisor of mamba_num_heads (" + std::to_string(m.num_heads) + "), found " +
