@@ -32,7 +32,9 @@ std::string HybridRefusal(const ModelSpec& m) {
              "planned, checked or priced";
     }
   }
-  const char* what = m.mla ? "MLA attention" : m.sliding_window > 0 ? "sliding-window attention"
+  bool windowed = m.sliding_window > 0;
+  for (const LayerBlock& b : m.layer_pattern) windowed = windowed || b.sliding_window > 0;
+  const char* what = m.mla ? "MLA attention" : windowed ? "sliding-window attention"
                      : m.mtp_num_layers > 0 ? "MTP layers" : nullptr;
   if (what != nullptr) {
     return m.architecture_name + " is a hybrid model with " + what + ": meshplan's hybrid cost terms (attention, "

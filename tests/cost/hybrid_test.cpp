@@ -165,4 +165,7 @@ TEST_CASE("hybrid: AutoModel layouts are refused with the reason and Megatron-Br
   ModelSpec mla = m;
   mla.mla = true;
   CHECK(HybridRefusal(mla).find("hybrid model with MLA attention") != std::string::npos);
+  ModelSpec windowed = m;
+  windowed.layer_pattern[1].sliding_window = 128;
+  CHECK(HybridRefusal(windowed).find("hybrid model with sliding-window attention") != std::string::npos);
 }
