@@ -86,7 +86,7 @@ struct ValidateRow {
 
 /// What `meshplan validate` is asked. Ranges are the CLI's to check (rank_top [0, 100000],
 /// rank_seconds (0, 86400], show_top [0, 1000] and only with ranking, threads [0, 1024],
-/// headroom [0, 0.9]).
+/// headroom [0, 0.9] or -1).
 struct ValidateRequest {
   std::string runs;  ///< CSV path: a Megatron-Bridge perf table or the published-runs survey
   std::string hwdb;  ///< hardware database directory ("" = embedded)
@@ -103,7 +103,9 @@ struct ValidateRequest {
   /// Published recipe settings (recipes/megatron-bridge-perf.yaml schema): "" = the embedded
   /// file, "none" = price every row with meshplan's emitted settings instead.
   std::string recipe_settings;
-  double headroom = 0.10;  ///< fraction of GPU memory kept free (as plan's --headroom)
+  /// fraction of GPU memory kept free (as plan's --headroom); -1 (commands::kFrameworkHeadroom):
+  /// each row's framework's FrameworkOps::default_headroom
+  double headroom = -1.0;
   /// Called, when set, once the inputs are read and checked, before the first row.
   std::function<void()> on_start;
   /// Called, when set, with each non-blank data line before it is priced (a progress hook).

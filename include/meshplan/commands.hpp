@@ -48,6 +48,12 @@ std::pair<AutoModelVersion, MBridgeVersion> ResolveReleases(const ReleaseChoice&
 
 /// `v` when finite and in [min, max]; else throws InputError on the command line's `flag`.
 double CheckedReal(double v, const char* flag, double min, double max);
+/// --headroom left out: the inputs' headroom fields hold this, and ResolveHeadroom gives the
+/// framework's measured default (FrameworkOps::default_headroom).
+inline constexpr double kFrameworkHeadroom = -1.0;
+/// The share of GPU memory kept free: `given` checked to [0, 0.9] (InputError on --headroom),
+/// or `framework`'s default_headroom when `given` is kFrameworkHeadroom.
+double ResolveHeadroom(double given, Framework framework);
 /// "" when `gpus` is a whole number of `system`'s nodes or at most one node (what the planner,
 /// its topology graph and the frameworks' launchers assume); otherwise the reason, "expected a
 /// multiple of the 8 GPUs per node of dgx-h100 (or at most one node), found 12".
@@ -164,7 +170,8 @@ struct PlanInput {
   bool all_variants = false;
   /// --rank-by step: by the predicted step alone (PlanRequest::risk_ranking false)
   bool rank_by_step = false;
-  double headroom = 0.10;            ///< fraction of GPU memory kept free, [0, 0.9]
+  /// fraction of GPU memory kept free, [0, 0.9]; kFrameworkHeadroom: the framework's default
+  double headroom = kFrameworkHeadroom;
   int64_t max_micro_batch = 16;      ///< [1, 1024]
   bool recompute_modules = false;    ///< Megatron-Bridge only
   bool search_dispatchers = false;   ///< --search-dispatchers, Megatron-Bridge only
@@ -270,7 +277,7 @@ struct JudgeSetup {
   ReleaseChoice releases;
   /// --mb-recipe: the Megatron-Bridge recipe function the overrides are for (ParseMegatronRecipe).
   std::string mb_recipe;
-  double headroom = 0.10;
+  double headroom = kFrameworkHeadroom;  ///< as PlanInput::headroom
 };
 /// A recipe read for judging: what it says and the request it is judged in.
 struct JudgedRecipe {

@@ -81,6 +81,18 @@ struct FrameworkOps {
   const char* seq_len_key;       ///< the recipe key of the sequence length
   const char* global_batch_key;  ///< the recipe key of the global batch
   const char* memory_profile;    ///< explain's default --memory-profile
+  /// The share of the GPU's memory kept free when --headroom is not given (memory-model.md
+  /// "When a layout fits"): what the caching allocator could not hand out, measured on H200 with
+  /// the allocator setting the framework's launches use (expandable_segments:True).
+  ///   Megatron-Bridge 0.02: Megatron-Core's own step (GPTModel, DistributedDataParallel with the
+  ///     distributed optimizer) beside a persistent block grown to the limit lost 1.4-1.8% of
+  ///     the GPU (tests/data/measured/h200_mcore_alloc_limit.jsonl, tools/measure/
+  ///     mcore_alloc_limit.py), plus the 128 MiB bisection step; every hardware recipe of
+  ///     Megatron-Bridge sets expandable_segments (recipes/utils/environment_utils.py
+  ///     COMMON_RECIPE_ENV_VARS), as do meshplan's launch files.
+  ///   AutoModel 0.10: FSDP2's communication streams keep their own pools, measured 4-30% of
+  ///     the allocated peak on two GPUs, and what of it runs out was not measured.
+  double default_headroom;
   /// Reads one recipe of this framework (ParseAutoModelRecipe, ParseMegatronRecipe; `model`
   /// resolves what the recipe leaves to the model provider, may be null). Throws InputError.
   /// `recipe_function`: Megatron-Bridge's check --mb-recipe ("" = none given).

@@ -117,7 +117,6 @@ ValidateReport Validate(const ValidateRequest& req) {
   ValidateSummary& sum = report.summary;
   for (accuracy::PublishedRun r : runs.runs) {
     if (req.on_row_start) req.on_row_start(r.line);
-    r.setup.headroom = req.headroom;
     ValidateRow& row = report.rows.emplace_back();
     row.line = r.line;
     row.label = r.label;
@@ -190,6 +189,8 @@ ValidateReport Validate(const ValidateRequest& req) {
       skip_row("hybrid model not priced for this framework", why);
       continue;
     }
+    // The usable memory of the framework the layout is priced under (its launches' allocator).
+    r.setup.headroom = ResolveHeadroom(req.headroom, l.framework);
     // A layout the framework would refuse is not priced (the perf table's own rows all pass;
     // hand-made rows may not).
     {

@@ -29,7 +29,7 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
   cmd->add_option("--mbridge-version", o.mbridge_version, "Megatron-Bridge rules (main or core0.15)")
       ->check(CLI::IsMember({"main", "core0.15"}));
   TrackVersionFlags(cmd, o.given);
-  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9; default: the framework's, 0.02 for Megatron-Bridge, 0.10 for AutoModel: docs/memory-model.md)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--mb-recipe", o.in.setup.mb_recipe,
                   "Megatron-Bridge: the recipe function the overrides are for (its key paths and its own values of "

@@ -117,7 +117,7 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
       ->check(CLI::IsMember({"foreach", "fused", "forloop"}));
   cmd->add_flag("--defer-fsdp-grad-sync", o.in.defer_fsdp_grad_sync,
                 "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
-  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9; default: the framework's, 0.02 for Megatron-Bridge, 0.10 for AutoModel: docs/memory-model.md)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--mb-recipe", o.in.setup.mb_recipe,
                   "Megatron-Bridge: the recipe function the overrides are for (its key paths and its own values of "

@@ -41,7 +41,7 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "yaml", "json"}));
   cmd->add_option("--out", o.out, "write the top recipes to this file (YAML; JSON with --format json)");
   cmd->add_flag("--force", o.in.outputs.force, "replace --out if it exists");
-  cmd->add_option("--headroom", o.in.headroom, "fraction of GPU memory kept free (0..0.9)")->check(CLI::Range(0.0, 0.9));
+  cmd->add_option("--headroom", o.in.headroom, "fraction of GPU memory kept free (0..0.9; default: the framework's, 0.02 for Megatron-Bridge, 0.10 for AutoModel: docs/memory-model.md)")->check(CLI::Range(0.0, 0.9));
   cmd->add_flag("--recompute-modules", o.in.recompute_modules,
                 "Megatron-Bridge: also search selective recompute with the recompute_modules sets of NVIDIA's perf "
                 "recipes ([mla_up_proj], [layernorm,moe_act], ... as the model allows)");

@@ -10,6 +10,8 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "meshplan/accuracy.hpp"
+#include "meshplan/commands.hpp"
+#include "meshplan/framework.hpp"
 #include "meshplan/diag.hpp"
 
 namespace meshplan::cli {
@@ -131,6 +133,21 @@ void PrintTransfer(std::FILE* out, const TransferReport& t) {
   }
 }
 
+// "10%" for a given --headroom; else each framework's default ("AutoModel 10%, Megatron-Bridge 2%").
+std::string HeadroomWords(double headroom) {
+  auto pct = [](double h) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g%%", 100 * h);
+    return std::string(b);
+  };
+  if (headroom != kFrameworkHeadroom) return pct(headroom);
+  std::string words;
+  for (const FrameworkOps* f : Frameworks()) {
+    words += (words.empty() ? "" : ", ") + std::string(f->title) + " " + pct(f->default_headroom);
+  }
+  return words;
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
@@ -144,7 +161,8 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
   cmd->add_option("--show-top", o.show_top,
                   "print the planner's N fastest fitting layouts under each row, with step time and memory");
-  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free when deciding which layouts fit (0..0.9)")
+  cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free when deciding which layouts fit (0..0.9; default: each row's framework's, "
+                  "0.02 for Megatron-Core layouts, 0.10 for AutoModel ones)")
       ->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--recipe-settings", o.recipe_settings,
                   "YAML of the published runs' recipe settings (dispatcher, EP overlap, recompute, CUDA graphs, "
@@ -161,7 +179,7 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }
 
 int RunValidate(const ValidateOptions& o, std::FILE* out) {
-  CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
+  if (o.headroom != kFrameworkHeadroom) CheckedReal(o.headroom, "--headroom", 0.0, 0.9);
   if (o.show_top > 0 && o.rank_top == 0) {
     throw InputError({"<command line>", 0, 0}, "--show-top",
                      "expected with ranking on; found --rank-top 0, which searches no layouts to show");
@@ -240,10 +258,10 @@ int RunValidate(const ValidateOptions& o, std::FILE* out) {
     std::fprintf(out, "\n");
   }
   std::fprintf(out,
-               "memory: %d of %d published layouts predicted above the usable capacity (headroom %.0f%%), %d above "
+               "memory: %d of %d published layouts predicted above the usable capacity (headroom %s), %d above "
                "the GPU's whole memory; predicted share of the GPU's memory: median %.0f%%, p90 %.0f%%\n",
-               s.over_capacity, s.evaluated, 100 * o.headroom, s.over_memory, 100 * s.memory_share_median,
-               100 * s.memory_share_p90);
+               s.over_capacity, s.evaluated, HeadroomWords(o.headroom).c_str(), s.over_memory,
+               100 * s.memory_share_median, 100 * s.memory_share_p90);
   if (s.memory_rows > 0) {
     std::fprintf(out, "memory against published peaks: %d row%s, median |error| %.1f%%, max %.1f%%\n", s.memory_rows,
                  s.memory_rows == 1 ? "" : "s", 100 * s.memory_error_median, 100 * s.memory_error_max);

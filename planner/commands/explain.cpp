@@ -104,7 +104,7 @@ std::string FlagOfKey(const std::vector<MbFlagKey>& keys, const std::string& fie
 ExplainReport ExplainLayout(const ExplainInput& in) {
   JudgeSetup setup = in.setup;
   setup.gpus = CheckedCount(setup.gpus, "--gpus", 1LL << 20);
-  CheckedReal(setup.headroom, "--headroom", 0.0, 0.9);
+  if (setup.headroom != kFrameworkHeadroom) CheckedReal(setup.headroom, "--headroom", 0.0, 0.9);
   std::optional<RecipeFile> file;
   if (!in.recipe.empty()) {
     file = ReadRecipeFile(in.recipe);
@@ -157,7 +157,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     rep.layout = LayoutFromKeys(in.keys, setup.gpus);
     RequestSettings s;
     s.setup = {setup.gpus, setup.seq_len.value_or(0), CheckedCount(*setup.global_batch, "--global-batch", 1LL << 30),
-               setup.precision.value_or(Precision::kBf16), setup.headroom};
+               setup.precision.value_or(Precision::kBf16), ResolveHeadroom(setup.headroom, s.framework)};
     if (!setup.seq_len) commands::FlagError("--seq-len", "--seq-len is required");
     std::tie(s.version, s.mb_version) = ResolveReleases(setup.releases, s.framework);
     req = BuildRequest(s, loaded);

@@ -97,7 +97,7 @@ JudgedRecipe LoadRecipeForJudging(const JudgeSetup& in, const std::string& file,
                                          commands::WordsOf(s.framework).seq_len_key + "; pass --seq-len");
   }
   s.setup.precision = in.precision ? *in.precision : r.parsed.precision_set ? r.parsed.precision : Precision::kBf16;
-  s.setup.headroom = CheckedReal(in.headroom, "--headroom", 0.0, 0.9);
+  s.setup.headroom = ResolveHeadroom(in.headroom, s.framework);
   r.request = BuildRequest(s, loaded);
   return r;
 }

@@ -101,6 +101,11 @@ double CheckedReal(double v, const char* flag, double min, double max) {
   return v;
 }
 
+double ResolveHeadroom(double given, Framework framework) {
+  if (given == kFrameworkHeadroom) return FrameworkOf(framework).default_headroom;
+  return CheckedReal(given, "--headroom", 0.0, 0.9);
+}
+
 std::string GpuCountProblem(const SystemSpec& system, int64_t gpus) {
   const int64_t gpn = std::max(1, system.gpus_per_node);
   if (gpus <= gpn || gpus % gpn == 0) return "";
@@ -180,7 +185,7 @@ PlanRequest BuildPlanRequest(const PlanInput& in, const PointSource& source) {
   s.setup.seq_len = commands::CheckedCount(*in.seq_len, source.seq_len_flag, 1LL << 24, source.seq_len_prefix);
   s.setup.global_batch = commands::CheckedCount(in.global_batch, "--global-batch", 1LL << 30);
   s.setup.precision = in.precision;
-  s.setup.headroom = CheckedReal(in.headroom, "--headroom", 0.0, 0.9);
+  s.setup.headroom = ResolveHeadroom(in.headroom, s.framework);
   s.max_seconds = CheckedReal(in.max_seconds, "--max-seconds", 0.001, 1e6);
   if (in.max_layouts < 0) {
     FlagError("--max-layouts",
