@@ -88,7 +88,7 @@ void CheckAutoModel(const char* model, int64_t gbs, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("nearest walk: Megatron-Bridge, bounded by edits, is the exhaustive one") {
+TEST_CASE("nearest walk: Megatron-Bridge bounded by edits is the exhaustive one") {
   SUBCASE("TP 3 on 8 GPUs: a one-edit fix") {
     CheckMegatron("llama3.1-8b", 8, 64,
                   "model: {tensor_model_parallel_size: 3, pipeline_model_parallel_size: 1}\n"
@@ -113,7 +113,7 @@ TEST_CASE("nearest walk: Megatron-Bridge, bounded by edits, is the exhaustive on
   }
 }
 
-TEST_CASE("nearest walk: AutoModel, bounded by edits, is the exhaustive one") {
+TEST_CASE("nearest walk: AutoModel bounded by edits is the exhaustive one") {
   SUBCASE("TP 3 of a dense model") {
     CheckAutoModel("llama3.1-8b", 64,
                    "step_scheduler: {global_batch_size: 64, local_batch_size: 4}\n"
