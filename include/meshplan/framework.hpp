@@ -44,8 +44,9 @@ struct FrameworkOps {
   PlanResult (*plan)(const PlanRequest& req);
   std::vector<Layout> (*enumerate)(const PlanRequest& req);
   /// The same list, one layout at a time in the same order, without holding it (ForEachLayout):
-  /// `visit` returns false to stop.
-  void (*for_each_layout)(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
+  /// `visit` returns false to stop; `keep_mesh` (may be empty) skips meshes before their rules.
+  void (*for_each_layout)(const PlanRequest& req, const std::function<bool(const Layout&)>& visit,
+                          const MeshFilter& keep_mesh);
   /// One recipe in its own format (AutoModel `distributed:` YAML, Megatron-Bridge overrides),
   /// with meshplan's header comments; `rank` is 1-based.
   std::string (*recipe_yaml)(const Candidate& candidate, const PlanRequest& req, int rank);
@@ -55,11 +56,12 @@ struct FrameworkOps {
   std::string (*describe)(const Layout& layout);
   std::string (*recompute_label)(const Layout& layout);
   const char* product;  ///< the framework's full name: "NeMo AutoModel", "Megatron-Bridge"
-  /// `meshplan check`'s nearest layouts: "key: old -> new" for every framework-specific key the
-  /// recipe written for `b` sets otherwise than the recipe read (`a`); sequence_parallel and
-  /// recompute are compared by the caller (NearestValidLayouts).
-  std::vector<std::string> (*nearest_changes)(const Layout& a, const Layout& b, int64_t num_layers,
-                                              const TrainSetup& setup);
+  /// `meshplan check`'s nearest layouts: adds to `out` every framework-specific key the recipe
+  /// written for `b` sets otherwise than the recipe read (`a`), "key: old -> new" in text mode;
+  /// the keys set with the mesh come first, and with LayoutDiff::mesh_only() they are the only
+  /// ones compared. sequence_parallel and recompute are compared by the caller (DiffLayouts).
+  void (*nearest_changes)(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
+                          LayoutDiff& out);
   /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that
   /// the suggestions keep.
   void (*nearest_request)(PlanRequest& req, const Layout& from);
@@ -179,9 +181,9 @@ AmMoeBackend DefaultBackend(const SystemSpec& system, int64_t ep);
 PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
 /// The same list visited one layout at a time (FrameworkOps::for_each_layout).
-void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit, const MeshFilter& keep_mesh);
 /// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
-std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
+void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 void NearestRequest(PlanRequest& req, const Layout& from);
 /// frameworks/automodel/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps, launch_env.
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout);
@@ -203,7 +205,7 @@ std::string Describe(const Layout& layout);
 /// RecomputeName, and for selective recompute its modules: "selective[mla_up_proj]".
 std::string RecomputeLabel(const Layout& layout);
 /// frameworks/megatron_bridge/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
-std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup);
+void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 void NearestRequest(PlanRequest& req, const Layout& from);
 /// frameworks/megatron_bridge/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps.
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);

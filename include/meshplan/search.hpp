@@ -152,9 +152,14 @@ struct PlanResult {
 /// already break a rule are not expanded: the list holds the layouts that pass the mesh and
 /// feature rules (batch rules not yet applied).
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req);
+/// A test of a mesh-level layout (mesh fields set, features and batch not yet chosen): false
+/// skips the mesh and every layout under it before any of their rules is tested.
+using MeshFilter = std::function<bool(const Layout& mesh)>;
 /// EnumerateLayouts' layouts passed to `visit` one by one, in the same order, without holding
-/// the list (its memory is one subtree's leaves); `visit` returns false to stop.
-void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
+/// the list (its memory is one subtree's leaves); `visit` returns false to stop. With
+/// `keep_mesh`, only the layouts of the meshes it keeps (it is called from the search threads).
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit,
+                   const MeshFilter& keep_mesh = {});
 
 /// Runs the search. Never throws for a request whose model and system loaded.
 PlanResult Plan(const PlanRequest& req);
@@ -182,6 +187,15 @@ inline constexpr int kNearestExtraEdits = 2;
 /// one: the Megatron-Core step-time model's leave-one-out median |error| on the published runs, 7%.
 inline constexpr double kNearestEditGain = 0.07;
 
+/// The layouts NearestValidLayouts chooses among: every valid layout of `req`'s space
+/// (ForEachLayout, then every rule; priced with `from`'s software settings,
+/// FrameworkOps::nearest_request) within kNearestExtraEdits edits (EditCount) of the fewest that
+/// fit, all of them when none fits; scored, in walk order, with their changes. `first_fit` (when
+/// not null) is set to that fewest, -1 when none fits. The walk is bounded by edits: a mesh
+/// whose own fields already make more edits than needed is skipped before its rules.
+/// Never throws for loaded inputs.
+std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& req, const Layout& from, int* first_fit = nullptr);
+
 /// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule, and the
 /// fastest fitting layouts of the planner's search, Plan, with `from`'s software settings) that
 /// fix `from` with the fewest edits, ordered by predicted throughput among those edits. The
@@ -193,6 +207,43 @@ inline constexpr double kNearestEditGain = 0.07;
 /// note when it is not already: with what it needs to fit (recompute), or why it is not first.
 /// Layouts that fit come before those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
+
+/// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
+/// fill it): as "field: old -> new" lines for the report, or as the changed fields alone, which
+/// is what counting edits needs (no string is built then).
+class LayoutDiff {
+ public:
+  enum class Mode {
+    kText,        ///< the lines and the fields
+    kFields,      ///< the changed fields only
+    kMeshFields,  ///< the changed fields among those set with the mesh only (Space::Meshes:
+                  ///< features and batch are not compared), a lower bound of a layout's edits
+  };
+  explicit LayoutDiff(Mode mode) : mode_(mode) {}
+  bool text() const { return mode_ == Mode::kText; }
+  /// True when only the mesh-level fields are compared: a framework's nearest_changes stops
+  /// after them (they come first).
+  bool mesh_only() const { return mode_ == Mode::kMeshFields; }
+  /// Records a changed field; `line()` gives its "field: old -> new" line, built in text mode only.
+  template <typename Line>
+  void Add(const char* field, Line&& line) {
+    fields_.push_back(field);
+    if (text()) lines_.push_back(line());
+  }
+  const std::vector<const char*>& fields() const { return fields_; }
+  std::vector<std::string>& lines() { return lines_; }
+  /// The decisions the changed fields make (EditCount of the lines, without them).
+  int Edits() const;
+
+ private:
+  Mode mode_;
+  std::vector<const char*> fields_;
+  std::vector<std::string> lines_;
+};
+
+/// Fills `out` with the fields that differ from `from` to `to` (FrameworkOps::nearest_changes,
+/// then sequence parallel and recompute unless `out` compares mesh fields only).
+void DiffLayouts(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 
 /// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the
 /// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel and

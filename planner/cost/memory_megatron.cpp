@@ -353,6 +353,40 @@ MemoryBreakdown MegatronMemoryFromEstimate(const Ctx& c, const MegatronEstimate&
 /// Transformer Engine count TeSavedBytesPerToken (sequence part / t with SP, split part / t,
 /// / CP), full recompute keeping 2h per token of the recomputed layers, and the three
 /// departures above (full recompute, routed experts, quantized inputs) are part of that count.
+namespace {
+
+// TeSavedBytesPerToken(m, ...) of the model of the CostTables numbered `tables` (CostTables::Id;
+// `m` is that model or its shape, whose fields the count reads alike: it reads no layer count),
+// kept per thread for the last inputs: a search asks it for the same few (layer kind, precision,
+// ETP, recompute modules) at every pipeline rank of every layout.
+TeLayerBytes TeSavedBytesCached(uint64_t tables, const ModelSpec& m, bool moe, Precision precision, int64_t etp,
+                                uint32_t modules) {
+  struct Entry {
+    uint64_t tables;
+    bool moe;
+    Precision precision;
+    int64_t etp;
+    uint32_t modules;
+    TeLayerBytes bytes;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local Entry cache[kEntries];
+  thread_local size_t used = 0, next = 0;
+  for (size_t i = 0; i < used; ++i) {
+    const Entry& e = cache[i];
+    if (e.tables == tables && e.moe == moe && e.precision == precision && e.etp == etp && e.modules == modules) {
+      return e.bytes;
+    }
+  }
+  const TeLayerBytes b = TeSavedBytesPerToken(m, moe, precision, etp, modules);
+  cache[next] = Entry{tables, moe, precision, etp, modules, b};
+  next = (next + 1) % kEntries;
+  used = std::max(used, next == 0 ? kEntries : next);
+  return b;
+}
+
+}  // namespace
+
 MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts) {
   if (c.model.is_hybrid()) return HybridRankMemory(c, pp_rank, opts);
   const CostView& l = c.view;
@@ -367,9 +401,11 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   // (extra_tp_params) and, when it is not the embedding's rank, a copy of the word embeddings
   // (gpt_model.py builds one where pre_process or mtp_process); every other rank keeps the
   // estimate it has without MTP, and the most loaded of them all is reported.
-  // One per thread, assigned from the model's shape (CostTables::Shape) for each rank: the
-  // assignment reuses its strings' storage, so a leaf's estimate allocates nothing.
+  // One per thread, copied from the model's shape (CostTables::Shape) once per table (the copy
+  // of the last table seen, CostTables::Id, is kept: only its layer counts are set per rank,
+  // and nothing else of it is written), so a leaf's estimate neither allocates nor copies.
   thread_local ModelSpec rank_model;
+  thread_local uint64_t rank_model_of = 0;  // CostTables::Id of the shape in rank_model; 0: none
   double vocab_tables = -1, final_norms = -1, inflight_share = 1.0, extra_tp_params = 0;
   // Megatron-Bridge's estimate prices the first stage only (its L/p layers, embedding and
   // p in-flight micro-batches); under the bridge profile every pipeline rank is priced from its
@@ -381,7 +417,13 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   const bool per_rank = c.split.given != nullptr || rp.mtp_layers > 0 || ranks_apart;
   if (per_rank) {
     const int64_t p = std::max<int64_t>(1, l.pp);
-    rank_model = c.tables != nullptr ? c.tables->Shape() : c.model;
+    if (c.tables == nullptr) {
+      rank_model = c.model;
+      rank_model_of = 0;
+    } else if (rank_model_of != c.tables->Id()) {
+      rank_model = c.tables->Shape();
+      rank_model_of = c.tables->Id();
+    }
     rank_model.num_layers = p * rp.Layers();
     rank_model.num_dense_layers = p * rp.dense_layers;
     if (p > 1) {
@@ -443,7 +485,8 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
     const double seq_div = x.sequence_parallel ? t : 1.0;
     const uint32_t rm = MegatronSelectiveModules(l);
     auto per_token = [&](bool moe) {
-      const TeLayerBytes tb = TeSavedBytesPerToken(m, moe, c.setup.precision, l.etp, rm);
+      const TeLayerBytes tb = c.tables != nullptr ? TeSavedBytesCached(c.tables->Id(), m, moe, c.setup.precision, l.etp, rm)
+                                                  : TeSavedBytesPerToken(m, moe, c.setup.precision, l.etp, rm);
       return tb.sequence / seq_div + tb.split / t;
     };
     const double dense_tok = L_d > 0 ? per_token(false) : 0.0, moe_tok = L_m > 0 ? per_token(true) : 0.0;

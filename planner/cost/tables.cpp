@@ -3,6 +3,7 @@
 #include "cost/tables.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace meshplan::cost {
 
@@ -49,10 +50,14 @@ ModelSpec WithoutSourceMap(const ModelSpec& m) {
   s.field_locs.clear();
   return s;
 }
+uint64_t NextTablesId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 CostTables::CostTables(const ModelSpec& model, const ParamCounts& params)
-    : model_(LayerCounts(model)), shape_(WithoutSourceMap(model)), params_(params), unfused_(MegatronUnfusedOps(model)) {
+    : model_(LayerCounts(model)), shape_(WithoutSourceMap(model)), id_(NextTablesId()), params_(params), unfused_(MegatronUnfusedOps(model)) {
   for (int moe = 0; moe < 2; ++moe) {
     for (AcWrap w : {AcWrap::kNone, AcWrap::kLayer, AcWrap::kSubmodule, AcWrap::kSelective}) {
       act_[moe][static_cast<int>(w)] = LayerActivationBytes(model, moe == 1, w);

@@ -51,6 +51,9 @@ class CostTables {
   /// copy a per-rank estimate starts from (MegatronRankMemory), so that copying it allocates
   /// nothing but the model's few strings.
   const ModelSpec& Shape() const { return shape_; }
+  /// A number no other CostTables of this process has (from 1): a per-thread copy of Shape()
+  /// made for one table is known to be that table's without comparing the models.
+  uint64_t Id() const { return id_; }
   /// BuildRankPlan(model, params, pp, num_stages, nullptr, mtp_layers, places), built on first
   /// use (thread-safe) for 1 <= pp <= num_layers and 0 <= num_stages <= 2·num_layers + 1, with no
   /// MTP layers or the model's own (ModelSpec::mtp_num_layers) and the places OwnSplitPlaces
@@ -60,6 +63,7 @@ class CostTables {
  private:
   ModelSpec model_;  ///< layer and expert counts of the model (a copy: a CostModel may move)
   ModelSpec shape_;  ///< the whole model but its field_locs (Shape)
+  uint64_t id_;      ///< Id()
   ParamCounts params_;
   ActBytes act_[2][4];
   MegatronUnfused unfused_;

@@ -155,8 +155,8 @@ std::string Describe(const Layout& layout) { return FrameworkOf(layout).describe
 std::string RecomputeLabel(const Layout& layout) { return FrameworkOf(layout).recompute_label(layout); }
 PlanResult Plan(const PlanRequest& req) { return FrameworkOf(req.framework).plan(req); }
 std::vector<Layout> EnumerateLayouts(const PlanRequest& req) { return FrameworkOf(req.framework).enumerate(req); }
-void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit) {
-  FrameworkOf(req.framework).for_each_layout(req, visit);
+void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit, const MeshFilter& keep_mesh) {
+  FrameworkOf(req.framework).for_each_layout(req, visit, keep_mesh);
 }
 
 std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model) {

@@ -50,7 +50,18 @@ std::span<const Rule> RowsOf(std::span<const Rule> table, Severity severity) {
 std::span<const Rule> AutoModelRules() { return AutoModelRegistry(); }
 
 std::span<const Rule> RulesFor(Framework framework, Severity severity) {
-  return rules::RowsOf(FrameworkOf(framework).rules(), severity);
+  // The last request's rows, per thread: the search asks at every layout it tests (the tables
+  // are static, so the span stays valid).
+  thread_local bool known = false;
+  thread_local Framework last_framework{};
+  thread_local Severity last_severity{};
+  thread_local std::span<const Rule> last;
+  if (known && framework == last_framework && severity == last_severity) return last;
+  last = rules::RowsOf(FrameworkOf(framework).rules(), severity);
+  last_framework = framework;
+  last_severity = severity;
+  known = true;
+  return last;
 }
 
 std::vector<const Rule*> Findings(const RuleContext& ctx, Severity severity) {

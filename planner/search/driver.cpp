@@ -75,7 +75,7 @@ Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stop
 // Subtrees: layouts that passed the mesh and feature rules, in walk order, with their
 // step-time lower bounds when `bounds` is set. The parts of the mesh walk run on the search
 // threads (each part's subtrees in their own list, so the order is the walk's); rejections
-// are counted into `head`.
+// are counted into `head`. A mesh `keep_mesh` (when set) rejects is skipped before its rules.
 struct SubtreeList {
   std::vector<std::vector<Layout>> parts;
   std::vector<std::vector<double>> part_bounds;
@@ -83,7 +83,8 @@ struct SubtreeList {
   std::vector<double> bound;       ///< bound[i] of all[i] (when computed)
 };
 
-SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel& cm, Scorer& head, bool bounds) {
+SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel& cm, Scorer& head, bool bounds,
+                     const MeshFilter& keep_mesh = {}) {
   SubtreeList out;
   const size_t parts = space.MeshParts();
   out.parts.resize(parts);
@@ -94,6 +95,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     // out.parts, and two threads growing neighbours would share their cache line.
     std::vector<Layout> mine;
     space.Meshes(p, [&](const Layout& mesh) {
+      if (keep_mesh && !keep_mesh(mesh)) return;
       if (s.Reject(mesh, RuleStage::kMesh)) return;
       features.clear();
       space.Features(mesh, features);
@@ -445,10 +447,11 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space) {
   return Search(req, space, budget);
 }
 
-void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit) {
+void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit,
+                 const MeshFilter& keep_mesh) {
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm);
-  const SubtreeList list = Subtrees(req, space, cm, head, false);
+  const SubtreeList list = Subtrees(req, space, cm, head, false, keep_mesh);
   std::vector<Layout> leaves;
   int64_t visited = 0;
   for (const Layout* subtree : list.all) {

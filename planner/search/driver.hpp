@@ -109,7 +109,9 @@ PlanResult RunSearch(const PlanRequest& req, const Space& space);
 /// Every leaf of every subtree that passes the mesh and feature rules, in walk order.
 std::vector<Layout> ListLeaves(const PlanRequest& req, const Space& space);
 /// The leaves ListLeaves lists, passed to `visit` one by one in the same order (at most
-/// req.max_layouts of them when it is > 0) without holding them; `visit` returns false to stop.
-void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit);
+/// req.max_layouts of them when it is > 0) without holding them; `visit` returns false to stop. A
+/// mesh that `keep_mesh` (when set) rejects is skipped before its rules, with all its leaves.
+void VisitLeaves(const PlanRequest& req, const Space& space, const std::function<bool(const Layout&)>& visit,
+                 const MeshFilter& keep_mesh = {});
 
 }  // namespace meshplan::search

@@ -1,6 +1,9 @@
 // The valid layouts nearest to a given one, for `meshplan check`.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <optional>
 #include <string>
 
 #include "meshplan/framework.hpp"
@@ -13,12 +16,17 @@ using search::Diff;
 
 // Every field whose value differs between the recipe read (layout `a`) and the recipe written
 // for `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
+void DiffLayouts(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& c) {
+  FrameworkOf(a).nearest_changes(a, b, num_layers, setup, c);
+  if (c.mesh_only()) return;
+  Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
+  Diff(c, "recompute", RecomputeName(a.recompute), RecomputeName(b.recompute));
+}
+
 std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
-  std::vector<std::string> c = FrameworkOf(a).nearest_changes(a, b, num_layers, setup);
-  Diff(c, "sequence_parallel", std::string(a.sequence_parallel ? "true" : "false"),
-       std::string(b.sequence_parallel ? "true" : "false"));
-  Diff(c, "recompute", std::string(RecomputeName(a.recompute)), std::string(RecomputeName(b.recompute)));
-  return c;
+  LayoutDiff c(LayoutDiff::Mode::kText);
+  DiffLayouts(a, b, num_layers, setup, c);
+  return std::move(c.lines());
 }
 
 PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
@@ -50,9 +58,8 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
 
 namespace {
 
-// The decision a change ("field: old -> new") belongs to (EditCount).
-std::string DecisionOf(const std::string& change) {
-  const std::string field = change.substr(0, change.find(": "));
+// The decision a changed field belongs to (EditCount): its family, else the field itself.
+const char* FamilyOf(const char* field) {
   static const std::pair<const char*, const char*> kFamilies[] = {
       {"recompute", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
       {"recompute_modules", "recompute"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
@@ -65,9 +72,16 @@ std::string DecisionOf(const std::string& change) {
       {"overlap_param_gather", "dp"}, {"dp_replicate_size", "dp"},
   };
   for (const auto& [f, family] : kFamilies) {
-    if (field == f) return family;
+    if (std::strcmp(field, f) == 0) return family;
   }
   return field;
+}
+
+// The decision a change ("field: old -> new") belongs to (EditCount).
+std::string DecisionOf(const std::string& change) {
+  const std::string field = change.substr(0, change.find(": "));
+  const char* family = FamilyOf(field.c_str());
+  return family == field.c_str() ? field : std::string(family);
 }
 
 std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
@@ -91,38 +105,137 @@ std::string Gib(double bytes) {
 
 int EditCount(const std::vector<std::string>& changes) { return static_cast<int>(Decisions(changes).size()); }
 
+namespace {
+
+// A small number per decision (FamilyOf the field), the same for every field of one decision,
+// found by the field's address (the fields are string literals): counting a layout's edits
+// compares addresses, not strings. Per thread, so without locks.
+int DecisionId(const char* field) {
+  thread_local std::vector<std::pair<const char*, int>> by_address;
+  thread_local std::vector<std::string> decisions;
+  for (const auto& [address, id] : by_address) {
+    if (address == field) return id;
+  }
+  const std::string d = FamilyOf(field);
+  int id = static_cast<int>(std::find(decisions.begin(), decisions.end(), d) - decisions.begin());
+  if (id == static_cast<int>(decisions.size())) decisions.push_back(d);
+  by_address.emplace_back(field, id);
+  return id;
+}
+
+}  // namespace
+
+int LayoutDiff::Edits() const {
+  uint64_t seen = 0;
+  std::vector<int> more;  // ids beyond 63 (never for the fields of today's frameworks)
+  for (const char* field : fields_) {
+    const int id = DecisionId(field);
+    if (id < 64) {
+      seen |= uint64_t{1} << id;
+    } else if (std::find(more.begin(), more.end(), id) == more.end()) {
+      more.push_back(id);
+    }
+  }
+  return __builtin_popcountll(seen) + static_cast<int>(more.size());
+}
+
+namespace {
+
+// Edits (LayoutDiff::Edits) from `from` to `to`, counted without building their lines.
+int EditsTo(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup, LayoutDiff::Mode mode) {
+  LayoutDiff c(mode);
+  DiffLayouts(from, to, num_layers, setup, c);
+  return c.Edits();
+}
+
+// The valid layouts of req's space (ForEachLayout, then every rule) within `cap` edits of
+// `from`, with their edit counts, in walk order. A mesh whose own fields already make more
+// than `cap` edits (LayoutDiff::kMeshFields, a lower bound of every layout under it) is skipped
+// before its rules. `cap` < 0: no bound.
+std::vector<std::pair<Layout, int>> ValidWithinEdits(const PlanRequest& req, const Layout& from, int cap) {
+  const int64_t layers = req.model.num_layers;
+  std::vector<std::pair<Layout, int>> out;
+  MeshFilter near;
+  if (cap >= 0) {
+    near = [&](const Layout& mesh) { return EditsTo(from, mesh, layers, req.setup, LayoutDiff::Mode::kMeshFields) <= cap; };
+  }
+  ForEachLayout(
+      req,
+      [&](const Layout& l) {
+        const int d = EditsTo(from, l, layers, req.setup, LayoutDiff::Mode::kFields);
+        if (cap >= 0 && d > cap) return true;
+        RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+        if (!FirstFailure(ctx)) out.emplace_back(l, d);
+        return true;
+      },
+      near);
+  return out;
+}
+
+// The valid layouts within kNearestExtraEdits edits of the fewest that fit (all valid layouts
+// when none fits), scored, in walk order; `first_fit` is set to that fewest (-1: none fits).
+// Walked with a growing edit bound: a bound of B finds every valid layout of at most B edits;
+// when the fewest that fit, F, has F + kNearestExtraEdits <= B, those are the answer; else the
+// walk is repeated with B = F + kNearestExtraEdits (or unbounded when none fits within B).
+// The same layouts, scores and order as scoring every valid layout of the space.
+std::vector<NearbyLayout> NearestScored(const PlanRequest& req, const Layout& from, int& first_fit) {
+  const CostModel cost(req.model, req.system, req.setup);
+  // An edit budget reaches the whole space only unbounded; so does a layout budget, whose
+  // first max_layouts layouts are those of the unbounded walk.
+  int cap = req.max_layouts > 0 ? -1 : 1 + kNearestExtraEdits;
+  while (true) {
+    std::vector<std::pair<Layout, int>> valid = ValidWithinEdits(req, from, cap);
+    // Scored by edits (fewest first) until the fewest that fit, plus the extra edits, is passed.
+    std::vector<size_t> by_edits(valid.size());
+    std::iota(by_edits.begin(), by_edits.end(), size_t{0});
+    std::stable_sort(by_edits.begin(), by_edits.end(), [&](size_t a, size_t b) { return valid[a].second < valid[b].second; });
+    std::vector<std::optional<Cost>> costs(valid.size());
+    first_fit = -1;
+    for (size_t i : by_edits) {
+      const int d = valid[i].second;
+      if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) break;
+      costs[i] = Score(cost, valid[i].first);
+      if (costs[i]->fits && first_fit < 0) first_fit = d;
+    }
+    if (cap >= 0 && (first_fit < 0 || first_fit + kNearestExtraEdits > cap)) {
+      cap = first_fit < 0 ? -1 : first_fit + kNearestExtraEdits;
+      continue;
+    }
+    std::vector<NearbyLayout> scored;
+    for (size_t i = 0; i < valid.size(); ++i) {
+      if (!costs[i]) continue;
+      const Layout& l = valid[i].first;
+      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}});
+    }
+    return scored;
+  }
+}
+
+}  // namespace
+
+std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& request, const Layout& from, int* first_fit) {
+  PlanRequest req = request;
+  FrameworkOf(from).nearest_request(req, from);
+  int fewest = -1;
+  std::vector<NearbyLayout> scored = NearestScored(req, from, fewest);
+  if (first_fit != nullptr) *first_fit = fewest;
+  return scored;
+}
+
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const Layout& from, int n) {
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
-  const CostModel cost(req.model, req.system, req.setup);
   // The valid layouts, nearest first (stable: walk order among equal edits), scored up to
-  // kNearestExtraEdits edits beyond the fewest that fit. Walked without holding the space: a
-  // layout is scored when it is seen, if within that bound of the nearest fit seen so far, and
-  // kept; the bound only tightens, so what is dropped would never be needed, and the kept ones
-  // beyond the final bound are dropped at the end. The result is what scoring whole groups in
-  // order of edits gives.
-  std::vector<NearbyLayout> scored;
+  // kNearestExtraEdits edits beyond the fewest that fit (NearbyValidLayouts).
   int first_fit = -1;
-  ForEachLayout(req, [&](const Layout& l) {
-    RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
-    if (FirstFailure(ctx)) return true;
-    std::vector<std::string> changes = LayoutChanges(from, l, req.model.num_layers, req.setup);
-    const int d = EditCount(changes);
-    if (first_fit >= 0 && d > first_fit + kNearestExtraEdits) return true;
-    NearbyLayout x{{l, Score(cost, l), {}}, std::move(changes), d, {}};
-    if (x.candidate.cost.fits && (first_fit < 0 || d < first_fit)) first_fit = d;
-    scored.push_back(std::move(x));
-    return true;
-  });
-  if (first_fit >= 0) {
-    scored.erase(std::remove_if(scored.begin(), scored.end(),
-                                [&](const NearbyLayout& x) { return x.edits > first_fit + kNearestExtraEdits; }),
-                 scored.end());
-  }
+  std::vector<NearbyLayout> scored = NearbyValidLayouts(request, from, &first_fit);
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) { return a.edits < b.edits; });
   // The planner's fastest fitting layouts with the recipe's software settings: a fix far from
   // the recipe in fields but far faster is among the candidates whatever the enumeration order.
-  {
+  // Needed only when the walk stopped at the layout budget: a whole walk has already scored
+  // every valid layout within the edits these are kept within (each is a valid layout of the
+  // same space, so it is there and `seen`), and when none fits the planner has none either.
+  if (req.max_layouts > 0) {
     PlanRequest fast = req;
     fast.top_n = std::max(20, 4 * n);
     fast.risk_ranking = false;  // the fastest by predicted step, as CompareWithPlan

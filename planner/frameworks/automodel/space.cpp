@@ -181,8 +181,9 @@ AmMoeBackend automodel::DefaultBackend(const SystemSpec& system, int64_t ep) {
 }
 
 std::vector<Layout> automodel::Enumerate(const PlanRequest& req) { return search::ListLeaves(req, AutoModelSpace(req)); }
-void automodel::ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit) {
-  search::VisitLeaves(req, AutoModelSpace(req), visit);
+void automodel::ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit,
+                              const MeshFilter& keep_mesh) {
+  search::VisitLeaves(req, AutoModelSpace(req), visit, keep_mesh);
 }
 
 PlanResult automodel::Plan(const PlanRequest& req) { return search::RunSearch(req, AutoModelSpace(req)); }

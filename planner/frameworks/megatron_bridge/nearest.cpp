@@ -1,6 +1,7 @@
 // Megatron-Bridge's side of `meshplan check`'s nearest layouts: the keys a suggestion changes
 // and the recipe's own settings the suggestions keep.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,11 @@ namespace meshplan::megatron_bridge {
 namespace {
 
 using search::Diff;
-using search::N;
+
+using search::NullOr;
 
 // How a Megatron-Bridge recipe splits the layers over the pipeline stages, as its keys say it.
-std::string PpSplitKeys(const Layout& l) {
+const char* PpSplitKeys(const Layout& l) {
   if (l.pp <= 1) return "none";
   switch (l.pp_split) {
     case MbPpSplit::kAccountEmbeddingLoss:
@@ -28,69 +30,102 @@ std::string PpSplitKeys(const Layout& l) {
   return "even (num_layers / (pp x vpp))";
 }
 
-// The pipeline_model_parallel_layout a Megatron-Bridge layout sets, "null" for none.
-std::string LayoutValue(int64_t num_layers, const Layout& l) {
-  const std::string v = PpLayoutValue(num_layers, l);
-  return v.empty() ? "null" : v;
+// The pipeline_model_parallel_layout a Megatron-Bridge layout sets, "null" for none. Kept per
+// thread for the last inputs (what PpLayoutValue reads: the recipe's parsed layout, held so
+// that its address is not reused, else the split's shape): check's nearest walk compares the
+// recipe's string with those of thousands of layouts of a few shapes. The reference stays valid
+// until the second call after this one (a returned entry is not replaced by the next call).
+const std::string& LayoutValue(int64_t num_layers, const Layout& l) {
+  struct Entry {
+    std::shared_ptr<const PpLayerLayout> parsed;
+    int64_t num_layers, pp, vpp, mtp;
+    MbPpSplit split;
+    std::string value;
+  };
+  constexpr size_t kEntries = 16;
+  thread_local std::vector<Entry> cache;
+  thread_local size_t next = 0, last = kEntries;
+  const int64_t mtp = MtpLayers(l);
+  for (size_t i = 0; i < cache.size(); ++i) {
+    const Entry& e = cache[i];
+    if (e.parsed == l.pp_layout && e.num_layers == num_layers && e.pp == l.pp && e.vpp == l.vpp && e.mtp == mtp &&
+        e.split == l.pp_split) {
+      last = i;
+      return e.value;
+    }
+  }
+  std::string v = PpLayoutValue(num_layers, l);
+  Entry e{l.pp_layout, num_layers, l.pp, l.vpp, mtp, l.pp_split, v.empty() ? "null" : std::move(v)};
+  if (cache.size() < kEntries) {
+    cache.reserve(kEntries);  // never reallocated: the last reference returned stays valid
+    cache.push_back(std::move(e));
+    last = cache.size() - 1;
+    return cache.back().value;
+  }
+  if (next == last) next = (next + 1) % kEntries;
+  last = next;
+  next = (next + 1) % kEntries;
+  cache[last] = std::move(e);
+  return cache[last].value;
 }
+
+const char* TrueFalse(bool b) { return b ? "true" : "false"; }
 
 }  // namespace
 
-std::vector<std::string> NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
+void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& c) {
   (void)setup;
-  std::vector<std::string> c;
-  Diff(c, "tensor_model_parallel_size", N(a.tp), N(b.tp));
-  Diff(c, "pipeline_model_parallel_size", N(a.pp), N(b.pp));
-  Diff(c, "virtual_pipeline_model_parallel_size", a.vpp > 1 ? N(a.vpp) : "null", b.vpp > 1 ? N(b.vpp) : "null");
+  // The mesh's keys (MegatronSpace::Meshes sets them; features and micro-batch leave them).
+  Diff(c, "tensor_model_parallel_size", a.tp, b.tp);
+  Diff(c, "pipeline_model_parallel_size", a.pp, b.pp);
+  Diff(c, "virtual_pipeline_model_parallel_size", NullOr{a.vpp > 1, a.vpp}, NullOr{b.vpp > 1, b.vpp});
   Diff(c, "pipeline layer split", PpSplitKeys(a), PpSplitKeys(b));
   if (a.pp_split == MbPpSplit::kLayout && b.pp_split == MbPpSplit::kLayout) {
     Diff(c, "pipeline_model_parallel_layout", LayoutValue(num_layers, a), LayoutValue(num_layers, b));
   }
-  Diff(c, "mtp_num_layers", MtpLayers(a) > 0 ? N(MtpLayers(a)) : "null", MtpLayers(b) > 0 ? N(MtpLayers(b)) : "null");
-  Diff(c, "context_parallel_size", N(a.cp), N(b.cp));
-  Diff(c, "expert_model_parallel_size", N(a.ep), N(b.ep));
+  Diff(c, "mtp_num_layers", NullOr{MtpLayers(a) > 0, MtpLayers(a)}, NullOr{MtpLayers(b) > 0, MtpLayers(b)});
+  Diff(c, "context_parallel_size", a.cp, b.cp);
+  Diff(c, "expert_model_parallel_size", a.ep, b.ep);
   if (a.EffectiveEtp() != b.EffectiveEtp()) {
-    Diff(c, "expert_tensor_parallel_size", a.etp > 0 ? N(a.etp) : "null", b.etp > 0 ? N(b.etp) : "null");
+    Diff(c, "expert_tensor_parallel_size", NullOr{a.etp > 0, a.etp}, NullOr{b.etp > 0, b.etp});
   }
-  Diff(c, "data-parallel flavour", std::string(MbDpFlavourName(a)), std::string(MbDpFlavourName(b)));
-  Diff(c, "micro_batch_size", N(a.micro_batch()), N(b.micro_batch()));
+  Diff(c, "data-parallel flavour", MbDpFlavourName(a), MbDpFlavourName(b));
+  if (c.mesh_only()) return;
+  Diff(c, "micro_batch_size", a.micro_batch(), b.micro_batch());
   auto method = [](const Layout& x) {
-    return std::string(x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
-                       : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
-                                                                           : "null");
+    return x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
+           : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
+                                                               : "null";
   };
   if (a.recompute == Recompute::kSelective && b.recompute == Recompute::kSelective) {
     Diff(c, "recompute_modules", RecomputeModulesValue(a.mb.recompute_modules),
          RecomputeModulesValue(b.mb.recompute_modules));
   }
   Diff(c, "recompute_method", method(a), method(b));
-  Diff(c, "recompute_num_layers", a.mb.recompute_num_layers > 0 ? N(a.mb.recompute_num_layers) : "null",
-       b.mb.recompute_num_layers > 0 ? N(b.mb.recompute_num_layers) : "null");
-  Diff(c, "cpu_offloading", std::string(a.mb.cpu_offloading ? "true" : "false"),
-       std::string(b.mb.cpu_offloading ? "true" : "false"));
+  Diff(c, "recompute_num_layers", NullOr{a.mb.recompute_num_layers > 0, a.mb.recompute_num_layers},
+       NullOr{b.mb.recompute_num_layers > 0, b.mb.recompute_num_layers});
+  Diff(c, "cpu_offloading", TrueFalse(a.mb.cpu_offloading), TrueFalse(b.mb.cpu_offloading));
   // Runtime settings the recipe wrote and the suggestion's recipe writes otherwise
   // (MegatronOverrides): a flex dispatcher turned alltoall, an overlap switched off.
   auto dispatcher = [](const Layout& x) {
-    return std::string(x.mb.token_dispatcher == MbDispatcher::kFlex       ? "flex"
-                       : x.mb.token_dispatcher == MbDispatcher::kAlltoall ? "alltoall"
-                                                                          : "allgather");
+    return x.mb.token_dispatcher == MbDispatcher::kFlex       ? "flex"
+           : x.mb.token_dispatcher == MbDispatcher::kAlltoall ? "alltoall"
+                                                              : "allgather";
   };
   // Allgather is also what an unset key reads as (the recipe functions' providers set alltoall):
   // only a dispatcher the recipe chose, alltoall or flex, is compared.
   if (b.ep > 1 && a.mb.token_dispatcher != MbDispatcher::kAllgather) {
-    Diff(c, "moe_token_dispatcher_type", dispatcher(a),
-         std::string(b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall"));
+    Diff(c, "moe_token_dispatcher_type", dispatcher(a), b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
   }
   auto tri = [&c](const char* field, Tri was, Tri now) {
     if (was == Tri::kUnset) return;  // not written by the recipe: the suggestion's value is new, not a change
-    Diff(c, field, std::string(was == Tri::kTrue ? "true" : "false"), std::string(now == Tri::kTrue ? "true" : "false"));
+    Diff(c, field, TrueFalse(was == Tri::kTrue), TrueFalse(now == Tri::kTrue));
   };
   tri("tp_comm_overlap", a.mb.tp_comm_overlap, b.mb.tp_comm_overlap);
   tri("overlap_p2p_comm", a.mb.overlap_p2p_comm, b.mb.overlap_p2p_comm);
   tri("batch_p2p_comm", a.mb.batch_p2p_comm, b.mb.batch_p2p_comm);
   tri("overlap_grad_reduce", a.mb.overlap_grad_reduce, b.mb.overlap_grad_reduce);
   tri("overlap_param_gather", a.mb.overlap_param_gather, b.mb.overlap_param_gather);
-  return c;
 }
 
 void NearestRequest(PlanRequest& req, const Layout& from) {

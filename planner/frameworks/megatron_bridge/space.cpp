@@ -206,8 +206,9 @@ class MegatronSpace : public Space {
 }  // namespace
 
 std::vector<Layout> MegatronEnumerate(const PlanRequest& req) { return ListLeaves(req, MegatronSpace(req)); }
-void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit) {
-  VisitLeaves(req, MegatronSpace(req), visit);
+void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit,
+                           const MeshFilter& keep_mesh) {
+  VisitLeaves(req, MegatronSpace(req), visit, keep_mesh);
 }
 
 PlanResult MegatronPlan(const PlanRequest& req) { return RunSearch(req, MegatronSpace(req)); }

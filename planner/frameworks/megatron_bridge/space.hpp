@@ -12,7 +12,8 @@ namespace meshplan::search {
 /// EnumerateLayouts for req.framework == kMegatronBridge.
 std::vector<Layout> MegatronEnumerate(const PlanRequest& req);
 /// MegatronEnumerate's layouts visited one by one (FrameworkOps::for_each_layout).
-void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit);
+void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit,
+                           const MeshFilter& keep_mesh);
 /// Plan for req.framework == kMegatronBridge.
 PlanResult MegatronPlan(const PlanRequest& req);
 // --- frameworks/megatron_bridge/defaults.cpp ---
