@@ -14,7 +14,7 @@
 
 using namespace meshplan;
 
-TEST_CASE("pre-flash: the unfused attention core of GPT-3 175B on one A100 TP rank, by hand") {
+TEST_CASE("pre-flash: the unfused attention core of GPT-3 175B on one A100 TP rank by hand") {
   // GPT-3 175B with TP 8: 12 heads of d = 128 per rank, s = 2048, micro-batch 1; A100 BF16 at
   // MAMF 271.2 TFLOP/s, HBM 2.039 TB/s; the core recomputed once (full or selective recompute).
   const double rate = 271.2e12, hbm = 2.039e12;
