@@ -146,6 +146,8 @@ enum TransferScheme {
                      ///< as an unfitted system does (BorrowMegatronFitFrom: the median of those of
                      ///< the same GPU compute capability, else of all of them)
   kLosoPooled,       ///< leave one system out: one fit on the pooled rows of every other system
+  kLosoPhysical,     ///< leave one system out, no fit at all: cost::MegatronPhysicalFit, the
+                     ///< GPU generation's physical constants (no row of any system fitted)
   kLeaveFamilyOut,   ///< the row's system fitted on its rows of the other model families
   kTransferSchemes
 };

@@ -93,6 +93,12 @@ struct CostView {
   int64_t bucket_size = 0;             ///< DDP bucket size in parameters; 0 = the default
   // --- overlap and runtime features (Megatron-Core; AutoModel layouts leave the defaults) ---
   bool tp_comm_overlap = false;
+  /// Megatron-Core: attention core unfused (MbSettings::unfused_attention): two batched GEMMs
+  /// over the full s x s scores and the softmax / dropout passes over them at HBM bandwidth
+  /// (cost::MegatronUnfusedCore) instead of the flash-attention rate.
+  bool unfused_attention = false;
+  /// Megatron-LM's scatter / gather of the pipeline tensor over TP (MbSettings::pp_scatter_gather).
+  bool pp_scatter_gather = false;
   bool ep_a2a_overlap = false;
   bool overlap_p2p = false;
   /// batch_p2p_comm with Megatron-Core's batch_p2p_sync (default true, which Megatron-Bridge's

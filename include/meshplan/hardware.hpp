@@ -87,19 +87,21 @@ void CheckHwdbDir(const std::string& hwdb_dir);
 
 /// Loads a system by name (hwdb/systems/NAME.yaml, from `hwdb_dir` if given, else the
 /// embedded database) or by path to a system YAML. The system's `gpu:` names a file of
-/// hwdb/gpus/ in the same database. A system without megatron_time_fit borrows the fitted
-/// constants (BorrowMegatronFit). Throws InputError for an unknown name (listing the
-/// known ones) or a malformed file (file, line, field).
+/// hwdb/gpus/ in the same database. A system without megatron_time_fit prices with the
+/// physical constants of its GPU generation (ApplyUnfittedMegatronFit). Throws InputError for
+/// an unknown name (listing the known ones) or a malformed file (file, line, field).
 SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir = "");
 
-/// For a system without its own megatron_time_fit: the fitted constants of the embedded
-/// systems whose GPU has the same compute capability (a DGX H200 prices with DGX H100's;
-/// the median per constant when several), else the median per constant over every embedded
-/// fitted system (A100, MI300X, a user's GPU). The unfitted defaults price GEMMs at the
-/// measured best rate (MAMF) and predicted 70-76% MFU for dense Megatron-Bridge plans on
-/// H200 and A100, against 47% on the fitted H100; the fitted systems' GEMM factors are
-/// 1.2-2.5. Sets MegatronTimeFit::borrowed_from; `fitted` stays false. No-op when fitted.
-void BorrowMegatronFit(SystemSpec& system);
+/// For a system without its own megatron_time_fit: the physical constants of its GPU
+/// generation (cost::MegatronPhysicalFit: GEMMs at the measured sustained 1/1.15 (BF16) and
+/// 1/1.20 (FP8, FP4) of the GPU file's own MAMF, elementwise kernels at the measured 0.674 of
+/// its HBM bandwidth, 4 us per kernel), instead of another system's fitted constants, which
+/// carry what that system's rows miss: on the published DGX A100 runs of
+/// tests/data/published_dense_runs.csv the median |error| is 7.0% with these constants and
+/// 27.1% with the median of the fitted systems' (docs/accuracy.md). Sets
+/// MegatronTimeFit::borrowed_from to "the physical model"; `fitted` stays false. No-op when
+/// fitted.
+void ApplyUnfittedMegatronFit(SystemSpec& system);
 
 /// One fitted system's constants, as BorrowMegatronFitFrom borrows from them: the system's
 /// name (named in MegatronTimeFit::borrowed_from), its GPU's compute capability and its fit.
@@ -108,10 +110,10 @@ struct FittedSystemConstants {
   double compute_capability = 0;
   MegatronTimeFit fit;
 };
-/// BorrowMegatronFit's rule with `fitted` in place of the embedded systems' fits: the median
-/// per constant over the entries of the same compute capability as `system`'s GPU, else over
-/// all of them. `validate --transfer` prices a held-out system this way from the fits of the
-/// other systems. No-op when `system` is fitted or `fitted` is empty.
+/// The rule unfitted systems followed before ApplyUnfittedMegatronFit, kept as validate
+/// --transfer's "LOSO borrow" column: the median per constant over the entries of `fitted`
+/// of the same compute capability as `system`'s GPU, else over all of them; sets
+/// MegatronTimeFit::borrowed_from. No-op when `system` is fitted or `fitted` is empty.
 void BorrowMegatronFitFrom(SystemSpec& system, const std::vector<FittedSystemConstants>& fitted);
 
 /// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/. Throws

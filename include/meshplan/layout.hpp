@@ -189,6 +189,16 @@ struct MbSettings {
   bool pipeline_dtype_set = true;      ///< model.pipeline_dtype is not null
   bool transformer_engine = true;      ///< model.transformer_impl == transformer_engine
   Tri tp_comm_overlap = Tri::kUnset;   ///< comm_overlap.tp_comm_overlap as requested
+  /// Megatron-Core attention_backend unfused (DotProductAttention: the s x s scores written
+  /// to HBM, FusedScaleMaskSoftmax and attention dropout between two batched GEMMs), as
+  /// Megatron-LM ran before FlashAttention; false: Transformer Engine's flash / fused kernels.
+  /// Planner layouts leave it false; published runs set it from their megatron_settings.
+  bool unfused_attention = false;
+  /// Megatron-LM 2021's scatter_gather_tensors_in_pipeline (Narayanan et al. 2021 section 4.1):
+  /// without sequence parallelism each TP rank sends 1/tp of the stage output over its own
+  /// link and the receiver all-gathers it over NVLink. Megatron-Core has no such option
+  /// (sequence parallelism shards the tensor instead); published 2021-2022 runs set it.
+  bool pp_scatter_gather = false;
   Tri overlap_p2p_comm = Tri::kUnset;  ///< comm_overlap / model overlap_p2p_comm
   Tri batch_p2p_comm = Tri::kUnset;    ///< comm_overlap / model batch_p2p_comm
   Tri overlap_grad_reduce = Tri::kUnset;   ///< ddp / comm_overlap overlap_grad_reduce

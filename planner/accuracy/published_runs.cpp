@@ -228,8 +228,9 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   }
 }
 
-// The survey's megatron_settings cell: "key=true|false" items separated by ';'. A key or a
-// value it does not know becomes the row's skip reason, naming the item.
+// The survey's megatron_settings cell: "key=true|false" items (and attention_backend =
+// unfused | flash | fused) separated by ';'. A key or a value it does not know becomes the
+// row's skip reason, naming the item.
 void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ';');) {
@@ -237,15 +238,27 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string key = Trim(item.substr(0, eq)), value = eq == std::string::npos ? "" : Lower(Trim(item.substr(eq + 1)));
+    if (key == "attention_backend") {  // Megatron-Core's AttnBackend names
+      if (value != "unfused" && value != "flash" && value != "fused") {
+        if (r.skip.empty()) {
+          r.skip = "megatron_settings: attention_backend expects unfused, flash or fused, found '" + item + "'";
+        }
+        return;
+      }
+      r.unfused_attention = value == "unfused";
+      continue;
+    }
     Tri* field = key == "distributed_optimizer" ? &r.distributed_optimizer
                  : key == "sequence_parallel"    ? &r.sequence_parallel
                  : key == "tp_comm_overlap"      ? &r.tp_comm_overlap
                  : key == "overlap_grad_reduce"  ? &r.overlap_grad_reduce
+                 : key == "scatter_gather_tensors_in_pipeline" ? &r.pp_scatter_gather
                                                  : nullptr;
     if (field == nullptr || (value != "true" && value != "false")) {
       if (r.skip.empty()) {
-        r.skip = "megatron_settings: expected items distributed_optimizer, sequence_parallel, tp_comm_overlap or "
-                 "overlap_grad_reduce = true / false, found '" + item + "'";
+        r.skip = "megatron_settings: expected items distributed_optimizer, sequence_parallel, tp_comm_overlap, "
+                 "overlap_grad_reduce or scatter_gather_tensors_in_pipeline = true / false, or attention_backend = "
+                 "unfused / flash / fused, found '" + item + "'";
       }
       return;
     }
@@ -577,6 +590,8 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   // The run's own software where it differs from what meshplan emits (after the recipe
   // settings: a survey row names them only when it knows them).
   if (run.tp_comm_overlap != Tri::kUnset) l.mb.tp_comm_overlap = run.tp_comm_overlap;
+  l.mb.unfused_attention = run.unfused_attention;
+  l.mb.pp_scatter_gather = run.pp_scatter_gather == Tri::kTrue;
   if (run.overlap_grad_reduce != Tri::kUnset) {
     l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = run.overlap_grad_reduce;
   }

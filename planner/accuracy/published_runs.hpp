@@ -84,9 +84,13 @@ struct PublishedRun {
   /// The survey's optional megatron_settings cell ("key=false; ..."): settings of the run's
   /// software that meshplan's emitted Megatron-Core settings would get wrong (Megatron-LM 2021
   /// had no distributed optimizer, no sequence parallelism, no TP or DP communication overlap).
-  /// kUnset: as emitted.
+  /// kUnset: as emitted. Two more items name software Megatron-Core no longer has:
+  /// attention_backend=unfused (the attention core before FlashAttention, MbSettings::
+  /// unfused_attention) and scatter_gather_tensors_in_pipeline=true (Megatron-LM 2021's
+  /// pipeline scatter / gather over TP, MbSettings::pp_scatter_gather).
   Tri distributed_optimizer = Tri::kUnset, sequence_parallel = Tri::kUnset, tp_comm_overlap = Tri::kUnset,
-      overlap_grad_reduce = Tri::kUnset;
+      overlap_grad_reduce = Tri::kUnset, pp_scatter_gather = Tri::kUnset;
+  bool unfused_attention = false;  ///< attention_backend=unfused (default: flash / fused kernels)
 };
 
 /// A published-runs file: its format and one run per non-blank data line, in file order.

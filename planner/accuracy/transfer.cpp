@@ -16,6 +16,7 @@ const char* TransferSchemeName(TransferScheme scheme) {
     case kLeaveOneOut: return "LOO";
     case kLosoBorrowed: return "LOSO borrow";
     case kLosoPooled: return "LOSO pooled";
+    case kLosoPhysical: return "LOSO phys";
     case kLeaveFamilyOut: return "LOFO";
     case kTransferSchemes: break;
   }
@@ -116,6 +117,7 @@ TransferReport MeasureTransfer(const std::map<std::string, std::vector<FitRow>>&
       }
       t.residual[kLosoBorrowed] = RelativeError(FitPredict(r, held_out.megatron_fit), r.published_step);
       t.residual[kLosoPooled] = RelativeError(FitPredict(r, pooled_fit), r.published_step);
+      t.residual[kLosoPhysical] = RelativeError(FitPredict(r, cost::MegatronPhysicalFit()), r.published_step);
       t.residual[kLeaveFamilyOut] = RelativeError(FitPredict(r, without_family.at(t.family)), r.published_step);
     }
   }

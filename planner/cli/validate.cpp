@@ -115,9 +115,10 @@ void PrintTransfer(std::FILE* out, const TransferReport& t) {
   std::fprintf(out,
                "\ntransfer of the fitted step-time constants: median / p90 |step-time residual| per group\n"
                "  in-sample: each system fitted on all its rows; LOO: without the row; LOSO borrow: the system's own\n"
-               "  rows left out, constants borrowed from the other systems' fits as an unfitted system borrows (median\n"
-               "  of those of the same GPU compute capability, else of all); LOSO pooled: one fit on the other systems'\n"
-               "  rows; LOFO: the system fitted without the row's model family\n");
+               "  rows left out, constants borrowed from the other systems' fits (median of those of the same GPU\n"
+               "  compute capability, else of all; the former rule for an unfitted system); LOSO pooled: one fit on\n"
+               "  the other systems' rows; LOSO phys: no fit, the physical constants of the GPU generation (the rule\n"
+               "  for an unfitted system); LOFO: the system fitted without the row's model family\n");
   std::fprintf(out, "%-22s %5s", "group", "rows");
   for (int s = 0; s < kTransferSchemes; ++s) std::fprintf(out, " %13s", TransferSchemeName(TransferScheme(s)));
   std::fprintf(out, "\n");

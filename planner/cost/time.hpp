@@ -477,6 +477,52 @@ MegatronTerms MegatronRankTerms(const Ctx& c, int64_t pp_rank, const MemoryBreak
 /// The rank-independent part of MegatronRankTerms (rates, per-token HBM time per layer kind,
 /// per-micro-batch collective times, links), computed once per layout when several pipeline
 /// ranks are scored. Same formulas, split for speed.
+/// The physical step-time constants of a GPU generation, for a system without a
+/// megatron_time_fit of its own (MegatronPhysicalFit). The generation enters through the GPU
+/// file: its datasheet peaks, its MAMF fraction (matmul_efficiency_*: the published best-shape
+/// GEMM rate, groundtruth C.3 from stas00/ml-engineering's MAMF table: A100 271.2 of 312
+/// TFLOP/s BF16, H100 794.5 of 989 BF16 / 1402.6 of 1979 FP8, B200 1745.0 of 2250 / 3432.5 of
+/// 4500, GB200 1822.0 of 2500 / 3615.6 of 5000) and its HBM bandwidth. These constants are
+/// what measured kernels reach of those rates, measured on H200 and assumed on other GPUs:
+///   kMamfSustainedBf16 / Fp8: training-shape large GEMMs sustain 1/1.15 (BF16) and 1/1.20
+///     (FP8) of MAMF (tools/measure/gemm_size.py, tests/data/measured/h200_gemm_size.jsonl: the
+///     level of the GEMM-size model's fit with the rate fixed at hwdb's MAMF; MAMF is the best
+///     shape of a brute-force search, a training GEMM is not); FP4 takes FP8's.
+///   kElementwiseHbmShare: an elementwise / norm kernel moves its bytes at 0.674 of the HBM
+///     datasheet bandwidth (median of the 20 add, RMSNorm, SwiGLU, copy and FP8-cast kernels of
+///     tests/data/measured/h200_kernels.jsonl, 0.50-0.90).
+inline constexpr double kMamfSustainedBf16 = 1.15;
+inline constexpr double kMamfSustainedFp8 = 1.20;
+inline constexpr double kElementwiseHbmShare = 0.674;
+/// MegatronTimeFit of the physical constants above: gemm_bf16 kMamfSustainedBf16, gemm_fp8 and
+/// gemm_fp4 kMamfSustainedFp8, memory_bound 1 / kElementwiseHbmShare, kernel_overhead 4 us
+/// (the fit's prior). `fitted` false, `borrowed_from` "the physical model". Throws nothing.
+MegatronTimeFit MegatronPhysicalFit();
+
+/// One decoder layer's unfused attention core (Megatron-Core DotProductAttention,
+/// attention_backend unfused; Megatron-LM's CoreAttention before FlashAttention) for one
+/// micro-batch on one TP rank, seconds. Shapes: b = micro_batch, n = heads / tp, s = seq_len,
+/// d = head dim; E = b·n·s² score elements (the full square: baddbmm computes every score
+/// and the causal mask is applied inside the softmax).
+///   gemm: the QK^T and PV batched GEMMs (2·E·d FLOP each) forward, their dgrad and wgrad
+///     backward (3 x the forward), plus one forward per recompute of the core
+///     (`core_recomputes`: 1 with selective core_attn or full recompute, 0 without), each
+///     at GemmSeconds on the (b·n·s) x d x s and (b·n·s) x s x d shapes (the measured GEMM
+///     model: these are HBM-bound where d is small).
+///   scores_bytes: the HBM traffic of the passes between them, per score element in 2-byte
+///     scores and a 1-byte dropout mask (Korthikanti et al. 2022 section 4.1: softmax output
+///     2as²b, dropout mask as²b, dropout output 2as²b): forward FusedScaleMaskSoftmax read 2 +
+///     write 2, attention dropout read 2 + write 2 + mask 1 (9); backward dropout read 2 +
+///     mask 1 + write 2, softmax backward read 2 (gradient) + 2 (its output) + write 2 (11);
+///     9 again per recompute. The GEMMs' own reads and writes of the scores are in gemm.
+/// Priced where a published run used it (MbSettings::unfused_attention); 0s for d or s < 1.
+struct MegatronUnfusedCoreSeconds {
+  double gemm = 0;          ///< s, batched GEMMs (not scaled by the fitted constants, as the flash core)
+  double scores_bytes = 0;  ///< bytes of softmax / dropout traffic (HBM-bound, scaled by memory_bound)
+};
+MegatronUnfusedCoreSeconds MegatronUnfusedCore(double micro_batch, double heads_per_rank, double seq_len,
+                                               double head_dim, double core_recomputes, double rate,
+                                               double hbm_bandwidth);
 struct MegatronShared {
   double tp = 1, ep = 1, etp = 1, n_mb = 1, tokens = 0, extra = 0, core_extra = 0, v = 1;
   bool full = false;
@@ -503,6 +549,7 @@ struct MegatronShared {
   double attn_mem_s = 0, mamba_mem_s = 0;
   double attn_kernels = 0, attn_host = 0, mamba_kernels = 0, mamba_host = 0;
   double ssd_rate = 0, mamba_cp_mb = 0;
+  MegatronUnfusedCoreSeconds unfused_core;  ///< per layer per micro-batch (unfused_attention only)
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;
 };

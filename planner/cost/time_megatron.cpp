@@ -75,6 +75,30 @@ MegatronPpComm MegatronPipelineComm(int64_t pp, int64_t vpp, int64_t micro_batch
   return out;
 }
 
+MegatronTimeFit MegatronPhysicalFit() {
+  MegatronTimeFit f;
+  f.gemm_bf16 = kMamfSustainedBf16;
+  f.gemm_fp8 = f.gemm_fp4 = kMamfSustainedFp8;
+  f.memory_bound = 1.0 / kElementwiseHbmShare;
+  f.kernel_overhead = 4e-6;
+  f.borrowed_from = "the physical model";
+  return f;
+}
+
+MegatronUnfusedCoreSeconds MegatronUnfusedCore(double micro_batch, double heads_per_rank, double seq_len,
+                                               double head_dim, double core_recomputes, double rate,
+                                               double hbm_bandwidth) {
+  MegatronUnfusedCoreSeconds out;
+  if (micro_batch <= 0 || heads_per_rank <= 0 || seq_len < 1 || head_dim < 1) return out;
+  const double rows = micro_batch * heads_per_rank * seq_len;  // (b·n·s) rows of the batched GEMMs
+  const double forward = GemmSeconds(rows, head_dim, seq_len, rate, hbm_bandwidth, false) +  // QK^T
+                         GemmSeconds(rows, seq_len, head_dim, rate, hbm_bandwidth, false);   // probabilities x V
+  out.gemm = (3.0 + core_recomputes) * forward;
+  const double scores = rows * seq_len;
+  out.scores_bytes = scores * (9.0 * (1.0 + core_recomputes) + 11.0);
+  return out;
+}
+
 int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, SplitPlaces places, int64_t mtp_layers) {
   const int64_t n = split.num_stages;
   if (n <= 0) return 0;
@@ -428,6 +452,15 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.expert_rate = rate * ExpertGemmFactor(m, expert_tokens, s.etp, rate, gpu.hbm_bandwidth, fp8);
   s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
                 AttentionLengthFactor(c.setup.seq_len, l.cp);
+  if (l.unfused_attention) {
+    // The core's forward runs again under full recompute (3·extra of a forward) or selective
+    // core_attn recompute (core_extra 1/3 = one forward).
+    const double seq = double(c.setup.seq_len) / double(std::max<int64_t>(1, l.cp));
+    s.unfused_core = MegatronUnfusedCore(double(std::max<int64_t>(1, l.micro_batch)),
+                                         double(m.num_attention_heads) / s.tp, seq, double(QkHeadDim(m)),
+                                         3.0 * s.core_extra, gpu.bf16_flops * MatmulEfficiency(gpu, Precision::kBf16),
+                                         gpu.hbm_bandwidth);
+  }
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
   const MegatronUnfused unfused = c.tables ? c.tables->Unfused() : MegatronUnfusedOps(m);
   // Unfused paths: their forward runs again under full recompute (3·extra = the share).
@@ -497,7 +530,15 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     // The tensor sent between stages is [seq/cp (/tp with sequence parallel), mbs, h] in
     // BF16 (schedules.py get_tensor_shapes).
     const Link lpp = RingLink(sys, c.links, g.pp);
-    const double per = P2pSeconds(t_mb / (l.sequence_parallel ? s.tp : 1.0) * h * 2.0, lpp);
+    const double send_bytes = t_mb * h * 2.0;
+    double per = P2pSeconds(send_bytes / (l.sequence_parallel ? s.tp : 1.0), lpp);
+    if (l.pp_scatter_gather && !l.sequence_parallel && l.tp > 1) {
+      // Megatron-LM 2021's scatter / gather (Narayanan et al. 2021 section 4.1,
+      // p2p_communication.py split_tensor_into_1d_equal_chunks / gather_split_1d_tensor): each
+      // TP rank sends its 1/tp chunk over its own link, the receiver all-gathers the tensor
+      // over the TP group's link.
+      per = P2pSeconds(send_bytes / s.tp, lpp) + AllGatherSeconds(send_bytes, l.tp, RingLink(sys, c.links, g.tp));
+    }
     const MegatronPpComm pc = MegatronPipelineComm(
         l.pp, static_cast<int64_t>(s.v), static_cast<int64_t>(s.n_mb), per, lpp, l.overlap_p2p, l.batch_p2p_sync,
         l.ep_a2a_overlap && m.is_moe(), l.cuda_graph != CudaGraphCapture::kFullIteration);
@@ -557,6 +598,12 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   if (gpu.hbm_bandwidth > 0) {
     t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
                       gpu.hbm_bandwidth;
+  }
+  if (l.unfused_attention) {
+    // Unfused core (MegatronUnfusedCore): its batched GEMMs replace the flash kernel, its
+    // softmax / dropout passes over the s x s scores are HBM-bound work.
+    t.attention = n_mb * layers * s.unfused_core.gemm;
+    if (gpu.hbm_bandwidth > 0) t.memory_bound += n_mb * layers * s.unfused_core.scores_bytes / gpu.hbm_bandwidth;
   }
   const MegatronLayerKernels& lk = s.layer_kernels;
   t.kernels = n_mb * (dense_layers * lk.dense + moe_layers * lk.moe) * (1.0 + extra);

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <vector>
 
+#include "cost/time.hpp"
 #include "data/yaml_util.hpp"
 #include "hardware/hwdb_parse.hpp"
 #include "meshplan/data.hpp"
@@ -115,22 +116,6 @@ void CheckHwdbDir(const std::string& hwdb_dir) {
 
 namespace {
 
-// The embedded systems with a megatron_time_fit, parsed once.
-const std::vector<FittedSystemConstants>& EmbeddedFits() {
-  static const std::vector<FittedSystemConstants> fits = [] {
-    std::vector<FittedSystemConstants> v;
-    for (const std::string& n : ListSystems()) {
-      const std::string path = "hwdb/systems/" + n + ".yaml";
-      const auto text = data::FindEmbedded(path);
-      if (!text) continue;
-      const SystemSpec s = hardware::ParseSystem(std::string(*text), hardware::kEmbeddedPrefix + path, GpuSearch{});
-      if (s.megatron_fit.fitted) v.push_back({s.name, s.gpu.compute_capability, s.megatron_fit});
-    }
-    return v;
-  }();
-  return fits;
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -138,7 +123,7 @@ double Median(std::vector<double> v) {
 }
 
 SystemSpec WithFit(SystemSpec s) {
-  BorrowMegatronFit(s);
+  ApplyUnfittedMegatronFit(s);
   return s;
 }
 
@@ -146,7 +131,10 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
 
 }  // namespace
 
-void BorrowMegatronFit(SystemSpec& system) { BorrowMegatronFitFrom(system, EmbeddedFits()); }
+void ApplyUnfittedMegatronFit(SystemSpec& system) {
+  if (system.megatron_fit.fitted) return;
+  system.megatron_fit = cost::MegatronPhysicalFit();
+}
 
 void BorrowMegatronFitFrom(SystemSpec& system, const std::vector<FittedSystemConstants>& fitted) {
   if (system.megatron_fit.fitted) return;

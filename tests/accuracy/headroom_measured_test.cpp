@@ -52,7 +52,7 @@ TEST_CASE("headroom: Megatron-Bridge's default is Megatron-Core's measured fragm
   CHECK(mcore.default_allocator < 0.10);
 }
 
-TEST_CASE("headroom: AutoModel's default covers the one-GPU losses with expandable segments, not FSDP2's pools") {
+TEST_CASE("headroom: AutoModel's default covers the one-GPU losses with expandable segments but not FSDP2's pools") {
   const Loss hf = LargestLoss("h200_alloc_limit.jsonl");
   const double h = FindFramework("automodel")->default_headroom;
   CHECK(hf.expandable < 0.005);  // 0.2-0.4% measured: the 10% is kept for what one GPU does not show

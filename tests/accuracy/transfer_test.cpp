@@ -16,6 +16,7 @@
 #include "accuracy/megatron_fit.hpp"
 #include "accuracy/transfer.hpp"
 #include "cli/commands.hpp"
+#include "cost/time.hpp"
 #include "meshplan/accuracy.hpp"
 #include "meshplan/hardware.hpp"
 
@@ -85,17 +86,23 @@ TEST_CASE("transfer: the Megatron-Bridge perf rows' transfer table is printed an
   CHECK(families == 130);
   CHECK(depths == 130);
   // A regression fence, not a target: the issue's targets are leave-one-system-out median
-  // <= 10% and p90 <= 20%, which the borrowed constants miss by far (24.7% / 58.5% when this
-  // was written: GB300 borrowing B300's fit, the same GPU compute capability, is 32% off at
-  // the median; DGX H100, with no other Hopper system fitted, takes the median of the four
-  // Blackwell fits). The fences sit a little above the current values so that a change that
-  // makes transfer worse fails here and has to say why.
+  // <= 10% and p90 <= 20%, which every leave-one-system-out column misses. Borrowing the
+  // other systems' fits (the former rule for an unfitted system) is 24.4% / 58.3% (GB300
+  // borrowing B300's fit is 32% off at the median); the physical constants of each GPU
+  // generation (the rule now, cost::MegatronPhysicalFit), with no row of any system fitted,
+  // 20.4% / 40.0%; a fit pooled over the other systems 10.4% / 27.8%. The fences sit a little
+  // above these values so that a change that makes transfer worse fails here and says why.
   CHECK(all->median[kLosoBorrowed] <= 0.26);
   CHECK(all->p90[kLosoBorrowed] <= 0.61);
-  CHECK(all->median[kLosoPooled] <= 0.115);  // 10.5% when written
-  CHECK(all->p90[kLosoPooled] <= 0.29);      // 27.5%
-  CHECK(all->median[kLeaveFamilyOut] <= 0.12);  // 11.1%
-  CHECK(all->p90[kLeaveFamilyOut] <= 0.285);    // 26.8%
+  CHECK(all->median[kLosoPooled] <= 0.115);
+  CHECK(all->p90[kLosoPooled] <= 0.29);
+  CHECK(all->median[kLosoPhysical] <= 0.215);
+  CHECK(all->p90[kLosoPhysical] <= 0.42);
+  CHECK(all->median[kLeaveFamilyOut] <= 0.12);  // 11.0%
+  CHECK(all->p90[kLeaveFamilyOut] <= 0.28);     // 26.5%
+  // The physical rule transfers better than borrowing (median and p90).
+  CHECK(all->median[kLosoPhysical] < all->median[kLosoBorrowed]);
+  CHECK(all->p90[kLosoPhysical] < all->p90[kLosoBorrowed]);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("transfer test: %.2f s (both validate passes)\n", seconds);
 }
@@ -138,6 +145,8 @@ TEST_CASE("transfer: each scheme predicts with the constants it names (synthetic
     CHECK(std::fabs(r.residual[kLeaveFamilyOut]) < 0.02);
     CHECK(r.residual[kLosoBorrowed] == doctest::Approx(expected).epsilon(1e-9));
     CHECK(r.residual[kLosoPooled] == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(r.residual[kLosoPhysical] ==
+          doctest::Approx(accuracy::FitPredict(*row, cost::MegatronPhysicalFit()) / row->published_step - 1.0));
     // a's 1.3 rows priced with b's constants (about 1.8) come out slow, b's fast.
     CHECK((r.system == "a" ? r.residual[kLosoBorrowed] > 0.05 : r.residual[kLosoBorrowed] < -0.05));
   }
@@ -213,12 +222,23 @@ TEST_CASE("transfer: published dense runs on A100 and H100 without a fit of thei
   REQUIRE(a100.size() == 20);
   REQUIRE(h100.size() == 3);
   const double a100_median = accuracy::Quantile(a100, 0.5), h100_median = accuracy::Quantile(h100, 0.5);
-  std::printf("published dense runs: DGX A100 (borrowed constants) median |error| %.1f%% over %zu rows; "
-              "DGX H100 (Llama 3 405B) median %.1f%% over %zu rows\n",
+  std::printf("published dense runs: DGX A100 (the physical constants of its generation) median |error| %.1f%% over "
+              "%zu rows; DGX H100 (Llama 3 405B, own fit) median %.1f%% over %zu rows\n",
               100 * a100_median, a100.size(), 100 * h100_median, h100.size());
-  // A regression fence, not a target (the issue's: within 10% median on systems without their
-  // own fit). DGX A100 borrows the median of every fitted system's constants: predicted 3-35%
-  // too slow, more so the deeper the pipeline (21.0% median when written).
-  CHECK(a100_median <= 0.23);
+  // DGX A100 has no fit: it prices with the physical constants (cost::MegatronPhysicalFit),
+  // with Megatron-LM's unfused attention core and pipeline scatter / gather priced where the
+  // rows ran them. The issue's target, within 10% median on a system without its own fit, is
+  // met: 7.0% when written (21.4% with the median of the fitted systems' constants and neither
+  // mechanism; 27.1% with them borrowed and both mechanisms priced). A fence a little above.
+  CHECK(a100_median <= 0.08);
+  // No depth trend left: the PP 1 rows and the PP >= 35 rows both within 10% at the median.
+  std::vector<double> shallow, deep;
+  for (const ValidateRow& row : report.rows) {
+    if (!row.skip.empty() || row.label.rfind("#L", 0) == 0) continue;
+    if (row.layout.pp == 1) shallow.push_back(std::fabs(row.error));
+    if (row.layout.pp >= 35) deep.push_back(std::fabs(row.error));
+  }
+  CHECK(accuracy::Quantile(shallow, 0.5) <= 0.10);
+  CHECK(accuracy::Quantile(deep, 0.5) <= 0.10);
   CHECK(h100_median <= 0.33);  // 31.3% when written
 }

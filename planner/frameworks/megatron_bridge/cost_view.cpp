@@ -55,6 +55,8 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.main_grad_bytes = mb.grad_reduce_in_fp32 ? 4.0 : 2.0;
   v.bucket_size = mb.bucket_size;
   v.tp_comm_overlap = On(mb.tp_comm_overlap);
+  v.unfused_attention = mb.unfused_attention;
+  v.pp_scatter_gather = mb.pp_scatter_gather;
   v.ep_a2a_overlap = On(mb.ep_a2a_overlap);
   v.overlap_p2p = On(mb.overlap_p2p_comm);
   v.batch_p2p_sync = On(mb.batch_p2p_comm);  // batch_p2p_sync is not read: Megatron-Core's default true

@@ -7,6 +7,12 @@ namespace meshplan::megatron_bridge {
 std::string UnfittedNote(const PlanRequest& req) {
   const SystemSpec& system = req.system;
   if (system.megatron_fit.fitted) return "";
+  if (system.megatron_fit.borrowed_from == "the physical model") {
+    return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
+           "Megatron-Bridge step times use the physical constants of its GPU generation (GEMMs at 1/1.15 of the "
+           "GPU's MAMF, elementwise kernels at 0.67 of its HBM bandwidth; their errors on published runs are in docs/accuracy.md), "
+           "not fitted to runs of this system (fit its own with validate --fit)";
+  }
   if (!system.megatron_fit.borrowed_from.empty()) {
     return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
            "Megatron-Bridge step times use those of " + system.megatron_fit.borrowed_from +
