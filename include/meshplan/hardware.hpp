@@ -92,15 +92,20 @@ void CheckHwdbDir(const std::string& hwdb_dir);
 /// an unknown name (listing the known ones) or a malformed file (file, line, field).
 SystemSpec LoadSystem(const std::string& name_or_path, const std::string& hwdb_dir = "");
 
-/// For a system without its own megatron_time_fit: the physical constants of its GPU
-/// generation (cost::MegatronPhysicalFit: GEMMs at the measured sustained 1/1.15 (BF16) and
-/// 1/1.20 (FP8, FP4) of the GPU file's own MAMF, elementwise kernels at the measured 0.674 of
-/// its HBM bandwidth, 4 us per kernel), instead of another system's fitted constants, which
-/// carry what that system's rows miss: on the published DGX A100 runs of
-/// tests/data/published_dense_runs.csv the median |error| is 7.0% with these constants and
-/// 27.1% with the median of the fitted systems' (docs/accuracy.md). Sets
-/// MegatronTimeFit::borrowed_from to "the physical model"; `fitted` stays false. No-op when
-/// fitted.
+/// For a system without its own megatron_time_fit:
+///   - when an embedded system with a fit has the same GPU die (the same compute capability and
+///     the same dense BF16 peak: DGX H200's H200 and DGX H100's H100 SXM, which share SMs and
+///     clocks and differ in HBM), that system's fitted constants (BorrowMegatronFitFrom over
+///     those systems): the fit measures what the die sustains under Megatron-Core, and the
+///     memory-bound constant multiplies the ideal HBM time at the system's own bandwidth;
+///   - otherwise the physical constants of its GPU generation (cost::MegatronPhysicalFit: GEMMs
+///     at the measured sustained 1/1.15 (BF16) and 1/1.20 (FP8, FP4) of the GPU file's own MAMF,
+///     elementwise kernels at the measured 0.674 of its HBM bandwidth, 4 us per kernel), instead
+///     of another generation's fitted constants, which carry what that system's rows miss: on the
+///     published DGX A100 runs of tests/data/published_dense_runs.csv the median |error| is 7.0%
+///     with these constants and 27.1% with the median of the fitted systems' (docs/accuracy.md).
+///     Sets MegatronTimeFit::borrowed_from to "the physical model".
+/// `fitted` stays false. No-op when fitted.
 void ApplyUnfittedMegatronFit(SystemSpec& system);
 
 /// One fitted system's constants, as BorrowMegatronFitFrom borrows from them: the system's
@@ -109,6 +114,7 @@ struct FittedSystemConstants {
   std::string name;
   double compute_capability = 0;
   MegatronTimeFit fit;
+  double bf16_flops = 0;  ///< FLOP/s, its GPU's dense BF16 peak (0: not known)
 };
 /// The rule unfitted systems followed before ApplyUnfittedMegatronFit, kept as validate
 /// --transfer's "LOSO borrow" column: the median per constant over the entries of `fitted`

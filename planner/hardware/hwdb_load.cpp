@@ -116,6 +116,22 @@ void CheckHwdbDir(const std::string& hwdb_dir) {
 
 namespace {
 
+// The embedded systems with a megatron_time_fit, parsed once.
+const std::vector<FittedSystemConstants>& EmbeddedFits() {
+  static const std::vector<FittedSystemConstants> fits = [] {
+    std::vector<FittedSystemConstants> v;
+    for (const std::string& n : ListSystems()) {
+      const std::string path = "hwdb/systems/" + n + ".yaml";
+      const auto text = data::FindEmbedded(path);
+      if (!text) continue;
+      const SystemSpec s = hardware::ParseSystem(std::string(*text), hardware::kEmbeddedPrefix + path, GpuSearch{});
+      if (s.megatron_fit.fitted) v.push_back({s.name, s.gpu.compute_capability, s.megatron_fit, s.gpu.bf16_flops});
+    }
+    return v;
+  }();
+  return fits;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -133,6 +149,17 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
 
 void ApplyUnfittedMegatronFit(SystemSpec& system) {
   if (system.megatron_fit.fitted) return;
+  std::vector<FittedSystemConstants> same_die;
+  for (const FittedSystemConstants& f : EmbeddedFits()) {
+    if (std::fabs(f.compute_capability - system.gpu.compute_capability) < 1e-9 &&
+        std::fabs(f.bf16_flops - system.gpu.bf16_flops) <= 1e-6 * system.gpu.bf16_flops) {
+      same_die.push_back(f);
+    }
+  }
+  if (!same_die.empty()) {
+    BorrowMegatronFitFrom(system, same_die);
+    return;
+  }
   system.megatron_fit = cost::MegatronPhysicalFit();
 }
 

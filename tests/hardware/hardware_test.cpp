@@ -319,26 +319,31 @@ TEST_CASE("a --hwdb folder's systems are its own and their GPUs its own or else 
 
 }  // TEST_SUITE("hardware")
 
-TEST_CASE("systems without megatron_time_fit price with their GPU generation's physical constants") {
+TEST_CASE("systems without megatron_time_fit price with their GPU die's fit or their generation's physical constants") {
   const SystemSpec h100 = LoadSystem("dgx-h100");
   REQUIRE(h100.megatron_fit.fitted);
   CHECK(h100.megatron_fit.borrowed_from.empty());
-  // DGX H200 and DGX A100 have no fit: GEMMs at 1/1.15 (BF16) and 1/1.20 (FP8) of their own
-  // GPU file's MAMF (measured sustained fractions on H200), elementwise kernels at 0.674 of
-  // the HBM bandwidth (1 / 0.674 = 1.484), 4 us per kernel; nothing taken from DGX H100's fit.
-  for (const char* name : {"dgx-h200", "dgx-a100"}) {
-    const SystemSpec s = LoadSystem(name);
-    CHECK_FALSE(s.megatron_fit.fitted);
-    CHECK(s.megatron_fit.borrowed_from == "the physical model");
-    CHECK(s.megatron_fit.gemm_bf16 == doctest::Approx(1.15));
-    CHECK(s.megatron_fit.gemm_fp8 == doctest::Approx(1.20));
-    CHECK(s.megatron_fit.gemm_fp4 == doctest::Approx(1.20));
-    CHECK(s.megatron_fit.memory_bound == doctest::Approx(1.4837).epsilon(1e-3));
-    CHECK(s.megatron_fit.kernel_overhead == doctest::Approx(4e-6));
-    CHECK(s.megatron_fit.gemm_bf16 != doctest::Approx(h100.megatron_fit.gemm_bf16));
-  }
-  // The generation enters through the GPU file's MAMF: A100 271.2 of 312 TFLOP/s BF16, H200
-  // (as H100) 794.5 of 989 (groundtruth C.3).
-  CHECK(LoadSystem("dgx-a100").gpu.matmul_efficiency_bf16 == doctest::Approx(271.2 / 312).epsilon(1e-3));
-  CHECK(LoadSystem("dgx-h200").gpu.matmul_efficiency_bf16 == doctest::Approx(794.5 / 989).epsilon(1e-3));
+  // DGX A100 has no fit and no fitted system shares its die: GEMMs at 1/1.15 (BF16) and 1/1.20
+  // (FP8) of its own GPU file's MAMF (measured sustained fractions on H200), elementwise kernels
+  // at 0.674 of the HBM bandwidth (1 / 0.674 = 1.484), 4 us per kernel.
+  const SystemSpec a100 = LoadSystem("dgx-a100");
+  CHECK_FALSE(a100.megatron_fit.fitted);
+  CHECK(a100.megatron_fit.borrowed_from == "the physical model");
+  CHECK(a100.megatron_fit.gemm_bf16 == doctest::Approx(1.15));
+  CHECK(a100.megatron_fit.gemm_fp8 == doctest::Approx(1.20));
+  CHECK(a100.megatron_fit.gemm_fp4 == doctest::Approx(1.20));
+  CHECK(a100.megatron_fit.memory_bound == doctest::Approx(1.4837).epsilon(1e-3));
+  CHECK(a100.megatron_fit.kernel_overhead == doctest::Approx(4e-6));
+  // DGX H200's H200 is DGX H100's die (compute capability 9.0, 989 TFLOP/s BF16): it takes
+  // DGX H100's fitted constants, not the physical ones.
+  const SystemSpec h200 = LoadSystem("dgx-h200");
+  CHECK_FALSE(h200.megatron_fit.fitted);
+  CHECK(h200.megatron_fit.borrowed_from == "dgx-h100 (same GPU compute capability 9.0)");
+  CHECK(h200.megatron_fit.gemm_bf16 == doctest::Approx(h100.megatron_fit.gemm_bf16));
+  CHECK(h200.megatron_fit.memory_bound == doctest::Approx(h100.megatron_fit.memory_bound));
+  CHECK(h200.megatron_fit.gemm_bf16 != doctest::Approx(1.15));
+  // The generation enters the physical constants through the GPU file's MAMF: A100 271.2 of
+  // 312 TFLOP/s BF16, H200 (as H100) 794.5 of 989 (groundtruth C.3).
+  CHECK(a100.gpu.matmul_efficiency_bf16 == doctest::Approx(271.2 / 312).epsilon(1e-3));
+  CHECK(h200.gpu.matmul_efficiency_bf16 == doctest::Approx(794.5 / 989).epsilon(1e-3));
 }
