@@ -122,9 +122,11 @@ std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
 }
 
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb, int64_t gpus,
-                        const PointSource& source, bool generic_decoder) {
+                        const PointSource& source, bool generic_decoder, bool rules_only_hybrid) {
   LoadedInputs in{LoadModel(model, ModelReadOptions{generic_decoder}), LoadSystem(system, hwdb)};
-  if (const std::string why = HybridRefusal(in.model); !why.empty()) throw InputError(in.model.source, "model", why);
+  if (const std::string why = HybridRefusal(in.model); !why.empty() && !rules_only_hybrid) {
+    throw InputError(in.model.source, "model", why);
+  }
   if (const std::string problem = GpuCountProblem(in.system, gpus); !problem.empty()) {
     FlagError(source.gpus_flag, source.gpus_prefix + problem);
   }
@@ -132,6 +134,9 @@ LoadedInputs LoadInputs(const std::string& model, const std::string& system, con
 }
 
 PlanRequest BuildRequest(const RequestSettings& s, LoadedInputs loaded) {
+  if (const std::string why = FrameworkOf(s.framework).unsupported_model(loaded.model); !why.empty()) {
+    throw InputError(loaded.model.source, "model", why);
+  }
   PlanRequest req;
   req.model = std::move(loaded.model);
   req.system = std::move(loaded.system);

@@ -33,7 +33,8 @@ std::string HybridRefusal(const ModelSpec& m) {
     return m.architecture_name + " is a hybrid model (" + std::to_string(gdn) + " Gated DeltaNet linear-attention "
            "layers of " + std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost "
            "model has no memory or time terms for Gated DeltaNet layers (recurrent state, chunked delta-rule kernel) "
-           "and no rules for their TP/CP splits, so it plans, checks and prices no layout of it";
+           "and no rules for their TP/CP splits, so it plans and prices no layout of it (check judges a recipe by the "
+           "framework's rules only)";
   }
   return m.architecture_name + " is a hybrid model (" + std::to_string(mamba) + " Mamba-2 layers of " +
          std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost model has no "

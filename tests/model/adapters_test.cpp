@@ -227,7 +227,7 @@ TEST_CASE("adapter Qwen3NextForCausalLM: Qwen3-Next-80B-A3B") {
   CHECK(HybridFlopsPerToken(only_gdn, 4096) == doctest::Approx(3.0 * 48 * 71630848.0).epsilon(1e-12));
 }
 
-TEST_CASE("adapter Qwen3_5MoeForConditionalGeneration: Qwen3.5-35B-A3B text backbone, vision tower left out") {
+TEST_CASE("adapter Qwen3_5MoeForConditionalGeneration: Qwen3.5-35B-A3B text backbone with the vision tower left out") {
   const ModelSpec m = Arch("qwen3.5-35b-a3b.json");
   CHECK(m.architecture == Architecture::kQwen3_5Moe);
   CHECK(m.architecture_name == "Qwen3_5MoeForConditionalGeneration");
