@@ -110,9 +110,12 @@ struct PointSource {
 /// database `hwdb`, "" = embedded; LoadSystem), then checks GpuCountProblem for `gpus`.
 /// Throws InputError: the loaders', or the GPU count's on `source.gpus_flag`.
 /// `generic_decoder`: an unsupported architecture is read as a generic decoder
-/// (ModelReadOptions::generic_decoder).
+/// (ModelReadOptions::generic_decoder). A model the cost model does not price (HybridRefusal)
+/// is refused (InputError on "model") unless `rules_only_hybrid`: check then runs the framework's
+/// rules on it and says why no memory or step time is predicted.
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb,
-                        int64_t gpus, const PointSource& source = {}, bool generic_decoder = false);
+                        int64_t gpus, const PointSource& source = {}, bool generic_decoder = false,
+                        bool rules_only_hybrid = false);
 
 /// What a search request holds besides its model and system, validated by the caller.
 struct RequestSettings {

@@ -117,6 +117,9 @@ struct FrameworkOps {
   std::vector<std::string> (*search_warnings)(const PlanRequest& req);
   /// Whether the --automodel-version / --mbridge-version flag of this framework was given.
   bool (*version_given)(const ReleaseChoice& asked);
+  /// "" when the framework trains the model's architecture; else why not (the framework source
+  /// that shows it), which plan, check and explain give as their error (BuildRequest).
+  std::string (*unsupported_model)(const ModelSpec& model);
   // Options only some frameworks take (plan and explain refuse them elsewhere).
   bool recompute_modules_option;  ///< --recompute-modules (Megatron-Bridge's recompute_modules)
   bool recipe_function_option;    ///< --mb-recipe (Megatron-Bridge's run_recipe.py --recipe)
@@ -223,6 +226,9 @@ std::string LaunchComment(const std::string& recipe_file);
 std::string UnfittedNote(const PlanRequest& req);
 /// The warning that torch FSDP2 is searched (--strategy fsdp2; Megatron-Bridge issue #2785).
 std::vector<std::string> SearchWarnings(const PlanRequest& req);
+/// FrameworkOps::unsupported_model of Megatron-Bridge: an architecture without a bridge
+/// (a MegatronModelBridge.register_bridge source) at the pinned Megatron-Bridge commit.
+std::string UnsupportedModel(const ModelSpec& model);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

@@ -31,7 +31,10 @@ enum class Architecture {
   kOlmo2,       ///< Olmo2ForCausalLM (OLMo 2)
   kOlmoe,       ///< OlmoeForCausalLM (OLMoE)
   kGemma2,      ///< Gemma2ForCausalLM (Gemma 2)
-  kGemma3,      ///< Gemma3ForCausalLM (Gemma 3 text-only: 1B; the larger ones are vision-language)
+  kGemma3,      ///< Gemma3ForCausalLM (Gemma 3 text-only: 1B) and Gemma3ForConditionalGeneration's text_config
+  kQwen3Next,   ///< Qwen3NextForCausalLM (Gated DeltaNet + gated full attention every 4th layer, MoE + shared expert)
+  kQwen3_5Moe,  ///< Qwen3_5MoeForConditionalGeneration (Qwen3.5 MoE: Qwen3-Next's text backbone under text_config)
+  kDeepseekV32, ///< DeepseekV32ForCausalLM (DeepSeek-V3.2: DeepSeek-V3 with the DSA lightning indexer)
   /// No Hugging Face architecture meshplan implements: a generic dense or MoE decoder (GQA
   /// attention, SwiGLU MLP, RMSNorm) from the standard config fields. Reached only by asking:
   /// --generic-decoder on an unsupported config, a shape-only model YAML
@@ -54,6 +57,7 @@ enum class MixerKind {
   kNone,       ///< no mixer: an MLP-only layer (Nemotron-H's '-' and 'E')
   kAttention,  ///< softmax attention: MHA / GQA / MQA by num_key_value_heads, MLA where ModelSpec::mla
   kMamba2,     ///< Mamba-2 SSM mixer (ModelSpec::mamba)
+  kGatedDeltaNet,  ///< Gated DeltaNet linear attention (ModelSpec::gdn; Qwen3-Next, Qwen3.5)
 };
 /// The MLP of one layer of a layer pattern.
 enum class MlpKind {
@@ -82,6 +86,19 @@ struct Mamba2Spec {
   /// NemotronHConfig chunk_size = 128). Tokens.
   int64_t chunk_size = 128;
   int64_t d_inner() const { return num_heads * head_dim; }
+};
+
+/// Gated DeltaNet linear-attention sizes (Yang, Kautz, Hatamizadeh 2024, "Gated Delta Networks:
+/// Improving Mamba2 with Delta Rule", arXiv:2412.06464; the tensors of transformers'
+/// Qwen3NextGatedDeltaNet, the keys of Qwen3NextConfig). Counts of elements.
+struct GatedDeltaNetSpec {
+  int64_t num_key_heads = 0;    ///< linear_num_key_heads (q and k heads)
+  int64_t num_value_heads = 0;  ///< linear_num_value_heads (v heads; a multiple of the key heads)
+  int64_t key_head_dim = 0;     ///< linear_key_head_dim
+  int64_t value_head_dim = 0;   ///< linear_value_head_dim
+  int64_t conv_kernel = 4;      ///< linear_conv_kernel_dim (depthwise causal conv over q, k, v)
+  int64_t key_dim() const { return num_key_heads * key_head_dim; }
+  int64_t value_dim() const { return num_value_heads * value_head_dim; }
 };
 
 /// A decoder-only transformer as meshplan sees it. Field names follow the HF config keys.
@@ -119,6 +136,9 @@ struct ModelSpec {
   /// (Gemma 2 / 3: input, post_attention, pre_feedforward, post_feedforward layernorms).
   bool sandwich_norms = false;
   bool attention_sinks = false;      ///< one learned sink logit per head (GPT-OSS)
+  /// A sigmoid output gate per query channel: q_proj h -> 2·a·d (queries and gate), the gate
+  /// multiplying the attention output before o_proj (Qwen3-Next, Qwen3.5: attn_output_gate).
+  bool attention_output_gate = false;
   int64_t sliding_window = 0;        ///< 0: none
   int64_t num_sliding_window_layers = 0;
   /// rope_scaling.rope_type (transformers < 5; `type` in older configs) or
@@ -135,9 +155,18 @@ struct ModelSpec {
   int64_t num_dense_layers = 0;         ///< layers with a dense MLP (all layers if dense)
   bool router_bias = false;             ///< router linear has a bias (GPT-OSS) or a score-correction bias (DeepSeek-V3)
   bool expert_bias = false;             ///< expert linears have biases (GPT-OSS)
+  /// A sigmoid gate h -> 1 on the shared expert's output (Qwen3-Next shared_expert_gate).
+  bool shared_expert_gate = false;
 
   bool mla = false;
   MlaSpec mla_spec;
+  /// DeepSeek-V3.2's DSA lightning indexer (DeepseekV32Indexer; 0 heads: none). Per layer:
+  /// wq_b q_lora_rank -> index_n_heads·index_head_dim, wk h -> index_head_dim, k_norm (a
+  /// LayerNorm of index_head_dim: weight and bias), weights_proj h -> index_n_heads; each query
+  /// attends to the index_topk keys the indexer selects.
+  int64_t index_n_heads = 0;
+  int64_t index_head_dim = 0;
+  int64_t index_topk = 0;
 
   /// Multi-token prediction layers (DeepSeek-V3 num_nextn_predict_layers; 0 for every other
   /// architecture). Not part of num_layers or of ParamCounts' totals, as in the published
@@ -159,6 +188,12 @@ struct ModelSpec {
   /// length when set.
   std::vector<LayerBlock> layer_pattern;
   Mamba2Spec mamba;  ///< the Mamba-2 layers' sizes (layer_pattern has kMamba2 layers)
+  GatedDeltaNetSpec gdn;  ///< the Gated DeltaNet layers' sizes (layer_pattern has kGatedDeltaNet layers)
+
+  /// Non-empty for a vision-language config whose text backbone (text_config) is planned: what
+  /// was left out ("the vision tower (vision_config) is not planned: ..."). Every output of a
+  /// plan, check or explain repeats it as a warning (ModelWarning).
+  std::string excluded_note;
 
   /// Where each config key was read (for messages that point into the user's file).
   std::map<std::string, SourceLoc> field_locs;
@@ -194,6 +229,8 @@ struct ParamCounts {
   int64_t router_per_layer = 0;
   int64_t norms_per_layer = 0;         ///< the two per-layer norms
 
+  int64_t gdn = 0;              ///< all Gated DeltaNet mixers (hybrid models; 0 otherwise)
+  int64_t gdn_per_layer = 0;    ///< one Gated DeltaNet mixer
   int64_t mamba = 0;            ///< all Mamba-2 mixers (hybrid models; 0 otherwise)
   int64_t mamba_per_layer = 0;  ///< one Mamba-2 mixer: in_proj, conv1d, dt_bias, A_log, D, norm, out_proj
 };
@@ -258,9 +295,10 @@ std::vector<std::string> ListModelPresets();
 /// HF architecture strings meshplan supports, in declaration order.
 std::vector<std::string> SupportedArchitectures();
 
-/// "" for a model of a supported architecture; for a generic decoder (Architecture::kGeneric)
-/// the warning every output of it carries (plan table, YAML, JSON, report; check; explain):
-/// "model <name>: <ModelSpec::generic_note>".
+/// "" for a model of a supported architecture planned whole; for a generic decoder
+/// (Architecture::kGeneric) or a vision-language config planned without its vision tower the
+/// warning every output of it carries (plan table, YAML, JSON, report; check; explain):
+/// "model <name>: <ModelSpec::generic_note or ModelSpec::excluded_note>".
 std::string GenericModelWarning(const ModelSpec& model);
 
 /// "" for a model whose every block kind the cost model prices under some framework; else why

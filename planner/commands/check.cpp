@@ -55,7 +55,12 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   const int64_t product = l.tp * l.pp * l.cp * l.dp;
   const bool sane = l.dp >= 1 && product == req.setup.num_gpus && l.micro_batch() >= 1 && l.tp >= 1 && l.pp >= 1 &&
                     l.cp >= 1 && l.ep >= 1;
-  if (sane) {
+  // A model the cost model does not price (HybridRefusal): the framework's rules above still
+  // judge the recipe (layer counts, head divisibility); no memory, step time or nearest layout.
+  const std::string unpriced = HybridRefusal(req.model);
+  if (!unpriced.empty()) {
+    d.not_predicted = unpriced;
+  } else if (sane) {
     d.cost = Score(CostModel(req.model, req.system, req.setup), l);
     d.out_of_memory = d.cost->capacity_bytes - d.cost->memory.Total() < 0;
     d.above_whole_memory = d.cost->memory.Total() > req.system.gpu.memory_bytes;
@@ -70,7 +75,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   if (const std::string w = SeqLenWarning(req.model, req.setup.seq_len); !w.empty()) d.warnings.push_back(w);
   for (const std::string& w : FindingMessages(ctx, Severity::kWarning)) d.warnings.push_back(w);
   d.silently_off = FindingMessages(ctx, Severity::kSilentlyOff);
-  if (!d.failures.empty() || d.out_of_memory) {
+  if ((!d.failures.empty() || d.out_of_memory) && unpriced.empty()) {
     d.nearest = NearestValidLayouts(req, l, 3);
   }
   if (d.failures.empty() && d.cost) d.against_plan = CompareWithPlan(req, l, *d.cost, kCheckComparedLayouts);
@@ -88,7 +93,8 @@ int CheckReport::Status() const {
 CheckReport CheckRecipe(const CheckInput& in) {
   const RecipeFile file = ReadRecipeFile(in.recipe);
   commands::CheckedCount(in.setup.gpus, "--gpus", 1LL << 20);
-  const LoadedInputs loaded = LoadInputs(in.setup.model, in.setup.system, in.setup.hwdb, in.setup.gpus, {}, in.setup.generic_decoder);
+  const LoadedInputs loaded =
+      LoadInputs(in.setup.model, in.setup.system, in.setup.hwdb, in.setup.gpus, {}, in.setup.generic_decoder, true);
   CheckReport rep;
   rep.file = in.recipe;
   rep.empty_documents = file.empty_documents;

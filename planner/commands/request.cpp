@@ -127,10 +127,13 @@ std::chrono::steady_clock::time_point SearchDeadline(double max_seconds) {
 }
 
 LoadedInputs LoadInputs(const std::string& model, const std::string& system, const std::string& hwdb, int64_t gpus,
-                        const PointSource& source, bool generic_decoder) {
+                        const PointSource& source, bool generic_decoder, bool rules_only_hybrid) {
   LoadedInputs in{LoadModel(model, ModelReadOptions{generic_decoder}), LoadSystem(system, hwdb)};
-  // Block kinds no framework prices; the framework's own refusal waits for BuildRequest.
-  if (const std::string why = HybridRefusal(in.model); !why.empty()) throw InputError(in.model.source, "model", why);
+  // Block kinds no framework prices (check still judges such a recipe by the framework's rules);
+  // the framework's own refusal waits for BuildRequest.
+  if (const std::string why = HybridRefusal(in.model); !why.empty() && !rules_only_hybrid) {
+    throw InputError(in.model.source, "model", why);
+  }
   if (const std::string problem = GpuCountProblem(in.system, gpus); !problem.empty()) {
     FlagError(source.gpus_flag, source.gpus_prefix + problem);
   }
@@ -138,8 +141,11 @@ LoadedInputs LoadInputs(const std::string& model, const std::string& system, con
 }
 
 PlanRequest BuildRequest(const RequestSettings& s, LoadedInputs loaded) {
-  // A hybrid model is priced by the frameworks whose cost terms have its block kinds.
-  if (const std::string why = FrameworkHybridRefusal(FrameworkOf(s.framework), loaded.model); !why.empty()) {
+  // A hybrid model is priced by the frameworks whose cost terms have its block kinds, and an
+  // architecture only by the frameworks that train it.
+  std::string why = FrameworkHybridRefusal(FrameworkOf(s.framework), loaded.model);
+  if (why.empty()) why = FrameworkOf(s.framework).unsupported_model(loaded.model);
+  if (!why.empty()) {
     throw InputError(loaded.model.source, "model", why);
   }
   PlanRequest req;

@@ -31,6 +31,13 @@ LayerMix ModelLayerMix(const ModelSpec& model) {
 ///   MLA:     A_lin = 6·[q_term + r_kv·(h + a·(d_nope + d_v) + 1) + h·d_rope + a·d_v·h],
 ///            q_term = r_q·(h + a·(d_nope + d_rope) + 1), or h·a·(d_nope + d_rope) without q_lora
 ///            A_core = 6·[a·(d_nope + d_rope)/2 + a·d_v/2]
+///   DSA (DeepSeek-V3.2, ModelSpec::index_n_heads > 0; DeepSeek-V3.2-Exp report §2.1): the
+///            indexer's projections add 6·[r_q·n_I·d_I + h·d_I + h·n_I] to A_lin; each query
+///            attends to at most k = index_topk keys, an average causal context of
+///            c = k − k(k−1)/(2s) when k < s (the sliding-window average above with W = k),
+///            s/2 otherwise, so s·A_core becomes 12·[a·(d_nope + d_rope)/2 + a·d_v/2]·c; the
+///            indexer scores every causal key, 6·n_I·d_I·s/2 (its ReLU-weighted sum and top-k
+///            selection not counted). The sparse core is timed at the dense core's rate.
 /// Router, norms and embedding lookups are not counted (as in Megatron).
 FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   FlopsPerToken f;
@@ -46,6 +53,12 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
     const double q_term = rq > 0 ? rq * (h + a * (nope + rope) + 1) : h * a * (nope + rope);
     f.attn_linear_flops = 6.0 * (q_term + rkv * (h + a * (nope + dv) + 1) + h * rope + a * dv * h);
     f.attn_core_flops = s * 6.0 * (a * (nope + rope) / 2 + a * dv / 2);
+    if (m.index_n_heads > 0) {
+      const double ni = double(m.index_n_heads), di = double(m.index_head_dim), k = double(m.index_topk);
+      f.attn_linear_flops += 6.0 * (rq * ni * di + h * di + h * ni);
+      const double context = k < s ? k - k * (k - 1) / (2.0 * s) : s / 2.0;
+      f.attn_core_flops = 12.0 * (a * (nope + rope) / 2 + a * dv / 2) * context + 6.0 * ni * di * s / 2.0;
+    }
   } else {
     const double q = a * double(m.head_dim);
     const double kv = double(m.num_key_value_heads) * double(m.head_dim);

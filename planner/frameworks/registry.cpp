@@ -48,6 +48,10 @@ const FrameworkOps kAutoModel{
     .unfitted_note = &NoNote,
     .search_warnings = &NoWarnings,
     .version_given = [](const ReleaseChoice& asked) { return asked.automodel.has_value(); },
+    // NeMo AutoModel runs every supported architecture: its own implementations
+    // (nemo_automodel/_transformers/registry.py: DeepseekV32ForCausalLM, Qwen3NextForCausalLM,
+    // Qwen3_5MoeForConditionalGeneration, ...) or the transformers class.
+    .unsupported_model = [](const ModelSpec&) { return std::string(); },
     .recompute_modules_option = false,
     .recipe_function_option = false,
     .full_recipe_option = true,
@@ -96,6 +100,7 @@ const FrameworkOps kMegatronBridge{
     .unfitted_note = &megatron_bridge::UnfittedNote,
     .search_warnings = &megatron_bridge::SearchWarnings,
     .version_given = [](const ReleaseChoice& asked) { return asked.mbridge.has_value(); },
+    .unsupported_model = &megatron_bridge::UnsupportedModel,
     .recompute_modules_option = true,
     .recipe_function_option = true,
     .full_recipe_option = false,

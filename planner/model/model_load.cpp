@@ -19,7 +19,19 @@ constexpr Architecture kAllArchitectures[] = {
     Architecture::kQwen3, Architecture::kQwen3Moe, Architecture::kDeepseekV3, Architecture::kGptOss,
     Architecture::kNemotronH, Architecture::kGlm4Moe, Architecture::kDeepseekV2, Architecture::kPhi3,
     Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe, Architecture::kGemma2,
-    Architecture::kGemma3,
+    Architecture::kGemma3, Architecture::kQwen3Next, Architecture::kQwen3_5Moe, Architecture::kDeepseekV32,
+};
+
+/// Other Hugging Face names of a supported architecture: a vision-language class whose text
+/// backbone (text_config) is the architecture (TextConfigOf in model_parse.cpp), or the text-only
+/// class of the same backbone (Megatron-Bridge's qwen35_bridge.py registers Qwen3_5MoeForCausalLM).
+struct ArchitectureAlias {
+  const char* name;
+  Architecture architecture;
+};
+constexpr ArchitectureAlias kAliases[] = {
+    {"Gemma3ForConditionalGeneration", Architecture::kGemma3},
+    {"Qwen3_5MoeForCausalLM", Architecture::kQwen3_5Moe},
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -67,6 +79,9 @@ std::optional<Architecture> ArchitectureFromName(const std::string& name) {
   for (Architecture a : kAllArchitectures) {
     if (name == ArchitectureName(a)) return a;
   }
+  for (const ArchitectureAlias& x : kAliases) {
+    if (name == x.name) return x.architecture;
+  }
   return std::nullopt;
 }
 
@@ -98,6 +113,9 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kOlmoe: return "OlmoeForCausalLM";
     case Architecture::kGemma2: return "Gemma2ForCausalLM";
     case Architecture::kGemma3: return "Gemma3ForCausalLM";
+    case Architecture::kQwen3Next: return "Qwen3NextForCausalLM";
+    case Architecture::kQwen3_5Moe: return "Qwen3_5MoeForConditionalGeneration";
+    case Architecture::kDeepseekV32: return "DeepseekV32ForCausalLM";
     case Architecture::kGeneric: return "generic decoder";
   }
   return "?";
@@ -107,6 +125,7 @@ const char* ArchitectureName(Architecture a) {
 std::vector<std::string> SupportedArchitectures() {
   std::vector<std::string> out;
   for (Architecture a : model::kAllArchitectures) out.emplace_back(ArchitectureName(a));
+  for (const model::ArchitectureAlias& x : model::kAliases) out.emplace_back(x.name);
   return out;
 }
 
@@ -118,8 +137,9 @@ std::vector<std::string> ListModelPresets() {
 }
 
 std::string GenericModelWarning(const ModelSpec& model) {
-  if (model.generic_note.empty()) return "";
-  return "model " + model.name + ": " + model.generic_note;
+  if (!model.generic_note.empty()) return "model " + model.name + ": " + model.generic_note;
+  if (!model.excluded_note.empty()) return "model " + model.name + ": " + model.excluded_note;
+  return "";
 }
 
 SourceLoc ModelSpec::Loc(const std::string& field) const {

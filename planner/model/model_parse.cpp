@@ -19,6 +19,8 @@
 #include <cctype>
 #include <cstdio>
 #include <iomanip>
+#include <optional>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,10 +53,10 @@ const std::vector<std::string> kAllMoeKeys = {
 /// (Gemma2ForCausalLM is not a misspelt LlamaForCausalLM, nor Qwen2MoeForCausalLM a misspelt
 /// Qwen3MoeForCausalLM).
 const std::vector<std::string> kKnownUnsupported = {
-    "Gemma3ForConditionalGeneration", "GemmaForCausalLM",
-    "PhiForCausalLM", "PhiMoEForCausalLM", "Qwen2MoeForCausalLM", "Qwen3NextForCausalLM",
-    "Qwen3_5MoeForConditionalGeneration", "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
-    "DeepseekV32ForCausalLM", "Glm4ForCausalLM", "GlmForCausalLM",
+    "GemmaForCausalLM",
+    "PhiForCausalLM", "PhiMoEForCausalLM", "Qwen2MoeForCausalLM", "Qwen3_5ForConditionalGeneration",
+    "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration", "Glm4ForCausalLM", "GlmForCausalLM",
     "NemotronForCausalLM", "OlmoForCausalLM",
     "GraniteMoeForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
     "MambaForCausalLM", "Mamba2ForCausalLM", "JambaForCausalLM", "FalconForCausalLM", "FalconH1ForCausalLM",
@@ -183,7 +185,7 @@ std::string ReadRopeScalingType(KeyReader& r) {
 
 /// num_key_value_heads when a config omits it: the default of each transformers configuration
 /// class (LlamaConfig: None, i.e. num_attention_heads; MistralConfig, MixtralConfig, GptOssConfig,
-/// NemotronHConfig, Glm4MoeConfig: 8; Phi3Config, GraniteConfig, Olmo2Config, OlmoeConfig:
+/// NemotronHConfig, Glm4MoeConfig: 8; Qwen3NextConfig, Qwen3_5MoeTextConfig: 2; Phi3Config, GraniteConfig, Olmo2Config, OlmoeConfig:
 /// None, i.e. num_attention_heads; Qwen2Config, Qwen3Config: 32; Qwen3MoeConfig, Gemma2Config,
 /// Gemma3TextConfig: 4). MLA
 /// (DeepseekV2Config 32, DeepseekV3Config 128) has no KV-head groups: DeepseekV3Attention never
@@ -196,6 +198,8 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kGptOss:
     case Architecture::kNemotronH:
     case Architecture::kGlm4Moe: return 8;
+    case Architecture::kQwen3Next:
+    case Architecture::kQwen3_5Moe: return 2;
     case Architecture::kQwen2:
     case Architecture::kQwen3: return 32;
     case Architecture::kQwen3Moe:
@@ -203,6 +207,7 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kGemma3: return 4;
     case Architecture::kDeepseekV2:  // MLA: no KV-head groups
     case Architecture::kDeepseekV3:
+    case Architecture::kDeepseekV32:
     case Architecture::kLlama:
     case Architecture::kPhi3:
     case Architecture::kGranite:
@@ -233,7 +238,10 @@ void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.vocab_size = r.Int("vocab_size", 1, kMaxVocab);
   s.max_position_embeddings = r.Int("max_position_embeddings", 1, kMaxPositions);
   s.tie_word_embeddings = r.Bool("tie_word_embeddings", false);
-  s.intermediate_size = r.Int("intermediate_size", 1, kMaxWidth);
+  // Qwen3.5 MoE's text_config has no intermediate_size (every layer MoE unless
+  // mlp_only_layers / decoder_sparse_step say otherwise: ReadQwen3Next requires it then).
+  const bool optional_ffn = s.architecture == Architecture::kQwen3_5Moe && !r.HasValue("intermediate_size");
+  s.intermediate_size = optional_ffn ? 0 : r.Int("intermediate_size", 1, kMaxWidth);
   s.rope_scaling_type = ReadRopeScalingType(r);
 }
 
@@ -484,6 +492,49 @@ void ReadGeneric(KeyReader& r, ModelSpec& s) {
   SayKind(s, "MoE");
 }
 
+/// Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py), which the
+/// published Gemma 3 vision-language configs leave out of their text_config (gemma-3-4b-it gives
+/// hidden_size, intermediate_size, num_hidden_layers and sliding_window only).
+const std::vector<std::pair<std::string, int64_t>> kGemma3TextDefaults = {
+    {"vocab_size", 262208},       {"hidden_size", 2304},      {"intermediate_size", 9216},
+    {"num_hidden_layers", 26},    {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+    {"head_dim", 256},            {"max_position_embeddings", 131072}};
+
+/// The text backbone of a vision-language class (architectures[0] ending in
+/// ForConditionalGeneration): the `text_config` map, which must be there. Gemma 3's missing keys
+/// take Gemma3TextConfig's defaults, as transformers does. A vision_config, when present, is left
+/// out of the plan: ModelSpec::excluded_note says so in every output.
+YAML::Node TextConfigOf(KeyReader& r, ModelSpec& s) {
+  if (!r.HasValue("text_config") || !r.Get("text_config").IsMap()) {
+    std::string hint = s.architecture == Architecture::kGemma3
+                           ? "; a Gemma 3 vision-language config (gemma-3-4b / 12b / 27b) holds its Gemma3TextConfig "
+                             "under text_config: download the checkpoint's own config.json, or for the text-only "
+                             "gemma-3-1b write architectures: [\"Gemma3ForCausalLM\"] with its keys at the top level"
+                           : "; the text backbone's keys (hidden_size, num_hidden_layers, ...) go under text_config "
+                             "in " + s.architecture_name + "'s config.json";
+    r.Fail("text_config", std::string(r.HasValue("text_config") ? "expected a map of the text backbone's keys, found "
+                                                                  "something else"
+                                                                : "missing") + hint);
+  }
+  YAML::Node text = r.Get("text_config");
+  if (s.architecture == Architecture::kGemma3) {
+    for (const auto& [key, value] : kGemma3TextDefaults) {
+      if (!text[key] || text[key].IsNull()) text[key] = value;
+    }
+  }
+  if (r.HasValue("vision_config")) {
+    s.excluded_note = "the vision tower (vision_config) is left out: the plan, memory and step time are those of "
+                      "the text backbone (text_config) on text tokens only; the vision encoder's parameters, "
+                      "activations and FLOPs at any image-token count are not counted";
+  }
+  return text;
+}
+
+bool IsVisionLanguageClass(const std::string& name) {
+  const std::string suffix = "ForConditionalGeneration";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace model
 
 /// Parses and validates one model config; see model.hpp. Every key read gets a field_locs
@@ -494,8 +545,14 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
   ModelSpec s;
   s.name = filename;
   s.source = SourceLoc{filename, 0, 0};
-  KeyReader r(root, filename, s);
-  s.architecture = ReadArchitecture(r, s, options);
+  KeyReader top(root, filename, s);
+  s.architecture = ReadArchitecture(top, s, options);
+  // A vision-language class: its text backbone's keys are read from text_config.
+  std::optional<KeyReader> text_reader;
+  if (s.architecture != Architecture::kGeneric && IsVisionLanguageClass(s.architecture_name)) {
+    text_reader.emplace(TextConfigOf(top, s), filename, s);
+  }
+  KeyReader& r = text_reader ? *text_reader : top;
   ReadCommon(r, s);
   s.num_dense_layers = s.num_layers;
   switch (s.architecture) {
@@ -557,11 +614,19 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
     case Architecture::kGemma3:
       ReadGemma(r, s);
       break;
+    case Architecture::kQwen3Next:
+    case Architecture::kQwen3_5Moe:
+      ReadQwen3Next(r, s);
+      break;
+    case Architecture::kDeepseekV32:
+      ReadDeepseekV32(r, s);
+      break;
     case Architecture::kGeneric:
       ReadGeneric(r, s);
       break;
   }
   r.CheckSpelling();
+  if (text_reader) top.CheckSpelling();
   long double total = ApproxTotalParams(s);
   if (total > kMaxTotalParams) {
     std::ostringstream os;

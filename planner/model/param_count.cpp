@@ -18,7 +18,7 @@ struct Counts {
       output_head{}, total{}, active{};
   T attention_per_layer{}, dense_mlp_per_layer{}, expert_per_layer{}, shared_per_layer{},
       router_per_layer{}, norms_per_layer{};
-  T mamba{}, mamba_per_layer{};
+  T mamba{}, mamba_per_layer{}, gdn{}, gdn_per_layer{};
 };
 
 /// Attention of one layer.
@@ -29,6 +29,9 @@ struct Counts {
 ///   q: h·r_q + r_q (q_a_layernorm) + r_q·a·(d_nope+d_rope), or h·a·(d_nope+d_rope) without q_lora
 ///   kv: h·(r_kv+d_rope) + r_kv (kv_a_layernorm) + r_kv·a·(d_nope+d_v);  o: a·d_v·h
 ///   attention_bias: biases on q_a_proj (r_q), kv_a_proj_with_mqa (r_kv+d_rope), o_proj (h).
+///   DSA indexer (DeepSeek-V3.2, DeepseekV32Indexer): wq_b r_q·n_I·d_I, wk h·d_I, k_norm
+///   LayerNorm 2·d_I, weights_proj h·n_I.
+/// attention_output_gate (Qwen3NextAttention): q_proj h·2·a·d, the gate half.
 template <class T>
 T AttentionPerLayer(const ModelSpec& m) {
   const T h = m.hidden_size, a = m.num_attention_heads;
@@ -41,10 +44,13 @@ T AttentionPerLayer(const ModelSpec& m) {
     T o = a * dv * h;
     T bias = m.attention_bias ? (rq > 0 ? rq : T{0}) + rkv + rope : T{0};
     if (m.attention_out_bias) bias += h;
-    return q + kv + o + bias;
+    const T ni = m.index_n_heads, di = m.index_head_dim;
+    const T indexer = ni > 0 ? rq * ni * di + h * di + 2 * di + h * ni : T{0};
+    return q + kv + o + bias + indexer;
   }
   const T d = m.head_dim, g = m.num_key_value_heads;
   T total = h * a * d + 2 * h * g * d + a * d * h;
+  if (m.attention_output_gate) total += h * a * d;
   if (m.attention_bias) total += a * d + 2 * g * d;
   if (m.attention_out_bias) total += h;
   if (m.qk_norm) total += 2 * d;
@@ -69,6 +75,20 @@ T MambaPerLayer(const ModelSpec& m) {
   return p;
 }
 
+/// One Gated DeltaNet mixer (transformers Qwen3NextGatedDeltaNet; Yang et al. 2024 eq. 10's
+/// q, k, v, alpha (decay) and beta (write strength) projections with a short conv and an output
+/// gate): in_proj_qkvz h -> 2·key_dim + 2·value_dim (q, k, v and the output gate z),
+/// in_proj_ba h -> 2·n_v (beta and alpha per value head), conv1d depthwise without bias over
+/// conv_dim = 2·key_dim + value_dim (conv_dim·kernel), dt_bias and A_log (n_v each), the gated
+/// RMSNorm of one value head (d_v, shared by the heads), out_proj value_dim -> h; no biases.
+template <class T>
+T GatedDeltaNetPerLayer(const ModelSpec& m) {
+  const GatedDeltaNetSpec& x = m.gdn;
+  const T h = m.hidden_size, kd = x.key_dim(), vd = x.value_dim(), nv = x.num_value_heads;
+  const T conv_dim = 2 * kd + vd;
+  return h * (2 * kd + 2 * vd) + h * 2 * nv + conv_dim * T(x.conv_kernel) + 2 * nv + T(x.value_head_dim) + vd * h;
+}
+
 /// A hybrid model, block by block over its layer pattern: each layer one RMSNorm (h) per
 /// present block, its mixer (attention as AttentionPerLayer, Mamba-2 as MambaPerLayer) and
 /// its MLP (dense mats·h·f; MoE: experts, shared experts, router); embeddings and the final
@@ -80,9 +100,10 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   c.attention_per_layer = AttentionPerLayer<T>(m);
   c.dense_mlp_per_layer = mats * h * T(m.intermediate_size);
   T mamba_per_layer = MambaPerLayer<T>(m), mamba{};
+  T gdn_per_layer = GatedDeltaNetPerLayer<T>(m), gdn{};
   if (m.is_moe()) {
     c.expert_per_layer = mats * h * T(m.moe_intermediate_size);
-    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size);
+    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size) + (m.shared_expert_gate ? h : T{0});
     c.router_per_layer = h * T(m.num_experts) + (m.router_bias ? T(m.num_experts) : T{0});
   }
   T moe_layers{};
@@ -91,6 +112,7 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
     if (b.mlp != MlpKind::kNone) c.norms += h;
     if (b.mixer == MixerKind::kAttention) c.attention += c.attention_per_layer;
     if (b.mixer == MixerKind::kMamba2) mamba += mamba_per_layer;
+    if (b.mixer == MixerKind::kGatedDeltaNet) gdn += gdn_per_layer;
     if (b.mlp == MlpKind::kDense) c.dense_mlp += c.dense_mlp_per_layer;
     if (b.mlp == MlpKind::kMoe) moe_layers += 1;
   }
@@ -103,7 +125,9 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;
   c.mamba = mamba;
   c.mamba_per_layer = mamba_per_layer;
-  c.total = c.embedding + c.attention + mamba + c.dense_mlp + c.routed_experts + c.shared_experts + c.router +
+  c.gdn = gdn;
+  c.gdn_per_layer = gdn_per_layer;
+  c.total = c.embedding + c.attention + mamba + gdn + c.dense_mlp + c.routed_experts + c.shared_experts + c.router +
             c.norms + c.output_head;
   c.active = c.total - c.routed_experts + moe_layers * T(m.experts_per_token) * c.expert_per_layer;
   return c;
@@ -124,7 +148,7 @@ Counts<T> Compute(const ModelSpec& m) {
     const T fe = m.moe_intermediate_size;
     c.expert_per_layer = mats * h * fe;
     if (m.expert_bias) c.expert_per_layer += 2 * fe + h;  // gate_up_proj_bias 2·f, down_proj_bias h
-    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size);
+    c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size) + (m.shared_expert_gate ? h : T{0});
     c.router_per_layer = h * experts + (m.router_bias ? experts : T{0});
   }
   // input_layernorm + post_attention_layernorm (RMSNorm: weight only); Gemma's sandwich adds
@@ -174,6 +198,8 @@ ParamCounts CountParams(const ModelSpec& model) {
   p.norms_per_layer = c.norms_per_layer;
   p.mamba = c.mamba;
   p.mamba_per_layer = c.mamba_per_layer;
+  p.gdn = c.gdn;
+  p.gdn_per_layer = c.gdn_per_layer;
   return p;
 }
 

@@ -25,6 +25,15 @@ std::vector<LayerBlock> LayerPattern(const ModelSpec& m) {
 /// See model.hpp. The block kinds the cost model prices are those cost/hybrid.cpp has terms for.
 std::string HybridRefusal(const ModelSpec& m) {
   if (!m.is_hybrid()) return "";
+  int64_t gdn = 0;
+  for (const LayerBlock& b : m.layer_pattern) gdn += b.mixer == MixerKind::kGatedDeltaNet;
+  if (gdn > 0) {
+    return m.architecture_name + " is a hybrid model (" + std::to_string(gdn) + " Gated DeltaNet linear-attention "
+           "layers of " + std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost "
+           "model has no memory or time terms for Gated DeltaNet layers (recurrent state, chunked delta-rule kernel) "
+           "and no rules for their TP/CP splits, so it plans and prices no layout of it (check judges a recipe by the "
+           "framework's rules only)";
+  }
   for (const LayerBlock& b : m.layer_pattern) {
     if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2) {
       return m.architecture_name + " has a layer pattern with a token mixer meshplan's cost model has no terms for "
@@ -43,18 +52,23 @@ std::string HybridRefusal(const ModelSpec& m) {
   return "";
 }
 
-/// Megatron-LM megatron/training/training.py num_floating_point_operations, hybrid_flops,
+/// Megatron-LM (d98e8a6) megatron/training/training.py num_floating_point_operations, hybrid_flops,
 /// per token (batch_size = 1, one token of a seq_len sequence):
 ///   attention  4·h·p·(h + h·g/a + s/2),  p = d_k·a/h                    (attn_layer_flops)
 ///   MLP        4·h·f·λ,                  λ = 3/2 with SwiGLU, else 1     (mlp_layer_flops)
 ///   MoE        4·h·f_e·k·λ + 4·h·f_s·λ                                   (moe_layer_flops)
 ///   Mamba-2    2·h·(2·d_in + 2·ng·N + nh) + 7·d_in·N + 2·d_in·h          (mamba_layer_flops)
+///   Gated DeltaNet 2·[h·(2·qk + 2·v + 2·n_v) + K·(2·qk + v) + 4·n_v·d_v² + v·h]   (gdn_layer_flops)
+///              qk = n_k·d_k, v = n_v·d_v, K the conv kernel: in_proj, conv1d, the gated delta
+///              rule (KK^T, VK^T, S(a(I-bKK^T)), SQ), out_proj
 ///   logits     2·h·V
 /// summed over the pattern and x3 (forward and backward). Megatron-LM's mamba_layer_flops
 /// takes d_in = 2·hidden_size; here d_in is the model's own d_inner = nheads·head_dim (Nemotron
 /// 3 Nano: 4096, not 2·2688), the width its in_proj and out_proj GEMMs have. The scan term
 /// 7·d_in·N is Megatron-LM's estimate for the selective scan (its own note: to be updated for
 /// the SSD kernels of Mamba-2, Dao & Gu 2024, "a small percent of overall layer flops").
+/// Attention with an output gate (attention_output_gate) adds its gate projection, 2·h·a·d_k,
+/// which attn_layer_flops does not have.
 double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   const double h = double(m.hidden_size), a = double(m.num_attention_heads), s = double(seq_len);
   const double g = double(m.num_key_value_heads), p = double(m.head_dim) * a / h;
@@ -63,7 +77,17 @@ double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   const double di = double(x.d_inner()), n = double(x.state_size), ng = double(x.n_groups), nh = double(x.num_heads);
   double fwd = 2.0 * h * double(m.vocab_size);
   for (const LayerBlock& b : LayerPattern(m)) {
-    if (b.mixer == MixerKind::kAttention) fwd += 4.0 * h * p * (h + h * g / a + s / 2.0);
+    if (b.mixer == MixerKind::kAttention) {
+      fwd += 4.0 * h * p * (h + h * g / a + s / 2.0);
+      if (m.attention_output_gate) fwd += 2.0 * h * a * double(m.head_dim);
+    }
+    if (b.mixer == MixerKind::kGatedDeltaNet) {
+      const GatedDeltaNetSpec& y = m.gdn;
+      const double qk = double(y.key_dim()), v = double(y.value_dim()), nv = double(y.num_value_heads),
+                   dv = double(y.value_head_dim);
+      fwd += 2.0 * (h * (2.0 * qk + 2.0 * v + 2.0 * nv) + double(y.conv_kernel) * (2.0 * qk + v) +
+                    4.0 * nv * dv * dv + v * h);
+    }
     if (b.mixer == MixerKind::kMamba2) fwd += 2.0 * h * (2.0 * di + 2.0 * ng * n + nh) + 7.0 * di * n + 2.0 * di * h;
     if (b.mlp == MlpKind::kDense) fwd += 4.0 * h * double(m.intermediate_size) * lambda;
     if (b.mlp == MlpKind::kMoe) {

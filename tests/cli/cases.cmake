@@ -840,6 +840,45 @@ meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework automodel)
 meshplan_cli_case(arch_glm45_air_pp4 1 "num_layers 46 .*is not divisible by pipeline_model_parallel_size 4"
   -- ${MP} check ${D}/mbridge_glm45_air_pp4.yaml --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32)
+# Adapters of issue 28: Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids: plan refuses them, check
+# judges a recipe by the framework's rules), DeepSeek-V3.2 (AutoModel only), Gemma 3 VL's text
+# backbone (the vision tower left out, said in every output), Ministral.
+meshplan_cli_case(arch_qwen3_next_refused_mb 2 "Qwen3NextForCausalLM is a hybrid model .36 Gated DeltaNet linear-attention layers of 48."
+  -- ${MP} plan --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework megatron-bridge)
+meshplan_cli_case(arch_qwen3_next_refused_am 2 "Qwen3NextForCausalLM is a hybrid model .36 Gated DeltaNet"
+  -- ${MP} plan --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
+meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration is a hybrid model .30 Gated DeltaNet linear-attention layers of 40."
+  -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
+meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
+  "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model" "warning: model .*the vision tower .vision_config. is left out"
+  -- ${MP} check ${D}/mbridge_qwen35_pp2_vpp12.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_deepseek_v32_plan_am 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/deepseek-v3.2-exp.json --system dgx-h100 --gpus 256 --seq-len 4096 --global-batch 4096 --framework automodel --top 2)
+meshplan_cli_case(arch_deepseek_v32_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for DeepseekV32ForCausalLM"
+  -- ${MP} plan --model ${A}/deepseek-v3.2-exp.json --system dgx-h100 --gpus 256 --seq-len 4096 --global-batch 4096 --framework megatron-bridge)
+meshplan_cli_case(arch_deepseek_v32_check_am 1 "ep_divides_experts: n_routed_experts 256 must be divisible by expert_parallel_degree .ep_size. 48"
+  -- ${MP} check ${D}/automodel_deepseek_v32_ep48.yaml --model ${A}/deepseek-v3.2-exp.json --system dgx-h100 --gpus 384)
+meshplan_cli_case(arch_gemma3_vl_plan_mb 0 "^rank +strategy" "warning: model .*gemma-3-4b-it.json: the vision tower .vision_config. is left out"
+  -- ${MP} plan --model ${A}/gemma-3-4b-it.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
+meshplan_cli_case(arch_gemma3_vl_plan_am_json 0 "\"model_warning\": \".*the vision tower .vision_config. is left out"
+  -- ${MP} plan --model ${A}/gemma-3-4b-it.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel --format json)
+meshplan_cli_case(arch_gemma3_vl_check_tp16 1 "mb_tp_divides_heads: num_attention_heads .8. must be a multiple of tensor_model_parallel_size .16."
+  "the vision tower .vision_config. is left out"
+  -- ${MP} check ${D}/mbridge_gemma3_4b_tp16.yaml --model ${A}/gemma-3-4b-it.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_ministral_plan_mb 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
+meshplan_cli_case(arch_ministral_plan_am 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
+meshplan_cli_case(arch_ministral_pp5 1 "mb_pp_divides_layers: num_layers 36 = 36 is not divisible by pipeline_model_parallel_size 5"
+  -- ${MP} check ${D}/mbridge_ministral_pp5.yaml --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 40)
+# A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
+add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
+  set -u; d=\$(mktemp -d); A=${A}
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel'; do
+    set -- \$c; rm -f \$d/r.yaml
+    '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
+    '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }
+  done")
 # Each document of a multi-document plan file carries its own '# recipe function:' header, and
 # check reads it for every document (the blank lines and '---' before it skipped), not the first only.
 add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "

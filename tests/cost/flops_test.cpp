@@ -61,5 +61,21 @@ TEST_CASE("cost: FLOPs per token split into the Megatron terms") {
   CHECK(f.Total(cost::ModelLayerMix(test::TinyLlama())) == doctest::Approx(611844096.0));
 }
 
+TEST_CASE("cost: DeepSeek-V3.2's DSA indexer and top-k attention in the FLOPs") {
+  // s = 4096, index_topk k = 2048: average context c = 2048 - 2048·2047/8192 = 1536.25 keys;
+  // core 12·(128·192/2 + 128·128/2)·1536.25 = 377,548,800 plus the indexer's scores
+  // 6·64·128·4096/2 = 100,663,296 (V3's dense core: 6·4096·20480 = 503,316,480); the
+  // indexer's projections add 6·(1536·64·128 + 7168·128 + 7168·64) = 83,755,008 to A_lin.
+  const ModelSpec v32 = LoadModel(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/deepseek-v3.2-exp.json");
+  const ModelSpec v3 = LoadModel("deepseek-v3");
+  const cost::FlopsPerToken a = cost::ComputeFlopsPerToken(v32, 4096), b = cost::ComputeFlopsPerToken(v3, 4096);
+  CHECK(b.attn_core_flops == doctest::Approx(503316480.0));
+  CHECK(a.attn_core_flops == doctest::Approx(377548800.0 + 100663296.0));
+  CHECK(a.attn_linear_flops - b.attn_linear_flops == doctest::Approx(83755008.0));
+  // s <= k: every query sees all its causal keys (s/2).
+  const cost::FlopsPerToken c = cost::ComputeFlopsPerToken(v32, 2048), d = cost::ComputeFlopsPerToken(v3, 2048);
+  CHECK(c.attn_core_flops == doctest::Approx(d.attn_core_flops + 6.0 * 64 * 128 * 2048 / 2));
+}
+
 }  // namespace
 }  // namespace meshplan

@@ -191,3 +191,113 @@ TEST_CASE("adapter Gemma2ForCausalLM and Gemma3ForCausalLM") {
   CHECK(CountParams(g3).total == 999885952);
   CHECK(Off(CountParams(g3).total, 1.0e9) < 0.005);
 }
+
+TEST_CASE("adapter Qwen3NextForCausalLM: Qwen3-Next-80B-A3B") {
+  const ModelSpec m = Arch("qwen3-next-80b-a3b.json");
+  CHECK(m.architecture == Architecture::kQwen3Next);
+  REQUIRE(m.layer_pattern.size() == 48);
+  int gdn = 0, attention = 0, moe = 0;
+  for (size_t i = 0; i < m.layer_pattern.size(); ++i) {
+    const LayerBlock& b = m.layer_pattern[i];
+    gdn += b.mixer == MixerKind::kGatedDeltaNet;
+    attention += b.mixer == MixerKind::kAttention;
+    moe += b.mlp == MlpKind::kMoe;
+    CHECK((b.mixer == MixerKind::kAttention) == ((i + 1) % 4 == 0));  // full_attention_interval 4
+  }
+  CHECK(gdn == 36);
+  CHECK(attention == 12);
+  CHECK(moe == 48);
+  const ParamCounts p = CountParams(m);
+  // One Gated DeltaNet mixer by hand (modeling_qwen3_next.py): in_proj_qkvz 2048·(2·2048 +
+  // 2·4096) = 25,165,824; in_proj_ba 2048·64 = 131,072; conv1d 8192·4 = 32,768; dt_bias, A_log
+  // 2·32; norm 128; out_proj 4096·2048 = 8,388,608.
+  CHECK(p.gdn_per_layer == 25165824 + 131072 + 32768 + 64 + 128 + 8388608);
+  // Gated attention: q_proj 2048·2·4096, k and v 2·2048·512, o 4096·2048, q/k norms 2·256.
+  CHECK(p.attention_per_layer == 16777216 + 2097152 + 8388608 + 512);
+  // Qwen's model card: 80B total, 3B activated (the MTP layer outside both).
+  CHECK(Off(p.total, 80e9) < 0.005);
+  CHECK(p.total == 79674391296);
+  CHECK(Off(p.active, 3.0e9) < 0.3);
+  CHECK(HybridRefusal(m).find("36 Gated DeltaNet linear-attention layers of 48") != std::string::npos);
+  // FLOPs per token (training.py gdn_layer_flops; x3): the Gated DeltaNet term by hand at any
+  // sequence length: 2·(2048·12352 + 4·8192 + 4·32·128² + 4096·2048) = 71,630,848.
+  ModelSpec only_gdn = m;
+  for (LayerBlock& b : only_gdn.layer_pattern) b = {MixerKind::kGatedDeltaNet, MlpKind::kNone, 0};
+  only_gdn.vocab_size = 0;
+  CHECK(HybridFlopsPerToken(only_gdn, 4096) == doctest::Approx(3.0 * 48 * 71630848.0).epsilon(1e-12));
+}
+
+TEST_CASE("adapter Qwen3_5MoeForConditionalGeneration: Qwen3.5-35B-A3B text backbone with the vision tower left out") {
+  const ModelSpec m = Arch("qwen3.5-35b-a3b.json");
+  CHECK(m.architecture == Architecture::kQwen3_5Moe);
+  CHECK(m.architecture_name == "Qwen3_5MoeForConditionalGeneration");
+  CHECK(m.num_layers == 40);  // text_config's, not the vision tower's depth 27
+  CHECK(m.hidden_size == 2048);
+  CHECK(m.num_experts == 256);
+  CHECK(m.attention_output_gate);
+  const ParamCounts p = CountParams(m);
+  // By hand: 30 Gated DeltaNet layers of 33,718,464, 10 gated attention layers of 27,263,488,
+  // 40 MoE layers of 256·3,145,728 + 3,145,728 + 2,048 (shared expert and its gate) + 524,288
+  // (router), norms 2·2048·40 + 2048, untied embeddings 2·248320·2048. The published "35B"
+  // also holds the vision encoder (about 0.45B) and the MTP layer (about 0.85B), both left out.
+  CHECK(p.total == 30LL * 33718464 + 10LL * 27263488 + 40LL * (256LL * 3145728 + 3145728 + 2048 + 524288) +
+                       (2LL * 2048 * 40 + 2048) + 2LL * 248320 * 2048);
+  CHECK(p.total == 34660610688);
+  CHECK(GenericModelWarning(m).find("the vision tower (vision_config) is left out") != std::string::npos);
+}
+
+TEST_CASE("text_config: a vision-language class without one is refused with a hint") {
+  const std::string gemma =
+      "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"hidden_size\": 2560, \"num_hidden_layers\": 34}";
+  try {
+    ParseModel(gemma, "gemma3-vl.json");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("text_config") != std::string::npos);
+    CHECK(what.find("missing; a Gemma 3 vision-language config") != std::string::npos);
+    CHECK(what.find("Gemma3ForCausalLM") != std::string::npos);
+  }
+  const std::string qwen = "{\"architectures\": [\"Qwen3_5MoeForConditionalGeneration\"], \"text_config\": 5}";
+  CHECK_THROWS_WITH(ParseModel(qwen, "q.json"), doctest::Contains("expected a map of the text backbone's keys"));
+}
+
+TEST_CASE("adapter Gemma3ForConditionalGeneration: Gemma 3 4B's text backbone with Gemma3TextConfig defaults") {
+  const ModelSpec m = Arch("gemma-3-4b-it.json");
+  CHECK(m.architecture == Architecture::kGemma3);
+  // text_config gives hidden_size, intermediate_size, num_hidden_layers, sliding_window; the rest
+  // are Gemma3TextConfig's defaults: 8 heads, 4 KV heads, head_dim 256, vocab 262208.
+  CHECK(m.num_attention_heads == 8);
+  CHECK(m.num_key_value_heads == 4);
+  CHECK(m.head_dim == 256);
+  CHECK(m.vocab_size == 262208);
+  CHECK(m.sliding_window == 1024);
+  CHECK(m.num_sliding_window_layers == 29);  // 34 layers, every sixth full
+  // By hand: tied embeddings 262208·2560 = 671,252,480; per layer q, k, v, o 4·5,242,880 + q/k
+  // norms 512 + MLP 3·2560·10240 + four norms 4·2560 = 94,382,592; final norm 2560. Google's
+  // 4.3B total adds the SigLIP vision tower (about 0.42B), left out with a warning.
+  CHECK(CountParams(m).total == 671252480LL + 34LL * 94382592 + 2560);
+  CHECK(GenericModelWarning(m).find("vision tower") != std::string::npos);
+}
+
+TEST_CASE("adapter DeepseekV32ForCausalLM: DeepSeek-V3.2-Exp") {
+  const ModelSpec m = Arch("deepseek-v3.2-exp.json");
+  const ModelSpec v3 = LoadModel("deepseek-v3");
+  CHECK(m.architecture == Architecture::kDeepseekV32);
+  CHECK(m.index_n_heads == 64);
+  CHECK(m.index_topk == 2048);
+  const ParamCounts p = CountParams(m);
+  // The indexer per layer by hand: wq_b 1536·64·128 = 12,582,912, wk 7168·128 = 917,504,
+  // k_norm 2·128, weights_proj 7168·64 = 458,752; x61 layers over DeepSeek-V3's count.
+  CHECK(p.total - CountParams(v3).total == 61LL * (12582912 + 917504 + 256 + 458752));
+  // DeepSeek's report: V3.2-Exp has V3.1-Terminus's 671B (MTP module excluded, as for V3).
+  CHECK(Off(p.total, 671e9) < 0.005);
+}
+
+TEST_CASE("MistralForCausalLM config: Ministral-8B-Instruct-2410") {
+  const ModelSpec m = Arch("ministral-8b-2410.json");
+  CHECK(m.architecture == Architecture::kMistral);
+  CHECK(m.head_dim == 128);
+  // Hugging Face's safetensors total for mistralai/Ministral-8B-Instruct-2410: 8,019,808,256.
+  CHECK(CountParams(m).total == 8019808256);
+}

@@ -44,6 +44,10 @@ void ReadGranite(KeyReader& r, ModelSpec& s);
 void ReadOlmo(KeyReader& r, ModelSpec& s);
 /// Gemma2ForCausalLM and Gemma3ForCausalLM (adapters/gemma.cpp).
 void ReadGemma(KeyReader& r, ModelSpec& s);
+/// Qwen3NextForCausalLM and Qwen3.5 MoE's text backbone (adapters/qwen3_next.cpp).
+void ReadQwen3Next(KeyReader& r, ModelSpec& s);
+/// DeepseekV32ForCausalLM (adapters/deepseek_v32.cpp).
+void ReadDeepseekV32(KeyReader& r, ModelSpec& s);
 /// The number of "sliding_attention" entries of layer_types, which must list every layer
 /// ("full_attention" the others).
 int64_t CountSlidingLayers(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& types);

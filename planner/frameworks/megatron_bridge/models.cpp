@@ -1,0 +1,23 @@
+// Which architectures Megatron-Bridge trains: a Hugging Face class needs a bridge
+// (MegatronModelBridge.register_bridge(source=...) under src/megatron/bridge/models/).
+
+#include <string>
+
+#include "meshplan/framework.hpp"
+#include "meshplan/model.hpp"
+
+namespace meshplan::megatron_bridge {
+
+/// Megatron-Bridge 067f987 (2026-08-22): its DeepSeek bridges are deepseek_v2_bridge.py,
+/// deepseek_v3_bridge.py and deepseek_v4_bridge.py; no source DeepseekV32ForCausalLM (DSA is
+/// bridged only for GlmMoeDsaForCausalLM). Every other architecture meshplan reads that plans
+/// at all has a bridge of its class or is planned as before.
+std::string UnsupportedModel(const ModelSpec& model) {
+  if (model.architecture != Architecture::kDeepseekV32) return "";
+  return "Megatron-Bridge (067f987) has no bridge for " + model.architecture_name +
+         " (src/megatron/bridge/models/deepseek/ bridges DeepseekV2ForCausalLM, DeepseekV3ForCausalLM and "
+         "DeepseekV4ForCausalLM only): it cannot train DeepSeek-V3.2's sparse attention (DSA indexer); "
+         "--framework automodel trains it (nemo_automodel/components/models/deepseek_v32)";
+}
+
+}  // namespace meshplan::megatron_bridge
