@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -374,6 +375,34 @@ struct LayoutKeys {
 struct MbFlagKey {
   std::string flag, key, value;
 };
+/// explain's Megatron-Bridge layout flags as given (the CLI's options, the API's and the Python
+/// module's keys of the same names); an unset one writes no key, so that the --mb-recipe
+/// function's value, else Megatron-Core's default, stays. Text values are YAML ("2", "null").
+struct MbLayoutFlags {
+  std::optional<int64_t> tp, pp, cp, ep;
+  std::optional<std::string> vpp, etp, mbs, recompute_num_layers, mtp_layers;  ///< YAML integers (or null)
+  std::optional<bool> sequence_parallel, account_for_embedding_loss;
+  std::optional<std::string> recompute;  ///< none, selective or full
+  std::optional<std::vector<std::string>> recompute_modules;
+  std::optional<std::string> recompute_method;  ///< uniform or block
+  std::optional<std::string> dp_type;           ///< ddp, ddp+distopt, megatron_fsdp or torch_fsdp2
+  std::optional<std::string> fsdp_sharding, pp_layout;
+  std::optional<std::string> dispatcher;    ///< allgather, alltoall or flex
+  std::optional<std::string> flex_backend;  ///< deepep or hybridep
+  std::vector<std::string> sets;            ///< --set KEY=VALUE, in order
+};
+/// The override keys `flags` give, in the order of explain's flags (docs/cli.md#explain): --tp
+/// is model.tensor_model_parallel_size, --dp-type the four ddp./dist. switches, --set its own
+/// dotted key. Throws InputError on the flag of a value outside its choices, or on --set for
+/// an entry that is not KEY=VALUE.
+std::vector<MbFlagKey> MbFlagKeys(const MbLayoutFlags& flags);
+/// The layout flags of explain that belong to one framework only: AutoModel's keys
+/// (--strategy, --dp-replicate, ...) when `megatron` is false, Megatron-Bridge's override
+/// flags (--vpp, --etp, --mbs, --dp-type, ..., --set) when true.
+const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron);
+/// Throws InputError on the first of `given` (flags, "--vpp") that belongs to the other
+/// framework's layout than `fw`'s, naming the --framework it needs.
+void RefuseOtherFrameworkFlags(const FrameworkOps& fw, const std::set<std::string>& given);
 /// What `explain` is asked: a layout from a recipe or from its keys, the setup and the memory model.
 struct ExplainInput {
   JudgeSetup setup;    ///< framework: --framework (a recipe's is detected; unset: AutoModel keys)

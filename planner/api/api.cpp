@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <type_traits>
 
 #include "api/json_out.hpp"
@@ -159,7 +161,7 @@ double SearchSeconds(Fields& f, const Limits& limits, double fallback) {
 }
 
 const std::vector<std::string> kPlanKeys = {
-    "model", "model_config", "system", "hwdb", "gpus", "seq_len", "global_batch", "precision", "framework",
+    "model", "model_config", "generic_decoder", "system", "hwdb", "gpus", "seq_len", "global_batch", "precision", "framework",
     "automodel_version", "mbridge_version", "strategy", "top", "headroom", "max_micro_batch", "recompute_modules",
     "search_dispatchers", "mb_recipe", "max_seconds", "max_layouts", "max_memory_mb", "sweep_gpus", "sweep_seq",
     "format", "scatter", "launch"};
@@ -167,6 +169,7 @@ const std::vector<std::string> kPlanKeys = {
 Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   PlanInput in;
   in.model = ModelOf(f, scratch, limits);
+  in.generic_decoder = f.Bool("generic_decoder").value_or(false);
   in.system = SystemOf(f, limits);
   in.hwdb = HwdbOf(f, limits);
   in.gpus = f.Int("gpus");
@@ -244,11 +247,13 @@ JudgeSetup JudgeSetupOf(Fields& f, Scratch& scratch, const Limits& limits) {
   s.releases = ReleasesOf(f);
   s.mb_recipe = f.Str("mb_recipe").value_or("");
   InRange<double>("headroom", f.Real("headroom"), 0, 0.9, &s.headroom);
+  s.generic_decoder = f.Bool("generic_decoder").value_or(false);
   return s;
 }
 
 const std::vector<std::string> kJudgeKeys = {"model", "model_config", "system", "hwdb", "gpus", "seq_len", "precision",
-                                             "automodel_version", "mbridge_version", "mb_recipe", "headroom"};
+                                             "automodel_version", "mbridge_version", "mb_recipe", "headroom",
+                                             "generic_decoder"};
 
 std::vector<std::string> Keys(std::vector<std::string> keys, const std::vector<std::string>& more) {
   keys.insert(keys.end(), more.begin(), more.end());
@@ -281,18 +286,60 @@ Answer Check(Fields& f, Scratch& scratch, const Limits& limits) {
   return JsonAnswer(200, CheckJson(rep));
 }
 
-Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
-  ExplainInput in;
-  in.setup = JudgeSetupOf(f, scratch, limits);
-  in.setup.global_batch = f.Int("global_batch");
-  in.recipe = RecipeOf(f, scratch, false);
-  LayoutKeys& k = in.keys;
-  const std::vector<std::string> layout_keys = {"strategy", "tp", "pp", "cp", "ep", "dp_replicate", "local_batch",
-                                                "pp_microbatch", "pp_schedule", "layers_per_stage",
-                                                "sequence_parallel", "recompute"};
-  for (const std::string& key : layout_keys) {
-    if (!in.recipe.empty() && f.Has(key)) RequestError(key, "expected either recipe or the layout's keys, found both");
-  }
+// A Megatron-Bridge override value that is an integer: the number, or its YAML text ("null").
+std::optional<std::string> YamlCount(Fields& f, const std::string& key) {
+  const json* v = f.Raw(key);
+  if (!v) return std::nullopt;
+  if (v->is_string()) return v->get<std::string>();
+  if (const std::optional<int64_t> n = f.Int(key)) return std::to_string(*n);
+  return std::nullopt;
+}
+
+// The layout keys of explain: both frameworks', AutoModel's own, Megatron-Bridge's own (the
+// CLI's flags of the same names, FrameworkOnlyLayoutFlags).
+const std::vector<std::string> kExplainLayoutKeys = {
+    "tp", "pp", "cp", "ep", "sequence_parallel", "recompute",
+    "strategy", "dp_replicate", "local_batch", "pp_microbatch", "pp_schedule", "layers_per_stage",
+    "vpp", "etp", "mbs", "dp_type", "fsdp_sharding", "recompute_modules", "recompute_method", "recompute_num_layers",
+    "dispatcher", "flex_backend", "pp_layout", "account_for_embedding_loss", "mtp_layers", "set"};
+
+// `set`: a list of "KEY=VALUE" (the CLI's --set), or an object of dotted keys and their values.
+std::vector<std::string> SetsOf(Fields& f) {
+  const json* v = f.Raw("set");
+  if (!v || !v->is_object()) return f.StrList("set");
+  std::vector<std::string> sets;
+  for (const auto& [key, value] : v->items()) sets.push_back(key + "=" + value.dump());  // JSON is YAML
+  return sets;
+}
+
+// Megatron-Bridge layout keys: the override keys they give (MbFlagKeys), as the CLI's flags do.
+std::vector<MbFlagKey> MegatronKeysOf(Fields& f) {
+  MbLayoutFlags m;
+  m.tp = f.Int("tp");
+  m.pp = f.Int("pp");
+  m.cp = f.Int("cp");
+  m.ep = f.Int("ep");
+  m.vpp = YamlCount(f, "vpp");
+  m.etp = YamlCount(f, "etp");
+  m.mbs = YamlCount(f, "mbs");
+  m.sequence_parallel = f.Bool("sequence_parallel");
+  m.recompute = f.Str("recompute");
+  if (f.Has("recompute_modules")) m.recompute_modules = f.StrList("recompute_modules");
+  m.recompute_method = f.Str("recompute_method");
+  m.recompute_num_layers = YamlCount(f, "recompute_num_layers");
+  m.dp_type = f.Str("dp_type");
+  m.fsdp_sharding = f.Str("fsdp_sharding");
+  m.dispatcher = f.Str("dispatcher");
+  m.flex_backend = f.Str("flex_backend");
+  m.pp_layout = f.Str("pp_layout");
+  m.account_for_embedding_loss = f.Bool("account_for_embedding_loss");
+  m.mtp_layers = YamlCount(f, "mtp_layers");
+  m.sets = SetsOf(f);
+  return MbFlagKeys(m);
+}
+
+// AutoModel layout keys (LayoutKeys; defaults as the CLI's).
+void AutoModelKeysOf(Fields& f, LayoutKeys& k) {
   if (auto s = f.Str("strategy")) k.strategy = ParseStrategy(*s);
   for (const auto& [key, into] : std::initializer_list<std::pair<const char*, int64_t*>>{
            {"tp", &k.tp}, {"pp", &k.pp}, {"cp", &k.cp}, {"ep", &k.ep}, {"dp_replicate", &k.dp_replicate},
@@ -310,6 +357,35 @@ Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
     if (*r != "none" && *r != "selective" && *r != "full") RequestError("recompute", "expected one of none, selective, full; found '" + *r + "'");
     k.recompute = *r == "full" ? Recompute::kFull : *r == "selective" ? Recompute::kSelective : Recompute::kNone;
   }
+}
+
+Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
+  ExplainInput in;
+  in.setup = JudgeSetupOf(f, scratch, limits);
+  in.setup.global_batch = f.Int("global_batch");
+  in.recipe = RecipeOf(f, scratch, false);
+  const std::optional<std::string> framework = f.Str("framework");
+  if (framework && !in.recipe.empty()) {
+    RequestError("framework", "expected either recipe (its framework is read from its keys) or framework, found both");
+  }
+  if (framework) in.setup.framework = ParseFramework(*framework);
+  // The layout keys given, as the CLI's flags ("dp_type" is --dp-type): the other framework's
+  // are refused as the CLI refuses them.
+  std::set<std::string> given;
+  for (const std::string& key : kExplainLayoutKeys) {
+    if (!f.Has(key)) continue;
+    if (!in.recipe.empty()) RequestError(key, "expected either recipe or the layout's keys, found both");
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    given.insert(flag);
+  }
+  const FrameworkOps& fw = FrameworkOf(in.setup.framework.value_or(kDefaultFramework));
+  RefuseOtherFrameworkFlags(fw, given);
+  if (fw.override_key_flags) {
+    in.mb_keys = MegatronKeysOf(f);
+  } else {
+    AutoModelKeysOf(f, in.keys);
+  }
   in.memory_profile = f.Str("memory_profile").value_or("");
   if (!in.memory_profile.empty() && in.memory_profile != "pytorch" && in.memory_profile != "megatron" &&
       in.memory_profile != "megatron-bridge") {
@@ -321,8 +397,8 @@ Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
   if (!in.adam_impl.empty() && in.adam_impl != "foreach" && in.adam_impl != "fused" && in.adam_impl != "forloop") {
     RequestError("adam_impl", "expected one of foreach, fused, forloop; found '" + in.adam_impl + "'");
   }
-  f.RefuseUnknown(Keys(Keys(kJudgeKeys, layout_keys), {"global_batch", "recipe", "memory_profile", "fp32_params",
-                                                       "defer_fsdp_grad_sync", "adam_impl"}));
+  f.RefuseUnknown(Keys(Keys(kJudgeKeys, kExplainLayoutKeys), {"global_batch", "recipe", "framework", "memory_profile",
+                                                              "fp32_params", "defer_fsdp_grad_sync", "adam_impl"}));
   return JsonAnswer(200, ExplainJson(ExplainLayout(in)));
 }
 

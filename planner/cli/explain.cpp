@@ -3,25 +3,14 @@
 // stages differ), step time term by term, as text or JSON. Exit 0 valid and fits, 1 breaks a
 // rule or does not fit, 2 bad input.
 #include <iostream>
+#include <tuple>
 
 #include "cli/commands.hpp"
 #include "cli/list_option.hpp"
-#include "recipe/format.hpp"
 #include "render/json.hpp"
 #include "render/text.hpp"
 
 namespace meshplan::cli {
-
-namespace {
-
-// Layout flags of one framework only: AutoModel's keys, Megatron-Bridge's override keys.
-const std::vector<std::string> kAutoModelOnly = {"--strategy", "--dp-replicate", "--local-batch", "--pp-microbatch",
-                                      "--pp-schedule", "--layers-per-stage"};
-const std::vector<std::string> kMegatronOnly = {"--vpp", "--etp", "--mbs", "--dp-type", "--fsdp-sharding", "--recompute-modules",
-                                     "--recompute-method", "--recompute-num-layers", "--dispatcher", "--flex-backend",
-                                     "--pp-layout", "--account-for-embedding-loss", "--mtp-layers", "--set"};
-
-}  // namespace
 
 void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
   CLI::App* cmd = app.add_subcommand("explain", "explain one layout: rules, memory and step time term by term");
@@ -127,56 +116,37 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
 
 namespace {
 
-// The Megatron-Bridge override keys the layout flags of `o` give, in the order of the flags.
-std::vector<MbFlagKey> MegatronKeys(const ExplainOptions& o) {
-  std::vector<MbFlagKey> keys;
+// The Megatron-Bridge layout flags `o` was given (the commands layer makes the override keys).
+MbLayoutFlags MegatronFlags(const ExplainOptions& o) {
+  MbLayoutFlags f;
   auto given = [&o](const char* flag) { return o.given.count(flag) > 0; };
-  auto add = [&](const char* flag, const char* key, const std::string& value) {
-    if (given(flag)) keys.push_back({flag, key, value});
-  };
   const LayoutKeys& k = o.in.keys;
-  add("--tp", "model.tensor_model_parallel_size", std::to_string(k.tp));
-  add("--pp", "model.pipeline_model_parallel_size", std::to_string(k.pp));
-  add("--vpp", "model.virtual_pipeline_model_parallel_size", o.vpp);
-  add("--cp", "model.context_parallel_size", std::to_string(k.cp));
-  add("--ep", "model.expert_model_parallel_size", std::to_string(k.ep));
-  add("--etp", "model.expert_tensor_parallel_size", o.etp);
-  add("--mbs", "train.micro_batch_size", o.mbs);
-  add("--sequence-parallel", "model.sequence_parallel", k.sequence_parallel ? "true" : "false");
-  add("--recompute", "model.recompute_granularity", o.recompute == "none" ? "null" : o.recompute);
-  if (given("--recompute-modules")) {
-    std::string list;
-    for (const std::string& m : o.recompute_modules) list += (list.empty() ? "" : ", ") + m;
-    keys.push_back({"--recompute-modules", "model.recompute_modules", "[" + list + "]"});
+  for (const auto& [flag, from, into] :
+       {std::tuple{"--tp", &k.tp, &f.tp}, {"--pp", &k.pp, &f.pp}, {"--cp", &k.cp, &f.cp}, {"--ep", &k.ep, &f.ep}}) {
+    if (given(flag)) *into = *from;
   }
-  add("--recompute-method", "model.recompute_method", o.recompute_method);
-  add("--recompute-num-layers", "model.recompute_num_layers", o.recompute_num_layers);
-  if (given("--dp-type")) {
-    const bool mfsdp = o.dp_type == "megatron_fsdp";
-    keys.push_back({"--dp-type", "ddp.use_distributed_optimizer", o.dp_type == "ddp" ? "false" : "true"});
-    keys.push_back({"--dp-type", "ddp.use_megatron_fsdp", mfsdp ? "true" : "false"});
-    keys.push_back({"--dp-type", "dist.use_megatron_fsdp", mfsdp ? "true" : "false"});
-    keys.push_back({"--dp-type", "dist.use_torch_fsdp2", o.dp_type == "torch_fsdp2" ? "true" : "false"});
+  using Text = std::string ExplainOptions::*;
+  using Into = std::optional<std::string> MbLayoutFlags::*;
+  for (const auto& [flag, from, into] : std::initializer_list<std::tuple<const char*, Text, Into>>{
+           {"--vpp", &ExplainOptions::vpp, &MbLayoutFlags::vpp},
+           {"--etp", &ExplainOptions::etp, &MbLayoutFlags::etp},
+           {"--mbs", &ExplainOptions::mbs, &MbLayoutFlags::mbs},
+           {"--recompute", &ExplainOptions::recompute, &MbLayoutFlags::recompute},
+           {"--recompute-method", &ExplainOptions::recompute_method, &MbLayoutFlags::recompute_method},
+           {"--recompute-num-layers", &ExplainOptions::recompute_num_layers, &MbLayoutFlags::recompute_num_layers},
+           {"--dp-type", &ExplainOptions::dp_type, &MbLayoutFlags::dp_type},
+           {"--fsdp-sharding", &ExplainOptions::fsdp_sharding, &MbLayoutFlags::fsdp_sharding},
+           {"--dispatcher", &ExplainOptions::dispatcher, &MbLayoutFlags::dispatcher},
+           {"--flex-backend", &ExplainOptions::flex_backend, &MbLayoutFlags::flex_backend},
+           {"--pp-layout", &ExplainOptions::pp_layout, &MbLayoutFlags::pp_layout},
+           {"--mtp-layers", &ExplainOptions::mtp_layers, &MbLayoutFlags::mtp_layers}}) {
+    if (given(flag)) f.*into = o.*from;
   }
-  add("--fsdp-sharding", "ddp.data_parallel_sharding_strategy", o.fsdp_sharding);
-  add("--dispatcher", "model.moe_token_dispatcher_type", o.dispatcher);
-  add("--flex-backend", "model.moe_flex_dispatcher_backend", o.flex_backend);
-  // A layout string is a YAML string whatever it holds ("t*4|..." is no YAML alias).
-  add("--pp-layout", "model.pipeline_model_parallel_layout", recipe::YamlQuoted(o.pp_layout));
-  if (given("--account-for-embedding-loss")) {
-    const char* v = o.account_embedding_loss ? "true" : "false";
-    keys.push_back({"--account-for-embedding-loss", "model.account_for_embedding_in_pipeline_split", v});
-    keys.push_back({"--account-for-embedding-loss", "model.account_for_loss_in_pipeline_split", v});
-  }
-  add("--mtp-layers", "model.mtp_num_layers", o.mtp_layers);
-  for (const std::string& s : o.sets) {
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw InputError({"<command line>", 0, 0}, "--set", "expected KEY=VALUE (a dotted override key), found '" + s + "'");
-    }
-    keys.push_back({"--set", s.substr(0, eq), s.substr(eq + 1)});
-  }
-  return keys;
+  if (given("--sequence-parallel")) f.sequence_parallel = k.sequence_parallel;
+  if (given("--recompute-modules")) f.recompute_modules = o.recompute_modules;
+  if (given("--account-for-embedding-loss")) f.account_for_embedding_loss = o.account_embedding_loss;
+  f.sets = o.sets;
+  return f;
 }
 
 }  // namespace
@@ -190,19 +160,9 @@ int RunExplain(const ExplainOptions& o) {
   if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
   const FrameworkOps& fw = FrameworkOf(in.setup.framework.value_or(kDefaultFramework));
   // Each framework's own layout flags: the other's are refused, naming the framework they are for.
-  for (const std::string& flag : fw.override_key_flags ? kAutoModelOnly : kMegatronOnly) {
-    if (o.given.count(flag) == 0) continue;
-    const FrameworkOps* owner = nullptr;
-    for (const FrameworkOps* f : Frameworks()) {
-      if (f->override_key_flags != fw.override_key_flags) owner = f;
-    }
-    const bool owner_default = owner == &FrameworkOf(kDefaultFramework);
-    throw InputError({"<command line>", 0, 0}, flag,
-                     std::string("is ") + owner->a_layout + " layout flag; expected --framework " + owner->name +
-                         (owner_default ? " (or no --framework)" : "") + " with it");
-  }
+  RefuseOtherFrameworkFlags(fw, o.given);
   if (fw.override_key_flags) {
-    in.mb_keys = MegatronKeys(o);
+    in.mb_keys = MbFlagKeys(MegatronFlags(o));
   } else {
     LayoutKeys& k = in.keys;
     k.strategy = ParseStrategy(o.strategy);

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/serve.hpp"
+#include "data/yaml_util.hpp"
 #include "meshplan/diag.hpp"
 
 namespace {
@@ -122,6 +123,27 @@ void ShowDefaults(CLI::App& app) {
   }
 }
 
+// When no command was recognised: "unknown command 'plna'; expected one of plan, check, ...
+// (did you mean 'plan'?)", or "expected a command" when none was given; "" when one was (the
+// parse error is then the command's). CLI11 leaves an unknown word among the remaining
+// arguments and reports only "A subcommand is required".
+std::string CommandError(const CLI::App& app) {
+  if (!app.get_subcommands().empty()) return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  const std::vector<std::string> rest = app.remaining();
+  if (rest.empty()) return "expected a command, one of " + list + " (meshplan --help)";
+  const std::string& word = rest.front();
+  if (!word.empty() && word[0] == '-') {
+    return "unknown option '" + word + "' before the command; expected a command, one of " + list + " (meshplan --help)";
+  }
+  const std::string hint = meshplan::yamlutil::DidYouMean(word, names);
+  return "unknown command '" + word + "'; expected one of " + list +
+         (hint.empty() ? std::string(" (meshplan --help)") : "; did you mean '" + hint + "'?");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +179,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const std::string command = CommandError(app); !command.empty()) {
+      std::cerr << "meshplan: error: " << command << "\n";
+      return 2;
+    }
     std::cerr << "meshplan: error: " << ParseErrorMessage(app, e) << "\n" << "Run 'meshplan --help' for usage.\n";
     return 2;
   }

@@ -3,9 +3,12 @@
 // and its step time term by term (for Megatron-Bridge also the compute term's split).
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include "meshplan/accuracy.hpp"
 #include "meshplan/framework.hpp"
 #include "commands/internal.hpp"
+#include "recipe/format.hpp"
 
 namespace meshplan {
 
@@ -99,7 +102,96 @@ std::string FlagOfKey(const std::vector<MbFlagKey>& keys, const std::string& fie
   return "";
 }
 
+// `value`, refused on `flag` unless it is one of `choices`.
+const std::string& OneOf(const char* flag, const std::string& value, const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return value;
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  commands::FlagError(flag, "expected one of " + list + "; found '" + value + "'");
+}
+
 }  // namespace
+
+const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron) {
+  static const std::vector<std::string> automodel = {"--strategy", "--dp-replicate", "--local-batch", "--pp-microbatch",
+                                                     "--pp-schedule", "--layers-per-stage"};
+  static const std::vector<std::string> mbridge = {
+      "--vpp", "--etp", "--mbs", "--dp-type", "--fsdp-sharding", "--recompute-modules", "--recompute-method",
+      "--recompute-num-layers", "--dispatcher", "--flex-backend", "--pp-layout", "--account-for-embedding-loss",
+      "--mtp-layers", "--set"};
+  return megatron ? mbridge : automodel;
+}
+
+void RefuseOtherFrameworkFlags(const FrameworkOps& fw, const std::set<std::string>& given) {
+  for (const std::string& flag : FrameworkOnlyLayoutFlags(!fw.override_key_flags)) {
+    if (given.count(flag) == 0) continue;
+    const FrameworkOps* owner = nullptr;
+    for (const FrameworkOps* f : Frameworks()) {
+      if (f->override_key_flags != fw.override_key_flags) owner = f;
+    }
+    const bool owner_default = owner == &FrameworkOf(kDefaultFramework);
+    commands::FlagError(flag, std::string("is ") + owner->a_layout + " layout flag; expected --framework " + owner->name +
+                                  (owner_default ? " (or no --framework)" : "") + " with it");
+  }
+}
+
+std::vector<MbFlagKey> MbFlagKeys(const MbLayoutFlags& f) {
+  std::vector<MbFlagKey> keys;
+  auto add = [&keys](const char* flag, const char* key, const std::optional<std::string>& value) {
+    if (value) keys.push_back({flag, key, *value});
+  };
+  auto count = [](const std::optional<int64_t>& v) { return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt; };
+  auto boolean = [](const std::optional<bool>& v) { return v ? std::optional<std::string>(*v ? "true" : "false") : std::nullopt; };
+  add("--tp", "model.tensor_model_parallel_size", count(f.tp));
+  add("--pp", "model.pipeline_model_parallel_size", count(f.pp));
+  add("--vpp", "model.virtual_pipeline_model_parallel_size", f.vpp);
+  add("--cp", "model.context_parallel_size", count(f.cp));
+  add("--ep", "model.expert_model_parallel_size", count(f.ep));
+  add("--etp", "model.expert_tensor_parallel_size", f.etp);
+  add("--mbs", "train.micro_batch_size", f.mbs);
+  add("--sequence-parallel", "model.sequence_parallel", boolean(f.sequence_parallel));
+  if (f.recompute) {
+    const std::string& r = OneOf("--recompute", *f.recompute, {"none", "selective", "full"});
+    keys.push_back({"--recompute", "model.recompute_granularity", r == "none" ? "null" : r});
+  }
+  if (f.recompute_modules) {
+    std::string list;
+    for (const std::string& m : *f.recompute_modules) list += (list.empty() ? "" : ", ") + m;
+    keys.push_back({"--recompute-modules", "model.recompute_modules", "[" + list + "]"});
+  }
+  if (f.recompute_method) OneOf("--recompute-method", *f.recompute_method, {"uniform", "block"});
+  add("--recompute-method", "model.recompute_method", f.recompute_method);
+  add("--recompute-num-layers", "model.recompute_num_layers", f.recompute_num_layers);
+  if (f.dp_type) {
+    const std::string& t = OneOf("--dp-type", *f.dp_type, {"ddp", "ddp+distopt", "megatron_fsdp", "torch_fsdp2"});
+    const bool mfsdp = t == "megatron_fsdp";
+    keys.push_back({"--dp-type", "ddp.use_distributed_optimizer", t == "ddp" ? "false" : "true"});
+    keys.push_back({"--dp-type", "ddp.use_megatron_fsdp", mfsdp ? "true" : "false"});
+    keys.push_back({"--dp-type", "dist.use_megatron_fsdp", mfsdp ? "true" : "false"});
+    keys.push_back({"--dp-type", "dist.use_torch_fsdp2", t == "torch_fsdp2" ? "true" : "false"});
+  }
+  add("--fsdp-sharding", "ddp.data_parallel_sharding_strategy", f.fsdp_sharding);
+  if (f.dispatcher) OneOf("--dispatcher", *f.dispatcher, {"allgather", "alltoall", "flex"});
+  add("--dispatcher", "model.moe_token_dispatcher_type", f.dispatcher);
+  if (f.flex_backend) OneOf("--flex-backend", *f.flex_backend, {"deepep", "hybridep"});
+  add("--flex-backend", "model.moe_flex_dispatcher_backend", f.flex_backend);
+  // A layout string is a YAML string whatever it holds ("t*4|..." is no YAML alias).
+  if (f.pp_layout) keys.push_back({"--pp-layout", "model.pipeline_model_parallel_layout", recipe::YamlQuoted(*f.pp_layout)});
+  if (f.account_for_embedding_loss) {
+    const char* v = *f.account_for_embedding_loss ? "true" : "false";
+    keys.push_back({"--account-for-embedding-loss", "model.account_for_embedding_in_pipeline_split", v});
+    keys.push_back({"--account-for-embedding-loss", "model.account_for_loss_in_pipeline_split", v});
+  }
+  add("--mtp-layers", "model.mtp_num_layers", f.mtp_layers);
+  for (const std::string& s : f.sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      commands::FlagError("--set", "expected KEY=VALUE (a dotted override key), found '" + s + "'");
+    }
+    keys.push_back({"--set", s.substr(0, eq), s.substr(eq + 1)});
+  }
+  return keys;
+}
 
 ExplainReport ExplainLayout(const ExplainInput& in) {
   JudgeSetup setup = in.setup;

@@ -145,6 +145,8 @@ json ExplanationJson(const ExplainReport& rep) {
   std::vector<std::string> warnings;
   if (!rep.seq_len_warning.empty()) warnings.push_back(rep.seq_len_warning);
   j["warnings"] = warnings;
+  // As plan's JSON: a model planned with --generic-decoder says so.
+  if (!rep.model_warning.empty()) j["model_warning"] = rep.model_warning;
   if (!rep.unused_schedule.empty()) j["notes"].push_back(rep.unused_schedule);
   j["rules"] = {{"checked", rep.rules_checked}, {"valid", rep.failures.empty()}, {"failures", FailuresJson(rep.failures)}};
   j["pipeline_split"] = rep.pipeline ? PipelineJson(*rep.pipeline) : json(nullptr);

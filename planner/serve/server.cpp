@@ -21,6 +21,24 @@ void SetError(httplib::Response& res, int status, const std::string& kind, const
   res.set_content(JsonText(ErrorJson(kind, message, status >= 500 ? 3 : 2)), "application/json");
 }
 
+// Answers every method but `allowed` on `path` with 405 and an Allow header (RFC 9110 15.5.6);
+// OPTIONS gets 204 with the same header.
+void RefuseOtherMethods(httplib::Server& http, const std::string& path, const std::string& allowed) {
+  const auto refuse = [path, allowed](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", allowed);
+    SetError(res, 405, "http", req.method + " is not allowed on " + path + ": expected " + allowed + " (see docs/serve.md)");
+  };
+  if (allowed != "GET") http.Get(path, refuse);
+  if (allowed != "POST") http.Post(path, refuse);
+  http.Put(path, refuse);
+  http.Patch(path, refuse);
+  http.Delete(path, refuse);
+  http.Options(path, [allowed](const httplib::Request&, httplib::Response& res) {
+    res.status = 204;
+    res.set_header("Allow", allowed + ", OPTIONS");
+  });
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -36,18 +54,21 @@ Server::Server(const ServeOptions& options) : impl_(std::make_unique<Impl>()) {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(PageHtml(), "text/html; charset=utf-8");
   });
+  RefuseOtherMethods(http, "/", "GET");
   for (const char* list : {"models", "systems", "gpus"}) {
     http.Get(std::string("/api/") + list, [list, limits](const httplib::Request&, httplib::Response& res) {
       SetAnswer(res, api::Call(list, "", limits));
     });
+    RefuseOtherMethods(http, std::string("/api/") + list, "GET");
   }
   for (const char* command : {"plan", "check", "explain", "validate"}) {
     http.Post(std::string("/api/") + command, [command, limits](const httplib::Request& req, httplib::Response& res) {
       SetAnswer(res, api::Call(command, req.body, limits));
     });
+    RefuseOtherMethods(http, std::string("/api/") + command, "POST");
   }
   const size_t max_body = options.max_body_bytes;
-  // Answers without a body (404, 405, 413 from the payload limit, ...) get a JSON one.
+  // Answers without a body (404, 413 from the payload limit, ...) get a JSON one.
   http.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const int s = res.status;

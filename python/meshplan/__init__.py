@@ -66,8 +66,9 @@ def _text(value):
 
 
 def _request(options, **named):
+    """The JSON request: the named arguments and the options, a None one left out (not given)."""
     request = {k: v for k, v in named.items() if v is not None}
-    request.update(options)
+    request.update({k: v for k, v in options.items() if v is not None})
     return request
 
 

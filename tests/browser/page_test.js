@@ -1,5 +1,5 @@
 // The planner page of `meshplan serve` in headless Chromium (playwright-core): plans
-// Llama-3.1-70B on 32 H100 GPUs, checks the table against the API's JSON, the charts, the
+// Llama-3.1-70B on 32 H100 GPUs, checks the table (ties, oom% and band columns) against the API's JSON, the charts, the
 // URL state and a recipe download; pastes a bad recipe and a broken config.json and sees their
 // errors. Env: URL (the server), CHROMIUM (its binary), OUT (where the screenshot goes).
 "use strict";
@@ -36,13 +36,27 @@ const base = process.env.URL;
   const rows = await page.$$eval("#table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
   assert.strictEqual(rows.length, api.recipes.length);
   assert.strictEqual(rows.length, 10);
+  // Columns: # strategy tp pp cp ep dp micro-batch recompute GiB/GPU oom% step_s band tok/s/GPU MFU%.
+  const head = await page.$$eval("#table thead th", (ths) => ths.map((th) => th.textContent));
+  assert.strictEqual(head[10], "oom %");
+  assert.strictEqual(head[12], "band");
+  let ties = 0;
   for (let i = 0; i < rows.length; i++) {
     const r = api.recipes[i], l = r.layout;
-    assert.deepStrictEqual(rows[i].slice(0, 8), [String(r.rank), l.strategy, String(l.tp_size), String(l.pp_size),
-      String(l.cp_size), String(l.ep_size), String(l.dp_size), String(l.micro_batch)]);
-    assert.strictEqual(rows[i][11], r.tokens_per_s_per_gpu.toFixed(0));
+    ties += r.risk.tie ? 1 : 0;
+    assert.deepStrictEqual(rows[i].slice(0, 8), [String(r.rank) + (r.risk.tie ? "=" : ""), l.strategy, String(l.tp_size),
+      String(l.pp_size), String(l.cp_size), String(l.ep_size), String(l.dp_size), String(l.micro_batch)]);
+    assert.strictEqual(rows[i][10], (100 * r.risk.oom_probability).toFixed(1));
+    assert.strictEqual(rows[i][12], "\u00b1" + (100 * r.risk.step_band).toFixed(0) + "%");
+    assert.strictEqual(rows[i][13], r.tokens_per_s_per_gpu.toFixed(0));
     assert.strictEqual(l.tp_size * l.pp_size * l.cp_size * l.dp_size, 32);
   }
+  // As the CLI prints this job (README): the first layouts tied within an 8% band, none at risk.
+  assert.strictEqual(rows[0][0], "1=");
+  assert.strictEqual(rows[0][12], "\u00b18%");
+  assert.strictEqual(rows[0][10], "0.0");
+  assert.ok(ties >= 2, "ties: " + ties);
+  assert.ok((await page.textContent("#ties")).startsWith("=: tied, expected step within \u00b18% of the best ("));
   // The charts: a memory bar of 6 segments, a step-time bar of 9, a scatter of the fitting layouts.
   assert.strictEqual(await page.$$eval("#membar-svg rect", (r) => r.length), 6);
   assert.strictEqual(await page.$$eval("#timebar-svg rect", (r) => r.length), 9);

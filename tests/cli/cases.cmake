@@ -22,6 +22,13 @@ meshplan_cli_case(plan_fp8_on_a100 2 "--precision: fp8 requested but .*no FP8"
 meshplan_cli_case(list_models 0 "llama3.1-70b +LlamaForCausalLM" "deepseek-v3 +DeepseekV3ForCausalLM" -- ${MP} list models)
 meshplan_cli_case(list_systems 0 "dgx-h100 +h100-sxm +8 +8" "gb200-nvl72 +gb200 +4 +72" -- ${MP} list systems)
 meshplan_cli_case(list_gpus 0 "h200" -- ${MP} list gpus)
+# No command, or one that is not meshplan's: one line naming it and the commands, exit 2
+# (CLI11 alone said "A subcommand is required" for all three).
+meshplan_cli_case(unknown_command 2 "^meshplan: error: unknown command 'bogus'; expected one of plan, check, explain, list, validate, calibrate, serve \\(meshplan --help\\)$"
+  "!A subcommand is required" -- ${MP} bogus)
+meshplan_cli_case(unknown_command_did_you_mean 2 "^meshplan: error: unknown command 'plna'; expected one of .*; did you mean 'plan'\\?$"
+  -- ${MP} plna --model llama3.1-8b)
+meshplan_cli_case(no_command 2 "^meshplan: error: expected a command, one of plan, check, explain, list, validate, calibrate, serve" -- ${MP})
 
 # Output files: whole or nothing, never replaced without --force.
 add_test(NAME cli.out_file_not_overwritten COMMAND bash -c "

@@ -73,6 +73,82 @@ def test_check_same_from_module_and_server(server, tmp_path):
     assert meshplan.check(f, model="llama3.1-70b", system="dgx-h100", gpus=24) == module
 
 
+# One Megatron-Bridge layout given by its override flags (explain --framework megatron-bridge):
+# the CLI's flags, and the request keys of the same names for the module and the server.
+MB_EXPLAIN = dict(model="qwen3-30b-a3b", system="dgx-h100", gpus=16, seq_len=4096, global_batch=512,
+                  framework="megatron-bridge", tp=2, pp=2, vpp=2, ep=4, etp=1, mbs=1, dp_type="ddp+distopt",
+                  sequence_parallel=True, recompute="selective", recompute_modules=["core_attn", "moe_act"],
+                  dispatcher="alltoall", set=["comm_overlap.tp_comm_overlap=true"])
+MB_EXPLAIN_FLAGS = ["--model", "qwen3-30b-a3b", "--system", "dgx-h100", "--gpus", "16", "--seq-len", "4096",
+                    "--global-batch", "512", "--framework", "megatron-bridge", "--tp", "2", "--pp", "2", "--vpp", "2",
+                    "--ep", "4", "--etp", "1", "--mbs", "1", "--dp-type", "ddp+distopt", "--sequence-parallel",
+                    "--recompute", "selective", "--recompute-modules", "core_attn,moe_act", "--dispatcher", "alltoall",
+                    "--set", "comm_overlap.tp_comm_overlap=true"]
+
+
+def test_explain_megatron_flags_same_from_module_server_and_cli(server):
+    module = meshplan.explain(**MB_EXPLAIN)
+    status, served = post(server, "/api/explain", MB_EXPLAIN)
+    assert status == 200
+    cli = cli_json("explain", *MB_EXPLAIN_FLAGS)
+    assert module == served == cli
+    # Each flag is the layout's override key: VPP 2, expert-TP 1, micro-batch 1, the distributed
+    # optimizer, the --set key.
+    o = module["overrides"]
+    assert [o[k] for k in ("model.tensor_model_parallel_size", "model.pipeline_model_parallel_size",
+                           "model.virtual_pipeline_model_parallel_size", "model.expert_model_parallel_size",
+                           "model.expert_tensor_parallel_size", "train.micro_batch_size")] == ["2", "2", "2", "4", "1", "1"]
+    assert o["ddp.use_distributed_optimizer"] == "true" and o["dist.use_megatron_fsdp"] == "false"
+    assert o["model.moe_token_dispatcher_type"] == "alltoall" and o["comm_overlap.tp_comm_overlap"] == "true"
+    assert module["layout"]["dp_size"] == 4 and module["description"].startswith("ddp+distopt tp2 pp2 vpp2 cp1 ep4 etp1 dp4 mbs1")
+    # `set` also takes an object of dotted keys and JSON values.
+    as_object = dict(MB_EXPLAIN, set={"comm_overlap.tp_comm_overlap": True})
+    assert meshplan.explain(**as_object) == module
+    # Another micro-batch is another layout: the flag is not ignored.
+    assert meshplan.explain(**dict(MB_EXPLAIN, mbs=2))["overrides"]["train.micro_batch_size"] == "2"
+
+
+def test_explain_framework_flag_errors_are_the_clis(server):
+    # An AutoModel key with --framework megatron-bridge, a Megatron-Bridge one without it: the
+    # CLI's message, the request key as the field.
+    for request, flags, field in [
+            (dict(MB_EXPLAIN, local_batch=2), MB_EXPLAIN_FLAGS + ["--local-batch", "2"], "local_batch"),
+            (dict(model="llama3.1-8b", system="dgx-h100", gpus=8, seq_len=4096, global_batch=64, mbs=2),
+             ["--model", "llama3.1-8b", "--system", "dgx-h100", "--gpus", "8", "--seq-len", "4096",
+              "--global-batch", "64", "--mbs", "2"], "mbs"),
+            (dict(MB_EXPLAIN, dp_type="zero3"), None, "dp_type")]:
+        with pytest.raises(meshplan.InputError) as e:
+            meshplan.explain(**request)
+        assert e.value.field == field
+        status, served = post(server, "/api/explain", request)
+        assert status == 400 and served["error"]["message"] == e.value.message
+        if flags:
+            assert cli_json("explain", *flags)["error"]["message"] == e.value.message
+    assert "expected one of ddp, ddp+distopt, megatron_fsdp, torch_fsdp2; found 'zero3'" in e.value.message
+
+
+def test_generic_decoder_from_module_server_and_cli(server):
+    # Starcoder2 is no architecture meshplan knows: refused, or planned as a generic decoder.
+    config = os.path.join(os.path.dirname(__file__), "..", "data", "models", "arch", "starcoder2-3b.json")
+    job = dict(system="dgx-h100", gpus=8, seq_len=4096, global_batch=64, tp=2)
+    with pytest.raises(meshplan.InputError) as e:
+        meshplan.explain(model=config, **job)
+    assert "--generic-decoder" in e.value.message
+    module = meshplan.explain(model=config, generic_decoder=True, **job)
+    cli = cli_json("explain", "--model", config, "--generic-decoder", "--system", "dgx-h100", "--gpus", "8",
+                   "--seq-len", "4096", "--global-batch", "64", "--tp", "2")
+    assert module == cli
+    assert "Starcoder2ForCausalLM" in module["model_warning"]
+    # The server reads no path: the same config pasted.
+    with open(config) as f:
+        text = f.read()
+    status, served = post(server, "/api/explain", dict(model_config=text, generic_decoder=True, **job))
+    assert status == 200
+    assert served["layout"] == module["layout"]
+    planned = meshplan.plan(model=config, generic_decoder=True, **dict(job, tp=None, top=1))
+    assert planned["recipes"] and "Starcoder2ForCausalLM" in planned["model_warning"]
+
+
 def test_explain_and_lists():
     e = meshplan.explain(model="llama3.1-8b", system="dgx-h100", gpus=8, seq_len=4096, global_batch=64, tp=2)
     assert e["layout"]["dp_size"] == 4

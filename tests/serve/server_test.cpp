@@ -184,6 +184,28 @@ TEST_CASE("serve answers plan with the CLI's JSON and survives bad requests") {
     CHECK(none->status == 404);
     CHECK(json::parse(none->body)["error"]["kind"] == "http");
   }
+  SUBCASE("a known endpoint asked with another method: 405 with its Allow header") {
+    auto put = c.Put("/api/plan", request.dump(), "application/json");
+    REQUIRE(put);
+    CHECK(put->status == 405);
+    CHECK(put->get_header_value("Allow") == "POST");
+    CHECK(json::parse(put->body)["error"]["message"] == "PUT is not allowed on /api/plan: expected POST (see docs/serve.md)");
+    // GET on a POST endpoint, POST on a GET one, DELETE on the page.
+    for (const auto& [res, allow] : {std::pair{c.Get("/api/check"), "POST"}, std::pair{c.Post("/api/models", "{}", "application/json"), "GET"},
+                                     std::pair{c.Delete("/"), "GET"}}) {
+      REQUIRE(res);
+      CHECK(res->status == 405);
+      CHECK(res->get_header_value("Allow") == allow);
+    }
+    auto options = c.Options("/api/explain");
+    REQUIRE(options);
+    CHECK(options->status == 204);
+    CHECK(options->get_header_value("Allow") == "POST, OPTIONS");
+    // ... and the server still answers.
+    auto ok = c.Get("/api/gpus");
+    REQUIRE(ok);
+    CHECK(ok->status == 200);
+  }
 }
 
 TEST_CASE("serve lists and checks and explains") {
