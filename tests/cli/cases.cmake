@@ -793,6 +793,12 @@ add_test(NAME cli.check_nearest_qwen3_ep16_on_8 COMMAND python3 ${CMAKE_SOURCE_D
   ${MP} ${D}/mb_qwen3_30b_ep16_8gpu.yaml qwen3-30b-a3b dgx-h100 8 4096 512 ep8_recompute)
 add_test(NAME cli.check_nearest_deepseek_ep64_pp16_on_256 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
   ${MP} ${D}/mb_deepseek_v3_tp1_pp16_ep64_256gpu.yaml deepseek-v3 dgx-h100 256 4096 4096 tp_or_pp)
+# AutoModel recipes with EP across nodes name model.backend.dispatcher: hybridep as a key (not a
+# comment): check prices each recipe plan writes at plan's own step (the EP 16 recipe read with
+# AutoModel's default deepep was 16.53 s against plan's 15.62 s).
+add_test(NAME cli.plan_check_step_agree_automodel_ep_across_nodes COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/plan_check_agree.py
+  ${MP} ${CMAKE_CURRENT_BINARY_DIR}/plan_check_agree --model deepseek-v3 --system dgx-h100 --gpus 256 --seq-len 4096
+  --global-batch 1024 --top 5)
 meshplan_cli_case(check_nearest_one_key_fix_needs 1
   "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
