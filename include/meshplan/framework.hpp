@@ -200,6 +200,11 @@ std::string LaunchComment(const std::string& recipe_file);
 std::string UnfittedNote(const PlanRequest& req);
 /// The warning that torch FSDP2 is searched (--strategy fsdp2; Megatron-Bridge issue #2785).
 std::vector<std::string> SearchWarnings(const PlanRequest& req);
+/// `key` ("model.pipeline_model_parallel_size") at its path in the override tree of the recipe
+/// function named `function` (frameworks/megatron_bridge/recipe_functions.cpp OverridePath: the
+/// Llama recipes' model.transformer.K); unchanged for "" or a name not in the table. explain's
+/// layout flags are written at these paths. Throws nothing.
+std::string FlagKeyPath(const std::string& function, const std::string& key);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan
