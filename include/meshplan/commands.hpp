@@ -321,6 +321,9 @@ struct CheckedDocument {
   size_t rules_checked = 0;        ///< rules of the framework
   std::vector<RuleFailure> failures;
   int64_t nearest_seq_len = 0;     ///< NearestValidSeqLen when a rule fails; 0 = none
+  /// When a rule fails or the recipe is above the usable memory: the fewest GPUs on which the
+  /// recipe's layout as written passes every rule and fits (FewestGpusFor); unset when none.
+  std::optional<MoreGpus> more_gpus;
   std::optional<Cost> cost;        ///< unset: memory not predicted (`not_predicted` says why)
   std::string not_predicted;
   bool out_of_memory = false;      ///< predicted above the usable memory

@@ -229,6 +229,11 @@ std::vector<std::string> SearchWarnings(const PlanRequest& req);
 /// FrameworkOps::unsupported_model of Megatron-Bridge: an architecture without a bridge
 /// (a MegatronModelBridge.register_bridge source) at the pinned Megatron-Bridge commit.
 std::string UnsupportedModel(const ModelSpec& model);
+/// `key` ("model.pipeline_model_parallel_size") at its path in the override tree of the recipe
+/// function named `function` (frameworks/megatron_bridge/recipe_functions.cpp OverridePath: the
+/// Llama recipes' model.transformer.K); unchanged for "" or a name not in the table. explain's
+/// layout flags are written at these paths. Throws nothing.
+std::string FlagKeyPath(const std::string& function, const std::string& key);
 }  // namespace megatron_bridge
 
 }  // namespace meshplan

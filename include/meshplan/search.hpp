@@ -183,8 +183,9 @@ int EditCount(const std::vector<std::string>& changes);
 
 /// How many edits beyond the fewest that fit check's nearest fixes may make (NearestValidLayouts).
 inline constexpr int kNearestExtraEdits = 2;
-/// The throughput gain an extra edit must buy for a farther fix to be listed ahead of a nearer
-/// one: the Megatron-Core step-time model's leave-one-out median |error| on the published runs, 7%.
+/// The gain in expected throughput (the out-of-memory risk priced, Risk::expected_step_seconds)
+/// an extra edit must buy for a farther fix to be listed: the Megatron-Core step-time model's
+/// leave-one-out median |error| on the published runs, 7%.
 inline constexpr double kNearestEditGain = 0.07;
 
 /// The layouts NearestValidLayouts chooses among: every valid layout of `req`'s space
@@ -197,15 +198,19 @@ inline constexpr double kNearestEditGain = 0.07;
 std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& req, const Layout& from, int* first_fit = nullptr);
 
 /// The `n` valid layouts of the planner's space (EnumerateLayouts, then every rule, and the
-/// fastest fitting layouts of the planner's search, Plan, with `from`'s software settings) that
-/// fix `from` with the fewest edits, ordered by predicted throughput among those edits. The
-/// candidates are the fitting layouts within kNearestExtraEdits edits (EditCount) of the fewest
-/// that fit; the listed ones are first each edit count's fastest that is faster by more than
-/// kNearestEditGain than every nearer one (so a farther fix is shown only where it is worth its
-/// edits, and a fix is never worse than a nearer one), fastest first; then the rest by edits and
-/// speed. The one-key fix (the best valid layout that changes one decision) is listed with a
-/// note when it is not already: with what it needs to fit (recompute), or why it is not first.
-/// Layouts that fit come before those that do not. Never throws for loaded inputs.
+/// fastest fitting layouts of the planner's search, Plan, with `from`'s software settings, and
+/// plan's first layouts with the job's recipe function's settings where they differ) that fix
+/// `from` with the fewest edits, ranked as plan ranks among those edits. The candidates are the
+/// fitting layouts within kNearestExtraEdits edits (EditCount) of the fewest that fit, each with
+/// its Risk (AssessRisk of the job's kind). A candidate is listed when it has the fewest edits
+/// that fit, or its expected step (the out-of-memory risk priced) is shorter by more than
+/// kNearestEditGain than every nearer one's (so a farther fix is shown only where it is worth its
+/// edits, and a fix is never worse than a nearer one); the listed ones are ranked as plan's
+/// RiskRanked with distinct layouts (expected step; within the step band of the first, by
+/// MoreRobust); then the rest by edits and expected step. The one-key fix (the best valid layout
+/// that changes one decision) is listed with a note when it is not already: with what it needs
+/// to fit (recompute), or on how many GPUs it fits as it is (FewestGpusFor), or why it is not
+/// first. Layouts that fit come before those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
 
 /// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
@@ -244,6 +249,20 @@ class LayoutDiff {
 /// Fills `out` with the fields that differ from `from` to `to` (FrameworkOps::nearest_changes,
 /// then sequence parallel and recompute unless `out` compares mesh fields only).
 void DiffLayouts(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
+
+/// A layout run as it is on more GPUs: its model-parallel sizes, data parallelism grown.
+struct MoreGpus {
+  int64_t gpus = 0;  ///< world size
+  Layout layout;     ///< `dp` = gpus / (tp x pp x cp)
+  Cost cost;         ///< scored at `gpus` with the request's sequence length and global batch
+};
+
+/// The fewest GPUs above `req.setup.num_gpus` (multiples of tp x pp x cp, at most 16 times the
+/// request's) on which `l` passes every rule of its framework and fits the usable memory, with
+/// the data-parallel size grown to fill them; nullopt when none does. What `check` says when a
+/// recipe, or its one-key fix, only divides or only fits with more GPUs. Never throws for loaded
+/// inputs.
+std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l);
 
 /// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the
 /// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel and

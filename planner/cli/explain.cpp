@@ -158,6 +158,21 @@ int RunExplain(const ExplainOptions& o) {
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
+  // --mb-recipe names the recipe function the layout flags are overrides for: without --recipe
+  // and --framework it is that framework's layout.
+  if (!in.setup.mb_recipe.empty() && in.recipe.empty()) {
+    const FrameworkOps* with = nullptr;
+    for (const FrameworkOps* f : Frameworks()) {
+      if (f->recipe_function_option) with = f;
+    }
+    if (!in.setup.framework) {
+      in.setup.framework = ParseFramework(with->name);
+    } else if (!FrameworkOf(*in.setup.framework).recipe_function_option) {
+      throw InputError({"<command line>", 0, 0}, "--mb-recipe",
+                       std::string("names ") + with->a_layout + " recipe function; expected --framework " + with->name +
+                           " (or no --framework) with it, found --framework " + o.framework);
+    }
+  }
   const FrameworkOps& fw = FrameworkOf(in.setup.framework.value_or(kDefaultFramework));
   // Each framework's own layout flags: the other's are refused, naming the framework they are for.
   RefuseOtherFrameworkFlags(fw, o.given);

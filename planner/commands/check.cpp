@@ -1,7 +1,11 @@
 // `check RECIPE`: every document of a recipe file judged against the framework's rules and the
 // memory model, with the overlap settings that will be silently off and, when it fails, the
 // nearest valid layouts.
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <regex>
 
 #include "commands/internal.hpp"
 #include "recipe/format.hpp"
@@ -30,6 +34,135 @@ int64_t NearestValidSeqLen(const RuleContext& ctx) {
 }
 
 namespace {
+
+// The settings a rule's message proposes, in the words the rules use: "set sequence_parallel:
+// false", "use cp_size: 1", "set dp_size: null to let AutoModel infer it" -> (key, value).
+std::vector<std::pair<std::string, std::string>> ProposedSettings(const std::string& message) {
+  static const std::regex kProposal(R"((?:set|use) ([A-Za-z_][A-Za-z0-9_]*): ([A-Za-z0-9_.-]+))");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), kProposal); it != std::sregex_iterator(); ++it) {
+    out.emplace_back((*it)[1].str(), (*it)[2].str());
+  }
+  return out;
+}
+
+// Sets the first `key` found (depth first) in the maps of `node` to `value`; false when none.
+bool SetFirstKey(YAML::Node node, const std::string& key, const std::string& value) {
+  if (!node.IsMap()) return false;
+  for (auto kv : node) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+      node[key] = YAML::Load(value);
+      return true;
+    }
+  }
+  for (auto kv : node) {
+    if (SetFirstKey(kv.second, key, value)) return true;
+  }
+  return false;
+}
+
+// Adds `key` to the first map (depth first) of `node` holding a key that ends as `key` does
+// after its last '_' (expert_tensor_parallel_size beside tensor_model_parallel_size); false when
+// none does.
+bool AddBesideKin(YAML::Node node, const std::string& key, const std::string& value) {
+  if (!node.IsMap()) return false;
+  const std::string tail = key.substr(key.rfind('_') == std::string::npos ? 0 : key.rfind('_'));
+  for (auto kv : node) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0 && !kv.second.IsMap()) {
+      node[key] = YAML::Load(value);
+      return true;
+    }
+  }
+  for (auto kv : node) {
+    if (AddBesideKin(kv.second, key, value)) return true;
+  }
+  return false;
+}
+
+// The recipe `text` with `key` set to `value` (its leading comment lines, the recipe-function
+// header among them, kept), the key added beside its kin where the recipe does not write it;
+// "" when it has none or cannot be re-read.
+std::string WithSetting(const std::string& text, const std::string& key, const std::string& value) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (!SetFirstKey(root, key, value) && !AddBesideKin(root, key, value)) return "";
+    std::string head;
+    for (size_t at = 0; at < text.size() && text[at] == '#';) {
+      const size_t end = text.find('\n', at);
+      head += text.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    YAML::Emitter e;
+    e << root;
+    return head + e.c_str() + "\n";
+  } catch (const YAML::Exception&) {
+    return "";
+  }
+}
+
+// Beside the first fix, for each failing rule whose message proposes a setting the recipe
+// writes: whether the fix does what the rule proposes and, when it does not, why: with the
+// proposal alone the recipe still breaks a rule, or does not fit, or is valid and fits at a
+// lower expected throughput (its out-of-memory risk priced as plan prices it).
+void NoteRuleProposals(const CheckInput& in, const std::string& text, const LoadedInputs& loaded, CheckedDocument& d) {
+  if (d.nearest.empty() || !d.nearest.front().candidate.cost.fits) return;
+  NearbyLayout& first = d.nearest.front();
+  const PlanRequest& req = d.recipe.request;
+  const Layout& from = d.recipe.parsed.layout;
+  const ErrorKind kind = ErrorKindOf(ToCostView(from, req.model, req.setup).runtime, req.model, req.system, req.setup);
+  for (const RuleFailure& f : d.failures) {
+    for (const auto& [key, value] : ProposedSettings(f.message)) {
+      const std::string changed = WithSetting(text, key, value);
+      if (changed.empty()) continue;
+      JudgedRecipe alone;
+      try {
+        alone = LoadRecipeForJudging(in.setup, in.recipe, changed, loaded);
+      } catch (const InputError&) {
+        continue;
+      }
+      const Layout& l = alone.parsed.layout;
+      const std::vector<std::string> proposal = LayoutChanges(from, l, req.model.num_layers, req.setup);
+      if (proposal.empty()) continue;  // not a layout setting the fixes choose
+      const bool does = std::all_of(proposal.begin(), proposal.end(), [&](const std::string& c) {
+        return std::find(first.changes.begin(), first.changes.end(), c) != first.changes.end();
+      });
+      std::string note = "rule " + f.name + " proposes " + key + ": " + value + ": ";
+      if (does) {
+        note += "this fix does it";
+      } else {
+        note += "this fix does not, since with it alone the recipe ";
+        const RuleContext ctx{req.model, req.setup, l, req.version, req.mb_version, &req.system};
+        const std::vector<RuleFailure> still = commands::RuleFailures(ctx);
+        const bool sane = l.dp >= 1 && l.tp * l.pp * l.cp * l.dp == req.setup.num_gpus && l.micro_batch() >= 1;
+        if (!still.empty()) {
+          note += "still breaks";
+          for (size_t i = 0; i < still.size(); ++i) note += (i ? ", " : " ") + still[i].name;
+        } else if (!sane) {
+          note += "is not a layout of " + std::to_string(req.setup.num_gpus) + " GPUs";
+        } else {
+          const Cost c = Score(CostModel(req.model, req.system, req.setup), l);
+          char buf[240];
+          if (!c.fits) {
+            std::snprintf(buf, sizeof buf, "is valid but needs %.1f GiB per GPU, above the %.1f GiB usable",
+                          c.memory.Total() / 1073741824.0, c.capacity_bytes / 1073741824.0);
+          } else {
+            const Risk r = AssessRisk(kind, c);
+            const double mine = first.candidate.risk.expected_step_seconds;
+            std::snprintf(buf, sizeof buf,
+                          "is valid and fits at %.0f tokens/s per GPU, expected step %.3f s (the out-of-memory risk "
+                          "priced) against this fix's %.3f s%s",
+                          c.tokens_per_s_per_gpu, r.expected_step_seconds, mine,
+                          r.expected_step_seconds > mine ? ": it ranks after it" : "");
+          }
+          note += buf;
+        }
+      }
+      first.note += (first.note.empty() ? "" : "; ") + note;
+    }
+  }
+}
 
 // Judges one recipe document. Throws InputError for an unusable one.
 CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, const std::string& label,
@@ -77,7 +210,9 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   d.silently_off = FindingMessages(ctx, Severity::kSilentlyOff);
   if ((!d.failures.empty() || d.out_of_memory) && unpriced.empty()) {
     d.nearest = NearestValidLayouts(req, l, 3);
+    if (l.tp >= 1 && l.pp >= 1 && l.cp >= 1 && l.ep >= 1 && l.micro_batch() >= 1) d.more_gpus = FewestGpusFor(req, l);
   }
+  if (!d.failures.empty()) NoteRuleProposals(in, text, loaded, d);
   if (d.failures.empty() && d.cost) d.against_plan = CompareWithPlan(req, l, *d.cost, kCheckComparedLayouts);
   return d;
 }

@@ -110,6 +110,23 @@ const std::string& OneOf(const char* flag, const std::string& value, const std::
   commands::FlagError(flag, "expected one of " + list + "; found '" + value + "'");
 }
 
+// Megatron-LM's estimate (--memory-profile megatron, memory_megatron.cpp) has no FSDP term, and
+// the megatron-bridge variant adds one only for Megatron-Core layouts: for a layout whose data
+// parallelism shards the weights and gradients (FSDP2, Megatron FSDP) either would price them
+// unsharded, so the combination is refused (InputError naming --memory-profile).
+void RefuseUnshardedEstimate(const std::string& profile, const CostView& view, const std::string& layout) {
+  const bool fsdp = view.dp_impl == DpImpl::kFsdpPerModule || view.dp_impl == DpImpl::kMegatronFsdp;
+  if (!fsdp || profile == "pytorch") return;
+  const bool megatron_core = view.runtime == CostRuntime::kMegatronCore;
+  if (profile == "megatron-bridge" && megatron_core) return;
+  commands::FlagError("--memory-profile",
+                      profile + (profile == "megatron" ? ": Megatron-LM's estimate (theoretical_memory_usage.py) has no FSDP term"
+                                                       : ": its FSDP terms are Megatron-Core's (Megatron-Bridge layouts)") +
+                          ", so it would price the weights and gradients of " + layout +
+                          " unsharded; expected " + (megatron_core ? "--memory-profile megatron-bridge" : "--memory-profile pytorch") +
+                          " for a layout with FSDP");
+}
+
 }  // namespace
 
 const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron) {
@@ -218,6 +235,11 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     if (!setup.global_batch) commands::FlagError("--global-batch", "required without --recipe");
     if (!setup.seq_len) commands::FlagError("--seq-len", "--seq-len is required");
     std::vector<MbFlagKey> keys = in.mb_keys;
+    // The layout flags are override keys of the --mb-recipe function, at its own paths (the
+    // Llama recipes take model.transformer.*); --set keys are paths as the user wrote them.
+    for (MbFlagKey& k : keys) {
+      if (k.flag != "--set") k.key = megatron_bridge::FlagKeyPath(setup.mb_recipe, k.key);
+    }
     keys.push_back({"--global-batch", "train.global_batch_size",
                     std::to_string(CheckedCount(*setup.global_batch, "--global-batch", 1LL << 30))});
     const std::string text = MbOverrideText(keys);
@@ -289,6 +311,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                  SplitStages(req.model.num_layers, l).num_stages > 0 && l.GradAccumSteps(req.setup) >= 1;
   if (!rep.scorable) return rep;
   rep.memory_profile = !in.memory_profile.empty() ? in.memory_profile : commands::WordsOf(req.framework).memory_profile;
+  RefuseUnshardedEstimate(rep.memory_profile, ToCostView(l, req.model, req.setup), Describe(l));
   MemoryOptions mo;
   mo.profile = rep.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
   mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";

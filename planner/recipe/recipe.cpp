@@ -93,12 +93,6 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     // resident when ep_shard > 1; the cost model prices exactly that default.
     y << "  moe:\n";
     y << "    reshard_after_forward: false\n";
-    if (l.ep > req.system.gpus_per_node) {
-      // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's
-      // internode dispatch times out, issues #2327, #3906).
-      y << "# EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
-        << " nodes: set model.backend.dispatcher: hybridep (deepep is for ep_size <= GPUs per node)\n";
-    }
   }
   if (req.setup.precision != Precision::kBf16) {
     // --precision fp8: AutoModel's TorchAO float8 training (components/quantization/fp8.py
@@ -115,6 +109,20 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   // packed_sequence.packed_sequence_size is unset, automodel.md 1.3). `meshplan check` reads it back.
   y << "dataset:  # merge into your dataset section (seq_len is what MockIterableDataset and pp_seq_len read)\n";
   y << "  seq_len: " << req.setup.seq_len << "\n";
+  if (l.ep > req.system.gpus_per_node) {
+    // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's internode
+    // dispatch times out, issues #2327, #3906); the planner prices it so (DefaultBackend). A real
+    // key, since `check` reads it back (absent, BackendConfig defaults to deepep), written after
+    // the dataset section (AutoModelFullRecipeYaml writes its own model section).
+    // BackendConfig.dispatcher accepts "hybridep" (components/models/common/utils.py @36044ad),
+    // which runs MoEFlexTokenDispatcher's _HybridEPManager (components/moe/megatron/
+    // token_dispatcher.py) and needs DeepEP's hybrid-ep branch installed (deep_ep.HybridEPBuffer,
+    // else ImportError).
+    y << "model:  # merge into your model section: EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
+      << " nodes (deepep, the default, is for ep_size <= GPUs per node); needs DeepEP's hybrid-ep branch installed\n";
+    y << "  backend:\n";
+    y << "    dispatcher: hybridep\n";
+  }
   return y.str();
 }
 

@@ -201,6 +201,13 @@ json CheckedDocumentJson(const CheckedDocument& d) {
   AddRemarks(j, &d.recipe.parsed, d.unfitted, d.notes);
   j["rules"] = {{"checked", d.rules_checked}, {"valid", d.failures.empty()}, {"failures", FailuresJson(d.failures)}};
   j["nearest_seq_len"] = d.nearest_seq_len > 0 ? json(d.nearest_seq_len) : json(nullptr);
+  if (d.more_gpus) {
+    const MoreGpus& m = *d.more_gpus;
+    j["more_gpus"] = {{"gpus", m.gpus}, {"dp_size", m.layout.dp}, {"memory_gib", GiB(m.cost.memory.Total())},
+                      {"step_s", m.cost.step_seconds}, {"tokens_per_s_per_gpu", m.cost.tokens_per_s_per_gpu}};
+  } else {
+    j["more_gpus"] = nullptr;
+  }
   if (d.cost) {
     json layout = RecipeJson(Candidate{d.recipe.parsed.layout, *d.cost}, req, 0);
     j["layout"] = layout["layout"];

@@ -270,6 +270,11 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
   } else {
     out << "memory: not predicted (" << d.not_predicted << ")\n";
   }
+  if (const std::optional<MoreGpus>& m = d.more_gpus) {
+    out << "  hint: as written it passes every rule and fits on " << m->gpus << " GPUs (dp " << m->layout.dp << "): "
+        << recipe::Fixed(recipe::GiB(m->cost.memory.Total()), 1) << " GiB per GPU, "
+        << recipe::Fixed(m->cost.tokens_per_s_per_gpu, 0) << " tokens/s per GPU\n";
+  }
   if (d.cost && d.failures.empty()) {
     const Cost& c = *d.cost;
     out << "predicted: step " << recipe::Fixed(c.step_seconds, 3) << " s, " << recipe::Fixed(c.tokens_per_s_per_gpu, 0)

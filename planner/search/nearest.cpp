@@ -7,6 +7,7 @@
 #include <string>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/risk.hpp"
 #include "meshplan/search.hpp"
 #include "search/diff.hpp"
 
@@ -93,15 +94,218 @@ std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
   return d;
 }
 
-double Throughput(const NearbyLayout& x) { return x.candidate.cost.tokens_per_s_per_gpu; }
-
 std::string Gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", bytes / 1073741824.0);
   return buf;
 }
 
+
+// The planner's first layouts for the job as `plan` searches it, with the software settings of
+// the job's recipe function (Megatron-Bridge: its dispatcher and flex backend) where the nearest
+// request fixed the recipe's own (FrameworkOps::nearest_request): a fix that changes EP anyway
+// may take the dispatcher plan would run at the new EP, at no extra edit (EditCount counts the
+// dispatcher with EP). Each is a candidate within the edit bound, as the fastest ones are.
+void AddJobPlanFixes(const PlanRequest& request, const PlanRequest& req, const Layout& from, int n, int& first_fit,
+                     std::vector<NearbyLayout>& scored) {
+  if (request.mb_runtime || !req.mb_runtime) return;  // the same settings: nothing new
+  PlanRequest job = req;
+  job.mb_runtime.reset();
+  job.top_n = std::max(20, 4 * n);
+  for (const Candidate& c : Plan(job).top) {
+    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+    x.edits = EditCount(x.changes);
+    if (!c.cost.fits || (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits)) continue;
+    const std::string d = Describe(c.layout);
+    const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
+      return y.changes == x.changes && Describe(y.candidate.layout) == d &&
+             y.candidate.cost.step_seconds == c.cost.step_seconds;
+    });
+    if (seen) continue;
+    if (first_fit < 0 || x.edits < first_fit) first_fit = x.edits;
+    scored.push_back(std::move(x));
+  }
+  if (first_fit >= 0) {
+    scored.erase(std::remove_if(scored.begin(), scored.end(),
+                                [&](const NearbyLayout& x) { return x.edits > first_fit + kNearestExtraEdits; }),
+                 scored.end());
+  }
+}
+
+// Every candidate's risk as plan assesses its own layouts (AssessRisk of the job's kind): the
+// walk scores without it.
+void AssessFixRisks(std::vector<NearbyLayout>& xs, const ErrorKind& kind) {
+  for (NearbyLayout& x : xs) x.candidate.risk = AssessRisk(kind, x.candidate.cost);
+}
+
+// `idx` (fitting candidates of `xs`) as plan ranks its layouts (RiskRanked with distinct
+// layouts): one per mesh, its best by expected step; by expected step, those within the step
+// band of the first tied and ordered by robustness (MoreRobust).
+std::vector<size_t> RiskOrder(const std::vector<NearbyLayout>& xs, std::vector<size_t> idx, int64_t layers,
+                              const TrainSetup& setup) {
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](size_t a, size_t b) { return ExpectedBefore(xs[a].candidate, xs[b].candidate); });
+  std::vector<size_t> order;
+  for (size_t i : idx) {
+    const bool mesh_seen = std::any_of(order.begin(), order.end(), [&](size_t j) {
+      return SameMesh(xs[i].candidate.layout, xs[j].candidate.layout);
+    });
+    if (!mesh_seen) order.push_back(i);
+  }
+  if (order.empty()) return order;
+  const Risk& best = xs[order.front()].candidate.risk;
+  const double limit = best.expected_step_seconds * (1.0 + best.step_band);
+  const auto tied_end = std::find_if(order.begin(), order.end(), [&](size_t i) {
+    return xs[i].candidate.risk.expected_step_seconds > limit;
+  });
+  std::stable_sort(order.begin(), tied_end, [&](size_t a, size_t b) {
+    return MoreRobust(xs[a].candidate, xs[b].candidate, layers, setup);
+  });
+  return order;
+}
+
+// The listed fixes of `scored` (sorted: fitting first by edits then expected step; then the
+// others), as indices, at most `n`. A fitting fix is eligible when it has the fewest edits that
+// fit, or when its expected step (the out-of-memory risk priced, Risk::expected_step_seconds)
+// is shorter by more than kNearestEditGain than that of every fix with fewer edits: a farther
+// fix is listed only where it is worth its edits, and never one worse than a nearer fix. The
+// eligible ones are ranked as plan ranks (RiskOrder): the risk is priced among the fixes within
+// the edit bound, not against plan's own first layout, which may lie beyond it. Fewer than `n`:
+// the rest in `scored` order.
+std::vector<size_t> ListedOrder(const std::vector<NearbyLayout>& scored, int n, int64_t layers, const TrainSetup& setup) {
+  std::vector<size_t> eligible;
+  double nearer_best = 0, group_best = 0;  // 0: none yet
+  int group = -1;
+  for (size_t i = 0; i < scored.size() && scored[i].candidate.cost.fits; ++i) {
+    const NearbyLayout& x = scored[i];
+    if (x.edits != group) {
+      if (group_best > 0) nearer_best = nearer_best > 0 ? std::min(nearer_best, group_best) : group_best;
+      group = x.edits;
+      group_best = 0;
+    }
+    const double e = x.candidate.risk.expected_step_seconds;
+    if (nearer_best <= 0 || e * (1 + kNearestEditGain) < nearer_best) eligible.push_back(i);
+    group_best = group_best > 0 ? std::min(group_best, e) : e;
+  }
+  std::vector<size_t> order = RiskOrder(scored, eligible, layers, setup);
+  const size_t want = static_cast<size_t>(std::max(n, 0));
+  if (order.size() > want) order.resize(want);
+  for (size_t i = 0; i < scored.size() && order.size() < want; ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
+  return order;
+}
+
+// "; <what> it fits on N GPUs (dp D: X GiB per GPU, T tokens/s per GPU)" when `l` fits with more
+// GPUs (FewestGpusFor), else "".
+std::string MoreGpusNote(const PlanRequest& req, const Layout& l, const std::string& what) {
+  const std::optional<MoreGpus> more = FewestGpusFor(req, l);
+  if (!more) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "; %s it fits on %lld GPUs (dp %lld: %s GiB per GPU, %.0f tokens/s per GPU)", what.c_str(),
+                static_cast<long long>(more->gpus), static_cast<long long>(more->layout.dp),
+                Gib(more->cost.memory.Total()).c_str(), more->cost.tokens_per_s_per_gpu);
+  return buf;
+}
+
+// The one-key fix (the valid layout changing one decision: the best-ranked that fits, else the
+// one nearest to fitting, least memory) shown in `out` (at most `n`): as it is where it fits,
+// else with what it needs to fit (the first listed fix that makes its change, else the
+// best-ranked fitting one that makes it with the fewest others), with a note saying which, and how much lower its expected throughput is when
+// it is listed after other fixes.
+void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scored, int n, std::vector<NearbyLayout>& out) {
+  const NearbyLayout* one_key = nullptr;
+  auto better_key = [](const NearbyLayout& x, const NearbyLayout& y) {
+    const Cost &a = x.candidate.cost, &b = y.candidate.cost;
+    if (a.fits != b.fits) return a.fits;
+    return a.fits ? ExpectedBefore(x.candidate, y.candidate) : a.memory.Total() < b.memory.Total();
+  };
+  for (const NearbyLayout& x : scored) {
+    if (x.edits == 1 && (one_key == nullptr || better_key(x, *one_key))) one_key = &x;
+  }
+  if (one_key == nullptr) return;
+  std::string what;
+  for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
+  NearbyLayout shown = *one_key;
+  if (!one_key->candidate.cost.fits) {
+    // The best-ranked fitting fix that makes its change with at most one edit more than the fewest.
+    auto has_key = [&](const NearbyLayout& x) {
+      bool has = x.candidate.cost.fits;
+      for (const std::string& c : one_key->changes) has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
+      return has;
+    };
+    // The first listed fix that makes it, else the best-ranked that makes it with at most one
+    // edit more than the fewest.
+    const NearbyLayout* with = nullptr;
+    const auto listed = std::find_if(out.begin(), out.end(), has_key);
+    if (listed != out.end()) {
+      with = &*listed;
+    } else {
+      int fewest = -1;
+      for (const NearbyLayout& x : scored) {
+        if (has_key(x) && (fewest < 0 || x.edits < fewest)) fewest = x.edits;
+      }
+      for (const NearbyLayout& x : scored) {
+        if (has_key(x) && x.edits <= fewest + 1 && (with == nullptr || ExpectedBefore(x.candidate, with->candidate))) with = &x;
+      }
+    }
+    const std::string alone = "the one-key fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
+                              " GiB per GPU, above the " + Gib(one_key->candidate.cost.capacity_bytes) + " GiB usable";
+    if (with != nullptr) {
+      std::string extra;
+      for (const std::string& c : with->changes) {
+        if (std::find(one_key->changes.begin(), one_key->changes.end(), c) == one_key->changes.end()) {
+          extra += (extra.empty() ? "" : ", ") + c;
+        }
+      }
+      shown = *with;
+      shown.note = alone + "; it fits with " + extra;
+    } else {
+      shown.note = alone + "; no layout of the planner's space within " + std::to_string(1 + kNearestExtraEdits) +
+                   " edits makes it fit";
+    }
+    shown.note += MoreGpusNote(req, one_key->candidate.layout, "as it is");
+  } else {
+    shown.note = "the one-key fix (" + what + ")";
+  }
+  auto same = [&](const NearbyLayout& y) {
+    return y.changes == shown.changes && Describe(y.candidate.layout) == Describe(shown.candidate.layout);
+  };
+  auto it = std::find_if(out.begin(), out.end(), same);
+  if (it != out.end()) {
+    it->note = shown.note;
+  } else if (shown.candidate.cost.fits || out.empty() || !out.back().candidate.cost.fits) {
+    if (static_cast<int>(out.size()) >= n) out.pop_back();
+    out.push_back(shown);
+  }
+  // Said beside the one-key fix when it is not first: how much lower its expected throughput is.
+  const auto pos = std::find_if(out.begin(), out.end(), same);
+  if (pos != out.begin() && pos != out.end() && pos->candidate.cost.fits && out.front().candidate.cost.fits &&
+      pos->candidate.risk.expected_step_seconds > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "; listed after fixes ranked before it (expected throughput, the out-of-memory risk priced, %.0f%% below the first)",
+                  100 * (1 - out.front().candidate.risk.expected_step_seconds / pos->candidate.risk.expected_step_seconds));
+    pos->note += buf;
+  }
+}
+
 }  // namespace
+
+std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l) {
+  const int64_t model_parallel = l.tp * l.pp * l.cp, n = req.setup.num_gpus;
+  if (model_parallel < 1 || n < 1) return std::nullopt;
+  for (int64_t g = (n / model_parallel + 1) * model_parallel; g <= 16 * n; g += model_parallel) {
+    TrainSetup setup = req.setup;
+    setup.num_gpus = g;
+    Layout at = l;
+    at.dp = g / model_parallel;
+    const RuleContext ctx{req.model, setup, at, req.version, req.mb_version, &req.system};
+    if (FirstFailure(ctx)) continue;
+    const Cost c = Score(CostModel(req.model, req.system, setup), at);
+    if (c.fits) return MoreGpus{g, at, c};
+  }
+  return std::nullopt;
+}
 
 int EditCount(const std::vector<std::string>& changes) { return static_cast<int>(Decisions(changes).size()); }
 
@@ -252,108 +456,20 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
       }
     }
   }
-  // The fitting ones first: fewest edits, then fastest (RanksBefore); then those that do not
-  // fit, fewest changed fields first (none is a fix: the nearest to the recipe as written).
+  AddJobPlanFixes(request, req, from, n, first_fit, scored);
+  AssessFixRisks(scored, ErrorKindOf(ToCostView(from, req.model, req.setup).runtime, req.model, req.system, req.setup));
+  // The fitting ones first: fewest edits, then as plan ranks (the expected step); then those
+  // that do not fit, fewest changed fields first (none is a fix: the nearest to the recipe as
+  // written).
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
     if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
     if (!a.candidate.cost.fits && a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
     if (a.edits != b.edits) return a.edits < b.edits;
-    return RanksBefore(a.candidate, b.candidate);
+    return ExpectedBefore(a.candidate, b.candidate);
   });
-  // The one-key fix: the valid layout changing one decision, the fastest that fits, else the
-  // one nearest to fitting (least memory).
-  const NearbyLayout* one_key = nullptr;
-  auto better_key = [](const NearbyLayout& x, const NearbyLayout& y) {
-    const Cost &a = x.candidate.cost, &b = y.candidate.cost;
-    if (a.fits != b.fits) return a.fits;
-    return a.fits ? Throughput(x) > Throughput(y) : a.memory.Total() < b.memory.Total();
-  };
-  for (const NearbyLayout& x : scored) {
-    if (x.edits == 1 && (one_key == nullptr || better_key(x, *one_key))) one_key = &x;
-  }
-  // Each edit count's fastest fitting fix that beats every nearer listed one by the gain.
-  std::vector<size_t> front;
-  double best = 0;
-  for (size_t i = 0; i < scored.size(); ++i) {
-    const NearbyLayout& x = scored[i];
-    if (!x.candidate.cost.fits) break;
-    if (i > 0 && scored[i - 1].edits == x.edits) continue;  // not its edit count's fastest
-    if (front.empty() || Throughput(x) > best * (1 + kNearestEditGain)) {
-      front.push_back(i);
-      best = std::max(best, Throughput(x));
-    }
-  }
-  std::vector<size_t> order = front;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return Throughput(scored[a]) > Throughput(scored[b]); });
-  std::vector<bool> in_front(scored.size(), false);
-  for (size_t i : front) in_front[i] = true;
-  for (size_t i = 0; i < scored.size() && order.size() < static_cast<size_t>(std::max(n, 0)) + front.size(); ++i) {
-    if (!in_front[i]) order.push_back(i);
-  }
   std::vector<NearbyLayout> out;
-  for (size_t i : order) {
-    if (static_cast<int>(out.size()) >= n) break;
-    out.push_back(scored[i]);
-  }
-  // The one-key fix is shown: as it is where it fits, else with what it needs to fit (the
-  // fastest fitting fix that makes its change and the fewest others).
-  if (one_key != nullptr) {
-    const std::vector<std::string> key = Decisions(one_key->changes);
-    std::string what;
-    for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
-    NearbyLayout shown = *one_key;
-    if (!one_key->candidate.cost.fits) {
-      // The fastest fitting fix that makes its change with at most one edit more than the fewest.
-      auto has_key = [&](const NearbyLayout& x) {
-        bool has = x.candidate.cost.fits;
-        for (const std::string& c : one_key->changes) has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
-        return has;
-      };
-      int fewest = -1;
-      for (const NearbyLayout& x : scored) {
-        if (has_key(x) && (fewest < 0 || x.edits < fewest)) fewest = x.edits;
-      }
-      const NearbyLayout* with = nullptr;
-      for (const NearbyLayout& x : scored) {
-        if (has_key(x) && x.edits <= fewest + 1 && (with == nullptr || Throughput(x) > Throughput(*with))) with = &x;
-      }
-      const std::string alone = "the one-key fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
-                                " GiB per GPU, above the " + Gib(one_key->candidate.cost.capacity_bytes) + " GiB usable";
-      if (with != nullptr) {
-        std::string extra;
-        for (const std::string& c : with->changes) {
-          if (std::find(one_key->changes.begin(), one_key->changes.end(), c) == one_key->changes.end()) {
-            extra += (extra.empty() ? "" : ", ") + c;
-          }
-        }
-        shown = *with;
-        shown.note = alone + "; it fits with " + extra;
-      } else {
-        shown.note = alone + "; no layout of the planner's space within " + std::to_string(1 + kNearestExtraEdits) +
-                     " edits makes it fit";
-      }
-    } else {
-      shown.note = "the one-key fix (" + what + ")";
-    }
-    auto same = [&](const NearbyLayout& y) {
-      return y.changes == shown.changes && Describe(y.candidate.layout) == Describe(shown.candidate.layout);
-    };
-    auto it = std::find_if(out.begin(), out.end(), same);
-    if (it != out.end()) {
-      it->note = shown.note;
-    } else if (shown.candidate.cost.fits || out.empty() || !out.back().candidate.cost.fits) {
-      if (static_cast<int>(out.size()) >= n) out.pop_back();
-      out.push_back(shown);
-    }
-    // Said beside the first fix when the one-key fix is not it: how much slower it is.
-    const auto pos = std::find_if(out.begin(), out.end(), same);
-    if (pos != out.begin() && pos != out.end() && pos->candidate.cost.fits && Throughput(out.front()) > 0) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "; listed after faster fixes (%.0f%% below the first)",
-                    100 * (1 - Throughput(*pos) / Throughput(out.front())));
-      pos->note += buf;
-    }
-  }
+  for (size_t i : ListedOrder(scored, n, req.model.num_layers, req.setup)) out.push_back(scored[i]);
+  ShowOneKeyFix(req, scored, n, out);
   return out;
 }
 

@@ -635,7 +635,7 @@ meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no
 
 # Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
-meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ changes. tensor_model_parallel_size: 4 -> 2. .*overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
+meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ changes. expert_tensor_parallel_size: null -> 1. .*overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
 
 # Megatron-Bridge launch of a model whose default recipe leaves comm_overlap None (Llama 3.1 8B):
@@ -774,6 +774,22 @@ meshplan_cli_case(explain_mb_flags_vpp_pp_layout 0 "tp1 pp4 vpp2 cp1 ep1 dp2" "r
 meshplan_cli_case(explain_mb_flag_value_names_flag 2 "<command line>: error: --etp: expected an integer.*found 'two'.*\\(model.expert_tensor_parallel_size\\)"
   -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 512
   --framework megatron-bridge --etp two)
+# --mb-recipe: the layout flags are overrides of that recipe function, at its own key paths (the
+# Llama recipes' model.transformer.*), and imply --framework megatron-bridge; with --framework
+# automodel it is refused.
+meshplan_cli_case(explain_mb_recipe_llama_pp_flag 0 "Megatron-Bridge layout" "tp1 pp2 cp2 ep1 dp2" "rules: valid" "model.transformer.context_parallel_size=2"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --mb-recipe llama31_8b_pretrain_config --pp 2)
+meshplan_cli_case(explain_mb_recipe_with_automodel 2 "error: --mb-recipe: names a Megatron-Bridge recipe function; expected --framework megatron-bridge"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework automodel --mb-recipe llama31_8b_pretrain_config --pp 2)
+# --memory-profile megatron (Megatron-LM's estimate, no FSDP term) on an FSDP layout is refused
+# rather than priced unsharded; the megatron-bridge variant only on Megatron-Core layouts.
+meshplan_cli_case(explain_megatron_profile_fsdp2_refused 2
+  "error: --memory-profile: megatron: Megatron-LM's estimate .theoretical_memory_usage.py. has no FSDP term.*expected --memory-profile pytorch"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --memory-profile megatron)
+meshplan_cli_case(explain_megatron_profile_ddp 1 "rules: valid" "memory per GPU .megatron profile"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --strategy ddp --memory-profile megatron)
 meshplan_cli_case(explain_mb_flag_without_framework 2 "error: --vpp: is a Megatron-Bridge layout flag; expected --framework megatron-bridge"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --vpp 2)
 meshplan_cli_case(explain_automodel_flag_with_mb 2 "error: --local-batch: is an AutoModel layout flag"
@@ -805,6 +821,24 @@ add_test(NAME cli.check_nearest_qwen3_ep16_on_8 COMMAND python3 ${CMAKE_SOURCE_D
   ${MP} ${D}/mb_qwen3_30b_ep16_8gpu.yaml qwen3-30b-a3b dgx-h100 8 4096 512 ep8_recompute)
 add_test(NAME cli.check_nearest_deepseek_ep64_pp16_on_256 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/nearest_vs_plan.py
   ${MP} ${D}/mb_deepseek_v3_tp1_pp16_ep64_256gpu.yaml deepseek-v3 dgx-h100 256 4096 4096 tp_or_pp)
+# AutoModel recipes with EP across nodes name model.backend.dispatcher: hybridep as a key (not a
+# comment): check prices each recipe plan writes at plan's own step (the EP 16 recipe read with
+# AutoModel's default deepep was 16.53 s against plan's 15.62 s).
+add_test(NAME cli.plan_check_step_agree_automodel_ep_across_nodes COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/plan_check_agree.py
+  ${MP} ${CMAKE_CURRENT_BINARY_DIR}/plan_check_agree --model deepseek-v3 --system dgx-h100 --gpus 256 --seq-len 4096
+  --global-batch 1024 --top 5)
+# A recipe that only divides with more GPUs says on how many it runs as written (EP 16 needs 16
+# GPUs: the expert grid 1 x 16 x 1, dp 16); its one-key fix says so too where it does not fit.
+meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every rule and fits on 16 GPUs \\(dp 16\\)"
+  "^# the one-key fix .*; as it is it fits on 32 GPUs \\(dp 32: "
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# The first fix says whether it does what the failing rule's message proposes, and why not.
+meshplan_cli_case(check_rule_proposal_etp 1 "^# .*rule mb_world_divisible_by_etp_ep_pp proposes expert_tensor_parallel_size: 1: this fix does not, since with it alone the recipe is valid and fits at 3184 tokens/s per GPU.*: it ranks after it"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
+meshplan_cli_case(check_rule_proposal_sp 1 "^# .*rule mb_sp_requires_tp proposes sequence_parallel: false: this fix does not, since with it alone the recipe is valid but needs 7[0-9.]+ GiB per GPU, above the 71.2 GiB usable"
+  -- ${MP} check ${D}/mb_llama8b_sp_tp1.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
 meshplan_cli_case(check_nearest_one_key_fix_needs 1
   "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)

@@ -6,6 +6,8 @@ Runs `check RECIPE --format json` and `plan --format json --top 1` (Megatron-Bri
 unless fix 1 or 2 is WANT and predicted within 7% (kCheckStepBand) of plan's best throughput:
   tp_or_pp   a fix that changes the TP or the PP size
   ep8_recompute   a fix with EP 8 and recompute (selective or full)
+and unless fix 1 keeps the memory model's band (3.9% of its peak, docs/ranking.md) to the usable
+memory when a listed fix does: fixes are ranked with the out-of-memory risk priced, as plan ranks.
 """
 import json
 import subprocess
@@ -38,6 +40,16 @@ for i, x in enumerate(fixes):
                  f"{x['memory_gib']['total']:.1f} GiB, fits {x['memory_gib']['fits']}; {'; '.join(x['changes'])}")
 ok = any(is_pick(x) and x["memory_gib"]["fits"] and x["tokens_per_s_per_gpu"] >= 0.93 * best for x in fixes[:2])
 print("\n".join(lines))
+
+
+def within_band(x):
+    m = x["memory_gib"]
+    return m["fits"] and m["capacity"] - m["total"] >= 0.039 * m["total"]
+
+
+if any(within_band(x) for x in fixes) and not within_band(fixes[0]):
+    print("a listed fix keeps the memory band to the usable memory and fix 1 does not")
+    sys.exit(1)
 if not ok:
     print(f"neither fix 1 nor 2 is the expected pick ({want}) within 7% of plan's best")
     sys.exit(1)

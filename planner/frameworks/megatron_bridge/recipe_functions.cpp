@@ -107,6 +107,10 @@ const RecipeFunction* RecipeFunctionOf(const PlanRequest& req) {
                                                             : DefaultRecipeFunctionName(req.model.name));
 }
 
+std::string FlagKeyPath(const std::string& function, const std::string& key) {
+  return function.empty() ? key : OverridePath(FindRecipeFunction(function), key);
+}
+
 std::string OverridePath(const RecipeFunction* fn, const std::string& key) {
   if (fn == nullptr || fn->transformer_path == "model" || key.rfind("model.", 0) != 0) return key;
   const std::string field = key.substr(6);
