@@ -636,7 +636,7 @@ meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no
 # Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
 meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ changes. expert_tensor_parallel_size: null -> 1. .*overlap_grad_reduce: false -> true$" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"
-  -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
+  -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16 --headroom 0.1)
 
 # Megatron-Bridge launch of a model whose default recipe leaves comm_overlap None (Llama 3.1 8B):
 # its keys are force-added with the CommOverlapConfig to build unless MB_RECIPE is set; a recipe
@@ -831,17 +831,17 @@ add_test(NAME cli.plan_check_step_agree_automodel_ep_across_nodes COMMAND python
 # GPUs: the expert grid 1 x 16 x 1, dp 16); its one-key fix says so too where it does not fit.
 meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every rule and fits on 16 GPUs \\(dp 16\\)"
   "^# the one-key fix .*; as it is it fits on 32 GPUs \\(dp 32: "
-  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
 # The first fix says whether it does what the failing rule's message proposes, and why not.
 meshplan_cli_case(check_rule_proposal_etp 1 "^# .*rule mb_world_divisible_by_etp_ep_pp proposes expert_tensor_parallel_size: 1: this fix does not, since with it alone the recipe is valid and fits at 3184 tokens/s per GPU.*: it ranks after it"
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
 meshplan_cli_case(check_rule_proposal_sp 1 "^# .*rule mb_sp_requires_tp proposes sequence_parallel: false: this fix does not, since with it alone the recipe is valid but needs 7[0-9.]+ GiB per GPU, above the 71.2 GiB usable"
-  -- ${MP} check ${D}/mb_llama8b_sp_tp1.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+  -- ${MP} check ${D}/mb_llama8b_sp_tp1.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --headroom 0.1)
 meshplan_cli_case(check_nearest_one_key_fix_needs 1
   "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute: none -> full"
-  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+  -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 # `meshplan serve`: an address it cannot bind, a port out of range (the API itself:
 # tests/serve/server_test.cpp, tests/python, tests/browser).
 meshplan_cli_case(serve_bad_host 2 "--host: cannot listen on 256.0.0.1:0" -- ${MP} serve --host 256.0.0.1 --port 0)
