@@ -209,7 +209,7 @@ def test_gil_released_during_search():
     elapsed = time.monotonic() - start
     t.join()
     assert done and done[0]["recipes"]
-    assert elapsed > 0.1, "search too short to tell: %.3f s" % elapsed
+    assert elapsed > 0.02, "search too short to tell: %.3f s" % elapsed
     assert longest < elapsed / 2, "main thread stalled %.3f s of %.3f s" % (longest, elapsed)
 
 
