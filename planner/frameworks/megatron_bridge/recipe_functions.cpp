@@ -57,6 +57,10 @@ const nlohmann::json& RecipeFunction::ModelValue(const std::string& key) const {
   return kNull;
 }
 
+bool RecipeFunction::HasLayoutBuilder() const {
+  return ModelValue("_pipeline_model_parallel_layout_builder").is_string();
+}
+
 bool RecipeFunction::CommOverlapNone() const {
   const auto it = sections.find("comm_overlap");
   return it != sections.end() && it->second.empty();
@@ -208,7 +212,7 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
     rt.cuda_graph = MbCudaGraph::kTransformerEngine;
     rt.cuda_graph_scope = impl == "local" ? 0 : scope & ~kGraphFullIteration;
   }
-  // The loss kernel: the recipe's cross_entropy_fusion_impl (meshplan writes neither key).
+  // The loss kernel: the recipe's cross_entropy_fusion_impl (MegatronOverrides writes it back when te).
   const nlohmann::json& fusion = fn->ModelValue("cross_entropy_loss_fusion");
   rt.te_cross_entropy = str("cross_entropy_fusion_impl") == "te" && !(fusion.is_boolean() && !fusion.get<bool>());
   // grad_reduce_in_fp32 stays true: meshplan writes mixed_precision as a recipe name (bf16_mixed,

@@ -34,6 +34,12 @@ struct RecipeFunction {
   /// comm_overlap is None: a Hydra override of comm_overlap.<key> fails (struct mode) unless
   /// force-added with the class to build.
   bool CommOverlapNone() const;
+  /// The recipe installs a pipeline-layout builder (model._pipeline_model_parallel_layout_builder:
+  /// the DeepSeek-V3 recipes' _get_deepseek_v3_pipeline_layout, recorded by tools/acceptance/
+  /// scan_mb_recipe_bodies.py). scripts/training/recipe_runner.py sync_model_pipeline_layout re-runs
+  /// it after any PP or VP override that does not also set model.pipeline_model_parallel_layout,
+  /// and it raises for a (PP, VP) pair outside its table.
+  bool HasLayoutBuilder() const;
 };
 
 /// The recipe function `name` from the table, or nullptr.

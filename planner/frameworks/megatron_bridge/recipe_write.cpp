@@ -72,13 +72,21 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   if (l.pp > 1) add("model.pipeline_dtype", "bfloat16");
   // Both written, true or false: a recipe function's own true (Qwen3-235B-A22B, Llama 3.1 405B)
   // would otherwise split the layers otherwise than priced (transformer_config.py __post_init__).
-  const bool accounted = l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss;
+  // A recipe's own layout as read (check's layouts), or meshplan's split written as one. A
+  // recipe function with a layout builder gets every PP > 1 split written as a layout: Megatron-
+  // Bridge's recipe_runner.py (sync_model_pipeline_layout) would otherwise replace the split priced
+  // by the builder's own, or fail where the builder has no entry for the (PP, VP) pair. The
+  // split written is the one priced (OwnPpLayoutString of the even or accounted split), and
+  // Megatron-Core then takes no account_for_* (transformer_config.py: "cannot be set with other
+  // pipeline layout arguments").
+  std::string layout = PpLayoutValue(req.model.num_layers, l);
+  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
+  const bool builder_layout = l.pp > 1 && layout.empty() && fn != nullptr && fn->HasLayoutBuilder();
+  if (builder_layout) layout = OwnPpLayoutString(req.model.num_layers, l);
+  const bool accounted = l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss && !builder_layout;
   add("model.account_for_embedding_in_pipeline_split", Bool(accounted));
   add("model.account_for_loss_in_pipeline_split", Bool(accounted));
-  // A recipe's own layout as read (check's layouts), or meshplan's split written as one.
-  if (const std::string v = PpLayoutValue(req.model.num_layers, l); !v.empty()) {
-    add("model.pipeline_model_parallel_layout", v);
-  }
+  if (!layout.empty()) add("model.pipeline_model_parallel_layout", layout);
   // Megatron-Bridge's model provider sets mtp_num_layers from the checkpoint's config
   // (num_nextn_predict_layers); written out whenever the model has MTP layers, so that the
   // recipe says what was priced and matches its layout's m (null: none trained).
@@ -101,6 +109,13 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     if (s.token_dispatcher == MbDispatcher::kFlex) {
       add("model.moe_flex_dispatcher_backend", s.flex_backend == MbFlexBackend::kHybridEP ? "hybridep" : "deepep");
     }
+  }
+  // The loss kernel priced: TE's fused cross-entropy where the recipe function sets it (its
+  // logits held in bf16; cost_view.cpp loss_bytes_per_logit), written so that a recipe read back
+  // without its function (Megatron-Core's defaults: fusion on, impl native) prices the same.
+  if (s.te_cross_entropy) {
+    add("model.cross_entropy_loss_fusion", "true");
+    add("model.cross_entropy_fusion_impl", "te");
   }
   // CUDA graphs as priced (the recipe function's, off where the recompute needs it:
   // FitCudaGraphsToRecompute).
@@ -148,7 +163,6 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("mixed_precision", mp);
   // At the paths of the recipe function the overrides are for (model.transformer.* for the
   // Llama recipes' GPTModelConfig; recipes/megatron-bridge-recipe-functions.json).
-  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
   for (auto& kv : o) kv.first = megatron_bridge::OverridePath(fn, kv.first);
   return o;
 }
