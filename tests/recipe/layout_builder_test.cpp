@@ -41,19 +41,17 @@ std::map<std::string, std::string> Overrides(const std::string& model, int64_t p
 
 }  // namespace
 
-TEST_CASE("layout builder: the DeepSeek-V3 recipes install one and the Qwen3 and Llama recipes do not") {
-  const auto* ds = megatron_bridge::FindRecipeFunction("deepseek_v3_pretrain_config");
-  const auto* perf = megatron_bridge::FindRecipeFunction("deepseek_v3_pretrain_256gpu_gb200_bf16_config");
-  const auto* qwen = megatron_bridge::FindRecipeFunction("qwen3_30b_a3b_pretrain_config");
-  const auto* llama = megatron_bridge::FindRecipeFunction("llama31_70b_pretrain_config");
-  REQUIRE(ds != nullptr);
-  REQUIRE(perf != nullptr);
-  REQUIRE(qwen != nullptr);
-  REQUIRE(llama != nullptr);
-  CHECK(ds->HasLayoutBuilder());
-  CHECK(perf->HasLayoutBuilder());  // the perf recipe builds on deepseek_v3_pretrain_config()
-  CHECK_FALSE(qwen->HasLayoutBuilder());
-  CHECK_FALSE(llama->HasLayoutBuilder());
+TEST_CASE("layout builder: the DeepSeek-V3 and Kimi-K2 recipes install one and the Qwen3 and Llama recipes do not") {
+  using megatron_bridge::LayoutBuilderOf;
+  CHECK(LayoutBuilderOf("deepseek_v3_pretrain_config") == "_get_deepseek_v3_pipeline_layout");
+  // The perf recipe builds on deepseek_v3_pretrain_config(), which installs it.
+  CHECK(LayoutBuilderOf("deepseek_v3_pretrain_256gpu_gb200_bf16_config") == "_get_deepseek_v3_pipeline_layout");
+  // Not in the dumped table (its config needs remote code), but scanned from its source.
+  CHECK(megatron_bridge::FindRecipeFunction("kimi_k2_pretrain_config") == nullptr);
+  CHECK(LayoutBuilderOf("kimi_k2_pretrain_config") == "_get_kimi_k2_pipeline_layout");
+  CHECK(LayoutBuilderOf("qwen3_30b_a3b_pretrain_config").empty());
+  CHECK(LayoutBuilderOf("llama31_70b_pretrain_config").empty());
+  CHECK(LayoutBuilderOf("no_such_config").empty());
 }
 
 TEST_CASE("layout builder: DeepSeek-V3 PP 9 (no builder entry) gets its accounted split written as a layout") {
@@ -73,6 +71,11 @@ TEST_CASE("layout builder: DeepSeek-V3 PP 9 (no builder entry) gets its accounte
   CHECK(o.at("model.account_for_loss_in_pipeline_split") == "false");
   // PP 1: the builder returns None for (1, 1); nothing is written.
   CHECK(Overrides("deepseek-v3", 1, 1, MbPpSplit::kEven).count("model.pipeline_model_parallel_layout") == 0);
+  // Kimi-K2 (61 layers, no MTP) PP 9: the same split, without the MTP layer.
+  const auto k = Overrides("kimi-k2", 9, 1, MbPpSplit::kAccountEmbeddingLoss);
+  REQUIRE(k.count("model.pipeline_model_parallel_layout") == 1);
+  CHECK(k.at("model.pipeline_model_parallel_layout") ==
+        "\"Etttttt|ttttttt|ttttttt|ttttttt|ttttttt|ttttttt|ttttttt|ttttttt|ttttttL\"");
 }
 
 TEST_CASE("layout builder: a recipe without one keeps account_for_* and writes no layout") {

@@ -14,7 +14,9 @@ The layout builder (`model._pipeline_model_parallel_layout_builder = fn`: DeepSe
 Moonlight, K-EXAONE) is recorded as the builder's function name under the model key
 `_pipeline_model_parallel_layout_builder`. It is found in the recipe function's body or in a
 function of the same file that the body calls (Moonlight's `_moonlight_16b_model_provider`),
-with the package's `import X as Y` aliases resolved (`deepseek_v3_pretrain_config`). Megatron-Bridge's
+with the package's `import X as Y` aliases resolved (`deepseek_v3_pretrain_config`); the table's
+top-level `layout_builders` lists every recipe function name with one, also those the dump left
+out (Kimi-K2's, which need remote code). Megatron-Bridge's
 scripts/training/recipe_runner.py `sync_model_pipeline_layout` re-runs that builder after a PP or
 VP override that does not set `model.pipeline_model_parallel_layout`, and the builders raise for
 (PP, VP) pairs outside their tables.
@@ -129,6 +131,11 @@ def main():
         if builder:
             fn["values"][prefix + BUILDER] = builder
             builders += 1
+    # Every recipe function name load_recipe resolves, also those the dump could not build
+    # (Kimi-K2's need remote code): name -> its layout builder.
+    names = set(bodies["perf"]) | set(bodies["lib"]) | set(aliases["lib"])
+    table["layout_builders"] = {n: b for n in sorted(names) if n.endswith("_config")
+                                for b in [layout_builder(find_body(n, bodies, aliases), bodies, aliases, set())] if b}
     said = (" The model keys " + ", ".join(KEYS + [BUILDER]) + " were read from each recipe function's own body at"
             " the same commit (tools/acceptance/scan_mb_recipe_bodies.py: literal assignments only; the layout"
             " builder's function name, also from same-file helpers the body calls).")
@@ -137,7 +144,8 @@ def main():
     table["note"] = (note[:cut] if cut >= 0 else note) + said
     with open(table_path, "w") as f:
         f.write(json.dumps(table, indent=0, separators=(",", ":")))  # the table's own order
-    print(f"{added} values and {builders} layout builders added", file=sys.stderr)
+    print(f"{added} values and {builders} layout builders added; {len(table['layout_builders'])} recipe functions"
+          " with a layout builder", file=sys.stderr)
 
 
 if __name__ == "__main__":

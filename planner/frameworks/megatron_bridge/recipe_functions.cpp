@@ -18,6 +18,7 @@ struct Table {
   std::map<std::string, RecipeFunction> functions;
   std::map<std::string, std::map<std::string, std::string>> classes;
   std::vector<std::string> snapshot;
+  std::map<std::string, std::string, std::less<>> layout_builders;
 };
 
 const Table& TheTable() {
@@ -39,6 +40,9 @@ const Table& TheTable() {
       out.functions.emplace(name, std::move(f));
     }
     for (const auto& line : j.at("vendored")) out.snapshot.push_back(line.get<std::string>());
+    if (const auto it = j.find("layout_builders"); it != j.end()) {
+      for (const auto& [name, builder] : it->items()) out.layout_builders.emplace(name, builder.get<std::string>());
+    }
     return out;
   }();
   return t;
@@ -57,16 +61,18 @@ const nlohmann::json& RecipeFunction::ModelValue(const std::string& key) const {
   return kNull;
 }
 
-bool RecipeFunction::HasLayoutBuilder() const {
-  return ModelValue("_pipeline_model_parallel_layout_builder").is_string();
-}
-
 bool RecipeFunction::CommOverlapNone() const {
   const auto it = sections.find("comm_overlap");
   return it != sections.end() && it->second.empty();
 }
 
 const std::map<std::string, RecipeFunction>& RecipeFunctions() { return TheTable().functions; }
+
+std::string LayoutBuilderOf(std::string_view name) {
+  const auto& b = TheTable().layout_builders;
+  const auto it = b.find(name);
+  return it == b.end() ? "" : it->second;
+}
 
 const RecipeFunction* FindRecipeFunction(std::string_view name) {
   const auto& f = TheTable().functions;

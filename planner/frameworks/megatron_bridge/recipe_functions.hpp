@@ -34,16 +34,19 @@ struct RecipeFunction {
   /// comm_overlap is None: a Hydra override of comm_overlap.<key> fails (struct mode) unless
   /// force-added with the class to build.
   bool CommOverlapNone() const;
-  /// The recipe installs a pipeline-layout builder (model._pipeline_model_parallel_layout_builder:
-  /// the DeepSeek-V3 recipes' _get_deepseek_v3_pipeline_layout, recorded by tools/acceptance/
-  /// scan_mb_recipe_bodies.py). scripts/training/recipe_runner.py sync_model_pipeline_layout re-runs
-  /// it after any PP or VP override that does not also set model.pipeline_model_parallel_layout,
-  /// and it raises for a (PP, VP) pair outside its table.
-  bool HasLayoutBuilder() const;
 };
 
 /// The recipe function `name` from the table, or nullptr.
 const RecipeFunction* FindRecipeFunction(std::string_view name);
+/// The pipeline-layout builder the recipe function `name` installs (model.
+/// _pipeline_model_parallel_layout_builder: "_get_deepseek_v3_pipeline_layout" for the DeepSeek-V3
+/// recipes, "_get_kimi_k2_pipeline_layout" for Kimi-K2's), "" for none; from the table's
+/// layout_builders, read from Megatron-Bridge's source by tools/acceptance/scan_mb_recipe_bodies.py,
+/// also for functions the dump could not build. scripts/training/recipe_runner.py
+/// sync_model_pipeline_layout re-runs the builder after any PP or VP override that does not also
+/// set model.pipeline_model_parallel_layout, and the builders raise for (PP, VP) pairs outside
+/// their tables.
+std::string LayoutBuilderOf(std::string_view name);
 /// Every recipe function in the table, by name.
 const std::map<std::string, RecipeFunction>& RecipeFunctions();
 /// The commits the table was dumped from ("Megatron-Bridge 067f987d...: ...").

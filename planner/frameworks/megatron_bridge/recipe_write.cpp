@@ -80,8 +80,9 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   // Megatron-Core then takes no account_for_* (transformer_config.py: "cannot be set with other
   // pipeline layout arguments").
   std::string layout = PpLayoutValue(req.model.num_layers, l);
-  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
-  const bool builder_layout = l.pp > 1 && layout.empty() && fn != nullptr && fn->HasLayoutBuilder();
+  const std::string function = !req.mb_recipe_function.empty() ? req.mb_recipe_function
+                                                                : megatron_bridge::DefaultRecipeFunctionName(req.model.name);
+  const bool builder_layout = l.pp > 1 && layout.empty() && !megatron_bridge::LayoutBuilderOf(function).empty();
   if (builder_layout) layout = OwnPpLayoutString(req.model.num_layers, l);
   const bool accounted = l.pp > 1 && l.pp_split == MbPpSplit::kAccountEmbeddingLoss && !builder_layout;
   add("model.account_for_embedding_in_pipeline_split", Bool(accounted));
@@ -163,6 +164,7 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("mixed_precision", mp);
   // At the paths of the recipe function the overrides are for (model.transformer.* for the
   // Llama recipes' GPTModelConfig; recipes/megatron-bridge-recipe-functions.json).
+  const megatron_bridge::RecipeFunction* fn = megatron_bridge::RecipeFunctionOf(req);
   for (auto& kv : o) kv.first = megatron_bridge::OverridePath(fn, kv.first);
   return o;
 }
