@@ -30,11 +30,12 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_util  # noqa: E402
 ALLOCATORS = ["", "expandable_segments:True"]
 # (model, seq, micro-batch, checkpointing): small and mid-size decoders, with and without
 # whole-layer checkpointing, so that the transient (activation) share of the peak varies.
@@ -51,7 +52,6 @@ STEPS = 3
 def child(args):
     import torch
 
-    sys.path.insert(0, HERE)
     import measure  # noqa: E402
 
     dev = torch.device("cuda", 0)
@@ -91,19 +91,7 @@ def child(args):
         print(json.dumps({"case": args.case, "error": "does not run without a block"}))
         return
     step = args.step_mib << 20
-    lo, hi = max(0, total - context - peak0 - (6 << 30)), total - context - peak0 + (1 << 30)
-    ok_lo = trial(lo)
-    if not ok_lo[0]:
-        lo = 0
-        ok_lo = (True, peak0, res0, 0)
-    best = (lo,) + ok_lo[1:]
-    while hi - lo > step:
-        mid = (lo + hi) // 2 // step * step
-        r = trial(mid)
-        if r[0]:
-            lo, best = mid, (mid,) + r[1:]
-        else:
-            hi = mid
+    best = bench_util.bisect_block(trial, total, context, peak0, res0, step, below=6 << 30)
     block, peak, reserved, retries = best
     print(json.dumps({
         "case": args.case, "model": model, "seq": int(seq), "mb": int(mb), "ac": ac,
@@ -133,22 +121,9 @@ def main():
            "gpu": torch.cuda.get_device_name(0), "script": "tools/measure/alloc_limit.py", "steps": STEPS,
            "optimizer": "torch.optim.AdamW foreach, bf16 state", "params": "bf16"}
     picked = [CASES[int(i)] for i in args.only.split(",")] if args.only else CASES
-    with open(path, "w") as out:
-        out.write(json.dumps({"environment": env}) + "\n")
-        for conf in ALLOCATORS:
-            for m, s, b, ac in picked:
-                e = dict(os.environ)
-                e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-                if conf:
-                    e["PYTORCH_CUDA_ALLOC_CONF"] = conf
-                p = subprocess.run([sys.executable, __file__, "--case", f"{m}:{s}:{b}:{ac}",
-                                    "--step-mib", str(args.step_mib)], env=e, capture_output=True, text=True)
-                line = (p.stdout.strip().splitlines() or [json.dumps({"case": f"{m}:{s}:{b}:{ac}",
-                                                                      "error": p.stderr[-500:]})])[-1]
-                out.write(line + "\n")
-                out.flush()
-                print(line, flush=True)
-
+    runs = [(f"{m}:{s}:{b}:{ac}", [sys.executable, __file__, "--case", f"{m}:{s}:{b}:{ac}", "--step-mib",
+                                   str(args.step_mib)]) for m, s, b, ac in picked]
+    bench_util.run_per_allocator(path, env, ALLOCATORS, runs)
 
 if __name__ == "__main__":
     main()

@@ -30,9 +30,11 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_util  # noqa: E402
 
 ALLOCATORS = ["", "expandable_segments:True"]
 # (name, hidden, layers, heads, kv heads, ffn, seq, micro-batch, recompute): Llama-shaped decoders
@@ -148,18 +150,7 @@ def child(args):
         print(json.dumps({"case": name, "error": "does not run without a block"}))
         return
     step = args.step_mib << 20
-    lo, hi = max(0, total - context - peak0 - (4 << 30)), total - context - peak0 + (1 << 30)
-    ok_lo = trial(lo)
-    if not ok_lo[0]:
-        lo, ok_lo = 0, (True, peak0, res0, 0)
-    best = (lo,) + ok_lo[1:]
-    while hi - lo > step:
-        mid = (lo + hi) // 2 // step * step
-        r = trial(mid)
-        if r[0]:
-            lo, best = mid, (mid,) + r[1:]
-        else:
-            hi = mid
+    best = bench_util.bisect_block(trial, total, context, peak0, res0, step, below=4 << 30)
     block, peak, reserved, retries = best
     print(json.dumps({
         "case": name, "hidden": h, "layers": L, "heads": a, "kv_heads": g, "ffn": f, "vocab": VOCAB, "seq": s,
@@ -192,22 +183,9 @@ def main():
            "ddp": "distributed optimizer, overlap_grad_reduce, grad_reduce_in_fp32, bucket_size 4e7",
            "specs": "get_gpt_layer_local_spec (no Transformer Engine)"}
     picked = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
-    with open(path, "w") as out:
-        out.write(json.dumps({"environment": env}) + "\n")
-        for conf in ALLOCATORS:
-            for c in picked:
-                e = dict(os.environ)
-                e.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-                if conf:
-                    e["PYTORCH_CUDA_ALLOC_CONF"] = conf
-                p = subprocess.run([sys.executable, __file__, "--mcore", args.mcore, "--case", c[0],
-                                    "--step-mib", str(args.step_mib)], env=e, capture_output=True, text=True)
-                line = (p.stdout.strip().splitlines() or [json.dumps({"case": c[0], "alloc_conf": conf,
-                                                                      "error": p.stderr[-1500:]})])[-1]
-                out.write(line + "\n")
-                out.flush()
-                print(line, flush=True)
-
+    runs = [(c[0], [sys.executable, __file__, "--mcore", args.mcore, "--case", c[0], "--step-mib", str(args.step_mib)])
+            for c in picked]
+    bench_util.run_per_allocator(path, env, ALLOCATORS, runs)
 
 if __name__ == "__main__":
     main()
