@@ -912,10 +912,22 @@ meshplan_cli_case(arch_ministral_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
 meshplan_cli_case(arch_ministral_pp5 1 "mb_pp_divides_layers: num_layers 36 = 36 is not divisible by pipeline_model_parallel_size 5"
   -- ${MP} check ${D}/mbridge_ministral_pp5.yaml --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 40)
+# Llama 4 (Llama4ForConditionalGeneration's text_config): AutoModel trains it as the transformers
+# module (no EP, no PP; CP only up to one attention chunk); Megatron-Bridge has no bridge for it.
+meshplan_cli_case(arch_llama4_scout_plan_am 0 "^rank +strategy" "warning: model .*llama-4-scout-17b-16e.json: the vision tower .vision_config. is left out"
+  -- ${MP} plan --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 64 --framework automodel)
+meshplan_cli_case(arch_llama4_maverick_plan_am 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/llama-4-maverick-17b-128e.json --system dgx-h100 --gpus 128 --seq-len 8192 --global-batch 128 --framework automodel --top 2)
+meshplan_cli_case(arch_llama4_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for Llama4ForConditionalGeneration"
+  -- ${MP} plan --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 64 --framework megatron-bridge)
+meshplan_cli_case(arch_llama4_check_ep8_am 1 "ep_needs_automodel_moe: Expert parallelism .ep_size=8. requires a MoE model, but Llama4ForConditionalGeneration does not inherit from MoEFSDPSyncMixin"
+  -- ${MP} check ${D}/automodel_llama4_scout_ep8.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
+meshplan_cli_case(arch_llama4_check_cp2_am 1 "cp_no_chunked_attention: cp_size=2 with attention_chunk_size=8192 on 36 layers and seq_len 16384"
+  -- ${MP} check ${D}/automodel_llama4_scout_cp2.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
 # A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
 add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
   set -u; d=\$(mktemp -d); A=${A}
-  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel'; do
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel'; do
     set -- \$c; rm -f \$d/r.yaml
     '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
     '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }

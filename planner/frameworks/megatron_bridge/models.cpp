@@ -12,7 +12,15 @@ namespace meshplan::megatron_bridge {
 /// deepseek_v3_bridge.py and deepseek_v4_bridge.py; no source DeepseekV32ForCausalLM (DSA is
 /// bridged only for GlmMoeDsaForCausalLM). Every other architecture meshplan reads that plans
 /// at all has a bridge of its class or is planned as before.
+/// Llama 4: no bridge registers Llama4ForConditionalGeneration or Llama4ForCausalLM (the
+/// Llama bridge, llama/llama_bridge.py, is LlamaForCausalLM's; llama/llama4_utils.py holds a
+/// chunked-attention Llama4SelfAttention that no bridge or provider uses).
 std::string UnsupportedModel(const ModelSpec& model) {
+  if (model.architecture == Architecture::kLlama4) {
+    return "Megatron-Bridge (067f987) has no bridge for " + model.architecture_name +
+           " (src/megatron/bridge/models/llama/ bridges LlamaForCausalLM only; llama4_utils.py's chunked attention "
+           "is used by no bridge): --framework automodel trains it through transformers";
+  }
   if (model.architecture != Architecture::kDeepseekV32) return "";
   return "Megatron-Bridge (067f987) has no bridge for " + model.architecture_name +
          " (src/megatron/bridge/models/deepseek/ bridges DeepseekV2ForCausalLM, DeepseekV3ForCausalLM and "
