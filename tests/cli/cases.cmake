@@ -893,6 +893,8 @@ meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration i
 meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
   "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model" "warning: model .*the vision tower .vision_config. is left out"
   -- ${MP} check ${D}/mbridge_qwen35_pp2_vpp12.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_qwen35_tp4_cp8 1 "mb_gdn_tp_cp_key_heads: self.linear_num_key_heads=16 must be a multiple of .self.tensor_model_parallel_size=4 . self.context_parallel_size=8."
+  -- ${MP} check ${D}/mbridge_qwen35_tp4_cp8.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 32)
 meshplan_cli_case(arch_deepseek_v32_plan_am 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/deepseek-v3.2-exp.json --system dgx-h100 --gpus 256 --seq-len 4096 --global-batch 4096 --framework automodel --top 2)
 meshplan_cli_case(arch_deepseek_v32_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for DeepseekV32ForCausalLM"
