@@ -929,11 +929,26 @@ meshplan_cli_case(arch_llama4_check_cp2_am 1 "cp_no_chunked_attention: cp_size=2
 # A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
 add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
   set -u; d=\$(mktemp -d); A=${A}
-  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel'; do
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel'; do
     set -- \$c; rm -f \$d/r.yaml
     '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
     '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }
   done")
+# Each adapter's model with a TP that does not divide its attention heads: check exits 1 with the
+# framework's head-divisibility rule (Megatron-Bridge where it bridges the architecture, else AutoModel).
+add_test(NAME cli.check_adapters_tp_heads COMMAND bash -c "
+  set -u; d=\$(mktemp -d); A=${A}
+  for c in 'gemma-2-2b.json 16 mbridge 8' 'gemma-3-1b.json 8 mbridge 4' 'mistral-nemo-12b.json 64 mbridge 32' 'deepseek-v2-lite.json 32 mbridge 16' 'moonlight-16b-a3b.json 32 mbridge 16' 'olmoe-1b-7b-0924.json 32 mbridge 16' 'qwen3-next-80b-a3b.json 32 mbridge 16' 'granite-3.0-8b.json 64 automodel 32' 'olmo-2-1124-7b.json 64 automodel 32' 'phi-3-mini-4k.json 64 automodel 32' 'gemma-2-2b.json 16 automodel 8'; do
+    set -- \$c; sed \"s/TP/\$2/\" ${D}/\$3_tp_heads_template.yaml > \$d/r.yaml
+    '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1; rc=\$?
+    [ \$rc -eq 1 ] || { echo \"check \$c: exit \$rc\"; cat \$d/out.txt; exit 1; }
+    grep -Eq \"tp_divides_heads: num_attention_heads .\$4. must be (a multiple of tensor_model_parallel_size|divisible by tp_size) .\$2.\" \$d/out.txt || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }
+  done")
+# Megatron-Bridge (067f987) has no bridge for Phi-3, Granite or OLMo 2: plan refuses them, naming AutoModel.
+foreach(m phi-3-mini-4k granite-3.0-8b olmo-2-1124-7b)
+  meshplan_cli_case(arch_${m}_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for .*--framework automodel"
+    -- ${MP} plan --model ${A}/${m}.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
+endforeach()
 # Each document of a multi-document plan file carries its own '# recipe function:' header, and
 # check reads it for every document (the blank lines and '---' before it skipped), not the first only.
 add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "
