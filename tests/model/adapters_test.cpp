@@ -302,7 +302,7 @@ TEST_CASE("MistralForCausalLM config: Ministral-8B-Instruct-2410") {
   CHECK(CountParams(m).total == 8019808256);
 }
 
-TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Scout, 16 experts on every layer") {
+TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Scout with 16 experts on every layer") {
   const ModelSpec m = Arch("llama-4-scout-17b-16e.json");
   CHECK(m.architecture == Architecture::kLlama4);
   CHECK(m.num_layers == 48);  // text_config's, not the vision tower's 34
@@ -332,7 +332,7 @@ TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Scout, 16 experts on 
   CHECK(GenericModelWarning(m).find("the vision tower (vision_config) is left out") != std::string::npos);
 }
 
-TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Maverick, MoE on every second layer") {
+TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Maverick with MoE on every second layer") {
   const ModelSpec m = Arch("llama-4-maverick-17b-128e.json");
   CHECK(m.num_experts == 128);
   CHECK(m.num_dense_layers == 24);  // moe_layers 1, 3, ..., 47
@@ -349,7 +349,7 @@ TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Maverick, MoE on ever
   CHECK(Off(p.active, 17e9) < 0.03);
 }
 
-TEST_CASE("adapter Llama4: no_rope_layers, layer_types and a null attention_chunk_size") {
+TEST_CASE("adapter Llama4: no_rope_layers and layer_types and a null attention_chunk_size") {
   const std::string base =
       "{\"architectures\": [\"Llama4ForCausalLM\"], \"hidden_size\": 512, \"num_hidden_layers\": 4, "
       "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 256, \"vocab_size\": 1000, "
