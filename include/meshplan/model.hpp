@@ -35,6 +35,7 @@ enum class Architecture {
   kQwen3Next,   ///< Qwen3NextForCausalLM (Gated DeltaNet + gated full attention every 4th layer, MoE + shared expert)
   kQwen3_5Moe,  ///< Qwen3_5MoeForConditionalGeneration (Qwen3.5 MoE: Qwen3-Next's text backbone under text_config)
   kDeepseekV32, ///< DeepseekV32ForCausalLM (DeepSeek-V3.2: DeepSeek-V3 with the DSA lightning indexer)
+  kLlama4,      ///< Llama4ForConditionalGeneration's text_config (Llama 4 Scout, Maverick: chunked attention, NoPE layers, interleaved MoE + shared expert)
   /// No Hugging Face architecture meshplan implements: a generic dense or MoE decoder (GQA
   /// attention, SwiGLU MLP, RMSNorm) from the standard config fields. Reached only by asking:
   /// --generic-decoder on an unsupported config, a shape-only model YAML
@@ -141,6 +142,14 @@ struct ModelSpec {
   bool attention_output_gate = false;
   int64_t sliding_window = 0;        ///< 0: none
   int64_t num_sliding_window_layers = 0;
+  /// Chunked attention (Llama 4 attention_chunk_size; transformers' "chunked_attention" layer
+  /// type): the sequence is cut into chunks of this many tokens and a query attends causally to
+  /// the keys of its own chunk only. 0: none. Tokens.
+  int64_t attention_chunk_size = 0;
+  int64_t num_chunked_attention_layers = 0;  ///< layers with chunked attention (the others full causal)
+  /// Layers without rotary position embeddings (Llama 4 no_rope_layers: every
+  /// no_rope_layer_interval-th layer, full causal attention). No count depends on it.
+  int64_t num_nope_layers = 0;
   /// rope_scaling.rope_type (transformers < 5; `type` in older configs) or
   /// rope_parameters.rope_type (transformers >= 5): "yarn", "llama3", "linear", ...;
   /// empty for plain RoPE (null, missing, or "default").

@@ -3,6 +3,7 @@
 #include "cost/flops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "cost/hybrid.hpp"
 #include "meshplan/cost.hpp"
@@ -39,6 +40,21 @@ LayerMix ModelLayerMix(const ModelSpec& model) {
 ///            indexer scores every causal key, 6·n_I·d_I·s/2 (its ReLU-weighted sum and top-k
 ///            selection not counted). The sparse core is timed at the dense core's rate.
 /// Router, norms and embedding lookups are not counted (as in Megatron).
+namespace {
+
+/// The attention-core FLOPs per token averaged over the layers when
+/// num_chunked_attention_layers of them attend in chunks of attention_chunk_size (see
+/// ComputeFlopsPerToken); `full_core` is the full causal layers' term (6·q·s), `s` tokens.
+double ChunkedCoreFlops(const ModelSpec& m, double full_core, double s) {
+  const double chunk = double(m.attention_chunk_size), q = double(m.num_attention_heads) * double(m.head_dim);
+  const double k = std::floor(s / chunk), r = s - k * chunk;
+  const double context = s <= chunk ? s / 2.0 : (k * chunk * chunk / 2.0 + r * r / 2.0) / s;
+  const double n = double(std::min(m.num_chunked_attention_layers, m.num_layers)), L = double(m.num_layers);
+  return (full_core * (L - n) + 12.0 * q * context * n) / L;
+}
+
+}  // namespace
+
 FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   FlopsPerToken f;
   const double h = double(m.hidden_size);
@@ -73,6 +89,14 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
       const double swa = 12.0 * q * context;
       const double n = double(std::min(m.num_sliding_window_layers, m.num_layers)), L = double(m.num_layers);
       f.attn_core_flops = (f.attn_core_flops * (L - n) + swa * n) / L;
+    }
+    // Chunked-attention layers (Llama 4 attention_chunk_size C; transformers' chunked mask,
+    // Megatron-Bridge llama4_utils.py chunkify: each chunk an independent causal sequence): a
+    // sequence of s = k·C + r tokens holds k full chunks and one of r, whose queries see on
+    // average c = (k·C²/2 + r²/2)/s keys (s/2 when s <= C, the full causal term), so the core
+    // costs 3·2·2·q·c per token on those layers; averaged over the model's layers.
+    if (m.attention_chunk_size > 0 && m.num_chunked_attention_layers > 0 && m.num_layers > 0) {
+      f.attn_core_flops = ChunkedCoreFlops(m, f.attn_core_flops, s);
     }
   }
   f.dense_mlp_flops = 6.0 * h * c * double(m.intermediate_size);

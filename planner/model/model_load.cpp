@@ -20,6 +20,7 @@ constexpr Architecture kAllArchitectures[] = {
     Architecture::kNemotronH, Architecture::kGlm4Moe, Architecture::kDeepseekV2, Architecture::kPhi3,
     Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe, Architecture::kGemma2,
     Architecture::kGemma3, Architecture::kQwen3Next, Architecture::kQwen3_5Moe, Architecture::kDeepseekV32,
+    Architecture::kLlama4,
 };
 
 /// Other Hugging Face names of a supported architecture: a vision-language class whose text
@@ -32,6 +33,7 @@ struct ArchitectureAlias {
 constexpr ArchitectureAlias kAliases[] = {
     {"Gemma3ForConditionalGeneration", Architecture::kGemma3},
     {"Qwen3_5MoeForCausalLM", Architecture::kQwen3_5Moe},
+    {"Llama4ForCausalLM", Architecture::kLlama4},  // Llama4TextConfig at the top level
 };
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -115,6 +117,7 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kGemma3: return "Gemma3ForCausalLM";
     case Architecture::kQwen3Next: return "Qwen3NextForCausalLM";
     case Architecture::kQwen3_5Moe: return "Qwen3_5MoeForConditionalGeneration";
+    case Architecture::kLlama4: return "Llama4ForConditionalGeneration";
     case Architecture::kDeepseekV32: return "DeepseekV32ForCausalLM";
     case Architecture::kGeneric: return "generic decoder";
   }

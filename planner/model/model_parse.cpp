@@ -58,7 +58,7 @@ const std::vector<std::string> kKnownUnsupported = {
     "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
     "Qwen3VLMoeForConditionalGeneration", "Glm4ForCausalLM", "GlmForCausalLM",
     "NemotronForCausalLM", "OlmoForCausalLM",
-    "GraniteMoeForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
+    "GraniteMoeForCausalLM",
     "MambaForCausalLM", "Mamba2ForCausalLM", "JambaForCausalLM", "FalconForCausalLM", "FalconH1ForCausalLM",
     "GPT2LMHeadModel", "GPTNeoXForCausalLM", "CohereForCausalLM", "Cohere2ForCausalLM", "Starcoder2ForCausalLM",
     "InternLM2ForCausalLM", "BaichuanForCausalLM", "ChatGLMModel", "KimiK2ForCausalLM", "Ernie4_5_MoeForCausalLM",
@@ -205,6 +205,7 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kQwen3Moe:
     case Architecture::kGemma2:
     case Architecture::kGemma3: return 4;
+    case Architecture::kLlama4: return 8;  // Llama4TextConfig
     case Architecture::kDeepseekV2:  // MLA: no KV-head groups
     case Architecture::kDeepseekV3:
     case Architecture::kDeepseekV32:
@@ -620,6 +621,9 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
       break;
     case Architecture::kDeepseekV32:
       ReadDeepseekV32(r, s);
+      break;
+    case Architecture::kLlama4:
+      ReadLlama4(r, s);
       break;
     case Architecture::kGeneric:
       ReadGeneric(r, s);

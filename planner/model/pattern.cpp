@@ -30,9 +30,9 @@ std::string HybridRefusal(const ModelSpec& m) {
   if (gdn > 0) {
     return m.architecture_name + " is a hybrid model (" + std::to_string(gdn) + " Gated DeltaNet linear-attention "
            "layers of " + std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost "
-           "model has no memory or time terms for Gated DeltaNet layers (recurrent state, chunked delta-rule kernel) "
-           "and no rules for their TP/CP splits, so it plans and prices no layout of it (check judges a recipe by the "
-           "framework's rules only)";
+           "model has no memory or time terms for Gated DeltaNet layers (recurrent state, chunked delta-rule kernel), "
+           "so it plans and prices no layout of it (check judges a recipe by the framework's rules only; for "
+           "Megatron-Bridge these include Megatron-Core's TP x CP split of the Gated DeltaNet heads)";
   }
   for (const LayerBlock& b : m.layer_pattern) {
     if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2) {

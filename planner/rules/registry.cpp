@@ -12,7 +12,8 @@ namespace {
 
 std::vector<Rule> BuildRegistry() {
   std::vector<Rule> all;
-  for (auto part : {rules::MeshRules(), rules::ParallelRules(), rules::BatchRules(), rules::PipelineRules()}) {
+  for (auto part : {rules::MeshRules(), rules::ParallelRules(), rules::BatchRules(), rules::PipelineRules(),
+                    rules::HfModelRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   rules::SortTable(all);

@@ -32,6 +32,8 @@ std::span<const Rule> RowsOf(std::span<const Rule> table, Severity severity);
 std::span<const Rule> MeshRules();
 std::span<const Rule> ParallelRules();
 std::span<const Rule> PipelineRules();
+/// AutoModel's rules for models it trains as transformers' own modules (frameworks/automodel/rules_hf_model.cpp).
+std::span<const Rule> HfModelRules();
 std::span<const Rule> BatchRules();
 
 

@@ -277,7 +277,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 32 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 35 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -574,7 +574,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 32 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 35 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
@@ -893,6 +893,8 @@ meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration i
 meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
   "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model" "warning: model .*the vision tower .vision_config. is left out"
   -- ${MP} check ${D}/mbridge_qwen35_pp2_vpp12.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_qwen35_tp4_cp8 1 "mb_gdn_tp_cp_key_heads: self.linear_num_key_heads=16 must be a multiple of .self.tensor_model_parallel_size=4 . self.context_parallel_size=8."
+  -- ${MP} check ${D}/mbridge_qwen35_tp4_cp8.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 32)
 meshplan_cli_case(arch_deepseek_v32_plan_am 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/deepseek-v3.2-exp.json --system dgx-h100 --gpus 256 --seq-len 4096 --global-batch 4096 --framework automodel --top 2)
 meshplan_cli_case(arch_deepseek_v32_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for DeepseekV32ForCausalLM"
@@ -912,14 +914,41 @@ meshplan_cli_case(arch_ministral_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
 meshplan_cli_case(arch_ministral_pp5 1 "mb_pp_divides_layers: num_layers 36 = 36 is not divisible by pipeline_model_parallel_size 5"
   -- ${MP} check ${D}/mbridge_ministral_pp5.yaml --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 40)
+# Llama 4 (Llama4ForConditionalGeneration's text_config): AutoModel trains it as the transformers
+# module (no EP, no PP; CP only up to one attention chunk); Megatron-Bridge has no bridge for it.
+meshplan_cli_case(arch_llama4_scout_plan_am 0 "^rank +strategy" "warning: model .*llama-4-scout-17b-16e.json: the vision tower .vision_config. is left out"
+  -- ${MP} plan --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 64 --framework automodel)
+meshplan_cli_case(arch_llama4_maverick_plan_am 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/llama-4-maverick-17b-128e.json --system dgx-h100 --gpus 128 --seq-len 8192 --global-batch 128 --framework automodel --top 2)
+meshplan_cli_case(arch_llama4_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for Llama4ForConditionalGeneration"
+  -- ${MP} plan --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64 --seq-len 8192 --global-batch 64 --framework megatron-bridge)
+meshplan_cli_case(arch_llama4_check_ep8_am 1 "ep_needs_automodel_moe: Expert parallelism .ep_size=8. requires a MoE model, but Llama4ForConditionalGeneration does not inherit from MoEFSDPSyncMixin"
+  -- ${MP} check ${D}/automodel_llama4_scout_ep8.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
+meshplan_cli_case(arch_llama4_check_cp2_am 1 "cp_no_chunked_attention: cp_size=2 with attention_chunk_size=8192 on 36 layers and seq_len 16384"
+  -- ${MP} check ${D}/automodel_llama4_scout_cp2.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
 # A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
 add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
   set -u; d=\$(mktemp -d); A=${A}
-  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel'; do
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel'; do
     set -- \$c; rm -f \$d/r.yaml
     '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
     '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }
   done")
+# Each adapter's model with a TP that does not divide its attention heads: check exits 1 with the
+# framework's head-divisibility rule (Megatron-Bridge where it bridges the architecture, else AutoModel).
+add_test(NAME cli.check_adapters_tp_heads COMMAND bash -c "
+  set -u; d=\$(mktemp -d); A=${A}
+  for c in 'gemma-2-2b.json 16 mbridge 8' 'gemma-3-1b.json 8 mbridge 4' 'mistral-nemo-12b.json 64 mbridge 32' 'deepseek-v2-lite.json 32 mbridge 16' 'moonlight-16b-a3b.json 32 mbridge 16' 'olmoe-1b-7b-0924.json 32 mbridge 16' 'qwen3-next-80b-a3b.json 32 mbridge 16' 'granite-3.0-8b.json 64 automodel 32' 'olmo-2-1124-7b.json 64 automodel 32' 'phi-3-mini-4k.json 64 automodel 32' 'gemma-2-2b.json 16 automodel 8'; do
+    set -- \$c; sed \"s/TP/\$2/\" ${D}/\$3_tp_heads_template.yaml > \$d/r.yaml
+    '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1; rc=\$?
+    [ \$rc -eq 1 ] || { echo \"check \$c: exit \$rc\"; cat \$d/out.txt; exit 1; }
+    grep -Eq \"tp_divides_heads: num_attention_heads .\$4. must be (a multiple of tensor_model_parallel_size|divisible by tp_size) .\$2.\" \$d/out.txt || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }
+  done")
+# Megatron-Bridge (067f987) has no bridge for Phi-3, Granite or OLMo 2: plan refuses them, naming AutoModel.
+foreach(m phi-3-mini-4k granite-3.0-8b olmo-2-1124-7b)
+  meshplan_cli_case(arch_${m}_refused_mb 2 "Megatron-Bridge .067f987. has no bridge for .*--framework automodel"
+    -- ${MP} plan --model ${A}/${m}.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
+endforeach()
 # Each document of a multi-document plan file carries its own '# recipe function:' header, and
 # check reads it for every document (the blank lines and '---' before it skipped), not the first only.
 add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "

@@ -77,5 +77,21 @@ TEST_CASE("cost: DeepSeek-V3.2's DSA indexer and top-k attention in the FLOPs") 
   CHECK(c.attn_core_flops == doctest::Approx(d.attn_core_flops + 6.0 * 64 * 128 * 2048 / 2));
 }
 
+
+TEST_CASE("flops: Llama 4 chunked attention averages the core over full and chunked layers") {
+  const ModelSpec m = LoadModel(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/llama-4-scout-17b-16e.json");
+  const double q = 40.0 * 128;
+  // seq 16384 = 2 chunks of 8192: a chunked layer's query sees 8192²/16384 = 4096 keys on
+  // average, a full (NoPE) layer's 8192; 36 chunked layers of 48.
+  const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(m, 16384);
+  CHECK(f.attn_core_flops == doctest::Approx((12.0 * q * 8192 * 12 + 12.0 * q * 4096 * 36) / 48).epsilon(1e-12));
+  // seq 8192: one chunk, every layer full causal: 6·q·s.
+  CHECK(cost::ComputeFlopsPerToken(m, 8192).attn_core_flops == doctest::Approx(6.0 * q * 8192).epsilon(1e-12));
+  // seq 12288 = 8192 + 4096: (8192²/2 + 4096²/2)/12288 keys.
+  const double c = (8192.0 * 8192 / 2 + 4096.0 * 4096 / 2) / 12288;
+  CHECK(cost::ComputeFlopsPerToken(m, 12288).attn_core_flops ==
+        doctest::Approx((6.0 * q * 12288 * 12 + 12.0 * q * c * 36) / 48).epsilon(1e-12));
+}
+
 }  // namespace
 }  // namespace meshplan

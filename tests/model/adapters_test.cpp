@@ -301,3 +301,69 @@ TEST_CASE("MistralForCausalLM config: Ministral-8B-Instruct-2410") {
   // Hugging Face's safetensors total for mistralai/Ministral-8B-Instruct-2410: 8,019,808,256.
   CHECK(CountParams(m).total == 8019808256);
 }
+
+TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Scout with 16 experts on every layer") {
+  const ModelSpec m = Arch("llama-4-scout-17b-16e.json");
+  CHECK(m.architecture == Architecture::kLlama4);
+  CHECK(m.num_layers == 48);  // text_config's, not the vision tower's 34
+  CHECK(m.num_experts == 16);
+  CHECK(m.num_dense_layers == 0);  // interleave_moe_layer_step 1
+  CHECK(m.num_shared_experts == 1);
+  CHECK(m.num_nope_layers == 12);  // no_rope_layers [] -> every 4th layer NoPE
+  CHECK(m.num_chunked_attention_layers == 36);
+  CHECK(m.attention_chunk_size == 8192);
+  const ParamCounts p = CountParams(m);
+  // By hand (modeling_llama4.py): per layer q, k, v, o 2·5120·5120 + 2·5120·1024 = 62,914,560;
+  // 16 routed experts and the shared one 17·3·5120·8192 = 2,139,095,040; router 5120·16; two
+  // RMSNorms 2·5120; final norm 5120; untied embeddings 2·202048·5120.
+  const int64_t text = 48LL * (62914560LL + 2139095040LL + 81920 + 10240) + 5120 + 2LL * 202048 * 5120;
+  CHECK(p.total == text);
+  CHECK(p.total == 107769861120);
+  // The vision tower by hand (Llama4VisionModel, vision_config): patch embedding 3·14²·1408,
+  // class embedding 1408, positions 577·1408, pre/post LayerNorms 4·1408, 34 encoder layers of
+  // 4·(1408² + 1408) + (1408·5632 + 5632) + (5632·1408 + 1408) + 4·1408 = 23,807,872, the pixel
+  // shuffle MLP 5632·4096 + 4096·4096, the projector 4096·5120: 871,932,416. Text + vision is
+  // Meta's published 109B total within 0.5%.
+  const int64_t vision = 827904LL + 1408 + 577LL * 1408 + 4LL * 1408 + 34LL * 23807872 + 5632LL * 4096 +
+                         4096LL * 4096 + 4096LL * 5120;
+  CHECK(vision == 871932416);
+  CHECK(Off(p.total + vision, 109e9) < 0.005);
+  CHECK(Off(p.active, 17e9) < 0.02);  // "17B active"
+  CHECK(GenericModelWarning(m).find("the vision tower (vision_config) is left out") != std::string::npos);
+}
+
+TEST_CASE("adapter Llama4ForConditionalGeneration: Llama 4 Maverick with MoE on every second layer") {
+  const ModelSpec m = Arch("llama-4-maverick-17b-128e.json");
+  CHECK(m.num_experts == 128);
+  CHECK(m.num_dense_layers == 24);  // moe_layers 1, 3, ..., 47
+  CHECK(m.intermediate_size == 16384);  // intermediate_size_mlp: the dense layers' width
+  CHECK(m.moe_intermediate_size == 8192);
+  const ParamCounts p = CountParams(m);
+  // By hand: 24 MoE layers of 62,914,560 + 129·125,829,120 + 5120·128 + 10240 and 24 dense
+  // layers of 62,914,560 + 3·5120·16384 + 10240, final norm, untied embeddings.
+  const int64_t text = 24LL * (62914560 + 129LL * 125829120 + 655360 + 10240) +
+                       24LL * (62914560 + 251658240 + 10240) + 5120 + 2LL * 202048 * 5120;
+  CHECK(p.total == text);
+  CHECK(Off(p.total, 400e9) < 0.005);  // Meta: 400B total (the vision tower's 0.87B aside)
+  CHECK(Off(p.total + 871932416, 400e9) < 0.005);
+  CHECK(Off(p.active, 17e9) < 0.03);
+}
+
+TEST_CASE("adapter Llama4: no_rope_layers and layer_types and a null attention_chunk_size") {
+  const std::string base =
+      "{\"architectures\": [\"Llama4ForCausalLM\"], \"hidden_size\": 512, \"num_hidden_layers\": 4, "
+      "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 256, \"vocab_size\": 1000, "
+      "\"max_position_embeddings\": 4096, \"num_local_experts\": 4, \"num_experts_per_tok\": 1";
+  ModelSpec m = ParseModel(base + ", \"no_rope_layers\": [1, 0, 1, 1]}", "l4.json");
+  CHECK(m.num_nope_layers == 1);
+  CHECK(m.num_chunked_attention_layers == 3);
+  m = ParseModel(base + ", \"attention_chunk_size\": null}", "l4.json");
+  CHECK(m.attention_chunk_size == 0);
+  CHECK(m.num_chunked_attention_layers == 0);
+  m = ParseModel(base + ", \"layer_types\": [\"full_attention\", \"chunked_attention\", \"full_attention\", "
+                        "\"full_attention\"]}",
+                 "l4.json");
+  CHECK(m.num_chunked_attention_layers == 1);
+  CHECK_THROWS_WITH(ParseModel(base + ", \"no_rope_layers\": [1, 0]}", "l4.json"),
+                    doctest::Contains("expected one entry (1: RoPE, 0: NoPE) per layer, 4, found 2"));
+}

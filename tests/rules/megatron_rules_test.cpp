@@ -131,7 +131,16 @@ Edit NanoWith(const std::function<void(ModelSpec&, TrainSetup&, Layout&)>& more)
   };
 }
 
+// Qwen3-Next-80B-A3B (36 Gated DeltaNet layers: 16 key heads, 32 value heads) on the base layout (tp 4).
+void Qwen3Next(ModelSpec& m, TrainSetup&, Layout&) {
+  m = LoadModel(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/qwen3-next-80b-a3b.json");
+}
+
 const Case kCases[] = {
+    {"mb_gdn_tp_cp_key_heads", "self.linear_num_key_heads=16 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=8)",
+     Qwen3Next, [](ModelSpec& m, TrainSetup& s, Layout& l) { Qwen3Next(m, s, l); l.cp = 8; }},
+    {"mb_gdn_tp_cp_value_heads", "self.linear_num_value_heads=32 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=16)",
+     Qwen3Next, [](ModelSpec& m, TrainSetup& s, Layout& l) { Qwen3Next(m, s, l); l.cp = 16; }},
     {"mb_mamba_tp_divides_heads", "nheads must be evenly divisble by tp_size: mamba_num_heads (66)", Nano,
      NanoWith([](ModelSpec& m, auto&, auto&) { m.mamba.num_heads = 66; })},
     {"mb_mamba_tp_divides_groups", "ngroups must be evenly divisible by tp_size: n_groups (2) is not a multiple", Nano,

@@ -11,7 +11,7 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronLayoutRules(),
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronGdnRules(), rules::MegatronLayoutRules(),
                     rules::MegatronDpRules(),
                     rules::MegatronFindingRules()}) {
     all.insert(all.end(), part.begin(), part.end());
