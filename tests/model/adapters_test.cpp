@@ -53,7 +53,7 @@ TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Nano 30B-A3B") {
   CHECK(HybridRefusal(m).empty());  // every block kind priced (Megatron-Core: tests/cost/hybrid_test.cpp)
 }
 
-TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Super 120B-A12B (LatentMoE, MTP)") {
+TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Super 120B-A12B (LatentMoE and MTP)") {
   const ModelSpec m = Arch("nemotron-3-super-120b-a12b.json");
   REQUIRE(m.layer_pattern.size() == 88);
   CHECK(m.moe_latent_size == 1024);
