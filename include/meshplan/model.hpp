@@ -166,6 +166,16 @@ struct ModelSpec {
   bool expert_bias = false;             ///< expert linears have biases (GPT-OSS)
   /// A sigmoid gate h -> 1 on the shared expert's output (Qwen3-Next shared_expert_gate).
   bool shared_expert_gate = false;
+  /// LatentMoE (Nemotron 3 Super / Ultra: moe_latent_size; 0 = none). Megatron-Core MoELayer
+  /// (megatron/core/transformer/moe/moe_layer.py): fc1_latent_proj h -> ℓ before the dispatch
+  /// and fc2_latent_proj ℓ -> h after the combine, both TELinear parallel_mode "duplicated"
+  /// (replicated over TP, no bias); the routed experts run in the latent space (fc1 ℓ -> f_e,
+  /// fc2 f_e -> ℓ) and the tokens are dispatched and combined ℓ wide. The router and the
+  /// shared expert see the full hidden state h. Elements.
+  int64_t moe_latent_size = 0;
+  /// Width the routed experts read and the token dispatcher moves: moe_latent_size under
+  /// LatentMoE, else hidden_size.
+  int64_t ExpertInputSize() const { return moe_latent_size > 0 ? moe_latent_size : hidden_size; }
 
   bool mla = false;
   MlaSpec mla_spec;
@@ -185,6 +195,11 @@ struct ModelSpec {
   /// h, eh_proj (2h -> h, no bias), one decoder layer of the model's last layer type, and a
   /// final RMSNorm of h (megatron/core/transformer/multi_token_prediction.py).
   int64_t mtp_num_layers = 0;
+  /// A hybrid model's MTP block (Nemotron 3 Super / Ultra: mtp_hybrid_override_pattern "*E",
+  /// one attention and one MoE block; Megatron-Bridge's NemotronHBridge maps it to
+  /// mtp_hybrid_override_pattern). Empty for the flat models, whose MTP layer is one decoder
+  /// layer of the last layer's type. Each of mtp_num_layers MTP depths runs these blocks once.
+  std::vector<LayerBlock> mtp_pattern;
 
   /// Non-empty exactly when architecture == kGeneric: what the model was taken for and what
   /// was ignored ("planned as a generic dense decoder from its standard fields: ..."). Every
@@ -237,6 +252,14 @@ struct ParamCounts {
   int64_t shared_per_layer = 0;        ///< shared experts of one MoE layer
   int64_t router_per_layer = 0;
   int64_t norms_per_layer = 0;         ///< the two per-layer norms
+  /// LatentMoE's fc1_latent_proj and fc2_latent_proj of one MoE layer, 2·h·ℓ (replicated over
+  /// TP as the router is); 0 without moe_latent_size. latent_proj: all MoE layers' (in total).
+  int64_t latent_proj_per_layer = 0;
+  int64_t latent_proj = 0;
+  /// The MTP block's parameters (a hybrid model's mtp_pattern blocks, their norms, enorm, hnorm,
+  /// eh_proj 2h·h and the final norm) once (the depths share them: Megatron-Bridge's
+  /// mtp_use_repeated_layer); not in total, as the published counts of the main model.
+  int64_t mtp = 0;
 
   int64_t gdn = 0;              ///< all Gated DeltaNet mixers (hybrid models; 0 otherwise)
   int64_t gdn_per_layer = 0;    ///< one Gated DeltaNet mixer
@@ -259,6 +282,14 @@ std::vector<LayerBlock> LayerPattern(const ModelSpec& model);
 /// mlp_layer_flops, moe_layer_flops; x3 for forward and backward), for sequence length
 /// `seq_len`. The Mamba-2 term uses the model's d_inner where Megatron-LM assumes 2·hidden_size.
 double HybridFlopsPerToken(const ModelSpec& model, int64_t seq_len);
+
+/// Forward + backward FLOPs per token of `mtp_layers` MTP depths of a hybrid model with an MTP
+/// block pattern (ModelSpec::mtp_pattern; 0 without one): each depth runs the pattern's blocks
+/// (the terms of HybridFlopsPerToken), eh_proj 2h -> h (4·h² forward) and its own logits 2·h·V
+/// (Megatron-Core multi_token_prediction.py: every depth computes a loss through the shared
+/// output layer; AutoModel flops_utils.py _nemotronh_mtp_flops counts the same: block x N, N
+/// eh_proj, N lm_head), x3.
+double HybridMtpFlopsPerToken(const ModelSpec& model, int64_t seq_len, int64_t mtp_layers);
 
 /// How a model file is read.
 struct ModelReadOptions {
@@ -313,9 +344,10 @@ std::string GenericModelWarning(const ModelSpec& model);
 /// "" for a model whose every block kind the cost model prices under some framework; else why
 /// plan, check, explain and validate refuse it. Priced (Megatron-Core runtime only, see
 /// FrameworkHybridRefusal in framework.hpp): attention (GQA, full causal), Mamba-2, dense and
-/// MoE MLP blocks of a layer pattern. Refused: a layer pattern with a mixer kind other than
-/// attention and Mamba-2, MLA or sliding-window attention inside a pattern, MTP layers on a
-/// hybrid model (docs/cost-model.md, "Hybrid models").
+/// MoE MLP blocks of a layer pattern (LatentMoE included), MTP depths of an MTP block pattern.
+/// Refused: a layer pattern with a mixer kind other than attention and Mamba-2, MLA or
+/// sliding-window attention inside a pattern, MTP layers on a hybrid model without an MTP block
+/// pattern (docs/cost-model.md, "Hybrid models").
 std::string HybridRefusal(const ModelSpec& model);
 
 /// "LlamaForCausalLM" etc.; "generic decoder" for kGeneric.

@@ -116,9 +116,11 @@ std::string PresetOf(const std::string& raw) {
     if (ch == '_' || ch == '-' || ch == ' ' || ch == '.') ch = ' ';
   }
   auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
-  // Nemotron 3 Nano: the NemotronHForCausalLM preset (a hybrid model: its rows are skipped as
-  // not priced, by Validate). Super and Ultra (LatentMoE) and DeepSeek-V4: no config meshplan reads.
+  // Nemotron 3 Nano, Super and Ultra: the NemotronHForCausalLM presets (Super and Ultra with
+  // LatentMoE and an MTP block). DeepSeek-V4: no config meshplan reads.
   if (has("nemotron 3 nano")) return "nemotron-3-nano";
+  if (has("nemotron 3 super")) return "nemotron-3-super";
+  if (has("nemotron 3 ultra")) return "nemotron-3-ultra";
   if (has("nemotron") || has("v4")) return "";
   if (has("deepseek") && has("v3")) return "deepseek-v3";
   if (has("kimi")) return "kimi-k2";

@@ -71,9 +71,23 @@ namespace {
 // The blocks of a hybrid model on `pp_rank`: the layers of its stages as LayersOfRank splits
 // them, counted by kind (Megatron-Core select_pipeline_segment: a pattern without '|' is cut
 // into consecutive runs of layers, stage s on rank s % pp).
+//
+// The rank holding the MTP layers (MtpRank) also runs mtp_layers depths of the MTP block
+// pattern (ModelSpec::mtp_pattern): counted as that many blocks of each kind, for time and for
+// activations. Megatron-Bridge's mtp_use_repeated_layer shares one depth's parameters between
+// the depths, so the parameters these counts imply are mtp_layers - 1 blocks too many (an
+// overcount of about one MoE block's experts / EP on that rank).
 HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stages, int64_t pp_rank,
-                                const PpLayerLayout* given, SplitPlaces places) {
+                                const PpLayerLayout* given, SplitPlaces places, int64_t mtp_layers) {
   HybridBlocks r;
+  if (mtp_layers > 0 && pp_rank == MtpRank(pp, num_stages, given)) {
+    for (const LayerBlock& x : m.mtp_pattern) {
+      r.attention += mtp_layers * (x.mixer == MixerKind::kAttention);
+      r.mamba += mtp_layers * (x.mixer == MixerKind::kMamba2);
+      r.dense += mtp_layers * (x.mlp == MlpKind::kDense);
+      r.moe += mtp_layers * (x.mlp == MlpKind::kMoe);
+    }
+  }
   auto add = [&](int64_t first, int64_t count) {
     const HybridBlocks b = HybridBlocksIn(m, first, count);
     r.attention += b.attention;
@@ -102,7 +116,8 @@ HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stag
 LayerMix LayersOfRank(const ModelSpec& m, int64_t pp_size, int64_t num_stages, int64_t pp_rank,
                       const PpLayerLayout* given, int64_t mtp_layers, SplitPlaces places) {
   if (m.is_hybrid()) {
-    const HybridBlocks b = HybridBlocksOfRank(m, std::max<int64_t>(1, pp_size), num_stages, pp_rank, given, places);
+    const HybridBlocks b =
+        HybridBlocksOfRank(m, std::max<int64_t>(1, pp_size), num_stages, pp_rank, given, places, mtp_layers);
     return LayerMix{b.dense, b.moe};
   }
   const LayerMix mix = ModelLayerMix(m);
@@ -156,15 +171,15 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
   r.has_head = given != nullptr ? given->StageOf('L') % pp == pp_rank : pp_rank == pp - 1;
   if (mtp_layers > 0 && MtpRank(pp, num_stages, given) == pp_rank) r.mtp_layers = mtp_layers;
   if (m.is_hybrid()) {
-    // One block per layer, each with its pre-norm (h); the MTP layers are refused for hybrid
-    // models (HybridRefusal).
-    const HybridBlocks b = HybridBlocksOfRank(m, pp, num_stages, pp_rank, given, places);
+    // One block per layer, each with its pre-norm (h); the MTP depths' blocks on their rank
+    // (HybridBlocksOfRank), with each depth's eh_proj and three norms below.
+    const HybridBlocks b = HybridBlocksOfRank(m, pp, num_stages, pp_rank, given, places, mtp_layers);
     r.attention_mixers = b.attention;
     r.mamba_mixers = b.mamba;
     const double h = double(m.hidden_size);
     const double attn = double(p.attention_per_layer) + h, mamba = double(p.mamba_per_layer) + h;
     const double dense = double(p.dense_mlp_per_layer) + h;
-    const double moe = double(p.shared_per_layer) + double(p.router_per_layer) + h;
+    const double moe = double(p.shared_per_layer) + double(p.router_per_layer) + double(p.latent_proj_per_layer) + h;
     const double experts_layer = double(p.expert_per_layer) * double(m.num_experts);
     r.layer_dense = double(b.attention) * attn + double(b.mamba) * mamba + double(b.dense) * dense + double(b.moe) * moe;
     r.layer_expert = double(b.moe) * experts_layer;
@@ -175,6 +190,7 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
     const double final_norm = std::max(0.0, double(p.norms) - double(m.num_layers) * h);
     if (r.has_embedding) r.root += double(p.embedding);
     if (r.has_head) r.root += double(p.output_head) + final_norm;
+    if (r.mtp_layers > 0) r.layer_dense += 3.0 * h + 2.0 * h * h;  // one shared depth: norms, eh_proj
     return r;
   }
   const double attn = double(p.attention_per_layer), norms = double(p.norms_per_layer);

@@ -102,7 +102,10 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   f.dense_mlp_flops = 6.0 * h * c * double(m.intermediate_size);
   if (m.is_moe()) {
     f.shared_flops = 6.0 * h * c * double(m.shared_expert_intermediate_size);
-    f.routed_flops = 6.0 * h * c * double(m.moe_intermediate_size) * double(m.experts_per_token);
+    // LatentMoE: the experts in the latent space, the two duplicated latent projections
+    // (12·h·l, run on each rank's own tokens) priced with the shared expert's GEMMs.
+    f.routed_flops = 6.0 * double(m.ExpertInputSize()) * c * double(m.moe_intermediate_size) * double(m.experts_per_token);
+    if (m.moe_latent_size > 0) f.shared_flops += 12.0 * h * double(m.moe_latent_size);
   }
   f.logits_flops = 6.0 * h * double(m.vocab_size);
   f.mtp_extra_flops = 6.0 * (3.0 * h + 2.0 * h * h);
@@ -130,7 +133,8 @@ namespace meshplan {
 /// its model TFLOP/s are reported with).
 double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers) {
   if (model.is_hybrid()) {
-    return double(setup.global_batch) * double(setup.seq_len) * HybridFlopsPerToken(model, setup.seq_len);
+    return double(setup.global_batch) * double(setup.seq_len) *
+           (HybridFlopsPerToken(model, setup.seq_len) + HybridMtpFlopsPerToken(model, setup.seq_len, mtp_layers));
   }
   const cost::FlopsPerToken f = cost::ComputeFlopsPerToken(model, setup.seq_len);
   const double tokens = double(setup.global_batch) * double(setup.seq_len);

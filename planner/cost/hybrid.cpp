@@ -59,7 +59,9 @@ double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, boo
   } else if (mlp == MlpKind::kMoe) {
     const double k = double(m.experts_per_token);
     const double ffn = k * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
-    e += 5.0 * h + 4.0 * double(m.num_experts) + 4.0 * k * h + act * ffn + (fp8 ? 1.5 * ffn : 0.0);
+    // LatentMoE permutes l-wide tokens (ExpertInputSize).
+    e += 5.0 * h + 4.0 * double(m.num_experts) + 4.0 * k * double(m.ExpertInputSize()) + act * ffn +
+         (fp8 ? 1.5 * ffn : 0.0);
   }
   return e;
 }
@@ -96,7 +98,12 @@ TeLayerBytes HybridBlockSavedBytes(const ModelSpec& m, MixerKind mixer, MlpKind 
     if (!rc_norm) b.sequence += 2.0 * h + (q < 2.0 && fs > 0 ? q * h : 0.0);
     b.sequence += 8.0 * E;
     const bool act_rc = (rm & kRecomputeMoeAct) != 0;
-    b.split += k * (q * h * e + 2.0 * c * fe + (act_rc ? 0.0 : q * fe));
+    // LatentMoE: the experts' fc1 input is l wide; fc1_latent_proj saves its input (the router's,
+    // a quantized copy q·h under FP8) and fc2_latent_proj the combined output q·l, both on the
+    // rank's own tokens (duplicated weights: the sequence part).
+    const double in = double(m.ExpertInputSize());
+    if (m.moe_latent_size > 0) b.sequence += q * double(m.moe_latent_size) + (q < 2.0 ? q * h : 0.0);
+    b.split += k * (q * in * e + 2.0 * c * fe + (act_rc ? 0.0 : q * fe));
     if (fs > 0 && (rm & kRecomputeSharedExperts) == 0) b.split += 2.0 * c * fs + q * fs;
   }
   return b;
@@ -167,7 +174,9 @@ MemoryBreakdown HybridRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOpti
   e.p_tp = (A * double(pc.attention_per_layer) + M * double(pc.mamba_per_layer) + D * double(pc.dense_mlp_per_layer) +
             E * double(pc.shared_per_layer) + tables * table) / t;
   const double final_norm = rp.has_head ? h : 0.0;
-  e.p_rep = double(rp.Blocks()) * h + E * double(pc.router_per_layer) + final_norm;
+  e.p_rep = double(rp.Blocks()) * h + E * double(pc.router_per_layer + pc.latent_proj_per_layer) + final_norm +
+            (rp.mtp_layers > 0 ? 3.0 * h : 0.0);
+  if (rp.mtp_layers > 0) e.p_tp += 2.0 * h * h / t;  // eh_proj (column-parallel)
   e.p_exp = E * double(m.num_experts) * double(pc.expert_per_layer) / etp_ep;
   const double dp = double(std::max<int64_t>(1, l.dp)) * cp;
   const double edp = std::max(1.0, double(std::max<int64_t>(1, l.dp)) * t * cp / etp_ep);

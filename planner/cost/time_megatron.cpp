@@ -179,7 +179,9 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
   const SystemSpec& sys = c.system;
   if (l.ep <= 1 || !m.is_moe() || tokens <= 0) return out;
   const int64_t ep = l.ep, etp = std::max<int64_t>(1, l.etp);
-  const double h = double(m.hidden_size), bytes = 2.0;  // BF16 payload
+  // BF16 payload, ExpertInputSize wide: LatentMoE dispatches and combines the tokens after
+  // fc1_latent_proj, l wide (Megatron-Core moe_layer.py MoELayer.dispatch_preprocess).
+  const double h = double(m.ExpertInputSize()), bytes = 2.0;
   // The EP group {ep, stride etp} covers ep·etp consecutive ranks; it spans that many
   // scale-up domains (at least one).
   const int64_t domain = PlacedDomainGpus(sys, c.setup.num_gpus);

@@ -19,6 +19,7 @@ struct Counts {
   T attention_per_layer{}, dense_mlp_per_layer{}, expert_per_layer{}, shared_per_layer{},
       router_per_layer{}, norms_per_layer{};
   T mamba{}, mamba_per_layer{}, gdn{}, gdn_per_layer{};
+  T latent_proj{}, latent_proj_per_layer{}, mtp{};
 };
 
 /// Attention of one layer.
@@ -102,9 +103,29 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   T mamba_per_layer = MambaPerLayer<T>(m), mamba{};
   T gdn_per_layer = GatedDeltaNetPerLayer<T>(m), gdn{};
   if (m.is_moe()) {
-    c.expert_per_layer = mats * h * T(m.moe_intermediate_size);
+    // LatentMoE: each expert l -> f -> l, and fc1_latent_proj h·l + fc2_latent_proj l·h per
+    // layer (Megatron-Core moe_layer.py; no biases, add_bias_linear false).
+    c.expert_per_layer = mats * T(m.ExpertInputSize()) * T(m.moe_intermediate_size);
+    c.latent_proj_per_layer = m.moe_latent_size > 0 ? 2 * h * T(m.moe_latent_size) : T{0};
     c.shared_per_layer = mats * h * T(m.shared_expert_intermediate_size) + (m.shared_expert_gate ? h : T{0});
     c.router_per_layer = h * T(m.num_experts) + (m.router_bias ? T(m.num_experts) : T{0});
+  }
+  // The MTP block, once (mtp_use_repeated_layer shares it between depths): its blocks with
+  // their pre-norms, enorm, hnorm and the final norm 3h, eh_proj 2h·h (Megatron-Core
+  // multi_token_prediction.py MultiTokenPredictionLayer).
+  if (!m.mtp_pattern.empty()) {
+    T mtp = 3 * h + 2 * h * h;
+    for (const LayerBlock& b : m.mtp_pattern) {
+      if (b.mixer != MixerKind::kNone || b.mlp != MlpKind::kNone) mtp += h;
+      if (b.mixer == MixerKind::kAttention) mtp += c.attention_per_layer;
+      if (b.mixer == MixerKind::kMamba2) mtp += mamba_per_layer;
+      if (b.mlp == MlpKind::kDense) mtp += c.dense_mlp_per_layer;
+      if (b.mlp == MlpKind::kMoe) {
+        mtp += T(m.num_experts) * c.expert_per_layer + c.shared_per_layer + c.router_per_layer +
+               c.latent_proj_per_layer;
+      }
+    }
+    c.mtp = mtp;
   }
   T moe_layers{};
   for (const LayerBlock& b : m.layer_pattern) {
@@ -119,6 +140,7 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   c.routed_experts = moe_layers * T(m.num_experts) * c.expert_per_layer;
   c.shared_experts = moe_layers * c.shared_per_layer;
   c.router = moe_layers * c.router_per_layer;
+  c.latent_proj = moe_layers * c.latent_proj_per_layer;
   c.norms += h;  // final norm (norm_f)
   c.norms_per_layer = h;
   c.embedding = T(m.vocab_size) * h;
@@ -128,7 +150,7 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   c.gdn = gdn;
   c.gdn_per_layer = gdn_per_layer;
   c.total = c.embedding + c.attention + mamba + gdn + c.dense_mlp + c.routed_experts + c.shared_experts + c.router +
-            c.norms + c.output_head;
+            c.latent_proj + c.norms + c.output_head;
   c.active = c.total - c.routed_experts + moe_layers * T(m.experts_per_token) * c.expert_per_layer;
   return c;
 }
@@ -200,6 +222,9 @@ ParamCounts CountParams(const ModelSpec& model) {
   p.mamba_per_layer = c.mamba_per_layer;
   p.gdn = c.gdn;
   p.gdn_per_layer = c.gdn_per_layer;
+  p.latent_proj = c.latent_proj;
+  p.latent_proj_per_layer = c.latent_proj_per_layer;
+  p.mtp = c.mtp;
   return p;
 }
 

@@ -44,7 +44,8 @@ std::string HybridRefusal(const ModelSpec& m) {
   bool windowed = m.sliding_window > 0;
   for (const LayerBlock& b : m.layer_pattern) windowed = windowed || b.sliding_window > 0;
   const char* what = m.mla ? "MLA attention" : windowed ? "sliding-window attention"
-                     : m.mtp_num_layers > 0 ? "MTP layers" : nullptr;
+                     : m.mtp_num_layers > 0 && m.mtp_pattern.empty() ? "MTP layers without an MTP block pattern"
+                                                                     : nullptr;
   if (what != nullptr) {
     return m.architecture_name + " is a hybrid model with " + what + ": meshplan's hybrid cost terms (attention, "
            "Mamba-2, MLP and MoE blocks) do not model those, so no layout of it is planned, checked or priced";
@@ -69,14 +70,17 @@ std::string HybridRefusal(const ModelSpec& m) {
 /// the SSD kernels of Mamba-2, Dao & Gu 2024, "a small percent of overall layer flops").
 /// Attention with an output gate (attention_output_gate) adds its gate projection, 2·h·a·d_k,
 /// which attn_layer_flops does not have.
-double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
+namespace {
+
+/// Forward FLOPs per token of one block (the terms above).
+double BlockFwdFlops(const ModelSpec& m, const LayerBlock& b, int64_t seq_len) {
   const double h = double(m.hidden_size), a = double(m.num_attention_heads), s = double(seq_len);
   const double g = double(m.num_key_value_heads), p = double(m.head_dim) * a / h;
   const double lambda = m.gated_mlp ? 1.5 : 1.0;
   const Mamba2Spec& x = m.mamba;
   const double di = double(x.d_inner()), n = double(x.state_size), ng = double(x.n_groups), nh = double(x.num_heads);
-  double fwd = 2.0 * h * double(m.vocab_size);
-  for (const LayerBlock& b : LayerPattern(m)) {
+  double fwd = 0.0;
+  {
     if (b.mixer == MixerKind::kAttention) {
       fwd += 4.0 * h * p * (h + h * g / a + s / 2.0);
       if (m.attention_output_gate) fwd += 2.0 * h * a * double(m.head_dim);
@@ -91,11 +95,32 @@ double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
     if (b.mixer == MixerKind::kMamba2) fwd += 2.0 * h * (2.0 * di + 2.0 * ng * n + nh) + 7.0 * di * n + 2.0 * di * h;
     if (b.mlp == MlpKind::kDense) fwd += 4.0 * h * double(m.intermediate_size) * lambda;
     if (b.mlp == MlpKind::kMoe) {
-      fwd += 4.0 * h * double(m.moe_intermediate_size) * double(m.experts_per_token) * lambda +
-             4.0 * h * double(m.shared_expert_intermediate_size) * lambda;
+      // LatentMoE (Megatron-Bridge flop_utils.py moe_layer_flops with moe_latent_size): the
+      // routed experts 4·l·f_e·k·λ in the latent space, the two latent projections 4·h·l.
+      const double in = double(m.ExpertInputSize());
+      fwd += 4.0 * in * double(m.moe_intermediate_size) * double(m.experts_per_token) * lambda +
+             4.0 * h * double(m.shared_expert_intermediate_size) * lambda +
+             (m.moe_latent_size > 0 ? 4.0 * h * double(m.moe_latent_size) : 0.0);
     }
   }
+  return fwd;
+}
+
+}  // namespace
+
+double HybridFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
+  double fwd = 2.0 * double(m.hidden_size) * double(m.vocab_size);
+  for (const LayerBlock& b : LayerPattern(m)) fwd += BlockFwdFlops(m, b, seq_len);
   return 3.0 * fwd;
+}
+
+/// See model.hpp.
+double HybridMtpFlopsPerToken(const ModelSpec& m, int64_t seq_len, int64_t mtp_layers) {
+  if (mtp_layers <= 0 || m.mtp_pattern.empty()) return 0.0;
+  const double h = double(m.hidden_size);
+  double fwd = 4.0 * h * h + 2.0 * h * double(m.vocab_size);  // eh_proj 2h -> h, the depth's logits
+  for (const LayerBlock& b : m.mtp_pattern) fwd += BlockFwdFlops(m, b, seq_len);
+  return 3.0 * double(mtp_layers) * fwd;
 }
 
 }  // namespace meshplan

@@ -56,20 +56,27 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   // the 130 rows of the flat models, unchanged) since the 12 Nemotron 3 Nano rows (hybrid Mamba-2 / attention / MoE, priced from the per-block terms
   // of cost/hybrid.cpp, out of sample: no constant is fitted to them, and none has a
   // recipe-settings entry) are evaluated instead of skipped: all predicted faster than
-  // published, median |error| 23.7%, p90 29.4%. Guard at 26%.
+  // published, median |error| 23.7%, p90 29.4%. 36.0% since the 18 Nemotron 3 Super and 2
+  // Ultra rows (LatentMoE and an MTP block, out of sample: no constant fitted to them, no
+  // recipe-settings entry, so meshplan's emitted settings, not the perf recipes' CUDA graphs,
+  // MTP 2, HybridEP or Megatron-FSDP) are evaluated instead of skipped: Super -27% to +75%
+  // (most predicted faster than published), Ultra +22% / +15%. Guard at 37%.
   const size_t p90 = text.find("p90 |error| ", at);
   REQUIRE(p90 != std::string::npos);
-  CHECK(std::stod(text.substr(p90 + 12)) <= 26.0);
+  CHECK(std::stod(text.substr(p90 + 12)) <= 37.0);
   // Every published run fitted its GPUs. Three rows are still predicted above the GPU's whole
   // memory: GPT-OSS 120B on 64 H100 at micro-batch 4 without recompute (25.09), and Llama-3 70B
   // on 32 GB300 twice (no recipe settings: meshplan's emitted fp32 gradients); a fourth would
-  // be a memory-model regression.
+  // be a memory-model regression. The two Nemotron 3 Ultra rows (256 GB200 / GB300) are
+  // predicted above it too: the table does not say that they run Megatron-FSDP (HSDP) with
+  // the expert MLP's activations offloaded (perf_recipes/nemotronh/gb200/nemotronh.py), so
+  // they are priced as DDP with the distributed optimizer, all activations kept: 5 in all.
   const size_t mem = text.find("memory: ");
   REQUIRE(mem != std::string::npos);
   const size_t whole = text.find(" above the GPU's whole memory", mem);
   REQUIRE(whole != std::string::npos);
   const size_t comma = text.rfind(", ", whole);
-  CHECK(std::stoi(text.substr(comma + 2)) <= 3);
+  CHECK(std::stoi(text.substr(comma + 2)) <= 5);
   CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (126 entries)") != std::string::npos);
 }
 

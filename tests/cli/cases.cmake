@@ -875,6 +875,19 @@ meshplan_cli_case(arch_hybrid_check_mb 0 "valid: passes all" "predicted: step"
   -- ${MP} check ${D}/mbridge_nemotron3_nano_pp2.yaml --model nemotron-3-nano --system dgx-h100 --gpus 16 --precision fp8)
 meshplan_cli_case(arch_hybrid_check_pp8 1 "Number of layers .52. must be evenly divisible by pipeline-model-parallel-size .8. when no pipe separators"
   -- ${MP} check ${D}/mbridge_nemotron3_nano_pp8.yaml --model nemotron-3-nano --system dgx-h100 --gpus 8)
+# Nemotron 3 Super (LatentMoE, an MTP block "*E"): priced for Megatron-Bridge, refused for AutoModel
+# with the reason; the perf recipe's layout (TP 2, SP, EP 64, MTP 2) checked; PP 3 on 88 layers fails
+# Megatron-Core's hybrid pattern split.
+meshplan_cli_case(arch_nemotron3_super_plan_mb 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --framework megatron-bridge --model nemotron-3-super --system gb200-nvl72 --gpus 64 --seq-len 8192 --global-batch 512)
+meshplan_cli_case(arch_nemotron3_super_refused_am 2 "NemotronHForCausalLM is a hybrid model .*use --framework megatron-bridge"
+  -- ${MP} plan --framework automodel --model nemotron-3-super --system gb200-nvl72 --gpus 64 --seq-len 8192 --global-batch 512)
+meshplan_cli_case(arch_nemotron3_super_check_mb 0 "valid: passes all" "predicted: step"
+  -- ${MP} check ${D}/mbridge_nemotron3_super_ep64.yaml --model nemotron-3-super --system gb200-nvl72 --gpus 64 --precision fp8)
+meshplan_cli_case(arch_nemotron3_super_check_pp3 1 "Number of layers .88. must be evenly divisible by pipeline-model-parallel-size .3."
+  -- ${MP} check ${D}/mbridge_nemotron3_super_pp3.yaml --model nemotron-3-super --system dgx-h100 --gpus 24)
+meshplan_cli_case(arch_nemotron3_ultra_plan_mb 0 "^rank +strategy" "!warning: model"
+  -- ${MP} plan --framework megatron-bridge --model nemotron-3-ultra --system gb200-nvl72 --gpus 256 --seq-len 8192 --global-batch 256)
 meshplan_cli_case(arch_glm45_air_plan_mb 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework megatron-bridge)
 meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"

@@ -53,6 +53,65 @@ TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Nano 30B-A3B") {
   CHECK(HybridRefusal(m).empty());  // every block kind priced (Megatron-Core: tests/cost/hybrid_test.cpp)
 }
 
+TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Super 120B-A12B (LatentMoE and MTP)") {
+  const ModelSpec m = Arch("nemotron-3-super-120b-a12b.json");
+  REQUIRE(m.layer_pattern.size() == 88);
+  CHECK(m.moe_latent_size == 1024);
+  CHECK(m.ExpertInputSize() == 1024);
+  CHECK(m.mtp_num_layers == 1);
+  REQUIRE(m.mtp_pattern.size() == 2);
+  CHECK(m.mtp_pattern[0].mixer == MixerKind::kAttention);
+  CHECK(m.mtp_pattern[1].mlp == MlpKind::kMoe);
+  const ParamCounts p = CountParams(m);
+  // By hand: one expert 2·1024·2688 (l -> f -> l, squared ReLU); the latent projections
+  // 2·4096·1024; a MoE block 512 experts + 2·4096·1024 + shared 2·4096·5376 + router
+  // 4096·512 + 512 = 2,873,098,752.
+  CHECK(p.expert_per_layer == 2 * 1024 * 2688);
+  CHECK(p.latent_proj_per_layer == 2 * 4096 * 1024);
+  CHECK(p.total == 120668707840);
+  // Megatron-Bridge's verification card (examples/model_verification_cards/
+  // nemotron-3-super-120b-a12b/card.yaml, 067f987): the exported checkpoint holds
+  // 123,611,033,088 elements, the MTP block ("*E", eh_proj, norms) included.
+  CHECK(p.total + p.mtp == 123611033088);
+  CHECK(Off(p.total + p.mtp, 123611033088.0) < 0.005);
+  // FLOPs: the MoE block's routed experts in the latent space (flop_utils.py with
+  // moe_latent_size): 4·1024·2688·22 + 4·4096·5376 + 4·4096·1024 per token forward.
+  ModelSpec flat = m;
+  flat.moe_latent_size = 0;
+  const double latent_moe = 4.0 * 1024 * 2688 * 22 + 4.0 * 4096 * 5376 + 4.0 * 4096 * 1024;
+  const double plain_moe = 4.0 * 4096 * 2688 * 22 + 4.0 * 4096 * 5376;
+  CHECK(HybridFlopsPerToken(m, 8192) - HybridFlopsPerToken(flat, 8192) ==
+        doctest::Approx(3.0 * 40 * (latent_moe - plain_moe)).epsilon(1e-9));
+  // Two MTP depths: each its "*E" blocks, eh_proj 4·h² and logits 2·h·V forward, x3.
+  const double attn = 4.0 * 4096 * 1.0 * (4096 + 4096.0 * 2 / 32 + 8192 / 2.0);
+  const double depth = attn + latent_moe + 4.0 * 4096 * 4096 + 2.0 * 4096 * 131072;
+  CHECK(HybridMtpFlopsPerToken(m, 8192, 2) == doctest::Approx(3.0 * 2 * depth).epsilon(1e-12));
+  CHECK(HybridMtpFlopsPerToken(m, 8192, 0) == 0.0);
+  CHECK(HybridRefusal(m).empty());
+}
+
+TEST_CASE("adapter NemotronHForCausalLM: Nemotron 3 Ultra 550B-A55B (shape from Megatron-LM's modelopt config)") {
+  // hidden 8192, 108 layers, 64 heads / 2 groups, Mamba 256 x 64, 512 experts top-22 of 5120,
+  // shared 10240, latent 2048: Megatron-LM examples/post_training/modelopt/conf/nvidia/
+  // NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh (d98e8a6). ssm_state_size 128, n_groups 8 and
+  // vocab 131072 are not in it (Megatron-Core's defaults and Super's values).
+  const ModelSpec m = Arch("nemotron-3-ultra-550b-a55b.json");
+  REQUIRE(m.layer_pattern.size() == 108);
+  const ParamCounts p = CountParams(m);
+  CHECK(p.total == 549308993536);
+  CHECK(Off(p.total, 550e9) < 0.005);  // the published 550B (model name, NVIDIA's guide)
+  CHECK(HybridRefusal(m).empty());
+}
+
+TEST_CASE("adapter NemotronHForCausalLM: MTP layers need their block pattern") {
+  const std::string text =
+      "{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"vocab_size\": 128, \"intermediate_size\": 64, "
+      "\"max_position_embeddings\": 256, \"hybrid_override_pattern\": \"M*\", \"mamba_num_heads\": 8, \"mamba_head_dim\": 16, \"n_groups\": 2, "
+      "\"num_nextn_predict_layers\": 1}";
+  CHECK_THROWS_WITH_AS(ParseModel(text, "mtp.json"), doctest::Contains("mtp_hybrid_override_pattern"), InputError);
+}
+
 TEST_CASE("adapter NemotronHForCausalLM: bad patterns") {
   const std::string base =
       "{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 4, "
@@ -72,8 +131,8 @@ TEST_CASE("adapter NemotronHForCausalLM: bad patterns") {
         std::string::npos);
   CHECK(error("\"hybrid_override_pattern\": \"M*-X\"").find("found 'X' at position 3") != std::string::npos);
   CHECK(error("\"hybrid_override_pattern\": \"M*-E\"").find("n_routed_experts: missing") != std::string::npos);
-  CHECK(error("\"hybrid_override_pattern\": \"M*--\", \"moe_latent_size\": 1024").find("LatentMoE") !=
-        std::string::npos);
+  CHECK(error("\"hybrid_override_pattern\": \"M*--\", \"moe_latent_size\": 1024")
+            .find("moe_latent_size: expected null or no key for a pattern without MoE") != std::string::npos);
   CHECK(error("\"hybrid_override_pattern\": \"M*--\"").empty());
   // Dense MLP layers: two matrices (relu2), one norm per block.
   ModelSpec m = ParseModel(base + "\"hybrid_override_pattern\": \"M*--\"}", "h.json");

@@ -14,8 +14,12 @@
 //    conv_kernel (4), use_conv_bias (true), mamba_proj_bias (false), chunk_size (128, the SSD
 //    scan's chunk length).
 //  * num_key_value_heads defaults to 8, tie_word_embeddings to false (ReadCommon).
-// LatentMoE (moe_latent_size, Nemotron 3 Super / Ultra) is refused: its latent projections are
-// not modelled.
+//  * LatentMoE (Nemotron 3 Super / Ultra): moe_latent_size (null: none); NemotronHMoE's
+//    fc1_latent_proj h -> l and fc2_latent_proj l -> h, the experts l -> f -> l
+//    (Megatron-Core moe_layer.py MoELayer, the bridge's mlp.fc1_latent_proj mapping).
+//  * MTP: num_nextn_predict_layers (0) and mtp_hybrid_override_pattern (its blocks, "*E" for
+//    Super and Ultra), as NemotronHBridge._hf_mtp_config reads them (Megatron-Bridge 067f987
+//    src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py).
 
 #include <string>
 #include <vector>
@@ -111,11 +115,30 @@ void ReadNemotronH(KeyReader& r, ModelSpec& s) {
     moe += b.mlp == MlpKind::kMoe;
   }
   s.num_dense_layers = dense;
-  if (r.HasValue("moe_latent_size")) {
-    r.Fail("moe_latent_size", "LatentMoE (the experts' latent projections of Nemotron 3 Super / Ultra) is not "
-                              "modelled; expected null or no key");
+  // MTP depths and their block pattern.
+  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 0);
+  if (s.mtp_num_layers > 0) {
+    if (!r.HasValue("mtp_hybrid_override_pattern")) {
+      r.Fail("mtp_hybrid_override_pattern", "missing; expected the MTP block pattern (such as \"*E\") with "
+                                            "num_nextn_predict_layers > 0 (NemotronHBridge._hf_mtp_config)");
+    }
+    const std::string p = r.Str("mtp_hybrid_override_pattern");
+    for (size_t i = 0; i < p.size(); ++i) {
+      LayerBlock b;
+      if (!BlockOf(p[i], b)) {
+        r.Fail("mtp_hybrid_override_pattern", "expected only 'M', '*', '-' and 'E', found '" + std::string(1, p[i]) +
+                                                  "' at position " + std::to_string(i));
+      }
+      s.mtp_pattern.push_back(b);
+    }
+    if (s.mtp_pattern.empty()) r.Fail("mtp_hybrid_override_pattern", "expected at least one block, found \"\"");
+  }
+  for (const LayerBlock& b : s.mtp_pattern) moe += b.mlp == MlpKind::kMoe;
+  if (moe == 0 && r.HasValue("moe_latent_size")) {
+    r.Fail("moe_latent_size", "expected null or no key for a pattern without MoE ('E') layers");
   }
   if (moe == 0) return;
+  if (r.HasValue("moe_latent_size")) s.moe_latent_size = r.Int("moe_latent_size", 1, kMaxSize);
   ReadExperts(r, s, "n_routed_experts");
   s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMaxSize);
   s.num_shared_experts = r.Int("n_shared_experts", 0, 1024, 1);
