@@ -12,7 +12,7 @@ namespace {
 std::vector<Rule> Build() {
   std::vector<Rule> all;
   for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronLayoutRules(),
-                    rules::MegatronDpRules(),
+                    rules::MegatronCpRules(), rules::MegatronDpRules(),
                     rules::MegatronFindingRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
