@@ -81,6 +81,16 @@ TEST_CASE("cp_comm recipe: the space's types per mesh") {
   CHECK(search::HierarchicalCpA2aSize(req.system, 2, 4) == 0);   // one node
   CHECK(search::HierarchicalCpA2aSize(req.system, 8, 4) == 0);   // one CP rank a node
   CHECK(search::HierarchicalCpA2aSize(req.system, 4, 3) == 0);   // 2 CP ranks a node do not divide 3
+  // DeepSeek-V3's MLA (128 heads, as many key heads): a2a inside a node; across nodes a2a+p2p
+  // keeps the all-to-all on NVLink instead.
+  const PlanRequest ds = Request("deepseek-v3", 64);
+  auto ds_types = [&](int64_t tp, int64_t cp) {
+    std::vector<std::pair<MbCpComm, int64_t>> out;
+    for (const auto& c : search::MegatronCpCommChoices(ds, none, false, tp, cp)) out.push_back({c.type, c.hcp_first});
+    return out;
+  };
+  CHECK(ds_types(1, 8) == P{{MbCpComm::kUnset, 0}, {MbCpComm::kA2a, 0}, {MbCpComm::kAllGather, 0}});
+  CHECK(ds_types(2, 8) == P{{MbCpComm::kUnset, 0}, {MbCpComm::kAllGather, 0}, {MbCpComm::kA2aP2p, 4}});
   // A fixed request (validate, check) or a recipe function that sets the type keeps it.
   MbRuntime own;
   own.cp_comm = MbCpComm::kA2a;

@@ -23,7 +23,8 @@
 //     layout, so the comparison forgets the flavour there; recompute none, full (uniform, 1
 //     layer: what ApplyEmittedSettings writes) or selective with the request's module sets;
 //     mtp_layers the model's; with CP every cp_comm_type (p2p left null), a2a+p2p only with the
-//     a2a level inside one NVLink domain (search::HierarchicalCpA2aSize). Brute-force Megatron layouts get ApplyEmittedSettings,
+//     a2a level inside one NVLink domain (search::HierarchicalCpA2aSize), a2a only inside one
+//     domain or where a2a+p2p has no such level. Brute-force Megatron layouts get ApplyEmittedSettings,
 //     SetMegatronMicroBatch as the space's do.
 // The brute force walks the box in rule-stage order and skips the rest of a layout once a rule
 // of its stage fails: sound because a rule reads only the fields of its stage and earlier ones,
@@ -295,9 +296,9 @@ std::set<Key> MbBrute(const PlanRequest& req) {
               // box: every cp_comm_type with CP (null for p2p), a2a+p2p at the space's a2a level
               std::vector<search::CpCommChoice> comms = {{MbCpComm::kUnset, 0}};
               if (cp > 1) {
-                comms.push_back({MbCpComm::kA2a, 0});
-                comms.push_back({MbCpComm::kAllGather, 0});
                 const int64_t a = search::HierarchicalCpA2aSize(req.system, tp, cp);
+                if (search::CpGroupInsideDomain(req.system, tp, cp) || a == 0) comms.push_back({MbCpComm::kA2a, 0});
+                comms.push_back({MbCpComm::kAllGather, 0});
                 if (a > 0) comms.push_back({MbCpComm::kA2aP2p, a});
               }
               for (const search::CpCommChoice& cc : comms) {

@@ -65,6 +65,11 @@ std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gp
   return out;
 }
 
+bool CpGroupInsideDomain(const SystemSpec& system, int64_t tp, int64_t cp) {
+  const int64_t domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
+  return tp * cp <= domain;
+}
+
 int64_t HierarchicalCpA2aSize(const SystemSpec& system, int64_t tp, int64_t cp) {
   const int64_t domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
   if (tp < 1 || cp < 2 || domain < 1 || tp * cp <= domain || domain % tp != 0) return 0;
@@ -83,7 +88,10 @@ std::vector<CpCommChoice> MegatronCpCommChoices(const PlanRequest& req, const Mb
   };
   std::vector<CpCommChoice> out;
   if (takes(MbCpComm::kP2p)) out.push_back({MbCpComm::kUnset, 0});
-  if (takes(MbCpComm::kA2a) && domain::MegatronCpA2aHeadsDivide(m, tp, cp)) out.push_back({MbCpComm::kA2a, 0});
+  if (takes(MbCpComm::kA2a) && (CpGroupInsideDomain(req.system, tp, cp) || HierarchicalCpA2aSize(req.system, tp, cp) == 0) &&
+      domain::MegatronCpA2aHeadsDivide(m, tp, cp)) {
+    out.push_back({MbCpComm::kA2a, 0});
+  }
   if (takes(MbCpComm::kAllGather)) out.push_back({MbCpComm::kAllGather, 0});
   const int64_t a = HierarchicalCpA2aSize(req.system, tp, cp);
   if (a > 0 && takes(MbCpComm::kA2aP2p) && domain::MegatronCpA2aHeadsDivide(m, tp, a)) {

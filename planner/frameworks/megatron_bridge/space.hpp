@@ -54,9 +54,13 @@ struct CpCommChoice {
 /// high-level CP groups (e.g., via IBLink)"); parallel_state.py create_hierarchical_groups puts
 /// consecutive CP ranks in the first level.
 int64_t HierarchicalCpA2aSize(const SystemSpec& system, int64_t tp, int64_t cp);
+/// The CP group {cp, stride tp} lies inside one scale-up (NVLink) domain: tp·cp <= its GPUs.
+bool CpGroupInsideDomain(const SystemSpec& system, int64_t tp, int64_t cp);
 /// The cp_comm_types the space emits for a (tp, cp) mesh: with cp 1, or when `own` (the recipe
 /// function's, or a fixed request's: PlanRequest::mb_runtime) sets one, only `own`'s; else null
-/// (p2p, left unwritten) first, then a2a where the heads of a TP rank divide over cp, all_gather,
+/// (p2p, left unwritten) first, then a2a where the heads of a TP rank divide over cp and the CP
+/// group stays inside one NVLink domain (across domains a2a+p2p keeps the all-to-all on NVLink;
+/// a2a over all of it where there is no such split), all_gather,
 /// and a2a+p2p at HierarchicalCpA2aSize where it exists and its heads divide; each also only where
 /// the model's sliding windows and softmax sinks allow it (domain::MegatronCpCommTakes*).
 std::vector<CpCommChoice> MegatronCpCommChoices(const PlanRequest& req, const MbRuntime& own, bool fixed, int64_t tp,
