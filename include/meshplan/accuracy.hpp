@@ -149,6 +149,7 @@ enum TransferScheme {
   kLosoPhysical,     ///< leave one system out, no fit at all: cost::MegatronPhysicalFit, the
                      ///< GPU generation's physical constants (no row of any system fitted)
   kLeaveFamilyOut,   ///< the row's system fitted on its rows of the other model families
+  kLeaveModelOut,    ///< the row's system fitted on its rows of the other models (preset names)
   kTransferSchemes
 };
 /// Column names of the schemes, for tables ("in-sample", "LOO", "LOSO borrow", ...).

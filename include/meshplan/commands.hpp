@@ -392,6 +392,8 @@ struct MbLayoutFlags {
   std::optional<std::string> fsdp_sharding, pp_layout;
   std::optional<std::string> dispatcher;    ///< allgather, alltoall or flex
   std::optional<std::string> flex_backend;  ///< deepep or hybridep
+  /// p2p, all_gather, a2a or a2a+p2p (a2a+p2p: with --set model.hierarchical_context_parallel_sizes=[A,P])
+  std::optional<std::string> cp_comm_type;
   std::vector<std::string> sets;            ///< --set KEY=VALUE, in order
 };
 /// The override keys `flags` give, in the order of explain's flags (docs/cli.md#explain): --tp
@@ -440,6 +442,14 @@ struct EpSplit {
   int64_t ep = 1;          ///< EP size
   EpTraffic traffic;       ///< its seconds per step, links and token copies
 };
+/// The attention's context-parallel exchange of a Megatron-Bridge layout with CP > 1.
+struct CpSplit {
+  std::string type;     ///< model.cp_comm_type priced: p2p, all_gather, a2a or a2a+p2p
+  bool written = false; ///< the recipe sets cp_comm_type (false: null, Megatron-Core's p2p)
+  int64_t cp = 1;       ///< context_parallel_size
+  int64_t a2a = 0;      ///< a2a+p2p: ranks of the a2a level (the p2p ring spans cp / a2a); 0 otherwise
+  double exposed = 0;   ///< s per step left exposed (the CP communication term)
+};
 /// How the decoder layers of a Megatron-Bridge layout with PP > 1 are split over its ranks.
 struct PipelineSplit {
   enum class Kind {
@@ -473,6 +483,7 @@ struct ExplainReport {
   Cost cost;
   std::optional<ComputeSplit> compute;    ///< Megatron-Bridge
   std::optional<EpSplit> ep;              ///< Megatron-Bridge MoE layouts with EP > 1
+  std::optional<CpSplit> cp;              ///< Megatron-Bridge layouts with CP > 1
   /// 0 valid and fits, 1 breaks a rule, does not fit or cannot be priced.
   int Status() const { return scorable && failures.empty() && cost.fits ? 0 : 1; }
 };

@@ -52,6 +52,11 @@ enum class CudaGraphCapture { kNone, kPerLayer, kFullIteration };
 /// the sharding, recompute and overlap facts. Each framework builds it from its own layout
 /// (frameworks/<name>/cost_view.cpp, through ToCostView in include/meshplan/framework.hpp);
 /// planner/cost/ reads nothing else of a layout. Sizes are mesh-axis sizes (>= 1).
+/// The context-parallel exchange of a Megatron-Core attention layer (Megatron-Core cp_comm_type,
+/// Transformer Engine context_parallel.py): the P2P ring (AutoModel's ring too), the K/V
+/// all-gather, the Ulysses all-to-all, or all-to-all inside a sub-group with a ring between them.
+enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
+
 struct CostView {
   CostRuntime runtime = CostRuntime::kPyTorchEager;
   // --- mesh (outer to inner pp, dp_replicate, dp_shard, cp, tp; ep carved from dp·cp·tp) ---
@@ -117,6 +122,10 @@ struct CostView {
   MoeRouting routing = MoeRouting::kUniform;
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
+  /// Megatron-Core: the attention's context-parallel exchange (MbSettings::cp_comm; AutoModel: the ring).
+  CpCommType cp_comm = CpCommType::kP2p;
+  /// With CpCommType::kA2aP2p: CP ranks of the a2a level (hierarchical_context_parallel_sizes[0]).
+  int64_t cp_a2a = 1;
 };
 
 /// The EP all-to-all of a Megatron-Core layout's slowest pipeline rank, per step

@@ -154,6 +154,19 @@ enum MbRecomputeModule : uint32_t {
   kRecomputeMoe = 1u << 6,            ///< the whole MoE block: router, dispatch, experts, combine
 };
 
+/// Megatron-Core `model.cp_comm_type`: how the attention of a context-parallel group exchanges
+/// its sequence chunks (megatron/core/transformer/transformer_config.py cp_comm_type; Transformer
+/// Engine transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py
+/// attn_forward_func_with_cp). kUnset: the recipe leaves it None, which Megatron-Core passes to
+/// Transformer Engine as "p2p" (extensions/transformer_engine.py TEDotProductAttention).
+enum class MbCpComm {
+  kUnset,      ///< None: p2p
+  kP2p,        ///< "p2p": K/V chunks passed around a ring, overlapped with the attention (AttnFuncWithCPAndKVP2P)
+  kAllGather,  ///< "all_gather": K/V all-gathered before the attention, exposed (AttnFuncWithCPAndKVAllGather)
+  kA2a,        ///< "a2a": Ulysses-style all-to-all of Q, K, V (heads scattered) and of the output (AttnFuncWithCPAndQKVOA2A)
+  kA2aP2p,     ///< "a2a+p2p": a2a inside the first level of hierarchical_context_parallel_sizes, p2p ring over the second
+};
+
 /// Megatron `model.recompute_method` (full recompute only).
 enum class MbRecomputeMethod { kUnset, kUniform, kBlock };
 
@@ -226,6 +239,13 @@ struct MbSettings {
   /// over ddp.grad_reduce_in_fp32, so emitted recipes keep true; the published performance
   /// recipes set both to false (scripts/performance/configs/*: set_*_common_configs).
   bool grad_reduce_in_fp32 = true;
+  MbCpComm cp_comm = MbCpComm::kUnset;  ///< model.cp_comm_type (one value for every layer)
+  /// model.hierarchical_context_parallel_sizes: how many sizes the list holds (0: null), its first
+  /// size (the a2a level of a2a+p2p) and the product of all of them (Megatron-Bridge requires it
+  /// to equal context_parallel_size). meshplan's a2a+p2p layouts write [hcp_first, cp / hcp_first].
+  int64_t hcp_levels = 0;
+  int64_t hcp_first = 0;
+  int64_t hcp_product = 0;
 };
 
 /// AutoModel settings of a recipe read by `meshplan check`, as written, where the Layout keeps

@@ -161,4 +161,35 @@ bool MegatronSpDividesSequence(int64_t seq_len, int64_t tp, int64_t cp);
 /// SP on exactly where this holds.
 bool MegatronSequenceParallelAllowed(int64_t tp, int64_t cp, int64_t seq_len);
 
+// --- Megatron-Bridge context-parallel communication (model.cp_comm_type) -------------------
+
+/// Attention heads of one TP rank divide over `n` ranks: (num_attention_heads / tp) % n and
+/// (key/value heads / tp) % n (MLA: the key heads are the attention heads). Transformer Engine's
+/// all-to-all scatters the heads over the a2a group: n = cp for "a2a", the first
+/// hierarchical_context_parallel_sizes level for "a2a+p2p". Source: TE
+/// pytorch/attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndQKVOA2A.forward
+/// ("cp_comm_type='a2a' requires num_heads % cp_size == 0"). True when n <= 1 or tp does not
+/// divide the heads (rules mb_tp_divides_heads / mb_tp_query_groups report that).
+bool MegatronCpA2aHeadsDivide(const ModelSpec& model, int64_t tp, int64_t n);
+
+/// `type` runs sliding-window attention under CP: "a2a" and "all_gather" only. Source: TE
+/// context_parallel.py attn_forward_func_with_cp ("Context parallelism does not support sliding
+/// window attention with cp_comm_type"); utils.py get_attention_backend disables FusedAttention
+/// for p2p / a2a+p2p with a window.
+bool MegatronCpCommTakesSlidingWindow(MbCpComm type);
+
+/// `type` runs a softmax with learned sinks (softmax_type "learnable", GPT-OSS: Megatron-Bridge
+/// models/gpt_oss/gpt_oss_bridge.py) under CP: "a2a" only. Source: TE context_parallel.py
+/// attn_forward_func_with_cp ("Context parallelism only supports softmax_type with cp_comm_type =
+/// 'a2a'"); utils.py get_attention_backend: only FusedAttention takes such a softmax.
+bool MegatronCpCommTakesSoftmaxSinks(MbCpComm type);
+
+/// model.cp_comm_type as Megatron-Core and Transformer Engine spell it: "p2p", "all_gather",
+/// "a2a", "a2a+p2p"; kUnset: "p2p" (what None means).
+const char* CpCommValue(MbCpComm type);
+
+/// The model has sliding-window attention layers (num_sliding_window_layers > 0, or a pattern
+/// block with a window).
+bool HasSlidingWindowLayers(const ModelSpec& model);
+
 }  // namespace meshplan::domain

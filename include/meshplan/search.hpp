@@ -32,6 +32,10 @@ struct MbRuntime {
   bool grad_reduce_in_fp32 = true;              ///< mixed_precision / ddp grad_reduce_in_fp32
   /// model.cross_entropy_fusion_impl te with the loss fusion on (MbSettings::te_cross_entropy)
   bool te_cross_entropy = false;
+  /// model.cp_comm_type of the recipe function (kUnset where it sets none, then plan searches the
+  /// types: MegatronCpCommChoices), or of a recipe read; a request with mb_runtime keeps it.
+  MbCpComm cp_comm = MbCpComm::kUnset;
+  int64_t hcp_first = 0;  ///< with kA2aP2p: hierarchical_context_parallel_sizes[0] (0: the space's)
 };
 
 /// What to search.

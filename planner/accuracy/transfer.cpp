@@ -1,4 +1,4 @@
-// validate --transfer: leave-one-system-out and leave-one-family-out residuals of the fitted
+// validate --transfer: leave-one-system-out, leave-one-family-out and leave-one-model-out residuals of the fitted
 // Megatron-Core step-time constants, beside the in-sample and leave-one-out ones.
 #include "accuracy/transfer.hpp"
 
@@ -18,6 +18,7 @@ const char* TransferSchemeName(TransferScheme scheme) {
     case kLosoPooled: return "LOSO pooled";
     case kLosoPhysical: return "LOSO phys";
     case kLeaveFamilyOut: return "LOFO";
+    case kLeaveModelOut: return "LOMO";
     case kTransferSchemes: break;
   }
   return "?";
@@ -104,6 +105,17 @@ TransferReport MeasureTransfer(const std::map<std::string, std::vector<FitRow>>&
       }
       without_family[family] = FitMegatronConstants(rest);
     }
+    // Each model's rows (one preset, every size of its family apart) against the system's fit on
+    // its other models.
+    std::map<std::string, MegatronTimeFit> without_model;
+    for (const FitRow& r : own) {
+      if (without_model.count(r.model)) continue;
+      std::vector<FitRow> rest;
+      for (const FitRow& o : own) {
+        if (o.model != r.model) rest.push_back(o);
+      }
+      without_model[r.model] = FitMegatronConstants(rest);
+    }
     for (size_t i = 0; i < own.size(); ++i) {
       const FitRow& r = own[i];
       TransferRow& t = out.rows.emplace_back();
@@ -119,6 +131,7 @@ TransferReport MeasureTransfer(const std::map<std::string, std::vector<FitRow>>&
       t.residual[kLosoPooled] = RelativeError(FitPredict(r, pooled_fit), r.published_step);
       t.residual[kLosoPhysical] = RelativeError(FitPredict(r, cost::MegatronPhysicalFit()), r.published_step);
       t.residual[kLeaveFamilyOut] = RelativeError(FitPredict(r, without_family.at(t.family)), r.published_step);
+      t.residual[kLeaveModelOut] = RelativeError(FitPredict(r, without_model.at(r.model)), r.published_step);
     }
   }
   std::map<std::string, std::vector<const TransferRow*>> by_system, by_family;

@@ -25,7 +25,9 @@ namespace meshplan::accuracy {
 ///     system, the unfitted physical model;
 ///   leave one system out, pooled: one FitMegatronConstants on the rows of every other system;
 ///   leave one family out: FitMegatronConstants on the rows of the row's own system whose model
-///     family (ModelFamily) differs (the physical model when none is left).
+///     family (ModelFamily) differs (the physical model when none is left);
+///   leave one model out: the same on the rows of the other models (FitRow::model, the preset:
+///     Llama 3 70B's rows predicted from its system's Llama 3 8B, 405B and other rows).
 /// Throws nothing.
 TransferReport MeasureTransfer(const std::map<std::string, std::vector<FitRow>>& rows,
                                const std::map<std::string, SystemSpec>& systems, const std::vector<SystemFit>& fits);

@@ -44,7 +44,16 @@ Ranked Rank(const ValidateRequest& req, const ModelSpec& m, const SystemSpec& sy
   pr.system = sys;
   pr.setup = r.setup;
   pr.framework = l.framework;  // Megatron-Core runs, and AutoModel's own benchmark runs
-  if (settings) pr.mb_runtime = settings->runtime;
+  if (settings) {
+    pr.mb_runtime = settings->runtime;
+    // The performance table has no cp_comm_type: the run's recipe function's own, which the
+    // published run ran with (the GPT-OSS recipes: a2a), else null (p2p).
+    if (pr.mb_runtime->cp_comm == MbCpComm::kUnset) {
+      const MbRuntime own = megatron_bridge::RecipeRuntime(megatron_bridge::RecipeFunctionOf(pr), sys, nullptr);
+      pr.mb_runtime->cp_comm = own.cp_comm;
+      pr.mb_runtime->hcp_first = own.hcp_first;
+    }
+  }
   // An AutoModel benchmark run: the planner's layouts take its recipe's model.backend
   // (Megatron-Core layouts do not read it).
   pr.am_moe_backend = l.am_backend;

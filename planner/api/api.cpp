@@ -301,7 +301,7 @@ const std::vector<std::string> kExplainLayoutKeys = {
     "tp", "pp", "cp", "ep", "sequence_parallel", "recompute",
     "strategy", "dp_replicate", "local_batch", "pp_microbatch", "pp_schedule", "layers_per_stage",
     "vpp", "etp", "mbs", "dp_type", "fsdp_sharding", "recompute_modules", "recompute_method", "recompute_num_layers",
-    "dispatcher", "flex_backend", "pp_layout", "account_for_embedding_loss", "mtp_layers", "set"};
+    "dispatcher", "flex_backend", "cp_comm_type", "pp_layout", "account_for_embedding_loss", "mtp_layers", "set"};
 
 // `set`: a list of "KEY=VALUE" (the CLI's --set), or an object of dotted keys and their values.
 std::vector<std::string> SetsOf(Fields& f) {
@@ -331,6 +331,7 @@ std::vector<MbFlagKey> MegatronKeysOf(Fields& f) {
   m.fsdp_sharding = f.Str("fsdp_sharding");
   m.dispatcher = f.Str("dispatcher");
   m.flex_backend = f.Str("flex_backend");
+  m.cp_comm_type = f.Str("cp_comm_type");
   m.pp_layout = f.Str("pp_layout");
   m.account_for_embedding_loss = f.Bool("account_for_embedding_loss");
   m.mtp_layers = YamlCount(f, "mtp_layers");

@@ -57,7 +57,7 @@ struct ExplainOptions {
   std::string automodel_version = "0.5", mbridge_version = "main";
   /// Megatron-Bridge layout flags (strings: passed as YAML values to the override reader).
   std::string vpp, etp, mbs, dp_type, fsdp_sharding, recompute_method, recompute_num_layers,
-      dispatcher, flex_backend, pp_layout, mtp_layers;
+      dispatcher, flex_backend, cp_comm_type, pp_layout, mtp_layers;
   std::vector<std::string> recompute_modules, sets;
   bool account_embedding_loss = false;
   /// Layout flags given on the command line (to refuse the other framework's), and

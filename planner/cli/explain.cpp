@@ -73,6 +73,9 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
           ->check(CLI::IsMember({"allgather", "alltoall", "flex"})),
       cmd->add_option("--flex-backend", o.flex_backend, "Megatron-Bridge: model.moe_flex_dispatcher_backend (deepep or hybridep; default: not set)")
           ->check(CLI::IsMember({"deepep", "hybridep"})),
+      cmd->add_option("--cp-comm-type", o.cp_comm_type,
+                      "Megatron-Bridge: model.cp_comm_type (p2p, all_gather, a2a or a2a+p2p; default: the recipe function's, else null = p2p)")
+          ->check(CLI::IsMember({"p2p", "all_gather", "a2a", "a2a+p2p"})),
       cmd->add_option("--pp-layout", o.pp_layout,
                       "Megatron-Bridge: model.pipeline_model_parallel_layout as a string (\"Et*4|t*4|t*4L\"; default null)"),
       cmd->add_flag("--account-for-embedding-loss", o.account_embedding_loss,
@@ -138,6 +141,7 @@ MbLayoutFlags MegatronFlags(const ExplainOptions& o) {
            {"--fsdp-sharding", &ExplainOptions::fsdp_sharding, &MbLayoutFlags::fsdp_sharding},
            {"--dispatcher", &ExplainOptions::dispatcher, &MbLayoutFlags::dispatcher},
            {"--flex-backend", &ExplainOptions::flex_backend, &MbLayoutFlags::flex_backend},
+           {"--cp-comm-type", &ExplainOptions::cp_comm_type, &MbLayoutFlags::cp_comm_type},
            {"--pp-layout", &ExplainOptions::pp_layout, &MbLayoutFlags::pp_layout},
            {"--mtp-layers", &ExplainOptions::mtp_layers, &MbLayoutFlags::mtp_layers}}) {
     if (given(flag)) f.*into = o.*from;

@@ -118,7 +118,8 @@ void PrintTransfer(std::FILE* out, const TransferReport& t) {
                "  rows left out, constants borrowed from the other systems' fits (median of those of the same GPU\n"
                "  compute capability, else of all; the former rule for an unfitted system); LOSO pooled: one fit on\n"
                "  the other systems' rows; LOSO phys: no fit, the physical constants of the GPU generation (the rule\n"
-               "  for an unfitted system); LOFO: the system fitted without the row's model family\n");
+               "  for an unfitted system); LOFO: the system fitted without the row's model family; LOMO: the system\n"
+               "  fitted without the row's model (its other models, the same family's other sizes included)\n");
   std::fprintf(out, "%-22s %5s", "group", "rows");
   for (int s = 0; s < kTransferSchemes; ++s) std::fprintf(out, " %13s", TransferSchemeName(TransferScheme(s)));
   std::fprintf(out, "\n");
@@ -174,7 +175,7 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
                   "HWDB_DIR/systems/NAME.yaml (megatron_time_fit)");
   cmd->add_flag("--transfer", o.transfer,
                 "fit each system's step-time constants in memory (nothing written) and print how they transfer: "
-                "leave-one-system-out and leave-one-family-out residuals per system, model family and pipeline depth");
+                "leave-one-system-out, leave-one-family-out and leave-one-model-out residuals per system, model family and pipeline depth");
 }
 
 int RunValidate(const ValidateOptions& o) { return RunValidate(o, stdout); }

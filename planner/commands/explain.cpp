@@ -134,7 +134,7 @@ const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron) {
                                                      "--pp-schedule", "--layers-per-stage"};
   static const std::vector<std::string> mbridge = {
       "--vpp", "--etp", "--mbs", "--dp-type", "--fsdp-sharding", "--recompute-modules", "--recompute-method",
-      "--recompute-num-layers", "--dispatcher", "--flex-backend", "--pp-layout", "--account-for-embedding-loss",
+      "--recompute-num-layers", "--dispatcher", "--flex-backend", "--cp-comm-type", "--pp-layout", "--account-for-embedding-loss",
       "--mtp-layers", "--set"};
   return megatron ? mbridge : automodel;
 }
@@ -192,6 +192,8 @@ std::vector<MbFlagKey> MbFlagKeys(const MbLayoutFlags& f) {
   add("--dispatcher", "model.moe_token_dispatcher_type", f.dispatcher);
   if (f.flex_backend) OneOf("--flex-backend", *f.flex_backend, {"deepep", "hybridep"});
   add("--flex-backend", "model.moe_flex_dispatcher_backend", f.flex_backend);
+  if (f.cp_comm_type) OneOf("--cp-comm-type", *f.cp_comm_type, {"p2p", "all_gather", "a2a", "a2a+p2p"});
+  add("--cp-comm-type", "model.cp_comm_type", f.cp_comm_type);
   // A layout string is a YAML string whatever it holds ("t*4|..." is no YAML alias).
   if (f.pp_layout) keys.push_back({"--pp-layout", "model.pipeline_model_parallel_layout", recipe::YamlQuoted(*f.pp_layout)});
   if (f.account_for_embedding_loss) {
@@ -328,6 +330,18 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   if (view.runtime == CostRuntime::kMegatronCore) {
     const MegatronComputeSplit c = SplitMegatronCompute(req.model, req.system, req.setup, l);
     rep.compute = ComputeSplit{c.gemm, c.attention, c.memory_bound, c.kernels};
+    if (view.cp > 1) {
+      CpSplit x;
+      x.type = view.cp_comm == CpCommType::kAllGather ? "all_gather"
+               : view.cp_comm == CpCommType::kA2a     ? "a2a"
+               : view.cp_comm == CpCommType::kA2aP2p  ? "a2a+p2p"
+                                                      : "p2p";
+      x.written = l.mb.cp_comm != MbCpComm::kUnset;
+      x.cp = view.cp;
+      x.a2a = view.cp_comm == CpCommType::kA2aP2p ? view.cp_a2a : 0;
+      x.exposed = rep.cost.time.cp_comm;
+      rep.cp = x;
+    }
     if (view.ep > 1 && req.model.is_moe()) {
       EpSplit e;
       e.dispatcher = view.dispatcher == TokenDispatch::kFlex       ? "flex"

@@ -33,6 +33,7 @@
 #include <algorithm>
 
 #include "cost/comm.hpp"
+#include "cost/cp_comm.hpp"
 #include "cost/flops.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
@@ -64,7 +65,7 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
                                  (cost::PeakFlops(gpu, setup.precision) * cost::MatmulEfficiency(gpu, setup.precision));
   const double core_s = f.attn_core_flops / tp * (1 + e_core) /
                         (gpu.bf16_flops * cost::kFlashAttentionEfficiency *
-                         cost::AttentionLengthFactor(setup.seq_len, l.cp));
+                         cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l)));
   const double mem_s_per_elem =
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
   const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cost/cp_comm.hpp"
 #include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
@@ -382,7 +383,11 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const CostView&
 ///     cannot split the sequence: 4 and 6 per dense layer, all-reduces with no re-gather); all at 2 bytes per element (under FP8 recipes Transformer Engine
 ///     gathers the quantized inputs, 1 byte: not modelled, an over-count of those gathers); with tp_comm_overlap (TE userbuffers) the part that the layer's
 ///     GEMMs cannot hide plus kTpOverlapExposedFraction of the rest.
-///   CP: as in RankTime (ring p2p hidden behind the attention core).
+///   CP: per attention layer per micro-batch the exchange of model.cp_comm_type
+///     (CpLayerExposedSeconds: the p2p ring hidden behind the attention core, the exposed K/V
+///     all-gather, the exposed Ulysses all-to-all of Q, K, V and the output, or the all-to-all
+///     inside the a2a level with the ring between the levels); the core's length factor is
+///     that of the chunks it attends (CpRingRanks).
 ///   EP: dispatch + combine forward and backward per MoE layer per micro-batch, (T/tp)·c·h·2
 ///     bytes each, over the EP group {ep, stride etp}; c = k token copies with the alltoall
 ///     dispatcher (one per routed expert), or the expected number of distinct destination
@@ -453,7 +458,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   s.linear_rate = rate * LinearGemmFactor(m, t_mb, s.tp, rate, gpu.hbm_bandwidth, fp8);
   s.expert_rate = rate * ExpertGemmFactor(m, expert_tokens, s.etp, rate, gpu.hbm_bandwidth, fp8);
   s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
-                AttentionLengthFactor(c.setup.seq_len, l.cp);
+                AttentionLengthFactor(c.setup.seq_len, CpRingRanks(l));
   if (l.unfused_attention) {
     // The core's forward runs again under full recompute (3·extra of a forward) or selective
     // core_attn recompute (core_extra 1/3 = one forward).
@@ -513,11 +518,28 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.tp_moe_volumes = s.etp > 1 ? 5.0 : 2.5;
   }
   if (l.cp > 1) {
-    const double step_bytes = t_mb * double(KDim(m) + VDim(m)) / s.tp * 2.0;
-    const double ring = double(l.cp - 1) * P2pSeconds(step_bytes, RingLink(sys, c.links, g.cp));
-    const double comm = (s.full ? 4.0 : 3.0) * ring;
-    const double core_layer_mb = t_mb * c.flops.attn_core_flops / s.tp / s.core_rate * (1.0 + s.core_extra);
-    s.cp_layer_mb = Pos(comm - core_layer_mb);
+    // The attention's exchange of its cp_comm_type (CpLayerExposedSeconds) over the CP group's
+    // links, and for a2a+p2p over its a2a level {a, stride} and ring level {cp/a, stride·a}.
+    CpLayerInputs in;
+    in.kv_bytes = t_mb * double(KDim(m) + VDim(m)) / s.tp * 2.0;
+    in.qkv_bytes = t_mb * double(QDim(m) + KDim(m) + VDim(m)) / s.tp * 2.0;
+    in.o_bytes = t_mb * double(AttnOutDim(m)) / s.tp * 2.0;
+    in.core_seconds = t_mb * c.flops.attn_core_flops / s.tp / s.core_rate * (1.0 + s.core_extra);
+    in.cp = l.cp;
+    in.a2a = l.cp_a2a;
+    in.full = s.full;
+    CpLinks links;
+    switch (l.cp_comm) {
+      case CpCommType::kP2p:
+      case CpCommType::kAllGather: links.ring = RingLink(sys, c.links, g.cp); break;
+      case CpCommType::kA2a: links.a2a = A2aLink(sys, c.links, g.cp); break;
+      case CpCommType::kA2aP2p:
+        links.ring = RingLink(sys, c.links, g.cp);
+        links.inner_a2a = A2aLink(sys, c.links, Group{l.cp_a2a, g.cp.stride});
+        links.outer_ring = RingLink(sys, c.links, Group{l.cp / std::max<int64_t>(1, l.cp_a2a), g.cp.stride * l.cp_a2a});
+        break;
+    }
+    s.cp_layer_mb = CpLayerExposedSeconds(l.cp_comm, in, links);
   }
   if (l.ep > 1 && m.is_moe()) {
     s.a2a_copies = DispatchCopies(l, m);

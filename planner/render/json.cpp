@@ -181,6 +181,10 @@ json ExplanationJson(const ExplainReport& rep) {
                                               {"kernels", rep.compute->kernels}}
                                        : json(nullptr);
     j["ep_all_to_all"] = rep.ep ? EpJson(*rep.ep) : json(nullptr);
+    if (rep.cp) {
+      j["context_parallel"] = json{{"cp_comm_type", rep.cp->type}, {"written", rep.cp->written}, {"cp", rep.cp->cp},
+                                   {"a2a_ranks", rep.cp->a2a}, {"exposed_s", rep.cp->exposed}};
+    }
     j["fits"] = c.fits;
     j["spare_gib"] = GiB(c.capacity_bytes - c.memory.Total());
   }

@@ -337,6 +337,17 @@ void PrintExplanation(std::ostream& out, const ExplainReport& rep) {
     out << "\n";
     PrintEp(out, *rep.ep);
   }
+  if (rep.cp) {
+    const CpSplit& x = *rep.cp;
+    out << "\ncontext parallel: cp_comm_type " << x.type << (x.written ? "" : " (null: Megatron-Core's default)") << " over "
+        << x.cp << " ranks";
+    if (x.a2a > 0) out << " (a2a inside groups of " << x.a2a << ", p2p ring over " << x.cp / x.a2a << ")";
+    out << ", " << recipe::Fixed(1e3 * x.exposed, 1) << " ms per step exposed"
+        << (x.type == "p2p"       ? " (the ring hides behind the attention)"
+            : x.type == "a2a+p2p" ? " (the ring hides behind the attention, the all-to-all does not)"
+                                  : " (not overlapped with the attention)")
+        << "\n";
+  }
   const double gap = recipe::GiB(c.capacity_bytes - c.memory.Total());
   out << "\n" << (c.fits ? "fits: " + recipe::Fixed(gap, 2) + " GiB to spare per GPU"
                                : "does NOT fit: " + recipe::Fixed(-gap, 2) + " GiB over the usable memory");

@@ -168,4 +168,37 @@ bool MegatronSequenceParallelAllowed(int64_t tp, int64_t cp, int64_t seq_len) {
   return tp > 1 && MegatronSpDividesSequence(seq_len, tp, cp);
 }
 
+bool MegatronCpA2aHeadsDivide(const ModelSpec& m, int64_t tp, int64_t n) {
+  if (n <= 1 || tp < 1) return true;
+  const int64_t heads = m.num_attention_heads;
+  const int64_t kv = m.mla ? m.num_attention_heads : (m.num_key_value_heads > 0 ? m.num_key_value_heads : heads);
+  if (heads % tp != 0 || kv % tp != 0) return true;
+  return (heads / tp) % n == 0 && (kv / tp) % n == 0;
+}
+
+bool MegatronCpCommTakesSlidingWindow(MbCpComm type) {
+  return type == MbCpComm::kA2a || type == MbCpComm::kAllGather;
+}
+
+bool MegatronCpCommTakesSoftmaxSinks(MbCpComm type) { return type == MbCpComm::kA2a; }
+
+const char* CpCommValue(MbCpComm type) {
+  switch (type) {
+    case MbCpComm::kAllGather: return "all_gather";
+    case MbCpComm::kA2a: return "a2a";
+    case MbCpComm::kA2aP2p: return "a2a+p2p";
+    case MbCpComm::kUnset:
+    case MbCpComm::kP2p: break;
+  }
+  return "p2p";
+}
+
+bool HasSlidingWindowLayers(const ModelSpec& m) {
+  if (m.sliding_window > 0 && m.num_sliding_window_layers > 0) return true;
+  for (const LayerBlock& b : m.layer_pattern) {
+    if (b.mixer == MixerKind::kAttention && b.sliding_window > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace meshplan::domain

@@ -19,7 +19,8 @@ auto Key(const Layout& l) {
                          static_cast<int>(l.recompute), l.local_batch_size, l.pp_microbatch_size,
                          static_cast<int>(l.pp_schedule), l.layers_per_stage, l.sequence_parallel, l.vpp, l.etp,
                          l.use_distributed_optimizer, l.mb.use_megatron_fsdp, l.mb.use_torch_fsdp2,
-                         l.mb.recompute_modules, static_cast<int>(l.pp_split), static_cast<int>(l.stage_rounding));
+                         l.mb.recompute_modules, static_cast<int>(l.pp_split), static_cast<int>(l.stage_rounding),
+                         static_cast<int>(l.mb.cp_comm), l.mb.hcp_first);
 }
 
 // The mesh and DP flavour of a layout (SameMesh).

@@ -100,6 +100,8 @@ TEST_CASE("transfer: the Megatron-Bridge perf rows' transfer table is printed an
   CHECK(all->p90[kLosoPhysical] <= 0.42);
   CHECK(all->median[kLeaveFamilyOut] <= 0.12);  // 11.0%
   CHECK(all->p90[kLeaveFamilyOut] <= 0.28);     // 26.5%
+  CHECK(all->median[kLeaveModelOut] <= 0.085);  // 7.5%: the family's other sizes stay in the fit
+  CHECK(all->p90[kLeaveModelOut] <= 0.27);      // 25.0%
   // The physical rule transfers better than borrowing (median and p90).
   CHECK(all->median[kLosoPhysical] < all->median[kLosoBorrowed]);
   CHECK(all->p90[kLosoPhysical] < all->p90[kLosoBorrowed]);
@@ -143,6 +145,7 @@ TEST_CASE("transfer: each scheme predicts with the constants it names (synthetic
     CHECK(std::fabs(r.residual[kInSample]) < 0.02);
     CHECK(std::fabs(r.residual[kLeaveOneOut]) < 0.02);
     CHECK(std::fabs(r.residual[kLeaveFamilyOut]) < 0.02);
+    CHECK(std::fabs(r.residual[kLeaveModelOut]) < 0.02);  // the system's other model, same constants
     CHECK(r.residual[kLosoBorrowed] == doctest::Approx(expected).epsilon(1e-9));
     CHECK(r.residual[kLosoPooled] == doctest::Approx(expected).epsilon(1e-9));
     CHECK(r.residual[kLosoPhysical] ==

@@ -136,11 +136,45 @@ void Qwen3Next(ModelSpec& m, TrainSetup&, Layout&) {
   m = LoadModel(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/qwen3-next-80b-a3b.json");
 }
 
+// Context parallelism over 2 (4) ranks on the base layout, with a cp_comm_type.
+Edit CpWith(int64_t cp, MbCpComm type, int64_t hcp_first = 0) {
+  return [=](ModelSpec&, TrainSetup&, Layout& l) {
+    l.cp = cp;
+    l.dp = 4 / cp;
+    l.mb.cp_comm = type;
+    l.mb.hcp_levels = hcp_first > 0 ? 2 : 0;
+    l.mb.hcp_first = hcp_first;
+    l.mb.hcp_product = hcp_first > 0 ? cp : 0;
+  };
+}
+Edit Then(const Edit& a, const std::function<void(ModelSpec&, Layout&)>& b) {
+  return [=](ModelSpec& m, TrainSetup& s, Layout& l) {
+    a(m, s, l);
+    b(m, l);
+  };
+}
+void SlidingWindow(ModelSpec& m, Layout&) {
+  m.sliding_window = 4096;
+  m.num_sliding_window_layers = 40;
+}
+void Sinks(ModelSpec& m, Layout&) { m.attention_sinks = true; }
+
 const Case kCases[] = {
     {"mb_gdn_tp_cp_key_heads", "self.linear_num_key_heads=16 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=8)",
      Qwen3Next, [](ModelSpec& m, TrainSetup& s, Layout& l) { Qwen3Next(m, s, l); l.cp = 8; }},
     {"mb_gdn_tp_cp_value_heads", "self.linear_num_value_heads=32 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=16)",
      Qwen3Next, [](ModelSpec& m, TrainSetup& s, Layout& l) { Qwen3Next(m, s, l); l.cp = 16; }},
+    // Llama 3 70B: 64 heads, 8 KV heads; over TP 4, 2 KV heads a rank divide over CP 2, not 4.
+    {"mb_cp_needs_te_attention", "needs Transformer Engine's fused or flash attention", CpWith(2, MbCpComm::kUnset),
+     Then(CpWith(2, MbCpComm::kUnset), [](ModelSpec&, Layout& l) { l.mb.unfused_attention = true; })},
+    {"mb_cp_comm_a2a_heads", "key/value heads 8 over TP 4 must each divide by 4", CpWith(2, MbCpComm::kA2a),
+     CpWith(4, MbCpComm::kA2a)},
+    {"mb_cp_comm_sliding_window", "runs them with cp_comm_type a2a or all_gather only, found p2p (null)",
+     Then(CpWith(2, MbCpComm::kAllGather), SlidingWindow), Then(CpWith(2, MbCpComm::kUnset), SlidingWindow)},
+    {"mb_cp_comm_softmax_sinks", "runs it with cp_comm_type a2a only, found all_gather",
+     Then(CpWith(2, MbCpComm::kA2a), Sinks), Then(CpWith(2, MbCpComm::kAllGather), Sinks)},
+    {"mb_cp_comm_hierarchical_sizes", "needs hierarchical_context_parallel_sizes", CpWith(4, MbCpComm::kA2aP2p, 2),
+     CpWith(4, MbCpComm::kA2aP2p)},
     {"mb_mamba_tp_divides_heads", "nheads must be evenly divisble by tp_size: mamba_num_heads (66)", Nano,
      NanoWith([](ModelSpec& m, auto&, auto&) { m.mamba.num_heads = 66; })},
     {"mb_mamba_tp_divides_groups", "ngroups must be evenly divisible by tp_size: n_groups (2) is not a multiple", Nano,

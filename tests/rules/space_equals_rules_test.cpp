@@ -22,7 +22,9 @@
 //     data-parallel rank for the dense and the expert parameters every DP flavour is the same
 //     layout, so the comparison forgets the flavour there; recompute none, full (uniform, 1
 //     layer: what ApplyEmittedSettings writes) or selective with the request's module sets;
-//     mtp_layers the model's. Brute-force Megatron layouts get ApplyEmittedSettings,
+//     mtp_layers the model's; with CP every cp_comm_type (p2p left null), a2a+p2p only with the
+//     a2a level inside one NVLink domain (search::HierarchicalCpA2aSize), a2a only inside one
+//     domain or where a2a+p2p has no such level. Brute-force Megatron layouts get ApplyEmittedSettings,
 //     SetMegatronMicroBatch as the space's do.
 // The brute force walks the box in rule-stage order and skips the rest of a layout once a rule
 // of its stage fails: sound because a rule reads only the fields of its stage and earlier ones,
@@ -226,7 +228,8 @@ std::set<Key> AmBrute(const PlanRequest& req) {
 
 // --- Megatron-Bridge ---
 
-constexpr const char* kMbFields = "tp cp pp dp vpp split ep etp flavour(-1: one DP rank) sp recompute modules mbs";
+constexpr const char* kMbFields =
+    "tp cp pp dp vpp split ep etp flavour(-1: one DP rank) sp recompute modules mbs cp_comm hcp_first";
 
 // Distributed optimizer, Megatron FSDP, torch FSDP2, as bits (after ApplyEmittedSettings).
 int64_t Flavour(const Layout& l) {
@@ -237,7 +240,8 @@ Key MbKey(const PlanRequest& req, const Layout& l) {
   const int64_t n = req.setup.num_gpus;
   const bool one_dp_rank = n / (l.tp * l.pp) == 1 && (!req.model.is_moe() || n / (l.pp * l.ep * l.EffectiveEtp()) == 1);
   return {l.tp, l.cp, l.pp, l.dp, l.vpp, int64_t(l.pp_split), l.ep, l.etp, one_dp_rank ? -1 : Flavour(l),
-          l.sequence_parallel, int64_t(l.recompute), l.mb.recompute_modules, l.micro_batch()};
+          l.sequence_parallel, int64_t(l.recompute), l.mb.recompute_modules, l.micro_batch(),
+          int64_t(l.mb.cp_comm), l.mb.hcp_first};
 }
 
 // The box's layer split: even, else embedding and loss accounted, else an explicit layout.
@@ -289,9 +293,20 @@ std::set<Key> MbBrute(const PlanRequest& req) {
               if (tp > 1 && sp != sp_rule->check(Ctx(req, mesh))) continue;
               mesh.sequence_parallel = sp;
               search::ApplyEmittedSettings(mesh, req.system, req.setup.precision);
-              if (!Passes(req, mesh, RuleStage::kMesh)) continue;
+              // box: every cp_comm_type with CP (null for p2p), a2a+p2p at the space's a2a level
+              std::vector<search::CpCommChoice> comms = {{MbCpComm::kUnset, 0}};
+              if (cp > 1) {
+                const int64_t a = search::HierarchicalCpA2aSize(req.system, tp, cp);
+                if (search::CpGroupInsideDomain(req.system, tp, cp) || a == 0) comms.push_back({MbCpComm::kA2a, 0});
+                comms.push_back({MbCpComm::kAllGather, 0});
+                if (a > 0) comms.push_back({MbCpComm::kA2aP2p, a});
+              }
+              for (const search::CpCommChoice& cc : comms) {
+              Layout with = mesh;
+              search::ApplyCpComm(with, cc);
+              if (!Passes(req, with, RuleStage::kMesh)) continue;
               for (const auto& [rc, modules] : recomputes) {
-                Layout l = mesh;
+                Layout l = with;
                 l.recompute = rc;
                 l.mb.recompute_modules = modules;
                 search::ApplyEmittedSettings(l, req.system, req.setup.precision);
@@ -300,6 +315,7 @@ std::set<Key> MbBrute(const PlanRequest& req) {
                   SetMegatronMicroBatch(l, mbs, req.setup);
                   if (FirstFailure(Ctx(req, l)) == nullptr) out.insert(MbKey(req, l));
                 }
+              }
               }
             }
           }

@@ -76,6 +76,20 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.moe_host_sync = model.is_moe() && !mb.moe_pad_to_capacity;
   v.cuda_graph = GraphOf(mb.cuda_graph);
   v.cuda_graph_scope = mb.cuda_graph_scope;
+  // model.cp_comm_type. a2a+p2p with a level of one rank runs as the other type (Transformer
+  // Engine attn_forward_func_with_cp: a2a group of 1 -> p2p, p2p group of 1 -> a2a).
+  switch (mb.cp_comm) {
+    case MbCpComm::kUnset:
+    case MbCpComm::kP2p: v.cp_comm = CpCommType::kP2p; break;
+    case MbCpComm::kAllGather: v.cp_comm = CpCommType::kAllGather; break;
+    case MbCpComm::kA2a: v.cp_comm = CpCommType::kA2a; break;
+    case MbCpComm::kA2aP2p: {
+      const int64_t a = mb.hcp_first;
+      v.cp_comm = a <= 1 ? CpCommType::kP2p : a >= l.cp ? CpCommType::kA2a : CpCommType::kA2aP2p;
+      v.cp_a2a = v.cp_comm == CpCommType::kA2aP2p ? a : 1;
+      break;
+    }
+  }
   return v;
 }
 

@@ -105,6 +105,8 @@ MbRuntime MbRuntimeOf(const Layout& l) {
   rt.cuda_graph_scope = l.mb.cuda_graph_scope;
   rt.grad_reduce_in_fp32 = l.mb.grad_reduce_in_fp32;
   rt.te_cross_entropy = l.mb.te_cross_entropy;
+  rt.cp_comm = l.mb.cp_comm;
+  rt.hcp_first = l.mb.cp_comm == MbCpComm::kA2aP2p ? l.mb.hcp_first : 0;
   return rt;
 }
 

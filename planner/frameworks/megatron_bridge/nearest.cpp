@@ -85,6 +85,11 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   }
   Diff(c, "mtp_num_layers", NullOr{MtpLayers(a) > 0, MtpLayers(a)}, NullOr{MtpLayers(b) > 0, MtpLayers(b)});
   Diff(c, "context_parallel_size", a.cp, b.cp);
+  if (a.cp > 1 || b.cp > 1) {
+    Diff(c, "cp_comm_type", std::string(domain::CpCommValue(a.mb.cp_comm)), std::string(domain::CpCommValue(b.mb.cp_comm)));
+    Diff(c, "hierarchical_context_parallel_sizes", NullOr{a.mb.hcp_levels > 0, a.mb.hcp_first},
+         NullOr{b.mb.hcp_levels > 0, b.mb.hcp_first});
+  }
   Diff(c, "expert_model_parallel_size", a.ep, b.ep);
   if (a.EffectiveEtp() != b.EffectiveEtp()) {
     Diff(c, "expert_tensor_parallel_size", NullOr{a.etp > 0, a.etp}, NullOr{b.etp > 0, b.etp});

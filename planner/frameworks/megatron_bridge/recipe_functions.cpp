@@ -221,6 +221,18 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
   // The loss kernel: the recipe's cross_entropy_fusion_impl (MegatronOverrides writes it back when te).
   const nlohmann::json& fusion = fn->ModelValue("cross_entropy_loss_fusion");
   rt.te_cross_entropy = str("cross_entropy_fusion_impl") == "te" && !(fusion.is_boolean() && !fusion.get<bool>());
+  // The attention's CP exchange where the function sets one (the GPT-OSS recipes: a2a, which their
+  // sliding windows and softmax sinks need): kept by plan, which searches the types otherwise.
+  const std::string cp_comm = str("cp_comm_type");
+  rt.cp_comm = cp_comm == "p2p"          ? MbCpComm::kP2p
+               : cp_comm == "all_gather" ? MbCpComm::kAllGather
+               : cp_comm == "a2a"        ? MbCpComm::kA2a
+               : cp_comm == "a2a+p2p"    ? MbCpComm::kA2aP2p
+                                         : MbCpComm::kUnset;
+  if (const nlohmann::json& h = fn->ModelValue("hierarchical_context_parallel_sizes"); h.is_array() && !h.empty() &&
+                                                                                        h[0].is_number_integer()) {
+    rt.hcp_first = h[0].get<int64_t>();
+  }
   // grad_reduce_in_fp32 stays true: meshplan writes mixed_precision as a recipe name (bf16_mixed,
   // bf16_with_*_mixed), which replaces the function's own MixedPrecisionConfig and sets it true
   // (training/mixed_precision.py; MixedPrecisionConfig.setup copies it over the DDP config).

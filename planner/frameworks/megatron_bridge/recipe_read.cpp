@@ -375,6 +375,53 @@ void ReadModel(MapReader& m, ParsedRecipe& out) {
     l.mb.token_dispatcher = d == "flex" ? MbDispatcher::kFlex : d == "alltoall" ? MbDispatcher::kAlltoall
                                                                                  : MbDispatcher::kAllgather;
   }
+  // model.cp_comm_type: one string for every layer (Megatron-Core also takes a list per layer,
+  // which meshplan does not price), as Transformer Engine spells the types (DotProductAttention).
+  if (!IsNull(m, "cp_comm_type")) {
+    if (m.Get("cp_comm_type").IsSequence()) {
+      m.Fail("cp_comm_type", "a list of one type per layer is not priced by meshplan; expected one of p2p, all_gather, "
+                             "a2a, a2a+p2p");
+    }
+    const std::string t = m.Str("cp_comm_type");
+    if (t != "p2p" && t != "all_gather" && t != "a2a" && t != "a2a+p2p") {
+      m.Fail("cp_comm_type", "expected p2p, all_gather, a2a or a2a+p2p (Transformer Engine DotProductAttention "
+                             "cp_comm_type); " + Found(t));
+    }
+    l.mb.cp_comm = t == "all_gather" ? MbCpComm::kAllGather
+                   : t == "a2a"      ? MbCpComm::kA2a
+                   : t == "a2a+p2p"  ? MbCpComm::kA2aP2p
+                                     : MbCpComm::kP2p;
+  }
+  if (!IsNull(m, "hierarchical_context_parallel_sizes")) {
+    YAML::Node v = m.Get("hierarchical_context_parallel_sizes");
+    if (v.IsScalar()) {
+      try {
+        v = YAML::Load(v.as<std::string>());
+      } catch (const YAML::Exception&) {
+      }
+    }
+    if (!v.IsSequence() || v.size() == 0) {
+      m.Fail("hierarchical_context_parallel_sizes", "expected a list of positive sizes, e.g. [8, 2]");
+    }
+    int64_t product = 1, first = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t x = 0;
+      try {
+        x = v[i].as<int64_t>();
+      } catch (const YAML::Exception&) {
+        x = 0;
+      }
+      if (x < 1 || x > (1 << 20)) {
+        m.Fail("hierarchical_context_parallel_sizes", "expected a list of positive sizes, e.g. [8, 2]; entry " +
+                                                          std::to_string(i) + " is not one");
+      }
+      if (i == 0) first = x;
+      product = std::min<int64_t>(product * x, int64_t{1} << 40);
+    }
+    l.mb.hcp_levels = static_cast<int64_t>(v.size());
+    l.mb.hcp_first = first;
+    l.mb.hcp_product = product;
+  }
   if (!IsNull(m, "moe_flex_dispatcher_backend")) {
     const std::string b = m.Str("moe_flex_dispatcher_backend");
     if (b != "deepep" && b != "hybridep" && b != "ncclep") {
@@ -465,7 +512,7 @@ const std::vector<recipe::KeyPlace>& KeyPlaces() {
           "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "moe_token_dispatcher_type",
           "moe_flex_dispatcher_backend", "moe_pad_expert_input_to_capacity", "moe_expert_capacity_factor",
           "cpu_offloading", "transformer_impl", "gradient_accumulation_fusion", "cross_entropy_loss_fusion",
-          "cross_entropy_fusion_impl"}) {
+          "cross_entropy_fusion_impl", "cp_comm_type", "hierarchical_context_parallel_sizes"}) {
       p.push_back({k, {"model"}});
     }
     p.push_back({"seq_length", {"model", "dataset"}});  // both, equal (ConfigContainer.validate)
@@ -595,7 +642,8 @@ std::vector<std::string> FillFromFunction(YAML::Node& root, const megatron_bridg
       "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
       "pipeline_model_parallel_layout", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
       "recompute_granularity", "recompute_method", "recompute_num_layers", "recompute_modules", "cuda_graph_impl",
-      "cuda_graph_scope", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "mtp_num_layers", "seq_length"};
+      "cuda_graph_scope", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "mtp_num_layers", "seq_length",
+      "cp_comm_type", "hierarchical_context_parallel_sizes"};
   std::vector<std::string> filled;
   auto to_node = [](const nlohmann::json& v) {
     if (v.is_boolean()) return YAML::Node(v.get<bool>());

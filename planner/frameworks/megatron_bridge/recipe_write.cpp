@@ -94,6 +94,17 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   if (req.model.mtp_num_layers > 0 || MtpLayers(l) > 0) {
     add("model.mtp_num_layers", MtpLayers(l) > 0 ? num(MtpLayers(l)) : "null");
   }
+  // The attention's CP exchange priced, where it is not what the recipe function gives (its own
+  // cp_comm_type, or None = p2p): a searched a2a, all_gather or a2a+p2p with its two levels.
+  if (l.cp > 1) {
+    const megatron_bridge::RecipeFunction* own_fn = megatron_bridge::RecipeFunctionOf(req);
+    const MbRuntime own = megatron_bridge::RecipeRuntime(own_fn, req.system, nullptr);
+    if (s.cp_comm != own.cp_comm) add("model.cp_comm_type", domain::CpCommValue(s.cp_comm));
+    if (s.cp_comm == MbCpComm::kA2aP2p && s.hcp_levels == 2 && s.hcp_first > 0 &&
+        (s.cp_comm != own.cp_comm || s.hcp_first != own.hcp_first)) {
+      add("model.hierarchical_context_parallel_sizes", "[" + num(s.hcp_first) + "," + num(l.cp / s.hcp_first) + "]");
+    }
+  }
   if (s.use_torch_fsdp2) add("model.gradient_accumulation_fusion", "false");  // mb_fsdp2_no_grad_acc_fusion
   add("model.recompute_granularity", RecomputeValue(l.recompute));
   if (l.recompute == Recompute::kSelective) add("model.recompute_modules", RecomputeModulesValue(s.recompute_modules));

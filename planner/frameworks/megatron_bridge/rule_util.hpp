@@ -14,6 +14,7 @@ std::span<const Rule> MegatronLayoutRules();  ///< a recipe's pipeline_model_par
 std::span<const Rule> MegatronHybridRules();  ///< Mamba-2 and hybrid-pattern rows (rules_hybrid.cpp)
 std::span<const Rule> MegatronGdnRules();  ///< Gated DeltaNet rows (rules_gdn.cpp)
 std::span<const Rule> MegatronDpRules();
+std::span<const Rule> MegatronCpRules();  ///< cp_comm_type and hierarchical CP sizes (rules_cp.cpp)
 std::span<const Rule> MegatronFindingRules();  ///< warning and silently-off rows (frameworks/megatron_bridge/rules_findings.cpp)
 
 namespace mb {

@@ -11,8 +11,8 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronGdnRules(), rules::MegatronLayoutRules(),
-                    rules::MegatronDpRules(),
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronGdnRules(),
+                    rules::MegatronLayoutRules(), rules::MegatronCpRules(), rules::MegatronDpRules(),
                     rules::MegatronFindingRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }

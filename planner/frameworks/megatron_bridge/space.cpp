@@ -65,6 +65,50 @@ std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gp
   return out;
 }
 
+bool CpGroupInsideDomain(const SystemSpec& system, int64_t tp, int64_t cp) {
+  const int64_t domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
+  return tp * cp <= domain;
+}
+
+int64_t HierarchicalCpA2aSize(const SystemSpec& system, int64_t tp, int64_t cp) {
+  const int64_t domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
+  if (tp < 1 || cp < 2 || domain < 1 || tp * cp <= domain || domain % tp != 0) return 0;
+  const int64_t a = domain / tp;
+  return a >= 2 && a < cp && cp % a == 0 ? a : 0;
+}
+
+std::vector<CpCommChoice> MegatronCpCommChoices(const PlanRequest& req, const MbRuntime& own, bool fixed, int64_t tp,
+                                                int64_t cp) {
+  const CpCommChoice kept{own.cp_comm, own.cp_comm == MbCpComm::kA2aP2p ? own.hcp_first : 0};
+  if (cp <= 1 || fixed || own.cp_comm != MbCpComm::kUnset) return {kept};
+  const ModelSpec& m = req.model;
+  auto takes = [&](MbCpComm t) {
+    return (!domain::HasSlidingWindowLayers(m) || domain::MegatronCpCommTakesSlidingWindow(t)) &&
+           (!m.attention_sinks || domain::MegatronCpCommTakesSoftmaxSinks(t));
+  };
+  std::vector<CpCommChoice> out;
+  if (takes(MbCpComm::kP2p)) out.push_back({MbCpComm::kUnset, 0});
+  if (takes(MbCpComm::kA2a) && (CpGroupInsideDomain(req.system, tp, cp) || HierarchicalCpA2aSize(req.system, tp, cp) == 0) &&
+      domain::MegatronCpA2aHeadsDivide(m, tp, cp)) {
+    out.push_back({MbCpComm::kA2a, 0});
+  }
+  if (takes(MbCpComm::kAllGather)) out.push_back({MbCpComm::kAllGather, 0});
+  const int64_t a = HierarchicalCpA2aSize(req.system, tp, cp);
+  if (a > 0 && takes(MbCpComm::kA2aP2p) && domain::MegatronCpA2aHeadsDivide(m, tp, a)) {
+    out.push_back({MbCpComm::kA2aP2p, a});
+  }
+  if (out.empty()) out.push_back({MbCpComm::kUnset, 0});  // the rules say why none runs
+  return out;
+}
+
+void ApplyCpComm(Layout& l, const CpCommChoice& c) {
+  l.mb.cp_comm = c.type;
+  const bool hier = c.type == MbCpComm::kA2aP2p && c.hcp_first > 0;
+  l.mb.hcp_levels = hier ? 2 : 0;
+  l.mb.hcp_first = hier ? c.hcp_first : 0;
+  l.mb.hcp_product = hier ? l.cp : 0;
+}
+
 namespace {
 constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {true, true, false}, {false, false, true}};
 
@@ -86,7 +130,7 @@ class MegatronSpace : public Space {
           // account_for_embedding/loss_in_pipeline_split, PP = L + 1 or L + 2 dividing L + 2
           // would pass mb_pp_divides_layers with empty first and last stages; not searched.
           if (pp > req_.model.num_layers) break;
-          parts_.push_back({tp, cp, pp});
+          parts_.push_back({tp, cp, pp, MegatronCpCommChoices(req_, runtime_, r.mb_runtime.has_value(), tp, cp)});
         }
       }
     }
@@ -97,7 +141,7 @@ class MegatronSpace : public Space {
 
   void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const override {
     const int64_t n = req_.setup.num_gpus;
-    const auto [tp, cp, pp] = parts_[part];
+    const auto& [tp, cp, pp, cp_comms] = parts_[part];
     for (const auto& [split, vpp] : VppChoices(req_.model.num_layers, pp)) {
       for (int64_t ep : ep_options_) {
         for (int64_t etp : {int64_t{0}, int64_t{1}}) {
@@ -134,7 +178,12 @@ class MegatronSpace : public Space {
             for (const MbRuntime& rt : dispatchers_) {
               Layout x = l;
               ApplyMbRuntime(x, rt);
-              emit(x);
+              // The attention's CP exchange: one layout per type the mesh runs (cp_comms).
+              for (const CpCommChoice& cc : cp_comms) {
+                Layout y = x;
+                ApplyCpComm(y, cc);
+                emit(y);
+              }
               if (ep <= 1) break;
             }
           }
@@ -185,6 +234,7 @@ class MegatronSpace : public Space {
  private:
   struct Part {
     int64_t tp, cp, pp;
+    std::vector<CpCommChoice> cp_comms;  ///< MegatronCpCommChoices of (tp, cp), computed once
   };
   const PlanRequest& req_;
   // The runtime `mesh` was emitted with: its dispatcher among dispatchers_ (the first otherwise).

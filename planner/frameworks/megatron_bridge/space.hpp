@@ -41,6 +41,33 @@ MbRuntime MbRuntimeOf(const Layout& layout);
 /// The recipe writer names the dispatcher of every MoE plan (recipe_write.cpp), so a searched
 /// alternative is written into the recipe, never left to the function's default.
 std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gpu);
+/// One model.cp_comm_type the Megatron-Bridge space emits, with the a2a level of a2a+p2p
+/// (hierarchical_context_parallel_sizes [hcp_first, cp / hcp_first]; 0 otherwise).
+struct CpCommChoice {
+  MbCpComm type = MbCpComm::kUnset;
+  int64_t hcp_first = 0;
+};
+/// The a2a level meshplan gives a2a+p2p: the CP ranks inside one scale-up (NVLink) domain,
+/// domain / tp, when the CP group {cp, stride tp} spans several domains and that share is at
+/// least 2 and divides cp; 0 when there is none. Megatron-Core transformer_config.py cp_comm_type
+/// ("A2A communications in low-level CP groups (e.g., via NVLink), and P2P communications in
+/// high-level CP groups (e.g., via IBLink)"); parallel_state.py create_hierarchical_groups puts
+/// consecutive CP ranks in the first level.
+int64_t HierarchicalCpA2aSize(const SystemSpec& system, int64_t tp, int64_t cp);
+/// The CP group {cp, stride tp} lies inside one scale-up (NVLink) domain: tp·cp <= its GPUs.
+bool CpGroupInsideDomain(const SystemSpec& system, int64_t tp, int64_t cp);
+/// The cp_comm_types the space emits for a (tp, cp) mesh: with cp 1, or when `own` (the recipe
+/// function's, or a fixed request's: PlanRequest::mb_runtime) sets one, only `own`'s; else null
+/// (p2p, left unwritten) first, then a2a where the heads of a TP rank divide over cp and the CP
+/// group stays inside one NVLink domain (across domains a2a+p2p keeps the all-to-all on NVLink;
+/// a2a over all of it where there is no such split), all_gather,
+/// and a2a+p2p at HierarchicalCpA2aSize where it exists and its heads divide; each also only where
+/// the model's sliding windows and softmax sinks allow it (domain::MegatronCpCommTakes*).
+std::vector<CpCommChoice> MegatronCpCommChoices(const PlanRequest& req, const MbRuntime& own, bool fixed, int64_t tp,
+                                                int64_t cp);
+/// Sets layout.mb's cp_comm_type and hierarchical_context_parallel_sizes to `choice` (a2a+p2p:
+/// [hcp_first, cp / hcp_first]; otherwise null).
+void ApplyCpComm(Layout& layout, const CpCommChoice& choice);
 /// Turns off what Megatron-Core refuses of the layout's CUDA graphs with its recompute
 /// (transformer_config.py __post_init__, Megatron-LM d98e8a64: with cuda_graph_impl
 /// transformer_engine or local, full recompute asserts "full recompute is only supported with

@@ -1,0 +1,46 @@
+// The context-parallel exchange of a Megatron-Core attention layer per cp_comm_type
+// (cp_comm.hpp has the formulas and their sources).
+#include "cost/cp_comm.hpp"
+
+#include <algorithm>
+
+namespace meshplan::cost {
+
+int64_t CpRingRanks(const CostView& v) {
+  const int64_t cp = std::max<int64_t>(1, v.cp);
+  if (cp <= 1) return 1;
+  switch (v.cp_comm) {
+    case CpCommType::kP2p: return cp;
+    case CpCommType::kAllGather:
+    case CpCommType::kA2a: return 1;
+    case CpCommType::kA2aP2p: return v.cp_a2a > 1 && cp % v.cp_a2a == 0 ? cp / v.cp_a2a : cp;
+  }
+  return cp;
+}
+
+double CpLayerExposedSeconds(CpCommType type, const CpLayerInputs& in, const CpLinks& links) {
+  if (in.cp <= 1) return 0.0;
+  const double passes_a2a = in.full ? 3.0 : 2.0;    // forward, backward, recomputed forward
+  const double passes_ring = in.full ? 4.0 : 3.0;   // forward K/V; backward K/V and dK/dV; recomputed forward
+  auto ring_hidden = [&](int64_t n, const Link& link) {
+    const double ring = double(n - 1) * P2pSeconds(in.kv_bytes, link);
+    const double comm = passes_ring * ring;
+    return std::max(0.0, comm - in.core_seconds);
+  };
+  auto a2a = [&](int64_t n, const Link& link) {
+    return passes_a2a * (AllToAllSeconds(in.qkv_bytes, n, link) + AllToAllSeconds(in.o_bytes, n, link));
+  };
+  switch (type) {
+    case CpCommType::kP2p: return ring_hidden(in.cp, links.ring);
+    case CpCommType::kAllGather:
+      return passes_ring * AllGatherSeconds(double(in.cp) * in.kv_bytes, in.cp, links.ring);
+    case CpCommType::kA2a: return a2a(in.cp, links.a2a);
+    case CpCommType::kA2aP2p: {
+      if (in.a2a <= 1 || in.cp % in.a2a != 0) return ring_hidden(in.cp, links.ring);
+      return a2a(in.a2a, links.inner_a2a) + ring_hidden(in.cp / in.a2a, links.outer_ring);
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace meshplan::cost
