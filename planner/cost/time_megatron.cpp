@@ -119,21 +119,26 @@ int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, Spli
 
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
-  // The last inputs' value, per thread: a search asks for the same (E, k, ep) at every layout
-  // of a mesh.
-  thread_local int64_t last_e = -1, last_k = -1, last_ep = -1;
-  thread_local double last = 0;
-  if (num_experts == last_e && top_k == last_k && ep == last_ep) return last;
+  // The last two inputs' values, per thread: a search asks for the same (E, k, ep) at every
+  // layout of a mesh, and EpAllToAllSeconds asks in turn for the EP size and the domain count.
+  struct Entry {
+    int64_t e = -1, k = -1, ep = -1;
+    double value = 0;
+  };
+  thread_local Entry last[2];
+  thread_local int oldest = 0;
+  for (const Entry& x : last) {
+    if (x.e == num_experts && x.k == top_k && x.ep == ep) return x.value;
+  }
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
   // distinct experts is among them: C(E − E/ep, k) / C(E, k).
   const double e = double(num_experts), local = e / double(ep);
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
-  last_e = num_experts;
-  last_k = top_k;
-  last_ep = ep;
-  last = double(ep) * (1.0 - miss);
-  return last;
+  Entry& slot = last[oldest];
+  oldest = 1 - oldest;
+  slot = Entry{num_experts, top_k, ep, double(ep) * (1.0 - miss)};
+  return slot.value;
 }
 
 namespace {

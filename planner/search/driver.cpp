@@ -76,51 +76,95 @@ Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stop
 // step-time lower bounds when `bounds` is set. The parts of the mesh walk run on the search
 // threads (each part's subtrees in their own list, so the order is the walk's); rejections
 // are counted into `head`. A mesh `keep_mesh` (when set) rejects is skipped before its rules.
-struct SubtreeList {
-  std::vector<std::vector<Layout>> parts;
-  std::vector<std::vector<double>> part_bounds;
-  std::vector<const Layout*> all;  ///< walk order
-  std::vector<double> bound;       ///< bound[i] of all[i] (when computed)
+// A subtree is held as (its mesh, its position among the mesh's Features), 12 bytes instead
+// of a Layout (480): a search holds up to a few million subtrees. Get rebuilds it from the
+// mesh's feature list (Space::Features depends on the mesh alone), keeping the last mesh's
+// list per thread; subtrees of one mesh are consecutive in walk order, so each thread
+// rebuilds a mesh's list about once per run over them.
+struct SubtreeRef {
+  uint32_t part = 0;
+  uint32_t mesh = 0;     ///< index in SubtreeList::meshes[part]
+  uint32_t feature = 0;  ///< index in Space::Features of that mesh
 };
+
+struct SubtreeList {
+  const Space* space = nullptr;
+  uint64_t id = 0;  ///< unique per list (the per-thread cache's key)
+  std::vector<std::vector<Layout>> meshes;  ///< per part: the meshes with at least one subtree
+  std::vector<std::vector<SubtreeRef>> part_refs;
+  std::vector<std::vector<double>> part_bounds;
+  std::vector<SubtreeRef> all;  ///< walk order
+  std::vector<double> bound;    ///< bound[i] of all[i] (when computed)
+
+  /// Subtree i in walk order; the reference lives until this thread's next Get.
+  const Layout& Get(size_t i) const {
+    struct Cache {
+      uint64_t list = 0;
+      uint32_t part = 0, mesh = 0;
+      std::vector<Layout> features;
+    };
+    thread_local Cache cache;
+    const SubtreeRef& r = all[i];
+    if (cache.list != id || cache.part != r.part || cache.mesh != r.mesh) {
+      cache.features.clear();
+      space->Features(meshes[r.part][r.mesh], cache.features);
+      cache.list = id;
+      cache.part = r.part;
+      cache.mesh = r.mesh;
+    }
+    return cache.features[r.feature];
+  }
+};
+
+std::atomic<uint64_t> next_subtree_list_id{1};
 
 SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel& cm, Scorer& head, bool bounds,
                      const MeshFilter& keep_mesh = {}) {
   SubtreeList out;
+  out.space = &space;
+  out.id = next_subtree_list_id.fetch_add(1);
   const size_t parts = space.MeshParts();
-  out.parts.resize(parts);
+  out.meshes.resize(parts);
+  out.part_refs.resize(parts);
   out.part_bounds.resize(parts);
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
     thread_local std::vector<Layout> features;
     // Filled here and moved into place once: the lists' headers sit side by side in
     // out.parts, and two threads growing neighbours would share their cache line.
-    std::vector<Layout> mine;
+    std::vector<Layout> meshes;
+    std::vector<SubtreeRef> refs;
+    std::vector<double> b;
     space.Meshes(p, [&](const Layout& mesh) {
       if (keep_mesh && !keep_mesh(mesh)) return;
       if (s.Reject(mesh, RuleStage::kMesh)) return;
       features.clear();
       space.Features(mesh, features);
-      for (const Layout& f : features) {
-        if (!s.Reject(f, RuleStage::kFeatures)) mine.push_back(f);
+      const auto mesh_index = static_cast<uint32_t>(meshes.size());
+      bool kept = false;
+      for (size_t k = 0; k < features.size(); ++k) {
+        const Layout& f = features[k];
+        if (s.Reject(f, RuleStage::kFeatures)) continue;
+        kept = true;
+        refs.push_back(SubtreeRef{static_cast<uint32_t>(p), mesh_index, static_cast<uint32_t>(k)});
+        if (bounds) b.push_back(cm.StepSecondsLowerBound(ToCostView(f, cm.model(), cm.setup()), req.max_micro_batch));
       }
+      if (kept) meshes.push_back(mesh);
     });
-    if (bounds) {
-      std::vector<double> b;
-      b.reserve(mine.size());
-      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(ToCostView(l, cm.model(), cm.setup()), req.max_micro_batch));
-      out.part_bounds[p] = std::move(b);
-    }
-    out.parts[p] = std::move(mine);
+    meshes.shrink_to_fit();
+    out.meshes[p] = std::move(meshes);
+    out.part_refs[p] = std::move(refs);
+    out.part_bounds[p] = std::move(b);
   });
   head.Merge(rejected);
   size_t n = 0;
-  for (const auto& v : out.parts) n += v.size();
+  for (const auto& v : out.part_refs) n += v.size();
   out.all.reserve(n);
   if (bounds) out.bound.reserve(n);
   for (size_t p = 0; p < parts; ++p) {
-    for (size_t i = 0; i < out.parts[p].size(); ++i) {
-      out.all.push_back(&out.parts[p][i]);
-      if (bounds) out.bound.push_back(out.part_bounds[p][i]);
-    }
+    out.all.insert(out.all.end(), out.part_refs[p].begin(), out.part_refs[p].end());
+    if (bounds) out.bound.insert(out.bound.end(), out.part_bounds[p].begin(), out.part_bounds[p].end());
+    std::vector<SubtreeRef>().swap(out.part_refs[p]);
+    std::vector<double>().swap(out.part_bounds[p]);
   }
   return out;
 }
@@ -341,12 +385,11 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm, &budget);
   const SubtreeList list = Subtrees(req, space, cm, head, req.prune);
-  const std::vector<const Layout*>& subtrees = list.all;
-  const size_t n = subtrees.size();
+  const size_t n = list.all.size();
 
   if (!req.prune) {
     Scorer all = Parallel(
-        req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); }, &budget);
+        req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, list.Get(i), i, s); }, &budget);
     head.Merge(all);
     return head.Finish();
   }
@@ -358,22 +401,26 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   // none. The probe is then below every leaf of its subtree.
   std::map<int64_t, CostModel> probe_models;
   int64_t last_dp = 0;
-  for (const Layout* t : subtrees) {
-    if (t->dp == last_dp && !probe_models.empty()) continue;
-    last_dp = t->dp;
-    if (probe_models.count(t->dp) == 0) {
-      TrainSetup one = req.setup;
-      one.global_batch = std::max<int64_t>(1, t->dp);
-      probe_models.emplace(t->dp, cm.WithSetup(one));
+  // Every subtree's dp is its mesh's (features do not change the mesh).
+  for (const auto& part : list.meshes) {
+    for (const Layout& mesh : part) {
+      if (mesh.dp == last_dp && !probe_models.empty()) continue;
+      last_dp = mesh.dp;
+      if (probe_models.count(mesh.dp) == 0) {
+        TrainSetup one = req.setup;
+        one.global_batch = std::max<int64_t>(1, mesh.dp);
+        probe_models.emplace(mesh.dp, cm.WithSetup(one));
+      }
     }
   }
   // True when no leaf of subtree i can fit (its least-memory probe exceeds the capacity).
   auto cannot_fit = [&](size_t i) {
     thread_local std::vector<Layout> probes;
     probes.clear();
-    space.MemoryBoundLayouts(*subtrees[i], probes);
+    const Layout& subtree = list.Get(i);
+    space.MemoryBoundLayouts(subtree, probes);
     double least = std::numeric_limits<double>::infinity();
-    const CostModel& probe_model = probe_models.at(subtrees[i]->dp);
+    const CostModel& probe_model = probe_models.at(subtree.dp);
     for (Layout& p : probes) {
       space.Prepare(p);
       least = std::min(least, probe_model.MemoryTotal(ToCostView(p, probe_model.model(), probe_model.setup())));
@@ -405,7 +452,7 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   }
   Scorer seeded = Parallel(
       req, cm, seed_ids.size(), true,
-      [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[seed_ids[j]], seed_ids[j], s); }, &budget);
+      [&](size_t j, Scorer& s) { ScoreSubtree(space, list.Get(seed_ids[j]), seed_ids[j], s); }, &budget);
   for (size_t j = 0; j < passed_over; ++j) seeded.Prune();
   // Every layout the final ranking can hold has an expected step at most the seeds' limit
   // (Scorer::Trim), and its step is at most its expected step: a subtree whose step lower
@@ -422,7 +469,7 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       s.Prune();
       return;
     }
-    ScoreSubtree(space, *subtrees[i], i, s);
+    ScoreSubtree(space, list.Get(i), i, s);
   }, &budget, threshold);
   head.Merge(seeded);
   head.Merge(rest);
@@ -454,9 +501,9 @@ void VisitLeaves(const PlanRequest& req, const Space& space, const std::function
   const SubtreeList list = Subtrees(req, space, cm, head, false, keep_mesh);
   std::vector<Layout> leaves;
   int64_t visited = 0;
-  for (const Layout* subtree : list.all) {
+  for (size_t i = 0; i < list.all.size(); ++i) {
     leaves.clear();
-    space.Leaves(*subtree, leaves);
+    space.Leaves(list.Get(i), leaves);
     for (Layout& l : leaves) {
       if (req.max_layouts > 0 && visited >= req.max_layouts) return;  // exactly max_layouts
       space.Prepare(l);
