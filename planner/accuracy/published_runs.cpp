@@ -147,8 +147,10 @@ std::string SystemOf(const std::string& raw) {
   if (has("b300")) return "dgx-b300";
   if (has("b200")) return "dgx-b200";
   if (has("h200")) return "dgx-h200";
-  // H800 has 400 GB/s NVLink and the 96 GB H100 is a 500 W part: no hwdb system for either.
-  if (has("h100") && !has("96gb") && !has("h800")) return "dgx-h100";
+  // The 96 GB HBM2e H100 is a 500 W part in Meta's Grand Teton servers (torchtitan's benchmark
+  // cluster, groundtruth.md A and C.1): its own system. H800 has 400 GB/s NVLink: no system.
+  if (has("h100") && has("96gb")) return "grand-teton-h100-96gb";
+  if (has("h100") && !has("h800")) return "dgx-h100";
   if (has("a100") && has("80gb")) return "dgx-a100";
   return "";
 }
