@@ -237,3 +237,33 @@ TEST_CASE("validate: survey SFT rows are priced with the SFT recipe function's s
   CHECK(more_pp > 0.0);
   CHECK(more_pp < 0.20);
 }
+
+TEST_CASE("validate: survey rows priced with their source's own software (torchtitan's PyTorch memory, NeMo launcher's bf16 gradients)") {
+  // Rows copied from published_runs_dev.csv: #124 torchtitan Llama 3.1 8B FSDP 8 selective AC
+  // (77.0 GiB published, torchtitan's Table 1), #143 torchtitan TP 8 "per-op SAC", #76 NeMo
+  // 24.07 Nemotron-4 340B (launcher config: optim.grad_sync_dtype bf16).
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/survey_memory_rows.csv";
+  req.rank_top = 0;
+  const ValidateReport report = Validate(req);
+  REQUIRE(report.rows.size() == 3);
+  for (const ValidateRow& row : report.rows) REQUIRE(row.skip == "");
+  // #124: priced on the Grand Teton H100 96GB system, memory from the `pytorch` profile (fp32
+  // parameters, FSDP2 over 8, torchtitan's selective AC): 74.5 GiB against 77.0 published
+  // (-3.3%); under Megatron-Core's Transformer Engine tensors it was 95.8 GiB (+24.5%), above
+  // the GPU's 94.9 GiB.
+  const ValidateRow& tt = report.rows[1];  // file order: #76, #124, #143
+  REQUIRE(tt.published_memory > 0);
+  const double err = tt.cost.memory.Total() / tt.published_memory - 1.0;
+  CHECK(err > -0.06);
+  CHECK(err < 0.0);
+  CHECK(tt.cost.fits);
+  // fp32 parameters sharded over 8: 4 bytes x 8.03e9 / 8 = 4.0e9 bytes of weights.
+  CHECK(tt.cost.memory.weights > 3.5e9);
+  // #143: "per-op SAC" is selective checkpointing.
+  CHECK(report.rows[2].layout.recompute == Recompute::kSelective);
+  // #76: bf16 main gradients, 2 bytes per parameter as the bf16 weights.
+  const ValidateRow& nemo = report.rows[0];
+  CHECK_FALSE(nemo.layout.mb.grad_reduce_in_fp32);
+  CHECK(nemo.cost.memory.gradients == doctest::Approx(nemo.cost.memory.weights).epsilon(1e-9));
+}
