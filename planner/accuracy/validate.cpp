@@ -252,7 +252,8 @@ ValidateReport Validate(const ValidateRequest& req) {
       // The usable memory of a PyTorch FSDP2 launch: AutoModel's headroom (memory-model.md).
       r.setup.headroom = ResolveHeadroom(req.headroom, FindFramework("automodel")->id);
       cost.memory = TorchtitanMemory(r, m, sys);
-      cost.fits = cost.memory.Total() <= sys.gpu.memory_bytes * (1.0 - r.setup.headroom);
+      cost.capacity_bytes = sys.gpu.memory_bytes * (1.0 - r.setup.headroom);
+      cost.fits = cost.memory.Total() <= cost.capacity_bytes;
     }
     // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
     // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2

@@ -271,7 +271,7 @@ TEST_CASE("an unknown GPU name lists the known ones") {
   std::string msg = ErrorOf([] { ParseSys(Edit(kSystemText, "gpu: h100-sxm", "gpu: h100-sxn")); });
   CHECK(msg ==
         "test.yaml:2:1: error: gpu: unknown GPU 'h100-sxn'; did you mean 'h100-sxm'? known GPUs: a100-80gb, b200, "
-        "b300, gb200, gb300, h100-sxm, h200, mi300x");
+        "b300, gb200, gb300, h100-sxm, h100-sxm-96gb, h200, mi300x");
   CHECK(ErrorOf([] { LoadGpu("tpu-v5"); }).find("unknown GPU 'tpu-v5'; known GPUs: a100-80gb, b200") !=
         std::string::npos);
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "gpu: h100-sxm", "gpu: ../h100-sxm")); })
