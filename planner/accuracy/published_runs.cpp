@@ -147,8 +147,10 @@ std::string SystemOf(const std::string& raw) {
   if (has("b300")) return "dgx-b300";
   if (has("b200")) return "dgx-b200";
   if (has("h200")) return "dgx-h200";
-  // H800 has 400 GB/s NVLink and the 96 GB H100 is a 500 W part: no hwdb system for either.
-  if (has("h100") && !has("96gb") && !has("h800")) return "dgx-h100";
+  // The 96 GB HBM2e H100 is a 500 W part in Meta's Grand Teton servers (torchtitan's benchmark
+  // cluster, groundtruth.md A and C.1): its own system. H800 has 400 GB/s NVLink: no system.
+  if (has("h100") && has("96gb")) return "grand-teton-h100-96gb";
+  if (has("h100") && !has("h800")) return "dgx-h100";
   if (has("a100") && has("80gb")) return "dgx-a100";
   return "";
 }
@@ -255,11 +257,13 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
                  : key == "tp_comm_overlap"      ? &r.tp_comm_overlap
                  : key == "overlap_grad_reduce"  ? &r.overlap_grad_reduce
                  : key == "scatter_gather_tensors_in_pipeline" ? &r.pp_scatter_gather
+                 : key == "grad_reduce_in_fp32"  ? &r.grad_reduce_in_fp32
                                                  : nullptr;
     if (field == nullptr || (value != "true" && value != "false")) {
       if (r.skip.empty()) {
         r.skip = "megatron_settings: expected items distributed_optimizer, sequence_parallel, tp_comm_overlap, "
-                 "overlap_grad_reduce or scatter_gather_tensors_in_pipeline = true / false, or attention_backend = "
+                 "overlap_grad_reduce, scatter_gather_tensors_in_pipeline or grad_reduce_in_fp32 = true / false, or "
+                 "attention_backend = "
                  "unfused / flash / fused, found '" + item + "'";
       }
       return;
@@ -390,6 +394,23 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   }
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
+  r.torchtitan = Lower(cell("source")).find("pytorch/torchtitan") != std::string::npos;
+  // NeMo's 24.07 performance summary ran NeMo-Framework-Launcher's training configurations.
+  // Nemotron-4 340B's (launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, NVIDIA/
+  // NeMo-Framework-Launcher @3be81fc) sets optim: mcore_distributed_optim with grad_sync_dtype:
+  // bf16, which NeMo turns into DistributedDataParallelConfig(grad_reduce_in_fp32 = (grad_sync_
+  // dtype == 'fp32')) (NeMo megatron_gpt_model.py, setup_mcore_distributed_parallel): the
+  // gradient buffer and its reduce-scatter in bf16. It sets no activation checkpointing
+  // (activations_checkpoint_granularity: null), TP 8, PP 8, VPP 12 and sequence parallelism,
+  // as the row; its optim.dtype is not read by mcore_distributed_optim (setup_megatron_
+  // optimization passes only lr, weight decay, betas and the overlaps): fp32 Adam state.
+  {
+    const std::string src = Lower(cell("source")), model = Lower(cell("model"));
+    if (src.find("nvidia/nemo docs/source/performance") != std::string::npos &&
+        model.find("nemotron-4 340b") != std::string::npos && r.grad_reduce_in_fp32 == Tri::kUnset) {
+      r.grad_reduce_in_fp32 = Tri::kFalse;
+    }
+  }
   if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
@@ -397,10 +418,10 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   const std::string rec = Lower(cell("recompute"));
   r.settings_unknown = Trim(rec).rfind("?", 0) == 0;
   r.precision_cell = cell("precision");
-  // "full, block, 5 layers", "selective: ...", "core_attn (selective)".
-  r.recompute = rec.rfind("full", 0) == 0                  ? Recompute::kFull
-                : rec.find("selective") != std::string::npos ? Recompute::kSelective
-                                                             : Recompute::kNone;
+  // "full, block, 5 layers", "selective: ...", "core_attn (selective)", torchtitan's "per-op SAC"
+  // (selective activation checkpointing, activation_checkpoint.mode: selective, option op).
+  const bool selective = rec.find("selective") != std::string::npos || rec.find("sac") != std::string::npos;
+  r.recompute = rec.rfind("full", 0) == 0 ? Recompute::kFull : selective ? Recompute::kSelective : Recompute::kNone;
   r.setup.num_gpus = gpus;
   r.setup.global_batch = gbs;
   r.setup.seq_len = seq;
@@ -594,6 +615,7 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   if (run.tp_comm_overlap != Tri::kUnset) l.mb.tp_comm_overlap = run.tp_comm_overlap;
   l.mb.unfused_attention = run.unfused_attention;
   l.mb.pp_scatter_gather = run.pp_scatter_gather == Tri::kTrue;
+  if (run.grad_reduce_in_fp32 != Tri::kUnset) l.mb.grad_reduce_in_fp32 = run.grad_reduce_in_fp32 == Tri::kTrue;
   if (run.overlap_grad_reduce != Tri::kUnset) {
     l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = run.overlap_grad_reduce;
   }

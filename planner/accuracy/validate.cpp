@@ -96,6 +96,41 @@ void Fit(const ValidateRequest& req, const std::map<std::string, std::vector<acc
   report.fit_loo_p90 = accuracy::Quantile(all_loo, 0.9);
 }
 
+
+/// The peak memory per GPU of a torchtitan run (PublishedRun::torchtitan), from the `pytorch`
+/// profile (memory-model.md): torchtitan trains PyTorch's own modules (no Transformer Engine:
+/// Megatron-Core's saved-tensor count does not apply) with FSDP2 over dp·cp, fp32 parameters
+/// under MixedPrecisionPolicy(bf16, reduce fp32) (torchtitan `training.mixed_precision_param`
+/// bf16 on fp32 weights: MemoryOptions::fp32_params), loss_parallel with TP, FSDP2 wrapped
+/// even on one GPU (wrap_one_gpu), selective checkpointing by its per-op policy (the `pytorch`
+/// profile's selective is torchtitan's), the local batch gbs/dp in one step (pipeline
+/// micro-batches of 1 with PP, 1F1B), as tests/accuracy/memory_published_test.cpp prices
+/// groundtruth.md B.1. Not modelled: Float8 linears, torch.compile's fusions, the allocator
+/// reserve torchtitan reports (max_memory_reserved). Returns the heaviest rank's breakdown.
+MemoryBreakdown TorchtitanMemory(const accuracy::PublishedRun& r, const ModelSpec& m, const SystemSpec& sys) {
+  Layout l;  // AutoModel's PyTorch layout: FSDP2, DTensor TP, torch pipelining
+  l.tp = std::max<int64_t>(1, r.tp);
+  l.pp = std::max<int64_t>(1, r.pp);
+  l.cp = std::max<int64_t>(1, r.cp);
+  l.dp = std::max<int64_t>(1, r.setup.num_gpus / (l.tp * l.pp * l.cp));
+  l.local_batch_size = std::max<int64_t>(1, r.setup.global_batch / l.dp);
+  l.pp_microbatch_size = 1;
+  l.pp_schedule = PpSchedule::k1F1B;
+  l.recompute = r.recompute;
+  l.sequence_parallel = l.tp > 1;  // torchtitan's Llama TP plan shards norms and residuals
+  MemoryOptions o;
+  o.profile = MemoryProfile::kPyTorch;
+  o.fp32_params = true;
+  o.loss_parallel = true;
+  o.wrap_one_gpu = true;
+  const CostModel cm(m, sys, r.setup, o);
+  MemoryBreakdown worst;
+  for (const MemoryBreakdown& b : cm.RankMemories(ToCostView(l, cm.model(), cm.setup()))) {
+    if (b.Total() > worst.Total()) worst = b;
+  }
+  return worst;
+}
+
 }  // namespace
 
 ValidateReport Validate(const ValidateRequest& req) {
@@ -210,7 +245,16 @@ ValidateReport Validate(const ValidateRequest& req) {
         continue;
       }
     }
-    const Cost cost = Score(CostModel(m, sys, r.setup), l);
+    Cost cost = Score(CostModel(m, sys, r.setup), l);
+    // A torchtitan run's memory: the `pytorch` profile of its PyTorch modules, not the
+    // Transformer Engine tensors of the Megatron-Core layout its step time is priced as.
+    if (r.torchtitan) {
+      // The usable memory of a PyTorch FSDP2 launch: AutoModel's headroom (memory-model.md).
+      r.setup.headroom = ResolveHeadroom(req.headroom, FindFramework("automodel")->id);
+      cost.memory = TorchtitanMemory(r, m, sys);
+      cost.capacity_bytes = sys.gpu.memory_bytes * (1.0 - r.setup.headroom);
+      cost.fits = cost.memory.Total() <= cost.capacity_bytes;
+    }
     // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
     // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
     // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do
