@@ -251,11 +251,20 @@ TEST_CASE("validate: survey SFT rows are priced with the SFT recipe function's s
 // distributed-optimizer instances, selective moe_act). Without the settings (--recipe-settings
 // none) both are priced with meshplan's emitted ones and predicted above the GPU's memory,
 // though both ran.
-TEST_CASE("validate: Nemotron 3 rows are priced with their perf recipes' settings and fit") {
+namespace {
+// Validate on tests/data/accuracy/`csv` without ranking, with the recipe settings `settings`
+// ("" = the embedded table, "none" = meshplan's emitted settings).
+ValidateReport ValidateFixture(const std::string& csv, const std::string& settings) {
   ValidateRequest req;
-  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/nemotron_3_rows.csv";
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/" + csv;
   req.rank_top = 0;
-  const ValidateReport with = Validate(req);
+  req.recipe_settings = settings;
+  return Validate(req);
+}
+}  // namespace
+
+TEST_CASE("validate: Nemotron 3 rows are priced with their perf recipes' settings and fit") {
+  const ValidateReport with = ValidateFixture("nemotron_3_rows.csv", "");
   REQUIRE(with.rows.size() == 2);
   const ValidateRow& nano = with.rows[0];
   const ValidateRow& ultra = with.rows[1];
@@ -281,8 +290,7 @@ TEST_CASE("validate: Nemotron 3 rows are priced with their perf recipes' setting
   CHECK(ultra.cost.memory.Total() < gb300);
   CHECK(nano.cost.fits);
   CHECK(ultra.cost.fits);
-  req.recipe_settings = "none";
-  const ValidateReport without = Validate(req);
+  const ValidateReport without = ValidateFixture("nemotron_3_rows.csv", "none");
   REQUIRE(without.rows.size() == 2);
   CHECK(without.rows[0].cost.memory.Total() > h100);
   CHECK(without.rows[1].cost.memory.Total() > gb300);
