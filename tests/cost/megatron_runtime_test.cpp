@@ -373,7 +373,7 @@ TEST_CASE("megatron runtime: the Nemotron 3 Ultra and DeepSeek-V4 Flash entries 
   CHECK(u->recompute == Recompute::kSelective);
   CHECK(u->recompute_modules == kRecomputeMoeAct);
   CHECK(u->runtime.cuda_graph == MbCudaGraph::kNone);
-  CHECK(u->runtime.flex_backend == MbFlexBackend::kHybridEP);
+  CHECK(u->runtime.dispatcher == MbDispatcher::kFlex);
   CHECK(u->optimizer_state_bytes == 12.0);
   // Nemotron 3 Super on 64 B200, NVFP4, 26.04 (v0.4.0 B200_NVFP4_V1): recompute_modules None
   // replaces the B200 base's [moe_act, layernorm]: no recompute; TE graphs with the Mamba scope.
