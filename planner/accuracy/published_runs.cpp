@@ -597,6 +597,11 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
+  // Megatron FSDP named by the recipe (the table's fsdp column is empty for the 26.08 Nemotron 3
+  // Ultra runs, whose perf recipes set ddp.use_megatron_fsdp: perf_recipes/nemotronh/common.py
+  // _apply_nemotron_3_ultra_fsdp_hsdp, v0.6.0); before the emitted settings, which derive the
+  // FSDP fields (sharding, distributed optimizer) from it.
+  if (settings && settings->use_megatron_fsdp) l.mb.use_megatron_fsdp = true;
   search::ApplyEmittedSettings(l, sys, setup.precision);
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
@@ -609,6 +614,7 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
     l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
     l.mb.optimizer_state_bytes = settings->optimizer_state_bytes;
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
+    l.mb.num_distributed_optimizer_instances = settings->num_distributed_optimizer_instances;
   }
   // The run's own software where it differs from what meshplan emits (after the recipe
   // settings: a survey row names them only when it knows them).

@@ -68,24 +68,28 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   // Ultra rows (LatentMoE and an MTP block, out of sample: no constant fitted to them, no
   // recipe-settings entry, so meshplan's emitted settings, not the perf recipes' CUDA graphs,
   // MTP 2, HybridEP or Megatron-FSDP) are evaluated instead of skipped: Super -27% to +75%
-  // (most predicted faster than published), Ultra +22% / +15%. Guard at 37%.
+  // (most predicted faster than published), Ultra +22% / +15%. 49.7% since those 32 rows are
+  // priced with their perf recipes' settings (recipes/megatron-bridge-perf.yaml, read at the
+  // tags): the recipes' TE CUDA graphs and flex dispatcher make meshplan's Nemotron 3 Super
+  // predictions faster still (+20% to +106%), which puts the error in the hybrid / LatentMoE
+  // cost terms, not in the settings (Nano +7% to +37%, Ultra +1% / +17%; the 130 other rows
+  // unchanged, 6.8% / 18.9%). Guard at 51%.
   const size_t p90 = text.find("p90 |error| ", at);
   REQUIRE(p90 != std::string::npos);
-  CHECK(std::stod(text.substr(p90 + 12)) <= 37.0);
-  // Every published run fitted its GPUs. Three rows are still predicted above the GPU's whole
-  // memory: GPT-OSS 120B on 64 H100 at micro-batch 4 without recompute (25.09), and Llama-3 70B
-  // on 32 GB300 twice (no recipe settings: meshplan's emitted fp32 gradients); a fourth would
-  // be a memory-model regression. The two Nemotron 3 Ultra rows (256 GB200 / GB300) are
-  // predicted above it too: the table does not say that they run Megatron-FSDP (HSDP) with
-  // the expert MLP's activations offloaded (perf_recipes/nemotronh/gb200/nemotronh.py), so
-  // they are priced as DDP with the distributed optimizer, all activations kept: 5 in all.
+  CHECK(std::stod(text.substr(p90 + 12)) <= 51.0);
+  // Every published run fitted its GPUs. One row is still predicted above the GPU's whole
+  // memory: GPT-OSS 120B on 64 H100 at micro-batch 4 without recompute (25.09). The two
+  // Nemotron 3 Ultra rows fit since their entries say Megatron FSDP (perf_recipes/nemotronh/
+  // common.py _apply_nemotron_3_ultra_fsdp_hsdp, v0.6.0; the expert MLP's activation offloading
+  // is read but not priced), and the two Nemotron 3 Nano rows on 16 H100 since theirs name the
+  // selective recompute of moe, layernorm, core_attn and moe_act. Guard at 2.
   const size_t mem = text.find("memory: ");
   REQUIRE(mem != std::string::npos);
   const size_t whole = text.find(" above the GPU's whole memory", mem);
   REQUIRE(whole != std::string::npos);
   const size_t comma = text.rfind(", ", whole);
-  CHECK(std::stoi(text.substr(comma + 2)) <= 5);
-  CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (126 entries)") != std::string::npos);
+  CHECK(std::stoi(text.substr(comma + 2)) <= 2);
+  CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (160 entries)") != std::string::npos);
 }
 
 TEST_CASE("validate: published-runs survey rows - table and summary printed") {
@@ -288,4 +292,57 @@ TEST_CASE("validate: survey rows priced with their source's own software (torcht
                   "published peak") != std::string::npos);
   CHECK(text.find("memory without a published peak (the run fitted): 1 of 2 rows predicted above the usable "
                   "capacity") != std::string::npos);
+}
+
+// The recipe settings of a Nemotron 3 row are what validate prices (tests/data/accuracy/
+// nemotron_3_rows.csv: the 26.04 Nano row on 16 H100 and the 26.08 Ultra row on 256 GB300 of
+// mbridge_perf_dev.csv). Nano: NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1 at v0.4.0
+// (selective recompute of moe, layernorm, core_attn, moe_act; TE graphs of the Mamba blocks;
+// HybridEP). Ultra: perf_recipes/nemotronh/gb300/nemotronh.py at v0.6.0 (Megatron FSDP with 4
+// distributed-optimizer instances, selective moe_act). Without the settings (--recipe-settings
+// none) both are priced with meshplan's emitted ones and predicted above the GPU's memory,
+// though both ran.
+namespace {
+// Validate on tests/data/accuracy/`csv` without ranking, with the recipe settings `settings`
+// ("" = the embedded table, "none" = meshplan's emitted settings).
+ValidateReport ValidateFixture(const std::string& csv, const std::string& settings) {
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/" + csv;
+  req.rank_top = 0;
+  req.recipe_settings = settings;
+  return Validate(req);
+}
+}  // namespace
+
+TEST_CASE("validate: Nemotron 3 rows are priced with their perf recipes' settings and fit") {
+  const ValidateReport with = ValidateFixture("nemotron_3_rows.csv", "");
+  REQUIRE(with.rows.size() == 2);
+  const ValidateRow& nano = with.rows[0];
+  const ValidateRow& ultra = with.rows[1];
+  REQUIRE(nano.skip == "");
+  REQUIRE(ultra.skip == "");
+  CHECK_FALSE(nano.without_recipe_settings);
+  CHECK_FALSE(ultra.without_recipe_settings);
+  CHECK(nano.layout.recompute == Recompute::kSelective);
+  CHECK(nano.layout.mb.recompute_modules ==
+        (kRecomputeMoe | kRecomputeLayernorm | kRecomputeCoreAttn | kRecomputeMoeAct));
+  CHECK(nano.layout.mb.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(nano.layout.mb.cuda_graph_scope == kGraphMamba);
+  CHECK(nano.layout.mb.token_dispatcher == MbDispatcher::kFlex);
+  CHECK(ultra.layout.mb.use_megatron_fsdp);
+  CHECK(ultra.layout.mb.num_distributed_optimizer_instances == 4);
+  CHECK(ultra.layout.recompute == Recompute::kSelective);
+  CHECK(ultra.layout.mb.recompute_modules == kRecomputeMoeAct);
+  CHECK(ultra.layout.mb.cuda_graph == MbCudaGraph::kNone);
+  const double h100 = LoadSystem("dgx-h100").gpu.memory_bytes;
+  const double gb300 = LoadSystem("gb300-nvl72").gpu.memory_bytes;
+  CHECK(nano.cost.memory.Total() < h100);
+  CHECK(ultra.cost.memory.Total() < gb300);
+  CHECK(nano.cost.fits);
+  CHECK(ultra.cost.fits);
+  const ValidateReport without = ValidateFixture("nemotron_3_rows.csv", "none");
+  REQUIRE(without.rows.size() == 2);
+  CHECK(without.rows[0].cost.memory.Total() > h100);
+  CHECK(without.rows[1].cost.memory.Total() > gb300);
+  CHECK_FALSE(without.rows[1].layout.mb.use_megatron_fsdp);
 }
