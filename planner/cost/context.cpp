@@ -84,6 +84,7 @@ HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stag
     for (const LayerBlock& x : m.mtp_pattern) {
       r.attention += mtp_layers * (x.mixer == MixerKind::kAttention);
       r.mamba += mtp_layers * (x.mixer == MixerKind::kMamba2);
+      r.gdn += mtp_layers * (x.mixer == MixerKind::kGatedDeltaNet);
       r.dense += mtp_layers * (x.mlp == MlpKind::kDense);
       r.moe += mtp_layers * (x.mlp == MlpKind::kMoe);
     }
@@ -92,6 +93,7 @@ HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stag
     const HybridBlocks b = HybridBlocksIn(m, first, count);
     r.attention += b.attention;
     r.mamba += b.mamba;
+    r.gdn += b.gdn;
     r.dense += b.dense;
     r.moe += b.moe;
   };
@@ -176,14 +178,18 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
     const HybridBlocks b = HybridBlocksOfRank(m, pp, num_stages, pp_rank, given, places, mtp_layers);
     r.attention_mixers = b.attention;
     r.mamba_mixers = b.mamba;
+    r.gdn_mixers = b.gdn;
     const double h = double(m.hidden_size);
     const double attn = double(p.attention_per_layer) + h, mamba = double(p.mamba_per_layer) + h;
+    const double gdn = double(p.gdn_per_layer) + h;
     const double dense = double(p.dense_mlp_per_layer) + h;
     const double moe = double(p.shared_per_layer) + double(p.router_per_layer) + double(p.latent_proj_per_layer) + h;
     const double experts_layer = double(p.expert_per_layer) * double(m.num_experts);
-    r.layer_dense = double(b.attention) * attn + double(b.mamba) * mamba + double(b.dense) * dense + double(b.moe) * moe;
+    r.layer_dense = double(b.attention) * attn + double(b.mamba) * mamba + double(b.gdn) * gdn + double(b.dense) * dense +
+                    double(b.moe) * moe;
     r.layer_expert = double(b.moe) * experts_layer;
-    r.max_layer_dense = std::max({b.attention > 0 ? attn : 0.0, b.mamba > 0 ? mamba : 0.0, b.dense > 0 ? dense : 0.0,
+    r.max_layer_dense = std::max({b.attention > 0 ? attn : 0.0, b.mamba > 0 ? mamba : 0.0, b.gdn > 0 ? gdn : 0.0,
+                                  b.dense > 0 ? dense : 0.0,
                                   b.moe > 0 ? moe : 0.0});
     r.max_layer_expert = b.moe > 0 ? experts_layer : 0.0;
     // The final norm: what CountParams' norms hold beyond one per block.

@@ -75,9 +75,10 @@ struct RankParams {
   /// attention.
   int64_t attention_mixers = 0;
   int64_t mamba_mixers = 0;
+  int64_t gdn_mixers = 0;  ///< Gated DeltaNet blocks (Qwen3-Next, Qwen3.5)
   int64_t Layers() const { return dense_layers + moe_layers; }
   /// Megatron-Core layers on the rank: Layers(), or a hybrid model's blocks.
-  int64_t Blocks() const { return dense_layers + moe_layers + attention_mixers + mamba_mixers; }
+  int64_t Blocks() const { return dense_layers + moe_layers + attention_mixers + mamba_mixers + gdn_mixers; }
 };
 /// `pp_rank` in [0, pp). Dense layers are the first num_dense_layers of the model; stage s
 /// holds layers [s·base + min(s, extra), ...) with base = L / S, extra = L % S and rank r

@@ -79,6 +79,9 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
     const double q = a * double(m.head_dim);
     const double kv = double(m.num_key_value_heads) * double(m.head_dim);
     f.attn_linear_flops = 6.0 * (h * (q + 2 * kv) + q * h);
+    // An output gate (Qwen3-Next gated attention; Megatron-Core attention_output_gate): q_proj
+    // twice as wide, 6·h·q more (as HybridFlopsPerToken).
+    if (m.attention_output_gate) f.attn_linear_flops += 6.0 * h * q;
     f.attn_core_flops = s * 6.0 * q;
     // Sliding-window layers (Megatron-Bridge flop_utils.py, "exact average causal SWA
     // context"): a query sees on average c = W − W(W−1)/(2s) keys when W < s (s/2 otherwise),
@@ -112,6 +115,8 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
   if (m.is_hybrid()) {
     f.mamba_linear_flops = MambaLinearFlops(m);
     f.ssd_flops = SsdScanFlops(m);
+    f.gdn_linear_flops = GdnLinearFlops(m);
+    f.gdn_chunk_flops = GdnChunkFlops(m);
   }
   return f;
 }

@@ -31,6 +31,10 @@ struct FlopsPerToken {
   /// SSD chunked scan (SsdScanFlops, cost/hybrid.hpp); 0 for the flat models.
   double mamba_linear_flops = 0;
   double ssd_flops = 0;
+  /// Per Gated DeltaNet block: its projections (GdnLinearFlops) and the chunked gated delta
+  /// rule (GdnChunkFlops, cost/hybrid.hpp); 0 without such blocks.
+  double gdn_linear_flops = 0;
+  double gdn_chunk_flops = 0;
 
   /// Linear (GEMM) FLOP of one dense / MoE layer, attention core excluded.
   double DenseLayerLinear() const { return attn_linear_flops + dense_mlp_flops; }

@@ -20,8 +20,24 @@ HybridBlocks HybridBlocksIn(const ModelSpec& m, int64_t first, int64_t count) {
     b.mamba += x.mixer == MixerKind::kMamba2;
     b.dense += x.mlp == MlpKind::kDense;
     b.moe += x.mlp == MlpKind::kMoe;
+    b.gdn += x.mixer == MixerKind::kGatedDeltaNet;
   }
   return b;
+}
+
+double GdnLinearFlops(const ModelSpec& m) {
+  const GatedDeltaNetSpec& x = m.gdn;
+  const double h = double(m.hidden_size), qk = double(x.key_dim()), v = double(x.value_dim());
+  return 6.0 * h * (2.0 * qk + 2.0 * v + 2.0 * double(x.num_value_heads)) + 6.0 * v * h;
+}
+
+double GdnChunkFlops(const ModelSpec& m) {
+  const GatedDeltaNetSpec& x = m.gdn;
+  const double c = kGdnChunk, dk = double(x.key_head_dim), dv = double(x.value_head_dim);
+  const double fwd = 2.0 * c * dk + 2.0 * c * c / 3.0 + 2.0 * c * (dk + dv) + 4.0 * dk * dv + 2.0 * dk * dv +
+                     2.0 * c * (dk + dv);
+  const double recomputed = 4.0 * dk * dv + 2.0 * c * (dk + dv);
+  return double(x.num_value_heads) * (3.0 * fwd + recomputed);
 }
 
 double MambaLinearFlops(const ModelSpec& m) {
@@ -52,6 +68,15 @@ double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, boo
     const double in = 2.0 * di + 2.0 * gn + double(x.num_heads);
     e += 5.0 * h + in + 2.0 * (di + 2.0 * gn) + 4.0 * di * double(x.state_size) / q + di + 2.0 * di +
          (fp8 ? 1.5 * di : 0.0);
+  } else if (mixer == MixerKind::kGatedDeltaNet) {
+    const GatedDeltaNetSpec& x = m.gdn;
+    const double qk = double(x.key_dim()), v = double(x.value_dim()), nv = double(x.num_value_heads);
+    const double qkr = nv * double(x.key_head_dim), c = kGdnChunk;
+    e += 5.0 * h + 2.0 * (2.0 * qk + v) + 4.0 * qk + (2.0 * qk + 2.0 * qkr) + (2.0 * nv + 4.0 * nv) +
+         (2.0 * qkr + v + 2.0 * c * nv + 2.0 * (qkr + v) + 4.0 * nv * double(x.key_head_dim) *
+                                                              double(x.value_head_dim) / c +
+          2.0 * v + v) +
+         2.0 * v + 10.0 * v + (fp8 ? 1.5 * v : 0.0);
   }
   if (mlp == MlpKind::kDense) {
     const double f = double(m.intermediate_size);
@@ -78,12 +103,23 @@ TeLayerBytes HybridBlockSavedBytes(const ModelSpec& m, MixerKind mixer, MlpKind 
     b.sequence += 2.0 * h + (rc_norm ? 0.0 : q * h);
     b.split += 2.0 * (2.0 * a * d + 2.0 * g * d) + 4.0 * a;
     if (m.qk_norm) b.split += 2.0 * (a * d + g * d);
+    // Output gate (Megatron-Core attention.py attention_output_gate: core_attn_out ·
+    // sigmoid(gate)): the sigmoid's output 2·a·d and linear_proj's input, the product, q·a·d.
+    if (m.attention_output_gate) b.split += 2.0 * a * d + q * a * d;
   } else if (mixer == MixerKind::kMamba2) {
     const Mamba2Spec& x = m.mamba;
     const double di = double(x.d_inner()), gn = double(x.n_groups) * double(x.state_size);
     b.sequence += 2.0 * h + (rc_norm ? 0.0 : q * h);
     b.split += 2.0 * (2.0 * di + 2.0 * gn + double(x.num_heads)) + 2.0 * di + 2.0 * di + 4.0 * double(x.n_groups) +
                q * di;
+  } else if (mixer == MixerKind::kGatedDeltaNet) {
+    const GatedDeltaNetSpec& x = m.gdn;
+    const double qk = double(x.key_dim()), v = double(x.value_dim()), nv = double(x.num_value_heads);
+    const double qkr = nv * double(x.key_head_dim);
+    b.sequence += 2.0 * h + (rc_norm ? 0.0 : q * h);
+    b.split += 2.0 * (2.0 * qk + v) + (4.0 * qk + 8.0 * double(x.num_key_heads)) + 4.0 * nv +
+               (4.0 * qkr + 2.0 * v + 4.0 * nv + 2.0 * nv + 2.0 * kGdnChunk * nv) + (2.0 * v + 4.0 * nv) + 4.0 * v +
+               (2.0 * v + 4.0 * v) + q * v;
   }
   if (mlp == MlpKind::kDense) {
     const double f = double(m.intermediate_size);
@@ -119,6 +155,7 @@ HybridKernels HybridKernelsPerBlock(const ModelSpec& m, const CostView& l, const
                    (l.cuda_graph == CudaGraphCapture::kPerLayer && scope == 0);
   const bool some = l.cuda_graph == CudaGraphCapture::kPerLayer && scope != 0;
   auto graphed = [&](double kernels, uint32_t bit) { return all || (some && (scope & bit)) ? kernels : 0.0; };
+  const double gdn = kGdnBlockKernels, g_gdn = graphed(gdn, kGraphAttn);
   const double g_attn = graphed(attn, kGraphAttn), g_mamba = graphed(mamba, kGraphMamba), g_mlp = graphed(mlp, kGraphMlp);
   double g_moe = graphed(moe, kGraphMoe), g_pre = graphed(pre, kGraphMoe);
   if (some && !(scope & kGraphMoe)) {
@@ -131,6 +168,8 @@ HybridKernels HybridKernelsPerBlock(const ModelSpec& m, const CostView& l, const
   k.attn_host = attn - g_attn;
   k.mamba = mamba - keep * g_mamba;
   k.mamba_host = mamba - g_mamba;
+  k.gdn = gdn - keep * g_gdn;
+  k.gdn_host = gdn - g_gdn;
   k.mlp.dense = mlp - keep * g_mlp;
   k.mlp.dense_host = mlp - g_mlp;
   k.mlp.moe = moe - keep * g_moe;
@@ -168,10 +207,13 @@ MemoryBreakdown HybridRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOpti
   e.padded_vocab = double(MegatronPaddedVocab(m.vocab_size, 128, l.tp));
   const double table = h * e.padded_vocab;
   const double A = double(rp.attention_mixers), M = double(rp.mamba_mixers), D = double(rp.dense_layers),
-               E = double(rp.moe_layers);
+               E = double(rp.moe_layers), G = double(rp.gdn_mixers);
   const double tables = (rp.has_embedding ? 1.0 : 0.0) + (rp.has_head && !m.tie_word_embeddings ? 1.0 : 0.0) +
                         (rp.has_head && m.tie_word_embeddings && !rp.has_embedding ? 1.0 : 0.0);
-  e.p_tp = (A * double(pc.attention_per_layer) + M * double(pc.mamba_per_layer) + D * double(pc.dense_mlp_per_layer) +
+  // Gated DeltaNet: in_proj, conv1d, dt_bias, A_log and out_proj split by heads over TP
+  // (gdn common.py: tensor_model_parallel on each); its out_norm (d_v) counted with them.
+  e.p_tp = (A * double(pc.attention_per_layer) + M * double(pc.mamba_per_layer) + G * double(pc.gdn_per_layer) +
+            D * double(pc.dense_mlp_per_layer) +
             E * double(pc.shared_per_layer) + tables * table) / t;
   const double final_norm = rp.has_head ? h : 0.0;
   e.p_rep = double(rp.Blocks()) * h + E * double(pc.router_per_layer + pc.latent_proj_per_layer) + final_norm +
@@ -195,9 +237,10 @@ MemoryBreakdown HybridRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOpti
   const double mamba_tok = per_token(MixerKind::kMamba2, MlpKind::kNone);
   const double dense_tok = per_token(MixerKind::kNone, MlpKind::kDense);
   const double moe_tok = per_token(MixerKind::kNone, MlpKind::kMoe);
+  const double gdn_tok = per_token(MixerKind::kGatedDeltaNet, MlpKind::kNone);
   const double recomputed = MegatronFullRecomputeShare(l, m);
   const double blocks = double(rp.Blocks());
-  const double kept = A * attn_tok + M * mamba_tok + D * dense_tok + E * moe_tok;
+  const double kept = A * attn_tok + M * mamba_tok + D * dense_tok + E * moe_tok + G * gdn_tok;
   double act = s * b / cp * ((1.0 - recomputed) * kept + recomputed * blocks * 2.0 * h / seq_div);
   MegatronArgs x;
   x.pp = l.pp;
@@ -206,7 +249,7 @@ MemoryBreakdown HybridRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOpti
   act *= InFlightFactor(x);
   if (recomputed > 0) {
     const double largest = std::max({A > 0 ? attn_tok : 0.0, M > 0 ? mamba_tok : 0.0, D > 0 ? dense_tok : 0.0,
-                                     E > 0 ? moe_tok : 0.0});
+                                     E > 0 ? moe_tok : 0.0, G > 0 ? gdn_tok : 0.0});
     act += s * b / cp * largest;
   }
   e.activation_layers = act;

@@ -12,19 +12,19 @@ RankPlan BuildRankPlan(const ModelSpec& model, const ParamCounts& params, int64_
   RankPlan plan;
   const int64_t pp = std::max<int64_t>(1, pp_size);
   struct Seen {
-    int64_t dense, moe, mtp, attention, mamba;
+    int64_t dense, moe, mtp, attention, mamba, gdn;
     bool embedding, head;
   };
   Seen seen[8];
   int n_seen = 0;
   for (int64_t r = 0; r < pp; ++r) {
     const RankParams rp = ParamsOfRank(model, params, pp_size, num_stages, r, given, mtp_layers, places);
-    const Seen sig{rp.dense_layers, rp.moe_layers, rp.mtp_layers, rp.attention_mixers, rp.mamba_mixers,
+    const Seen sig{rp.dense_layers, rp.moe_layers, rp.mtp_layers, rp.attention_mixers, rp.mamba_mixers, rp.gdn_mixers,
                    rp.has_embedding, rp.has_head};
     bool dup = false;
     for (int i = 0; i < n_seen && !dup; ++i) {
       dup = seen[i].dense == sig.dense && seen[i].moe == sig.moe && seen[i].mtp == sig.mtp &&
-            seen[i].attention == sig.attention && seen[i].mamba == sig.mamba &&
+            seen[i].attention == sig.attention && seen[i].mamba == sig.mamba && seen[i].gdn == sig.gdn &&
             seen[i].embedding == sig.embedding && seen[i].head == sig.head;
     }
     if (dup) continue;

@@ -549,6 +549,9 @@ struct MegatronShared {
   double attn_mem_s = 0, mamba_mem_s = 0;
   double attn_kernels = 0, attn_host = 0, mamba_kernels = 0, mamba_host = 0;
   double ssd_rate = 0, mamba_cp_mb = 0;
+  /// Gated DeltaNet blocks: HBM seconds, kernels (GPU-weighted, host-launched) and exposed CP
+  /// all-to-all seconds per block per micro-batch; the chunk kernels run at ssd_rate.
+  double gdn_mem_s = 0, gdn_kernels = 0, gdn_host = 0, gdn_cp_mb = 0;
   MegatronUnfusedCoreSeconds unfused_core;  ///< per layer per micro-batch (unfused_attention only)
   Group gd, ge;  ///< dense DP·CP group, expert-DP group
   Link ld, le;

@@ -501,9 +501,13 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.attn_host = hk.attn_host;
     s.mamba_kernels = hk.mamba;
     s.mamba_host = hk.mamba_host;
+    s.gdn_mem_s = HybridBlockElements(m, MixerKind::kGatedDeltaNet, MlpKind::kNone, fp8) * per_elem;
+    s.gdn_kernels = hk.gdn;
+    s.gdn_host = hk.gdn_host;
     // The SSD scan's matmuls run in BF16 Triton kernels on the tensor cores at the efficiency
     // of the fused attention (Dao & Gu 2024 §9.3, Figure 10: the SSD kernels run about as
-    // fast as FlashAttention-2 at 2K tokens and faster beyond). An assumption, not fitted.
+    // fast as FlashAttention-2 at 2K tokens and faster beyond). An assumption, not fitted;
+    // the chunked gated delta rule's Triton kernels (fla) are priced at the same rate.
     s.ssd_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
     if (l.cp > 1) {
       // Megatron-Core MambaContextParallel (ssm/mamba_context_parallel.py): pre_conv_ssm turns
@@ -516,6 +520,13 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
       const double one = AllToAllSeconds(t_mb * (2.0 * di + 2.0 * gn + double(x.num_heads)) / s.tp * 2.0, l.cp, la) +
                          AllToAllSeconds(t_mb * di / s.tp * 2.0, l.cp, la);
       s.mamba_cp_mb = (s.full ? 3.0 : 2.0) * one;
+      // Gated DeltaNet (gdn.py): a2a_cp_to_hp of in_proj's output (2·qk + 2·v + 2·n_v) and
+      // a2a_hp_to_cp of the gated norm's output (v), per token / t, in BF16, as for Mamba-2.
+      const GatedDeltaNetSpec& y = m.gdn;
+      const double qk = double(y.key_dim()), v = double(y.value_dim()), nv = double(y.num_value_heads);
+      const double gdn_one = AllToAllSeconds(t_mb * (2.0 * qk + 2.0 * v + 2.0 * nv) / s.tp * 2.0, l.cp, la) +
+                             AllToAllSeconds(t_mb * v / s.tp * 2.0, l.cp, la);
+      s.gdn_cp_mb = (s.full ? 3.0 : 2.0) * gdn_one;
     }
   }
   if (l.tp > 1) {
@@ -602,10 +613,12 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const bool hybrid = c.model.is_hybrid();
   const double attn_layers = hybrid ? double(rp.attention_mixers) : layers;
   const double mamba_layers = double(rp.mamba_mixers);
+  const double gdn_layers = double(rp.gdn_mixers);
 
   // --- compute ---
   const double linear =
       hybrid ? tokens * (attn_layers * f.attn_linear_flops + mamba_layers * f.mamba_linear_flops +
+                         gdn_layers * f.gdn_linear_flops +
                          dense_layers * f.dense_mlp_flops + moe_layers * f.shared_flops) / tp
              : tokens * (dense_layers * f.DenseLayerLinear() + moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
   // The rank's MTP layers (their decoder layers are in dense_layers / moe_layers): eh_proj
@@ -621,9 +634,11 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   t.attention = tokens * attn_layers * f.attn_core_flops / tp * (1.0 + s.core_extra) / s.core_rate;
   // The SSD scan's matmuls (SsdScanFlops), repeated with the block under full recompute.
   if (hybrid && s.ssd_rate > 0) t.attention += tokens * mamba_layers * f.ssd_flops / tp * (1.0 + extra) / s.ssd_rate;
+  // The chunked gated delta rule (GdnChunkFlops), likewise.
+  if (hybrid && s.ssd_rate > 0) t.attention += tokens * gdn_layers * f.gdn_chunk_flops / tp * (1.0 + extra) / s.ssd_rate;
   t.memory_bound = dense_layers * s.dense_mem_s + moe_layers * s.moe_mem_s +
                    ((rp.has_head ? 1.0 : 0.0) + mtp) * s.head_mem_s;  // one cross-entropy per MTP layer too
-  if (hybrid) t.memory_bound += attn_layers * s.attn_mem_s + mamba_layers * s.mamba_mem_s;
+  if (hybrid) t.memory_bound += attn_layers * s.attn_mem_s + mamba_layers * s.mamba_mem_s + gdn_layers * s.gdn_mem_s;
   if (gpu.hbm_bandwidth > 0) {
     t.memory_bound += 2.0 * tokens / tp * (dense_layers * s.recompute_dense_elems + moe_layers * s.recompute_moe_elems) /
                       gpu.hbm_bandwidth;
@@ -639,8 +654,10 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   t.host = kHostSecondsPerKernel * n_mb * (dense_layers * lk.dense_host + moe_layers * lk.moe_host) * (1.0 + extra) +
            s.pp_host;
   if (hybrid) {
-    t.kernels += n_mb * (attn_layers * s.attn_kernels + mamba_layers * s.mamba_kernels) * (1.0 + extra);
-    t.host += kHostSecondsPerKernel * n_mb * (attn_layers * s.attn_host + mamba_layers * s.mamba_host) * (1.0 + extra);
+    t.kernels += n_mb * (attn_layers * s.attn_kernels + mamba_layers * s.mamba_kernels + gdn_layers * s.gdn_kernels) *
+                 (1.0 + extra);
+    t.host += kHostSecondsPerKernel * n_mb *
+              (attn_layers * s.attn_host + mamba_layers * s.mamba_host + gdn_layers * s.gdn_host) * (1.0 + extra);
   }
   // Unfitted compute time, used only to bound what overlap can hide.
   const double compute0 = t.gemm + t.attention + t.memory_bound;
@@ -661,7 +678,7 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     // ColumnParallelLinear, its out_proj a RowParallelLinear: mamba_mixer.py); a MoE block
     // what a MoE layer has beyond its attention half (expert-TP only).
     if (hybrid) {
-      volumes = (attn_layers + mamba_layers + dense_layers) * dense_volumes / 2.0 +
+      volumes = (attn_layers + mamba_layers + gdn_layers + dense_layers) * dense_volumes / 2.0 +
                 moe_layers * (s.tp_moe_volumes - 2.5) * (s.full ? 1.4 : 1.0);
     }
     const double comm = volumes * n_mb * s.tp_per;
@@ -671,7 +688,9 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   }
   // --- CP ---
   if (l.cp > 1 && layers > 0 && !hybrid) t.cp = s.cp_layer_mb * layers * n_mb;
-  if (l.cp > 1 && hybrid) t.cp = (s.cp_layer_mb * attn_layers + s.mamba_cp_mb * mamba_layers) * n_mb;
+  if (l.cp > 1 && hybrid) {
+    t.cp = (s.cp_layer_mb * attn_layers + s.mamba_cp_mb * mamba_layers + s.gdn_cp_mb * gdn_layers) * n_mb;
+  }
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {
     // Dispatch and combine, forward and backward; full and moe recompute repeat the forward.

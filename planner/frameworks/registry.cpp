@@ -62,9 +62,10 @@ const FrameworkOps kAutoModel{
     // AutoModel trains NemotronHForCausalLM with its own model (nemo_automodel/_transformers/
     // registry.py -> components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy).
     .hybrid_refusal = "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
-                      "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 "
-                      "layers (FSDP2 units, eager SSD kernels): no AutoModel layout of a hybrid model is planned, "
-                      "checked or priced; use --framework megatron-bridge",
+                      "NemotronHParallelizationStrategy) and the Gated DeltaNet hybrids (its qwen3_next and "
+                      "qwen3_5_moe models), but meshplan's PyTorch-eager cost terms have no Mamba-2 or Gated "
+                      "DeltaNet layers (FSDP2 units, the eager and fla kernels' saved tensors): no AutoModel layout "
+                      "of a hybrid model is planned, checked or priced; use --framework megatron-bridge",
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -167,7 +168,7 @@ void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout
 std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model) {
   if (std::string why = HybridRefusal(model); !why.empty()) return why;
   if (!model.is_hybrid() || fw.hybrid_refusal == nullptr) return "";
-  return model.architecture_name + " is a hybrid model (a layer pattern of Mamba-2, attention and MLP blocks): " +
+  return model.architecture_name + " is a hybrid model (a layer pattern of Mamba-2 or Gated DeltaNet, attention and MLP blocks): " +
          fw.hybrid_refusal;
 }
 

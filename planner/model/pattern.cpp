@@ -25,20 +25,12 @@ std::vector<LayerBlock> LayerPattern(const ModelSpec& m) {
 /// See model.hpp. The block kinds the cost model prices are those cost/hybrid.cpp has terms for.
 std::string HybridRefusal(const ModelSpec& m) {
   if (!m.is_hybrid()) return "";
-  int64_t gdn = 0;
-  for (const LayerBlock& b : m.layer_pattern) gdn += b.mixer == MixerKind::kGatedDeltaNet;
-  if (gdn > 0) {
-    return m.architecture_name + " is a hybrid model (" + std::to_string(gdn) + " Gated DeltaNet linear-attention "
-           "layers of " + std::to_string(m.num_layers) + "): meshplan counts its parameters and FLOPs, but its cost "
-           "model has no memory or time terms for Gated DeltaNet layers (recurrent state, chunked delta-rule kernel), "
-           "so it plans and prices no layout of it (check judges a recipe by the framework's rules only; for "
-           "Megatron-Bridge these include Megatron-Core's TP x CP split of the Gated DeltaNet heads)";
-  }
   for (const LayerBlock& b : m.layer_pattern) {
-    if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2) {
+    if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2 &&
+        b.mixer != MixerKind::kGatedDeltaNet) {
       return m.architecture_name + " has a layer pattern with a token mixer meshplan's cost model has no terms for "
-             "(it prices attention and Mamba-2 mixers only): its parameters are counted, but no layout of it is "
-             "planned, checked or priced";
+             "(it prices attention, Mamba-2 and Gated DeltaNet mixers only): its parameters are counted, but no "
+             "layout of it is planned, checked or priced";
     }
   }
   bool windowed = m.sliding_window > 0;

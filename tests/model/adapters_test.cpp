@@ -277,7 +277,7 @@ TEST_CASE("adapter Qwen3NextForCausalLM: Qwen3-Next-80B-A3B") {
   CHECK(Off(p.total, 80e9) < 0.005);
   CHECK(p.total == 79674391296);
   CHECK(Off(p.active, 3.0e9) < 0.3);
-  CHECK(HybridRefusal(m).find("36 Gated DeltaNet linear-attention layers of 48") != std::string::npos);
+  CHECK(HybridRefusal(m).empty());  // priced (cost/hybrid.cpp Gated DeltaNet terms)
   // FLOPs per token (training.py gdn_layer_flops; x3): the Gated DeltaNet term by hand at any
   // sequence length: 2·(2048·12352 + 4·8192 + 4·32·128² + 4096·2048) = 71,630,848.
   ModelSpec only_gdn = m;

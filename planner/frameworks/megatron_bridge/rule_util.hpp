@@ -43,6 +43,17 @@ inline int64_t NumMicrobatches(const RuleContext& c) {
   return domain::GlobalBatchDivides(c.setup.global_batch, mbs, dp) ? c.setup.global_batch / (mbs * dp) : 0;
 }
 
+/// Whether Megatron-Bridge builds Megatron-Core's HybridModel for the model: a layer pattern
+/// with Mamba-2 mixers (its NemotronH providers). The Gated DeltaNet hybrids (Qwen3-Next,
+/// Qwen3.5: qwen/qwen3_next_bridge.py, qwen/qwen35_bridge.py) build GPTModel, whose
+/// TransformerBlock splits, interleaves and lays out layers as for the flat models.
+inline bool BuildsHybridModel(const ModelSpec& m) {
+  for (const LayerBlock& b : m.layer_pattern) {
+    if (b.mixer == MixerKind::kMamba2) return true;
+  }
+  return false;
+}
+
 inline const char* OnOff(bool b) { return b ? "true" : "false"; }
 inline const char* TriName(Tri t) { return t == Tri::kUnset ? "unset" : t == Tri::kTrue ? "true" : "false"; }
 

@@ -11,12 +11,7 @@ namespace {
 
 using namespace mb;
 
-bool HasMamba(const ModelSpec& m) {
-  for (const LayerBlock& b : m.layer_pattern) {
-    if (b.mixer == MixerKind::kMamba2) return true;
-  }
-  return false;
-}
+bool HasMamba(const ModelSpec& m) { return BuildsHybridModel(m); }
 
 /// Each TP rank gets whole Mamba heads. Source: mamba_mixer.py:262
 /// (assert self.nheads % tp_size == 0).
@@ -84,7 +79,7 @@ std::string MambaFp8InProjMsg(const RuleContext& c) {
 /// account_for_embedding/loss_in_pipeline_split are not read by HybridModel's split.
 bool HybridPpLayers(const RuleContext& c) {
   const Layout& l = L(c);
-  return !c.model.is_hybrid() || l.pp == 1 || c.model.num_layers % l.pp == 0;
+  return !BuildsHybridModel(c.model) || l.pp == 1 || c.model.num_layers % l.pp == 0;
 }
 std::string HybridPpLayersMsg(const RuleContext& c) {
   return Cat("Number of layers (", c.model.num_layers, ") must be evenly divisible by pipeline-model-parallel-size (",
@@ -94,7 +89,7 @@ std::string HybridPpLayersMsg(const RuleContext& c) {
 
 /// VPP needs '|' stage boundaries in the pattern, which Hugging Face configs do not have. Source:
 /// hybrid_layer_allocation.py:385-392 select_pipeline_segment.
-bool HybridVpp(const RuleContext& c) { return !c.model.is_hybrid() || L(c).vpp == 1 || L(c).pp == 1; }
+bool HybridVpp(const RuleContext& c) { return !BuildsHybridModel(c.model) || L(c).vpp == 1 || L(c).pp == 1; }
 std::string HybridVppMsg(const RuleContext& c) {
   return Cat("Virtual pipeline parallelism (vp_stage != None) is not supported when hybrid_layer_pattern has no "
              "pipe ('|') separators: virtual_pipeline_model_parallel_size ", L(c).vpp, " with the hybrid_override_pattern of ",
@@ -106,7 +101,7 @@ std::string HybridVppMsg(const RuleContext& c) {
 /// account_for_embedding/loss_in_pipeline_split (which HybridModel does not read:
 /// select_pipeline_segment takes num_layers_in_first/last_pipeline_stage only) are refused
 /// rather than priced as a split that does not happen.
-bool HybridSplit(const RuleContext& c) { return !c.model.is_hybrid() || L(c).pp == 1 || L(c).pp_split == MbPpSplit::kEven; }
+bool HybridSplit(const RuleContext& c) { return !BuildsHybridModel(c.model) || L(c).pp == 1 || L(c).pp_split == MbPpSplit::kEven; }
 std::string HybridSplitMsg(const RuleContext& c) {
   if (L(c).pp_split == MbPpSplit::kLayout) {
     return "a pipeline_model_parallel_layout with a hybrid model: Megatron-Core's HybridModel splits its layers by "

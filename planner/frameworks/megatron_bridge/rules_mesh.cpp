@@ -163,9 +163,9 @@ std::string VppNeedsPpMsg(const RuleContext& c) {
 
 /// Even split: (L + accounted embedding/loss) % PP == 0.
 /// Source: MCore transformer_block.py:148-158 (get_num_layers_to_build).
-/// A hybrid model's split is mb_hybrid_pp_divides_layers' (rules_hybrid.cpp).
+/// A HybridModel's split is mb_hybrid_pp_divides_layers' (rules_hybrid.cpp).
 bool PpLayers(const RuleContext& c) {
-  return c.model.is_hybrid() || domain::MegatronPpDividesLayers(c.model.num_layers, L(c).pp, L(c).pp_split);
+  return BuildsHybridModel(c.model) || domain::MegatronPpDividesLayers(c.model.num_layers, L(c).pp, L(c).pp_split);
 }
 std::string PpLayersMsg(const RuleContext& c) {
   return Cat("num_layers ", c.model.num_layers,
