@@ -92,7 +92,7 @@ TEST_CASE("gdn: the rank's memory sums its blocks and its Gated DeltaNet paramet
   CHECK(rp.moe_layers == 4);
 }
 
-TEST_CASE("gdn: priced by Megatron-Bridge; a GPTModel, so VPP and the flat split rules apply") {
+TEST_CASE("gdn: priced by Megatron-Bridge as a GPTModel so VPP and the flat split rules apply") {
   const ModelSpec m = TinyQwen3Next();
   CHECK(HybridRefusal(m).empty());
   CHECK(FrameworkHybridRefusal(*FindFramework("megatron-bridge"), m).empty());
