@@ -91,7 +91,11 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
          NullOr{b.mb.hcp_levels > 0, b.mb.hcp_first});
   }
   Diff(c, "expert_model_parallel_size", a.ep, b.ep);
-  if (a.EffectiveEtp() != b.EffectiveEtp()) {
+  // Unset, expert_tensor_parallel_size follows tensor_model_parallel_size (Megatron-Core
+  // TransformerConfig). The key is an edit when the recipe's own setting, under the new TP,
+  // would not give the new layout's ETP (TP 1 -> 8 with ETP left unset would give ETP 8, not 1).
+  const int64_t kept_etp = a.etp > 0 ? a.etp : b.tp;
+  if (kept_etp != b.EffectiveEtp()) {
     Diff(c, "expert_tensor_parallel_size", NullOr{a.etp > 0, a.etp}, NullOr{b.etp > 0, b.etp});
   }
   Diff(c, "data-parallel flavour", MbDpFlavourName(a), MbDpFlavourName(b));
