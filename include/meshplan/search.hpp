@@ -220,6 +220,11 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layo
 /// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
 /// fill it): as "field: old -> new" lines for the report, or as the changed fields alone, which
 /// is what counting edits needs (no string is built then).
+/// What a LayoutDiff::Note line carries ("field: unset (off) -> true"): not an edit.
+inline constexpr const char* kNoteMarker = ": unset (off) -> ";
+/// True for a change line that LayoutDiff::Note wrote.
+inline bool IsNoteLine(const std::string& change) { return change.find(kNoteMarker) != std::string::npos; }
+
 class LayoutDiff {
  public:
   enum class Mode {
@@ -237,6 +242,13 @@ class LayoutDiff {
   template <typename Line>
   void Add(const char* field, Line&& line) {
     fields_.push_back(field);
+    if (text()) lines_.push_back(line());
+  }
+  /// Records a line that is not an edit (a setting the recipe left unset whose framework value,
+  /// as priced, differs from the one the other layout's recipe writes); text mode only.
+  /// The line's text must contain kNoteMarker (IsNoteLine tells the notes apart).
+  template <typename Line>
+  void Note(Line&& line) {
     if (text()) lines_.push_back(line());
   }
   const std::vector<const char*>& fields() const { return fields_; }

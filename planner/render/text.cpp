@@ -293,7 +293,8 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
             << "\n";
   for (size_t i = 0; i < d.nearest.size(); ++i) {
     const NearbyLayout& x = d.nearest[i];
-    out << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
+    const auto fields = std::count_if(x.changes.begin(), x.changes.end(), [](const std::string& c) { return !IsNoteLine(c); });
+    out << "--- " << i + 1 << ": " << fields << " change" << (fields == 1 ? "" : "s");
     for (const std::string& ch : x.changes) out << "; " << ch;
     out << "\n";
     if (!x.note.empty()) out << "# " << x.note << "\n";

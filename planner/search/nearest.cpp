@@ -85,9 +85,15 @@ std::string DecisionOf(const std::string& change) {
   return family == field.c_str() ? field : std::string(family);
 }
 
+// Changed fields, the notes left out.
+size_t ChangedFields(const std::vector<std::string>& changes) {
+  return size_t(std::count_if(changes.begin(), changes.end(), [](const std::string& c) { return !IsNoteLine(c); }));
+}
+
 std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
   std::vector<std::string> d;
   for (const std::string& c : changes) {
+    if (IsNoteLine(c)) continue;
     const std::string f = DecisionOf(c);
     if (std::find(d.begin(), d.end(), f) == d.end()) d.push_back(f);
   }
@@ -225,13 +231,17 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
   }
   if (one_key == nullptr) return;
   std::string what;
-  for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
+  for (const std::string& c : one_key->changes) {
+    if (!IsNoteLine(c)) what += (what.empty() ? "" : ", ") + c;
+  }
   NearbyLayout shown = *one_key;
   if (!one_key->candidate.cost.fits) {
     // The best-ranked fitting fix that makes its change with at most one edit more than the fewest.
     auto has_key = [&](const NearbyLayout& x) {
       bool has = x.candidate.cost.fits;
-      for (const std::string& c : one_key->changes) has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
+      for (const std::string& c : one_key->changes) {
+        has = has && (IsNoteLine(c) || std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end());
+      }
       return has;
     };
     // The first listed fix that makes it, else the best-ranked that makes it with at most one
@@ -463,7 +473,9 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   // written).
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
     if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
-    if (!a.candidate.cost.fits && a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
+    if (!a.candidate.cost.fits && ChangedFields(a.changes) != ChangedFields(b.changes)) {
+      return ChangedFields(a.changes) < ChangedFields(b.changes);
+    }
     if (a.edits != b.edits) return a.edits < b.edits;
     return ExpectedBefore(a.candidate, b.candidate);
   });

@@ -49,3 +49,20 @@ TEST_CASE("nearest changes: ETP left unset is listed when a TP change would move
                            "d.yaml", 256, &req.model).layout;
   CHECK(LayoutChanges(from, to, req.model.num_layers, req.setup).empty());
 }
+
+TEST_CASE("nearest changes: an overlap the recipe leaves unset is named when the other layout turns it on") {
+  PlanRequest req = test::PresetRequest("llama3.1-70b", "dgx-h100", 64, 4096, 512);
+  req.framework = Framework::kMegatronBridge;
+  const std::string mesh =
+      "model: {tensor_model_parallel_size: 8, pipeline_model_parallel_size: 2, sequence_parallel: true}\n"
+      "train: {global_batch_size: 512, micro_batch_size: 2}\nddp: {use_distributed_optimizer: true}\n";
+  const Layout from = ParseMegatronRecipe(mesh, "a.yaml", 64, &req.model).layout;
+  REQUIRE(from.mb.tp_comm_overlap == Tri::kUnset);  // priced off
+  const Layout to = ParseMegatronRecipe(mesh + "comm_overlap: {tp_comm_overlap: true}\n", "b.yaml", 64, &req.model).layout;
+  REQUIRE(to.mb.tp_comm_overlap == Tri::kTrue);
+  const std::vector<std::string> lines = LayoutChanges(from, to, req.model.num_layers, req.setup);
+  CHECK(Has(lines, "tp_comm_overlap: unset (off) -> true"));
+  CHECK(lines.size() == 1);
+  // The reverse: set in the recipe, off in the other layout's.
+  CHECK(Has(LayoutChanges(to, from, req.model.num_layers, req.setup), "tp_comm_overlap: true -> false"));
+}

@@ -127,7 +127,13 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
     Diff(c, "moe_token_dispatcher_type", dispatcher(a), b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
   }
   auto tri = [&c](const char* field, Tri was, Tri now) {
-    if (was == Tri::kUnset) return;  // not written by the recipe: the suggestion's value is new, not a change
+    // Not written by the recipe: the suggestion's value is new, not an edit of the layout. It is
+    // still named when it is on, since an unset key is priced off (cost_view.cpp On), so the
+    // prediction of the suggestion depends on it.
+    if (was == Tri::kUnset) {
+      if (now == Tri::kTrue) c.Note([&] { return std::string(field) + kNoteMarker + "true"; });
+      return;
+    }
     Diff(c, field, TrueFalse(was == Tri::kTrue), TrueFalse(now == Tri::kTrue));
   };
   tri("tp_comm_overlap", a.mb.tp_comm_overlap, b.mb.tp_comm_overlap);
