@@ -3,11 +3,11 @@
 #include "cost/time.hpp"
 
 #include "cost/memory.hpp"
+#include "cost/last_values.hpp"
 #include "meshplan/topology.hpp"
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -47,40 +47,12 @@ double GemmSeconds(double tokens, double k, double n, double rate, double hbm_ba
   return std::max(flop / rate, memory) + latency;
 }
 
-namespace {
-
-// The values of a pure function for its last N distinct inputs, per thread (the caller's
-// thread_local): a search asks for the same GEMM shapes at every micro-batch of every feature
-// variant of a mesh. Inputs are compared bit for bit, so a hit returns exactly what the
-// computation would.
-template <size_t N, size_t K>
-struct LastValues {
-  std::array<double, K> keys[N];
-  double values[N] = {};
-  size_t filled = 0, next = 0;
-  const double* Find(const std::array<double, K>& key) const {
-    for (size_t i = 0; i < filled; ++i) {
-      if (std::memcmp(keys[i].data(), key.data(), sizeof(double) * K) == 0) return &values[i];
-    }
-    return nullptr;
-  }
-  double Store(const std::array<double, K>& key, double value) {
-    keys[next] = key;
-    values[next] = value;
-    next = (next + 1) % N;
-    filled = std::min(filled + 1, N);
-    return value;
-  }
-};
-
 constexpr size_t kGemmFactorCache = 8;  // covers the micro-batches 1 .. 16 of two GEMM shapes
-
-}  // namespace
 
 double ExpertGemmFactor(const ModelSpec& m, double tokens, double etp, double rate, double hbm_bandwidth, bool fp8) {
   const double h = double(m.hidden_size), f = double(m.moe_intermediate_size) / std::max(1.0, etp);
   if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0 || f <= 0) return 1.0;
-  thread_local LastValues<kGemmFactorCache, 6> last;
+  thread_local LastValues<std::array<double, 6>, double, kGemmFactorCache> last;
   const std::array<double, 6> key{h, f, tokens, rate, hbm_bandwidth, fp8 ? 1.0 : 0.0};
   if (const double* hit = last.Find(key)) return *hit;
   const double flop = 2.0 * tokens * h * 3.0 * f;  // fc1 (gated: 2f) and fc2
@@ -93,7 +65,7 @@ double LinearGemmFactor(const ModelSpec& m, double tokens, double tp, double rat
   if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0) return 1.0;
   const double h = double(m.hidden_size), q = double(QDim(m)), kv = double(KDim(m)), o = double(AttnOutDim(m));
   const double f = m.is_moe() ? double(m.shared_expert_intermediate_size) : double(m.intermediate_size);
-  thread_local LastValues<kGemmFactorCache, 10> last;
+  thread_local LastValues<std::array<double, 10>, double, kGemmFactorCache> last;
   const std::array<double, 10> key{h, q, kv, o, f, tokens, tp, rate, hbm_bandwidth, fp8 ? 1.0 : 0.0};
   if (const double* hit = last.Find(key)) return *hit;
   double flop = 0.0, seconds = 0.0;

@@ -4,9 +4,11 @@
 // the compute terms (MegatronTime). The fit itself is planner/accuracy/megatron_fit.cpp.
 
 #include <algorithm>
+#include <array>
 
 #include "cost/cp_comm.hpp"
 #include "cost/hybrid.hpp"
+#include "cost/last_values.hpp"
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
@@ -121,24 +123,15 @@ double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
   // The last two inputs' values, per thread: a search asks for the same (E, k, ep) at every
   // layout of a mesh, and EpAllToAllSeconds asks in turn for the EP size and the domain count.
-  struct Entry {
-    int64_t e = -1, k = -1, ep = -1;
-    double value = 0;
-  };
-  thread_local Entry last[2];
-  thread_local int oldest = 0;
-  for (const Entry& x : last) {
-    if (x.e == num_experts && x.k == top_k && x.ep == ep) return x.value;
-  }
+  thread_local LastValues<std::array<int64_t, 3>, double, 2> last;
+  const std::array<int64_t, 3> key{num_experts, top_k, ep};
+  if (const double* hit = last.Find(key)) return *hit;
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
   // distinct experts is among them: C(E − E/ep, k) / C(E, k).
   const double e = double(num_experts), local = e / double(ep);
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
-  Entry& slot = last[oldest];
-  oldest = 1 - oldest;
-  slot = Entry{num_experts, top_k, ep, double(ep) * (1.0 - miss)};
-  return slot.value;
+  return last.Store(key, double(ep) * (1.0 - miss));
 }
 
 namespace {
