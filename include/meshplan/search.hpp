@@ -217,14 +217,20 @@ std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& req, const Layou
 /// first. Layouts that fit come before those that do not. Never throws for loaded inputs.
 std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layout& from, int n);
 
-/// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
-/// fill it): as "field: old -> new" lines for the report, or as the changed fields alone, which
-/// is what counting edits needs (no string is built then).
 /// What a LayoutDiff::Note line carries ("field: unset (off) -> true"): not an edit.
 inline constexpr const char* kNoteMarker = ": unset (off) -> ";
 /// True for a change line that LayoutDiff::Note wrote.
 inline bool IsNoteLine(const std::string& change) { return change.find(kNoteMarker) != std::string::npos; }
+/// The change lines of `changes` that are edits (LayoutDiff::Note's lines left out).
+inline size_t ChangedFields(const std::vector<std::string>& changes) {
+  size_t n = 0;
+  for (const std::string& c : changes) n += IsNoteLine(c) ? 0 : 1;
+  return n;
+}
 
+/// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
+/// fill it): as "field: old -> new" lines for the report, or as the changed fields alone, which
+/// is what counting edits needs (no string is built then).
 class LayoutDiff {
  public:
   enum class Mode {

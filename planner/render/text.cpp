@@ -293,7 +293,7 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
             << "\n";
   for (size_t i = 0; i < d.nearest.size(); ++i) {
     const NearbyLayout& x = d.nearest[i];
-    const auto fields = std::count_if(x.changes.begin(), x.changes.end(), [](const std::string& c) { return !IsNoteLine(c); });
+    const size_t fields = ChangedFields(x.changes);
     out << "--- " << i + 1 << ": " << fields << " change" << (fields == 1 ? "" : "s");
     for (const std::string& ch : x.changes) out << "; " << ch;
     out << "\n";

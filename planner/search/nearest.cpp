@@ -85,11 +85,6 @@ std::string DecisionOf(const std::string& change) {
   return family == field.c_str() ? field : std::string(family);
 }
 
-// Changed fields, the notes left out.
-size_t ChangedFields(const std::vector<std::string>& changes) {
-  return size_t(std::count_if(changes.begin(), changes.end(), [](const std::string& c) { return !IsNoteLine(c); }));
-}
-
 std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
   std::vector<std::string> d;
   for (const std::string& c : changes) {
