@@ -489,11 +489,16 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   // Phase 2: the rest, pruned.
   Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
     if (done[i]) return;
-    if (bound[i] > threshold || cannot_fit(list.Get(i))) {
+    if (bound[i] > threshold) {
       s.Prune();
       return;
     }
-    ScoreSubtree(space, list.Get(i), i, s);
+    const Layout& subtree = list.Get(i);
+    if (cannot_fit(subtree)) {
+      s.Prune();
+      return;
+    }
+    ScoreSubtree(space, subtree, i, s);
   }, &budget, threshold);
   head.Merge(seeded);
   head.Merge(rest);
