@@ -142,7 +142,7 @@ AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link&
   const bool hybrid = v.flex_backend == FlexBackend::kHybridEP;
   const bool consecutive = v.routing == MoeRouting::kConsecutive;
   const int64_t E = m.num_experts, k = m.experts_per_token;
-  out.rank_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, 1) : FlexDispatchCopies(E, k, ep);
+  out.rank_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, 1) : RoutedDispatchCopies(m, ep);
   const double row = h * 2.0;  // bf16: AutoModel dispatches the activations unquantised
   const double nvl = sys.scaleup_bandwidth;
   auto nvl_seconds = [&](bool combine) {
@@ -156,7 +156,7 @@ AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link&
     out.forward = out.backward = 2.0 * a2a_link.latency_s + nd + nc;
     return out;
   }
-  out.node_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, domain) : FlexDispatchCopies(E, k, out.domains);
+  out.node_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, domain) : RoutedDispatchCopies(m, out.domains);
   const double nic = sys.NicBandwidthPerGpu() > 0 ? sys.NicBandwidthPerGpu() : kDeepEpNicRate;
   auto rdma_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);

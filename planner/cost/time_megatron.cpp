@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <vector>
 
 #include "cost/cp_comm.hpp"
 #include "cost/hybrid.hpp"
@@ -40,8 +42,7 @@ bool MegatronRecomputesCore(const CostView& l) {
 }
 
 double DispatchCopies(const CostView& l, const ModelSpec& m) {
-  return l.dispatcher == TokenDispatch::kFlex ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
-                                                      : double(m.experts_per_token);
+  return l.dispatcher == TokenDispatch::kFlex ? RoutedDispatchCopies(m, l.ep) : double(m.experts_per_token);
 }
 
 double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches) {
@@ -134,6 +135,65 @@ double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   return last.Store(key, double(ep) * (1.0 - miss));
 }
 
+double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t groups, int64_t group_topk,
+                                  int64_t units) {
+  const int64_t E = num_experts, G = groups, M = std::min(group_topk, groups);
+  if (units <= 1 || E <= 0 || top_k <= 0) return units <= 1 ? 1.0 : double(std::max<int64_t>(top_k, 0));
+  if (G <= 1 || M >= G || E % G != 0) return FlexDispatchCopies(E, top_k, units);
+  thread_local LastValues<std::array<int64_t, 5>, double, 2> last;
+  const std::array<int64_t, 5> key{E, top_k, G, M, units};
+  if (const double* hit = last.Find(key)) return *hit;
+  const int64_t g = E / G;                          // experts per group
+  const double q = double(top_k) / double(M);       // experts a chosen group supplies
+  // P(a chosen group supplies none of the `o` of its experts a unit holds): q of its g experts
+  // drawn without replacement (real q: the binomial form).
+  auto group_miss = [&](int64_t o) {
+    if (o <= 0) return 1.0;
+    if (o >= g) return 0.0;
+    if (top_k % M == 0) {
+      double p = 1.0;
+      for (int64_t i = 0; i < top_k / M; ++i) p *= std::max(0.0, double(g - o - i) / double(g - i));
+      return p;
+    }
+    return std::pow(1.0 - double(o) / double(g), q);
+  };
+  // C(n, r) as a double (0 outside 0 <= r <= n).
+  auto choose = [](int64_t n, int64_t r) {
+    if (r < 0 || r > n) return 0.0;
+    double c = 1.0;
+    for (int64_t i = 0; i < r; ++i) c = c * double(n - i) / double(i + 1);
+    return c;
+  };
+  const double all = choose(G, M);
+  double copies = 0.0;
+  std::vector<double> miss, e;  // per touched group; elementary symmetric sums e_j of `miss`
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t lo = u * E / units, hi = (u + 1) * E / units;  // the unit's experts [lo, hi)
+    miss.clear();
+    for (int64_t grp = lo / g; grp * g < hi; ++grp) {
+      miss.push_back(group_miss(std::min(hi, (grp + 1) * g) - std::max(lo, grp * g)));
+    }
+    const int64_t t = int64_t(miss.size());
+    e.assign(size_t(t + 1), 0.0);
+    e[0] = 1.0;
+    for (int64_t i = 0; i < t; ++i) {
+      for (int64_t j = std::min(i + 1, M); j >= 1; --j) e[size_t(j)] += e[size_t(j - 1)] * miss[size_t(i)];
+    }
+    // j of the t touched groups chosen (the other M − j among the G − t untouched), each of
+    // the j supplying nothing to the unit: sum over j of e_j · C(G − t, M − j) / C(G, M).
+    double p_none = 0.0;
+    for (int64_t j = 0; j <= std::min(t, M); ++j) p_none += e[size_t(j)] * choose(G - t, M - j);
+    copies += 1.0 - p_none / all;
+  }
+  return last.Store(key, copies);
+}
+
+double RoutedDispatchCopies(const ModelSpec& m, int64_t units) {
+  if (!m.group_limited_routing()) return FlexDispatchCopies(m.num_experts, m.experts_per_token, units);
+  return GroupLimitedDispatchCopies(m.num_experts, m.experts_per_token, m.router_num_groups, m.router_group_topk,
+                                    units);
+}
+
 namespace {
 
 // Piecewise-constant lookup of a measured figure by EP size: the value of the largest
@@ -201,7 +261,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
     return out;
   }
   const bool hybrid = l.flex_backend == FlexBackend::kHybridEP;
-  const double rank_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, ep);
+  const double rank_copies = RoutedDispatchCopies(m, ep);
   const double nvl_bytes = tokens * rank_copies * h * bytes;
   auto nvl_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpNvlinkShare(ep, combine)
@@ -214,7 +274,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
     out.nvlink = out.dispatch + out.combine - 2.0 * sys.scaleup_latency;
     return out;
   }
-  out.node_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, domains);
+  out.node_copies = RoutedDispatchCopies(m, domains);
   const double rdma_bytes = tokens * out.node_copies * h * bytes;
   auto rdma_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);

@@ -84,6 +84,9 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
     r.Fail("moe_flex_dispatcher_backend", "expected a backend (deepep or hybridep) exactly when "
                                           "moe_token_dispatcher_type is flex; found '" + backend + "'");
   }
+  e.runtime.flex_backend = backend == "hybridep" ? MbFlexBackend::kHybridEP
+                           : backend == "deepep"  ? MbFlexBackend::kDeepEP
+                                                  : MbFlexBackend::kNone;
   e.runtime.ep_a2a_overlap = r.Bool("overlap_moe_expert_parallel_comm") ? Tri::kTrue : Tri::kFalse;
   const std::string granularity = OneOf(r, "recompute_granularity", {"none", "selective", "full"});
   e.recompute_modules = ReadRecomputeModules(r, "recompute_modules");
