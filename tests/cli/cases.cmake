@@ -905,6 +905,13 @@ meshplan_cli_case(arch_qwen35_plan_mb 0 "^rank +strategy" "warning: model .*the 
   -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework megatron-bridge --top 2)
 meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration is a hybrid model .a layer pattern of Mamba-2 or Gated DeltaNet"
   -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
+# AutoModel check still judges a Gated DeltaNet hybrid by AutoModel's rules (not priced):
+# Qwen3-Next's GDN layers have no CP path (moe/parallelizer.py apply_cp), Qwen3.5's do.
+meshplan_cli_case(arch_qwen3_next_check_cp2_am 1 "gdn_cp_needs_cp_aware_linear_attn: cp_size=2 on Qwen3NextForCausalLM: apply_cp finds no CP-aware linear_attn on its 36 Gated DeltaNet layers"
+  "memory: not predicted .Qwen3NextForCausalLM is a hybrid model.*NeMo AutoModel trains it with its own model"
+  -- ${MP} check ${D}/automodel_qwen3_next_cp2.yaml --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_qwen35_check_cp2_am 0 "valid: passes all" "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model"
+  -- ${MP} check ${D}/automodel_qwen35_cp2.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
 meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
   "memory: [0-9.]+ GiB per GPU predicted" "warning: model .*the vision tower .vision_config. is left out"
   -- ${MP} check ${D}/mbridge_qwen35_pp2_vpp12.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
