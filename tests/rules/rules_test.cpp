@@ -391,7 +391,7 @@ TEST_CASE("layout: closed-form stage split equals counting stage by stage") {
   }
 }
 
-TEST_CASE("rules: AutoModel CP on Gated DeltaNet layers: Qwen3.5's CP-aware module passes, Qwen3-Next's does not") {
+TEST_CASE("rules: AutoModel CP on Gated DeltaNet layers: Qwen3.5's CP-aware module passes and Qwen3-Next's does not") {
   // nemo_automodel components/moe/parallelizer.py::apply_cp sets _cp_mesh on a linear_attn that
   // has one: Qwen3.5 MoE's CPAwareGatedDeltaNet (qwen3_5_moe/cp_linear_attn.py) has it.
   const Rule* rule = FindRule("gdn_cp_needs_cp_aware_linear_attn");
