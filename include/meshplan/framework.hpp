@@ -133,14 +133,16 @@ struct FrameworkOps {
   /// step_scheduler.local_batch_size); else "-" (Megatron-Bridge: mbs and mb/step say it).
   bool local_batch_column;
   /// nullptr where the framework's cost terms price hybrid models (a layer pattern of
-  /// attention, Mamba-2, MLP and MoE blocks: Megatron-Core's runtime); else the sentence that
-  /// says why its layouts of one are refused (FrameworkHybridRefusal).
-  const char* hybrid_refusal;
+  /// attention, Mamba-2, Gated DeltaNet, MLP and MoE blocks: Megatron-Core's runtime); else
+  /// the sentence that says why its layouts of a hybrid model are not priced, by the model's
+  /// mixer kinds ("" for none: FrameworkHybridRefusal).
+  std::string (*hybrid_refusal)(const ModelSpec& model);
 };
 
 /// "" when `fw` plans, checks and prices `model`; else why not: HybridRefusal(model) (a block
 /// kind no framework's cost terms price), or, for a hybrid model, the framework's
-/// FrameworkOps::hybrid_refusal.
+/// FrameworkOps::hybrid_refusal prefixed by the model's name. `check` still judges such a
+/// layout by the framework's rules (RequestSettings::rules_only_hybrid).
 std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model);
 
 /// The descriptor of `framework`.

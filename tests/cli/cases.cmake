@@ -277,7 +277,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 35 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 36 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -574,7 +574,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 35 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 36 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
@@ -905,6 +905,13 @@ meshplan_cli_case(arch_qwen35_plan_mb 0 "^rank +strategy" "warning: model .*the 
   -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework megatron-bridge --top 2)
 meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration is a hybrid model .a layer pattern of Mamba-2 or Gated DeltaNet"
   -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
+# AutoModel check still judges a Gated DeltaNet hybrid by AutoModel's rules (not priced):
+# Qwen3-Next's GDN layers have no CP path (moe/parallelizer.py apply_cp), Qwen3.5's do.
+meshplan_cli_case(arch_qwen3_next_check_cp2_am 1 "gdn_cp_needs_cp_aware_linear_attn: cp_size=2 on Qwen3NextForCausalLM: apply_cp finds no CP-aware linear_attn on its 36 Gated DeltaNet layers"
+  "memory: not predicted .Qwen3NextForCausalLM is a hybrid model.*NeMo AutoModel trains it with its own model"
+  -- ${MP} check ${D}/automodel_qwen3_next_cp2.yaml --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_qwen35_check_cp2_am 0 "valid: passes all" "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model"
+  -- ${MP} check ${D}/automodel_qwen35_cp2.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
 meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
   "memory: [0-9.]+ GiB per GPU predicted" "warning: model .*the vision tower .vision_config. is left out"
   -- ${MP} check ${D}/mbridge_qwen35_pp2_vpp12.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
