@@ -483,6 +483,22 @@ MegatronShared SharedFeaturePartCached(const Ctx& c) {
   return last.Store(key, SharedFeaturePart(c));
 }
 
+// EpAllToAllSeconds(c, tokens), kept per thread for the last inputs when c has CostTables: a
+// mesh's feature sets repeat its micro-batches' token counts. The key holds every input it
+// reads beside the CostModel's model and system (fixed by CostTables::Id) and its link table
+// (fixed by the tables and num_gpus): num_gpus, the EP group, the dispatcher and the tokens.
+EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens) {
+  if (c.tables == nullptr) return EpAllToAllSeconds(c, tokens);
+  const CostView& l = c.view;
+  int64_t tokens_bits;
+  std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
+  const std::array<int64_t, 7> key{int64_t(c.tables->Id()), c.setup.num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
+                                   int64_t(l.flex_backend), tokens_bits};
+  thread_local LastValues<std::array<int64_t, 7>, EpA2aSeconds, 8> last;
+  if (const EpA2aSeconds* hit = last.Find(key)) return *hit;
+  return last.Store(key, EpAllToAllSeconds(c, tokens));
+}
+
 }  // namespace
 
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
@@ -629,7 +645,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.cp_layer_mb = CpLayerExposedSeconds(l.cp_comm, in, links);
   }
   if (l.ep > 1 && m.is_moe()) {
-    s.ep_a2a = EpAllToAllSeconds(c, t_mb / s.tp);
+    s.ep_a2a = EpAllToAllCached(c, t_mb / s.tp);
     // Mean of a dispatch and a combine: forward and backward each run one of both.
     s.ep_per = 0.5 * (s.ep_a2a.dispatch + s.ep_a2a.combine);
   }
