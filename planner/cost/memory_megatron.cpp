@@ -386,10 +386,13 @@ TeLayerBytes TeSavedBytesCached(uint64_t tables, const ModelSpec& m, bool moe, P
   };
   constexpr size_t kEntries = 8;
   thread_local Entry cache[kEntries];
-  thread_local size_t used = 0, next = 0;
-  for (size_t i = 0; i < used; ++i) {
+  thread_local size_t used = 0, next = 0, hit = 0;
+  // From the last hit on: a layout asks for its dense and its MoE layers one after the other.
+  for (size_t k = 0; k < used; ++k) {
+    const size_t i = hit + k < used ? hit + k : hit + k - used;
     const Entry& e = cache[i];
     if (e.tables == tables && e.moe == moe && e.precision == precision && e.etp == etp && e.modules == modules) {
+      hit = i;
       return e.bytes;
     }
   }
@@ -416,7 +419,8 @@ MegatronEstimate WeightEstimateCached(uint64_t tables, bool per_rank, const Mode
   const std::array<int64_t, 16> key{int64_t(tables), m.num_layers, m.num_dense_layers, x.tp, x.pp, x.cp, x.ep, x.etp,
                                     x.dp, x.world, x.make_vocab_size_divisible_by, x.norm_size, flags,
                                     bits(x.vocab_tables), bits(x.final_norms), bits(x.extra_tp_params)};
-  thread_local LastValues<std::array<int64_t, 16>, MegatronEstimate, 4> last;
+  // A mesh's distinct pipeline ranks (first, middle, last, the MTP rank) and its memory probes'.
+  thread_local LastValues<std::array<int64_t, 16>, MegatronEstimate, 8> last;
   if (const MegatronEstimate* hit = last.Find(key)) return *hit;
   return last.Store(key, MegatronWeightEstimate(m, x));
 }
