@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -33,6 +34,37 @@ struct LastValues {
     next = (next + 1) % N;
     filled = std::min(filled + 1, N);
     return values[at];
+  }
+};
+
+/// The values of up to Slots keys (a power of two), one per slot of a hash of the key's bytes:
+/// a key replaces the one in its slot. For keys that recur a few dozen lookups apart (a mesh's
+/// data-parallel flavours, each walking the same feature sets and micro-batches), where
+/// LastValues' linear scan would be long. Key: std::array of 64-bit integers. Declare it
+/// thread_local at the call site.
+template <typename Key, typename Value, size_t Slots>
+struct HashedValues {
+  static_assert((Slots & (Slots - 1)) == 0, "Slots: a power of two");
+  static_assert(std::is_trivially_copyable_v<Key>, "keys are compared byte for byte");
+  Key keys[Slots] = {};
+  Value values[Slots] = {};
+  bool used[Slots] = {};
+  /// The slot of `key` (FNV-1a over its 64-bit words, folded).
+  static size_t SlotOf(const Key& key) {
+    uint64_t h = 1469598103934665603ull;
+    for (const auto w : key) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
+    return static_cast<size_t>(h ^ (h >> 29)) & (Slots - 1);
+  }
+  /// The stored value of `key`, or nullptr.
+  const Value* Find(const Key& key, size_t slot) const {
+    return used[slot] && std::memcmp(&keys[slot], &key, sizeof(Key)) == 0 ? &values[slot] : nullptr;
+  }
+  /// Stores `value` for `key` in `slot` (SlotOf(key)) and returns it.
+  const Value& Store(const Key& key, size_t slot, const Value& value) {
+    keys[slot] = key;
+    values[slot] = value;
+    used[slot] = true;
+    return values[slot];
   }
 };
 

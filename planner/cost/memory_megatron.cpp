@@ -420,9 +420,10 @@ MegatronEstimate WeightEstimateCached(uint64_t tables, bool per_rank, const Mode
                                     x.dp, x.world, x.make_vocab_size_divisible_by, x.norm_size, flags,
                                     bits(x.vocab_tables), bits(x.final_norms), bits(x.extra_tp_params)};
   // A mesh's distinct pipeline ranks (first, middle, last, the MTP rank) and its memory probes'.
-  thread_local LastValues<std::array<int64_t, 16>, MegatronEstimate, 8> last;
-  if (const MegatronEstimate* hit = last.Find(key)) return *hit;
-  return last.Store(key, MegatronWeightEstimate(m, x));
+  thread_local HashedValues<std::array<int64_t, 16>, MegatronEstimate, 64> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const MegatronEstimate* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, MegatronWeightEstimate(m, x));
 }
 
 }  // namespace

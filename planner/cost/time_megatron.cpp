@@ -478,9 +478,10 @@ MegatronShared SharedFeaturePartCached(const Ctx& c) {
                                     c.split.num_stages,
                                     int64_t(l.unfused_attention),
                                     c.model.num_layers};
-  thread_local LastValues<std::array<int64_t, 28>, MegatronShared, 4> last;
-  if (const MegatronShared* hit = last.Find(key)) return *hit;
-  return last.Store(key, SharedFeaturePart(c));
+  thread_local HashedValues<std::array<int64_t, 28>, MegatronShared, 64> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const MegatronShared* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, SharedFeaturePart(c));
 }
 
 // EpAllToAllSeconds(c, tokens), kept per thread for the last inputs when c has CostTables: a
