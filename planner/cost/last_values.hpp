@@ -40,8 +40,8 @@ struct LastValues {
 /// The values of up to Slots keys (a power of two), one per slot of a hash of the key's bytes:
 /// a key replaces the one in its slot. For keys that recur a few dozen lookups apart (a mesh's
 /// data-parallel flavours, each walking the same feature sets and micro-batches), where
-/// LastValues' linear scan would be long. Key: std::array of 64-bit integers. Declare it
-/// thread_local at the call site.
+/// LastValues' linear scan would be long. Key: a trivially copyable type of 64-bit words
+/// without padding (std::array of int64_t or double). Declare it thread_local at the call site.
 template <typename Key, typename Value, size_t Slots>
 struct HashedValues {
   static_assert((Slots & (Slots - 1)) == 0, "Slots: a power of two");
@@ -49,11 +49,18 @@ struct HashedValues {
   Key keys[Slots] = {};
   Value values[Slots] = {};
   bool used[Slots] = {};
-  /// The slot of `key` (FNV-1a over its 64-bit words, folded).
+  static_assert(sizeof(Key) % sizeof(uint64_t) == 0, "keys of 64-bit words");
+  /// The slot of `key`: its 64-bit words (their bytes) folded by rotate-and-xor, then mixed by
+  /// one multiplication. Any function of the key would do: Find compares the whole key.
   static size_t SlotOf(const Key& key) {
-    uint64_t h = 1469598103934665603ull;
-    for (const auto w : key) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
-    return static_cast<size_t>(h ^ (h >> 29)) & (Slots - 1);
+    uint64_t h = 0;
+    for (size_t i = 0; i < sizeof(Key) / sizeof(uint64_t); ++i) {
+      uint64_t w;
+      std::memcpy(&w, reinterpret_cast<const char*>(&key) + i * sizeof(uint64_t), sizeof w);
+      h = ((h << 7) | (h >> 57)) ^ w;
+    }
+    h *= 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 40) & (Slots - 1);
   }
   /// The stored value of `key`, or nullptr.
   const Value* Find(const Key& key, size_t slot) const {

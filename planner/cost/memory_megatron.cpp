@@ -372,35 +372,16 @@ namespace {
 
 // TeSavedBytesPerToken(m, ...) of the model of the CostTables numbered `tables` (CostTables::Id;
 // `m` is that model or its shape, whose fields the count reads alike: it reads no layer count),
-// kept per thread for the last inputs: a search asks it for the same few (layer kind, precision,
+// kept per thread in a hashed memo: a search asks it for the same few (layer kind, precision,
 // ETP, recompute modules) at every pipeline rank of every layout.
 TeLayerBytes TeSavedBytesCached(uint64_t tables, const ModelSpec& m, bool moe, Precision precision, int64_t etp,
                                 uint32_t modules) {
-  struct Entry {
-    uint64_t tables;
-    bool moe;
-    Precision precision;
-    int64_t etp;
-    uint32_t modules;
-    TeLayerBytes bytes;
-  };
-  constexpr size_t kEntries = 8;
-  thread_local Entry cache[kEntries];
-  thread_local size_t used = 0, next = 0, hit = 0;
-  // From the last hit on: a layout asks for its dense and its MoE layers one after the other.
-  for (size_t k = 0; k < used; ++k) {
-    const size_t i = hit + k < used ? hit + k : hit + k - used;
-    const Entry& e = cache[i];
-    if (e.tables == tables && e.moe == moe && e.precision == precision && e.etp == etp && e.modules == modules) {
-      hit = i;
-      return e.bytes;
-    }
-  }
-  const TeLayerBytes b = TeSavedBytesPerToken(m, moe, precision, etp, modules);
-  cache[next] = Entry{tables, moe, precision, etp, modules, b};
-  next = (next + 1) % kEntries;
-  used = std::max(used, next == 0 ? kEntries : next);
-  return b;
+  using Key = std::array<int64_t, 4>;
+  const Key key{int64_t(tables), int64_t(moe) | int64_t(precision) << 8, etp, int64_t(modules)};
+  thread_local HashedValues<Key, TeLayerBytes, 32> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const TeLayerBytes* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, TeSavedBytesPerToken(m, moe, precision, etp, modules));
 }
 
 // MegatronWeightEstimate(m, x) of the model of the CostTables numbered `tables` (`m` that model,
