@@ -378,7 +378,7 @@ TeLayerBytes TeSavedBytesCached(uint64_t tables, const ModelSpec& m, bool moe, P
                                 uint32_t modules) {
   using Key = std::array<int64_t, 4>;
   const Key key{int64_t(tables), int64_t(moe) | int64_t(precision) << 8, etp, int64_t(modules)};
-  thread_local HashedValues<Key, TeLayerBytes, 32> memo;
+  thread_local HashedValues<Key, TeLayerBytes, 256> memo;
   const size_t slot = memo.SlotOf(key);
   if (const TeLayerBytes* hit = memo.Find(key, slot)) return *hit;
   return memo.Store(key, slot, TeSavedBytesPerToken(m, moe, precision, etp, modules));
