@@ -157,7 +157,7 @@ ValidateReport Validate(const ValidateRequest& req) {
   // Rank cache: one search per distinct request.
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
-  std::vector<double> errors, memory_shares, memory_errors, moe_errors;
+  std::vector<double> errors, memory_shares, memory_errors, moe_errors, moe_flat_errors;
   ValidateSummary& sum = report.summary;
   for (accuracy::PublishedRun r : runs.runs) {
     if (req.on_row_start) req.on_row_start(r.line);
@@ -267,7 +267,9 @@ ValidateReport Validate(const ValidateRequest& req) {
     row.published_step = row.predicted > 0 ? cost.step_seconds * row.predicted / row.published : 0.0;
     errors.push_back(std::fabs(row.error));
     row.moe = m.is_moe();
+    row.hybrid = m.is_hybrid();
     if (row.moe) moe_errors.push_back(std::fabs(row.error));
+    if (row.moe && !row.hybrid) moe_flat_errors.push_back(std::fabs(row.error));
     // Hybrid models' rows are evaluated, not fitted: the step-time constants stay those of the
     // flat decoders, and the hybrid rows' errors are out of sample.
     if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout && !m.is_hybrid()) {
@@ -314,9 +316,11 @@ ValidateReport Validate(const ValidateRequest& req) {
         row.gap = cost.step_seconds / steps.front() - 1.0;
         if (cost.step_seconds <= 1.05 * steps.front()) ++sum.within5;
         if (row.moe && cost.step_seconds <= 1.10 * steps.front()) ++sum.moe_within10;
+        if (row.moe && !row.hybrid && cost.step_seconds <= 1.10 * steps.front()) ++sum.moe_flat_within10;
       }
       ++sum.ranked;
       if (row.moe) ++sum.moe_ranked;
+      if (row.moe && !row.hybrid) ++sum.moe_flat_ranked;
       if (!row.beyond && row.rank <= 5) {
         ++sum.top5;
         if (!cost.fits) ++sum.top5_no_fit;  // ranked among fitting layouts, but predicted not to fit itself
@@ -335,6 +339,9 @@ ValidateReport Validate(const ValidateRequest& req) {
   sum.moe_rows = int(moe_errors.size());
   sum.moe_median_error = accuracy::Quantile(moe_errors, 0.5);
   sum.moe_p90_error = accuracy::Quantile(moe_errors, 0.9);
+  sum.moe_flat_rows = int(moe_flat_errors.size());
+  sum.moe_flat_median_error = accuracy::Quantile(moe_flat_errors, 0.5);
+  sum.moe_flat_p90_error = accuracy::Quantile(moe_flat_errors, 0.9);
   sum.memory_share_median = accuracy::Quantile(memory_shares, 0.5);
   sum.memory_share_p90 = accuracy::Quantile(memory_shares, 0.9);
   sum.memory_rows = int(memory_errors.size());
