@@ -14,6 +14,14 @@ namespace meshplan {
 
 namespace {
 
+// How the cost model spreads a learned gate's tokens over the EP ranks (RoutedDispatchCopies).
+std::string LearnedGateRouting(const ModelSpec& m) {
+  if (!m.group_limited_routing()) return "learned gate: k experts uniformly at random";
+  return "learned gate, group-limited: " + std::to_string(m.router_group_topk) + " of " +
+         std::to_string(m.router_num_groups) + " expert groups per token (n_group / topk_group), " +
+         std::to_string(m.experts_per_token) + " experts among them";
+}
+
 using commands::CheckedCount;
 
 Layout LayoutFromKeys(const LayoutKeys& k, int64_t gpus) {
@@ -351,6 +359,9 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                   : view.flex_backend == FlexBackend::kDeepEP ? "deepep"
                                                               : "";
       e.overlap = view.ep_a2a_overlap;
+      // The flex dispatcher sends a token once per destination, so its traffic depends on the
+      // routing; alltoall sends top-k copies whatever the routing.
+      if (view.dispatcher == TokenDispatch::kFlex) e.routing = LearnedGateRouting(req.model);
       e.ep = view.ep;
       e.traffic = c.ep;
       rep.ep = e;
@@ -367,7 +378,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                                                              : "deepep";
     e.routing = b.ConsecutiveExperts() ? "fake_balanced_gate: token t to experts t*k .. t*k+k-1 mod E"
                 : b.fake_balanced_gate ? "fake_balanced_gate with noise: priced as uniform routing"
-                                       : "learned gate: k experts uniformly at random";
+                                       : LearnedGateRouting(req.model);
     e.ep = view.ep;
     e.traffic = rep.cost.time.ep;
     rep.ep = e;
