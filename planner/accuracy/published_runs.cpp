@@ -232,6 +232,43 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   }
 }
 
+// An entry of recipes/published-run-settings.yaml: the settings of the runs whose source and
+// model cells contain `source` and `model` (lower case).
+struct SourceRunSettings {
+  std::string source, model, megatron_settings;
+};
+
+void ReadMegatronSettings(const std::string& text, PublishedRun& r);
+
+// The embedded recipes/published-run-settings.yaml, read once. Throws InputError (file, line,
+// field) for a missing key, an unknown one or a megatron_settings item ReadMegatronSettings
+// does not know.
+const std::vector<SourceRunSettings>& SourceRunSettingsTable() {
+  static const std::vector<SourceRunSettings> table = [] {
+    constexpr const char* kPath = "recipes/published-run-settings.yaml";
+    const auto embedded = data::FindEmbedded(kPath);
+    if (!embedded) throw InputError(SourceLoc{kPath, 0, 0}, "", "the embedded published-run settings are missing");
+    const YAML::Node root = yamlutil::ParseMap(std::string(*embedded), kPath);
+    yamlutil::MapReader top(root, kPath);
+    const YAML::Node list = top.Get("runs");
+    if (!list.IsSequence()) top.Fail("runs", "expected a list of run entries, found " + yamlutil::Shown(list));
+    top.RejectUnknown();
+    std::vector<SourceRunSettings> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      yamlutil::MapReader e(list[i], kPath, "runs[" + std::to_string(i) + "]");
+      SourceRunSettings s{Lower(e.Str("source")), Lower(e.Str("model")), e.Str("megatron_settings")};
+      e.Str("evidence");
+      e.RejectUnknown();
+      PublishedRun probe;
+      ReadMegatronSettings(s.megatron_settings, probe);
+      if (!probe.skip.empty()) e.Fail("megatron_settings", probe.skip);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }();
+  return table;
+}
+
 // The survey's megatron_settings cell: "key=true|false" items (and attention_backend =
 // unfused | flash | fused) separated by ';'. A key or a value it does not know becomes the
 // row's skip reason, naming the item.
@@ -367,6 +404,14 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (r.preset.empty() && col.count("layers")) {
     r.shape_model = ShapeModel(cell, SourceLoc{file, r.line, 1}, shape_problem);
   }
+  {
+    const std::string src = Lower(cell("source")), model = Lower(cell("model"));
+    for (const SourceRunSettings& e : SourceRunSettingsTable()) {
+      if (src.find(e.source) != std::string::npos && model.find(e.model) != std::string::npos) {
+        ReadMegatronSettings(e.megatron_settings, r);
+      }
+    }
+  }
   ReadMegatronSettings(cell("megatron_settings"), r);
   r.hardware_flops = Lower(Trim(cell("flops_basis"))).rfind("hw flops", 0) == 0;
   r.system = SystemOf(cell("gpu_type"));
@@ -395,22 +440,6 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
   r.torchtitan = Lower(cell("source")).find("pytorch/torchtitan") != std::string::npos;
-  // NeMo's 24.07 performance summary ran NeMo-Framework-Launcher's training configurations.
-  // Nemotron-4 340B's (launcher_scripts/conf/training/nemotron/nemotron_340b.yaml, NVIDIA/
-  // NeMo-Framework-Launcher @3be81fc) sets optim: mcore_distributed_optim with grad_sync_dtype:
-  // bf16, which NeMo turns into DistributedDataParallelConfig(grad_reduce_in_fp32 = (grad_sync_
-  // dtype == 'fp32')) (NeMo megatron_gpt_model.py, setup_mcore_distributed_parallel): the
-  // gradient buffer and its reduce-scatter in bf16. It sets no activation checkpointing
-  // (activations_checkpoint_granularity: null), TP 8, PP 8, VPP 12 and sequence parallelism,
-  // as the row; its optim.dtype is not read by mcore_distributed_optim (setup_megatron_
-  // optimization passes only lr, weight decay, betas and the overlaps): fp32 Adam state.
-  {
-    const std::string src = Lower(cell("source")), model = Lower(cell("model"));
-    if (src.find("nvidia/nemo docs/source/performance") != std::string::npos &&
-        model.find("nemotron-4 340b") != std::string::npos && r.grad_reduce_in_fp32 == Tri::kUnset) {
-      r.grad_reduce_in_fp32 = Tri::kFalse;
-    }
-  }
   if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
