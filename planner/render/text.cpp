@@ -197,6 +197,15 @@ std::string NoLayoutReason(const PlanResult& r) {
                             " GiB per GPU)";
 }
 
+// The settings a suggested layout turns on that the recipe leaves unset (NearbyLayout::notes),
+// one comment line; nothing when none.
+void PrintUnsetNotes(std::ostream& out, const std::vector<std::string>& notes) {
+  if (notes.empty()) return;
+  out << "# not edits, settings the recipe leaves unset (priced off) and this recipe turns on:";
+  for (size_t i = 0; i < notes.size(); ++i) out << (i ? "; " : " ") << notes[i];
+  out << "\n";
+}
+
 // check's line on how a valid recipe compares with the planner's fastest layouts for the same job.
 void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& own) {
   out << "against the planner (its first " << p.searched << " fitting layouts for this job as plan ranks them, by "
@@ -229,6 +238,11 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
   }
   out << "beyond the model's error (" << band << "); change";
   for (size_t i = 0; i < p.changes.size(); ++i) out << (i ? "; " : " ") << p.changes[i];
+  if (!p.notes.empty()) {
+    out << " (and set what the recipe leaves unset, priced off:";
+    for (size_t i = 0; i < p.notes.size(); ++i) out << (i ? "; " : " ") << p.notes[i];
+    out << ")";
+  }
   out << "\n";
 }
 
@@ -293,10 +307,13 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
             << "\n";
   for (size_t i = 0; i < d.nearest.size(); ++i) {
     const NearbyLayout& x = d.nearest[i];
-    const size_t fields = ChangedFields(x.changes);
-    out << "--- " << i + 1 << ": " << fields << " change" << (fields == 1 ? "" : "s");
+    // Counted in edits (EditCount: the keys of one decision are one), the keys named when more.
+    const size_t keys = x.changes.size();
+    out << "--- " << i + 1 << ": " << x.edits << " edit" << (x.edits == 1 ? "" : "s");
+    if (keys != static_cast<size_t>(x.edits)) out << " (" << keys << " key" << (keys == 1 ? "" : "s") << ")";
     for (const std::string& ch : x.changes) out << "; " << ch;
     out << "\n";
+    PrintUnsetNotes(out, x.notes);
     if (!x.note.empty()) out << "# " << x.note << "\n";
     out << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
   }

@@ -30,6 +30,18 @@ std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t
   return std::move(c.lines());
 }
 
+std::vector<std::string> PricedNotes(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
+                                     const CostModel& cost) {
+  LayoutDiff c(LayoutDiff::Mode::kText);
+  const Cost as_is = Score(cost, b);
+  c.set_pricer([&](const Layout& as_recipe) {
+    const Cost off = Score(cost, as_recipe);
+    return off.step_seconds != as_is.step_seconds || off.memory.Total() != as_is.memory.Total();
+  });
+  DiffLayouts(a, b, num_layers, setup, c);
+  return std::move(c.notes());
+}
+
 PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
@@ -53,6 +65,8 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
     cmp.fastest = res.top.front();
     if (step_of(*cmp.fastest) > 0) cmp.gap = mine / step_of(*cmp.fastest) - 1.0;
     cmp.changes = LayoutChanges(from, cmp.fastest->layout, req.model.num_layers, req.setup);
+    cmp.notes = PricedNotes(from, cmp.fastest->layout, req.model.num_layers, req.setup,
+                            CostModel(req.model, req.system, req.setup));
   }
   return cmp;
 }
@@ -88,7 +102,6 @@ std::string DecisionOf(const std::string& change) {
 std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
   std::vector<std::string> d;
   for (const std::string& c : changes) {
-    if (IsNoteLine(c)) continue;
     const std::string f = DecisionOf(c);
     if (std::find(d.begin(), d.end(), f) == d.end()) d.push_back(f);
   }
@@ -114,7 +127,7 @@ void AddJobPlanFixes(const PlanRequest& request, const PlanRequest& req, const L
   job.mb_runtime.reset();
   job.top_n = std::max(20, 4 * n);
   for (const Candidate& c : Plan(job).top) {
-    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
     x.edits = EditCount(x.changes);
     if (!c.cost.fits || (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits)) continue;
     const std::string d = Describe(c.layout);
@@ -226,16 +239,14 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
   }
   if (one_key == nullptr) return;
   std::string what;
-  for (const std::string& c : one_key->changes) {
-    if (!IsNoteLine(c)) what += (what.empty() ? "" : ", ") + c;
-  }
+  for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
   NearbyLayout shown = *one_key;
   if (!one_key->candidate.cost.fits) {
     // The best-ranked fitting fix that makes its change with at most one edit more than the fewest.
     auto has_key = [&](const NearbyLayout& x) {
       bool has = x.candidate.cost.fits;
       for (const std::string& c : one_key->changes) {
-        has = has && (IsNoteLine(c) || std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end());
+        has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
       }
       return has;
     };
@@ -414,7 +425,7 @@ std::vector<NearbyLayout> NearestScored(const PlanRequest& req, const Layout& fr
     for (size_t i = 0; i < valid.size(); ++i) {
       if (!costs[i]) continue;
       const Layout& l = valid[i].first;
-      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}});
+      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}, {}});
     }
     return scored;
   }
@@ -449,7 +460,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
     fast.top_n = std::max(20, 4 * n);
     fast.risk_ranking = false;  // the fastest by predicted step, as CompareWithPlan
     for (const Candidate& c : Plan(fast).top) {
-      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
       x.edits = EditCount(x.changes);
       if (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits) continue;
       const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
@@ -468,15 +479,15 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   // written).
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
     if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
-    if (!a.candidate.cost.fits && ChangedFields(a.changes) != ChangedFields(b.changes)) {
-      return ChangedFields(a.changes) < ChangedFields(b.changes);
-    }
+    if (!a.candidate.cost.fits && a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
     if (a.edits != b.edits) return a.edits < b.edits;
     return ExpectedBefore(a.candidate, b.candidate);
   });
   std::vector<NearbyLayout> out;
   for (size_t i : ListedOrder(scored, n, req.model.num_layers, req.setup)) out.push_back(scored[i]);
   ShowOneKeyFix(req, scored, n, out);
+  const CostModel cost(req.model, req.system, req.setup);
+  for (NearbyLayout& x : out) x.notes = PricedNotes(from, x.candidate.layout, req.model.num_layers, req.setup, cost);
   return out;
 }
 

@@ -739,6 +739,13 @@ add_test(NAME cli.check_json_matches_text_invalid COMMAND ${JSON_MATCHES}
 add_test(NAME cli.check_json_matches_text_against_plan COMMAND ${JSON_MATCHES}
   documents.0.against_plan.searched=20 documents.0.against_plan.within_band=false
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 32)
+# The settings a fix turns on that the recipe leaves unset are notes, apart from its changes, and
+# only those the cost model prices for the fix (TP 1 with EP 8 over DP 16: the DP reduce, not the
+# P2P settings of a PP-1 layout).
+add_test(NAME cli.check_json_matches_text_notes COMMAND ${JSON_MATCHES}
+  documents.0.nearest.0.edits=1 documents.0.nearest.0.layout.tp_size=1
+  "documents.0.nearest.0.notes=[\"overlap_grad_reduce: unset (off) -> true\"]"
+  -- ${MP} check ${R}/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
 # An unusable document among several: its error object is ErrorJson's, the others are judged.
 meshplan_cli_case(check_json_several_documents_error 2 "\"several\": true" "\"kind\": \"input\"" "\"exit_status\": 2"
   "\"line\": [0-9]+" "\"file\": \".*automodel_two_documents_second_malformed.yaml\"" "\"exit_status\": 0"

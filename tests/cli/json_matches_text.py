@@ -140,6 +140,7 @@ def explain(text, j):
 def check(text, j):
     docs = j["documents"]
     d = docs[0]
+    shown = None
     for line in text.splitlines():
         total_and_usable(re.match(r"memory: ([\d.]+) GiB per GPU predicted of ([\d.]+) GiB usable", line), d["memory_gib"], 1)
         m = re.match(r"predicted: step ([\d.]+) s, ", line)
@@ -166,12 +167,26 @@ def check(text, j):
         m = re.match(r"nearest valid layouts \((\d+)\)", line)
         if m:
             same("nearest", m.group(1), len(d["nearest"]), 0)
-        m = re.match(r"--- (\d+): (\d+) changes?((?:; .*)?)$", line)
+        m = re.match(r"--- (\d+): (\d+) edits?(?: \((\d+) keys?\))?((?:; .*)?)$", line)
         if m:
             x = d["nearest"][int(m.group(1)) - 1]
-            changes = [c for c in m.group(3).split("; ") if c]
+            shown = x
+            changes = [c for c in m.group(4).split("; ") if c]
             if changes != x["changes"]:
                 failures.append(f"nearest {m.group(1)} changes: text {changes}, JSON {x['changes']}")
+            same("nearest edits", m.group(2), x["edits"], 0)
+            if m.group(3) is not None:
+                same("nearest keys", m.group(3), len(x["changes"]), 0)
+            elif len(x["changes"]) != x["edits"]:
+                failures.append(f"nearest {m.group(1)}: {len(x['changes'])} keys in JSON, not said in the text")
+            if any("unset (off)" in c for c in x["changes"]):
+                failures.append(f"nearest {m.group(1)}: a note among the changes: {x['changes']}")
+            shown_notes = []
+        m = re.match(r"# not edits, settings the recipe leaves unset \(priced off\) and this recipe turns on: (.*)$", line)
+        if m:
+            shown_notes = m.group(1).split("; ")
+            if shown_notes != shown["notes"]:
+                failures.append(f"nearest notes: text {shown_notes}, JSON {shown['notes']}")
         m = re.match(r"# predicted: ([\d.]+) GiB/GPU.*?step ([\d.]+) s", line)
     if not d["rules"]["valid"] and d["nearest"] is None:
         failures.append("an invalid recipe has no nearest list in JSON")
