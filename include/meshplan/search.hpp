@@ -309,10 +309,14 @@ std::vector<std::string> PricedNotes(const Layout& from, const Layout& to, int64
 /// (`meshplan check`).
 struct PlanComparison {
   int searched = 0;      ///< how many of the planner's first fitting layouts it is compared with
-  /// 1 + the searched layouts whose expected step (Risk::expected_step_seconds: the OOM risk
-  /// priced in, as plan ranks) is strictly shorter than the recipe's (1e-9 relative)
+  /// The recipe's rank as plan ranks (RiskRanked: by expected step, Risk::expected_step_seconds,
+  /// the OOM risk priced in; those within the step band of the first tied and ordered by
+  /// robustness): plan's own row number when plan lists the recipe's layout, else the place it
+  /// takes among plan's rows. With risk ranking off: 1 + the layouts whose predicted step is
+  /// strictly shorter (1e-9 relative).
   int64_t rank = 0;
-  bool beyond = false;   ///< slower than all `searched` of them
+  bool tie = false;      ///< that rank is a tie, as plan's table marks it ("2=")
+  bool beyond = false;   ///< ranked after all `searched` of them
   std::optional<Candidate> fastest;  ///< the planner's first layout, its rank 1 (unset: none fits)
   /// The recipe's expected step / the planner's first's expected step - 1 (0.12: 12% slower).
   double gap = 0;
@@ -326,7 +330,8 @@ struct PlanComparison {
 /// Searches `req`'s space with the software settings of `from` (FrameworkOps::nearest_request:
 /// a recipe's dispatcher, overlap and CUDA graphs price the layouts it is compared with), ranked
 /// as plan ranks (req.risk_ranking: by expected step, ties by robustness), and places `from`,
-/// predicted at `own`, among the `top_n` first fitting layouts by its expected step.
+/// predicted at `own`, among the `top_n` first fitting layouts as plan would rank it (its rank
+/// the one plan prints for the same layout, ties included).
 /// Never throws for loaded inputs.
 PlanComparison CompareWithPlan(const PlanRequest& req, const Layout& from, const Cost& own, int top_n);
 

@@ -114,7 +114,8 @@ json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
     j["rank"] = nullptr;
     return j;
   }
-  j["rank"] = p.gap <= 1e-9 ? json(1) : p.beyond ? json(nullptr) : json(p.rank);
+  j["rank"] = p.beyond ? json(nullptr) : json(p.rank);
+  j["tie"] = p.tie;
   j["beyond_searched"] = p.gap > 1e-9 && p.beyond;
   j["gap"] = p.gap;
   j["within_band"] = p.gap <= p.band;

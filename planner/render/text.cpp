@@ -217,8 +217,10 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
   }
   const Cost& best = p.fastest->cost;
   const std::string band = recipe::Fixed(100 * p.band, 1) + "%";
+  const std::string rank = (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) + (p.tie ? "=" : "");
   if (p.gap <= 1e-9) {
-    out << "rank 1, no layout it finds is predicted faster (expected step)";
+    out << "rank " << rank << ", no layout it finds is predicted faster (expected step)";
+    if (p.rank > 1) out << "; ranked after more robust layouts within the step-time band (" << band << "), as plan ranks";
     if (p.gap < -1e-9) {
       out << " (this one is " << recipe::Fixed(-100 * p.gap, 1) << "% faster than its fastest, "
           << (own.fits ? "with a setting the search does not enumerate" : "but it does not fit the usable memory") << ")";
@@ -226,7 +228,7 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
     out << "\n";
     return;
   }
-  out << "rank " << (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) << "; its first, "
+  out << "rank " << rank << "; its first, "
       << Describe(p.fastest->layout) << ", " << recipe::Fixed(best.tokens_per_s_per_gpu, 0) << " tokens/s per GPU at "
       << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB (out-of-memory risk "
       << recipe::Fixed(100 * p.fastest->risk.oom_probability, 1) << "%, this recipe's "

@@ -42,6 +42,39 @@ std::vector<std::string> PricedNotes(const Layout& a, const Layout& b, int64_t n
   return std::move(c.notes());
 }
 
+namespace {
+
+// `cmp`'s rank, tie and beyond for the recipe's candidate `mine` among plan's first layouts
+// `top` (risk-ranked: RiskRanked, ties marked) as plan ranks them: the row's own rank when plan
+// lists the recipe's layout (the same description and prediction), else the place RiskRanked
+// gives it among those rows, so that a recipe equal to plan's "2=" row is rank 2, tied.
+void PlaceAsPlanRanks(const std::vector<Candidate>& top, const Candidate& mine, const PlanRequest& req, int top_n,
+                      PlanComparison& cmp) {
+  const std::string d = Describe(mine.layout);
+  auto same = [&](const Candidate& c) {
+    return c.cost.step_seconds == mine.cost.step_seconds && c.cost.memory.Total() == mine.cost.memory.Total() &&
+           Describe(c.layout) == d;
+  };
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (same(top[i])) {
+      cmp.rank = static_cast<int64_t>(i) + 1;
+      cmp.tie = top[i].risk.tie;
+      return;
+    }
+  }
+  std::vector<Candidate> pool = top;
+  pool.push_back(mine);
+  for (Candidate& c : pool) c.risk.tie = false;
+  const std::vector<Candidate> ranked =
+      RiskRanked(std::move(pool), static_cast<int>(top.size()) + 1, false, req.model.num_layers, req.setup);
+  const size_t at = static_cast<size_t>(std::find_if(ranked.begin(), ranked.end(), same) - ranked.begin());
+  cmp.rank = static_cast<int64_t>(at) + 1;
+  cmp.tie = at < ranked.size() && ranked[at].risk.tie;
+  cmp.beyond = at >= top.size() && static_cast<int64_t>(top.size()) >= top_n;
+}
+
+}  // namespace
+
 PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
@@ -57,10 +90,14 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
   // risk assessed the same way, whether or not plan's table ranks by it (--rank-by step).
   const double mine = req.risk_ranking ? cmp.own.expected_step_seconds : own.step_seconds;
   auto step_of = [&](const Candidate& c) { return req.risk_ranking ? c.risk.expected_step_seconds : c.cost.step_seconds; };
-  int64_t faster = 0;
-  for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
-  cmp.rank = faster + 1;
-  cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  if (req.risk_ranking) {
+    PlaceAsPlanRanks(res.top, Candidate{from, own, cmp.own}, req, top_n, cmp);
+  } else {  // by predicted step alone, no ties
+    int64_t faster = 0;
+    for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
+    cmp.rank = faster + 1;
+    cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  }
   if (!res.top.empty()) {
     cmp.fastest = res.top.front();
     if (step_of(*cmp.fastest) > 0) cmp.gap = mine / step_of(*cmp.fastest) - 1.0;
