@@ -980,3 +980,7 @@ add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "
   [ \$(grep -c '^# recipe function: qwen3_30b_a3b_pretrain_config' \$d/r.yaml) -eq 2 ] || { cat \$d/r.yaml; exit 1; }
   [ \$(echo \"\$out\" | grep -c '^valid: passes all') -eq 2 ] || { echo \"\$out\"; exit 1; }
   ! echo \"\$out\" | grep -q 'no recipe function named'")
+
+# Every option of every command that takes a value shows its default in --help (CLI11's
+# TYPE=VALUE, or a description that says it), but outputs and inputs done only when given.
+add_test(NAME cli.help_shows_defaults COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/help_defaults.py ${MP})
