@@ -273,7 +273,8 @@ class LayoutDiff {
 };
 
 /// Fills `out` with the fields that differ from `from` to `to` (FrameworkOps::nearest_changes,
-/// then sequence parallel and recompute unless `out` compares mesh fields only).
+/// with the framework's recompute key, then sequence parallel unless `out` compares mesh fields
+/// only).
 void DiffLayouts(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 
 /// A layout run as it is on more GPUs: its model-parallel sizes, data parallelism grown.
@@ -291,8 +292,9 @@ struct MoreGpus {
 std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l);
 
 /// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the
-/// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel and
-/// recompute): what NearbyLayout::changes lists.
+/// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel): the
+/// keys a user edits, AutoModel's activation_checkpointing and Megatron-Bridge's
+/// recompute_granularity among them. What NearbyLayout::changes lists.
 std::vector<std::string> LayoutChanges(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup);
 
 /// The settings `from` (a recipe read) leaves unset, priced off, that the recipe of `to` turns on

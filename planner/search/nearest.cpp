@@ -16,12 +16,14 @@ namespace meshplan {
 using search::Diff;
 
 // Every field whose value differs between the recipe read (layout `a`) and the recipe written
-// for `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
+// for `b` (FrameworkOps::recipe_yaml): the framework's keys (its recompute key among them), then
+// sequence parallel.
 void DiffLayouts(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& c) {
   FrameworkOf(a).nearest_changes(a, b, num_layers, setup, c);
   if (c.mesh_only()) return;
-  Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
-  Diff(c, "recompute", RecomputeName(a.recompute), RecomputeName(b.recompute));
+  const bool said = std::any_of(c.fields().begin(), c.fields().end(),
+                                [](const char* f) { return std::strcmp(f, "sequence_parallel") == 0; });
+  if (!said) Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
 }
 
 std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
@@ -113,7 +115,7 @@ namespace {
 // The decision a changed field belongs to (EditCount): its family, else the field itself.
 const char* FamilyOf(const char* field) {
   static const std::pair<const char*, const char*> kFamilies[] = {
-      {"recompute", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
+      {"activation_checkpointing", "recompute"}, {"recompute_granularity", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
       {"recompute_modules", "recompute"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
       {"sequence_parallel", "tp"}, {"expert_tensor_parallel_size", "tp"}, {"tp_comm_overlap", "tp"},
       {"pipeline_model_parallel_size", "pp"}, {"pp_size", "pp"}, {"pipeline layer split", "pp"},

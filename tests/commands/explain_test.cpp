@@ -8,6 +8,24 @@
 
 using namespace meshplan;
 
+namespace {
+
+// Llama 3.1 8B as FSDP2 dp 8 on 8 H100, sequences of 8192, global batch 64, local batch 2 (4
+// gradient-accumulation steps), by its AutoModel keys.
+ExplainInput Llama8bKeys(Recompute recompute) {
+  ExplainInput in;
+  in.setup.model = "llama3.1-8b";
+  in.setup.system = "dgx-h100";
+  in.setup.gpus = 8;
+  in.setup.seq_len = 8192;
+  in.setup.global_batch = 64;
+  in.keys.local_batch = 2;
+  in.keys.recompute = recompute;
+  return in;
+}
+
+}  // namespace
+
 TEST_CASE("explain: a Megatron-Bridge recipe with PP 3 on 8 GPUs breaks its mesh rules and is not priced") {
   ExplainInput in;
   in.recipe = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/recipes/mbridge_pp3_8gpu.yaml";
@@ -31,14 +49,7 @@ TEST_CASE("explain: a Megatron-Bridge recipe with PP 3 on 8 GPUs breaks its mesh
 }
 
 TEST_CASE("explain: an AutoModel layout from its keys is priced term by term") {
-  ExplainInput in;
-  in.setup.model = "llama3.1-8b";
-  in.setup.system = "dgx-h100";
-  in.setup.gpus = 8;
-  in.setup.seq_len = 8192;
-  in.setup.global_batch = 64;
-  in.keys.local_batch = 2;
-  in.keys.recompute = Recompute::kSelective;
+  ExplainInput in = Llama8bKeys(Recompute::kSelective);
   in.defer_fsdp_grad_sync = false;  // as plan's recipes write it with gradient accumulation (4 steps here)
   const ExplainReport rep = ExplainLayout(in);
   CHECK(rep.failures.empty());
@@ -65,14 +76,7 @@ TEST_CASE("explain: defer_fsdp_grad_sync left unset is AutoModel's default true,
   // FSDP2Config.defer_fsdp_grad_sync defaults to True (components/distributed/config.py), which
   // keeps the unsharded fp32 gradients across the steps: 29.9 GiB of gradients (4 bytes x 8.03e9
   // parameters) instead of the 1.9 GiB of sharded bf16 ones (72 GiB in all against 44).
-  ExplainInput in;
-  in.setup.model = "llama3.1-8b";
-  in.setup.system = "dgx-h100";
-  in.setup.gpus = 8;
-  in.setup.seq_len = 8192;
-  in.setup.global_batch = 64;
-  in.keys.local_batch = 2;
-  in.keys.recompute = Recompute::kFull;
+  ExplainInput in = Llama8bKeys(Recompute::kFull);
   const ExplainReport by_default = ExplainLayout(in);
   in.defer_fsdp_grad_sync = true;
   const ExplainReport on = ExplainLayout(in);

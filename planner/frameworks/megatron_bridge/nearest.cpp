@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 #include "search/diff.hpp"
 
@@ -101,6 +102,7 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   Diff(c, "data-parallel flavour", MbDpFlavourName(a), MbDpFlavourName(b));
   if (c.mesh_only()) return;
   Diff(c, "micro_batch_size", a.micro_batch(), b.micro_batch());
+  Diff(c, "recompute_granularity", MegatronRecomputeGranularity(a.recompute), MegatronRecomputeGranularity(b.recompute));
   auto method = [](const Layout& x) {
     return x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
            : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
