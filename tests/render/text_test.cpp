@@ -48,6 +48,7 @@ TEST_CASE("render: explain of a layout prints its memory and step terms and the 
   in.setup.gpus = 8;
   in.setup.seq_len = 4096;
   in.setup.global_batch = 64;
+  in.defer_fsdp_grad_sync = false;  // as plan's recipes write it with gradient accumulation (8 steps)
   const ExplainReport rep = ExplainLayout(in);
   std::ostringstream out;
   render::PrintExplanation(out, rep);
