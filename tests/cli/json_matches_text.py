@@ -149,14 +149,19 @@ def check(text, j):
             p = d["predicted"]
             if not check_throughput(line, p["tokens_per_s_per_gpu"], p["model_tflops_per_gpu"], p["mfu"], "check"):
                 failures.append("predicted line unparsed")
-        m = re.match(r"against the planner \(its (\d+) fastest", line)
+        m = re.match(r"against the planner \(its first (\d+) fitting", line)
         if m:
             a = d["against_plan"]
             same("searched", m.group(1), a["searched"], 0)
-            mm = re.search(r"rank (>?\d+)", line)
-            if mm and not mm.group(1).startswith(">"):
-                same("rank", mm.group(1), a["rank"], 0)
-            mm = re.search(r"(\d+) tokens/s per GPU at ([\d.]+) GiB, is predicted ([\d.]+)% faster", line)
+            mm = re.search(r"\): rank (>?\d+)(=?)", line)
+            if not mm:
+                failures.append("against the planner: no rank")
+            else:
+                if not mm.group(1).startswith(">"):
+                    same("rank", mm.group(1), a["rank"], 0)
+                if (mm.group(2) == "=") != a["tie"]:
+                    failures.append(f"rank tie: text {mm.group(2)!r}, JSON {a['tie']}")
+            mm = re.search(r"(\d+) tokens/s per GPU at ([\d.]+) GiB \(out-of-memory risk [^)]*\), is expected ([\d.]+)% faster", line)
             if mm:
                 same("fastest tokens/s", mm.group(1), a["fastest"]["tokens_per_s_per_gpu"], 0)
                 same("fastest GiB", mm.group(2), a["fastest"]["memory_gib"]["total"], 1)
