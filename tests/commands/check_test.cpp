@@ -108,7 +108,7 @@ TEST_CASE("check: the other framework's version flag is refused") {
                        InputError);
 }
 
-TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan prints, tie included") {
+TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan prints with its tie") {
   // plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 256: its
   // first rows are tied (within the step band of the best, ordered by robustness: "1=", "2=", ...).
   PlanInput p;

@@ -71,7 +71,7 @@ TEST_CASE("explain: an AutoModel layout from its keys is priced term by term") {
   CHECK_THROWS_WITH_AS(ExplainLayout(in), doctest::Contains("required without --recipe"), InputError);
 }
 
-TEST_CASE("explain: defer_fsdp_grad_sync left unset is AutoModel's default true, said in a note") {
+TEST_CASE("explain: defer_fsdp_grad_sync left unset is AutoModel's default true and a note says so") {
   // FSDP2 dp 8 with 4 gradient-accumulation steps (global batch 64, local batch 2): AutoModel's
   // FSDP2Config.defer_fsdp_grad_sync defaults to True (components/distributed/config.py), which
   // keeps the unsharded fp32 gradients across the steps: 29.9 GiB of gradients (4 bytes x 8.03e9

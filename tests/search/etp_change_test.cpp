@@ -52,7 +52,7 @@ TEST_CASE("nearest changes: ETP left unset is listed when a TP change would move
   CHECK(LayoutChanges(from, to, req.model.num_layers, req.setup).empty());
 }
 
-TEST_CASE("nearest changes: an overlap the recipe leaves unset is a note, not a change, where it is priced") {
+TEST_CASE("nearest changes: an overlap the recipe leaves unset is a note and not a change where it is priced") {
   PlanRequest req = test::PresetRequest("llama3.1-70b", "dgx-h100", 64, 4096, 512);
   req.framework = Framework::kMegatronBridge;
   const CostModel cost(req.model, req.system, req.setup);
