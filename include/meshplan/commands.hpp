@@ -424,7 +424,11 @@ struct ExplainInput {
   /// "pytorch", "megatron" or "megatron-bridge"; "" = pytorch for AutoModel, megatron-bridge for
   /// Megatron-Bridge layouts.
   std::string memory_profile;
-  bool fp32_params = false, defer_fsdp_grad_sync = false;  ///< AutoModel only
+  bool fp32_params = false;  ///< AutoModel only
+  /// AutoModel FSDP2 only: distributed.defer_fsdp_grad_sync (MemoryOptions::defer_fsdp_grad_sync).
+  /// Unset: the recipe's value, else AutoModel's default true (FSDP2Config.defer_fsdp_grad_sync:
+  /// bool = True, nemo_automodel/components/distributed/config.py).
+  std::optional<bool> defer_fsdp_grad_sync;
   /// AutoModel only: the Adam(W) implementation, "foreach" (torch's default), "fused" or
   /// "forloop" (MemoryOptions::adam_impl); "" = foreach.
   std::string adam_impl;

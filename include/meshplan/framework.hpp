@@ -59,7 +59,8 @@ struct FrameworkOps {
   /// `meshplan check`'s nearest layouts: adds to `out` every framework-specific key the recipe
   /// written for `b` sets otherwise than the recipe read (`a`), "key: old -> new" in text mode;
   /// the keys set with the mesh come first, and with LayoutDiff::mesh_only() they are the only
-  /// ones compared. sequence_parallel and recompute are compared by the caller (DiffLayouts).
+  /// ones compared; the recompute setting under the key its recipe writes. sequence_parallel
+  /// is compared by the caller (DiffLayouts).
   void (*nearest_changes)(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
                           LayoutDiff& out);
   /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that

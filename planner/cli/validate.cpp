@@ -168,13 +168,14 @@ void AddValidateCommand(CLI::App& app, ValidateOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "validate", "predict published runs (Megatron-Bridge perf table or published-runs survey CSV) and rank their layouts");
   cmd->add_option("runs", o.runs, "CSV of published runs")->required();
-  cmd->add_option("--hwdb", o.hwdb, "hardware database directory");
+  cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--rank-top", o.rank_top, "layouts searched for the rank (0 = do not rank)");
   cmd->add_option("--rank-seconds", o.rank_seconds, "search time limit per distinct request");
-  cmd->add_option("--threads", o.threads, "search threads (0 = one per core)");
+  cmd->add_option("--threads", o.threads, "search threads (default 0: one per core)");
   cmd->add_flag("--breakdown", o.breakdown, "print each row's predicted step time by term (ms)");
   cmd->add_option("--show-top", o.show_top,
-                  "print the planner's N fastest fitting layouts under each row, with step time and memory");
+                  "print the planner's N fastest fitting layouts under each row, with step time and memory "
+                  "(default 0: none)");
   cmd->add_option("--headroom", o.headroom, "fraction of GPU memory kept free when deciding which layouts fit (0..0.9; default: each row's framework's, "
                   "0.02 for Megatron-Core layouts, 0.10 for AutoModel ones)")
       ->check(CLI::Range(0.0, 0.9));

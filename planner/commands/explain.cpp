@@ -135,6 +135,24 @@ void RefuseUnshardedEstimate(const std::string& profile, const CostView& view, c
                           " for a layout with FSDP");
 }
 
+// The defer_fsdp_grad_sync an AutoModel layout is priced with: --defer-fsdp-grad-sync when
+// given, else the recipe's own value, else AutoModel's default true (FSDP2Config
+// defer_fsdp_grad_sync: bool = True, nemo_automodel/components/distributed/config.py). Said in
+// `notes` where that default is priced on an FSDP2 layout with gradient accumulation (where it
+// matters): plan's recipes write false.
+bool DeferFsdpGradSync(const ExplainInput& in, const Layout& l, const FrameworkOps& fw, const TrainSetup& setup,
+                       std::vector<std::string>& notes) {
+  if (!fw.torch_memory_options) return false;
+  if (in.defer_fsdp_grad_sync) return *in.defer_fsdp_grad_sync;
+  if (!l.am.defer_fsdp_grad_sync.empty()) return l.am.defer_fsdp_grad_sync == "true";
+  if (l.strategy == Strategy::kFsdp2 && l.GradAccumSteps(setup) > 1) {
+    notes.push_back("defer_fsdp_grad_sync: true priced (AutoModel's default, left unset): unsharded fp32 gradients are "
+                    "kept across the " + std::to_string(l.GradAccumSteps(setup)) +
+                    " gradient-accumulation steps; plan's recipes write false (--defer-fsdp-grad-sync false)");
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron) {
@@ -326,7 +344,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   mo.profile = rep.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
   mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";
   mo.fp32_params = in.fp32_params;
-  mo.defer_fsdp_grad_sync = in.defer_fsdp_grad_sync;
+  mo.defer_fsdp_grad_sync = DeferFsdpGradSync(in, l, fw, req.setup, rep.notes);
   mo.adam_impl = in.adam_impl == "fused"     ? AdamImpl::kFused
                  : in.adam_impl == "forloop" ? AdamImpl::kForLoop
                                              : AdamImpl::kForeach;

@@ -16,12 +16,14 @@ namespace meshplan {
 using search::Diff;
 
 // Every field whose value differs between the recipe read (layout `a`) and the recipe written
-// for `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
+// for `b` (FrameworkOps::recipe_yaml): the framework's keys (its recompute key among them), then
+// sequence parallel.
 void DiffLayouts(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& c) {
   FrameworkOf(a).nearest_changes(a, b, num_layers, setup, c);
   if (c.mesh_only()) return;
-  Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
-  Diff(c, "recompute", RecomputeName(a.recompute), RecomputeName(b.recompute));
+  const bool said = std::any_of(c.fields().begin(), c.fields().end(),
+                                [](const char* f) { return std::strcmp(f, "sequence_parallel") == 0; });
+  if (!said) Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
 }
 
 std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
@@ -29,6 +31,51 @@ std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t
   DiffLayouts(a, b, num_layers, setup, c);
   return std::move(c.lines());
 }
+
+std::vector<std::string> PricedNotes(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
+                                     const CostModel& cost) {
+  LayoutDiff c(LayoutDiff::Mode::kText);
+  const Cost as_is = Score(cost, b);
+  c.set_pricer([&](const Layout& as_recipe) {
+    const Cost off = Score(cost, as_recipe);
+    return off.step_seconds != as_is.step_seconds || off.memory.Total() != as_is.memory.Total();
+  });
+  DiffLayouts(a, b, num_layers, setup, c);
+  return std::move(c.notes());
+}
+
+namespace {
+
+// `cmp`'s rank, tie and beyond for the recipe's candidate `mine` among plan's first layouts
+// `top` (risk-ranked: RiskRanked, ties marked) as plan ranks them: the row's own rank when plan
+// lists the recipe's layout (the same description and prediction), else the place RiskRanked
+// gives it among those rows, so that a recipe equal to plan's "2=" row is rank 2, tied.
+void PlaceAsPlanRanks(const std::vector<Candidate>& top, const Candidate& mine, const PlanRequest& req, int top_n,
+                      PlanComparison& cmp) {
+  const std::string d = Describe(mine.layout);
+  auto same = [&](const Candidate& c) {
+    return c.cost.step_seconds == mine.cost.step_seconds && c.cost.memory.Total() == mine.cost.memory.Total() &&
+           Describe(c.layout) == d;
+  };
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (same(top[i])) {
+      cmp.rank = static_cast<int64_t>(i) + 1;
+      cmp.tie = top[i].risk.tie;
+      return;
+    }
+  }
+  std::vector<Candidate> pool = top;
+  pool.push_back(mine);
+  for (Candidate& c : pool) c.risk.tie = false;
+  const std::vector<Candidate> ranked =
+      RiskRanked(std::move(pool), static_cast<int>(top.size()) + 1, false, req.model.num_layers, req.setup);
+  const size_t at = static_cast<size_t>(std::find_if(ranked.begin(), ranked.end(), same) - ranked.begin());
+  cmp.rank = static_cast<int64_t>(at) + 1;
+  cmp.tie = at < ranked.size() && ranked[at].risk.tie;
+  cmp.beyond = at >= top.size() && static_cast<int64_t>(top.size()) >= top_n;
+}
+
+}  // namespace
 
 PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
   PlanRequest req = request;
@@ -45,14 +92,20 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
   // risk assessed the same way, whether or not plan's table ranks by it (--rank-by step).
   const double mine = req.risk_ranking ? cmp.own.expected_step_seconds : own.step_seconds;
   auto step_of = [&](const Candidate& c) { return req.risk_ranking ? c.risk.expected_step_seconds : c.cost.step_seconds; };
-  int64_t faster = 0;
-  for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
-  cmp.rank = faster + 1;
-  cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  if (req.risk_ranking) {
+    PlaceAsPlanRanks(res.top, Candidate{from, own, cmp.own}, req, top_n, cmp);
+  } else {  // by predicted step alone, no ties
+    int64_t faster = 0;
+    for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
+    cmp.rank = faster + 1;
+    cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  }
   if (!res.top.empty()) {
     cmp.fastest = res.top.front();
     if (step_of(*cmp.fastest) > 0) cmp.gap = mine / step_of(*cmp.fastest) - 1.0;
     cmp.changes = LayoutChanges(from, cmp.fastest->layout, req.model.num_layers, req.setup);
+    cmp.notes = PricedNotes(from, cmp.fastest->layout, req.model.num_layers, req.setup,
+                            CostModel(req.model, req.system, req.setup));
   }
   return cmp;
 }
@@ -62,7 +115,7 @@ namespace {
 // The decision a changed field belongs to (EditCount): its family, else the field itself.
 const char* FamilyOf(const char* field) {
   static const std::pair<const char*, const char*> kFamilies[] = {
-      {"recompute", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
+      {"activation_checkpointing", "recompute"}, {"recompute_granularity", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
       {"recompute_modules", "recompute"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
       {"sequence_parallel", "tp"}, {"expert_tensor_parallel_size", "tp"}, {"tp_comm_overlap", "tp"},
       {"pipeline_model_parallel_size", "pp"}, {"pp_size", "pp"}, {"pipeline layer split", "pp"},
@@ -88,7 +141,6 @@ std::string DecisionOf(const std::string& change) {
 std::vector<std::string> Decisions(const std::vector<std::string>& changes) {
   std::vector<std::string> d;
   for (const std::string& c : changes) {
-    if (IsNoteLine(c)) continue;
     const std::string f = DecisionOf(c);
     if (std::find(d.begin(), d.end(), f) == d.end()) d.push_back(f);
   }
@@ -114,7 +166,7 @@ void AddJobPlanFixes(const PlanRequest& request, const PlanRequest& req, const L
   job.mb_runtime.reset();
   job.top_n = std::max(20, 4 * n);
   for (const Candidate& c : Plan(job).top) {
-    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
     x.edits = EditCount(x.changes);
     if (!c.cost.fits || (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits)) continue;
     const std::string d = Describe(c.layout);
@@ -226,16 +278,14 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
   }
   if (one_key == nullptr) return;
   std::string what;
-  for (const std::string& c : one_key->changes) {
-    if (!IsNoteLine(c)) what += (what.empty() ? "" : ", ") + c;
-  }
+  for (const std::string& c : one_key->changes) what += (what.empty() ? "" : ", ") + c;
   NearbyLayout shown = *one_key;
   if (!one_key->candidate.cost.fits) {
     // The best-ranked fitting fix that makes its change with at most one edit more than the fewest.
     auto has_key = [&](const NearbyLayout& x) {
       bool has = x.candidate.cost.fits;
       for (const std::string& c : one_key->changes) {
-        has = has && (IsNoteLine(c) || std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end());
+        has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
       }
       return has;
     };
@@ -414,7 +464,7 @@ std::vector<NearbyLayout> NearestScored(const PlanRequest& req, const Layout& fr
     for (size_t i = 0; i < valid.size(); ++i) {
       if (!costs[i]) continue;
       const Layout& l = valid[i].first;
-      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}});
+      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}, {}});
     }
     return scored;
   }
@@ -449,7 +499,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
     fast.top_n = std::max(20, 4 * n);
     fast.risk_ranking = false;  // the fastest by predicted step, as CompareWithPlan
     for (const Candidate& c : Plan(fast).top) {
-      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
       x.edits = EditCount(x.changes);
       if (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits) continue;
       const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
@@ -468,15 +518,15 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   // written).
   std::stable_sort(scored.begin(), scored.end(), [](const NearbyLayout& a, const NearbyLayout& b) {
     if (a.candidate.cost.fits != b.candidate.cost.fits) return a.candidate.cost.fits;
-    if (!a.candidate.cost.fits && ChangedFields(a.changes) != ChangedFields(b.changes)) {
-      return ChangedFields(a.changes) < ChangedFields(b.changes);
-    }
+    if (!a.candidate.cost.fits && a.changes.size() != b.changes.size()) return a.changes.size() < b.changes.size();
     if (a.edits != b.edits) return a.edits < b.edits;
     return ExpectedBefore(a.candidate, b.candidate);
   });
   std::vector<NearbyLayout> out;
   for (size_t i : ListedOrder(scored, n, req.model.num_layers, req.setup)) out.push_back(scored[i]);
   ShowOneKeyFix(req, scored, n, out);
+  const CostModel cost(req.model, req.system, req.setup);
+  for (NearbyLayout& x : out) x.notes = PricedNotes(from, x.candidate.layout, req.model.num_layers, req.setup, cost);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 #include "search/diff.hpp"
 
@@ -101,6 +102,7 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   Diff(c, "data-parallel flavour", MbDpFlavourName(a), MbDpFlavourName(b));
   if (c.mesh_only()) return;
   Diff(c, "micro_batch_size", a.micro_batch(), b.micro_batch());
+  Diff(c, "recompute_granularity", MegatronRecomputeGranularity(a.recompute), MegatronRecomputeGranularity(b.recompute));
   auto method = [](const Layout& x) {
     return x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
            : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
@@ -126,21 +128,28 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   if (b.ep > 1 && a.mb.token_dispatcher != MbDispatcher::kAllgather) {
     Diff(c, "moe_token_dispatcher_type", dispatcher(a), b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
   }
-  auto tri = [&c](const char* field, Tri was, Tri now) {
+  auto tri = [&](const char* field, Tri MbSettings::*key) {
+    const Tri was = a.mb.*key, now = b.mb.*key;
     // Not written by the recipe: the suggestion's value is new, not an edit of the layout. It is
-    // still named when it is on, since an unset key is priced off (cost_view.cpp On), so the
-    // prediction of the suggestion depends on it.
+    // still noted when it is on and the cost model prices it for `b` (an unset key is priced
+    // off, cost_view.cpp On), since the prediction of the suggestion then depends on it.
     if (was == Tri::kUnset) {
-      if (now == Tri::kTrue) c.Note([&] { return std::string(field) + kNoteMarker + "true"; });
+      if (now == Tri::kTrue) {
+        c.Note(field, "true", [&] {
+          Layout as_recipe = b;
+          as_recipe.mb.*key = Tri::kUnset;
+          return as_recipe;
+        });
+      }
       return;
     }
     Diff(c, field, TrueFalse(was == Tri::kTrue), TrueFalse(now == Tri::kTrue));
   };
-  tri("tp_comm_overlap", a.mb.tp_comm_overlap, b.mb.tp_comm_overlap);
-  tri("overlap_p2p_comm", a.mb.overlap_p2p_comm, b.mb.overlap_p2p_comm);
-  tri("batch_p2p_comm", a.mb.batch_p2p_comm, b.mb.batch_p2p_comm);
-  tri("overlap_grad_reduce", a.mb.overlap_grad_reduce, b.mb.overlap_grad_reduce);
-  tri("overlap_param_gather", a.mb.overlap_param_gather, b.mb.overlap_param_gather);
+  tri("tp_comm_overlap", &MbSettings::tp_comm_overlap);
+  tri("overlap_p2p_comm", &MbSettings::overlap_p2p_comm);
+  tri("batch_p2p_comm", &MbSettings::batch_p2p_comm);
+  tri("overlap_grad_reduce", &MbSettings::overlap_grad_reduce);
+  tri("overlap_param_gather", &MbSettings::overlap_param_gather);
 }
 
 void NearestRequest(PlanRequest& req, const Layout& from) {
