@@ -75,6 +75,11 @@ struct FrameworkOps {
   /// Gradient-accumulation steps as the framework counts them (JSON grad_accum_steps):
   /// AutoModel's step_scheduler calls per step; Megatron-Bridge's M micro-batches.
   int64_t (*accumulation_steps)(const Layout& layout, const TrainSetup& setup);
+  /// Sets `layout`'s data-parallel size to `dp` for `setup` (its GPU count and global batch) and
+  /// what the framework derives from it: Megatron-Bridge's local batch (global batch / dp under
+  /// PP, SetMegatronMicroBatch); AutoModel keeps the recipe's local batch (fewer accumulation
+  /// steps).
+  void (*set_dp)(Layout& layout, int64_t dp, const TrainSetup& setup);
   /// Environment variables its launch needs for this layout (Megatron-Bridge:
   /// CUDA_DEVICE_MAX_CONNECTIONS and Transformer Engine's SM margins; AutoModel: none).
   std::vector<std::pair<std::string, std::string>> (*launch_env)(const Layout& layout);
@@ -196,6 +201,7 @@ std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout)
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+void SetDp(Layout& layout, int64_t dp, const TrainSetup& setup);
 /// frameworks/automodel/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
 std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);
@@ -217,6 +223,7 @@ void NearestRequest(PlanRequest& req, const Layout& from);
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+void SetDp(Layout& layout, int64_t dp, const TrainSetup& setup);
 /// frameworks/megatron_bridge/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
 std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);

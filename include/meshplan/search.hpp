@@ -173,7 +173,7 @@ struct NearbyLayout {
   Candidate candidate;
   std::vector<std::string> changes;  ///< "field: old -> new", one per changed layout field
   int edits = 0;  ///< EditCount(changes): the decisions changed (recompute's keys are one)
-  /// Why it is listed when not for its speed alone: "the one-key fix (expert_model_parallel_size
+  /// Why it is listed when not for its speed alone: "the one-edit fix (expert_model_parallel_size
   /// 16 -> 8); alone it needs 96.3 GiB, above the 71.2 GiB usable: with recompute full it fits".
   std::string note;
   /// Not edits: settings the recipe leaves unset (priced off) that this layout's recipe turns on,
@@ -215,7 +215,7 @@ std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& req, const Layou
 /// kNearestEditGain than every nearer one's (so a farther fix is shown only where it is worth its
 /// edits, and a fix is never worse than a nearer one); the listed ones are ranked as plan's
 /// RiskRanked with distinct layouts (expected step; within the step band of the first, by
-/// MoreRobust); then the rest by edits and expected step. The one-key fix (the best valid layout
+/// MoreRobust); then the rest by edits and expected step. The one-edit fix (the best valid layout
 /// that changes one decision) is listed with a note when it is not already: with what it needs
 /// to fit (recompute), or on how many GPUs it fits as it is (FewestGpusFor), or why it is not
 /// first. Layouts that fit come before those that do not. Never throws for loaded inputs.
@@ -287,7 +287,7 @@ struct MoreGpus {
 /// The fewest GPUs above `req.setup.num_gpus` (multiples of tp x pp x cp, at most 16 times the
 /// request's) on which `l` passes every rule of its framework and fits the usable memory, with
 /// the data-parallel size grown to fill them; nullopt when none does. What `check` says when a
-/// recipe, or its one-key fix, only divides or only fits with more GPUs. Never throws for loaded
+/// recipe, or its one-edit fix, only divides or only fits with more GPUs. Never throws for loaded
 /// inputs.
 std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l);
 

@@ -261,7 +261,7 @@ std::string MoreGpusNote(const PlanRequest& req, const Layout& l, const std::str
   return buf;
 }
 
-// The one-key fix (the valid layout changing one decision: the best-ranked that fits, else the
+// The one-edit fix (the valid layout changing one decision: the best-ranked that fits, else the
 // one nearest to fitting, least memory) shown in `out` (at most `n`): as it is where it fits,
 // else with what it needs to fit (the first listed fix that makes its change, else the
 // best-ranked fitting one that makes it with the fewest others), with a note saying which, and how much lower its expected throughput is when
@@ -304,7 +304,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
         if (has_key(x) && x.edits <= fewest + 1 && (with == nullptr || ExpectedBefore(x.candidate, with->candidate))) with = &x;
       }
     }
-    const std::string alone = "the one-key fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
+    const std::string alone = "the one-edit fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
                               " GiB per GPU, above the " + Gib(one_key->candidate.cost.capacity_bytes) + " GiB usable";
     if (with != nullptr) {
       std::string extra;
@@ -321,7 +321,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
     }
     shown.note += MoreGpusNote(req, one_key->candidate.layout, "as it is");
   } else {
-    shown.note = "the one-key fix (" + what + ")";
+    shown.note = "the one-edit fix (" + what + ")";
   }
   auto same = [&](const NearbyLayout& y) {
     return y.changes == shown.changes && Describe(y.candidate.layout) == Describe(shown.candidate.layout);
@@ -333,7 +333,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
     if (static_cast<int>(out.size()) >= n) out.pop_back();
     out.push_back(shown);
   }
-  // Said beside the one-key fix when it is not first: how much lower its expected throughput is.
+  // Said beside the one-edit fix when it is not first: how much lower its expected throughput is.
   const auto pos = std::find_if(out.begin(), out.end(), same);
   if (pos != out.begin() && pos != out.end() && pos->candidate.cost.fits && out.front().candidate.cost.fits &&
       pos->candidate.risk.expected_step_seconds > 0) {
@@ -353,7 +353,7 @@ std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l) {
     TrainSetup setup = req.setup;
     setup.num_gpus = g;
     Layout at = l;
-    at.dp = g / model_parallel;
+    FrameworkOf(l).set_dp(at, g / model_parallel, setup);
     const RuleContext ctx{req.model, setup, at, req.version, req.mb_version, &req.system};
     if (FirstFailure(ctx)) continue;
     const Cost c = Score(CostModel(req.model, req.system, setup), at);

@@ -836,9 +836,9 @@ add_test(NAME cli.plan_check_step_agree_automodel_ep_across_nodes COMMAND python
   ${MP} ${CMAKE_CURRENT_BINARY_DIR}/plan_check_agree --model deepseek-v3 --system dgx-h100 --gpus 256 --seq-len 4096
   --global-batch 1024 --top 5)
 # A recipe that only divides with more GPUs says on how many it runs as written (EP 16 needs 16
-# GPUs: the expert grid 1 x 16 x 1, dp 16); its one-key fix says so too where it does not fit.
+# GPUs: the expert grid 1 x 16 x 1, dp 16); its one-edit fix says so too where it does not fit.
 meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every rule and fits on 16 GPUs \\(dp 16\\)"
-  "^# the one-key fix .*; as it is it fits on 32 GPUs \\(dp 32: "
+  "^# the one-edit fix .*; as it is it fits on 32 GPUs \\(dp 32: "
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
@@ -848,7 +848,7 @@ meshplan_cli_case(check_rule_proposal_etp 1 "^# .*rule mb_world_divisible_by_etp
 meshplan_cli_case(check_rule_proposal_sp 1 "^# .*rule mb_sp_requires_tp proposes sequence_parallel: false: this fix does not, since with it alone the recipe is valid but needs 7[0-9.]+ GiB per GPU, above the 71.2 GiB usable"
   -- ${MP} check ${D}/mb_llama8b_sp_tp1.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --headroom 0.1)
 meshplan_cli_case(check_nearest_one_key_fix_needs 1
-  "^# the one-key fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute_granularity: null -> full"
+  "^# the one-edit fix \\(expert_model_parallel_size: 16 -> 8\\) alone needs 9[0-9.]+ GiB per GPU, above the 71.2 GiB usable; it fits with .*recompute_granularity: null -> full"
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 # `meshplan serve`: an address it cannot bind, a port out of range (the API itself:
 # tests/serve/server_test.cpp, tests/python, tests/browser).

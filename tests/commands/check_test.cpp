@@ -143,3 +143,22 @@ TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan p
     CHECK_FALSE(d.against_plan->beyond);
   }
 }
+
+TEST_CASE("check: the more-GPUs hint prices the recipe at that GPU count as check itself does") {
+  // Out of memory on 256 GPUs; the hint's layout at 1024 GPUs (DP 64) must carry the global
+  // batch over DP 64 (Megatron-Bridge's local batch = global batch / DP under PP), so its
+  // throughput is what check predicts for the same recipe on 1024 GPUs.
+  const CheckReport rep = CheckRecipe(Recipe("mbridge_deepseek_v3_h100_256gpu_oom.yaml", "deepseek-v3", 256));
+  REQUIRE(rep.documents.size() == 1);
+  const CheckedDocument& d = rep.documents[0];
+  CHECK(d.out_of_memory);
+  REQUIRE(d.more_gpus.has_value());
+  CHECK(d.more_gpus->gpus == 1024);
+  CHECK(d.more_gpus->layout.dp == 64);
+  CHECK(d.more_gpus->layout.local_batch_size == 4096 / 64);
+  const CheckReport at = CheckRecipe(Recipe("mbridge_deepseek_v3_h100_256gpu_oom.yaml", "deepseek-v3", 1024));
+  REQUIRE(at.documents.size() == 1);
+  REQUIRE(at.documents[0].cost.has_value());
+  CHECK(d.more_gpus->cost.tokens_per_s_per_gpu == doctest::Approx(at.documents[0].cost->tokens_per_s_per_gpu));
+  CHECK(d.more_gpus->cost.memory.Total() == doctest::Approx(at.documents[0].cost->memory.Total()));
+}

@@ -25,19 +25,19 @@ TEST_CASE("render: check's verdict on a broken Megatron-Bridge recipe names the 
   CHECK(text.find("INVALID: 3 rules fail") != std::string::npos);
   CHECK(text.find("mb_world_divisible_by_tp_pp_cp: world_size (8) is not divisible") != std::string::npos);
   CHECK(text.find("source: MCore transformer/transformer_block.py:148-158") != std::string::npos);
-  // TP 2 with PP 1 (two edits) is predicted 9.7% faster than the one-key fix PP 2, more than
-  // kNearestEditGain: it comes first, and the one-key fix second with how much slower it is.
+  // TP 2 with PP 1 (two edits) is predicted 9.7% faster than the one-edit fix PP 2, more than
+  // kNearestEditGain: it comes first, and the one-edit fix second with how much slower it is.
   // Headed by its edits, the keys counted when more.
   CHECK(text.find("--- 1: 2 edits (4 keys); tensor_model_parallel_size: 1 -> 2; pipeline_model_parallel_size: 3 -> 1") !=
         std::string::npos);
   // Ranked as plan ranks (expected step with the out-of-memory risk priced), PP 1 with CP 2 comes
-  // second and the one-key fix third, with how much slower it is.
+  // second and the one-edit fix third, with how much slower it is.
   // Under its header, the overlaps the recipe left unset that the fix's recipe turns on and the
   // cost model prices for PP 2 x DP 4: notes, not edits (no tp_comm_overlap at TP 1).
   CHECK(text.find("--- 3: 1 edit; pipeline_model_parallel_size: 3 -> 2\n# not edits, settings the recipe leaves unset "
                   "(priced off) and this recipe turns on: batch_p2p_comm: unset (off) -> true; overlap_grad_reduce: "
                   "unset (off) -> true\n") != std::string::npos);
-  CHECK(text.find("\n# the one-key fix (pipeline_model_parallel_size: 3 -> 2); listed after fixes ranked before it "
+  CHECK(text.find("\n# the one-edit fix (pipeline_model_parallel_size: 3 -> 2); listed after fixes ranked before it "
                   "(expected throughput, the out-of-memory risk priced, 9% below the first)") != std::string::npos);
 }
 
