@@ -232,8 +232,15 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
       << Describe(p.fastest->layout) << ", " << recipe::Fixed(best.tokens_per_s_per_gpu, 0) << " tokens/s per GPU at "
       << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB (out-of-memory risk "
       << recipe::Fixed(100 * p.fastest->risk.oom_probability, 1) << "%, this recipe's "
-      << recipe::Fixed(100 * p.own.oom_probability, 1) << "%), is expected " << recipe::Fixed(100 * p.gap, 1)
-      << "% faster: ";
+      << recipe::Fixed(100 * p.own.oom_probability, 1) << "%), ";
+  if (!own.fits && own.tokens_per_s_per_gpu > 0) {
+    // An expected step that prices a near-certain out-of-memory is no comparison: the plain
+    // throughput gap, and that the recipe as written is predicted not to fit.
+    out << "is predicted " << recipe::Fixed(100 * (best.tokens_per_s_per_gpu / own.tokens_per_s_per_gpu - 1), 1)
+        << "% faster in throughput, and this recipe as written is predicted not to fit: ";
+  } else {
+    out << "is expected " << recipe::Fixed(100 * p.gap, 1) << "% faster: ";
+  }
   if (p.gap <= p.band) {
     out << "within the model's error (" << band << "), as good as predicted\n";
     return;

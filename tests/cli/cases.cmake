@@ -842,6 +842,12 @@ meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every ru
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# A valid recipe predicted out of memory is compared with the planner's first by throughput, not
+# by an expected step that prices the out-of-memory as near-certain.
+meshplan_cli_case(check_oom_recipe_against_plan 1
+  "^against the planner .*this recipe's 100.0%\\), is predicted [0-9.]+% faster in throughput, and this recipe as written is predicted not to fit: "
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_deepseek_v3_h100_256gpu_oom.yaml --model deepseek-v3
+  --system dgx-h100 --gpus 256)
 # The first fix says whether it does what the failing rule's message proposes, and why not.
 meshplan_cli_case(check_rule_proposal_etp 1 "^# .*rule mb_world_divisible_by_etp_ep_pp proposes expert_tensor_parallel_size: 1: this fix does not, since with it alone the recipe is valid and fits at 3184 tokens/s per GPU.*: it ranks after it"
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_broken_qwen3_30b_moe.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 16)
