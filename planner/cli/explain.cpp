@@ -20,8 +20,10 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
                 "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");
-  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)")
+      ->check(CLI::Range(int64_t{1}, (int64_t{1} << 24)));
+  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)")
+      ->check(CLI::Range(int64_t{1}, (int64_t{1} << 30)));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}));
   CLI::Option* recipe = cmd->add_option(
       "--recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");

@@ -842,6 +842,12 @@ meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every ru
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# An out-of-range --seq-len is refused also where the recipe gives the value (it is not "unset").
+meshplan_cli_case(check_seq_len_zero 2 "--seq-len: expected an integer in \\[1, 16777216\\], found '0'"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_deepseek_v3_h100_256gpu_oom.yaml --model deepseek-v3
+  --system dgx-h100 --gpus 256 --seq-len 0)
+meshplan_cli_case(explain_global_batch_zero 2 "--global-batch: expected an integer in \\[1, 1073741824\\], found '0'"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 0)
 # A valid recipe predicted out of memory is compared with the planner's first by throughput, not
 # by an expected step that prices the out-of-memory as near-certain.
 meshplan_cli_case(check_oom_recipe_against_plan 1
