@@ -221,7 +221,11 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
   if (p.gap <= 1e-9) {
     out << "rank " << rank << ", no layout it finds is predicted faster (expected step)";
     if (p.rank > 1) out << "; ranked after more robust layouts within the step-time band (" << band << "), as plan ranks";
-    if (p.gap < -1e-9) {
+    if (p.gap < -1e-9 && p.rank > 1) {
+      // A tie ordered by robustness: faster than the first, listed after it.
+      out << " (its expected step is " << recipe::Fixed(-100 * p.gap, 1)
+          << "% shorter than the first's, inside the band: the first is more robust)";
+    } else if (p.gap < -1e-9) {
       out << " (this one is " << recipe::Fixed(-100 * p.gap, 1) << "% faster than its fastest, "
           << (own.fits ? "with a setting the search does not enumerate" : "but it does not fit the usable memory") << ")";
     }
