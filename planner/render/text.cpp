@@ -240,8 +240,9 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
   if (!own.fits && own.tokens_per_s_per_gpu > 0) {
     // An expected step that prices a near-certain out-of-memory is no comparison: the plain
     // throughput gap, and that the recipe as written is predicted not to fit.
-    out << "is predicted " << recipe::Fixed(100 * (best.tokens_per_s_per_gpu / own.tokens_per_s_per_gpu - 1), 1)
-        << "% faster in throughput, and this recipe as written is predicted not to fit: ";
+    const double plain = best.tokens_per_s_per_gpu / own.tokens_per_s_per_gpu - 1;
+    out << "is predicted " << recipe::Fixed(100 * std::fabs(plain), 1) << (plain >= 0 ? "% faster" : "% slower")
+        << " in throughput, " << (plain >= 0 ? "and" : "but") << " this recipe as written is predicted not to fit: ";
   } else {
     out << "is expected " << recipe::Fixed(100 * p.gap, 1) << "% faster: ";
   }

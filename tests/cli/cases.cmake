@@ -847,6 +847,10 @@ meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every ru
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# AutoModel's sequence_parallel with tp_size 1 is valid and silently off (no TP plan is applied).
+meshplan_cli_case(check_automodel_sp_tp1_silently_off 0 "^valid: passes all [0-9]+ rules"
+  "^  sequence_parallel: true does nothing with tp_size 1"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/cli/automodel_sp_tp1.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
 # An out-of-range --seq-len is refused also where the recipe gives the value (it is not "unset").
 meshplan_cli_case(check_seq_len_zero 2 "--seq-len: expected an integer in \\[1, 16777216\\], found '0'"
   -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_deepseek_v3_h100_256gpu_oom.yaml --model deepseek-v3
