@@ -963,7 +963,7 @@ meshplan_cli_case(arch_ministral_plan_mb 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework megatron-bridge)
 meshplan_cli_case(arch_ministral_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
-meshplan_cli_case(arch_ministral_pp5 1 "mb_pp_divides_layers: num_layers 36 = 36 is not divisible by pipeline_model_parallel_size 5"
+meshplan_cli_case(arch_ministral_pp5 1 "mb_pp_divides_layers: num_layers 36 is not divisible by pipeline_model_parallel_size 5"
   -- ${MP} check ${D}/mbridge_ministral_pp5.yaml --model ${A}/ministral-8b-2410.json --system dgx-h100 --gpus 40)
 # Llama 4 (Llama4ForConditionalGeneration's text_config): AutoModel trains it as the transformers
 # module (no EP, no PP; CP only up to one attention chunk); Megatron-Bridge has no bridge for it.

@@ -226,7 +226,7 @@ const Case kCases[] = {
      [](auto&, auto&, Layout& l) { l.mb.pipeline_dtype_set = false; }},
     {"mb_vpp_requires_pp", "virtual_pipeline_model_parallel_size 2 with pipeline_model_parallel_size 1", Nothing,
      [](auto&, auto&, Layout& l) { l.pp = 1; l.dp = 8; l.vpp = 2; }},
-    {"mb_pp_divides_layers", "num_layers 81 = 81 is not divisible by pipeline_model_parallel_size 2", Nothing,
+    {"mb_pp_divides_layers", "num_layers 81 is not divisible by pipeline_model_parallel_size 2", Nothing,
      [](ModelSpec& m, auto&, auto&) { m.num_layers = 81; }},
     {"mb_vpp_divides_layers", "layers per pipeline rank (40) must be divisible by virtual_pipeline_model_parallel_size 3",
      [](auto&, auto&, Layout& l) { l.vpp = 5; }, [](auto&, auto&, Layout& l) { l.vpp = 3; }},
