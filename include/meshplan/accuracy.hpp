@@ -107,6 +107,12 @@ struct ValidateRequest {
   /// fraction of GPU memory kept free (as plan's --headroom); -1 (commands::kFrameworkHeadroom):
   /// each row's framework's FrameworkOps::default_headroom
   double headroom = -1.0;
+  /// When set, every row is priced on this system, whatever its system cell says (calibrate
+  /// --runs: a user's own runs on their own system); the rows' system is its name.
+  std::optional<SystemSpec> system;
+  /// Fit each system's constants (ValidateReport::fits) without writing anything, as fit_dir
+  /// does (SystemFit::file stays empty).
+  bool fit_in_memory = false;
   /// Called, when set, once the inputs are read and checked, before the first row.
   std::function<void()> on_start;
   /// Called, when set, with each non-blank data line before it is priced (a progress hook).
@@ -126,6 +132,11 @@ struct MegatronFitOutcome {
   std::vector<double> residuals;      ///< (predicted − published) / published, per row
   std::vector<double> loo_residuals;  ///< the same with the row left out of the fit
   std::vector<std::string> fitted;    ///< names of the constants fitted (others stay at the prior)
+  /// Per GEMM precision (bf16, fp8, fp4): the rows and distinct models of that precision, and
+  /// whose GEMM constant its rows are fitted with (the index of gemm_bf16 / _fp8 / _fp4: its own
+  /// when kFitMinModels models ran in it, else the identified precision with the most rows;
+  /// -1: no row needs it, it stays at the prior).
+  int gemm_rows[3] = {0, 0, 0}, gemm_models[3] = {0, 0, 0}, gemm_tie[3] = {-1, -1, -1};
 };
 
 /// validate --fit: one system's constants fitted to its priced rows.
@@ -136,6 +147,8 @@ struct SystemFit {
   std::vector<std::string> labels;  ///< each row's label (with its release), in file order
   MegatronFitOutcome outcome;
   double loo_median = 0;  ///< median |leave-one-out residual|
+  /// The command named in the block's header comment (who wrote it).
+  std::string written_by = "`meshplan validate RUNS.csv --fit HWDB_DIR`";
 };
 
 /// The ways validate --transfer obtains the constants a row is predicted with, in the order
@@ -246,5 +259,9 @@ void CheckFitTargets(const ValidateRequest& req, const ValidateReport& report);
 /// the file byte for byte; written atomically. Throws InputError when the file cannot be read
 /// or written.
 void WriteSystemFit(const SystemFit& fit);
+/// `yaml` (a hwdb/systems file's text) with its `megatron_time_fit:` block, and the header
+/// comments above it, replaced by `fit`'s (or appended when it has none); every other line kept
+/// byte for byte. WriteSystemFit writes this of fit.file. Throws nothing.
+std::string SystemYamlWithFit(const std::string& yaml, const SystemFit& fit);
 
 }  // namespace meshplan

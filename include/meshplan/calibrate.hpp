@@ -2,12 +2,14 @@
 /// \file calibrate.hpp
 /// `meshplan calibrate`: fits a system's collective latency / bus-bandwidth efficiency and its
 /// compute efficiency to measurements of tools/measure/collectives.py and gemm.py by weighted
-/// least squares (Eigen), and writes the calibrated system YAML.
+/// least squares (Eigen), and (--runs) its Megatron-Core step-time constants to measured
+/// training runs (CalibrateFromRuns), and writes the calibrated system YAML.
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "meshplan/accuracy.hpp"
 #include "meshplan/hardware.hpp"
 
 namespace meshplan {
@@ -117,5 +119,40 @@ std::string CalibratedConstantsTable(const CalibrationFit& fit);
 /// each constant's line says whether it was fitted (from how many measurements) or kept at
 /// the base system's value and why. A kept value reads back exactly as the base system's.
 std::string CalibratedSystemYaml(const CalibrationFit& fit, const std::vector<std::string>& sources);
+
+/// One Megatron-Core step-time constant (MegatronTimeFit, `megatron_time_fit:`) of a runs
+/// calibration: its value, the prior the fit's ridge pulls it toward, and where it comes from.
+struct RunsFitConstant {
+  std::string key;    ///< gemm_bf16, gemm_fp8, gemm_fp4, memory_bound or kernel_overhead_us
+  double value = 0;   ///< a dimensionless factor; microseconds for kernel_overhead_us
+  double prior = 0;   ///< the ridge's prior: 1 for the factors, 4 us per kernel
+  bool fitted = false;  ///< fitted from this constant's own runs (not shared, not kept)
+  std::string basis;  ///< "fitted from 12 runs of 3 models", "= gemm_fp8: ...", "kept at the prior: ..."
+};
+
+/// `calibrate --runs`: a system's Megatron-Core step-time constants fitted to measured runs.
+struct RunsCalibration {
+  SystemFit fit;                   ///< the fit (accuracy/megatron_fit.cpp FitMegatronTime) and its rows' labels
+  std::vector<ValidateRow> rows;   ///< every data row of the runs file, priced or skipped, in file order
+  int fitted_rows = 0;             ///< runs the fit used (priced Megatron-Core layouts of flat decoders)
+  std::vector<RunsFitConstant> constants;  ///< the five constants, in megatron_time_fit's order
+};
+
+/// Prices every run of `runs` (a Megatron-Bridge performance-table CSV, the columns of
+/// tests/data/mbridge_perf_dev.csv; `validate`'s survey format is read too) at its layout on
+/// `system`, whatever the run's system cell says, with the recipe settings of
+/// `recipe_settings` (recipes/megatron-bridge-perf.yaml's schema; "" = the embedded file,
+/// "none" = meshplan's emitted settings), and fits the step-time constants to the measured
+/// step times exactly as `validate --fit` fits a system (FitMegatronTime: least squares on
+/// relative step time, ridge kMegatronFitRidge toward the prior; a GEMM constant per precision
+/// only from runs of at least kFitMinModels models). Runs of hybrid models (Mamba-2, Gated
+/// DeltaNet layers) and AutoModel runs are priced, not fitted. fit.source is "RUNS, N rows".
+/// Throws InputError as Validate does (an unreadable or malformed runs or settings file).
+RunsCalibration CalibrateFromRuns(const SystemSpec& system, const std::string& runs, const std::string& hwdb,
+                                  const std::string& recipe_settings);
+
+/// What a runs calibration needs to identify each constant, as lines of text (calibrate --runs
+/// prints it): how many runs of which kind.
+std::string RunsCalibrationNeeds();
 
 }  // namespace meshplan

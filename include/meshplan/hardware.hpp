@@ -122,6 +122,11 @@ struct FittedSystemConstants {
 /// MegatronTimeFit::borrowed_from. No-op when `system` is fitted or `fitted` is empty.
 void BorrowMegatronFitFrom(SystemSpec& system, const std::vector<FittedSystemConstants>& fitted);
 
+/// The YAML text of the system file LoadSystem(`name_or_path`, `hwdb_dir`) reads (the path's,
+/// `hwdb_dir`/systems/NAME.yaml, or the embedded hwdb/systems/NAME.yaml), as written. Throws
+/// InputError as LoadSystem does.
+std::string SystemYamlText(const std::string& name_or_path, const std::string& hwdb_dir = "");
+
 /// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/. Throws
 /// InputError.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir = "");

@@ -188,6 +188,20 @@ MegatronFitOutcome FitMegatronTime(const std::vector<FitRow>& rows) {
   std::array<bool, kConstants> used{};
   out.fit = FromVector(Solve(rows, -1, used));
   const std::array<int, 3> tie = GemmTies(rows, -1);
+  {
+    std::array<std::vector<std::string>, 3> models;
+    for (const FitRow& row : rows) {
+      const int g = GemmIndex(row.precision);
+      ++out.gemm_rows[g];
+      if (std::find(models[size_t(g)].begin(), models[size_t(g)].end(), row.model) == models[size_t(g)].end()) {
+        models[size_t(g)].push_back(row.model);
+      }
+    }
+    for (int g = 0; g < 3; ++g) {
+      out.gemm_models[g] = int(models[size_t(g)].size());
+      out.gemm_tie[g] = tie[size_t(g)];
+    }
+  }
   for (int j = 0; j < kConstants; ++j) {
     if (used[size_t(j)]) {
       out.fitted.push_back(kNames[j]);
@@ -223,13 +237,13 @@ MegatronComputeSplit SplitMegatronCompute(const ModelSpec& model, const SystemSp
                               t.ep};
 }
 
-void WriteSystemFit(const SystemFit& fit) {
-  const std::string& path = fit.file;
+std::string SystemYamlWithFit(const std::string& yaml, const SystemFit& fit) {
   const MegatronFitOutcome& o = fit.outcome;
-  std::ifstream in(path);
-  if (!in.good()) throw InputError(SourceLoc{path, 0, 0}, "megatron_time_fit", "cannot read the system file");
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  {
+    std::istringstream in(yaml);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
   // The old block: its "# megatron_time_fit" header comments, the key, and the indented (or
   // empty) lines under it. Everything before and after it is kept as it is.
   size_t end = lines.size(), resume = lines.size();
@@ -248,9 +262,7 @@ void WriteSystemFit(const SystemFit& fit) {
   for (size_t i = 0; i < end; ++i) os << lines[i] << "\n";
   os.setf(std::ios::fixed);
   os.precision(4);
-  // The source path as the committed hwdb/systems files carry it (kept so that a refit rewrites
-  // them byte for byte; the fit is now this file).
-  os << "# megatron_time_fit: written by `meshplan validate RUNS.csv --fit HWDB_DIR` (planner/accuracy/megatron_fit.cpp):\n"
+  os << "# megatron_time_fit: written by " << fit.written_by << " (planner/accuracy/megatron_fit.cpp):\n"
      << "# megatron_time_fit: least squares on relative step time, ridge " << kMegatronFitRidge
      << " toward the physical model; constants not listed under `fitted` stay at the prior.\n"
      << "megatron_time_fit:\n"
@@ -274,7 +286,15 @@ void WriteSystemFit(const SystemFit& fit) {
        << std::noshowpos << "\"\n";
   }
   for (size_t i = resume; i < lines.size(); ++i) os << lines[i] << "\n";
-  WriteFileAtomically(path, os.str(), /*force=*/true);
+  return os.str();
+}
+
+void WriteSystemFit(const SystemFit& fit) {
+  std::ifstream in(fit.file);
+  if (!in.good()) throw InputError(SourceLoc{fit.file, 0, 0}, "megatron_time_fit", "cannot read the system file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  WriteFileAtomically(fit.file, SystemYamlWithFit(text.str(), fit), /*force=*/true);
 }
 
 }  // namespace meshplan

@@ -528,7 +528,7 @@ std::string ReadRunsFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file) {
+PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file, const std::string& system_override) {
   // The lines as std::getline gives them: split at '\n', no empty line after a final '\n'.
   std::vector<std::string> lines;
   for (size_t start = 0; start < text.size() || lines.empty();) {
@@ -568,6 +568,7 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file)
     } else {
       ReadSurvey(rows[i], col, file, r, shape_problem);
     }
+    if (!system_override.empty()) r.system = system_override;
     if (r.skip.empty() && r.preset.empty() && !r.shape_model) {
       r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
       r.skip_detail = shape_problem.empty() ? "" : "model not describable: no preset, and its shape " + shape_problem;

@@ -120,7 +120,10 @@ std::string ReadRunsFile(const std::string& path);
 /// precision, a size that is not an integer in range (naming the column), another cell count
 /// than 18 (perf table), a throughput that is not a positive number, no preset for the model,
 /// no hwdb system for the GPU, no published throughput, sizes that do not divide the GPUs.
-PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file);
+/// `system_override` (non-empty): every row's system is this one, whatever its cell says
+/// (calibrate --runs: a user's runs on their own system), so no row is skipped for its GPU.
+PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file,
+                                 const std::string& system_override = "");
 
 /// The Megatron-Bridge layout `run` was measured at on `system`, priced as the recipe ran it:
 /// meshplan's emitted settings (search::ApplyEmittedSettings) overlaid with the release's

@@ -79,7 +79,7 @@ void Fit(const ValidateRequest& req, const std::map<std::string, std::vector<acc
   for (const auto& [system, rows] : fit_rows) {
     SystemFit s;
     s.system = system;
-    s.file = req.fit_dir + "/systems/" + system + ".yaml";
+    if (!req.fit_dir.empty()) s.file = req.fit_dir + "/systems/" + system + ".yaml";
     s.source = req.runs.substr(req.runs.find_last_of('/') + 1) + ", " + std::to_string(rows.size()) + " rows";
     for (const accuracy::FitRow& row : rows) s.labels.push_back(row.label);
     s.outcome = accuracy::FitMegatronTime(rows);
@@ -140,7 +140,8 @@ ValidateReport Validate(const ValidateRequest& req) {
     throw InputError(SourceLoc{"<command line>", 0, 0}, "--fit",
                      "expected an hwdb directory with a systems/ folder (a copy of hwdb/), found '" + req.fit_dir + "'");
   }
-  const accuracy::PublishedRuns runs = accuracy::ParsePublishedRuns(text, req.runs);
+  const accuracy::PublishedRuns runs =
+      accuracy::ParsePublishedRuns(text, req.runs, req.system ? req.system->name : std::string());
   ValidateReport report;
   report.format = runs.format;
   const bool mbridge = runs.format == PublishedRunsFormat::kMegatronBridgePerf;
@@ -154,6 +155,7 @@ ValidateReport Validate(const ValidateRequest& req) {
   if (req.on_start) req.on_start();
   std::map<std::string, ModelSpec> models;
   std::map<std::string, SystemSpec> systems;
+  if (req.system) systems[req.system->name] = *req.system;
   // Rank cache: one search per distinct request.
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
@@ -272,7 +274,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     if (row.moe && !row.hybrid) moe_flat_errors.push_back(std::fabs(row.error));
     // Hybrid models' rows are evaluated, not fitted: the step-time constants stay those of the
     // flat decoders, and the hybrid rows' errors are out of sample.
-    if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout && !m.is_hybrid()) {
+    if ((!req.fit_dir.empty() || req.fit_in_memory || req.transfer) && row.predicted > 0 && megatron_layout && !m.is_hybrid()) {
       accuracy::FitRow fit = accuracy::MakeFitRow(m, sys, r.setup, l, row.published_step);
       // The release in parentheses, unless the label ends with it (the 25.09 rows' precision).
       const std::string tag = " (" + r.release + ")";
@@ -349,7 +351,7 @@ ValidateReport Validate(const ValidateRequest& req) {
     sum.memory_error_median = accuracy::Quantile(memory_errors, 0.5);
     sum.memory_error_max = *std::max_element(memory_errors.begin(), memory_errors.end());
   }
-  if (!req.fit_dir.empty() || req.transfer) Fit(req, fit_rows, report);
+  if (!req.fit_dir.empty() || req.fit_in_memory || req.transfer) Fit(req, fit_rows, report);
   if (req.transfer) report.transfer = accuracy::MeasureTransfer(fit_rows, systems, report.fits);
   return report;
 }

@@ -1,7 +1,10 @@
-// `meshplan calibrate MEASUREMENTS... --system BASE -o hwdb/systems/NAME.yaml`: CLI11 wiring and
-// the printing of meshplan::Calibrate's fit (planner/accuracy/calibrate.cpp).
+// `meshplan calibrate [MEASUREMENTS...] [--runs RUNS.csv] --system BASE -o hwdb/systems/NAME.yaml`:
+// CLI11 wiring and the printing of meshplan::Calibrate's fit (planner/accuracy/calibrate.cpp) and
+// of CalibrateFromRuns' (planner/accuracy/calibrate_runs.cpp).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.hpp"
 #include "meshplan/calibrate.hpp"
@@ -11,8 +14,17 @@ namespace meshplan::cli {
 
 void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o) {
   CLI::App* cmd = app.add_subcommand(
-      "calibrate", "fit a system's latency, bandwidth and efficiency constants to tools/measure/ sweeps");
-  cmd->add_option("measurements", o.files, "collectives.jsonl / gemm.jsonl files")->required();
+      "calibrate",
+      "fit a system's latency, bandwidth and efficiency constants to tools/measure/ sweeps, and (--runs) its "
+      "Megatron-Core step-time constants to measured training runs");
+  cmd->add_option("measurements", o.files, "collectives.jsonl / gemm.jsonl files (optional with --runs)");
+  cmd->add_option("--runs", o.runs,
+                  "measured Megatron-Bridge training runs on this system (CSV with the columns of a Megatron-Bridge "
+                  "performance table: release,task,model,system,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,ga,"
+                  "tokens_per_s_per_gpu,model_tflops_per_gpu; the system cell is ignored): fit megatron_time_fit to them");
+  cmd->add_option("--recipe-settings", o.recipe_settings,
+                  "with --runs: YAML of the runs' recipe settings (schema of recipes/megatron-bridge-perf.yaml, keyed by "
+                  "the output system's name); default: the embedded file; 'none': meshplan's emitted settings");
   cmd->add_option("--system", o.system, "base system (name or YAML path)")->required();
   cmd->add_option("-o,--out", o.out, "calibrated system YAML to write")->required();
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
@@ -21,33 +33,96 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o) {
   cmd->add_flag("--force", o.force, "replace --out if it exists");
 }
 
+namespace {
+
+// Prints each run of a runs calibration, the constants and what the fit needs.
+void PrintRunsFit(const RunsCalibration& rc, const std::string& system) {
+  std::printf("\nruns on %s (--runs): %d fitted\n", system.c_str(), rc.fitted_rows);
+  std::printf("%-56s %10s %10s\n", "run", "residual", "left out");
+  const MegatronFitOutcome& o = rc.fit.outcome;
+  for (size_t i = 0; i < rc.fit.labels.size() && i < o.residuals.size(); ++i) {
+    std::printf("%-56s %+9.1f%% %+9.1f%%\n", rc.fit.labels[i].c_str(), 100 * o.residuals[i],
+                100 * o.loo_residuals[i]);
+  }
+  std::map<std::string, int> skipped;
+  int not_fitted = 0;
+  for (const ValidateRow& r : rc.rows) {
+    if (!r.skip.empty()) {
+      ++skipped[r.skip];
+    } else {
+      ++not_fitted;
+    }
+  }
+  not_fitted -= rc.fitted_rows;
+  for (const auto& [why, n] : skipped) std::printf("skipped %d: %s\n", n, why.c_str());
+  if (not_fitted > 0) {
+    std::printf("priced, not fitted %d: hybrid (Mamba-2 / Gated DeltaNet) or AutoModel runs\n", not_fitted);
+  }
+  if (rc.fitted_rows == 0) return;
+  std::printf("\n%-20s %10s %8s  %s\n", "megatron_time_fit", "value", "prior", "from");
+  for (const RunsFitConstant& c : rc.constants) {
+    std::printf("%-20s %10.4f %8.2f  %s\n", c.key.c_str(), c.value, c.prior, c.basis.c_str());
+  }
+  std::printf("fit: median |residual| %.1f%%, p90 %.1f%%; left out: median %.1f%%\n",
+              100 * o.fit.residual_median, 100 * o.fit.residual_p90, 100 * rc.fit.loo_median);
+  std::printf("\n%s", RunsCalibrationNeeds().c_str());
+}
+
+}  // namespace
+
 int RunCalibrate(const CalibrateOptions& o) {
+  if (o.files.empty() && o.runs.empty()) {
+    throw InputError({"<command line>", 0, 0}, "measurements",
+                     "expected tools/measure/ measurement files, --runs RUNS.csv, or both; found neither");
+  }
   if (!(o.max_residual > 0 && o.max_residual <= 10)) {
     throw InputError({"<command line>", 0, 0}, "--max-residual",
                      "expected a relative residual in (0, 10], found " + std::to_string(o.max_residual));
   }
   const SystemSpec base = LoadSystem(o.system, o.hwdb);
-  const auto points = ReadCalibrationPoints(o.files);
-  RefuseOtherGpu(points, base, o.system);
-  CheckOutputPath(o.out, "--out", o.force);  // before the fit is printed
-  const CalibrationFit fit = Calibrate(base, points);
-  std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",
-              "residual");
-  for (const auto& r : fit.residuals) {
-    std::printf("%-32s %-15s %4lld %14.4g %12.4g %12.4g %+8.1f%%%s\n", r.point.where.c_str(), r.point.op.c_str(),
-                static_cast<long long>(r.point.n), r.point.kind == "gemm" ? r.point.flop : r.point.bytes,
-                r.point.seconds, r.predicted, 100 * r.residual, r.fitted ? "" : " (not fitted)");
+  CheckOutputPath(o.out, "--out", o.force);  // before any fit is printed
+  SystemSpec priced = base;
+  std::string yaml;
+  if (o.files.empty()) {
+    yaml = SystemYamlText(o.system, o.hwdb);
+  } else {
+    const auto points = ReadCalibrationPoints(o.files);
+    RefuseOtherGpu(points, base, o.system);
+    const CalibrationFit fit = Calibrate(base, points);
+    std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",
+                "residual");
+    for (const auto& r : fit.residuals) {
+      std::printf("%-32s %-15s %4lld %14.4g %12.4g %12.4g %+8.1f%%%s\n", r.point.where.c_str(), r.point.op.c_str(),
+                  static_cast<long long>(r.point.n), r.point.kind == "gemm" ? r.point.flop : r.point.bytes,
+                  r.point.seconds, r.predicted, 100 * r.residual, r.fitted ? "" : " (not fitted)");
+    }
+    std::printf("\n%s", CalibratedConstantsTable(fit).c_str());
+    std::printf("fit: RMS relative residual %.1f%% over %d fitted points", 100 * fit.rms_residual, fit.fitted_points);
+    if (fit.fp8_rate > 0) std::printf("; fp8 large-GEMM rate %.0f TFLOP/s (no system constant)", fit.fp8_rate / 1e12);
+    std::printf("\n");
+    if (!(fit.rms_residual <= o.max_residual)) {
+      std::cerr << "meshplan: calibration refused: RMS relative residual " << 100 * fit.rms_residual << "% exceeds "
+                << 100 * o.max_residual << "% (--max-residual); the measurements do not follow the model\n";
+      return 1;
+    }
+    yaml = CalibratedSystemYaml(fit, o.files);
+    priced = fit.system;
   }
-  std::printf("\n%s", CalibratedConstantsTable(fit).c_str());
-  std::printf("fit: RMS relative residual %.1f%% over %d fitted points", 100 * fit.rms_residual, fit.fitted_points);
-  if (fit.fp8_rate > 0) std::printf("; fp8 large-GEMM rate %.0f TFLOP/s (no system constant)", fit.fp8_rate / 1e12);
-  std::printf("\n");
-  if (!(fit.rms_residual <= o.max_residual)) {
-    std::cerr << "meshplan: calibration refused: RMS relative residual " << 100 * fit.rms_residual << "% exceeds "
-              << 100 * o.max_residual << "% (--max-residual); the measurements do not follow the model\n";
-    return 1;
+  if (!o.runs.empty()) {
+    // The runs are priced on the system being written, under its name (--recipe-settings
+    // entries key on it).
+    priced.name = std::filesystem::path(o.out).stem().string();
+    RunsCalibration rc = CalibrateFromRuns(priced, o.runs, o.hwdb, o.recipe_settings);
+    PrintRunsFit(rc, priced.name);
+    if (rc.fitted_rows == 0) {
+      throw InputError({o.runs, 0, 0}, "--runs",
+                       "expected at least one run of a Megatron-Core layout that meshplan can price on " + priced.name +
+                           " (see the skipped runs above); nothing was written");
+    }
+    rc.fit.written_by = "`meshplan calibrate --runs RUNS.csv`";
+    yaml = SystemYamlWithFit(yaml, rc.fit);
   }
-  WriteFileAtomically(o.out, CalibratedSystemYaml(fit, o.files), o.force);
+  WriteFileAtomically(o.out, yaml, o.force);
   std::printf("wrote %s\n", o.out.c_str());
   return 0;
 }

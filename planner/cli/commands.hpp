@@ -79,11 +79,15 @@ using ValidateOptions = ValidateRequest;
 struct CalibrateOptions {
   std::vector<std::string> files;  ///< tools/measure collectives.jsonl / gemm.jsonl
   std::string system, hwdb, out;
+  std::string runs;             ///< --runs: measured training runs (perf-table CSV) to fit megatron_time_fit to
+  std::string recipe_settings;  ///< --recipe-settings: the runs' recipe settings ("" = embedded, "none")
   double max_residual = 0.25;  ///< refuse above this RMS relative residual
   bool force = false;
 };
 void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o);
-/// Prints every point's residual; returns 1 (writing nothing) when the fit is refused.
+/// Prints every point's residual (and with --runs every run's); returns 1 (writing nothing)
+/// when the microbenchmark fit is refused. InputError (nothing written) when neither
+/// measurements nor --runs are given, or when no run of --runs could be fitted.
 int RunCalibrate(const CalibrateOptions& o);
 
 void AddPlanCommand(CLI::App& app, PlanOptions& o);

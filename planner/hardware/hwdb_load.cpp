@@ -248,6 +248,13 @@ SystemSpec LoadSystemAsWritten(const std::string& name_or_path, const std::strin
 
 }  // namespace
 
+std::string SystemYamlText(const std::string& name_or_path, const std::string& hwdb_dir) {
+  LoadSystemAsWritten(name_or_path, hwdb_dir);  // the same resolution and errors; the file parses
+  if (hardware::LooksLikePath(name_or_path)) return data::ReadFileOrThrow(name_or_path);
+  if (!hwdb_dir.empty()) return data::ReadFileOrThrow(hwdb_dir + "/systems/" + name_or_path + ".yaml");
+  return std::string(*data::FindEmbedded("hwdb/systems/" + name_or_path + ".yaml"));
+}
+
 /// Loads a GPU by name from `hwdb_dir`/gpus if given, then from the embedded hwdb/gpus/.
 GpuSpec LoadGpu(const std::string& name, const std::string& hwdb_dir) {
   GpuSearch search;

@@ -10,7 +10,7 @@ import sys
 
 COMMANDS = ["plan", "check", "explain", "list", "validate", "calibrate", "serve"]
 # Options whose value names something to do or to read, done only when given (no default).
-ACTIONS = {"--out", "--report", "--sweep-gpus", "--sweep-seq", "--recipe", "--set", "--fit"}
+ACTIONS = {"--out", "--report", "--sweep-gpus", "--sweep-seq", "--recipe", "--set", "--fit", "--runs"}
 
 
 def entries(text):
