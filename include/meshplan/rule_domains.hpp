@@ -26,6 +26,16 @@ namespace meshplan::domain {
 /// compute capability 8.x or 9.x or a GPU named "NVIDIA B200" / "NVIDIA B300" (not GB200 /
 /// GB300); HybridEP compute capability 8.x-10.x. kNone: true.
 bool FlexBackendRuns(MbFlexBackend backend, const GpuSpec& gpu);
+/// Whether DeepEP's normal-mode kernels have a configuration for a communication group of
+/// `ranks` GPUs (the flex dispatcher's group: expert-TP x EP, Megatron-Core token_dispatcher.py
+/// MoEFlexTokenDispatcher tp_ep_group). Source: DeepEP v1.2.1 deep_ep/buffer.py
+/// Buffer.get_dispatch_config / get_combine_config, whose tables hold 2, 4, 8, 16, 24, 32, 64,
+/// 128, 144 and 160 ranks and assert "Unsupported number of EP ranks" otherwise (Megatron-Core
+/// fused_a2a.py get_buffer calls both at the first dispatch); DeepEP's unreleased main adds 48
+/// and 96 (deep_ep/buffers/legacy.py, 94a9f8f's parent dd758ca).
+bool DeepEpRanksSupported(int64_t ranks);
+/// The sizes DeepEpRanksSupported accepts, in increasing order.
+std::vector<int64_t> DeepEpRankSizes();
 
 /// Sizes d of n in increasing order (empty for n < 1).
 std::vector<int64_t> Divisors(int64_t n);

@@ -16,6 +16,13 @@ bool FlexBackendRuns(MbFlexBackend backend, const GpuSpec& gpu) {
   return true;
 }
 
+std::vector<int64_t> DeepEpRankSizes() { return {2, 4, 8, 16, 24, 32, 64, 128, 144, 160}; }
+
+bool DeepEpRanksSupported(int64_t ranks) {
+  const std::vector<int64_t> sizes = DeepEpRankSizes();
+  return std::find(sizes.begin(), sizes.end(), ranks) != sizes.end();
+}
+
 std::vector<int64_t> Divisors(int64_t n) {
   std::vector<int64_t> out;
   for (int64_t d = 1; d * d <= n; ++d) {

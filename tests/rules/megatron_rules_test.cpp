@@ -388,6 +388,16 @@ const Case kCases[] = {
      [](auto& m, auto& s, Layout& l) { MoeEp8(m, s, l); l.mb.token_dispatcher = MbDispatcher::kFlex;
                                        l.mb.flex_backend = MbFlexBackend::kDeepEP; },
      MBridgeVersion::kMain, "gb200-nvl72"},
+    // DeepEP v1.2.1 has kernel configurations for 2, 4, 8, 16, 24, 32, 64, 128, 144, 160 ranks: a
+    // 96-expert MoE on 48 GPUs (tp4 pp2 dp6) at EP 24 runs, at EP 12 stops at the first dispatch.
+    {"mb_deepep_ep_ranks", "deepep has no kernel configuration for 12 ranks (expert_tensor_parallel_size 1 x "
+     "expert_model_parallel_size 12)",
+     [](auto& m, TrainSetup& s, Layout& l) { MoeEp8(m, s, l); m.num_experts = 96; s.num_gpus = 48; s.global_batch = 384; l.dp = 6; l.ep = 24;
+                                             l.mb.token_dispatcher = MbDispatcher::kFlex;
+                                             l.mb.flex_backend = MbFlexBackend::kDeepEP; },
+     [](auto& m, TrainSetup& s, Layout& l) { MoeEp8(m, s, l); m.num_experts = 96; s.num_gpus = 48; s.global_batch = 384; l.dp = 6; l.ep = 12;
+                                             l.mb.token_dispatcher = MbDispatcher::kFlex;
+                                             l.mb.flex_backend = MbFlexBackend::kDeepEP; }},
     {"mb_global_batch_divisible", "global_batch_size (510) must be divisible by micro_batch_size x data parallel (1 x 4 = 4)",
      Nothing, [](auto&, TrainSetup& s, auto&) { s.global_batch = 510; }},
     {"mb_interleaved_microbatches", "the number of micro-batches (1 = global_batch / (micro_batch_size x DP))",

@@ -308,6 +308,28 @@ std::string FlexBackendGpuMsg(const RuleContext& c) {
          "); use " + (deepep ? "hybridep" : "moe_token_dispatcher_type: alltoall");
 }
 
+/// DeepEP's kernels need a tuned configuration for the flex dispatcher's group of expert-TP x
+/// EP ranks (domain::DeepEpRanksSupported: DeepEP v1.2.1 Buffer.get_dispatch_config, called by
+/// Megatron-Core fused_a2a.py get_buffer at the first dispatch; the job stops there, after
+/// start-up, so Megatron-Bridge's own config checks do not see it).
+bool DeepEpRanks(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.mb.token_dispatcher != MbDispatcher::kFlex || l.mb.flex_backend != MbFlexBackend::kDeepEP || l.ep <= 1) {
+    return true;
+  }
+  return domain::DeepEpRanksSupported(l.EffectiveEtp() * l.ep);
+}
+std::string DeepEpRanksMsg(const RuleContext& c) {
+  const Layout& l = L(c);
+  std::string sizes;
+  for (int64_t n : domain::DeepEpRankSizes()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
+  return Cat("moe_flex_dispatcher_backend: deepep has no kernel configuration for ", l.EffectiveEtp() * l.ep,
+             " ranks (expert_tensor_parallel_size ", l.EffectiveEtp(), " x expert_model_parallel_size ", l.ep,
+             "); DeepEP v1.2.1 Buffer.get_dispatch_config supports ", sizes,
+             " and asserts 'Unsupported number of EP ranks' at the first dispatch; use an EP size it supports, "
+             "moe_flex_dispatcher_backend: hybridep, or moe_token_dispatcher_type: alltoall");
+}
+
 /// Source: MCore num_microbatches_calculator.py:381-391 (GBS % (MBS*DP) == 0).
 bool GlobalBatch(const RuleContext& c) { return NumMicrobatches(c) >= 1; }
 std::string GlobalBatchMsg(const RuleContext& c) {
@@ -423,6 +445,8 @@ const Rule kRules[] = {
      CudaGraphRecompute, CudaGraphRecomputeMsg},
     {"mb_flex_backend_gpu", "MB training/flex_dispatcher_backend.py validate_flex_dispatcher_backend", RuleStage::kFeatures,
      FlexBackendGpu, FlexBackendGpuMsg},
+    {"mb_deepep_ep_ranks", "DeepEP v1.2.1 deep_ep/buffer.py Buffer.get_dispatch_config; MCore moe/fused_a2a.py get_buffer",
+     RuleStage::kFeatures, DeepEpRanks, DeepEpRanksMsg},
     {"mb_global_batch_divisible", "MCore num_microbatches_calculator.py:381-391", RuleStage::kBatch, GlobalBatch,
      GlobalBatchMsg},
     {"mb_interleaved_microbatches", "MCore pipeline_parallel/schedules.py:1160-1180", RuleStage::kBatch, Interleaved,
