@@ -80,14 +80,17 @@ int RunCalibrate(const CalibrateOptions& o) {
                      "expected a relative residual in (0, 10], found " + std::to_string(o.max_residual));
   }
   const SystemSpec base = LoadSystem(o.system, o.hwdb);
+  std::vector<CalibrationPoint> points;
+  if (!o.files.empty()) {
+    points = ReadCalibrationPoints(o.files);
+    RefuseOtherGpu(points, base, o.system);
+  }
   CheckOutputPath(o.out, "--out", o.force);  // before any fit is printed
   SystemSpec priced = base;
   std::string yaml;
   if (o.files.empty()) {
     yaml = SystemYamlText(o.system, o.hwdb);
   } else {
-    const auto points = ReadCalibrationPoints(o.files);
-    RefuseOtherGpu(points, base, o.system);
     const CalibrationFit fit = Calibrate(base, points);
     std::printf("%-32s %-15s %4s %14s %12s %12s %9s\n", "point", "op", "n", "bytes|flop", "measured_s", "predicted_s",
                 "residual");

@@ -62,7 +62,8 @@ ActBytes Act(const Ctx& c, bool moe_layer, AcWrap wrap) {
 
 /// CUDA context + one NCCL communicator per process group of more than one rank that the
 /// rank uses: the default group, plus (FSDP2 / Megatron-FSDP) the mesh groups. DDP uses the
-/// default group only (AutoModel builds no mesh for it). One GPU: the context alone.
+/// default group only (AutoModel builds no mesh for it). One GPU: the context alone. Plus the
+/// flex dispatcher's DeepEP / HybridEP buffers (EpDispatcherBufferBytes).
 double Overhead(const Ctx& c) {
   const CostView& l = c.view;
   const MeshGroups& g = c.groups;
@@ -74,7 +75,7 @@ double Overhead(const Ctx& c) {
       if (c.model.is_moe()) groups += (g.ep.n > 1) + (g.ep_shard.n > 1);
     }
   }
-  return kCudaContextBytes + kNcclBytesPerGroup * double(groups);
+  return kCudaContextBytes + kNcclBytesPerGroup * double(groups) + EpDispatcherBufferBytes(c);
 }
 
 }  // namespace

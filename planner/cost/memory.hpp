@@ -111,6 +111,29 @@ struct PytorchRankTerms {
 };
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);
 
+/// Bytes per GPU of the flex dispatcher's communication buffers, which DeepEP and HybridEP
+/// allocate outside PyTorch's caching allocator at the first dispatch and keep for the run
+/// (part of MemoryBreakdown::overhead); 0 unless the layout's dispatcher is flex with EP > 1
+/// (Megatron-Core moe_token_dispatcher_type flex; AutoModel's deepep / hybridep dispatchers,
+/// UCCL-EP and Mixture-of-Kittens priced as DeepEP). The group is expert-TP x EP ranks (n).
+///   DeepEP v1.2.1 normal mode (Megatron-Core / AutoModel fused_a2a.py get_buffer: the larger of
+///   the dispatch and combine configurations' size hints, csrc/config.hpp): with 10 channels
+///   (20 SMs), R_n = min(n, 8) NVLink peers, r = max(n / 8, 1) RDMA ranks and the tables'
+///   receive depths (NVLink 256 / 288 / 560 / 720 tokens for n <= 8 / <= 64 / 128 / more, RDMA
+///   128), each token slot holding its 2h bytes and 2056 bytes of top-k indices, weights,
+///   scales and source metadata:
+///     NVLink  10·R_n·(2r + 3)·4 + 10·R_n·depth·(2h + 2056)
+///     RDMA    (n > 8) 10·r·18·2·4 + 10·r·128·2·(2h + 2072)
+///   e.g. h 4096, EP 8: 210 MB; EP 32: 236 + 106 MB.
+///   HybridEP (DeepEP hybrid-ep 94a9f8f, shared dispatch / combine buffers): T tokens per rank
+///   (micro_batch · seq / cp, / tp with sequence parallelism), R group ranks per NVLink domain,
+///   N = ceil(n / domain) domains, E_l = E / ep local experts, q = E_l·R, s = h/128:
+///     NVLink  T·R·N·(2h + 4q + 4s)  (room for every token of the group at one rank)
+///     RDMA    (N > 1) T·(2h + 4qN + 4s) + T·(N−1)·(2h + 4q + 4s) + 2T·(N−1)·(2h + 4q)
+///   e.g. DeepSeek-V3 EP 64 in one NVL72 domain, 4096 tokens: 4.1 GB.
+/// Throws nothing.
+double EpDispatcherBufferBytes(const Ctx& c);
+
 /// Memory of PP rank `pp_rank` at its peak moment, with the given options.
 MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& opts);
 /// Same with default MemoryOptions.

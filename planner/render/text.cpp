@@ -34,7 +34,7 @@ const Term kTerms[] = {
     {"weights", &MemoryBreakdown::weights},         {"gradients", &MemoryBreakdown::gradients},
     {"optimizer state", &MemoryBreakdown::optimizer}, {"activations", &MemoryBreakdown::activations},
     {"logits + loss", &MemoryBreakdown::logits},    {"FSDP / optimizer buffers", &MemoryBreakdown::buffers},
-    {"cuBLAS workspace", &MemoryBreakdown::workspace}, {"CUDA context + NCCL", &MemoryBreakdown::overhead},
+    {"cuBLAS workspace", &MemoryBreakdown::workspace}, {"CUDA context + NCCL + EP", &MemoryBreakdown::overhead},
 };
 
 bool SameMemory(const MemoryBreakdown& a, const MemoryBreakdown& b) {

@@ -98,9 +98,14 @@ TEST_CASE("validate: the survey's AutoModel rows are priced as their benchmark r
       CHECK(row.layout.recompute == Recompute::kFull);
       CHECK(row.layout.layers_per_stage == 2);
     }
-    // These ran on 80 GB H100s: the three with activation checkpointing must fit. GPT-OSS-120B
-    // (#121, no checkpointing) is printed: its MoE activations are not measured.
-    if (!row.label.starts_with("#121 ")) CHECK(row.cost.fits);
+    // These ran on 80 GB H100s: the three with activation checkpointing must be predicted below
+    // the GPU's memory, and Qwen3-30B and Kimi-K2 fit at AutoModel's default headroom too.
+    // DeepSeek-V3 (#117) holds 4.8 GiB of HybridEP buffers (EP 64 over 8 nodes: room for every
+    // token of the group at one rank, cost::EpDispatcherBufferBytes) and comes out at 72 GiB,
+    // inside the GPU but not inside the 10% headroom. GPT-OSS-120B (#121, no checkpointing) is
+    // printed: its MoE activations are not measured.
+    if (!row.label.starts_with("#121 ")) CHECK(row.cost.memory.Total() < 80e9);
+    if (row.label.starts_with("#118 ") || row.label.starts_with("#119 ")) CHECK(row.cost.fits);
   }
   CHECK(seen == 4);
 }

@@ -47,7 +47,7 @@ const RunsFitConstant& Constant(const RunsCalibration& rc, const std::string& ke
   return rc.constants.front();
 }
 
-TEST_CASE("calibrate --runs: the DGX H100 rows give the committed dgx-h100 fit, block and all") {
+TEST_CASE("calibrate --runs: the DGX H100 rows give the committed dgx-h100 fit and its block byte for byte") {
   // The committed hwdb/systems/dgx-h100.yaml was fitted by `validate mbridge_perf_dev.csv --fit`
   // on the table's 20 priced DGX H100 rows. The same rows given to calibrate --runs on the
   // same system (its name keys the published recipe settings) must give the same constants

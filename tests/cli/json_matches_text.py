@@ -41,7 +41,7 @@ TIME_ROWS = {"compute": "compute", "TP communication": "tp_comm", "CP communicat
              "pipeline bubble": "bubble", "optimizer step": "optimizer", "host-bound (CPU)": "host", "step": "step"}
 MEMORY_ROWS = {"weights": "weights", "gradients": "gradients", "optimizer state": "optimizer",
                "activations": "activations", "logits + loss": "logits", "FSDP / optimizer buffers": "buffers",
-               "cuBLAS workspace": "workspace", "CUDA context + NCCL": "overhead", "total": "total"}
+               "cuBLAS workspace": "workspace", "CUDA context + NCCL + EP": "overhead", "total": "total"}
 COMPUTE_ROWS = {"GEMMs": "gemm", "attention core": "attention", "HBM-bound kernels": "memory_bound",
                 "kernel launches": "kernels"}
 EP_ROWS = {"dispatch + combine": "dispatch_combine", "NVLink busy": "nvlink_busy", "RDMA (NICs) busy": "rdma_busy",
