@@ -186,8 +186,9 @@ std::string RecomputeLabel(const Layout& layout);
 const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 /// The model.backend MoE settings of a layout meshplan proposes with EP size `ep` on `system`:
 /// the learned gate, and the dispatcher meshplan's recipe names: deepep, hybridep when EP spans
-/// nodes (Automodel PR #2630: DeepEP's internode dispatch times out, issues #2327, #3906;
-/// recipe.cpp writes the same rule). frameworks/automodel/space.cpp.
+/// nodes (Automodel PR #2630: DeepEP's internode dispatch times out, issues #2327, #3906) or
+/// when DeepEP has no kernel configuration for `ep` (domain::DeepEpRanksSupported: 3, 5, 6, 7);
+/// recipe.cpp writes the hybridep key whenever the layout's is. frameworks/automodel/space.cpp.
 AmMoeBackend DefaultBackend(const SystemSpec& system, int64_t ep);
 PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed

@@ -105,7 +105,7 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   // packed_sequence.packed_sequence_size is unset, automodel.md 1.3). `meshplan check` reads it back.
   y << "dataset:  # merge into your dataset section (seq_len is what MockIterableDataset and pp_seq_len read)\n";
   y << "  seq_len: " << req.setup.seq_len << "\n";
-  if (l.ep > req.system.gpus_per_node) {
+  if (l.ep > 1 && l.am_backend.dispatcher == AmDispatcher::kHybridEP) {
     // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's internode
     // dispatch times out, issues #2327, #3906); the planner prices it so (DefaultBackend). A real
     // key, since `check` reads it back (absent, BackendConfig defaults to deepep), written after
@@ -114,8 +114,15 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     // which runs MoEFlexTokenDispatcher's _HybridEPManager (components/moe/megatron/
     // token_dispatcher.py) and needs DeepEP's hybrid-ep branch installed (deep_ep.HybridEPBuffer,
     // else ImportError).
-    y << "model:  # merge into your model section: EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
-      << " nodes (deepep, the default, is for ep_size <= GPUs per node); needs DeepEP's hybrid-ep branch installed\n";
+    // Inside a node it is written where DeepEP has no kernel configuration for ep_size
+    // (domain::DeepEpRanksSupported; automodel::DefaultBackend).
+    if (l.ep > req.system.gpus_per_node) {
+      y << "model:  # merge into your model section: EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
+        << " nodes (deepep, the default, is for ep_size <= GPUs per node); needs DeepEP's hybrid-ep branch installed\n";
+    } else {
+      y << "model:  # merge into your model section: deepep, the default, has no kernel configuration for ep_size " << l.ep
+        << " (DeepEP Buffer.get_dispatch_config); needs DeepEP's hybrid-ep branch installed\n";
+    }
     y << "  backend:\n";
     y << "    dispatcher: hybridep\n";
   }

@@ -95,6 +95,19 @@ const Case kCases[] = {
     {"ep_divides_non_pp_ranks", "non_pp_size=dp_size * cp_size * tp_size=4 * 1 * 1 = 4 must be a multiple of ep_size=8",
      [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); s.num_gpus = 32; l.tp = 1; l.pp = 8; l.dp = 4; l.ep = 4; l.local_batch_size = 8; },
      [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); s.num_gpus = 32; l.tp = 1; l.pp = 8; l.dp = 4; l.ep = 8; l.local_batch_size = 8; }},
+    // DeepEP v1.2.1's kernel configurations: 24 ranks yes, 12 no (a 96-expert MoE on 24 GPUs);
+    // hybridep at 12 is accepted.
+    {"deepep_ep_ranks", "deepep (the default with DeepEP installed) has no kernel configuration for ep_size 12",
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); m.num_experts = 96; s.num_gpus = 24; s.global_batch = 192;
+                                                  l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 24; },
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); m.num_experts = 96; s.num_gpus = 24; s.global_batch = 192;
+                                                  l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 12; }},
+    {"deepep_ep_ranks", "has no kernel configuration for ep_size 12",
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); m.num_experts = 96; s.num_gpus = 24; s.global_batch = 192;
+                                                  l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 12;
+                                                  l.am_backend.dispatcher = AmDispatcher::kHybridEP; },
+     [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); m.num_experts = 96; s.num_gpus = 24; s.global_batch = 192;
+                                                  l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 12; }},
     {"cp_divides_sequence", "CP sequence length 8194 must be divisible by 2 * cp_size = 4",
      [](auto&, auto&, Layout& l) { l.cp = 2; l.dp = 2; },
      [](auto&, TrainSetup& s, Layout& l) { s.seq_len = 8194; l.cp = 2; l.dp = 2; }},
@@ -415,3 +428,14 @@ TEST_CASE("rules: AutoModel CP on Gated DeltaNet layers: Qwen3.5's CP-aware modu
   l.dp = 16;
   CHECK(rule->check(RuleContext{next, s, l, AutoModelVersion::kV05, MBridgeVersion::kMain, nullptr}));
 }
+
+namespace meshplan {
+TEST_CASE("automodel plans: deepep inside a node where DeepEP has a configuration for ep_size, else hybridep") {
+  SystemSpec h100;
+  h100.gpus_per_node = 8;
+  CHECK(automodel::DefaultBackend(h100, 8).dispatcher == AmDispatcher::kDeepEP);
+  CHECK(automodel::DefaultBackend(h100, 4).dispatcher == AmDispatcher::kDeepEP);
+  CHECK(automodel::DefaultBackend(h100, 6).dispatcher == AmDispatcher::kHybridEP);  // no DeepEP table entry for 6
+  CHECK(automodel::DefaultBackend(h100, 16).dispatcher == AmDispatcher::kHybridEP);  // EP across nodes
+}
+}  // namespace meshplan

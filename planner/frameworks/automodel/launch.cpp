@@ -56,7 +56,10 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   if (c.layout.cp > 1) y << "  attn_implementation: sdpa  # required for cp > 1 (automodel.md 1.4)\n";
   if (moe) {
     y << "  backend:\n    attn: te\n    linear: te\n    rms_norm: te\n    experts: torch_mm\n    dispatcher: "
-      << (c.layout.ep > req.system.gpus_per_node ? "hybridep" : c.layout.ep > 1 ? "deepep" : "torch") << "\n";
+      << (c.layout.ep <= 1                                            ? "torch"
+          : c.layout.am_backend.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
+                                                                        : "deepep")
+      << "\n";
   }
   y << "checkpoint:\n  enabled: false\n  checkpoint_dir: checkpoints/\n";
   y << distributed;

@@ -116,6 +116,24 @@ std::string EpDividesNonPpRanksMsg(const RuleContext& c) {
              l.dp * l.cp * l.tp, " must be a multiple of ep_size=", l.ep);
 }
 
+/// The deepep dispatcher (BackendConfig's default where DeepEP is installed) calls DeepEP's
+/// Buffer.get_dispatch_config with the EP group's size at the first dispatch
+/// (components/moe/megatron/fused_a2a.py get_buffer), which asserts "Unsupported number of EP
+/// ranks" for a size its table lacks (domain::DeepEpRanksSupported, DeepEP v1.2.1).
+bool DeepEpEpRanks(const RuleContext& c) {
+  const Layout& l = L(c);
+  return l.ep <= 1 || !c.model.is_moe() || l.am_backend.dispatcher != AmDispatcher::kDeepEP ||
+         domain::DeepEpRanksSupported(l.ep);
+}
+std::string DeepEpEpRanksMsg(const RuleContext& c) {
+  std::string sizes;
+  for (int64_t n : domain::DeepEpRankSizes()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
+  return Cat("model.backend.dispatcher deepep (the default with DeepEP installed) has no kernel configuration for "
+             "ep_size ", L(c).ep, ": DeepEP v1.2.1 Buffer.get_dispatch_config supports ", sizes,
+             " ranks and asserts 'Unsupported number of EP ranks' at the first dispatch; set "
+             "model.backend.dispatcher: hybridep (or torch), or an ep_size it supports");
+}
+
 constexpr const char* kValidateTp = "components/distributed/parallelizer.py::validate_tp_mesh";
 
 const Rule kRules[] = {
@@ -129,6 +147,8 @@ const Rule kRules[] = {
      EpDividesExpertsMsg, kNoDp},
     {"ep_divides_non_pp_ranks", "components/distributed/mesh_utils.py (non_pp_size % ep_size)", RuleStage::kMesh,
      EpDividesNonPpRanks, EpDividesNonPpRanksMsg},
+    {"deepep_ep_ranks", "components/moe/megatron/fused_a2a.py::get_buffer; DeepEP v1.2.1 Buffer.get_dispatch_config",
+     RuleStage::kFeatures, DeepEpEpRanks, DeepEpEpRanksMsg, kNoDp},
     {"cp_divides_sequence", "components/distributed/context_parallel/utils.py", RuleStage::kMesh, CpDividesSequence,
      CpDividesSequenceMsg, kNoDp},
     {"cp_no_sliding_window", "components/distributed/context_parallel/utils.py::attach_context_parallel_hooks",

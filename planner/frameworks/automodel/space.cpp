@@ -176,7 +176,10 @@ class AutoModelSpace : public search::Space {
 
 AmMoeBackend automodel::DefaultBackend(const SystemSpec& system, int64_t ep) {
   AmMoeBackend b;
-  b.dispatcher = ep > system.gpus_per_node ? AmDispatcher::kHybridEP : AmDispatcher::kDeepEP;
+  // HybridEP where EP spans nodes (Automodel PR #2630) or where DeepEP has no kernel
+  // configuration for the group (domain::DeepEpRanksSupported: EP 3, 5, 6, 7 inside a node).
+  const bool deepep = ep <= system.gpus_per_node && (ep <= 1 || domain::DeepEpRanksSupported(ep));
+  b.dispatcher = deepep ? AmDispatcher::kDeepEP : AmDispatcher::kHybridEP;
   return b;
 }
 
