@@ -1,6 +1,7 @@
 // Output of a plan: AutoModel recipes, the ranked table, JSON.
 #include "meshplan/framework.hpp"
 #include "meshplan/recipe.hpp"
+#include "meshplan/rule_domains.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -119,9 +120,12 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     if (l.ep > req.system.gpus_per_node) {
       y << "model:  # merge into your model section: EP spans " << (l.ep + req.system.gpus_per_node - 1) / req.system.gpus_per_node
         << " nodes (deepep, the default, is for ep_size <= GPUs per node); needs DeepEP's hybrid-ep branch installed\n";
-    } else {
+    } else if (!domain::DeepEpRanksSupported(l.ep)) {
       y << "model:  # merge into your model section: deepep, the default, has no kernel configuration for ep_size " << l.ep
         << " (DeepEP Buffer.get_dispatch_config); needs DeepEP's hybrid-ep branch installed\n";
+    } else {
+      y << "model:  # merge into your model section: the dispatcher this layout is priced with (absent, deepep); needs "
+           "DeepEP's hybrid-ep branch installed\n";
     }
     y << "  backend:\n";
     y << "    dispatcher: hybridep\n";
