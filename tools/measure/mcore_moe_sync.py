@@ -3,6 +3,8 @@
 
     python3 -m torch.distributed.run --standalone --nproc-per-node 2 \\
         tools/measure/mcore_moe_sync.py --mcore VENDOR_DIR --out DIR
+    python3 -m torch.distributed.run --standalone --nproc-per-node 1 \\
+        tools/measure/mcore_moe_sync.py --mcore VENDOR_DIR --out DIR --ep 1 --experts 16 --tokens 512,4096,8192
 
 VENDOR_DIR holds megatron/core (Megatron-LM d98e8a64, as tools/measure/mcore_alloc_limit.py).
 
@@ -43,7 +45,7 @@ SHAPE = {"name": "qwen3-30b-a3b", "hidden": 2048, "experts": 128, "top_k": 8, "f
 TOKENS = [4096, 8192]  # tokens per rank per micro-batch: micro-batch 1 and 2 at seq 4096
 MODES = ["drop_pad", "dropless"]
 LAYERS = 4
-EP = 2
+EP = 2  # --ep; with --ep 1 on one GPU, --experts 16 keeps Qwen3-30B-A3B's per-rank expert load at EP 8
 
 
 def cpu_model():
@@ -108,12 +110,19 @@ def kernel_seconds(step, iters):
 
 
 def main():
+    global EP, TOKENS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mcore", required=True, help="directory holding megatron/core")
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--ep", type=int, default=EP, help="expert-parallel size (= the world size)")
+    ap.add_argument("--experts", type=int, default=SHAPE["experts"], help="routed experts")
+    ap.add_argument("--tokens", default=",".join(str(t) for t in TOKENS), help="tokens per rank, comma-separated")
     args = ap.parse_args()
+    EP = args.ep
+    SHAPE["experts"] = args.experts
+    TOKENS = [int(t) for t in args.tokens.split(",")]
     sys.path.insert(0, args.mcore)
     import torch
     import torch.distributed as dist
@@ -140,8 +149,10 @@ def main():
                                       "gpu": torch.cuda.get_device_name(), "cpu": cpu_model(),
                                       "experts_impl": "TEGroupedMLP" if use_te else "SequentialMLP",
                                       "ep": EP, "layers": LAYERS, "iters": args.iters,
-                                      "command": "python3 -m torch.distributed.run --standalone --nproc-per-node 2 "
-                                                 "tools/measure/mcore_moe_sync.py --mcore VENDOR_DIR --out DIR"}})
+                                      "experts": SHAPE["experts"], "top_k": SHAPE["top_k"],
+                                      "command": f"python3 -m torch.distributed.run --standalone --nproc-per-node {EP} "
+                                                 f"tools/measure/mcore_moe_sync.py --mcore VENDOR_DIR --out DIR --ep {EP} "
+                                                 f"--experts {SHAPE['experts']} --tokens {','.join(str(t) for t in TOKENS)}"}})
     for mode in MODES:
         layers = build(mode, use_te)
         for tokens in TOKENS:
