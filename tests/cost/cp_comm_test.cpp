@@ -30,6 +30,25 @@ CpLayerInputs Inputs(double core_seconds, bool full = false) {
   return in;
 }
 
+
+// Llama 3 70B's Megatron-Bridge layout TP 8, CP 2 (DP 1, full recompute, sequence parallel,
+// distributed optimizer) with `pp` pipeline ranks and the given cp_comm_type and micro-batch.
+Layout Tp8Cp2(const SystemSpec& sys, const TrainSetup& s, int64_t pp, MbCpComm type, int64_t mbs) {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = 8;
+  l.cp = 2;
+  l.pp = pp;
+  l.dp = 1;
+  l.sequence_parallel = true;
+  l.use_distributed_optimizer = true;
+  l.recompute = Recompute::kFull;
+  search::ApplyEmittedSettings(l, sys);
+  l.mb.cp_comm = type;
+  SetMegatronMicroBatch(l, mbs, s);
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("cost: cp_comm_type p2p hides its ring behind the attention core") {
@@ -99,21 +118,7 @@ TEST_CASE("cost: Llama 3 70B TP 8 CP 2 on 16 H100 priced per cp_comm_type") {
   s.num_gpus = 16;
   s.seq_len = 65536;
   s.global_batch = 8;
-  Layout l;
-  l.framework = Framework::kMegatronBridge;
-  l.tp = 8;
-  l.cp = 2;
-  l.dp = 1;
-  l.sequence_parallel = true;
-  l.use_distributed_optimizer = true;
-  l.recompute = Recompute::kFull;
-  search::ApplyEmittedSettings(l, sys);
-  SetMegatronMicroBatch(l, 1, s);
-  auto with = [&](MbCpComm t) {
-    Layout x = l;
-    x.mb.cp_comm = t;
-    return x;
-  };
+  auto with = [&](MbCpComm t) { return Tp8Cp2(sys, s, 1, t, 1); };
   const CostModel cm(m, sys, s);
   const Cost p2p = Score(cm, with(MbCpComm::kUnset));
   const Cost a2a = Score(cm, with(MbCpComm::kA2a));
@@ -143,23 +148,7 @@ TEST_CASE("cost: the cp_comm_type variants of a layout hold the same memory whic
   s.num_gpus = 32;
   s.seq_len = 65536;
   s.global_batch = 16;
-  Layout l;
-  l.framework = Framework::kMegatronBridge;
-  l.tp = 8;
-  l.cp = 2;
-  l.pp = 2;
-  l.dp = 1;
-  l.sequence_parallel = true;
-  l.use_distributed_optimizer = true;
-  l.recompute = Recompute::kFull;
-  search::ApplyEmittedSettings(l, sys);
-  SetMegatronMicroBatch(l, 1, s);
-  auto with = [&](MbCpComm t, int64_t mbs) {
-    Layout x = l;
-    x.mb.cp_comm = t;
-    SetMegatronMicroBatch(x, mbs, s);
-    return x;
-  };
+  auto with = [&](MbCpComm t, int64_t mbs) { return Tp8Cp2(sys, s, 2, t, mbs); };
   const Cost alone = Score(CostModel(m, sys, s), with(MbCpComm::kA2a, 1));
   const CostModel cm(m, sys, s);
   const Cost p2p = Score(cm, with(MbCpComm::kUnset, 1));
