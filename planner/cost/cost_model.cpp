@@ -23,9 +23,9 @@ namespace {
 // the Megatron-Core profiles, which do not read them: RankMemoryUsesPytorchTerms).
 // ctx.tables must be set; ctx's per-rank pointers are cleared on return. `known`: the
 // memories of the ranks in visiting order, already computed (CpVariantMemories below), in place of
-// RankMemory.
+// RankMemory. Returns true when every rank of the plan was visited.
 template <class Visit>
-void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit,
+bool ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit,
                        const MemoryBreakdown* known = nullptr) {
   cost::RankPlan local;
   // A recipe's pipeline layout has its own split: its plan is built here (and so is one for an
@@ -67,6 +67,7 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
   ctx.pytorch_terms = nullptr;  // `terms` and `local` end here
   ctx.rank_params = nullptr;
   ctx.params_rank = -1;
+  return visited == plan->ranks.size();
 }
 
 // The per-rank memories of the last Megatron-Core layouts Evaluate scored, per thread, one
@@ -84,7 +85,7 @@ class CpVariantMemories {
   /// receives their count.
   const MemoryBreakdown* Find(uint64_t tables, const TrainSetup& setup, const MemoryOptions& opts,
                               const CostView& view, size_t* ranks = nullptr) {
-    Entry& e = entries_[SlotOf(view)];
+    Entry& e = entries_[SlotOf(view, setup)];
     const TrainSetup& k = e.setup;
     if (!e.used || e.tables != tables || k.num_gpus != setup.num_gpus || k.seq_len != setup.seq_len ||
         k.global_batch != setup.global_batch || k.precision != setup.precision ||
@@ -97,7 +98,7 @@ class CpVariantMemories {
   /// Keeps `ranks` (at most kRanks) memories of `view`, replacing its slot's.
   void Store(uint64_t tables, const TrainSetup& setup, const MemoryOptions& opts, const CostView& view,
              const MemoryBreakdown* memory, size_t ranks) {
-    Entry& e = entries_[SlotOf(view)];
+    Entry& e = entries_[SlotOf(view, setup)];
     e.used = true;
     e.tables = tables;
     e.setup = setup;  // the memory reads its num_gpus, seq_len, global_batch and precision
@@ -119,9 +120,10 @@ class CpVariantMemories {
   };
   static constexpr size_t kSlots = 256;
   // Any function of the view would do (Find compares it whole): the fields a mesh's features,
-  // micro-batches, DP flavours and dispatchers set, mixed by multiplication.
-  static size_t SlotOf(const CostView& v) {
-    uint64_t h = uint64_t(v.micro_batch);
+  // micro-batches, DP flavours and dispatchers set, and the global batch (the memory probes'
+  // CostModels have their own), mixed by multiplication.
+  static size_t SlotOf(const CostView& v, const TrainSetup& setup) {
+    uint64_t h = uint64_t(v.micro_batch) ^ uint64_t(setup.global_batch) << 20;
     for (uint64_t x : {uint64_t(v.recompute), uint64_t(v.recompute_modules), uint64_t(v.dp_impl),
                        uint64_t(v.distributed_optimizer), uint64_t(v.dispatcher), uint64_t(v.flex_backend),
                        uint64_t(v.tp), uint64_t(v.pp), uint64_t(v.ep), uint64_t(v.etp), uint64_t(v.vpp),
@@ -238,7 +240,8 @@ double CostModel::MemoryTotal(const CostView& layout) const {
   // A cp_comm_type variant's memories, as Evaluate kept them (CpVariantMemories): the most of
   // the ranks Evaluate scored is the most of those this scan reads (all of them, or the first
   // where every rank holds the same).
-  if (layout.runtime == CostRuntime::kMegatronCore && layout.cp > 1 && layout.split.given == nullptr) {
+  const bool memoised = layout.runtime == CostRuntime::kMegatronCore && layout.cp > 1 && layout.split.given == nullptr;
+  if (memoised) {
     size_t ranks = 0;
     const MemoryBreakdown* known = CpMemo().Find(tables_->Id(), setup_, memory_, layout, &ranks);
     if (known != nullptr && ranks > 0) {
@@ -252,12 +255,22 @@ double CostModel::MemoryTotal(const CostView& layout) const {
   ctx.tables = tables_.get();
   MemoryBreakdown best;
   double best_mem = -1.0;
-  ForEachScoredRank(ctx, memory_, /*memory_only=*/true, [&](const cost::RankEntry&, const MemoryBreakdown& mem) {
+  MemoryBreakdown seen[CpVariantMemories::kRanks];
+  size_t ranks = 0;
+  auto visit = [&](const cost::RankEntry&, const MemoryBreakdown& mem) {
+    if (ranks < CpVariantMemories::kRanks) seen[ranks] = mem;
+    ++ranks;
     if (mem.Total() > best_mem) {
       best_mem = mem.Total();
       best = mem;
     }
-  });
+  };
+  const bool all = ForEachScoredRank(ctx, memory_, /*memory_only=*/true, visit);
+  // Kept for the other variants (their memory probes, their no-recompute twins) when the scan
+  // read every rank, as Evaluate's does.
+  if (memoised && all && ranks <= CpVariantMemories::kRanks) {
+    CpMemo().Store(tables_->Id(), setup_, memory_, layout, seen, ranks);
+  }
   return best.Total();
 }
 
