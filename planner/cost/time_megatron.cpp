@@ -123,17 +123,19 @@ int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, Spli
 
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
-  // The last two inputs' values, per thread: a search asks for the same (E, k, ep) at every
-  // layout of a mesh, and EpAllToAllSeconds asks in turn for the EP size and the domain count.
-  thread_local LastValues<std::array<int64_t, 3>, double, 2> last;
+  // Kept per thread for up to 64 inputs: a search asks for the same (E, k, ep) at every
+  // layout of a mesh, EpAllToAllSeconds asks in turn for the EP size and the domain count, and
+  // the subtrees' step-time lower bounds for every EP size of the walk.
+  thread_local HashedValues<std::array<int64_t, 3>, double, 64> memo;
   const std::array<int64_t, 3> key{num_experts, top_k, ep};
-  if (const double* hit = last.Find(key)) return *hit;
+  const size_t slot = memo.SlotOf(key);
+  if (const double* hit = memo.Find(key, slot)) return *hit;
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
   // distinct experts is among them: C(E − E/ep, k) / C(E, k).
   const double e = double(num_experts), local = e / double(ep);
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
-  return last.Store(key, double(ep) * (1.0 - miss));
+  return memo.Store(key, slot, double(ep) * (1.0 - miss));
 }
 
 double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t groups, int64_t group_topk,
@@ -141,9 +143,11 @@ double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t gr
   const int64_t E = num_experts, G = groups, M = std::min(group_topk, groups);
   if (units <= 1 || E <= 0 || top_k <= 0) return units <= 1 ? 1.0 : double(std::max<int64_t>(top_k, 0));
   if (G <= 1 || M >= G || E % G != 0) return FlexDispatchCopies(E, top_k, units);
-  thread_local LastValues<std::array<int64_t, 5>, double, 2> last;
+  // Kept per thread for up to 64 inputs, as FlexDispatchCopies' (the sum below walks every unit).
+  thread_local HashedValues<std::array<int64_t, 5>, double, 64> memo;
   const std::array<int64_t, 5> key{E, top_k, G, M, units};
-  if (const double* hit = last.Find(key)) return *hit;
+  const size_t slot = memo.SlotOf(key);
+  if (const double* hit = memo.Find(key, slot)) return *hit;
   const int64_t g = E / G;                          // experts per group
   const double q = double(top_k) / double(M);       // experts a chosen group supplies
   // P(a chosen group supplies none of the `o` of its experts a unit holds): q of its g experts
@@ -186,7 +190,7 @@ double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t gr
     for (int64_t j = 0; j <= std::min(t, M); ++j) p_none += e[size_t(j)] * choose(G - t, M - j);
     copies += 1.0 - p_none / all;
   }
-  return last.Store(key, copies);
+  return memo.Store(key, slot, copies);
 }
 
 double RoutedDispatchCopies(const ModelSpec& m, int64_t units) {

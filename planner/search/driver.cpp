@@ -263,7 +263,8 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   }
   if (!cost.fits) return;
   ++fitting_;
-  Candidate cand{l, cost, {}};
+  // The layout is copied into a Candidate only when it is kept (below).
+  Risk risk;
   if (req_.risk_ranking) {
     if (!has_kind_) {
       // One kind per search: the runtime is the framework's, the rest the request's.
@@ -271,12 +272,12 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
                           req_.setup);
       has_kind_ = true;
     }
-    cand.risk = AssessRisk(kind_, cost);
+    risk = AssessRisk(kind_, cost);
   } else {
-    cand.risk.expected_step_seconds = cost.step_seconds;
+    risk.expected_step_seconds = cost.step_seconds;
   }
   // A layout whose expected step is above the limit can never be ranked (see Trim).
-  const bool may_rank = cand.risk.expected_step_seconds <= limit_;
+  const bool may_rank = risk.expected_step_seconds <= limit_;
   const bool counted = cost.step_seconds <= count_limit_;
   if (!may_rank && !counted) return;
   if (NoRecomputeFits(l, cost.capacity_bytes)) {
@@ -284,7 +285,7 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
     return;
   }
   if (!may_rank) return;
-  top_.emplace_back(std::move(cand), order);
+  top_.emplace_back(Candidate{l, cost, risk}, order);
   if (top_.size() >= trim_at_) Trim();
 }
 

@@ -30,6 +30,25 @@ CpLayerInputs Inputs(double core_seconds, bool full = false) {
   return in;
 }
 
+
+// Llama 3 70B's Megatron-Bridge layout TP 8, CP 2 (DP 1, full recompute, sequence parallel,
+// distributed optimizer) with `pp` pipeline ranks and the given cp_comm_type and micro-batch.
+Layout Tp8Cp2(const SystemSpec& sys, const TrainSetup& s, int64_t pp, MbCpComm type, int64_t mbs) {
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.tp = 8;
+  l.cp = 2;
+  l.pp = pp;
+  l.dp = 1;
+  l.sequence_parallel = true;
+  l.use_distributed_optimizer = true;
+  l.recompute = Recompute::kFull;
+  search::ApplyEmittedSettings(l, sys);
+  l.mb.cp_comm = type;
+  SetMegatronMicroBatch(l, mbs, s);
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("cost: cp_comm_type p2p hides its ring behind the attention core") {
@@ -99,21 +118,7 @@ TEST_CASE("cost: Llama 3 70B TP 8 CP 2 on 16 H100 priced per cp_comm_type") {
   s.num_gpus = 16;
   s.seq_len = 65536;
   s.global_batch = 8;
-  Layout l;
-  l.framework = Framework::kMegatronBridge;
-  l.tp = 8;
-  l.cp = 2;
-  l.dp = 1;
-  l.sequence_parallel = true;
-  l.use_distributed_optimizer = true;
-  l.recompute = Recompute::kFull;
-  search::ApplyEmittedSettings(l, sys);
-  SetMegatronMicroBatch(l, 1, s);
-  auto with = [&](MbCpComm t) {
-    Layout x = l;
-    x.mb.cp_comm = t;
-    return x;
-  };
+  auto with = [&](MbCpComm t) { return Tp8Cp2(sys, s, 1, t, 1); };
   const CostModel cm(m, sys, s);
   const Cost p2p = Score(cm, with(MbCpComm::kUnset));
   const Cost a2a = Score(cm, with(MbCpComm::kA2a));
@@ -131,4 +136,35 @@ TEST_CASE("cost: Llama 3 70B TP 8 CP 2 on 16 H100 priced per cp_comm_type") {
   const double a_a2a = SplitMegatronCompute(m, sys, s, with(MbCpComm::kA2a)).attention;
   CHECK(a_p2p / a_a2a == doctest::Approx(AttentionLengthFactor(65536, 1) / AttentionLengthFactor(65536, 2)));
   CHECK(AttentionLengthFactor(65536, 1) / AttentionLengthFactor(65536, 2) == doctest::Approx(1.00539).epsilon(1e-4));  // by hand: K 520 causal, 178 unmasked
+}
+
+TEST_CASE("cost: the cp_comm_type variants of a layout hold the same memory whichever is scored first") {
+  // CostModel keeps the per-rank memories of a scored CP layout for its other cp_comm_type
+  // variants (cost_model.cpp CpVariantMemories): a variant scored after another must cost what
+  // it costs scored first, under a CostModel of its own.
+  const SystemSpec sys = LoadSystem("dgx-h100");
+  const ModelSpec m = LoadModel("llama3-70b");
+  TrainSetup s;
+  s.num_gpus = 32;
+  s.seq_len = 65536;
+  s.global_batch = 16;
+  auto with = [&](MbCpComm t, int64_t mbs) { return Tp8Cp2(sys, s, 2, t, mbs); };
+  const Cost alone = Score(CostModel(m, sys, s), with(MbCpComm::kA2a, 1));
+  const CostModel cm(m, sys, s);
+  const Cost p2p = Score(cm, with(MbCpComm::kUnset, 1));
+  const Cost a2a = Score(cm, with(MbCpComm::kA2a, 1));
+  // The premise: no memory term reads the type (the two pipeline ranks' most loaded alike).
+  CHECK(p2p.memory.Total() == alone.memory.Total());
+  CHECK(p2p.memory.activations == alone.memory.activations);
+  // The variant scored second: the same memory and step as scored alone, and not the first's step.
+  CHECK(a2a.memory.Total() == alone.memory.Total());
+  CHECK(a2a.memory.optimizer == alone.memory.optimizer);
+  CHECK(a2a.step_seconds == alone.step_seconds);
+  CHECK(a2a.time.cp_comm == alone.time.cp_comm);
+  CHECK(a2a.step_seconds != p2p.step_seconds);
+  CHECK(cm.MemoryTotal(ToCostView(with(MbCpComm::kA2a, 1), m, s)) == alone.memory.Total());
+  // Another micro-batch is another layout: its own (larger) activations.
+  const Cost two = Score(cm, with(MbCpComm::kAllGather, 2));
+  CHECK(two.memory.activations > a2a.memory.activations);
+  CHECK(two.memory.activations == Score(CostModel(m, sys, s), with(MbCpComm::kUnset, 2)).memory.activations);
 }

@@ -218,6 +218,26 @@ TEST_CASE("moe ops: group-limited routing reaches at most the chosen groups' ran
   CHECK(cost::RoutedDispatchCopies(k2, 8) == doctest::Approx(cost::FlexDispatchCopies(k2.num_experts, 8, 8)));
 }
 
+TEST_CASE("moe ops: the dispatch copies kept per thread are the computed ones at every call") {
+  // More distinct inputs than the 64 slots of each memo, asked in turn twice: a slot another
+  // input took must be recomputed, never read as that input's value.
+  std::vector<double> grouped, uniform;
+  for (int64_t units = 2; units <= 200; ++units) {
+    grouped.push_back(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, units));
+    uniform.push_back(cost::FlexDispatchCopies(256, 8, units));
+  }
+  for (int64_t units = 200; units >= 2; --units) {
+    CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, units) == grouped[size_t(units - 2)]);
+    CHECK(cost::FlexDispatchCopies(256, 8, units) == uniform[size_t(units - 2)]);
+  }
+  // The values of the test above, after the memos were filled by others.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 3) == doctest::Approx(2.746348).epsilon(1e-6));
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 4) == doctest::Approx(4.0 * (1.0 - 15.0 / 70.0)));
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+  CHECK(cost::FlexDispatchCopies(256, 8, 8) == doctest::Approx(8.0 * (1.0 - miss)));
+}
+
 TEST_CASE("moe ops: AutoModel's flex dispatch is priced at its own backend's published bandwidths") {
   const SystemSpec sys = LoadSystem("dgx-h100");  // 8 GPUs per node, NVLink 450 GB/s, one 50 GB/s NIC per GPU
   const ModelSpec m = LoadModel("deepseek-v3");   // h 7168, 256 experts, top-8
