@@ -206,6 +206,7 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kGemma2:
     case Architecture::kGemma3: return 4;
     case Architecture::kLlama4: return 8;  // Llama4TextConfig
+    case Architecture::kDeepseekV4: return 1;  // DeepseekV4Config: one KV head (MQA)
     case Architecture::kDeepseekV2:  // MLA: no KV-head groups
     case Architecture::kDeepseekV3:
     case Architecture::kDeepseekV32:
@@ -624,6 +625,9 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
       break;
     case Architecture::kLlama4:
       ReadLlama4(r, s);
+      break;
+    case Architecture::kDeepseekV4:
+      ReadDeepseekV4(r, s);
       break;
     case Architecture::kGeneric:
       ReadGeneric(r, s);

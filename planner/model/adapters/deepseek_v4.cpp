@@ -1,0 +1,97 @@
+// DeepseekV4ForCausalLM: DeepSeek-V4 Flash / Pro. Every layer is DeepSeek-V4's hybrid attention
+// and a MoE; the residual stream is hc_mult wide (manifold-constrained hyper-connections).
+//
+// Keys and defaults: NeMo AutoModel's DeepseekV4Config (components/models/deepseek_v4/
+// config.py, defaults = the Flash values) and Megatron-Bridge's DeepSeekV4Bridge
+// (models/deepseek/deepseek_v4_bridge.py provider_bridge, _dsv4_compress_ratios,
+// _dsv4_num_hash_layers). Tensors as AutoModel's layers.py:
+//  * Attention (DeepseekV4Attention): wq_a h -> q_lora_rank, q_norm, wq_b -> a·head_dim; wkv
+//    h -> head_dim (one KV head, num_key_value_heads 1), kv_norm; wo_a grouped: o_groups groups
+//    of a·head_dim/o_groups -> o_lora_rank; wo_b o_groups·o_lora_rank -> h; sinks (a).
+//  * compress_ratios[i] per layer (num_hidden_layers entries, then the MTP layers'; or
+//    layer_types with compress_rates): 0 the sliding window (sliding_window) alone; 4
+//    compressed sparse attention (a Compressor in overlap mode, 2·head_dim wide, plus the
+//    lightning Indexer of index_n_heads x index_head_dim over the q_lora latent); 128 heavily
+//    compressed attention (a Compressor head_dim wide).
+//  * MoE in every layer: n_routed_experts SwiGLU experts of moe_intermediate_size, top
+//    num_experts_per_tok, n_shared_experts shared, a router with its expert bias (noaux_tc);
+//    the first num_hash_layers route by a token-id table (a buffer, no parameters).
+//  * Hyper-connections (DeepseekV4HyperConnection), two per layer: fn (2 + m)·m x m·h, base
+//    (2 + m)·m, scale 3; the output head's contraction (DeepseekV4HyperHead) m x m·h + m + 1.
+//  * num_nextn_predict_layers (1): the MTP layers, outside the main model's counts.
+
+#include <string>
+#include <vector>
+
+#include "model/adapters/adapters.hpp"
+
+namespace meshplan::model {
+
+void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
+  constexpr int64_t kMax = int64_t{1} << 24;
+  s.head_dim = r.Int("head_dim", 1, kMax, 512);
+  DeepseekV4Spec& v = s.dsv4;
+  v.q_lora_rank = r.Int("q_lora_rank", 1, kMax, 1024);
+  v.o_lora_rank = r.Int("o_lora_rank", 1, kMax, 1024);
+  v.o_groups = r.Int("o_groups", 1, kMax, 8);
+  v.index_n_heads = r.Int("index_n_heads", 1, kMax, 64);
+  v.index_head_dim = r.Int("index_head_dim", 1, kMax, 128);
+  v.hc_mult = r.Int("hc_mult", 1, 64, 4);
+  if ((s.num_attention_heads * s.head_dim) % v.o_groups != 0) {
+    r.Fail("o_groups", "expected a divisor of num_attention_heads x head_dim (" +
+                           std::to_string(s.num_attention_heads * s.head_dim) + "), found " +
+                           std::to_string(v.o_groups));
+  }
+  r.Int("qk_rope_head_dim", 1, kMax, 64);
+  s.sliding_window = r.Int("sliding_window", 1, kMax, 128);
+  ReadExperts(r, s, "n_routed_experts");
+  s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMax, 2048);
+  s.num_shared_experts = r.Int("n_shared_experts", 0, 64, 1);
+  s.shared_expert_intermediate_size = s.num_shared_experts * s.moe_intermediate_size;
+  s.router_bias = true;  // noaux_tc's expert bias
+  v.num_hash_layers = r.Int("num_hash_layers", 0, s.num_layers, 3);
+
+  // compress_ratios (the bridge's legacy key) or layer_types + compress_rates (transformers').
+  std::vector<int64_t> ratios = r.IntList("compress_ratios", 0, 1 << 20);
+  if (ratios.empty()) {
+    if (auto types = r.StrList("layer_types")) {
+      for (size_t i = 0; i < types->size(); ++i) {
+        const std::string& t = (*types)[i];
+        if (t == "sliding_attention") ratios.push_back(0);
+        else if (t == "compressed_sparse_attention") ratios.push_back(4);
+        else if (t == "heavily_compressed_attention") ratios.push_back(128);
+        else {
+          throw InputError(r.ItemLoc("layer_types", i), "layer_types[" + std::to_string(i) + "]",
+                           "expected 'sliding_attention', 'compressed_sparse_attention' or "
+                           "'heavily_compressed_attention', found '" + t + "'");
+        }
+      }
+    }
+  }
+  if (int64_t(ratios.size()) < s.num_layers) {
+    r.Fail("compress_ratios", "expected at least one ratio per layer (num_hidden_layers = " +
+                                  std::to_string(s.num_layers) + "), found " + std::to_string(ratios.size()) +
+                                  " (DeepSeek-V4 needs per-layer compression ratios: compress_ratios, or "
+                                  "layer_types)");
+  }
+  std::vector<LayerBlock> pattern(size_t(s.num_layers));
+  for (int64_t i = 0; i < s.num_layers; ++i) {
+    const int64_t c = ratios[size_t(i)];
+    if (c != 0 && c != 4 && c != 128) {
+      r.Fail("compress_ratios", "expected 0, 4 or 128 at index " + std::to_string(i) + " (the ratios "
+                                "AutoModel's DeepseekV4Compressor and Megatron-Bridge's bridge build), found " +
+                                    std::to_string(c));
+    }
+    pattern[size_t(i)] = {MixerKind::kDeepseekV4Attention, MlpKind::kMoe, s.sliding_window, c};
+  }
+  s.num_dense_layers = 0;
+  s.layer_pattern = pattern;
+  for (const char* key : {"num_nextn_predict_layers", "compress_rates", "hc_sinkhorn_iters", "hc_eps",
+                          "compress_rope_theta", "index_topk", "swiglu_limit", "scoring_func", "topk_method",
+                          "routed_scaling_factor", "norm_topk_prob", "rope_scaling", "rope_theta",
+                          "attention_bias", "attention_dropout", "mlp_layer_types"}) {
+    r.Get(key);
+  }
+}
+
+}  // namespace meshplan::model
