@@ -61,6 +61,7 @@ struct ValidateRow {
   double published = 0, predicted = 0;  ///< the compared values, tokens/s or TFLOP/s per GPU
   double error = 0;                     ///< (predicted - published) / published
   bool moe = false;                     ///< the model is a MoE model (the summary's MoE line counts it)
+  bool hybrid = false;                  ///< the model has a layer pattern (ModelSpec::is_hybrid)
   double published_step = 0;  ///< seconds: the predicted step scaled to the published throughput (0 if predicted is 0)
   bool without_recipe_settings = false;  ///< perf-table row with no recipe-settings entry: meshplan's emitted settings
   /// Perf-table row without an entry, priced with the settings of this Megatron-Bridge
@@ -196,6 +197,11 @@ struct ValidateSummary {
   /// fastest step.
   int moe_rows = 0, moe_ranked = 0, moe_within10 = 0;
   double moe_median_error = 0, moe_p90_error = 0;
+  /// The same of the MoE rows whose every layer is attention + MLP (DeepSeek-V3, Qwen3, GPT-OSS,
+  /// Kimi-K2, ...), without the hybrid models (Mamba-2 or Gated DeltaNet mixers: Nemotron 3,
+  /// Qwen3-Next), whose own mixer terms would otherwise hide how the MoE terms do.
+  int moe_flat_rows = 0, moe_flat_ranked = 0, moe_flat_within10 = 0;
+  double moe_flat_median_error = 0, moe_flat_p90_error = 0;
   /// Published runs ran: a prediction above the usable capacity, or above the GPU's whole
   /// memory, is a memory-model miss (or a setting the recipe does not show).
   int over_capacity = 0, over_memory = 0;

@@ -135,6 +135,9 @@ struct RequestSettings {
   double max_seconds = 0;         ///< search time limit from now (seconds); 0 = none
   int64_t max_layouts = 0;        ///< PlanRequest::max_layouts; 0 = none
   int64_t max_memory_bytes = 0;   ///< PlanRequest::max_memory_bytes; 0 = none
+  /// check: a hybrid model the framework does not price (FrameworkHybridRefusal) is let
+  /// through, for its rules only; else BuildRequest refuses it.
+  bool rules_only_hybrid = false;
 };
 /// The one request builder of plan, sweep points, check and explain: the model and system are loaded
 /// first (`loaded`), then everything that depends on them is derived (the recompute_modules sets
@@ -293,8 +296,9 @@ struct JudgedRecipe {
 /// it (ParseMegatronRecipe / ParseAutoModelRecipe), fills the setup from `setup` or the recipe,
 /// builds the request (BuildRequest) and syncs a Megatron layout's cost view. Throws InputError for
 /// an unusable document, or when neither the recipe nor `setup` gives a sequence length.
+/// `rules_only_hybrid`: RequestSettings::rules_only_hybrid (check).
 JudgedRecipe LoadRecipeForJudging(const JudgeSetup& setup, const std::string& file, const std::string& text,
-                                  const LoadedInputs& loaded);
+                                  const LoadedInputs& loaded, bool rules_only_hybrid = false);
 
 /// A rule a layout breaks, with its message (recipe keys, values and fix) and its source.
 struct RuleFailure {
@@ -420,7 +424,11 @@ struct ExplainInput {
   /// "pytorch", "megatron" or "megatron-bridge"; "" = pytorch for AutoModel, megatron-bridge for
   /// Megatron-Bridge layouts.
   std::string memory_profile;
-  bool fp32_params = false, defer_fsdp_grad_sync = false;  ///< AutoModel only
+  bool fp32_params = false;  ///< AutoModel only
+  /// AutoModel FSDP2 only: distributed.defer_fsdp_grad_sync (MemoryOptions::defer_fsdp_grad_sync).
+  /// Unset: the recipe's value, else AutoModel's default true (FSDP2Config.defer_fsdp_grad_sync:
+  /// bool = True, nemo_automodel/components/distributed/config.py).
+  std::optional<bool> defer_fsdp_grad_sync;
   /// AutoModel only: the Adam(W) implementation, "foreach" (torch's default), "fused" or
   /// "forloop" (MemoryOptions::adam_impl); "" = foreach.
   std::string adam_impl;

@@ -59,7 +59,8 @@ struct FrameworkOps {
   /// `meshplan check`'s nearest layouts: adds to `out` every framework-specific key the recipe
   /// written for `b` sets otherwise than the recipe read (`a`), "key: old -> new" in text mode;
   /// the keys set with the mesh come first, and with LayoutDiff::mesh_only() they are the only
-  /// ones compared. sequence_parallel and recompute are compared by the caller (DiffLayouts).
+  /// ones compared; the recompute setting under the key its recipe writes. sequence_parallel
+  /// is compared by the caller (DiffLayouts).
   void (*nearest_changes)(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
                           LayoutDiff& out);
   /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that
@@ -74,6 +75,11 @@ struct FrameworkOps {
   /// Gradient-accumulation steps as the framework counts them (JSON grad_accum_steps):
   /// AutoModel's step_scheduler calls per step; Megatron-Bridge's M micro-batches.
   int64_t (*accumulation_steps)(const Layout& layout, const TrainSetup& setup);
+  /// Sets `layout`'s data-parallel size to `dp` for `setup` (its GPU count and global batch) and
+  /// what the framework derives from it: Megatron-Bridge's local batch (global batch / dp under
+  /// PP, SetMegatronMicroBatch); AutoModel keeps the recipe's local batch (fewer accumulation
+  /// steps).
+  void (*set_dp)(Layout& layout, int64_t dp, const TrainSetup& setup);
   /// Environment variables its launch needs for this layout (Megatron-Bridge:
   /// CUDA_DEVICE_MAX_CONNECTIONS and Transformer Engine's SM margins; AutoModel: none).
   std::vector<std::pair<std::string, std::string>> (*launch_env)(const Layout& layout);
@@ -133,14 +139,16 @@ struct FrameworkOps {
   /// step_scheduler.local_batch_size); else "-" (Megatron-Bridge: mbs and mb/step say it).
   bool local_batch_column;
   /// nullptr where the framework's cost terms price hybrid models (a layer pattern of
-  /// attention, Mamba-2, MLP and MoE blocks: Megatron-Core's runtime); else the sentence that
-  /// says why its layouts of one are refused (FrameworkHybridRefusal).
-  const char* hybrid_refusal;
+  /// attention, Mamba-2, Gated DeltaNet, MLP and MoE blocks: Megatron-Core's runtime); else
+  /// the sentence that says why its layouts of a hybrid model are not priced, by the model's
+  /// mixer kinds ("" for none: FrameworkHybridRefusal).
+  std::string (*hybrid_refusal)(const ModelSpec& model);
 };
 
 /// "" when `fw` plans, checks and prices `model`; else why not: HybridRefusal(model) (a block
 /// kind no framework's cost terms price), or, for a hybrid model, the framework's
-/// FrameworkOps::hybrid_refusal.
+/// FrameworkOps::hybrid_refusal prefixed by the model's name. `check` still judges such a
+/// layout by the framework's rules (RequestSettings::rules_only_hybrid).
 std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model);
 
 /// The descriptor of `framework`.
@@ -193,6 +201,7 @@ std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout)
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+void SetDp(Layout& layout, int64_t dp, const TrainSetup& setup);
 /// frameworks/automodel/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
 std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);
@@ -214,6 +223,7 @@ void NearestRequest(PlanRequest& req, const Layout& from);
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);
 std::string ScheduleLabel(const Layout& layout, const ModelSpec& model);
 int64_t AccumulationSteps(const Layout& layout, const TrainSetup& setup);
+void SetDp(Layout& layout, int64_t dp, const TrainSetup& setup);
 /// frameworks/megatron_bridge/launch.cpp: the FrameworkOps launch_* entries.
 std::string LaunchRecipe(const Candidate& c, const PlanRequest& req, int rank, bool full_recipe, const std::string& hf_model);
 std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std::string& recipe_word);

@@ -254,6 +254,7 @@ struct MbSettings {
 /// layouts leave the defaults.
 struct AmWritten {
   bool dp_size = false;  ///< distributed.dp_size given as a number (else null or absent: inferred)
+  bool sequence_parallel = false;  ///< distributed.sequence_parallel written (fsdp2 only)
   // The values as written ("" when absent or null: AutoModel's default, in brackets).
   std::string defer_fsdp_grad_sync;       ///< distributed.defer_fsdp_grad_sync, fsdp2 only (true)
   std::string scale_grads_in_schedule;    ///< distributed.pipeline.scale_grads_in_schedule (false)

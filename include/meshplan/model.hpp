@@ -181,6 +181,15 @@ struct ModelSpec {
   int64_t shared_expert_intermediate_size = 0;  ///< total width of the shared experts
   int64_t num_dense_layers = 0;         ///< layers with a dense MLP (all layers if dense)
   bool router_bias = false;             ///< router linear has a bias (GPT-OSS) or a score-correction bias (DeepSeek-V3)
+  /// Group-limited routing (DeepSeek-V2/V3 n_group / topk_group; Megatron-Core
+  /// moe_router_num_groups / moe_router_group_topk, moe_utils.py group_limited_topk): the
+  /// routed experts split into router_num_groups equal groups of consecutive experts, each
+  /// token picks router_group_topk groups (by the sum of each group's best scores) and its
+  /// experts_per_token experts among them. 1 and 1: every expert reachable (no grouping).
+  int64_t router_num_groups = 1;
+  int64_t router_group_topk = 1;
+  /// Routing is group-limited: more than one group and fewer groups chosen than exist.
+  bool group_limited_routing() const { return router_num_groups > 1 && router_group_topk < router_num_groups; }
   bool expert_bias = false;             ///< expert linears have biases (GPT-OSS)
   /// A sigmoid gate h -> 1 on the shared expert's output (Qwen3-Next shared_expert_gate).
   bool shared_expert_gate = false;

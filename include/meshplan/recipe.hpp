@@ -17,12 +17,17 @@ namespace meshplan {
 /// (automodel.md 1.2: no sequence_parallel / defer_fsdp_grad_sync outside fsdp2).
 /// Predictions are YAML comments. `rank` is 1-based.
 std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
+/// The value AutoModelRecipeYaml writes for distributed.activation_checkpointing: "false",
+/// "selective" or "true".
+const char* AutoModelCheckpointingValue(Recompute r);
 
 /// One Megatron-Bridge recipe: YAML overrides of the ConfigContainer (model:, train:, ddp:,
 /// optimizer:, dist:, comm_overlap:, checkpoint:), preceded by comments with the predictions,
 /// the launch environment and the same overrides as one command line. `rank` is 1-based.
 /// Keys and derivations: megatron.md 1.2-1.6, 2.10, 2.11.
 std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int rank);
+/// The value MegatronRecipeYaml writes for model.recompute_granularity: "null", "selective" or "full".
+const char* MegatronRecomputeGranularity(Recompute r);
 
 /// The overrides of a Megatron layout as (dotted key, YAML value) pairs in section order,
 /// e.g. {"model.tensor_model_parallel_size", "4"}; `bucket_size` counts parameters. Every key

@@ -173,9 +173,13 @@ struct NearbyLayout {
   Candidate candidate;
   std::vector<std::string> changes;  ///< "field: old -> new", one per changed layout field
   int edits = 0;  ///< EditCount(changes): the decisions changed (recompute's keys are one)
-  /// Why it is listed when not for its speed alone: "the one-key fix (expert_model_parallel_size
+  /// Why it is listed when not for its speed alone: "the one-edit fix (expert_model_parallel_size
   /// 16 -> 8); alone it needs 96.3 GiB, above the 71.2 GiB usable: with recompute full it fits".
   std::string note;
+  /// Not edits: settings the recipe leaves unset (priced off) that this layout's recipe turns on,
+  /// where that changes its predicted memory or step time (PricedNotes), "tp_comm_overlap:
+  /// unset (off) -> true". Filled for the listed layouts only (NearestValidLayouts).
+  std::vector<std::string> notes;
 };
 
 /// The decisions `changes` (LayoutChanges) make, each counted once: a recompute setting with its
@@ -211,7 +215,7 @@ std::vector<NearbyLayout> NearbyValidLayouts(const PlanRequest& req, const Layou
 /// kNearestEditGain than every nearer one's (so a farther fix is shown only where it is worth its
 /// edits, and a fix is never worse than a nearer one); the listed ones are ranked as plan's
 /// RiskRanked with distinct layouts (expected step; within the step band of the first, by
-/// MoreRobust); then the rest by edits and expected step. The one-key fix (the best valid layout
+/// MoreRobust); then the rest by edits and expected step. The one-edit fix (the best valid layout
 /// that changes one decision) is listed with a note when it is not already: with what it needs
 /// to fit (recompute), or on how many GPUs it fits as it is (FewestGpusFor), or why it is not
 /// first. Layouts that fit come before those that do not. Never throws for loaded inputs.
@@ -219,7 +223,9 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& req, const Layo
 
 /// The fields one layout changes from another (FrameworkOps::nearest_changes and LayoutChanges
 /// fill it): as "field: old -> new" lines for the report, or as the changed fields alone, which
-/// is what counting edits needs (no string is built then).
+/// is what counting edits needs (no string is built then). Apart from them, in text mode with a
+/// pricer (set_pricer), its notes: settings the recipe leaves unset that the other layout's
+/// recipe turns on, each kept only where the cost model prices it (PricedNotes).
 class LayoutDiff {
  public:
   enum class Mode {
@@ -239,8 +245,22 @@ class LayoutDiff {
     fields_.push_back(field);
     if (text()) lines_.push_back(line());
   }
+  /// Whether the layout compared against, with one setting as the recipe has it (`as_recipe`),
+  /// is priced otherwise than as it is: true when its predicted memory or step time differs.
+  using Pricer = std::function<bool(const Layout& as_recipe)>;
+  /// Makes Note record its lines (text mode only), each where `priced` says the setting matters.
+  void set_pricer(Pricer priced) { priced_ = std::move(priced); }
+  /// Records a line that is not an edit: `field`, left unset by the recipe (priced off), is set
+  /// to `value` by the other layout's recipe; "field: unset (off) -> value" in notes(). Kept only
+  /// with a pricer that says the other layout, with the field unset (`as_recipe()`), is priced
+  /// otherwise; nothing is built without one.
+  template <typename AsRecipe>
+  void Note(const char* field, const char* value, AsRecipe&& as_recipe) {
+    if (text() && priced_ && priced_(as_recipe())) notes_.push_back(std::string(field) + ": unset (off) -> " + value);
+  }
   const std::vector<const char*>& fields() const { return fields_; }
   std::vector<std::string>& lines() { return lines_; }
+  std::vector<std::string>& notes() { return notes_; }
   /// The decisions the changed fields make (EditCount of the lines, without them).
   int Edits() const;
 
@@ -248,10 +268,13 @@ class LayoutDiff {
   Mode mode_;
   std::vector<const char*> fields_;
   std::vector<std::string> lines_;
+  std::vector<std::string> notes_;
+  Pricer priced_;
 };
 
 /// Fills `out` with the fields that differ from `from` to `to` (FrameworkOps::nearest_changes,
-/// then sequence parallel and recompute unless `out` compares mesh fields only).
+/// with the framework's recompute key, then sequence parallel unless `out` compares mesh fields
+/// only).
 void DiffLayouts(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 
 /// A layout run as it is on more GPUs: its model-parallel sizes, data parallelism grown.
@@ -264,36 +287,53 @@ struct MoreGpus {
 /// The fewest GPUs above `req.setup.num_gpus` (multiples of tp x pp x cp, at most 16 times the
 /// request's) on which `l` passes every rule of its framework and fits the usable memory, with
 /// the data-parallel size grown to fill them; nullopt when none does. What `check` says when a
-/// recipe, or its one-key fix, only divides or only fits with more GPUs. Never throws for loaded
+/// recipe, or its one-edit fix, only divides or only fits with more GPUs. Never throws for loaded
 /// inputs.
 std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l);
 
 /// The layout fields that differ from `from` to `to`, "field: old -> new" in the keys of the
-/// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel and
-/// recompute): what NearbyLayout::changes lists.
+/// recipe `to` would be written as (FrameworkOps::nearest_changes, then sequence parallel): the
+/// keys a user edits, AutoModel's activation_checkpointing and Megatron-Bridge's
+/// recompute_granularity among them. What NearbyLayout::changes lists.
 std::vector<std::string> LayoutChanges(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup);
+
+/// The settings `from` (a recipe read) leaves unset, priced off, that the recipe of `to` turns on
+/// (LayoutDiff::Note of FrameworkOps::nearest_changes), each only where it changes `to`'s
+/// predicted memory or step time under `cost` (Score of `to` with the setting unset against
+/// `to` as it is): an overlap that has nothing to overlap in `to` (batch_p2p_comm or
+/// overlap_p2p_comm with PP 1, tp_comm_overlap with TP 1, overlap_grad_reduce with one DP and
+/// one expert-DP rank) or that the cost model does not read is left out. "field: unset (off) ->
+/// true" lines, in nearest_changes' order. Never throws for loaded inputs.
+std::vector<std::string> PricedNotes(const Layout& from, const Layout& to, int64_t num_layers, const TrainSetup& setup,
+                                     const CostModel& cost);
 
 /// How a recipe's layout compares with the planner's own search for the same job
 /// (`meshplan check`).
 struct PlanComparison {
   int searched = 0;      ///< how many of the planner's first fitting layouts it is compared with
-  /// 1 + the searched layouts whose expected step (Risk::expected_step_seconds: the OOM risk
-  /// priced in, as plan ranks) is strictly shorter than the recipe's (1e-9 relative)
+  /// The recipe's rank as plan ranks (RiskRanked: by expected step, Risk::expected_step_seconds,
+  /// the OOM risk priced in; those within the step band of the first tied and ordered by
+  /// robustness): plan's own row number when plan lists the recipe's layout, else the place it
+  /// takes among plan's rows. With risk ranking off: 1 + the layouts whose predicted step is
+  /// strictly shorter (1e-9 relative).
   int64_t rank = 0;
-  bool beyond = false;   ///< slower than all `searched` of them
+  bool tie = false;      ///< that rank is a tie, as plan's table marks it ("2=")
+  bool beyond = false;   ///< ranked after all `searched` of them
   std::optional<Candidate> fastest;  ///< the planner's first layout, its rank 1 (unset: none fits)
   /// The recipe's expected step / the planner's first's expected step - 1 (0.12: 12% slower).
   double gap = 0;
   double band = 0;       ///< the job's step-time band (StepErrorBand): a gap within it is a tie
   Risk own;              ///< the recipe's risk (AssessRisk of its predicted cost)
   std::vector<std::string> changes;  ///< LayoutChanges from the recipe's layout to the fastest
+  std::vector<std::string> notes;    ///< PricedNotes from the recipe's layout to the fastest
   std::string stopped;   ///< PlanResult::stopped of the search ("" = whole space)
 };
 
 /// Searches `req`'s space with the software settings of `from` (FrameworkOps::nearest_request:
 /// a recipe's dispatcher, overlap and CUDA graphs price the layouts it is compared with), ranked
 /// as plan ranks (req.risk_ranking: by expected step, ties by robustness), and places `from`,
-/// predicted at `own`, among the `top_n` first fitting layouts by its expected step.
+/// predicted at `own`, among the `top_n` first fitting layouts as plan would rank it (its rank
+/// the one plan prints for the same layout, ties included).
 /// Never throws for loaded inputs.
 PlanComparison CompareWithPlan(const PlanRequest& req, const Layout& from, const Cost& own, int top_n);
 

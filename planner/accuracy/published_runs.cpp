@@ -147,8 +147,10 @@ std::string SystemOf(const std::string& raw) {
   if (has("b300")) return "dgx-b300";
   if (has("b200")) return "dgx-b200";
   if (has("h200")) return "dgx-h200";
-  // H800 has 400 GB/s NVLink and the 96 GB H100 is a 500 W part: no hwdb system for either.
-  if (has("h100") && !has("96gb") && !has("h800")) return "dgx-h100";
+  // The 96 GB HBM2e H100 is a 500 W part in Meta's Grand Teton servers (torchtitan's benchmark
+  // cluster, groundtruth.md A and C.1): its own system. H800 has 400 GB/s NVLink: no system.
+  if (has("h100") && has("96gb")) return "grand-teton-h100-96gb";
+  if (has("h100") && !has("h800")) return "dgx-h100";
   if (has("a100") && has("80gb")) return "dgx-a100";
   return "";
 }
@@ -230,6 +232,43 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   }
 }
 
+// An entry of recipes/published-run-settings.yaml: the settings of the runs whose source and
+// model cells contain `source` and `model` (lower case).
+struct SourceRunSettings {
+  std::string source, model, megatron_settings;
+};
+
+void ReadMegatronSettings(const std::string& text, PublishedRun& r);
+
+// The embedded recipes/published-run-settings.yaml, read once. Throws InputError (file, line,
+// field) for a missing key, an unknown one or a megatron_settings item ReadMegatronSettings
+// does not know.
+const std::vector<SourceRunSettings>& SourceRunSettingsTable() {
+  static const std::vector<SourceRunSettings> table = [] {
+    constexpr const char* kPath = "recipes/published-run-settings.yaml";
+    const auto embedded = data::FindEmbedded(kPath);
+    if (!embedded) throw InputError(SourceLoc{kPath, 0, 0}, "", "the embedded published-run settings are missing");
+    const YAML::Node root = yamlutil::ParseMap(std::string(*embedded), kPath);
+    yamlutil::MapReader top(root, kPath);
+    const YAML::Node list = top.Get("runs");
+    if (!list.IsSequence()) top.Fail("runs", "expected a list of run entries, found " + yamlutil::Shown(list));
+    top.RejectUnknown();
+    std::vector<SourceRunSettings> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      yamlutil::MapReader e(list[i], kPath, "runs[" + std::to_string(i) + "]");
+      SourceRunSettings s{Lower(e.Str("source")), Lower(e.Str("model")), e.Str("megatron_settings")};
+      e.Str("evidence");
+      e.RejectUnknown();
+      PublishedRun probe;
+      ReadMegatronSettings(s.megatron_settings, probe);
+      if (!probe.skip.empty()) e.Fail("megatron_settings", probe.skip);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }();
+  return table;
+}
+
 // The survey's megatron_settings cell: "key=true|false" items (and attention_backend =
 // unfused | flash | fused) separated by ';'. A key or a value it does not know becomes the
 // row's skip reason, naming the item.
@@ -255,11 +294,13 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
                  : key == "tp_comm_overlap"      ? &r.tp_comm_overlap
                  : key == "overlap_grad_reduce"  ? &r.overlap_grad_reduce
                  : key == "scatter_gather_tensors_in_pipeline" ? &r.pp_scatter_gather
+                 : key == "grad_reduce_in_fp32"  ? &r.grad_reduce_in_fp32
                                                  : nullptr;
     if (field == nullptr || (value != "true" && value != "false")) {
       if (r.skip.empty()) {
         r.skip = "megatron_settings: expected items distributed_optimizer, sequence_parallel, tp_comm_overlap, "
-                 "overlap_grad_reduce or scatter_gather_tensors_in_pipeline = true / false, or attention_backend = "
+                 "overlap_grad_reduce, scatter_gather_tensors_in_pipeline or grad_reduce_in_fp32 = true / false, or "
+                 "attention_backend = "
                  "unfused / flash / fused, found '" + item + "'";
       }
       return;
@@ -363,6 +404,14 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (r.preset.empty() && col.count("layers")) {
     r.shape_model = ShapeModel(cell, SourceLoc{file, r.line, 1}, shape_problem);
   }
+  {
+    const std::string src = Lower(cell("source")), model = Lower(cell("model"));
+    for (const SourceRunSettings& e : SourceRunSettingsTable()) {
+      if (src.find(e.source) != std::string::npos && model.find(e.model) != std::string::npos) {
+        ReadMegatronSettings(e.megatron_settings, r);
+      }
+    }
+  }
   ReadMegatronSettings(cell("megatron_settings"), r);
   r.hardware_flops = Lower(Trim(cell("flops_basis"))).rfind("hw flops", 0) == 0;
   r.system = SystemOf(cell("gpu_type"));
@@ -390,6 +439,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   }
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
+  r.torchtitan = Lower(cell("source")).find("pytorch/torchtitan") != std::string::npos;
   if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
   // pricing; Megatron runs follow the model provider.
@@ -397,10 +447,10 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   const std::string rec = Lower(cell("recompute"));
   r.settings_unknown = Trim(rec).rfind("?", 0) == 0;
   r.precision_cell = cell("precision");
-  // "full, block, 5 layers", "selective: ...", "core_attn (selective)".
-  r.recompute = rec.rfind("full", 0) == 0                  ? Recompute::kFull
-                : rec.find("selective") != std::string::npos ? Recompute::kSelective
-                                                             : Recompute::kNone;
+  // "full, block, 5 layers", "selective: ...", "core_attn (selective)", torchtitan's "per-op SAC"
+  // (selective activation checkpointing, activation_checkpoint.mode: selective, option op).
+  const bool selective = rec.find("selective") != std::string::npos || rec.find("sac") != std::string::npos;
+  r.recompute = rec.rfind("full", 0) == 0 ? Recompute::kFull : selective ? Recompute::kSelective : Recompute::kNone;
   r.setup.num_gpus = gpus;
   r.setup.global_batch = gbs;
   r.setup.seq_len = seq;
@@ -576,6 +626,11 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   l.pp_split = pp == 1 || L % pp == 0 ? MbPpSplit::kEven
                : (L + 2) % pp == 0    ? MbPpSplit::kAccountEmbeddingLoss
                                       : MbPpSplit::kLayout;
+  // Megatron FSDP named by the recipe (the table's fsdp column is empty for the 26.08 Nemotron 3
+  // Ultra runs, whose perf recipes set ddp.use_megatron_fsdp: perf_recipes/nemotronh/common.py
+  // _apply_nemotron_3_ultra_fsdp_hsdp, v0.6.0); before the emitted settings, which derive the
+  // FSDP fields (sharding, distributed optimizer) from it.
+  if (settings && settings->use_megatron_fsdp) l.mb.use_megatron_fsdp = true;
   search::ApplyEmittedSettings(l, sys, setup.precision);
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
@@ -588,12 +643,14 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
     l.mb.cpu_offloading_num_layers = settings->cpu_offloading_num_layers;
     l.mb.optimizer_state_bytes = settings->optimizer_state_bytes;
     l.mb.cpu_offloading = settings->cpu_offloading_num_layers > 0;
+    l.mb.num_distributed_optimizer_instances = settings->num_distributed_optimizer_instances;
   }
   // The run's own software where it differs from what meshplan emits (after the recipe
   // settings: a survey row names them only when it knows them).
   if (run.tp_comm_overlap != Tri::kUnset) l.mb.tp_comm_overlap = run.tp_comm_overlap;
   l.mb.unfused_attention = run.unfused_attention;
   l.mb.pp_scatter_gather = run.pp_scatter_gather == Tri::kTrue;
+  if (run.grad_reduce_in_fp32 != Tri::kUnset) l.mb.grad_reduce_in_fp32 = run.grad_reduce_in_fp32 == Tri::kTrue;
   if (run.overlap_grad_reduce != Tri::kUnset) {
     l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = run.overlap_grad_reduce;
   }

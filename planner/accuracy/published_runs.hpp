@@ -58,6 +58,10 @@ struct PublishedRun {
   /// The survey row is a NeMo AutoModel run (its source cell names NVIDIA-NeMo/Automodel):
   /// priced as the AutoModel layout of its benchmark recipe (FindAutoModelBenchmark).
   bool automodel = false;
+  /// The survey row's source cell names pytorch/torchtitan: PyTorch's own Llama modules under
+  /// FSDP2 / DTensor TP / torch pipelining (no Transformer Engine, no Megatron-Core), whose
+  /// memory `validate` prices with the `pytorch` profile (TorchtitanMemory in validate.cpp).
+  bool torchtitan = false;
   Recompute recompute = Recompute::kNone; ///< the survey's recompute cell (the perf table: none)
   /// The survey's recompute cell is unknown ("?", "? (see perf_recipes)"): the run's settings are
   /// its recipe's, where a Megatron-Bridge performance recipe function is known for it.
@@ -91,6 +95,10 @@ struct PublishedRun {
   Tri distributed_optimizer = Tri::kUnset, sequence_parallel = Tri::kUnset, tp_comm_overlap = Tri::kUnset,
       overlap_grad_reduce = Tri::kUnset, pp_scatter_gather = Tri::kUnset;
   bool unfused_attention = false;  ///< attention_backend=unfused (default: flash / fused kernels)
+  /// The run's main-gradient buffer and DP reduction dtype: megatron_settings
+  /// grad_reduce_in_fp32=true / false, or the launcher configuration of the row's source
+  /// (LauncherGradDtype in published_runs.cpp); kUnset: as emitted or as the recipe settings say.
+  Tri grad_reduce_in_fp32 = Tri::kUnset;
 };
 
 /// A published-runs file: its format and one run per non-blank data line, in file order.

@@ -96,6 +96,41 @@ void Fit(const ValidateRequest& req, const std::map<std::string, std::vector<acc
   report.fit_loo_p90 = accuracy::Quantile(all_loo, 0.9);
 }
 
+
+/// The peak memory per GPU of a torchtitan run (PublishedRun::torchtitan), from the `pytorch`
+/// profile (memory-model.md): torchtitan trains PyTorch's own modules (no Transformer Engine:
+/// Megatron-Core's saved-tensor count does not apply) with FSDP2 over dp·cp, fp32 parameters
+/// under MixedPrecisionPolicy(bf16, reduce fp32) (torchtitan `training.mixed_precision_param`
+/// bf16 on fp32 weights: MemoryOptions::fp32_params), loss_parallel with TP, FSDP2 wrapped
+/// even on one GPU (wrap_one_gpu), selective checkpointing by its per-op policy (the `pytorch`
+/// profile's selective is torchtitan's), the local batch gbs/dp in one step (pipeline
+/// micro-batches of 1 with PP, 1F1B), as tests/accuracy/memory_published_test.cpp prices
+/// groundtruth.md B.1. Not modelled: Float8 linears, torch.compile's fusions, the allocator
+/// reserve torchtitan reports (max_memory_reserved). Returns the heaviest rank's breakdown.
+MemoryBreakdown TorchtitanMemory(const accuracy::PublishedRun& r, const ModelSpec& m, const SystemSpec& sys) {
+  Layout l;  // AutoModel's PyTorch layout: FSDP2, DTensor TP, torch pipelining
+  l.tp = std::max<int64_t>(1, r.tp);
+  l.pp = std::max<int64_t>(1, r.pp);
+  l.cp = std::max<int64_t>(1, r.cp);
+  l.dp = std::max<int64_t>(1, r.setup.num_gpus / (l.tp * l.pp * l.cp));
+  l.local_batch_size = std::max<int64_t>(1, r.setup.global_batch / l.dp);
+  l.pp_microbatch_size = 1;
+  l.pp_schedule = PpSchedule::k1F1B;
+  l.recompute = r.recompute;
+  l.sequence_parallel = l.tp > 1;  // torchtitan's Llama TP plan shards norms and residuals
+  MemoryOptions o;
+  o.profile = MemoryProfile::kPyTorch;
+  o.fp32_params = true;
+  o.loss_parallel = true;
+  o.wrap_one_gpu = true;
+  const CostModel cm(m, sys, r.setup, o);
+  MemoryBreakdown worst;
+  for (const MemoryBreakdown& b : cm.RankMemories(ToCostView(l, cm.model(), cm.setup()))) {
+    if (b.Total() > worst.Total()) worst = b;
+  }
+  return worst;
+}
+
 }  // namespace
 
 ValidateReport Validate(const ValidateRequest& req) {
@@ -122,7 +157,7 @@ ValidateReport Validate(const ValidateRequest& req) {
   // Rank cache: one search per distinct request.
   std::map<std::tuple<std::string, std::string, int64_t, int64_t, int64_t, int, std::string>, Ranked> ranks;
   std::map<std::string, std::vector<accuracy::FitRow>> fit_rows;  // system -> rows
-  std::vector<double> errors, memory_shares, memory_errors, moe_errors;
+  std::vector<double> errors, memory_shares, memory_errors, moe_errors, moe_flat_errors;
   ValidateSummary& sum = report.summary;
   for (accuracy::PublishedRun r : runs.runs) {
     if (req.on_row_start) req.on_row_start(r.line);
@@ -210,7 +245,16 @@ ValidateReport Validate(const ValidateRequest& req) {
         continue;
       }
     }
-    const Cost cost = Score(CostModel(m, sys, r.setup), l);
+    Cost cost = Score(CostModel(m, sys, r.setup), l);
+    // A torchtitan run's memory: the `pytorch` profile of its PyTorch modules, not the
+    // Transformer Engine tensors of the Megatron-Core layout its step time is priced as.
+    if (r.torchtitan) {
+      // The usable memory of a PyTorch FSDP2 launch: AutoModel's headroom (memory-model.md).
+      r.setup.headroom = ResolveHeadroom(req.headroom, FindFramework("automodel")->id);
+      cost.memory = TorchtitanMemory(r, m, sys);
+      cost.capacity_bytes = sys.gpu.memory_bytes * (1.0 - r.setup.headroom);
+      cost.fits = cost.memory.Total() <= cost.capacity_bytes;
+    }
     // The error is on tokens/s per GPU whenever the row publishes it: model TFLOP/s depend on
     // the release's FLOP formula (Megatron-Bridge's GPT-OSS rows up to 26.04.01 count 27.2
     // GFLOP per token, from 26.06 on 32.6 with the attention core and lm_head), tokens/s do
@@ -223,7 +267,9 @@ ValidateReport Validate(const ValidateRequest& req) {
     row.published_step = row.predicted > 0 ? cost.step_seconds * row.predicted / row.published : 0.0;
     errors.push_back(std::fabs(row.error));
     row.moe = m.is_moe();
+    row.hybrid = m.is_hybrid();
     if (row.moe) moe_errors.push_back(std::fabs(row.error));
+    if (row.moe && !row.hybrid) moe_flat_errors.push_back(std::fabs(row.error));
     // Hybrid models' rows are evaluated, not fitted: the step-time constants stay those of the
     // flat decoders, and the hybrid rows' errors are out of sample.
     if ((!req.fit_dir.empty() || req.transfer) && row.predicted > 0 && megatron_layout && !m.is_hybrid()) {
@@ -270,9 +316,11 @@ ValidateReport Validate(const ValidateRequest& req) {
         row.gap = cost.step_seconds / steps.front() - 1.0;
         if (cost.step_seconds <= 1.05 * steps.front()) ++sum.within5;
         if (row.moe && cost.step_seconds <= 1.10 * steps.front()) ++sum.moe_within10;
+        if (row.moe && !row.hybrid && cost.step_seconds <= 1.10 * steps.front()) ++sum.moe_flat_within10;
       }
       ++sum.ranked;
       if (row.moe) ++sum.moe_ranked;
+      if (row.moe && !row.hybrid) ++sum.moe_flat_ranked;
       if (!row.beyond && row.rank <= 5) {
         ++sum.top5;
         if (!cost.fits) ++sum.top5_no_fit;  // ranked among fitting layouts, but predicted not to fit itself
@@ -291,6 +339,9 @@ ValidateReport Validate(const ValidateRequest& req) {
   sum.moe_rows = int(moe_errors.size());
   sum.moe_median_error = accuracy::Quantile(moe_errors, 0.5);
   sum.moe_p90_error = accuracy::Quantile(moe_errors, 0.9);
+  sum.moe_flat_rows = int(moe_flat_errors.size());
+  sum.moe_flat_median_error = accuracy::Quantile(moe_flat_errors, 0.5);
+  sum.moe_flat_p90_error = accuracy::Quantile(moe_flat_errors, 0.9);
   sum.memory_share_median = accuracy::Quantile(memory_shares, 0.5);
   sum.memory_share_p90 = accuracy::Quantile(memory_shares, 0.9);
   sum.memory_rows = int(memory_errors.size());

@@ -393,7 +393,7 @@ Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
     RequestError("memory_profile", "expected one of pytorch, megatron, megatron-bridge; found '" + in.memory_profile + "'");
   }
   in.fp32_params = f.Bool("fp32_params").value_or(false);
-  in.defer_fsdp_grad_sync = f.Bool("defer_fsdp_grad_sync").value_or(false);
+  in.defer_fsdp_grad_sync = f.Bool("defer_fsdp_grad_sync");  // unset: the recipe's, else AutoModel's true
   in.adam_impl = f.Str("adam_impl").value_or("");
   if (!in.adam_impl.empty() && in.adam_impl != "foreach" && in.adam_impl != "fused" && in.adam_impl != "forloop") {
     RequestError("adam_impl", "expected one of foreach, fused, forloop; found '" + in.adam_impl + "'");

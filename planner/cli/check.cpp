@@ -18,7 +18,8 @@ void AddCheckCommand(CLI::App& app, CheckOptions& o) {
                 "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)");
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's model.seq_length, or dataset.seq_len for AutoModel)")
+      ->check(CLI::Range(int64_t{1}, (int64_t{1} << 24)));
   cmd->add_option("--precision", o.precision, "GEMM precision (default: the recipe's mixed_precision or fp8 section, else bf16)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}));

@@ -55,6 +55,7 @@ struct ExplainOptions {
   std::string framework;  ///< --framework: "" = AutoModel keys (a recipe's is detected)
   std::string format = "table";  ///< stdout: table (text) or json
   std::string automodel_version = "0.5", mbridge_version = "main";
+  std::string defer_fsdp_grad_sync;  ///< "true", "false"; "": the recipe's, else AutoModel's default true
   /// Megatron-Bridge layout flags (strings: passed as YAML values to the override reader).
   std::string vpp, etp, mbs, dp_type, fsdp_sharding, recompute_method, recompute_num_layers,
       dispatcher, flex_backend, cp_comm_type, pp_layout, mtp_layers;

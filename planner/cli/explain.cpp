@@ -20,8 +20,10 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
                 "fields (said as a warning in every output)");
   cmd->add_option("--system", o.in.setup.system, "system name or path to a system YAML")->required();
   cmd->add_option("--gpus", o.in.setup.gpus, "number of GPUs (world size)")->required();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)");
-  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)");
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence (default: the recipe's, if it sets one)")
+      ->check(CLI::Range(int64_t{1}, (int64_t{1} << 24)));
+  cmd->add_option("--global-batch", o.global_batch, "sequences per optimizer step (default: the recipe's)")
+      ->check(CLI::Range(int64_t{1}, (int64_t{1} << 30)));
   cmd->add_option("--format", o.format, "stdout format")->check(CLI::IsMember({"table", "json"}));
   CLI::Option* recipe = cmd->add_option(
       "--recipe", o.in.recipe, "AutoModel recipe or Megatron-Bridge override YAML giving the layout (framework detected from its keys)");
@@ -107,8 +109,11 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
                   "torch Adam(W) implementation: foreach (torch's default: a state-sized temporary at the step), "
                   "fused (optimizer fused: true) or forloop (foreach: false); default foreach")
       ->check(CLI::IsMember({"foreach", "fused", "forloop"}));
-  cmd->add_flag("--defer-fsdp-grad-sync", o.in.defer_fsdp_grad_sync,
-                "AutoModel defer_fsdp_grad_sync: true (unsharded fp32 grads kept across micro-batches)");
+  cmd->add_option("--defer-fsdp-grad-sync", o.defer_fsdp_grad_sync,
+                  "AutoModel FSDP2 with gradient accumulation: distributed.defer_fsdp_grad_sync, true keeps unsharded "
+                  "fp32 gradients across micro-batches (default: the recipe's, else true, AutoModel's own default: "
+                  "FSDP2Config in nemo_automodel/components/distributed/config.py; plan's recipes write false)")
+      ->check(CLI::IsMember({"true", "false"}));
   cmd->add_option("--headroom", o.in.setup.headroom, "fraction of GPU memory kept free (0..0.9; default: the framework's, 0.02 for Megatron-Bridge, 0.10 for AutoModel: docs/memory-model.md)")->check(CLI::Range(0.0, 0.9));
   cmd->add_option("--hwdb", o.in.setup.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--mb-recipe", o.in.setup.mb_recipe,
@@ -162,6 +167,7 @@ int RunExplain(const ExplainOptions& o) {
   if (!o.precision.empty()) in.setup.precision = o.precision == "fp8" ? Precision::kFp8 : Precision::kBf16;
   in.setup.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   if (!o.framework.empty()) in.setup.framework = ParseFramework(o.framework);
+  if (!o.defer_fsdp_grad_sync.empty()) in.defer_fsdp_grad_sync = o.defer_fsdp_grad_sync == "true";
   // --mb-recipe names the recipe function the layout flags are overrides for: without --recipe
   // and --framework it is that framework's layout.
   if (!in.setup.mb_recipe.empty() && in.recipe.empty()) {

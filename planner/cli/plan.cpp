@@ -61,7 +61,7 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--max-seconds", o.in.max_seconds,
                   "stop the search after this many seconds and print the best layouts so far (default 300)");
   cmd->add_option("--max-layouts", o.in.max_layouts,
-                  "stop the search after testing this many layouts (default: no limit)");
+                  "stop the search after testing this many layouts (default 0: no limit)");
   cmd->add_option("--max-memory-mb", o.in.max_memory_mb,
                   "stop the search when meshplan's resident memory exceeds this many MiB and print the best "
                   "layouts so far (default: no limit)");

@@ -118,7 +118,7 @@ void NoteRuleProposals(const CheckInput& in, const std::string& text, const Load
       if (changed.empty()) continue;
       JudgedRecipe alone;
       try {
-        alone = LoadRecipeForJudging(in.setup, in.recipe, changed, loaded);
+        alone = LoadRecipeForJudging(in.setup, in.recipe, changed, loaded, true);
       } catch (const InputError&) {
         continue;
       }
@@ -169,7 +169,7 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
                               const LoadedInputs& loaded) {
   CheckedDocument d;
   d.label = label;
-  d.recipe = LoadRecipeForJudging(in.setup, in.recipe, text, loaded);
+  d.recipe = LoadRecipeForJudging(in.setup, in.recipe, text, loaded, true);
   const PlanRequest& req = d.recipe.request;
   const ParsedRecipe& parsed = d.recipe.parsed;
   const Layout& l = parsed.layout;
@@ -188,9 +188,11 @@ CheckedDocument CheckDocument(const CheckInput& in, const std::string& text, con
   const int64_t product = l.tp * l.pp * l.cp * l.dp;
   const bool sane = l.dp >= 1 && product == req.setup.num_gpus && l.micro_batch() >= 1 && l.tp >= 1 && l.pp >= 1 &&
                     l.cp >= 1 && l.ep >= 1;
-  // A model the cost model does not price (HybridRefusal): the framework's rules above still
-  // judge the recipe (layer counts, head divisibility); no memory, step time or nearest layout.
-  const std::string unpriced = HybridRefusal(req.model);
+  // A model the cost model does not price (HybridRefusal), or a hybrid model this framework's
+  // cost terms do not price (FrameworkHybridRefusal): the framework's rules above still judge
+  // the recipe (layer counts, head divisibility, CP support); no memory, step time or nearest
+  // layout.
+  const std::string unpriced = FrameworkHybridRefusal(FrameworkOf(req.framework), req.model);
   if (!unpriced.empty()) {
     d.not_predicted = unpriced;
   } else if (sane) {

@@ -14,6 +14,14 @@ namespace meshplan {
 
 namespace {
 
+// How the cost model spreads a learned gate's tokens over the EP ranks (RoutedDispatchCopies).
+std::string LearnedGateRouting(const ModelSpec& m) {
+  if (!m.group_limited_routing()) return "learned gate: k experts uniformly at random";
+  return "learned gate, group-limited: " + std::to_string(m.router_group_topk) + " of " +
+         std::to_string(m.router_num_groups) + " expert groups per token (n_group / topk_group), " +
+         std::to_string(m.experts_per_token) + " experts among them";
+}
+
 using commands::CheckedCount;
 
 Layout LayoutFromKeys(const LayoutKeys& k, int64_t gpus) {
@@ -125,6 +133,24 @@ void RefuseUnshardedEstimate(const std::string& profile, const CostView& view, c
                           ", so it would price the weights and gradients of " + layout +
                           " unsharded; expected " + (megatron_core ? "--memory-profile megatron-bridge" : "--memory-profile pytorch") +
                           " for a layout with FSDP");
+}
+
+// The defer_fsdp_grad_sync an AutoModel layout is priced with: --defer-fsdp-grad-sync when
+// given, else the recipe's own value, else AutoModel's default true (FSDP2Config
+// defer_fsdp_grad_sync: bool = True, nemo_automodel/components/distributed/config.py). Said in
+// `notes` where that default is priced on an FSDP2 layout with gradient accumulation (where it
+// matters): plan's recipes write false.
+bool DeferFsdpGradSync(const ExplainInput& in, const Layout& l, const FrameworkOps& fw, const TrainSetup& setup,
+                       std::vector<std::string>& notes) {
+  if (!fw.torch_memory_options) return false;
+  if (in.defer_fsdp_grad_sync) return *in.defer_fsdp_grad_sync;
+  if (!l.am.defer_fsdp_grad_sync.empty()) return l.am.defer_fsdp_grad_sync == "true";
+  if (l.strategy == Strategy::kFsdp2 && l.GradAccumSteps(setup) > 1) {
+    notes.push_back("defer_fsdp_grad_sync: true priced (AutoModel's default, left unset): unsharded fp32 gradients are "
+                    "kept across the " + std::to_string(l.GradAccumSteps(setup)) +
+                    " gradient-accumulation steps; plan's recipes write false (--defer-fsdp-grad-sync false)");
+  }
+  return true;
 }
 
 }  // namespace
@@ -318,7 +344,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   mo.profile = rep.memory_profile == "pytorch" ? MemoryProfile::kPyTorch : MemoryProfile::kMegatron;
   mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";
   mo.fp32_params = in.fp32_params;
-  mo.defer_fsdp_grad_sync = in.defer_fsdp_grad_sync;
+  mo.defer_fsdp_grad_sync = DeferFsdpGradSync(in, l, fw, req.setup, rep.notes);
   mo.adam_impl = in.adam_impl == "fused"     ? AdamImpl::kFused
                  : in.adam_impl == "forloop" ? AdamImpl::kForLoop
                                              : AdamImpl::kForeach;
@@ -351,6 +377,9 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                   : view.flex_backend == FlexBackend::kDeepEP ? "deepep"
                                                               : "";
       e.overlap = view.ep_a2a_overlap;
+      // The flex dispatcher sends a token once per destination, so its traffic depends on the
+      // routing; alltoall sends top-k copies whatever the routing.
+      if (view.dispatcher == TokenDispatch::kFlex) e.routing = LearnedGateRouting(req.model);
       e.ep = view.ep;
       e.traffic = c.ep;
       rep.ep = e;
@@ -367,7 +396,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
                                                              : "deepep";
     e.routing = b.ConsecutiveExperts() ? "fake_balanced_gate: token t to experts t*k .. t*k+k-1 mod E"
                 : b.fake_balanced_gate ? "fake_balanced_gate with noise: priced as uniform routing"
-                                       : "learned gate: k experts uniformly at random";
+                                       : LearnedGateRouting(req.model);
     e.ep = view.ep;
     e.traffic = rep.cost.time.ep;
     rep.ep = e;

@@ -82,8 +82,9 @@ RecipeFile ReadRecipeFile(const std::string& path) {
 }
 
 JudgedRecipe LoadRecipeForJudging(const JudgeSetup& in, const std::string& file, const std::string& text,
-                                  const LoadedInputs& loaded) {
+                                  const LoadedInputs& loaded, bool rules_only_hybrid) {
   RequestSettings s;
+  s.rules_only_hybrid = rules_only_hybrid;
   s.framework = in.framework ? *in.framework : DetectFramework(text, file);
   std::tie(s.version, s.mb_version) = ResolveReleases(in.releases, s.framework);
   JudgedRecipe r;

@@ -144,7 +144,9 @@ PlanRequest BuildRequest(const RequestSettings& s, LoadedInputs loaded) {
   // A hybrid model is priced by the frameworks whose cost terms have its block kinds, and an
   // architecture only by the frameworks that train it. (Block kinds no framework prices were
   // refused, or let through for check's rules, by LoadInputs.)
-  std::string why = HybridRefusal(loaded.model).empty() ? FrameworkHybridRefusal(FrameworkOf(s.framework), loaded.model) : "";
+  std::string why = HybridRefusal(loaded.model).empty() && !s.rules_only_hybrid
+                        ? FrameworkHybridRefusal(FrameworkOf(s.framework), loaded.model)
+                        : "";
   if (why.empty()) why = FrameworkOf(s.framework).unsupported_model(loaded.model);
   if (!why.empty()) {
     throw InputError(loaded.model.source, "model", why);

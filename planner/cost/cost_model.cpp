@@ -17,7 +17,8 @@ namespace {
 // order, with ctx set to that rank's parameters and `memory` its RankMemory. Where the
 // memory profile makes the memory rank-independent (RankMemoryIsUniform) only the first
 // rank's is computed, and with `memory_only` the scan stops there; otherwise the "pytorch"
-// profile's rank-independent terms are computed once when several ranks are scored.
+// profile's rank-independent terms are computed once when several ranks are scored (not for
+// the Megatron-Core profiles, which do not read them: RankMemoryUsesPytorchTerms).
 // ctx.tables must be set; ctx's per-rank pointers are cleared on return.
 template <class Visit>
 void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_only, Visit&& visit) {
@@ -35,7 +36,7 @@ void ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
   cost::PytorchRankTerms terms;
-  if (!uniform && plan->ranks.size() > 1) {
+  if (!uniform && plan->ranks.size() > 1 && cost::RankMemoryUsesPytorchTerms(ctx, opts)) {
     terms = cost::PytorchTerms(ctx, opts);
     ctx.pytorch_terms = &terms;
   }

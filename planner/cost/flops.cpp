@@ -93,7 +93,9 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
       const double n = double(std::min(m.num_sliding_window_layers, m.num_layers)), L = double(m.num_layers);
       f.attn_core_flops = (f.attn_core_flops * (L - n) + swa * n) / L;
     }
-    // Chunked-attention layers (Llama 4 attention_chunk_size C; transformers' chunked mask,
+    // Chunked-attention layers (Llama 4 attention_chunk_size C; transformers masking_utils.py
+    // chunked_causal_mask_function: kv_idx // C == q_idx // C and causal, on the layers
+    // Llama4TextConfig.layer_types calls "chunked_attention";
     // Megatron-Bridge llama4_utils.py chunkify: each chunk an independent causal sequence): a
     // sequence of s = k·C + r tokens holds k full chunks and one of r, whose queries see on
     // average c = (k·C²/2 + r²/2)/s keys (s/2 when s <= C, the full causal term), so the core

@@ -340,4 +340,6 @@ bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts) {
   return UseMegatron(c.view, opts) && c.split.given == nullptr && !(BridgeEstimator(opts) && c.view.pp > 1);
 }
 
+bool RankMemoryUsesPytorchTerms(const Ctx& c, const MemoryOptions& opts) { return !UseMegatron(c.view, opts); }
+
 }  // namespace meshplan::cost

@@ -120,6 +120,9 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank);
 /// unless a recipe's pipeline layout is priced, c.split.given), so that a caller may compute it
 /// once per layout, and once more for the rank holding MTP layers (RankParams::mtp_layers).
 bool RankMemoryIsUniform(const Ctx& c, const MemoryOptions& opts);
+/// True when RankMemory(c, r, opts) prices the layout with the "pytorch" profile, the only one
+/// that reads PytorchTerms (Ctx::pytorch_terms); the Megatron-Core profiles never do.
+bool RankMemoryUsesPytorchTerms(const Ctx& c, const MemoryOptions& opts);
 
 /// CUDA context with the kernels PyTorch loads lazily during training, outside the
 /// caching allocator: measured 767-773 MiB on H200, torch 2.11 / CUDA 13.0 (device in use

@@ -4,9 +4,12 @@
 #include "cost/memory_megatron.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "cost/hybrid.hpp"
+#include "cost/last_values.hpp"
 #include "cost/memory.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
@@ -54,7 +57,7 @@ double EstimatorFfnRatio(const ModelSpec& m, const MegatronArgs& x) {
                            double(m.shared_expert_intermediate_size))) / (L * h);
 }
 
-MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArgs& x) {
+MegatronEstimate MegatronWeightEstimate(const ModelSpec& m, const MegatronArgs& x) {
   const double h = double(m.hidden_size), a = double(m.num_attention_heads);
   const double g = double(m.num_key_value_heads);
   const double n = double(x.norm_size), lambda = x.swiglu ? 1.5 : 1.0;
@@ -121,7 +124,14 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
   e.bytes_dense = x.distributed_optimizer ? 6 + (12 / dp) : 18;
   e.bytes_expert = x.distributed_optimizer ? 6 + (12 / edp) : 18;
   e.weight_and_optimizer = (e.p_tp + e.p_rep) * e.bytes_dense + e.p_exp * e.bytes_expert;
+  return e;
+}
 
+void MegatronActivationEstimate(const ModelSpec& m, const MegatronArgs& x, MegatronEstimate& e) {
+  const double h = double(m.hidden_size);
+  const double t = double(std::max<int64_t>(1, x.tp)), p = double(std::max<int64_t>(1, x.pp));
+  const double V = e.padded_vocab;
+  const double cp = double(std::max<int64_t>(1, x.cp));
   const double s = double(x.seq_len), b = double(x.micro_batch);
   const double L = double(m.num_layers);
   const bool branch_a = x.bridge_estimator || (x.sequence_parallel && x.selective_recompute);
@@ -141,6 +151,11 @@ MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArg
     e.activation_output = out * 1.05;
   }
   e.activation = e.activation_layers + e.activation_output;
+}
+
+MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& m, const MegatronArgs& x) {
+  MegatronEstimate e = MegatronWeightEstimate(m, x);
+  MegatronActivationEstimate(m, x, e);
   return e;
 }
 
@@ -357,32 +372,39 @@ namespace {
 
 // TeSavedBytesPerToken(m, ...) of the model of the CostTables numbered `tables` (CostTables::Id;
 // `m` is that model or its shape, whose fields the count reads alike: it reads no layer count),
-// kept per thread for the last inputs: a search asks it for the same few (layer kind, precision,
+// kept per thread in a hashed memo: a search asks it for the same few (layer kind, precision,
 // ETP, recompute modules) at every pipeline rank of every layout.
 TeLayerBytes TeSavedBytesCached(uint64_t tables, const ModelSpec& m, bool moe, Precision precision, int64_t etp,
                                 uint32_t modules) {
-  struct Entry {
-    uint64_t tables;
-    bool moe;
-    Precision precision;
-    int64_t etp;
-    uint32_t modules;
-    TeLayerBytes bytes;
+  using Key = std::array<int64_t, 4>;
+  const Key key{int64_t(tables), int64_t(moe) | int64_t(precision) << 8, etp, int64_t(modules)};
+  thread_local HashedValues<Key, TeLayerBytes, 256> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const TeLayerBytes* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, TeSavedBytesPerToken(m, moe, precision, etp, modules));
+}
+
+// MegatronWeightEstimate(m, x) of the model of the CostTables numbered `tables` (`m` that model,
+// or with `per_rank` its shape with the rank's layer counts), kept per thread for the last
+// inputs: it reads the mesh, the rank's layers and tables and the optimizer, which every
+// micro-batch and feature set of a mesh repeat. The key holds every input it reads beside the
+// table's model: the layer counts and each MegatronArgs field of the parameter formulas.
+MegatronEstimate WeightEstimateCached(uint64_t tables, bool per_rank, const ModelSpec& m, const MegatronArgs& x) {
+  auto bits = [](double v) {
+    int64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
   };
-  constexpr size_t kEntries = 8;
-  thread_local Entry cache[kEntries];
-  thread_local size_t used = 0, next = 0;
-  for (size_t i = 0; i < used; ++i) {
-    const Entry& e = cache[i];
-    if (e.tables == tables && e.moe == moe && e.precision == precision && e.etp == etp && e.modules == modules) {
-      return e.bytes;
-    }
-  }
-  const TeLayerBytes b = TeSavedBytesPerToken(m, moe, precision, etp, modules);
-  cache[next] = Entry{tables, moe, precision, etp, modules, b};
-  next = (next + 1) % kEntries;
-  used = std::max(used, next == 0 ? kEntries : next);
-  return b;
+  const int64_t flags = int64_t(per_rank) | int64_t(x.swiglu) << 1 | int64_t(x.bridge_estimator) << 2 |
+                        int64_t(x.distributed_optimizer) << 3;
+  const std::array<int64_t, 16> key{int64_t(tables), m.num_layers, m.num_dense_layers, x.tp, x.pp, x.cp, x.ep, x.etp,
+                                    x.dp, x.world, x.make_vocab_size_divisible_by, x.norm_size, flags,
+                                    bits(x.vocab_tables), bits(x.final_norms), bits(x.extra_tp_params)};
+  // A mesh's distinct pipeline ranks (first, middle, last, the MTP rank) and its memory probes'.
+  thread_local HashedValues<std::array<int64_t, 16>, MegatronEstimate, 64> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const MegatronEstimate* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, MegatronWeightEstimate(m, x));
 }
 
 }  // namespace
@@ -456,7 +478,12 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
   x.bridge_estimator = opts.megatron_bridge_estimator;
   x.vpp = l.estimate_vpp;
   x.distributed_optimizer = l.distributed_optimizer;
-  MegatronEstimate e = MegatronTheoreticalMemory(m, x);
+  const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
+  MegatronEstimate e = c.tables != nullptr ? WeightEstimateCached(c.tables->Id(), per_rank, m, x)
+                                           : MegatronWeightEstimate(m, x);
+  // The Transformer Engine count below replaces both activation parts (it reads padded_vocab
+  // only): the estimator's own are computed only where they are used.
+  if (!te_count) MegatronActivationEstimate(m, x, e);
   const bool full = l.recompute == Recompute::kFull;
   const bool extra_scores = opts.materialized_attention && l.recompute == Recompute::kNone;
   if ((full || extra_scores) && !x.bridge_estimator) {
@@ -472,7 +499,6 @@ MemoryBreakdown MegatronRankMemory(const Ctx& c, int64_t pp_rank, const MemoryOp
       e.activation_output = ((s * b * e.padded_vocab) / t + s * b * h) * 2 * 1.05;
     }
   }
-  const bool te_count = x.bridge_estimator && opts.te_saved_tensors;
   // Share of the layers fully recomputed (Megatron-LM's branch above assumes all of them).
   const double recomputed = x.bridge_estimator ? MegatronFullRecomputeShare(l, m) : (full ? 1.0 : 0.0);
   if (te_count) {

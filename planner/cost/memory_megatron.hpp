@@ -61,6 +61,15 @@ int64_t MegatronPaddedVocab(int64_t vocab, int64_t divisible_by, int64_t tp);
 
 /// Megatron-LM report_theoretical_memory for `model` (formulas at the definition).
 MegatronEstimate MegatronTheoreticalMemory(const ModelSpec& model, const MegatronArgs& args);
+/// The parameter part of MegatronTheoreticalMemory (padded_vocab, p_tp, p_rep, p_exp,
+/// bytes_dense, bytes_expert, weight_and_optimizer; the activation fields left 0): it reads
+/// the mesh, the rank's layers and tables and the optimizer, not the micro-batch, sequence or
+/// recompute, so a search keeps it per mesh and rank. Bytes; throws nothing.
+MegatronEstimate MegatronWeightEstimate(const ModelSpec& model, const MegatronArgs& args);
+/// The activation part of MegatronTheoreticalMemory (activation_layers, activation_output,
+/// activation), written into `e`, which holds MegatronWeightEstimate(model, args) (its
+/// padded_vocab is read). Bytes; throws nothing.
+void MegatronActivationEstimate(const ModelSpec& model, const MegatronArgs& args, MegatronEstimate& e);
 
 /// Korthikanti et al. 2022 Table 2, generalised to an FFN of width f (ffn = 4h gives 34):
 /// bytes of one layer for s·b tokens with t-way TP:

@@ -3,9 +3,11 @@
 #include "cost/time.hpp"
 
 #include "cost/memory.hpp"
+#include "cost/last_values.hpp"
 #include "meshplan/topology.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <vector>
 
@@ -45,19 +47,29 @@ double GemmSeconds(double tokens, double k, double n, double rate, double hbm_ba
   return std::max(flop / rate, memory) + latency;
 }
 
+constexpr size_t kGemmFactorSlots = 64;  // the micro-batches 1 .. 16 of a search's GEMM shapes, hashed
+
 double ExpertGemmFactor(const ModelSpec& m, double tokens, double etp, double rate, double hbm_bandwidth, bool fp8) {
   const double h = double(m.hidden_size), f = double(m.moe_intermediate_size) / std::max(1.0, etp);
   if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0 || f <= 0) return 1.0;
+  thread_local HashedValues<std::array<double, 6>, double, kGemmFactorSlots> last;
+  const std::array<double, 6> key{h, f, tokens, rate, hbm_bandwidth, fp8 ? 1.0 : 0.0};
+  const size_t slot = last.SlotOf(key);
+  if (const double* hit = last.Find(key, slot)) return *hit;
   const double flop = 2.0 * tokens * h * 3.0 * f;  // fc1 (gated: 2f) and fc2
   const double seconds = GemmSeconds(tokens, h, 2.0 * f, rate, hbm_bandwidth, fp8, true) +
                          GemmSeconds(tokens, f, h, rate, hbm_bandwidth, fp8, true);
-  return std::min(1.0, flop / rate / seconds);
+  return last.Store(key, slot, std::min(1.0, flop / rate / seconds));
 }
 
 double LinearGemmFactor(const ModelSpec& m, double tokens, double tp, double rate, double hbm_bandwidth, bool fp8) {
   if (hbm_bandwidth <= 0 || rate <= 0 || tokens <= 0) return 1.0;
   const double h = double(m.hidden_size), q = double(QDim(m)), kv = double(KDim(m)), o = double(AttnOutDim(m));
   const double f = m.is_moe() ? double(m.shared_expert_intermediate_size) : double(m.intermediate_size);
+  thread_local HashedValues<std::array<double, 10>, double, kGemmFactorSlots> last;
+  const std::array<double, 10> key{h, q, kv, o, f, tokens, tp, rate, hbm_bandwidth, fp8 ? 1.0 : 0.0};
+  const size_t slot = last.SlotOf(key);
+  if (const double* hit = last.Find(key, slot)) return *hit;
   double flop = 0.0, seconds = 0.0;
   auto add = [&](double k, double n) {
     if (k <= 0 || n <= 0) return;
@@ -68,7 +80,7 @@ double LinearGemmFactor(const ModelSpec& m, double tokens, double tp, double rat
   add(o / tp, h);
   add(h, 2.0 * f / tp);
   add(f / tp, h);
-  return seconds > 0 ? std::min(1.0, flop / rate / seconds) : 1.0;
+  return last.Store(key, slot, seconds > 0 ? std::min(1.0, flop / rate / seconds) : 1.0);
 }
 
 double EagerLayerPasses(const ModelSpec& m, double tp) {
@@ -132,7 +144,7 @@ AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link&
   const bool hybrid = v.flex_backend == FlexBackend::kHybridEP;
   const bool consecutive = v.routing == MoeRouting::kConsecutive;
   const int64_t E = m.num_experts, k = m.experts_per_token;
-  out.rank_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, 1) : FlexDispatchCopies(E, k, ep);
+  out.rank_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, 1) : RoutedDispatchCopies(m, ep);
   const double row = h * 2.0;  // bf16: AutoModel dispatches the activations unquantised
   const double nvl = sys.scaleup_bandwidth;
   auto nvl_seconds = [&](bool combine) {
@@ -146,7 +158,7 @@ AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link&
     out.forward = out.backward = 2.0 * a2a_link.latency_s + nd + nc;
     return out;
   }
-  out.node_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, domain) : FlexDispatchCopies(E, k, out.domains);
+  out.node_copies = consecutive ? ConsecutiveDispatchCopies(E, k, ep, domain) : RoutedDispatchCopies(m, out.domains);
   const double nic = sys.NicBandwidthPerGpu() > 0 ? sys.NicBandwidthPerGpu() : kDeepEpNicRate;
   auto rdma_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);

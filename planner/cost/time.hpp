@@ -237,7 +237,8 @@ struct AutoModelEp {
 ///   domain and once per destination node across nodes (forwarded over NVLink there), not once
 ///   per routed expert; the call blocks the compute stream (async_finish waits at once, the
 ///   host waits for the received counts), so nothing overlaps it. Copies per token:
-///   FlexDispatchCopies for the learned gate (k distinct experts uniformly at random: a rank
+///   RoutedDispatchCopies for the learned gate (GroupLimitedDispatchCopies where the model's
+///   router is group-limited, else FlexDispatchCopies: k distinct experts uniformly at random: a rank
 ///   of E/ep experts gets none with probability C(E − E/ep, k) / C(E, k), the hypergeometric
 ///   form of 1 − (1 − 1/ep)^k for draws without replacement), ConsecutiveDispatchCopies for the
 ///   fake gate. Bandwidths, each backend its own published ones (the Megatron-Core flex pricing's
@@ -576,13 +577,32 @@ bool MegatronRecomputesCore(const CostView& layout);
 /// warm-up chunks of rank 0 (Narayanan et al. 2021, interleaved 1F1B) and as many cool-down
 /// ones, out of vpp·M. Dimensionless, at most 1.
 double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches);
-/// Token copies one EP dispatch sends per token: FlexDispatchCopies with the flex dispatcher,
-/// top-k otherwise (alltoall sends one per routed expert).
+/// Token copies one EP dispatch sends per token: RoutedDispatchCopies over the EP ranks with
+/// the flex dispatcher, top-k otherwise (alltoall sends one per routed expert).
 double DispatchCopies(const CostView& layout, const ModelSpec& model);
 /// Expected token copies one flex (DeepEP / HybridEP) dispatch sends: the number of distinct
 /// EP ranks among a token's top_k experts when the num_experts are split evenly over ep ranks,
 /// ep·(1 − C(E − E/ep, k)/C(E, k)). The alltoall dispatcher sends top_k copies instead.
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep);
+/// Expected distinct `units` (EP ranks, or the NVLink domains an EP group spans; unit u holds
+/// the consecutive experts [u·E/units, (u+1)·E/units)) one token's experts fall in under
+/// group-limited routing: E experts in `groups` groups of E/groups consecutive ones, each token
+/// choosing `group_topk` groups (M) and top_k experts among them (Megatron-Core moe_utils.py
+/// group_limited_topk; AutoModel components/moe/layers.py Gate n_groups / topk_groups;
+/// DeepSeek-V3 "node-limited routing", DeepSeek-AI 2024 section 2.1.2). Model: the M groups are
+/// uniformly random, and each chosen group supplies k/M of the token's experts, uniformly among
+/// its own (the group score is the sum of its best k/M experts' scores: DeepSeek-V3's top-2 of 8
+/// per group of 4 chosen); a unit overlapping chosen group γ in o_γ experts misses it with
+/// C(E/G − o_γ, k/M)/C(E/G, k/M) ((1 − o_γ·G/E)^(k/M) where M does not divide k). Over the
+/// unit's t touched groups, P(no copy) = Σ_j e_j(miss) · C(G − t, M − j)/C(G, M), e_j the
+/// elementary symmetric sums. Whole-group units (DeepSeek-V3 EP 64 over 8 nodes: a node per
+/// group) get at most M copies per token (4, against 5.29 with uniform routing). Falls back to
+/// FlexDispatchCopies when groups <= 1, M >= groups or groups does not divide E. Dimensionless.
+double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t groups, int64_t group_topk,
+                                  int64_t units);
+/// FlexDispatchCopies or, for a model with group-limited routing
+/// (ModelSpec::group_limited_routing), GroupLimitedDispatchCopies, over `units` units.
+double RoutedDispatchCopies(const ModelSpec& model, int64_t units);
 /// EpA2aSeconds of `tokens` tokens (per rank, after sequence parallel) of `c`'s layout, BF16
 /// payload (Megatron-Core dispatches BF16 with every backend here: fused_a2a.py sets
 /// fp8_dispatch False for DeepEP and HybridEP asserts it off; FP8 on the wire is the ncclep
@@ -593,13 +613,13 @@ double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep);
 ///     link split: S·(r−1)/ep over NVLink and S·(ep−r)/ep over the NICs, r the group's ranks
 ///     per domain.
 ///   flex (DeepEP / HybridEP normal kernels), inside one domain: the token once per distinct
-///     destination rank (FlexDispatchCopies(E, k, ep), own rank included, as the kernels'
+///     destination rank (RoutedDispatchCopies(model, ep), own rank included, as the kernels'
 ///     benchmarks count "received" bytes) over NVLink at the backend's measured share of the
 ///     link (kDeepEpNvlink*, HybridEpNvlinkShare);
 ///   across domains: once per distinct destination domain over RDMA (the kernels send a token
 ///     to the same-index GPU of each node it goes to and forward it there over NVLink:
 ///     DeepEP docs/legacy.md, HybridEP docs/README_Hybrid-EP.md "hierarchical"), logical bytes
-///     tokens·FlexDispatchCopies(E, k, domains)·h·2 (own domain included, as both benchmarks
+///     tokens·RoutedDispatchCopies(model, domains)·h·2 (own domain included, as both benchmarks
 ///     count: DeepEP tests/legacy/test_internode.py num_rdma_token_sent, HybridEP
 ///     tests/utils.py count_rdma_send_from_routing_map) at the backend's measured logical RDMA
 ///     share of the NIC (DeepEpRdmaShare, HybridEpRdmaShare by EP size), concurrently with the

@@ -4,9 +4,14 @@
 // the compute terms (MegatronTime). The fit itself is planner/accuracy/megatron_fit.cpp.
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "cost/cp_comm.hpp"
 #include "cost/hybrid.hpp"
+#include "cost/last_values.hpp"
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
@@ -38,8 +43,7 @@ bool MegatronRecomputesCore(const CostView& l) {
 }
 
 double DispatchCopies(const CostView& l, const ModelSpec& m) {
-  return l.dispatcher == TokenDispatch::kFlex ? FlexDispatchCopies(m.num_experts, m.experts_per_token, l.ep)
-                                                      : double(m.experts_per_token);
+  return l.dispatcher == TokenDispatch::kFlex ? RoutedDispatchCopies(m, l.ep) : double(m.experts_per_token);
 }
 
 double MegatronEpUnpairedShare(int64_t pp, int64_t vpp, int64_t micro_batches) {
@@ -119,21 +123,76 @@ int64_t MegatronMaxStageLayers(int64_t num_layers, const StageSplit& split, Spli
 
 double FlexDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep) {
   if (ep <= 1 || num_experts <= 0 || top_k <= 0) return double(std::max<int64_t>(top_k, 0));
-  // The last inputs' value, per thread: a search asks for the same (E, k, ep) at every layout
-  // of a mesh.
-  thread_local int64_t last_e = -1, last_k = -1, last_ep = -1;
-  thread_local double last = 0;
-  if (num_experts == last_e && top_k == last_k && ep == last_ep) return last;
+  // The last two inputs' values, per thread: a search asks for the same (E, k, ep) at every
+  // layout of a mesh, and EpAllToAllSeconds asks in turn for the EP size and the domain count.
+  thread_local LastValues<std::array<int64_t, 3>, double, 2> last;
+  const std::array<int64_t, 3> key{num_experts, top_k, ep};
+  if (const double* hit = last.Find(key)) return *hit;
   // A rank holds E/ep experts; it receives no copy of a token when none of the token's k
   // distinct experts is among them: C(E − E/ep, k) / C(E, k).
   const double e = double(num_experts), local = e / double(ep);
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - local - double(i)) / (e - double(i)));
-  last_e = num_experts;
-  last_k = top_k;
-  last_ep = ep;
-  last = double(ep) * (1.0 - miss);
-  return last;
+  return last.Store(key, double(ep) * (1.0 - miss));
+}
+
+double GroupLimitedDispatchCopies(int64_t num_experts, int64_t top_k, int64_t groups, int64_t group_topk,
+                                  int64_t units) {
+  const int64_t E = num_experts, G = groups, M = std::min(group_topk, groups);
+  if (units <= 1 || E <= 0 || top_k <= 0) return units <= 1 ? 1.0 : double(std::max<int64_t>(top_k, 0));
+  if (G <= 1 || M >= G || E % G != 0) return FlexDispatchCopies(E, top_k, units);
+  thread_local LastValues<std::array<int64_t, 5>, double, 2> last;
+  const std::array<int64_t, 5> key{E, top_k, G, M, units};
+  if (const double* hit = last.Find(key)) return *hit;
+  const int64_t g = E / G;                          // experts per group
+  const double q = double(top_k) / double(M);       // experts a chosen group supplies
+  // P(a chosen group supplies none of the `o` of its experts a unit holds): q of its g experts
+  // drawn without replacement (real q: the binomial form).
+  auto group_miss = [&](int64_t o) {
+    if (o <= 0) return 1.0;
+    if (o >= g) return 0.0;
+    if (top_k % M == 0) {
+      double p = 1.0;
+      for (int64_t i = 0; i < top_k / M; ++i) p *= std::max(0.0, double(g - o - i) / double(g - i));
+      return p;
+    }
+    return std::pow(1.0 - double(o) / double(g), q);
+  };
+  // C(n, r) as a double (0 outside 0 <= r <= n).
+  auto choose = [](int64_t n, int64_t r) {
+    if (r < 0 || r > n) return 0.0;
+    double c = 1.0;
+    for (int64_t i = 0; i < r; ++i) c = c * double(n - i) / double(i + 1);
+    return c;
+  };
+  const double all = choose(G, M);
+  double copies = 0.0;
+  std::vector<double> miss, e;  // per touched group; elementary symmetric sums e_j of `miss`
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t lo = u * E / units, hi = (u + 1) * E / units;  // the unit's experts [lo, hi)
+    miss.clear();
+    for (int64_t grp = lo / g; grp * g < hi; ++grp) {
+      miss.push_back(group_miss(std::min(hi, (grp + 1) * g) - std::max(lo, grp * g)));
+    }
+    const int64_t t = int64_t(miss.size());
+    e.assign(size_t(t + 1), 0.0);
+    e[0] = 1.0;
+    for (int64_t i = 0; i < t; ++i) {
+      for (int64_t j = std::min(i + 1, M); j >= 1; --j) e[size_t(j)] += e[size_t(j - 1)] * miss[size_t(i)];
+    }
+    // j of the t touched groups chosen (the other M − j among the G − t untouched), each of
+    // the j supplying nothing to the unit: sum over j of e_j · C(G − t, M − j) / C(G, M).
+    double p_none = 0.0;
+    for (int64_t j = 0; j <= std::min(t, M); ++j) p_none += e[size_t(j)] * choose(G - t, M - j);
+    copies += 1.0 - p_none / all;
+  }
+  return last.Store(key, copies);
+}
+
+double RoutedDispatchCopies(const ModelSpec& m, int64_t units) {
+  if (!m.group_limited_routing()) return FlexDispatchCopies(m.num_experts, m.experts_per_token, units);
+  return GroupLimitedDispatchCopies(m.num_experts, m.experts_per_token, m.router_num_groups, m.router_group_topk,
+                                    units);
 }
 
 namespace {
@@ -203,7 +262,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
     return out;
   }
   const bool hybrid = l.flex_backend == FlexBackend::kHybridEP;
-  const double rank_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, ep);
+  const double rank_copies = RoutedDispatchCopies(m, ep);
   const double nvl_bytes = tokens * rank_copies * h * bytes;
   auto nvl_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpNvlinkShare(ep, combine)
@@ -216,7 +275,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
     out.nvlink = out.dispatch + out.combine - 2.0 * sys.scaleup_latency;
     return out;
   }
-  out.node_copies = FlexDispatchCopies(m.num_experts, m.experts_per_token, domains);
+  out.node_copies = RoutedDispatchCopies(m, domains);
   const double rdma_bytes = tokens * out.node_copies * h * bytes;
   auto rdma_seconds = [&](bool combine) {
     const double share = hybrid ? HybridEpRdmaShare(ep, combine) : DeepEpRdmaShare(ep, combine);
@@ -341,6 +400,168 @@ MegatronLayerKernels MegatronKernelsPerLayer(const ModelSpec& m, const CostView&
   return k;
 }
 
+namespace {
+
+// The part of MegatronLayoutShared that does not depend on the micro-batch: the mesh, the
+// features and the step's tokens per rank (c.tokens_per_mb · c.mb_per_step), not
+// c.tokens_per_mb or c.mb_per_step apart. Every field it sets is set as MegatronLayoutShared
+// sets it; MegatronLayoutShared's micro-batch part (SharedMicroBatchPart) sets the rest.
+MegatronShared SharedFeaturePart(const Ctx& c) {
+  const ModelSpec& m = c.model;
+  const CostView& l = c.view;
+  const SystemSpec& sys = c.system;
+  const GpuSpec& gpu = sys.gpu;
+  MegatronShared s;
+  s.tp = double(std::max<int64_t>(1, l.tp));
+  s.ep = double(std::max<int64_t>(1, l.ep));
+  s.etp = double(std::max<int64_t>(1, l.etp));
+  const double h = double(m.hidden_size);
+  s.tokens = c.tokens_per_mb * double(c.mb_per_step);
+  s.full = l.recompute == Recompute::kFull;
+  s.extra = MegatronFullRecomputeShare(l, m) / 3.0;
+  const uint32_t rm = MegatronSelectiveModules(l);
+  s.core_extra = s.full ? s.extra : MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
+  {
+    const FlopsPerToken& f = c.flops;
+    double up = 0.0;  // MLA up-projection forward FLOP per token
+    if (m.mla) {
+      const MlaSpec& x = m.mla_spec;
+      const double a = double(m.num_attention_heads);
+      up = 2.0 * (double(x.q_lora_rank) * a * double(x.qk_nope_head_dim + x.qk_rope_head_dim) +
+                  double(x.kv_lora_rank) * a * double(x.qk_nope_head_dim + x.v_head_dim));
+    }
+    const double norms = (rm & kRecomputeLayernorm) ? 4.0 * h : 0.0;
+    const double mla = (rm & kRecomputeMlaUpProj) ? up : 0.0;
+    s.recompute_dense_flops = mla + ((rm & kRecomputeMlp) ? f.dense_mlp_flops / 3.0 : 0.0);
+    s.recompute_moe_flops = mla + ((rm & (kRecomputeSharedExperts | kRecomputeMoe)) ? f.shared_flops / 3.0 : 0.0);
+    s.recompute_routed_flops = (rm & kRecomputeMoe) ? f.routed_flops / 3.0 : 0.0;
+    s.moe_recompute = (rm & kRecomputeMoe) != 0;
+    s.recompute_dense_elems = norms;
+    s.recompute_moe_elems =
+        norms + ((rm & (kRecomputeMoeAct | kRecomputeMoe)) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
+  }
+  const bool fp8 = c.setup.precision != Precision::kBf16;
+  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
+                AttentionLengthFactor(c.setup.seq_len, CpRingRanks(l));
+  const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
+  const MegatronUnfused unfused = c.tables ? c.tables->Unfused() : MegatronUnfusedOps(m);
+  // Unfused paths: their forward runs again under full recompute (3·extra = the share).
+  const double unfused_s = gpu.hbm_bandwidth > 0 ? (unfused.fwd_elements * (1.0 + 3.0 * s.extra) + unfused.bwd_elements) *
+                                                       2.0 * s.tokens / s.tp / gpu.hbm_bandwidth
+                                                 : 0.0;
+  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
+  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
+  if (m.is_moe() && s.moe_mem_s > 0) s.moe_block_share = MegatronMoeBlockElements(m, fp8) * per_elem / s.moe_mem_s;
+  s.layer_kernels = MegatronKernelsPerLayer(m, l, unfused);
+  s.head_mem_s = gpu.hbm_bandwidth > 0
+                     ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
+                     : 0.0;
+  if (m.is_hybrid()) {
+    // Per block kind (HybridBlockElements, HybridKernelsPerBlock); the unfused ops belong to
+    // the attention block.
+    s.attn_mem_s = HybridBlockElements(m, MixerKind::kAttention, MlpKind::kNone, fp8) * per_elem + unfused_s;
+    s.mamba_mem_s = HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, fp8) * per_elem;
+    s.dense_mem_s = HybridBlockElements(m, MixerKind::kNone, MlpKind::kDense, fp8) * per_elem;
+    s.moe_mem_s = m.is_moe() ? HybridBlockElements(m, MixerKind::kNone, MlpKind::kMoe, fp8) * per_elem : 0.0;
+    s.moe_block_share = m.is_moe() ? 1.0 : 0.0;
+    const HybridKernels hk = HybridKernelsPerBlock(m, l, unfused);
+    s.layer_kernels = hk.mlp;
+    s.attn_kernels = hk.attn;
+    s.attn_host = hk.attn_host;
+    s.mamba_kernels = hk.mamba;
+    s.mamba_host = hk.mamba_host;
+    s.gdn_mem_s = HybridBlockElements(m, MixerKind::kGatedDeltaNet, MlpKind::kNone, fp8) * per_elem;
+    s.gdn_kernels = hk.gdn;
+    s.gdn_host = hk.gdn_host;
+    // The SSD scan's matmuls run in BF16 Triton kernels on the tensor cores at the efficiency
+    // of the fused attention (Dao & Gu 2024 §9.3, Figure 10: the SSD kernels run about as
+    // fast as FlashAttention-2 at 2K tokens and faster beyond). An assumption, not fitted;
+    // the chunked gated delta rule's Triton kernels (fla) are priced at the same rate.
+    s.ssd_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
+  }
+  if (l.tp > 1) s.tp_moe_volumes = s.etp > 1 ? 5.0 : 2.5;
+  if (l.ep > 1 && m.is_moe()) {
+    s.a2a_copies = DispatchCopies(l, m);
+    const Group gep{l.ep, static_cast<int64_t>(s.etp)};
+    s.ep_hidden_cost = HiddenCommCost(1.0, A2aLink(sys, c.links, gep));
+  }
+  s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
+  if (l.pp > 1) s.max_stage_layers = double(MegatronMaxStageLayers(m.num_layers, c.split, l.places, l.mtp_layers));
+  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
+  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
+  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+  s.gd = Group{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
+  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(s.ep * s.etp)));
+  s.ge = Group{edp_n, static_cast<int64_t>(s.ep * s.etp)};
+  s.ld = RingLink(sys, c.links, s.gd);
+  s.le = RingLink(sys, c.links, s.ge);
+  return s;
+}
+
+// SharedFeaturePart(c), kept per thread for the last inputs when c has CostTables and the
+// layout has no recipe pipeline layout (c.split.given): a subtree's micro-batches and a mesh's
+// feature sets repeat it. The key holds every input it reads beside the CostModel's model,
+// system and flops (fixed by CostTables::Id, which WithSetup copies) and its link table
+// (fixed by the tables and num_gpus): the setup's seq_len, precision and num_gpus, the step's
+// tokens per rank, the layout fields and the split it reads.
+MegatronShared SharedFeaturePartCached(const Ctx& c) {
+  const CostView& l = c.view;
+  if (c.tables == nullptr || c.split.given != nullptr) return SharedFeaturePart(c);
+  int64_t tokens_bits;
+  const double tokens = c.tokens_per_mb * double(c.mb_per_step);
+  std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
+  const std::array<int64_t, 28> key{int64_t(c.tables->Id()),
+                                    c.setup.seq_len,
+                                    int64_t(c.setup.precision),
+                                    c.setup.num_gpus,
+                                    tokens_bits,
+                                    l.tp,
+                                    l.pp,
+                                    l.cp,
+                                    l.ep,
+                                    l.etp,
+                                    l.dp,
+                                    l.vpp,
+                                    int64_t(l.recompute),
+                                    int64_t(l.recompute_modules),
+                                    l.recompute_block_layers,
+                                    int64_t(l.cp_comm),
+                                    l.cp_a2a,
+                                    int64_t(l.cuda_graph),
+                                    int64_t(l.cuda_graph_scope),
+                                    int64_t(l.dispatcher),
+                                    int64_t(l.flex_backend),
+                                    l.mtp_layers,
+                                    l.places.first,
+                                    l.places.last,
+                                    c.split.stages_per_rank,
+                                    c.split.num_stages,
+                                    int64_t(l.unfused_attention),
+                                    c.model.num_layers};
+  thread_local HashedValues<std::array<int64_t, 28>, MegatronShared, 64> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const MegatronShared* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, SharedFeaturePart(c));
+}
+
+// EpAllToAllSeconds(c, tokens), kept per thread for the last inputs when c has CostTables: a
+// mesh's feature sets repeat its micro-batches' token counts. The key holds every input it
+// reads beside the CostModel's model and system (fixed by CostTables::Id) and its link table
+// (fixed by the tables and num_gpus): num_gpus, the EP group, the dispatcher and the tokens.
+EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens) {
+  if (c.tables == nullptr) return EpAllToAllSeconds(c, tokens);
+  const CostView& l = c.view;
+  int64_t tokens_bits;
+  std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
+  const std::array<int64_t, 7> key{int64_t(c.tables->Id()), c.setup.num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
+                                   int64_t(l.flex_backend), tokens_bits};
+  thread_local LastValues<std::array<int64_t, 7>, EpA2aSeconds, 8> last;
+  if (const EpA2aSeconds* hit = last.Find(key)) return *hit;
+  return last.Store(key, EpAllToAllSeconds(c, tokens));
+}
+
+}  // namespace
+
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
 ///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
 ///   gemm = FLOP / (peak(precision) · MAMF(precision) · size factor):
@@ -420,45 +641,16 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
   const CostView& l = c.view;
   const SystemSpec& sys = c.system;
   const GpuSpec& gpu = sys.gpu;
-  MegatronShared s;
-  s.tp = double(std::max<int64_t>(1, l.tp));
-  s.ep = double(std::max<int64_t>(1, l.ep));
-  s.etp = double(std::max<int64_t>(1, l.etp));
+  MegatronShared s = SharedFeaturePartCached(c);
   const double h = double(m.hidden_size);
   const double t_mb = c.tokens_per_mb;
   s.n_mb = double(c.mb_per_step);
-  s.tokens = t_mb * s.n_mb;
-  s.full = l.recompute == Recompute::kFull;
-  s.extra = MegatronFullRecomputeShare(l, m) / 3.0;
-  const uint32_t rm = MegatronSelectiveModules(l);
-  s.core_extra = s.full ? s.extra : MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
-  {
-    const FlopsPerToken& f = c.flops;
-    double up = 0.0;  // MLA up-projection forward FLOP per token
-    if (m.mla) {
-      const MlaSpec& x = m.mla_spec;
-      const double a = double(m.num_attention_heads);
-      up = 2.0 * (double(x.q_lora_rank) * a * double(x.qk_nope_head_dim + x.qk_rope_head_dim) +
-                  double(x.kv_lora_rank) * a * double(x.qk_nope_head_dim + x.v_head_dim));
-    }
-    const double norms = (rm & kRecomputeLayernorm) ? 4.0 * h : 0.0;
-    const double mla = (rm & kRecomputeMlaUpProj) ? up : 0.0;
-    s.recompute_dense_flops = mla + ((rm & kRecomputeMlp) ? f.dense_mlp_flops / 3.0 : 0.0);
-    s.recompute_moe_flops = mla + ((rm & (kRecomputeSharedExperts | kRecomputeMoe)) ? f.shared_flops / 3.0 : 0.0);
-    s.recompute_routed_flops = (rm & kRecomputeMoe) ? f.routed_flops / 3.0 : 0.0;
-    s.moe_recompute = (rm & kRecomputeMoe) != 0;
-    s.recompute_dense_elems = norms;
-    s.recompute_moe_elems =
-        norms + ((rm & (kRecomputeMoeAct | kRecomputeMoe)) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
-  }
   const bool fp8 = c.setup.precision != Precision::kBf16;
   const double rate = PeakFlops(gpu, c.setup.precision) * MatmulEfficiency(gpu, c.setup.precision);
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * s.ep * s.etp / (s.tp * double(m.num_experts)) : t_mb;
   s.linear_rate = rate * LinearGemmFactor(m, t_mb, s.tp, rate, gpu.hbm_bandwidth, fp8);
   s.expert_rate = rate * ExpertGemmFactor(m, expert_tokens, s.etp, rate, gpu.hbm_bandwidth, fp8);
-  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
-                AttentionLengthFactor(c.setup.seq_len, CpRingRanks(l));
   if (l.unfused_attention) {
     // The core's forward runs again under full recompute (3·extra of a forward) or selective
     // core_attn recompute (core_extra 1/3 = one forward).
@@ -468,66 +660,27 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
                                          3.0 * s.core_extra, gpu.bf16_flops * MatmulEfficiency(gpu, Precision::kBf16),
                                          gpu.hbm_bandwidth);
   }
-  const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
-  const MegatronUnfused unfused = c.tables ? c.tables->Unfused() : MegatronUnfusedOps(m);
-  // Unfused paths: their forward runs again under full recompute (3·extra = the share).
-  const double unfused_s = gpu.hbm_bandwidth > 0 ? (unfused.fwd_elements * (1.0 + 3.0 * s.extra) + unfused.bwd_elements) *
-                                                       2.0 * s.tokens / s.tp / gpu.hbm_bandwidth
-                                                 : 0.0;
-  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
-  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
-  if (m.is_moe() && s.moe_mem_s > 0) s.moe_block_share = MegatronMoeBlockElements(m, fp8) * per_elem / s.moe_mem_s;
-  s.layer_kernels = MegatronKernelsPerLayer(m, l, unfused);
-  s.head_mem_s = gpu.hbm_bandwidth > 0
-                     ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
-                     : 0.0;
   const MeshGroups& g = c.groups;
-  if (m.is_hybrid()) {
-    // Per block kind (HybridBlockElements, HybridKernelsPerBlock); the unfused ops belong to
-    // the attention block.
-    s.attn_mem_s = HybridBlockElements(m, MixerKind::kAttention, MlpKind::kNone, fp8) * per_elem + unfused_s;
-    s.mamba_mem_s = HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, fp8) * per_elem;
-    s.dense_mem_s = HybridBlockElements(m, MixerKind::kNone, MlpKind::kDense, fp8) * per_elem;
-    s.moe_mem_s = m.is_moe() ? HybridBlockElements(m, MixerKind::kNone, MlpKind::kMoe, fp8) * per_elem : 0.0;
-    s.moe_block_share = m.is_moe() ? 1.0 : 0.0;
-    const HybridKernels hk = HybridKernelsPerBlock(m, l, unfused);
-    s.layer_kernels = hk.mlp;
-    s.attn_kernels = hk.attn;
-    s.attn_host = hk.attn_host;
-    s.mamba_kernels = hk.mamba;
-    s.mamba_host = hk.mamba_host;
-    s.gdn_mem_s = HybridBlockElements(m, MixerKind::kGatedDeltaNet, MlpKind::kNone, fp8) * per_elem;
-    s.gdn_kernels = hk.gdn;
-    s.gdn_host = hk.gdn_host;
-    // The SSD scan's matmuls run in BF16 Triton kernels on the tensor cores at the efficiency
-    // of the fused attention (Dao & Gu 2024 §9.3, Figure 10: the SSD kernels run about as
-    // fast as FlashAttention-2 at 2K tokens and faster beyond). An assumption, not fitted;
-    // the chunked gated delta rule's Triton kernels (fla) are priced at the same rate.
-    s.ssd_rate = gpu.bf16_flops * kFlashAttentionEfficiency;
-    if (l.cp > 1) {
-      // Megatron-Core MambaContextParallel (ssm/mamba_context_parallel.py): pre_conv_ssm turns
-      // z, x, B, C and dt from sequence- to head-parallel (all_to_all_cp2hp), post_conv_ssm
-      // turns y back (all_to_all_hp2cp): (2·d_in + 2·ng·N + nh + d_in)/t elements per token
-      // in BF16, forward and backward (the forward again under full recompute), not overlapped.
-      const Mamba2Spec& x = m.mamba;
-      const double di = double(x.d_inner()), gn = double(x.n_groups) * double(x.state_size);
-      const Link la = A2aLink(sys, c.links, g.cp);
-      const double one = AllToAllSeconds(t_mb * (2.0 * di + 2.0 * gn + double(x.num_heads)) / s.tp * 2.0, l.cp, la) +
-                         AllToAllSeconds(t_mb * di / s.tp * 2.0, l.cp, la);
-      s.mamba_cp_mb = (s.full ? 3.0 : 2.0) * one;
-      // Gated DeltaNet (gdn.py): a2a_cp_to_hp of in_proj's output (2·qk + 2·v + 2·n_v) and
-      // a2a_hp_to_cp of the gated norm's output (v), per token / t, in BF16, as for Mamba-2.
-      const GatedDeltaNetSpec& y = m.gdn;
-      const double qk = double(y.key_dim()), v = double(y.value_dim()), nv = double(y.num_value_heads);
-      const double gdn_one = AllToAllSeconds(t_mb * (2.0 * qk + 2.0 * v + 2.0 * nv) / s.tp * 2.0, l.cp, la) +
-                             AllToAllSeconds(t_mb * v / s.tp * 2.0, l.cp, la);
-      s.gdn_cp_mb = (s.full ? 3.0 : 2.0) * gdn_one;
-    }
+  if (m.is_hybrid() && l.cp > 1) {
+    // Megatron-Core MambaContextParallel (ssm/mamba_context_parallel.py): pre_conv_ssm turns
+    // z, x, B, C and dt from sequence- to head-parallel (all_to_all_cp2hp), post_conv_ssm
+    // turns y back (all_to_all_hp2cp): (2·d_in + 2·ng·N + nh + d_in)/t elements per token
+    // in BF16, forward and backward (the forward again under full recompute), not overlapped.
+    const Mamba2Spec& x = m.mamba;
+    const double di = double(x.d_inner()), gn = double(x.n_groups) * double(x.state_size);
+    const Link la = A2aLink(sys, c.links, g.cp);
+    const double one = AllToAllSeconds(t_mb * (2.0 * di + 2.0 * gn + double(x.num_heads)) / s.tp * 2.0, l.cp, la) +
+                       AllToAllSeconds(t_mb * di / s.tp * 2.0, l.cp, la);
+    s.mamba_cp_mb = (s.full ? 3.0 : 2.0) * one;
+    // Gated DeltaNet (gdn.py): a2a_cp_to_hp of in_proj's output (2·qk + 2·v + 2·n_v) and
+    // a2a_hp_to_cp of the gated norm's output (v), per token / t, in BF16, as for Mamba-2.
+    const GatedDeltaNetSpec& y = m.gdn;
+    const double qk = double(y.key_dim()), v = double(y.value_dim()), nv = double(y.num_value_heads);
+    const double gdn_one = AllToAllSeconds(t_mb * (2.0 * qk + 2.0 * v + 2.0 * nv) / s.tp * 2.0, l.cp, la) +
+                           AllToAllSeconds(t_mb * v / s.tp * 2.0, l.cp, la);
+    s.gdn_cp_mb = (s.full ? 3.0 : 2.0) * gdn_one;
   }
-  if (l.tp > 1) {
-    s.tp_per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
-    s.tp_moe_volumes = s.etp > 1 ? 5.0 : 2.5;
-  }
+  if (l.tp > 1) s.tp_per = AllReduceSeconds(t_mb * h * 2.0, l.tp, RingLink(sys, c.links, g.tp));
   if (l.cp > 1) {
     // The attention's exchange of its cp_comm_type (CpLayerExposedSeconds) over the CP group's
     // links, and for a2a+p2p over its a2a level {a, stride} and ring level {cp/a, stride·a}.
@@ -553,14 +706,10 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.cp_layer_mb = CpLayerExposedSeconds(l.cp_comm, in, links);
   }
   if (l.ep > 1 && m.is_moe()) {
-    s.a2a_copies = DispatchCopies(l, m);
-    s.ep_a2a = EpAllToAllSeconds(c, t_mb / s.tp);
+    s.ep_a2a = EpAllToAllCached(c, t_mb / s.tp);
     // Mean of a dispatch and a combine: forward and backward each run one of both.
     s.ep_per = 0.5 * (s.ep_a2a.dispatch + s.ep_a2a.combine);
-    const Group gep{l.ep, static_cast<int64_t>(s.etp)};
-    s.ep_hidden_cost = HiddenCommCost(1.0, A2aLink(sys, c.links, gep));
   }
-  s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
     // The tensor sent between stages is [seq/cp (/tp with sequence parallel), mbs, h] in
     // BF16 (schedules.py get_tensor_shapes).
@@ -580,16 +729,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     s.pp = pc.Seconds();
     s.pp_host = pc.host;
     s.bubble_fraction = double(l.pp - 1) / (s.v * s.n_mb);
-    s.max_stage_layers = double(MegatronMaxStageLayers(m.num_layers, c.split, l.places, l.mtp_layers));
   }
-  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
-  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
-  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-  s.gd = Group{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
-  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(s.ep * s.etp)));
-  s.ge = Group{edp_n, static_cast<int64_t>(s.ep * s.etp)};
-  s.ld = RingLink(sys, c.links, s.gd);
-  s.le = RingLink(sys, c.links, s.ge);
   return s;
 }
 

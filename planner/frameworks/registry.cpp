@@ -8,6 +8,42 @@ namespace meshplan {
 namespace {
 
 std::string NoNote(const PlanRequest& /*req*/) { return ""; }
+
+/// Why AutoModel layouts of a hybrid model are not priced, by its mixer kinds. AutoModel
+/// (NVIDIA-NeMo/Automodel 36044ad) trains both kinds with its own models, but meshplan's
+/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) count attention decoder layers
+/// only.
+///  * Mamba-2: NemotronHForCausalLM, nemo_automodel/_transformers/registry.py ->
+///    components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy.
+///  * Gated DeltaNet: Qwen3NextForCausalLM (components/models/qwen3_next/model.py) and
+///    Qwen3_5MoeForConditionalGeneration (components/models/qwen3_5_moe/model.py), both
+///    MoEFSDPSyncMixin MoEs: EP and PP (_transformers/capabilities.py supports_ep,
+///    supports_pp); no TP (no PARALLELIZE_FUNCTIONS entry for the custom MoE TP path,
+///    moe/parallelizer.py _resolve_moe_tp_plan); CP for Qwen3.5 only (qwen3_5_moe/
+///    cp_linear_attn.py CPAwareGatedDeltaNet; Qwen3-Next's Qwen3NextFp32GatedDeltaNet has no CP
+///    path: moe/parallelizer.py apply_cp skips it). Those rules are AutoModel's
+///    (rules_parallel.cpp, rules_gdn.cpp), judged by check.
+std::string AutoModelHybridRefusal(const ModelSpec& model) {
+  bool mamba = false, gdn = false;
+  for (const LayerBlock& b : model.layer_pattern) {
+    mamba = mamba || b.mixer == MixerKind::kMamba2;
+    gdn = gdn || b.mixer == MixerKind::kGatedDeltaNet;
+  }
+  if (mamba) {
+    return "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
+           "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 layers "
+           "(FSDP2 units, the mamba_ssm kernels' saved tensors): no AutoModel layout of it is planned or priced "
+           "(check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
+  }
+  if (gdn) {
+    return "NeMo AutoModel trains it with its own model (nemo_automodel/components/models/qwen3_next/model.py, "
+           "qwen3_5_moe/model.py: a MoEFSDPSyncMixin MoE, so EP and PP; no TP plan on the custom MoE TP path; CP "
+           "for Qwen3.5 only, qwen3_5_moe/cp_linear_attn.py), but meshplan's PyTorch-eager cost terms have no Gated "
+           "DeltaNet layers (the fla kernels' saved tensors, the eager gate and norm ops): no AutoModel layout of it is "
+           "planned or priced (check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
+  }
+  return "";
+}
 std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
 ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/,
                            std::string_view /*recipe_function*/) {
@@ -33,6 +69,7 @@ const FrameworkOps kAutoModel{
     .annotate_json = &automodel::AnnotateJson,
     .schedule_label = &automodel::ScheduleLabel,
     .accumulation_steps = &automodel::AccumulationSteps,
+    .set_dp = &automodel::SetDp,
     .launch_env = &automodel::LaunchEnv,
     .version_flag = "--automodel-version",
     .a_layout = "an AutoModel",
@@ -59,13 +96,7 @@ const FrameworkOps kAutoModel{
     .override_key_flags = false,
     .explains_pipeline_split = false,
     .local_batch_column = true,
-    // AutoModel trains NemotronHForCausalLM with its own model (nemo_automodel/_transformers/
-    // registry.py -> components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy).
-    .hybrid_refusal = "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
-                      "NemotronHParallelizationStrategy) and the Gated DeltaNet hybrids (its qwen3_next and "
-                      "qwen3_5_moe models), but meshplan's PyTorch-eager cost terms have no Mamba-2 or Gated "
-                      "DeltaNet layers (FSDP2 units, the eager and fla kernels' saved tensors): no AutoModel layout "
-                      "of a hybrid model is planned, checked or priced; use --framework megatron-bridge",
+    .hybrid_refusal = &AutoModelHybridRefusal,
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -86,6 +117,7 @@ const FrameworkOps kMegatronBridge{
     .annotate_json = &megatron_bridge::AnnotateJson,
     .schedule_label = &megatron_bridge::ScheduleLabel,
     .accumulation_steps = &megatron_bridge::AccumulationSteps,
+    .set_dp = &megatron_bridge::SetDp,
     .launch_env = &MegatronLaunchEnv,
     .version_flag = "--mbridge-version",
     .a_layout = "a Megatron-Bridge",
@@ -168,8 +200,10 @@ void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout
 std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& model) {
   if (std::string why = HybridRefusal(model); !why.empty()) return why;
   if (!model.is_hybrid() || fw.hybrid_refusal == nullptr) return "";
+  const std::string why = fw.hybrid_refusal(model);
+  if (why.empty()) return "";
   return model.architecture_name + " is a hybrid model (a layer pattern of Mamba-2 or Gated DeltaNet, attention and MLP blocks): " +
-         fw.hybrid_refusal;
+         why;
 }
 
 Cost Score(const CostModel& cost, const Layout& layout) {

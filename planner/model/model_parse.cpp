@@ -338,6 +338,29 @@ void ReadExperts(KeyReader& r, ModelSpec& s, const std::string& experts_key) {
 }
 
 
+void ReadRouterGroups(KeyReader& r, ModelSpec& s, int64_t default_groups, int64_t default_topk) {
+  // A config that leaves n_group out takes the architecture's default where it divides the
+  // experts (DeepseekV3Config: 8 groups, 4 chosen), else no grouping (a small test config).
+  if (!r.HasValue("n_group") && s.num_experts % default_groups != 0) default_groups = default_topk = 1;
+  const int64_t groups = r.Int("n_group", 1, kMaxExperts, default_groups);
+  if (s.num_experts % groups != 0) {
+    r.Fail("n_group", "expected a divisor of the routed experts (" + std::to_string(s.num_experts) + "), found " +
+                          std::to_string(groups));
+  }
+  const int64_t topk = r.Int("topk_group", 1, kMaxExperts, std::min(default_topk, groups));
+  if (topk > groups) {
+    r.Fail("topk_group", "expected at most n_group (" + std::to_string(groups) + "), found " + std::to_string(topk));
+  }
+  const int64_t reachable = topk * (s.num_experts / groups);
+  if (s.experts_per_token > reachable) {
+    r.Fail("topk_group", "expected the chosen groups to hold at least num_experts_per_tok (" +
+                             std::to_string(s.experts_per_token) + ") experts; " + std::to_string(topk) + " of " +
+                             std::to_string(groups) + " groups hold " + std::to_string(reachable));
+  }
+  s.router_num_groups = groups;
+  s.router_group_topk = topk;
+}
+
 /// Llama: attention_bias on q,k,v,o; mlp_bias must be false (LlamaMLP biases not counted).
 void ReadLlama(KeyReader& r, ModelSpec& s) {
   ReadHeadDim(r, s);
@@ -410,6 +433,7 @@ void ReadDeepseekV3(KeyReader& r, ModelSpec& s) {
   s.num_shared_experts = shared;
   s.shared_expert_intermediate_size = shared * s.moe_intermediate_size;
   s.router_bias = true;  // DeepseekV3TopkRouter.e_score_correction_bias
+  ReadRouterGroups(r, s, 8, 4);
   int64_t moe = 0;
   for (int64_t i = first_dense; i < s.num_layers; ++i) moe += (i % freq == 0);
   s.num_dense_layers = s.num_layers - moe;

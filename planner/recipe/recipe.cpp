@@ -15,9 +15,7 @@ namespace meshplan {
 using recipe::Fixed;
 using recipe::GiB;
 
-namespace {
-
-const char* CheckpointingValue(Recompute r) {
+const char* AutoModelCheckpointingValue(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "false";
     case Recompute::kSelective: return "selective";
@@ -25,8 +23,6 @@ const char* CheckpointingValue(Recompute r) {
   }
   return "false";
 }
-
-}  // namespace
 
 std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int rank) {
   const Layout& l = c.layout;
@@ -73,7 +69,7 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     // gradients across micro-batches (Automodel issue #3960); the cost model assumes it off.
     if (l.GradAccumSteps(req.setup) > 1) y << "  defer_fsdp_grad_sync: false\n";
   }
-  y << "  activation_checkpointing: " << CheckpointingValue(l.recompute) << "\n";
+  y << "  activation_checkpointing: " << AutoModelCheckpointingValue(l.recompute) << "\n";
   if (l.pp > 1) {
     y << "  pipeline:\n";
     y << "    pp_schedule: " << PpScheduleName(l.pp_schedule) << "\n";

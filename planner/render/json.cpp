@@ -114,11 +114,13 @@ json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
     j["rank"] = nullptr;
     return j;
   }
-  j["rank"] = p.gap <= 1e-9 ? json(1) : p.beyond ? json(nullptr) : json(p.rank);
+  j["rank"] = p.beyond ? json(nullptr) : json(p.rank);
+  j["tie"] = p.tie;
   j["beyond_searched"] = p.gap > 1e-9 && p.beyond;
   j["gap"] = p.gap;
   j["within_band"] = p.gap <= p.band;
   j["changes"] = p.changes;
+  j["notes"] = p.notes;
   j["fastest"] = RecipeJson(*p.fastest, req, 0);
   return j;
 }
@@ -250,6 +252,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
     for (size_t i = 0; i < d.nearest.size(); ++i) {
       json x = RecipeJson(d.nearest[i].candidate, req, static_cast<int>(i + 1));
       x["changes"] = d.nearest[i].changes;
+      x["notes"] = d.nearest[i].notes;
       x["edits"] = d.nearest[i].edits;
       x["note"] = OrNull(d.nearest[i].note);
       arr.push_back(std::move(x));

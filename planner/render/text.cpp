@@ -197,6 +197,15 @@ std::string NoLayoutReason(const PlanResult& r) {
                             " GiB per GPU)";
 }
 
+// The settings a suggested layout turns on that the recipe leaves unset (NearbyLayout::notes),
+// one comment line; nothing when none.
+void PrintUnsetNotes(std::ostream& out, const std::vector<std::string>& notes) {
+  if (notes.empty()) return;
+  out << "# not edits, settings the recipe leaves unset (priced off) and this recipe turns on:";
+  for (size_t i = 0; i < notes.size(); ++i) out << (i ? "; " : " ") << notes[i];
+  out << "\n";
+}
+
 // check's line on how a valid recipe compares with the planner's fastest layouts for the same job.
 void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& own) {
   out << "against the planner (its first " << p.searched << " fitting layouts for this job as plan ranks them, by "
@@ -208,27 +217,46 @@ void PrintAgainstPlan(std::ostream& out, const PlanComparison& p, const Cost& ow
   }
   const Cost& best = p.fastest->cost;
   const std::string band = recipe::Fixed(100 * p.band, 1) + "%";
+  const std::string rank = (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) + (p.tie ? "=" : "");
   if (p.gap <= 1e-9) {
-    out << "rank 1, no layout it finds is predicted faster (expected step)";
-    if (p.gap < -1e-9) {
+    out << "rank " << rank << ", no layout it finds is predicted faster (expected step)";
+    if (p.rank > 1) out << "; ranked after more robust layouts within the step-time band (" << band << "), as plan ranks";
+    if (p.gap < -1e-9 && p.rank > 1) {
+      // A tie ordered by robustness: faster than the first, listed after it.
+      out << " (its expected step is " << recipe::Fixed(-100 * p.gap, 1)
+          << "% shorter than the first's, inside the band: the first is more robust)";
+    } else if (p.gap < -1e-9) {
       out << " (this one is " << recipe::Fixed(-100 * p.gap, 1) << "% faster than its fastest, "
           << (own.fits ? "with a setting the search does not enumerate" : "but it does not fit the usable memory") << ")";
     }
     out << "\n";
     return;
   }
-  out << "rank " << (p.beyond ? ">" + std::to_string(p.searched) : std::to_string(p.rank)) << "; its first, "
+  out << "rank " << rank << "; its first, "
       << Describe(p.fastest->layout) << ", " << recipe::Fixed(best.tokens_per_s_per_gpu, 0) << " tokens/s per GPU at "
       << recipe::Fixed(recipe::GiB(best.memory.Total()), 1) << " GiB (out-of-memory risk "
       << recipe::Fixed(100 * p.fastest->risk.oom_probability, 1) << "%, this recipe's "
-      << recipe::Fixed(100 * p.own.oom_probability, 1) << "%), is expected " << recipe::Fixed(100 * p.gap, 1)
-      << "% faster: ";
+      << recipe::Fixed(100 * p.own.oom_probability, 1) << "%), ";
+  if (!own.fits && own.tokens_per_s_per_gpu > 0) {
+    // An expected step that prices a near-certain out-of-memory is no comparison: the plain
+    // throughput gap, and that the recipe as written is predicted not to fit.
+    const double plain = best.tokens_per_s_per_gpu / own.tokens_per_s_per_gpu - 1;
+    out << "is predicted " << recipe::Fixed(100 * std::fabs(plain), 1) << (plain >= 0 ? "% faster" : "% slower")
+        << " in throughput, " << (plain >= 0 ? "and" : "but") << " this recipe as written is predicted not to fit: ";
+  } else {
+    out << "is expected " << recipe::Fixed(100 * p.gap, 1) << "% faster: ";
+  }
   if (p.gap <= p.band) {
     out << "within the model's error (" << band << "), as good as predicted\n";
     return;
   }
   out << "beyond the model's error (" << band << "); change";
   for (size_t i = 0; i < p.changes.size(); ++i) out << (i ? "; " : " ") << p.changes[i];
+  if (!p.notes.empty()) {
+    out << " (and set what the recipe leaves unset, priced off:";
+    for (size_t i = 0; i < p.notes.size(); ++i) out << (i ? "; " : " ") << p.notes[i];
+    out << ")";
+  }
   out << "\n";
 }
 
@@ -293,9 +321,13 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
             << "\n";
   for (size_t i = 0; i < d.nearest.size(); ++i) {
     const NearbyLayout& x = d.nearest[i];
-    out << "--- " << i + 1 << ": " << x.changes.size() << " change" << (x.changes.size() == 1 ? "" : "s");
+    // Counted in edits (EditCount: the keys of one decision are one), the keys named when more.
+    const size_t keys = x.changes.size();
+    out << "--- " << i + 1 << ": " << x.edits << " edit" << (x.edits == 1 ? "" : "s");
+    if (keys != static_cast<size_t>(x.edits)) out << " (" << keys << " key" << (keys == 1 ? "" : "s") << ")";
     for (const std::string& ch : x.changes) out << "; " << ch;
     out << "\n";
+    PrintUnsetNotes(out, x.notes);
     if (!x.note.empty()) out << "# " << x.note << "\n";
     out << RecipeYaml(x.candidate, req, static_cast<int>(i + 1));
   }

@@ -34,6 +34,8 @@ std::span<const Rule> ParallelRules();
 std::span<const Rule> PipelineRules();
 /// AutoModel's rules for models it trains as transformers' own modules (frameworks/automodel/rules_hf_model.cpp).
 std::span<const Rule> HfModelRules();
+/// AutoModel's rules for its Gated DeltaNet hybrids (frameworks/automodel/rules_gdn.cpp).
+std::span<const Rule> AutoModelGdnRules();
 std::span<const Rule> BatchRules();
 
 

@@ -76,51 +76,122 @@ Scorer Parallel(const PlanRequest& req, const CostModel& cm, size_t n, bool stop
 // step-time lower bounds when `bounds` is set. The parts of the mesh walk run on the search
 // threads (each part's subtrees in their own list, so the order is the walk's); rejections
 // are counted into `head`. A mesh `keep_mesh` (when set) rejects is skipped before its rules.
-struct SubtreeList {
-  std::vector<std::vector<Layout>> parts;
-  std::vector<std::vector<double>> part_bounds;
-  std::vector<const Layout*> all;  ///< walk order
-  std::vector<double> bound;       ///< bound[i] of all[i] (when computed)
+// A subtree is held as (its part, its mesh's position in the part's walk, its position among
+// the mesh's Features), 12 bytes instead of a Layout (480): a search holds up to a million
+// subtrees over half a million meshes. Get rebuilds a subtree by walking its part's meshes
+// again (Space::Meshes is deterministic) and its mesh's feature list (Space::Features depends
+// on the mesh alone), keeping the last part's kept meshes and the last mesh's features per
+// thread; threads take subtrees in walk order, so each rebuilds a part about once.
+struct SubtreeRef {
+  uint32_t part = 0;
+  uint32_t mesh = 0;     ///< position among the meshes Space::Meshes(part) emits
+  uint32_t feature = 0;  ///< position in Space::Features of that mesh
 };
+
+struct SubtreeList {
+  const Space* space = nullptr;
+  uint64_t id = 0;  ///< unique per list (the per-thread caches' key)
+  std::vector<std::vector<uint32_t>> kept_meshes;  ///< per part: positions of the meshes with a subtree, ascending
+  std::vector<int64_t> dps;     ///< the dp sizes of the subtrees, each once
+  std::vector<SubtreeRef> all;  ///< walk order
+  std::vector<double> bound;    ///< bound[i] of all[i] (when computed)
+
+  /// Subtree i in walk order; the reference lives until this thread's next Get.
+  const Layout& Get(size_t i) const {
+    struct Cache {
+      uint64_t list = 0;
+      uint32_t part = 0;
+      std::vector<Layout> meshes;  ///< the part's kept meshes, in kept_meshes[part] order
+      uint64_t features_list = 0;
+      uint32_t features_part = 0, features_mesh = 0;
+      std::vector<Layout> features;
+    };
+    thread_local Cache cache;
+    const SubtreeRef& r = all[i];
+    const std::vector<uint32_t>& kept = kept_meshes[r.part];
+    if (cache.list != id || cache.part != r.part) {
+      cache.meshes.clear();
+      uint32_t position = 0;
+      size_t next = 0;
+      space->Meshes(r.part, [&](const Layout& mesh) {
+        if (next < kept.size() && kept[next] == position) {
+          cache.meshes.push_back(mesh);
+          ++next;
+        }
+        ++position;
+      });
+      cache.list = id;
+      cache.part = r.part;
+    }
+    if (cache.features_list != id || cache.features_part != r.part || cache.features_mesh != r.mesh) {
+      const size_t k = static_cast<size_t>(std::lower_bound(kept.begin(), kept.end(), r.mesh) - kept.begin());
+      cache.features.clear();
+      space->Features(cache.meshes[k], cache.features);
+      cache.features_list = id;
+      cache.features_part = r.part;
+      cache.features_mesh = r.mesh;
+    }
+    return cache.features[r.feature];
+  }
+};
+
+std::atomic<uint64_t> next_subtree_list_id{1};
 
 SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel& cm, Scorer& head, bool bounds,
                      const MeshFilter& keep_mesh = {}) {
   SubtreeList out;
+  out.space = &space;
+  out.id = next_subtree_list_id.fetch_add(1);
   const size_t parts = space.MeshParts();
-  out.parts.resize(parts);
-  out.part_bounds.resize(parts);
+  out.kept_meshes.resize(parts);
+  std::vector<std::vector<SubtreeRef>> part_refs(parts);
+  std::vector<std::vector<double>> part_bounds(parts);
+  std::vector<std::vector<int64_t>> part_dps(parts);
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
     thread_local std::vector<Layout> features;
-    // Filled here and moved into place once: the lists' headers sit side by side in
-    // out.parts, and two threads growing neighbours would share their cache line.
-    std::vector<Layout> mine;
+    // Filled here and moved into place once: the lists' headers sit side by side, and two
+    // threads growing neighbours would share their cache line.
+    std::vector<uint32_t> kept;
+    std::vector<SubtreeRef> refs;
+    std::vector<double> b;
+    std::vector<int64_t> dps;
+    uint32_t position = 0;
     space.Meshes(p, [&](const Layout& mesh) {
+      const uint32_t mesh_position = position++;
       if (keep_mesh && !keep_mesh(mesh)) return;
       if (s.Reject(mesh, RuleStage::kMesh)) return;
       features.clear();
       space.Features(mesh, features);
-      for (const Layout& f : features) {
-        if (!s.Reject(f, RuleStage::kFeatures)) mine.push_back(f);
+      bool any = false;
+      for (size_t k = 0; k < features.size(); ++k) {
+        const Layout& f = features[k];
+        if (s.Reject(f, RuleStage::kFeatures)) continue;
+        any = true;
+        refs.push_back(SubtreeRef{static_cast<uint32_t>(p), mesh_position, static_cast<uint32_t>(k)});
+        if (bounds) b.push_back(cm.StepSecondsLowerBound(ToCostView(f, cm.model(), cm.setup()), req.max_micro_batch));
+        if (std::find(dps.begin(), dps.end(), f.dp) == dps.end()) dps.push_back(f.dp);
       }
+      if (any) kept.push_back(mesh_position);
     });
-    if (bounds) {
-      std::vector<double> b;
-      b.reserve(mine.size());
-      for (const Layout& l : mine) b.push_back(cm.StepSecondsLowerBound(ToCostView(l, cm.model(), cm.setup()), req.max_micro_batch));
-      out.part_bounds[p] = std::move(b);
-    }
-    out.parts[p] = std::move(mine);
+    kept.shrink_to_fit();
+    out.kept_meshes[p] = std::move(kept);
+    part_refs[p] = std::move(refs);
+    part_bounds[p] = std::move(b);
+    part_dps[p] = std::move(dps);
   });
   head.Merge(rejected);
   size_t n = 0;
-  for (const auto& v : out.parts) n += v.size();
+  for (const auto& v : part_refs) n += v.size();
   out.all.reserve(n);
   if (bounds) out.bound.reserve(n);
   for (size_t p = 0; p < parts; ++p) {
-    for (size_t i = 0; i < out.parts[p].size(); ++i) {
-      out.all.push_back(&out.parts[p][i]);
-      if (bounds) out.bound.push_back(out.part_bounds[p][i]);
+    out.all.insert(out.all.end(), part_refs[p].begin(), part_refs[p].end());
+    if (bounds) out.bound.insert(out.bound.end(), part_bounds[p].begin(), part_bounds[p].end());
+    for (int64_t dp : part_dps[p]) {
+      if (std::find(out.dps.begin(), out.dps.end(), dp) == out.dps.end()) out.dps.push_back(dp);
     }
+    std::vector<SubtreeRef>().swap(part_refs[p]);
+    std::vector<double>().swap(part_bounds[p]);
   }
   return out;
 }
@@ -341,12 +412,11 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const CostModel cm(req.model, req.system, req.setup);
   Scorer head(req, cm, &budget);
   const SubtreeList list = Subtrees(req, space, cm, head, req.prune);
-  const std::vector<const Layout*>& subtrees = list.all;
-  const size_t n = subtrees.size();
+  const size_t n = list.all.size();
 
   if (!req.prune) {
     Scorer all = Parallel(
-        req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, *subtrees[i], i, s); }, &budget);
+        req, cm, n, true, [&](size_t i, Scorer& s) { ScoreSubtree(space, list.Get(i), i, s); }, &budget);
     head.Merge(all);
     return head.Finish();
   }
@@ -357,23 +427,18 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   // model appear only when accumulation > 1, and a leaf with a large local batch may have
   // none. The probe is then below every leaf of its subtree.
   std::map<int64_t, CostModel> probe_models;
-  int64_t last_dp = 0;
-  for (const Layout* t : subtrees) {
-    if (t->dp == last_dp && !probe_models.empty()) continue;
-    last_dp = t->dp;
-    if (probe_models.count(t->dp) == 0) {
-      TrainSetup one = req.setup;
-      one.global_batch = std::max<int64_t>(1, t->dp);
-      probe_models.emplace(t->dp, cm.WithSetup(one));
-    }
+  for (int64_t dp : list.dps) {
+    TrainSetup one = req.setup;
+    one.global_batch = std::max<int64_t>(1, dp);
+    probe_models.emplace(dp, cm.WithSetup(one));
   }
-  // True when no leaf of subtree i can fit (its least-memory probe exceeds the capacity).
-  auto cannot_fit = [&](size_t i) {
+  // True when no leaf of the subtree can fit (its least-memory probe exceeds the capacity).
+  auto cannot_fit = [&](const Layout& subtree) {
     thread_local std::vector<Layout> probes;
     probes.clear();
-    space.MemoryBoundLayouts(*subtrees[i], probes);
+    space.MemoryBoundLayouts(subtree, probes);
     double least = std::numeric_limits<double>::infinity();
-    const CostModel& probe_model = probe_models.at(subtrees[i]->dp);
+    const CostModel& probe_model = probe_models.at(subtree.dp);
     for (Layout& p : probes) {
       space.Prepare(p);
       least = std::min(least, probe_model.MemoryTotal(ToCostView(p, probe_model.model(), probe_model.setup())));
@@ -390,22 +455,28 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const size_t scan = std::min(n, kSeedScan);
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(scan), order.end(),
                     [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
+  // The scanned subtrees, rebuilt in walk order (each part walked once), scan order kept.
+  std::vector<size_t> by_walk(scan);
+  std::iota(by_walk.begin(), by_walk.end(), size_t{0});
+  std::sort(by_walk.begin(), by_walk.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
+  std::vector<Layout> scanned(scan);
+  for (size_t k : by_walk) scanned[k] = list.Get(order[k]);
   std::vector<char> done(n, 0);
-  std::vector<size_t> seed_ids;
+  std::vector<size_t> seed_ids;  // positions in `scanned`
   size_t passed_over = 0;
   // The scan runs on one thread: it stops after kSeedScan subtrees (a request where nothing
   // fits leaves the rest to the parallel phase 2).
   for (size_t j = 0; j < scan && seed_ids.size() < kSeedSubtrees; ++j) {
     done[order[j]] = 1;
-    if (cannot_fit(order[j])) {
+    if (cannot_fit(scanned[j])) {
       ++passed_over;
     } else {
-      seed_ids.push_back(order[j]);
+      seed_ids.push_back(j);
     }
   }
   Scorer seeded = Parallel(
       req, cm, seed_ids.size(), true,
-      [&](size_t j, Scorer& s) { ScoreSubtree(space, *subtrees[seed_ids[j]], seed_ids[j], s); }, &budget);
+      [&](size_t j, Scorer& s) { ScoreSubtree(space, scanned[seed_ids[j]], order[seed_ids[j]], s); }, &budget);
   for (size_t j = 0; j < passed_over; ++j) seeded.Prune();
   // Every layout the final ranking can hold has an expected step at most the seeds' limit
   // (Scorer::Trim), and its step is at most its expected step: a subtree whose step lower
@@ -418,11 +489,16 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   // Phase 2: the rest, pruned.
   Scorer rest = Parallel(req, cm, n, true, [&](size_t i, Scorer& s) {
     if (done[i]) return;
-    if (bound[i] > threshold || cannot_fit(i)) {
+    if (bound[i] > threshold) {
       s.Prune();
       return;
     }
-    ScoreSubtree(space, *subtrees[i], i, s);
+    const Layout& subtree = list.Get(i);
+    if (cannot_fit(subtree)) {
+      s.Prune();
+      return;
+    }
+    ScoreSubtree(space, subtree, i, s);
   }, &budget, threshold);
   head.Merge(seeded);
   head.Merge(rest);
@@ -454,9 +530,9 @@ void VisitLeaves(const PlanRequest& req, const Space& space, const std::function
   const SubtreeList list = Subtrees(req, space, cm, head, false, keep_mesh);
   std::vector<Layout> leaves;
   int64_t visited = 0;
-  for (const Layout* subtree : list.all) {
+  for (size_t i = 0; i < list.all.size(); ++i) {
     leaves.clear();
-    space.Leaves(*subtree, leaves);
+    space.Leaves(list.Get(i), leaves);
     for (Layout& l : leaves) {
       if (req.max_layouts > 0 && visited >= req.max_layouts) return;  // exactly max_layouts
       space.Prepare(l);

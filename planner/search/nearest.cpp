@@ -16,12 +16,14 @@ namespace meshplan {
 using search::Diff;
 
 // Every field whose value differs between the recipe read (layout `a`) and the recipe written
-// for `b` (FrameworkOps::recipe_yaml): the framework's keys, then sequence parallel and recompute.
+// for `b` (FrameworkOps::recipe_yaml): the framework's keys (its recompute key among them), then
+// sequence parallel.
 void DiffLayouts(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& c) {
   FrameworkOf(a).nearest_changes(a, b, num_layers, setup, c);
   if (c.mesh_only()) return;
-  Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
-  Diff(c, "recompute", RecomputeName(a.recompute), RecomputeName(b.recompute));
+  const bool said = std::any_of(c.fields().begin(), c.fields().end(),
+                                [](const char* f) { return std::strcmp(f, "sequence_parallel") == 0; });
+  if (!said) Diff(c, "sequence_parallel", a.sequence_parallel ? "true" : "false", b.sequence_parallel ? "true" : "false");
 }
 
 std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup) {
@@ -29,6 +31,51 @@ std::vector<std::string> LayoutChanges(const Layout& a, const Layout& b, int64_t
   DiffLayouts(a, b, num_layers, setup, c);
   return std::move(c.lines());
 }
+
+std::vector<std::string> PricedNotes(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup,
+                                     const CostModel& cost) {
+  LayoutDiff c(LayoutDiff::Mode::kText);
+  const Cost as_is = Score(cost, b);
+  c.set_pricer([&](const Layout& as_recipe) {
+    const Cost off = Score(cost, as_recipe);
+    return off.step_seconds != as_is.step_seconds || off.memory.Total() != as_is.memory.Total();
+  });
+  DiffLayouts(a, b, num_layers, setup, c);
+  return std::move(c.notes());
+}
+
+namespace {
+
+// `cmp`'s rank, tie and beyond for the recipe's candidate `mine` among plan's first layouts
+// `top` (risk-ranked: RiskRanked, ties marked) as plan ranks them: the row's own rank when plan
+// lists the recipe's layout (the same description and prediction), else the place RiskRanked
+// gives it among those rows, so that a recipe equal to plan's "2=" row is rank 2, tied.
+void PlaceAsPlanRanks(const std::vector<Candidate>& top, const Candidate& mine, const PlanRequest& req, int top_n,
+                      PlanComparison& cmp) {
+  const std::string d = Describe(mine.layout);
+  auto same = [&](const Candidate& c) {
+    return c.cost.step_seconds == mine.cost.step_seconds && c.cost.memory.Total() == mine.cost.memory.Total() &&
+           Describe(c.layout) == d;
+  };
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (same(top[i])) {
+      cmp.rank = static_cast<int64_t>(i) + 1;
+      cmp.tie = top[i].risk.tie;
+      return;
+    }
+  }
+  std::vector<Candidate> pool = top;
+  pool.push_back(mine);
+  for (Candidate& c : pool) c.risk.tie = false;
+  const std::vector<Candidate> ranked =
+      RiskRanked(std::move(pool), static_cast<int>(top.size()) + 1, false, req.model.num_layers, req.setup);
+  const size_t at = static_cast<size_t>(std::find_if(ranked.begin(), ranked.end(), same) - ranked.begin());
+  cmp.rank = static_cast<int64_t>(at) + 1;
+  cmp.tie = at < ranked.size() && ranked[at].risk.tie;
+  cmp.beyond = at >= top.size() && static_cast<int64_t>(top.size()) >= top_n;
+}
+
+}  // namespace
 
 PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, const Cost& own, int top_n) {
   PlanRequest req = request;
@@ -45,14 +92,20 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
   // risk assessed the same way, whether or not plan's table ranks by it (--rank-by step).
   const double mine = req.risk_ranking ? cmp.own.expected_step_seconds : own.step_seconds;
   auto step_of = [&](const Candidate& c) { return req.risk_ranking ? c.risk.expected_step_seconds : c.cost.step_seconds; };
-  int64_t faster = 0;
-  for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
-  cmp.rank = faster + 1;
-  cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  if (req.risk_ranking) {
+    PlaceAsPlanRanks(res.top, Candidate{from, own, cmp.own}, req, top_n, cmp);
+  } else {  // by predicted step alone, no ties
+    int64_t faster = 0;
+    for (const Candidate& c : res.top) faster += step_of(c) < mine * (1 - 1e-9) ? 1 : 0;
+    cmp.rank = faster + 1;
+    cmp.beyond = faster >= int64_t(res.top.size()) && int64_t(res.top.size()) >= top_n;
+  }
   if (!res.top.empty()) {
     cmp.fastest = res.top.front();
     if (step_of(*cmp.fastest) > 0) cmp.gap = mine / step_of(*cmp.fastest) - 1.0;
     cmp.changes = LayoutChanges(from, cmp.fastest->layout, req.model.num_layers, req.setup);
+    cmp.notes = PricedNotes(from, cmp.fastest->layout, req.model.num_layers, req.setup,
+                            CostModel(req.model, req.system, req.setup));
   }
   return cmp;
 }
@@ -62,7 +115,7 @@ namespace {
 // The decision a changed field belongs to (EditCount): its family, else the field itself.
 const char* FamilyOf(const char* field) {
   static const std::pair<const char*, const char*> kFamilies[] = {
-      {"recompute", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
+      {"activation_checkpointing", "recompute"}, {"recompute_granularity", "recompute"}, {"recompute_method", "recompute"}, {"recompute_num_layers", "recompute"},
       {"recompute_modules", "recompute"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
       {"sequence_parallel", "tp"}, {"expert_tensor_parallel_size", "tp"}, {"tp_comm_overlap", "tp"},
       {"pipeline_model_parallel_size", "pp"}, {"pp_size", "pp"}, {"pipeline layer split", "pp"},
@@ -113,7 +166,7 @@ void AddJobPlanFixes(const PlanRequest& request, const PlanRequest& req, const L
   job.mb_runtime.reset();
   job.top_n = std::max(20, 4 * n);
   for (const Candidate& c : Plan(job).top) {
-    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+    NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
     x.edits = EditCount(x.changes);
     if (!c.cost.fits || (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits)) continue;
     const std::string d = Describe(c.layout);
@@ -208,7 +261,7 @@ std::string MoreGpusNote(const PlanRequest& req, const Layout& l, const std::str
   return buf;
 }
 
-// The one-key fix (the valid layout changing one decision: the best-ranked that fits, else the
+// The one-edit fix (the valid layout changing one decision: the best-ranked that fits, else the
 // one nearest to fitting, least memory) shown in `out` (at most `n`): as it is where it fits,
 // else with what it needs to fit (the first listed fix that makes its change, else the
 // best-ranked fitting one that makes it with the fewest others), with a note saying which, and how much lower its expected throughput is when
@@ -231,7 +284,9 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
     // The best-ranked fitting fix that makes its change with at most one edit more than the fewest.
     auto has_key = [&](const NearbyLayout& x) {
       bool has = x.candidate.cost.fits;
-      for (const std::string& c : one_key->changes) has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
+      for (const std::string& c : one_key->changes) {
+        has = has && std::find(x.changes.begin(), x.changes.end(), c) != x.changes.end();
+      }
       return has;
     };
     // The first listed fix that makes it, else the best-ranked that makes it with at most one
@@ -249,7 +304,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
         if (has_key(x) && x.edits <= fewest + 1 && (with == nullptr || ExpectedBefore(x.candidate, with->candidate))) with = &x;
       }
     }
-    const std::string alone = "the one-key fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
+    const std::string alone = "the one-edit fix (" + what + ") alone needs " + Gib(one_key->candidate.cost.memory.Total()) +
                               " GiB per GPU, above the " + Gib(one_key->candidate.cost.capacity_bytes) + " GiB usable";
     if (with != nullptr) {
       std::string extra;
@@ -266,7 +321,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
     }
     shown.note += MoreGpusNote(req, one_key->candidate.layout, "as it is");
   } else {
-    shown.note = "the one-key fix (" + what + ")";
+    shown.note = "the one-edit fix (" + what + ")";
   }
   auto same = [&](const NearbyLayout& y) {
     return y.changes == shown.changes && Describe(y.candidate.layout) == Describe(shown.candidate.layout);
@@ -278,7 +333,7 @@ void ShowOneKeyFix(const PlanRequest& req, const std::vector<NearbyLayout>& scor
     if (static_cast<int>(out.size()) >= n) out.pop_back();
     out.push_back(shown);
   }
-  // Said beside the one-key fix when it is not first: how much lower its expected throughput is.
+  // Said beside the one-edit fix when it is not first: how much lower its expected throughput is.
   const auto pos = std::find_if(out.begin(), out.end(), same);
   if (pos != out.begin() && pos != out.end() && pos->candidate.cost.fits && out.front().candidate.cost.fits &&
       pos->candidate.risk.expected_step_seconds > 0) {
@@ -298,7 +353,7 @@ std::optional<MoreGpus> FewestGpusFor(const PlanRequest& req, const Layout& l) {
     TrainSetup setup = req.setup;
     setup.num_gpus = g;
     Layout at = l;
-    at.dp = g / model_parallel;
+    FrameworkOf(l).set_dp(at, g / model_parallel, setup);
     const RuleContext ctx{req.model, setup, at, req.version, req.mb_version, &req.system};
     if (FirstFailure(ctx)) continue;
     const Cost c = Score(CostModel(req.model, req.system, setup), at);
@@ -409,7 +464,7 @@ std::vector<NearbyLayout> NearestScored(const PlanRequest& req, const Layout& fr
     for (size_t i = 0; i < valid.size(); ++i) {
       if (!costs[i]) continue;
       const Layout& l = valid[i].first;
-      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}});
+      scored.push_back({{l, *costs[i], {}}, LayoutChanges(from, l, req.model.num_layers, req.setup), valid[i].second, {}, {}});
     }
     return scored;
   }
@@ -444,7 +499,7 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
     fast.top_n = std::max(20, 4 * n);
     fast.risk_ranking = false;  // the fastest by predicted step, as CompareWithPlan
     for (const Candidate& c : Plan(fast).top) {
-      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}};
+      NearbyLayout x{c, LayoutChanges(from, c.layout, req.model.num_layers, req.setup), 0, {}, {}};
       x.edits = EditCount(x.changes);
       if (first_fit >= 0 && x.edits > first_fit + kNearestExtraEdits) continue;
       const bool seen = std::any_of(scored.begin(), scored.end(), [&](const NearbyLayout& y) {
@@ -470,6 +525,8 @@ std::vector<NearbyLayout> NearestValidLayouts(const PlanRequest& request, const 
   std::vector<NearbyLayout> out;
   for (size_t i : ListedOrder(scored, n, req.model.num_layers, req.setup)) out.push_back(scored[i]);
   ShowOneKeyFix(req, scored, n, out);
+  const CostModel cost(req.model, req.system, req.setup);
+  for (NearbyLayout& x : out) x.notes = PricedNotes(from, x.candidate.layout, req.model.num_layers, req.setup, cost);
   return out;
 }
 

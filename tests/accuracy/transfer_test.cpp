@@ -87,21 +87,25 @@ TEST_CASE("transfer: the Megatron-Bridge perf rows' transfer table is printed an
   CHECK(depths == 130);
   // A regression fence, not a target: the issue's targets are leave-one-system-out median
   // <= 10% and p90 <= 20%, which every leave-one-system-out column misses. Borrowing the
-  // other systems' fits (the former rule for an unfitted system) is 24.4% / 58.3% (GB300
-  // borrowing B300's fit is 32% off at the median); the physical constants of each GPU
+  // other systems' fits (the former rule for an unfitted system) is 25.9% / 59.8% (GB300
+  // borrowing B300's fit is 36% off at the median); the physical constants of each GPU
   // generation (the rule now, cost::MegatronPhysicalFit), with no row of any system fitted,
-  // 20.4% / 40.0%; a fit pooled over the other systems 10.4% / 27.8%. The fences sit a little
-  // above these values so that a change that makes transfer worse fails here and says why.
-  CHECK(all->median[kLosoBorrowed] <= 0.26);
-  CHECK(all->p90[kLosoBorrowed] <= 0.61);
-  CHECK(all->median[kLosoPooled] <= 0.115);
-  CHECK(all->p90[kLosoPooled] <= 0.29);
-  CHECK(all->median[kLosoPhysical] <= 0.215);
-  CHECK(all->p90[kLosoPhysical] <= 0.42);
-  CHECK(all->median[kLeaveFamilyOut] <= 0.12);  // 11.0%
-  CHECK(all->p90[kLeaveFamilyOut] <= 0.28);     // 26.5%
-  CHECK(all->median[kLeaveModelOut] <= 0.085);  // 7.5%: the family's other sizes stay in the fit
-  CHECK(all->p90[kLeaveModelOut] <= 0.27);      // 25.0%
+  // 17.7% / 39.8%; a fit pooled over the other systems 13.5% / 28.3%. Pricing each perf row's
+  // own flex backend (HybridEP rows had been priced as DeepEP) made the physical, in-sample,
+  // leave-one-out and leave-family-out medians better and the pooled one worse (10.4% before):
+  // the pooled fit now carries GB200's lower GEMM constant to GB300 (17.5% there, 10.5% before).
+  // The fences sit a little above these values so that a change that makes transfer worse
+  // fails here and says why.
+  CHECK(all->median[kLosoBorrowed] <= 0.27);
+  CHECK(all->p90[kLosoBorrowed] <= 0.62);
+  CHECK(all->median[kLosoPooled] <= 0.145);
+  CHECK(all->p90[kLosoPooled] <= 0.295);
+  CHECK(all->median[kLosoPhysical] <= 0.19);
+  CHECK(all->p90[kLosoPhysical] <= 0.41);
+  CHECK(all->median[kLeaveFamilyOut] <= 0.09);  // 8.0%
+  CHECK(all->p90[kLeaveFamilyOut] <= 0.30);     // 28.9%
+  CHECK(all->median[kLeaveModelOut] <= 0.085);  // 7.7%: the family's other sizes stay in the fit
+  CHECK(all->p90[kLeaveModelOut] <= 0.285);     // 27.3%
   // The physical rule transfers better than borrowing (median and p90).
   CHECK(all->median[kLosoPhysical] < all->median[kLosoBorrowed]);
   CHECK(all->p90[kLosoPhysical] < all->p90[kLosoBorrowed]);

@@ -26,12 +26,9 @@
 
 using namespace meshplan;
 
-TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary printed") {
-  cli::ValidateOptions o;
-  o.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/mbridge_perf_dev.csv";
-  o.rank_top = 20;
-  o.rank_seconds = 5;
-  std::printf("\n");
+namespace {
+// What `meshplan validate` prints for `o` (RunValidate must succeed).
+std::string ValidateText(const cli::ValidateOptions& o) {
   std::FILE* out = std::tmpfile();
   REQUIRE(out != nullptr);
   CHECK(cli::RunValidate(o, out) == 0);
@@ -40,6 +37,17 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   char buf[4096];
   for (size_t got; (got = std::fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, got);
   std::fclose(out);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary printed") {
+  cli::ValidateOptions o;
+  o.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/mbridge_perf_dev.csv";
+  o.rank_top = 20;
+  o.rank_seconds = 5;
+  std::printf("\n");
+  const std::string text = ValidateText(o);
   std::fputs(text.c_str(), stdout);
   const size_t at = text.find("median |error| ");
   REQUIRE(at != std::string::npos);
@@ -60,24 +68,45 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   // Ultra rows (LatentMoE and an MTP block, out of sample: no constant fitted to them, no
   // recipe-settings entry, so meshplan's emitted settings, not the perf recipes' CUDA graphs,
   // MTP 2, HybridEP or Megatron-FSDP) are evaluated instead of skipped: Super -27% to +75%
-  // (most predicted faster than published), Ultra +22% / +15%. Guard at 37%.
+  // (most predicted faster than published), Ultra +22% / +15%. 49.7% since those 32 rows are
+  // priced with their perf recipes' settings (recipes/megatron-bridge-perf.yaml, read at the
+  // tags): the recipes' TE CUDA graphs and flex dispatcher make meshplan's Nemotron 3 Super
+  // predictions faster still (+20% to +106%), which puts the error in the hybrid / LatentMoE
+  // cost terms, not in the settings (Nano +7% to +37%, Ultra +1% / +17%; the 130 other rows
+  // unchanged, 6.8% / 18.9%). Guard at 51%.
   const size_t p90 = text.find("p90 |error| ", at);
   REQUIRE(p90 != std::string::npos);
-  CHECK(std::stod(text.substr(p90 + 12)) <= 37.0);
-  // Every published run fitted its GPUs. Three rows are still predicted above the GPU's whole
-  // memory: GPT-OSS 120B on 64 H100 at micro-batch 4 without recompute (25.09), and Llama-3 70B
-  // on 32 GB300 twice (no recipe settings: meshplan's emitted fp32 gradients); a fourth would
-  // be a memory-model regression. The two Nemotron 3 Ultra rows (256 GB200 / GB300) are
-  // predicted above it too: the table does not say that they run Megatron-FSDP (HSDP) with
-  // the expert MLP's activations offloaded (perf_recipes/nemotronh/gb200/nemotronh.py), so
-  // they are priced as DDP with the distributed optimizer, all activations kept: 5 in all.
+  CHECK(std::stod(text.substr(p90 + 12)) <= 51.0);
+  // Every published run fitted its GPUs. One row is still predicted above the GPU's whole
+  // memory: GPT-OSS 120B on 64 H100 at micro-batch 4 without recompute (25.09). The two
+  // Nemotron 3 Ultra rows fit since their entries say Megatron FSDP (perf_recipes/nemotronh/
+  // common.py _apply_nemotron_3_ultra_fsdp_hsdp, v0.6.0; the expert MLP's activation offloading
+  // is read but not priced), and the two Nemotron 3 Nano rows on 16 H100 since theirs name the
+  // selective recompute of moe, layernorm, core_attn and moe_act. Guard at 2.
   const size_t mem = text.find("memory: ");
   REQUIRE(mem != std::string::npos);
   const size_t whole = text.find(" above the GPU's whole memory", mem);
   REQUIRE(whole != std::string::npos);
   const size_t comma = text.rfind(", ", whole);
-  CHECK(std::stoi(text.substr(comma + 2)) <= 5);
-  CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (126 entries)") != std::string::npos);
+  CHECK(std::stoi(text.substr(comma + 2)) <= 2);
+  CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (160 entries)") != std::string::npos);
+  // The MoE targets are on the MoE rows of the flat models (DeepSeek-V3, Qwen3, GPT-OSS,
+  // Kimi-K2; the 32 Nemotron 3 rows have hybrid Mamba-2 layers): median <= 8% (met: 7.8%, with
+  // each row's own flex backend and DeepSeek-V3's node-limited routing), p90 <= 20% (not met:
+  // 28.7%, guard 30%), published layout within 10% of the planner's fastest for >= 80% (not
+  // met: 58 of 80, guard 50).
+  const std::string flat = "MoE rows without hybrid (Mamba-2 / Gated DeltaNet) layers: ";
+  const size_t f = text.find(flat);
+  REQUIRE(f != std::string::npos);
+  CHECK(std::stoi(text.substr(f + flat.size())) == 80);
+  const size_t fm = text.find("median |error| ", f), fp = text.find("p90 |error| ", f);
+  const size_t fw = text.find("fastest: ", f);
+  REQUIRE(fm != std::string::npos);
+  REQUIRE(fp != std::string::npos);
+  REQUIRE(fw != std::string::npos);
+  CHECK(std::stod(text.substr(fm + 15)) <= 8.0);
+  CHECK(std::stod(text.substr(fp + 12)) <= 30.0);
+  CHECK(std::stoi(text.substr(fw + 9)) >= 50);
 }
 
 TEST_CASE("validate: published-runs survey rows - table and summary printed") {
@@ -214,11 +243,18 @@ TEST_CASE("validate: Validate with --fit fits the priced rows' system and CheckF
 // cell (core_attn) is kept over the function's none. Priced so, the TP 8 x PP 4 row is within 5%
 // of its published peak (measured here: -3.2%); the TP 4 x PP 8 one is still over by 16.6%, held
 // under 20% so that it cannot regress unseen (docs/accuracy.md, memory).
-TEST_CASE("validate: survey SFT rows are priced with the SFT recipe function's settings") {
+namespace {
+// Validate on tests/data/accuracy/NAME without ranking.
+ValidateReport ValidateUnranked(const std::string& name) {
   ValidateRequest req;
-  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/survey_sft_rows.csv";
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/" + name;
   req.rank_top = 0;
-  const ValidateReport report = Validate(req);
+  return Validate(req);
+}
+}  // namespace
+
+TEST_CASE("validate: survey SFT rows are priced with the SFT recipe function's settings") {
+  const ValidateReport report = ValidateUnranked("survey_sft_rows.csv");
   REQUIRE(report.rows.size() == 2);
   for (const ValidateRow& row : report.rows) {
     REQUIRE(row.skip == "");
@@ -236,4 +272,94 @@ TEST_CASE("validate: survey SFT rows are priced with the SFT recipe function's s
   CHECK(std::fabs(more_tp) < 0.05);
   CHECK(more_pp > 0.0);
   CHECK(more_pp < 0.20);
+}
+
+TEST_CASE("validate: survey rows priced with their source's own software (torchtitan's PyTorch memory and NeMo launcher's bf16 gradients)") {
+  // Rows copied from published_runs_dev.csv: #124 torchtitan Llama 3.1 8B FSDP 8 selective AC
+  // (77.0 GiB published, torchtitan's Table 1), #143 torchtitan TP 8 "per-op SAC", #76 NeMo
+  // 24.07 Nemotron-4 340B (launcher config: optim.grad_sync_dtype bf16).
+  const ValidateReport report = ValidateUnranked("survey_memory_rows.csv");
+  REQUIRE(report.rows.size() == 3);
+  for (const ValidateRow& row : report.rows) REQUIRE(row.skip == "");
+  // #124: priced on the Grand Teton H100 96GB system, memory from the `pytorch` profile (fp32
+  // parameters, FSDP2 over 8, torchtitan's selective AC): 74.5 GiB against 77.0 published
+  // (-3.3%); under Megatron-Core's Transformer Engine tensors it was 95.8 GiB (+24.5%), above
+  // the GPU's 94.9 GiB.
+  const ValidateRow& tt = report.rows[1];  // file order: #76, #124, #143
+  REQUIRE(tt.published_memory > 0);
+  const double err = tt.cost.memory.Total() / tt.published_memory - 1.0;
+  CHECK(err > -0.06);
+  CHECK(err < 0.0);
+  CHECK(tt.cost.fits);
+  // fp32 parameters sharded over 8: 4 bytes x 8.03e9 / 8 = 4.0e9 bytes of weights.
+  CHECK(tt.cost.memory.weights > 3.5e9);
+  // #143: "per-op SAC" is selective checkpointing.
+  CHECK(report.rows[2].layout.recompute == Recompute::kSelective);
+  // #76: bf16 main gradients, 2 bytes per parameter as the bf16 weights.
+  const ValidateRow& nemo = report.rows[0];
+  CHECK_FALSE(nemo.layout.mb.grad_reduce_in_fp32);
+  CHECK(nemo.cost.memory.gradients == doctest::Approx(nemo.cost.memory.weights).epsilon(1e-9));
+  // The memory-accuracy lines: #124 is the one row with a published peak (3.3% under it); of
+  // the other two, #76 (82.6 GiB of 79.1) is above the usable capacity, #143 fits.
+  cli::ValidateOptions o;
+  o.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/survey_memory_rows.csv";
+  o.rank_top = 0;
+  const std::string text = ValidateText(o);
+  CHECK(text.find("memory against published peaks: 1 row, median |error| 3.3%, max 3.3%; 0 predicted above the "
+                  "published peak") != std::string::npos);
+  CHECK(text.find("memory without a published peak (the run fitted): 1 of 2 rows predicted above the usable "
+                  "capacity") != std::string::npos);
+}
+
+// The recipe settings of a Nemotron 3 row are what validate prices (tests/data/accuracy/
+// nemotron_3_rows.csv: the 26.04 Nano row on 16 H100 and the 26.08 Ultra row on 256 GB300 of
+// mbridge_perf_dev.csv). Nano: NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1 at v0.4.0
+// (selective recompute of moe, layernorm, core_attn, moe_act; TE graphs of the Mamba blocks;
+// HybridEP). Ultra: perf_recipes/nemotronh/gb300/nemotronh.py at v0.6.0 (Megatron FSDP with 4
+// distributed-optimizer instances, selective moe_act). Without the settings (--recipe-settings
+// none) both are priced with meshplan's emitted ones and predicted above the GPU's memory,
+// though both ran.
+namespace {
+// Validate on tests/data/accuracy/`csv` without ranking, with the recipe settings `settings`
+// ("" = the embedded table, "none" = meshplan's emitted settings).
+ValidateReport ValidateFixture(const std::string& csv, const std::string& settings) {
+  ValidateRequest req;
+  req.runs = std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/accuracy/" + csv;
+  req.rank_top = 0;
+  req.recipe_settings = settings;
+  return Validate(req);
+}
+}  // namespace
+
+TEST_CASE("validate: Nemotron 3 rows are priced with their perf recipes' settings and fit") {
+  const ValidateReport with = ValidateFixture("nemotron_3_rows.csv", "");
+  REQUIRE(with.rows.size() == 2);
+  const ValidateRow& nano = with.rows[0];
+  const ValidateRow& ultra = with.rows[1];
+  REQUIRE(nano.skip == "");
+  REQUIRE(ultra.skip == "");
+  CHECK_FALSE(nano.without_recipe_settings);
+  CHECK_FALSE(ultra.without_recipe_settings);
+  CHECK(nano.layout.recompute == Recompute::kSelective);
+  CHECK(nano.layout.mb.recompute_modules ==
+        (kRecomputeMoe | kRecomputeLayernorm | kRecomputeCoreAttn | kRecomputeMoeAct));
+  CHECK(nano.layout.mb.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(nano.layout.mb.cuda_graph_scope == kGraphMamba);
+  CHECK(nano.layout.mb.token_dispatcher == MbDispatcher::kFlex);
+  CHECK(ultra.layout.mb.use_megatron_fsdp);
+  CHECK(ultra.layout.mb.num_distributed_optimizer_instances == 4);
+  CHECK(ultra.layout.recompute == Recompute::kSelective);
+  CHECK(ultra.layout.mb.recompute_modules == kRecomputeMoeAct);
+  CHECK(ultra.layout.mb.cuda_graph == MbCudaGraph::kNone);
+  const double h100 = LoadSystem("dgx-h100").gpu.memory_bytes;
+  const double gb300 = LoadSystem("gb300-nvl72").gpu.memory_bytes;
+  CHECK(nano.cost.memory.Total() < h100);
+  CHECK(ultra.cost.memory.Total() < gb300);
+  CHECK(nano.cost.fits);
+  CHECK(ultra.cost.fits);
+  const ValidateReport without = ValidateFixture("nemotron_3_rows.csv", "none");
+  REQUIRE(without.rows.size() == 2);
+  CHECK(without.rows[0].cost.memory.Total() > h100);
+  CHECK(without.rows[1].cost.memory.Total() > gb300);
+  CHECK_FALSE(without.rows[1].layout.mb.use_megatron_fsdp);
 }

@@ -140,6 +140,7 @@ def explain(text, j):
 def check(text, j):
     docs = j["documents"]
     d = docs[0]
+    shown = None
     for line in text.splitlines():
         total_and_usable(re.match(r"memory: ([\d.]+) GiB per GPU predicted of ([\d.]+) GiB usable", line), d["memory_gib"], 1)
         m = re.match(r"predicted: step ([\d.]+) s, ", line)
@@ -148,14 +149,19 @@ def check(text, j):
             p = d["predicted"]
             if not check_throughput(line, p["tokens_per_s_per_gpu"], p["model_tflops_per_gpu"], p["mfu"], "check"):
                 failures.append("predicted line unparsed")
-        m = re.match(r"against the planner \(its (\d+) fastest", line)
+        m = re.match(r"against the planner \(its first (\d+) fitting", line)
         if m:
             a = d["against_plan"]
             same("searched", m.group(1), a["searched"], 0)
-            mm = re.search(r"rank (>?\d+)", line)
-            if mm and not mm.group(1).startswith(">"):
-                same("rank", mm.group(1), a["rank"], 0)
-            mm = re.search(r"(\d+) tokens/s per GPU at ([\d.]+) GiB, is predicted ([\d.]+)% faster", line)
+            mm = re.search(r"\): rank (>?\d+)(=?)", line)
+            if not mm:
+                failures.append("against the planner: no rank")
+            else:
+                if not mm.group(1).startswith(">"):
+                    same("rank", mm.group(1), a["rank"], 0)
+                if (mm.group(2) == "=") != a["tie"]:
+                    failures.append(f"rank tie: text {mm.group(2)!r}, JSON {a['tie']}")
+            mm = re.search(r"(\d+) tokens/s per GPU at ([\d.]+) GiB \(out-of-memory risk [^)]*\), is expected ([\d.]+)% faster", line)
             if mm:
                 same("fastest tokens/s", mm.group(1), a["fastest"]["tokens_per_s_per_gpu"], 0)
                 same("fastest GiB", mm.group(2), a["fastest"]["memory_gib"]["total"], 1)
@@ -166,12 +172,26 @@ def check(text, j):
         m = re.match(r"nearest valid layouts \((\d+)\)", line)
         if m:
             same("nearest", m.group(1), len(d["nearest"]), 0)
-        m = re.match(r"--- (\d+): (\d+) changes?((?:; .*)?)$", line)
+        m = re.match(r"--- (\d+): (\d+) edits?(?: \((\d+) keys?\))?((?:; .*)?)$", line)
         if m:
             x = d["nearest"][int(m.group(1)) - 1]
-            changes = [c for c in m.group(3).split("; ") if c]
+            shown = x
+            changes = [c for c in m.group(4).split("; ") if c]
             if changes != x["changes"]:
                 failures.append(f"nearest {m.group(1)} changes: text {changes}, JSON {x['changes']}")
+            same("nearest edits", m.group(2), x["edits"], 0)
+            if m.group(3) is not None:
+                same("nearest keys", m.group(3), len(x["changes"]), 0)
+            elif len(x["changes"]) != x["edits"]:
+                failures.append(f"nearest {m.group(1)}: {len(x['changes'])} keys in JSON, not said in the text")
+            if any("unset (off)" in c for c in x["changes"]):
+                failures.append(f"nearest {m.group(1)}: a note among the changes: {x['changes']}")
+            shown_notes = []
+        m = re.match(r"# not edits, settings the recipe leaves unset \(priced off\) and this recipe turns on: (.*)$", line)
+        if m:
+            shown_notes = m.group(1).split("; ")
+            if shown_notes != shown["notes"]:
+                failures.append(f"nearest notes: text {shown_notes}, JSON {shown['notes']}")
         m = re.match(r"# predicted: ([\d.]+) GiB/GPU.*?step ([\d.]+) s", line)
     if not d["rules"]["valid"] and d["nearest"] is None:
         failures.append("an invalid recipe has no nearest list in JSON")

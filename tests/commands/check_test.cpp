@@ -1,10 +1,14 @@
 // `check` through the library (CheckRecipe, planner/commands/check.cpp): verdicts of test recipes.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "meshplan/commands.hpp"
 #include "meshplan/diag.hpp"
+#include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
 
 using namespace meshplan;
 
@@ -102,4 +106,59 @@ TEST_CASE("check: the other framework's version flag is refused") {
   CHECK_THROWS_WITH_AS(CheckRecipe(in),
                        doctest::Contains("expected only with an AutoModel layout, found a Megatron-Bridge one"),
                        InputError);
+}
+
+TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan prints with its tie") {
+  // plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 256: its
+  // first rows are tied (within the step band of the best, ordered by robustness: "1=", "2=", ...).
+  PlanInput p;
+  p.model = "llama3.1-8b";
+  p.system = "dgx-h100";
+  p.gpus = 8;
+  p.seq_len = 4096;
+  p.global_batch = 256;
+  const PlanReport plan = PlanLayouts(p);
+  REQUIRE(plan.result.top.size() >= 3);
+  REQUIRE(plan.result.top[1].risk.tie);
+  // The 2= row is not the second fastest by expected step: many variants of other meshes are
+  // faster (check said rank 18 when it counted them).
+  const std::string dir = (std::filesystem::temp_directory_path() / "meshplan_check_rank_test").string();
+  std::filesystem::create_directories(dir);
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const Candidate& row = plan.result.top[i];
+    const std::string path = dir + "/row" + std::to_string(i + 1) + ".yaml";
+    std::ofstream(path) << RecipeYaml(row, plan.request, static_cast<int>(i + 1));
+    CheckInput in;
+    in.recipe = path;
+    in.setup.model = p.model;
+    in.setup.system = p.system;
+    in.setup.gpus = 8;
+    const CheckReport rep = CheckRecipe(in);
+    REQUIRE(rep.documents.size() == 1);
+    const CheckedDocument& d = rep.documents[0];
+    REQUIRE(d.against_plan.has_value());
+    CHECK(Describe(d.recipe.parsed.layout) == Describe(row.layout));
+    CHECK(d.against_plan->rank == static_cast<int64_t>(i + 1));
+    CHECK(d.against_plan->tie == row.risk.tie);
+    CHECK_FALSE(d.against_plan->beyond);
+  }
+}
+
+TEST_CASE("check: the more-GPUs hint prices the recipe at that GPU count as check itself does") {
+  // Out of memory on 256 GPUs; the hint's layout at 1024 GPUs (DP 64) must carry the global
+  // batch over DP 64 (Megatron-Bridge's local batch = global batch / DP under PP), so its
+  // throughput is what check predicts for the same recipe on 1024 GPUs.
+  const CheckReport rep = CheckRecipe(Recipe("mbridge_deepseek_v3_h100_256gpu_oom.yaml", "deepseek-v3", 256));
+  REQUIRE(rep.documents.size() == 1);
+  const CheckedDocument& d = rep.documents[0];
+  CHECK(d.out_of_memory);
+  REQUIRE(d.more_gpus.has_value());
+  CHECK(d.more_gpus->gpus == 1024);
+  CHECK(d.more_gpus->layout.dp == 64);
+  CHECK(d.more_gpus->layout.local_batch_size == 4096 / 64);
+  const CheckReport at = CheckRecipe(Recipe("mbridge_deepseek_v3_h100_256gpu_oom.yaml", "deepseek-v3", 1024));
+  REQUIRE(at.documents.size() == 1);
+  REQUIRE(at.documents[0].cost.has_value());
+  CHECK(d.more_gpus->cost.tokens_per_s_per_gpu == doctest::Approx(at.documents[0].cost->tokens_per_s_per_gpu));
+  CHECK(d.more_gpus->cost.memory.Total() == doctest::Approx(at.documents[0].cost->memory.Total()));
 }

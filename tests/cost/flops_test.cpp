@@ -91,6 +91,16 @@ TEST_CASE("flops: Llama 4 chunked attention averages the core over full and chun
   const double c = (8192.0 * 8192 / 2 + 4096.0 * 4096 / 2) / 12288;
   CHECK(cost::ComputeFlopsPerToken(m, 12288).attn_core_flops ==
         doctest::Approx((6.0 * q * 12288 * 12 + 12.0 * q * c * 36) / 48).epsilon(1e-12));
+  // transformers masking_utils.py chunked_causal_mask_function: chunked_overlay
+  // (kv_idx // C == q_idx // C) and causal_mask_function. At any whole number of chunks a
+  // chunked layer's score FLOPs per token are those of one chunk, 6·q·C, whatever the sequence
+  // length; only the 12 NoPE layers grow with it.
+  for (const int64_t s : {int64_t{65536}, int64_t{131072}, int64_t{1} << 20}) {
+    CAPTURE(s);
+    const double per_layer_chunked =
+        (cost::ComputeFlopsPerToken(m, s).attn_core_flops * 48 - 6.0 * q * double(s) * 12) / 36;
+    CHECK(per_layer_chunked == doctest::Approx(6.0 * q * 8192).epsilon(1e-9));
+  }
 }
 
 }  // namespace

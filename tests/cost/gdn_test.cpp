@@ -92,12 +92,17 @@ TEST_CASE("gdn: the rank's memory sums its blocks and its Gated DeltaNet paramet
   CHECK(rp.moe_layers == 4);
 }
 
-TEST_CASE("gdn: priced by Megatron-Bridge; a GPTModel, so VPP and the flat split rules apply") {
+TEST_CASE("gdn: priced by Megatron-Bridge as a GPTModel so VPP and the flat split rules apply") {
   const ModelSpec m = TinyQwen3Next();
   CHECK(HybridRefusal(m).empty());
   CHECK(FrameworkHybridRefusal(*FindFramework("megatron-bridge"), m).empty());
-  CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m).find("no Mamba-2 or Gated DeltaNet layers") !=
+  // AutoModel trains it (components/models/qwen3_next) but its eager terms have no GDN block;
+  // the reason names AutoModel's support and no Mamba-2.
+  const std::string am = FrameworkHybridRefusal(*FindFramework("automodel"), m);
+  CHECK(am.find("NeMo AutoModel trains it with its own model (nemo_automodel/components/models/qwen3_next/model.py") !=
         std::string::npos);
+  CHECK(am.find("have no Gated DeltaNet layers") != std::string::npos);
+  CHECK(am.find("Mamba") == am.find("Mamba-2 or Gated DeltaNet, attention"));  // only in the common prefix
   const SystemSpec sys = test::DgxH100();
   const TrainSetup setup = test::Setup(2, 256, 8);
   const Layout l = Read("pipeline_model_parallel_size: 2, pipeline_dtype: bfloat16, "

@@ -305,7 +305,7 @@ TEST_CASE("megatron runtime: bf16 gradient reduction halves the gradient buffer 
 TEST_CASE("megatron runtime: the embedded published-recipe settings cover every row key once") {
   const recipe::PerfRecipeTable t = recipe::LoadPerfRecipeSettings("");
   CHECK(t.file == "recipes/megatron-bridge-perf.yaml");
-  CHECK(t.recipes.size() == 126);
+  CHECK(t.recipes.size() == 160);
   // 25.11 DeepSeek-V3 with MTP on 256 B200 (v0.2.0 DEEPSEEK_V3_B200_BASE_CONFIG): the provider's
   // alltoall dispatcher, no CUDA graphs, selective recompute of mla_up_proj.
   const recipe::PerfRecipeSettings* ds = t.Find("25.11", "deepseek-v3", "dgx-b200", "fp8mx", 256, false);
@@ -345,6 +345,54 @@ TEST_CASE("megatron runtime: bad recipe settings name the line and field and say
   bad = kEntry;
   bad.replace(bad.find("tokendrop"), 9, "tokendorp");
   CHECK(LoadError(head + bad).find("recipes[0].tokendrop: missing; expected true or false") != npos);
+  // The optional keys: an offload module Megatron-Core does not know is refused with the known ones.
+  bad = kEntry;
+  bad.replace(bad.find("tokendrop: false"), 16, "tokendrop: false, offload_modules: [fused_grouped_mlp]");
+  const std::string offload = LoadError(head + bad);
+  CHECK(offload.find("recipes[0].offload_modules") != npos);
+  CHECK(offload.find("found 'fused_grouped_mlp'") != npos);
+  CHECK(offload.find("fused_group_mlp") != npos);
+  bad = kEntry;
+  bad.replace(bad.find("tokendrop: false"), 16, "tokendrop: false, num_distributed_optimizer_instances: 0");
+  CHECK(LoadError(head + bad).find("num_distributed_optimizer_instances") != npos);
+}
+
+// The Nemotron 3 and DeepSeek-V4 entries (read by hand at v0.3.1 .. v0.6.0) carry the keys
+// the older ones do not need: Megatron FSDP, HSDP instances, fine-grained offloading, the
+// precision-aware optimizer's bytes.
+TEST_CASE("megatron runtime: the Nemotron 3 Ultra and DeepSeek-V4 Flash entries read their optional keys") {
+  const recipe::PerfRecipeTable t = recipe::LoadPerfRecipeSettings("");
+  // perf_recipes/nemotronh/gb300/nemotronh.py (v0.6.0) + common.py _apply_nemotron_3_ultra_fsdp_hsdp:
+  // use_megatron_fsdp, num_distributed_optimizer_instances 256 // 64, offload [fused_group_mlp],
+  // selective [moe_act], no CUDA graphs, HybridEP.
+  const recipe::PerfRecipeSettings* u = t.Find("26.08", "nemotron-3-ultra", "gb300-nvl72", "fp8mx", 256, false);
+  REQUIRE(u != nullptr);
+  CHECK(u->use_megatron_fsdp);
+  CHECK(u->num_distributed_optimizer_instances == 4);
+  CHECK(u->offload_modules == std::vector<std::string>{"fused_group_mlp"});
+  CHECK(u->recompute == Recompute::kSelective);
+  CHECK(u->recompute_modules == kRecomputeMoeAct);
+  CHECK(u->runtime.cuda_graph == MbCudaGraph::kNone);
+  CHECK(u->runtime.dispatcher == MbDispatcher::kFlex);
+  CHECK(u->optimizer_state_bytes == 12.0);
+  // Nemotron 3 Super on 64 B200, NVFP4, 26.04 (v0.4.0 B200_NVFP4_V1): recompute_modules None
+  // replaces the B200 base's [moe_act, layernorm]: no recompute; TE graphs with the Mamba scope.
+  const recipe::PerfRecipeSettings* s = t.Find("26.04", "nemotron-3-super", "dgx-b200", "nvfp4", 64, false);
+  REQUIRE(s != nullptr);
+  CHECK(s->recompute == Recompute::kNone);
+  CHECK(s->runtime.cuda_graph == MbCudaGraph::kTransformerEngine);
+  CHECK(s->runtime.cuda_graph_scope == (kGraphAttn | kGraphMamba | kGraphMoeRouter | kGraphMoePreprocess));
+  CHECK_FALSE(s->use_megatron_fsdp);
+  CHECK(s->num_distributed_optimizer_instances == 1);
+  CHECK(s->offload_modules.empty());
+  // DeepSeek-V4 Flash on 128 GB200: precision-aware optimizer, fp32 master kept as bf16
+  // remainders + bf16 moments = OptimizerStateBytes(true, true, 4, 2, 2) = 6; full-iteration graph.
+  const recipe::PerfRecipeSettings* v = t.Find("26.08", "deepseek-v4-flash", "gb200-nvl72", "fp8mx", 128, false);
+  REQUIRE(v != nullptr);
+  CHECK(v->optimizer_state_bytes == recipe::OptimizerStateBytes(true, true, 4.0, 2.0, 2.0));
+  CHECK(v->optimizer_state_bytes == 6.0);
+  CHECK(v->runtime.cuda_graph == MbCudaGraph::kFullIteration);
+  CHECK(v->recompute_modules == kRecomputeMlaUpProj);
 }
 
 }  // namespace meshplan

@@ -54,6 +54,7 @@ cli::ExplainOptions Llama8B() {
   o.global_batch = 64;
   o.in.keys.local_batch = 2;
   o.recompute = "selective";
+  o.defer_fsdp_grad_sync = "false";  // as plan's recipes write it with gradient accumulation
   return o;
 }
 

@@ -188,6 +188,36 @@ TEST_CASE("moe ops: the fake gate's consecutive experts reach fewer ranks and no
   CHECK(8.0 * (1.0 - miss) == doctest::Approx(5.26).epsilon(0.01));
 }
 
+TEST_CASE("moe ops: group-limited routing reaches at most the chosen groups' ranks and nodes") {
+  // DeepSeek-V3: 256 experts in 8 groups of 32, 4 groups chosen per token, 8 experts, 2 per group.
+  // A unit holding one whole group (EP 8 ranks, or EP 64's 8 nodes) gets the token exactly when
+  // its group is chosen, and every chosen group supplies experts: 4 copies.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 8) == doctest::Approx(4.0));
+  // Two whole groups per unit (EP 4): the unit misses when neither is chosen, C(6, 4)/C(8, 4).
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 4) == doctest::Approx(4.0 * (1.0 - 15.0 / 70.0)));
+  // Four ranks per group (EP 32, 8 experts each): chosen with 4/8, then hit unless both of the
+  // group's 2 experts miss the rank's 8 of 32: 1 − C(24, 2)/C(32, 2) = 1 − 276/496.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 32) == doctest::Approx(32.0 * 0.5 * (220.0 / 496.0)));
+  // EP 64 (4 experts per rank): 32 · (1 − C(28, 2)/C(32, 2)), against 7.68 with uniform routing.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 64) == doctest::Approx(32.0 * 118.0 / 496.0));
+  CHECK(cost::FlexDispatchCopies(256, 8, 64) > cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 64));
+  // A unit straddling two groups (EP 3 is no valid EP size for 256 experts, but the domains an
+  // odd EP group spans can be): units [0, 85), [85, 170), [170, 256) overlap groups in 32,32,21 |
+  // 11,32,32,10 | 22,32,32 experts; the subset enumeration over the 70 choices of 4 groups,
+  // computed outside meshplan (Python, itertools.combinations), gives 2.746348.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 4, 3) == doctest::Approx(2.746348).epsilon(1e-6));
+  // No grouping, or every group chosen: uniform routing.
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 1, 1, 64) == doctest::Approx(cost::FlexDispatchCopies(256, 8, 64)));
+  CHECK(cost::GroupLimitedDispatchCopies(256, 8, 8, 8, 64) == doctest::Approx(cost::FlexDispatchCopies(256, 8, 64)));
+  // The preset reads n_group 8 / topk_group 4; Kimi K2's n_group 1 leaves routing uniform.
+  const ModelSpec v3 = LoadModel("deepseek-v3"), k2 = LoadModel("kimi-k2");
+  CHECK(v3.router_num_groups == 8);
+  CHECK(v3.router_group_topk == 4);
+  CHECK(cost::RoutedDispatchCopies(v3, 8) == doctest::Approx(4.0));
+  CHECK_FALSE(k2.group_limited_routing());
+  CHECK(cost::RoutedDispatchCopies(k2, 8) == doctest::Approx(cost::FlexDispatchCopies(k2.num_experts, 8, 8)));
+}
+
 TEST_CASE("moe ops: AutoModel's flex dispatch is priced at its own backend's published bandwidths") {
   const SystemSpec sys = LoadSystem("dgx-h100");  // 8 GPUs per node, NVLink 450 GB/s, one 50 GB/s NIC per GPU
   const ModelSpec m = LoadModel("deepseek-v3");   // h 7168, 256 experts, top-8
@@ -209,21 +239,27 @@ TEST_CASE("moe ops: AutoModel's flex dispatch is priced at its own backend's pub
     CHECK(e.rdma == doctest::Approx(2 * (rd + rc)));
     CHECK(e.nvlink == doctest::Approx(2 * (nd + nc)));
   }
-  // DeepEP, the same job with the learned gate: 5.26 nodes at 51 / 50 GB/s (DeepEP at EP 64).
+  // DeepEP, the same job with the learned gate, node-limited (DeepSeek-V3 n_group 8, topk_group
+  // 4; a node holds one group of 32 experts): 4 nodes per token at 51 / 50 GB/s (DeepEP at EP 64),
+  // and 4 chosen groups x (1 − C(28, 2)/C(32, 2)) of their 8 ranks = 32 · 118/496 ranks.
   {
     const cost::AutoModelEp e =
         cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(64, FlexBackend::kDeepEP, MoeRouting::kUniform), T);
-    const double nodes = cost::FlexDispatchCopies(256, 8, 8), ranks = cost::FlexDispatchCopies(256, 8, 64);
+    const double nodes = 4.0, ranks = 32.0 * 118.0 / 496.0;
+    CHECK(e.node_copies == doctest::Approx(nodes));
+    CHECK(e.rank_copies == doctest::Approx(ranks));
     const double nd = T * ranks * row / (450e9 * 153.0 / 200), nc = T * ranks * row / (450e9 * 158.0 / 200);
     CHECK(e.forward == doctest::Approx(2 * 5e-6 + std::max(T * nodes * row / 51e9, nd) +
                                        std::max(T * nodes * row / 50e9, nc)));
   }
   // Inside one node (EP 8), DeepEP: the distinct ranks' copies over NVLink at 153 / 158 of 200
-  // GB/s (DeepEP's intranode figures on H800) of 450 GB/s, no RDMA.
+  // GB/s (DeepEP's intranode figures on H800) of 450 GB/s, no RDMA; a rank holds one group, so
+  // a token reaches its 4 chosen groups' 4 ranks.
   {
     const cost::AutoModelEp e =
         cost::AutoModelEpPass(sys, 256, a2a, ring, m, FlexView(8, FlexBackend::kDeepEP, MoeRouting::kUniform), T);
-    const double ranks = cost::FlexDispatchCopies(256, 8, 8);
+    const double ranks = 4.0;
+    CHECK(e.rank_copies == doctest::Approx(ranks));
     CHECK(e.domains == 1);
     CHECK(e.rdma == 0.0);
     CHECK(e.forward == doctest::Approx(2 * 5e-6 + T * ranks * row / (450e9 * 0.765) + T * ranks * row / (450e9 * 0.79)));

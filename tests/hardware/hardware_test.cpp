@@ -73,9 +73,10 @@ TEST_SUITE("hardware") {
 
 TEST_CASE("the embedded database lists every system and GPU") {
   CHECK(ListSystems() == std::vector<std::string>{"dgx-a100", "dgx-b200", "dgx-b300", "dgx-h100", "dgx-h200",
-                                                  "dgx-h200-calibrated", "gb200-nvl72", "gb300-nvl72", "mi300x-8"});
-  CHECK(ListGpus() == std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm", "h200",
-                                               "mi300x"});
+                                                  "dgx-h200-calibrated", "gb200-nvl72", "gb300-nvl72", "grand-teton-h100-96gb",
+                                                  "mi300x-8"});
+  CHECK(ListGpus() == std::vector<std::string>{"a100-80gb", "b200", "b300", "gb200", "gb300", "h100-sxm",
+                                               "h100-sxm-96gb", "h200", "mi300x"});
 }
 
 TEST_CASE("every embedded system and GPU loads and is sane") {
@@ -270,7 +271,7 @@ TEST_CASE("an unknown GPU name lists the known ones") {
   std::string msg = ErrorOf([] { ParseSys(Edit(kSystemText, "gpu: h100-sxm", "gpu: h100-sxn")); });
   CHECK(msg ==
         "test.yaml:2:1: error: gpu: unknown GPU 'h100-sxn'; did you mean 'h100-sxm'? known GPUs: a100-80gb, b200, "
-        "b300, gb200, gb300, h100-sxm, h200, mi300x");
+        "b300, gb200, gb300, h100-sxm, h100-sxm-96gb, h200, mi300x");
   CHECK(ErrorOf([] { LoadGpu("tpu-v5"); }).find("unknown GPU 'tpu-v5'; known GPUs: a100-80gb, b200") !=
         std::string::npos);
   CHECK(ErrorOf([] { ParseSys(Edit(kSystemText, "gpu: h100-sxm", "gpu: ../h100-sxm")); })
@@ -280,7 +281,8 @@ TEST_CASE("an unknown GPU name lists the known ones") {
 TEST_CASE("an unknown system name lists the known ones") {
   CHECK(ErrorOf([] { LoadSystem("dgx-h10"); }) ==
         "<embedded>/hwdb/systems: error: system: unknown system 'dgx-h10'; did you mean 'dgx-h100'? known systems: "
-        "dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, dgx-h200-calibrated, gb200-nvl72, gb300-nvl72, mi300x-8");
+        "dgx-a100, dgx-b200, dgx-b300, dgx-h100, dgx-h200, dgx-h200-calibrated, gb200-nvl72, gb300-nvl72, "
+        "grand-teton-h100-96gb, mi300x-8");
   CHECK(ErrorOf([] { LoadSystem("tpu-pod"); }).find("unknown system 'tpu-pod'; known systems: dgx-a100") !=
         std::string::npos);
 }
@@ -346,4 +348,24 @@ TEST_CASE("systems without megatron_time_fit price with their GPU die's fit or t
   // 312 TFLOP/s BF16, H200 (as H100) 794.5 of 989 (groundtruth C.3).
   CHECK(a100.gpu.matmul_efficiency_bf16 == doctest::Approx(271.2 / 312).epsilon(1e-3));
   CHECK(h200.gpu.matmul_efficiency_bf16 == doctest::Approx(794.5 / 989).epsilon(1e-3));
+}
+
+TEST_CASE("Meta's Grand Teton H100 96GB system: its published figures and DGX H100's borrowed step-time fit") {
+  // groundtruth.md C.1 (torchtitan's cluster): 96 GB HBM2e at 2.4 TB/s, 989 TFLOP/s BF16 spec,
+  // NVLink4 450 GB/s per direction, 8 GPUs per node, 400 Gb/s RDMA per GPU.
+  const SystemSpec gt = LoadSystem("grand-teton-h100-96gb");
+  const SystemSpec h100 = LoadSystem("dgx-h100");
+  CHECK(gt.gpus_per_node == 8);
+  CHECK(gt.gpu.hbm_bandwidth == doctest::Approx(2.4e12));
+  CHECK(gt.gpu.bf16_flops == doctest::Approx(989e12));
+  CHECK(gt.NicBandwidthPerGpu() == doctest::Approx(50e9));
+  // 96 GiB x 79.11 / 80 (the share PyTorch sees of the 80 GB part): 94.93 GiB.
+  CHECK(gt.gpu.memory_bytes == doctest::Approx(94.93 * 1073741824.0));
+  CHECK(gt.gpu.memory_bytes > h100.gpu.memory_bytes * 1.19);
+  // No fit of its own: the same die as DGX H100 (compute capability 9.0, 989 TFLOP/s), so it
+  // borrows DGX H100's fitted constants, as DGX H200 does.
+  CHECK_FALSE(gt.megatron_fit.fitted);
+  CHECK(gt.megatron_fit.borrowed_from == "dgx-h100 (same GPU compute capability 9.0)");
+  CHECK(gt.megatron_fit.gemm_bf16 == doctest::Approx(h100.megatron_fit.gemm_bf16));
+  CHECK(gt.megatron_fit.kernel_overhead == doctest::Approx(h100.megatron_fit.kernel_overhead));
 }

@@ -208,6 +208,25 @@ TEST_CASE("model errors: mixture-of-experts consistency") {
         npos);
   msg = ErrorOf(ds + R"("n_routed_experts": 4, "num_experts_per_tok": 2})");
   CHECK(msg.find("moe_intermediate_size: missing; the mixture-of-experts keys") != npos);
+  // Router groups: n_group must divide the experts, topk_group at most n_group, and the chosen
+  // groups must hold the top-k experts.
+  const std::string moe = R"("n_routed_experts": 8, "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+)";
+  msg = ErrorOf(ds + moe + R"("n_group": 3, "topk_group": 1})");
+  CHECK(msg.find("bad.json:6:1: error: n_group: expected a divisor of the routed experts (8), found 3") != npos);
+  msg = ErrorOf(ds + moe + R"("n_group": 4, "topk_group": 5})");
+  CHECK(msg.find("error: topk_group: expected at most n_group (4), found 5") != npos);
+  msg = ErrorOf(ds + moe + R"("n_group": 4, "topk_group": 1})");
+  CHECK(msg.find("error: topk_group: expected the chosen groups to hold at least num_experts_per_tok (4) "
+                 "experts; 1 of 4 groups hold 2") != npos);
+  const ModelSpec grouped = ParseModel(ds + moe + R"("n_group": 4, "topk_group": 2})", "ds.json");
+  CHECK(grouped.router_num_groups == 4);
+  CHECK(grouped.router_group_topk == 2);
+  // Left out: DeepseekV3Config's 8 groups of which 4 chosen, where 8 divides the experts.
+  const ModelSpec by_default = ParseModel(ds + R"("n_routed_experts": 16, "num_experts_per_tok": 4,
+"moe_intermediate_size": 32})", "ds.json");
+  CHECK(by_default.router_num_groups == 8);
+  CHECK(by_default.router_group_topk == 4);
   // All absent: a dense MLA model, as in HF (n_routed_experts: null).
   ModelSpec dense = ParseModel(ds + R"("n_routed_experts": null})", "ds.json");
   CHECK(dense.num_dense_layers == 2);

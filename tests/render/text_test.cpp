@@ -25,15 +25,20 @@ TEST_CASE("render: check's verdict on a broken Megatron-Bridge recipe names the 
   CHECK(text.find("INVALID: 3 rules fail") != std::string::npos);
   CHECK(text.find("mb_world_divisible_by_tp_pp_cp: world_size (8) is not divisible") != std::string::npos);
   CHECK(text.find("source: MCore transformer/transformer_block.py:148-158") != std::string::npos);
-  // TP 2 with PP 1 (two edits) is predicted 9.7% faster than the one-key fix PP 2, more than
-  // kNearestEditGain: it comes first, and the one-key fix second with how much slower it is.
-  CHECK(text.find("--- 1: 4 changes; tensor_model_parallel_size: 1 -> 2; pipeline_model_parallel_size: 3 -> 1") !=
+  // TP 2 with PP 1 (two edits) is predicted 9.7% faster than the one-edit fix PP 2, more than
+  // kNearestEditGain: it comes first, and the one-edit fix second with how much slower it is.
+  // Headed by its edits, the keys counted when more.
+  CHECK(text.find("--- 1: 2 edits (4 keys); tensor_model_parallel_size: 1 -> 2; pipeline_model_parallel_size: 3 -> 1") !=
         std::string::npos);
   // Ranked as plan ranks (expected step with the out-of-memory risk priced), PP 1 with CP 2 comes
-  // second and the one-key fix third, with how much slower it is.
-  CHECK(text.find("--- 3: 1 change; pipeline_model_parallel_size: 3 -> 2\n# the one-key fix "
-                  "(pipeline_model_parallel_size: 3 -> 2); listed after fixes ranked before it (expected "
-                  "throughput, the out-of-memory risk priced, 9% below the first)") != std::string::npos);
+  // second and the one-edit fix third, with how much slower it is.
+  // Under its header, the overlaps the recipe left unset that the fix's recipe turns on and the
+  // cost model prices for PP 2 x DP 4: notes, not edits (no tp_comm_overlap at TP 1).
+  CHECK(text.find("--- 3: 1 edit; pipeline_model_parallel_size: 3 -> 2\n# not edits, settings the recipe leaves unset "
+                  "(priced off) and this recipe turns on: batch_p2p_comm: unset (off) -> true; overlap_grad_reduce: "
+                  "unset (off) -> true\n") != std::string::npos);
+  CHECK(text.find("\n# the one-edit fix (pipeline_model_parallel_size: 3 -> 2); listed after fixes ranked before it "
+                  "(expected throughput, the out-of-memory risk priced, 9% below the first)") != std::string::npos);
 }
 
 TEST_CASE("render: explain of a layout prints its memory and step terms and the verdict") {
@@ -43,12 +48,13 @@ TEST_CASE("render: explain of a layout prints its memory and step terms and the 
   in.setup.gpus = 8;
   in.setup.seq_len = 4096;
   in.setup.global_batch = 64;
+  in.defer_fsdp_grad_sync = false;  // as plan's recipes write it with gradient accumulation (8 steps)
   const ExplainReport rep = ExplainLayout(in);
   std::ostringstream out;
   render::PrintExplanation(out, rep);
   const std::string text = out.str();
   CHECK(text.find("layout: fsdp2 tp1 pp1 cp1 ep1 dp8 lbs1 ac=none") != std::string::npos);
-  CHECK(text.find("rules: valid (passes all 35 AutoModel rules)") != std::string::npos);
+  CHECK(text.find("rules: valid (passes all 36 AutoModel rules)") != std::string::npos);
   // 8.03e9 parameters in bf16 sharded over 8 ranks: 2 · 8.03e9 / 8 bytes = 1.87 GiB.
   CHECK(text.find("  weights                          1.87   4.3%") != std::string::npos);
   CHECK(text.find("  total                           43.27   100%") != std::string::npos);

@@ -226,7 +226,7 @@ const Case kCases[] = {
      [](auto&, auto&, Layout& l) { l.mb.pipeline_dtype_set = false; }},
     {"mb_vpp_requires_pp", "virtual_pipeline_model_parallel_size 2 with pipeline_model_parallel_size 1", Nothing,
      [](auto&, auto&, Layout& l) { l.pp = 1; l.dp = 8; l.vpp = 2; }},
-    {"mb_pp_divides_layers", "num_layers 81 = 81 is not divisible by pipeline_model_parallel_size 2", Nothing,
+    {"mb_pp_divides_layers", "num_layers 81 is not divisible by pipeline_model_parallel_size 2", Nothing,
      [](ModelSpec& m, auto&, auto&) { m.num_layers = 81; }},
     {"mb_vpp_divides_layers", "layers per pipeline rank (40) must be divisible by virtual_pipeline_model_parallel_size 3",
      [](auto&, auto&, Layout& l) { l.vpp = 5; }, [](auto&, auto&, Layout& l) { l.vpp = 3; }},
@@ -538,14 +538,20 @@ TEST_CASE("megatron rules: warnings and silently-off settings are findings with 
   l.mb.cuda_device_max_connections = 8;
   CHECK(FindingMessages(ctx, Severity::kWarning).size() == 1);
   CHECK(FirstFailure(ctx) == nullptr);
-  // The AutoModel table has no findings rows.
+  // The AutoModel table has one findings row (sequence_parallel_needs_tp, silently off), not
+  // among its rules; a TP 4 layout with sequence parallelism has no finding.
   Layout am;
   am.tp = 4;
   am.dp = 8;
+  am.sequence_parallel = true;
   RuleContext am_ctx{m, s, am, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
-  CHECK(RulesFor(Framework::kAutoModel).size() == AutoModelRules().size());
+  CHECK(RulesFor(Framework::kAutoModel).size() + 1 == AutoModelRules().size());
   CHECK(Findings(am_ctx, Severity::kWarning).empty());
   CHECK(Findings(am_ctx, Severity::kSilentlyOff).empty());
+  am.tp = 1;
+  am.dp = 32;
+  REQUIRE(Findings(am_ctx, Severity::kSilentlyOff).size() == 1);
+  CHECK(Findings(am_ctx, Severity::kSilentlyOff)[0]->name == std::string("sequence_parallel_needs_tp"));
 }
 
 TEST_CASE("megatron rules: ApplyEmittedSettings derives overlap flags and the launch environment") {

@@ -3,6 +3,7 @@
 // written for the nearby layout, both read back as AutoModel reads them; none left out (dp_size
 // given as a number was), none counted twice.
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <set>
@@ -43,18 +44,69 @@ std::set<std::string> Differing(const Layout& a, const Layout& b) {
     differs("round_virtual_stages_to_pp_multiple", a.stage_rounding != b.stage_rounding);
   }
   const std::string a_defer = a.strategy == Strategy::kFsdp2 ? Or(a.am.defer_fsdp_grad_sync, "true") : "true";
-  differs("defer_fsdp_grad_sync", !b.am.defer_fsdp_grad_sync.empty() && a_defer != b.am.defer_fsdp_grad_sync);
+  // Leaving fsdp2, its keys the recipe writes are removed.
+  const bool leaves_fsdp2 = a.strategy == Strategy::kFsdp2 && b.strategy != Strategy::kFsdp2;
+  differs("defer_fsdp_grad_sync", (!b.am.defer_fsdp_grad_sync.empty() && a_defer != b.am.defer_fsdp_grad_sync) ||
+                                      (leaves_fsdp2 && !a.am.defer_fsdp_grad_sync.empty()));
   differs("scale_grads_in_schedule", !b.am.scale_grads_in_schedule.empty() &&
                                          Or(a.am.scale_grads_in_schedule, "false") != b.am.scale_grads_in_schedule);
   differs("moe.reshard_after_forward", !b.am.moe_reshard_after_forward.empty() &&
                                            Or(a.am.moe_reshard_after_forward, "false") != b.am.moe_reshard_after_forward);
-  differs("sequence_parallel", a.sequence_parallel != b.sequence_parallel);
-  differs("recompute", a.recompute != b.recompute);
+  differs("sequence_parallel", a.sequence_parallel != b.sequence_parallel || (leaves_fsdp2 && a.am.sequence_parallel));
+  differs("activation_checkpointing", a.recompute != b.recompute);
   return d;
 }
 
+// Sets the first `key` found (depth first) in the maps of `node` to `value`; false when none.
+bool SetFound(YAML::Node node, const std::string& key, const YAML::Node& value) {
+  if (!node.IsMap()) return false;
+  if (node[key]) {
+    node[key] = value;
+    return true;
+  }
+  for (auto kv : node) {
+    if (SetFound(kv.second, key, value)) return true;
+  }
+  return false;
+}
+
+// `recipe` with every change "key: old -> new" of `changes` made as a user would edit the file:
+// the key set to the new value where the recipe writes it, else added where AutoModel reads it
+// (step_scheduler, distributed.pipeline, distributed.moe for "moe.KEY", distributed), or removed
+// ("(remove the key: ...)"). A value's remark in parentheses ("null (inferred 8)") is not part of it.
+std::string Applied(const std::string& recipe, const std::vector<std::string>& changes) {
+  YAML::Node root = YAML::Load(recipe);
+  for (const std::string& c : changes) {
+    const std::string key = c.substr(0, c.find(": "));
+    std::string value = c.substr(c.find(" -> ") + 4);
+    value = value.substr(0, value.find(" ("));
+    REQUIRE_MESSAGE(key.find(' ') == std::string::npos, "not a recipe key: " << c);
+    const YAML::Node v = YAML::Load(value);
+    if (value.rfind("(remove the key", 0) == 0) {
+      REQUIRE(root["distributed"][key]);
+      root["distributed"].remove(key);
+    } else if (key.rfind("moe.", 0) == 0) {
+      root["distributed"]["moe"][key.substr(4)] = v;
+    } else if (!SetFound(root, key, v)) {
+      const bool pipeline = key == "pp_microbatch_size" || key == "pp_schedule" || key == "layers_per_stage" ||
+                            key == "round_virtual_stages_to_pp_multiple" || key == "scale_grads_in_schedule";
+      if (key == "local_batch_size") {
+        root["step_scheduler"][key] = v;
+      } else if (pipeline) {
+        root["distributed"]["pipeline"][key] = v;
+      } else {
+        root["distributed"][key] = v;
+      }
+    }
+  }
+  YAML::Emitter e;
+  e << root;
+  return e.c_str();
+}
+
 // The nearest layouts of `recipe` (invalid as written); checks every one's changes against the
-// recipe written for it and returns them.
+// recipe written for it, and that making those changes in `recipe` gives its layout, and returns
+// them.
 std::vector<NearbyLayout> CheckNearest(const std::string& recipe, const char* model, int64_t gpus, int64_t seq_len) {
   const ParsedRecipe read = ParseAutoModelRecipe(recipe, "r.yaml", gpus);
   PlanRequest req;
@@ -73,6 +125,11 @@ std::vector<NearbyLayout> CheckNearest(const std::string& recipe, const char* mo
     for (const std::string& change : near[i].changes) named.insert(change.substr(0, change.find(": ")));
     CHECK(named.size() == near[i].changes.size());
     CHECK(named == Differing(read.layout, back));
+    const std::string applied = Applied(recipe, near[i].changes);
+    CAPTURE(applied);
+    const Layout edited = ParseAutoModelRecipe(applied, "applied.yaml", gpus).layout;
+    CHECK(Describe(edited) == Describe(near[i].candidate.layout));
+    CHECK(LayoutChanges(edited, near[i].candidate.layout, req.model.num_layers, req.setup).empty());
   }
   return near;
 }
@@ -111,7 +168,7 @@ TEST_CASE("nearest: the settings an AutoModel recipe writes as the cost model pr
 
 TEST_CASE("nearest: the fields of one decision are one edit") {
   // Full recompute writes three keys: one decision.
-  CHECK(EditCount({"recompute_method: null -> uniform", "recompute_num_layers: null -> 1", "recompute: none -> full"}) == 1);
+  CHECK(EditCount({"recompute_method: null -> uniform", "recompute_num_layers: null -> 1", "recompute_granularity: null -> full"}) == 1);
   // A TP size with the sequence parallelism and expert TP it brings: one; an EP size another.
   CHECK(EditCount({"tensor_model_parallel_size: 1 -> 8", "expert_model_parallel_size: 16 -> 8",
                    "expert_tensor_parallel_size: null -> 1", "sequence_parallel: false -> true"}) == 2);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
 #include "search/diff.hpp"
 
 namespace meshplan::automodel {
@@ -43,8 +44,19 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   if (b.strategy == Strategy::kFsdp2 && b.GradAccumSteps(setup) > 1) {
     to_false("defer_fsdp_grad_sync", a.strategy == Strategy::kFsdp2 ? a.am.defer_fsdp_grad_sync : "", true);
   }
+  // The FSDP2-only keys the recipe writes, which another strategy's dataclass refuses
+  // (automodel.md 1.2): removed, not set.
+  if (a.strategy == Strategy::kFsdp2 && b.strategy != Strategy::kFsdp2) {
+    auto remove = [&](const char* field, const std::string& written) {
+      c.Add(field, [&] { return std::string(field) + ": " + written + " -> (remove the key: " + StrategyName(b.strategy) +
+                                " does not take it)"; });
+    };
+    if (!a.am.defer_fsdp_grad_sync.empty()) remove("defer_fsdp_grad_sync", a.am.defer_fsdp_grad_sync);
+    if (a.am.sequence_parallel) remove("sequence_parallel", a.sequence_parallel ? "true" : "false");
+  }
   if (b.pp > 1) to_false("scale_grads_in_schedule", a.am.scale_grads_in_schedule, false);
   if (b.ep > 1) to_false("moe.reshard_after_forward", a.am.moe_reshard_after_forward, false);
+  Diff(c, "activation_checkpointing", AutoModelCheckpointingValue(a.recompute), AutoModelCheckpointingValue(b.recompute));
 }
 
 // The nearest layouts are priced with the recipe's model.backend (dispatcher, fake gate).

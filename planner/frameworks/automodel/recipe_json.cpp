@@ -20,6 +20,8 @@ int64_t AccumulationSteps(const Layout& l, const TrainSetup& setup) {
   return l.GradAccumSteps(setup);  // step_scheduler's accumulation: pipeline schedule calls per step
 }
 
+void SetDp(Layout& l, int64_t dp, const TrainSetup&) { l.dp = dp; }
+
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout&) { return {}; }
 
 }  // namespace meshplan::automodel

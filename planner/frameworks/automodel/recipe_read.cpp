@@ -240,6 +240,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
                            "': ['sequence_parallel']");
     }
     l.sequence_parallel = d.Bool("sequence_parallel", false);
+    l.am.sequence_parallel = true;
   }
   ReadPipeline(d, l);
   ReadBackend(top, l, out);

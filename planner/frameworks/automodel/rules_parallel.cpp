@@ -46,6 +46,15 @@ std::string SequenceParallelFsdp2OnlyMsg(const RuleContext& c) {
 /// The custom MoE TP path rejects sequence parallelism.
 /// Source: components/moe/parallelizer.py::_resolve_moe_tp_plan
 /// ("sequence_parallel=True is not supported by the custom MoE TP path yet").
+/// FSDP2's sequence_parallel changes only the TP plan, which is applied when the TP mesh has
+/// more than one rank (components/distributed/parallelizer.py, DefaultParallelizationStrategy
+/// .parallelize: `if tp_mesh.size() > 1:`); with tp_size 1 it is switched off without a word.
+bool SequenceParallelHasTp(const RuleContext& c) { return !L(c).sequence_parallel || L(c).tp > 1; }
+std::string SequenceParallelHasTpMsg(const RuleContext&) {
+  return "sequence_parallel: true does nothing with tp_size 1: FSDP2 applies the TP plan it changes only when "
+         "tp_size > 1";
+}
+
 bool SequenceParallelDenseOnly(const RuleContext& c) { return !L(c).sequence_parallel || !c.model.is_moe(); }
 std::string SequenceParallelDenseOnlyMsg(const RuleContext&) {
   return "sequence_parallel=True is not supported by the custom MoE TP path; set sequence_parallel: false";
@@ -128,6 +137,8 @@ const Rule kRules[] = {
      SequenceParallelFsdp2Only, SequenceParallelFsdp2OnlyMsg, kNoDp},
     {"sequence_parallel_dense_only", "components/moe/parallelizer.py::_resolve_moe_tp_plan", RuleStage::kFeatures,
      SequenceParallelDenseOnly, SequenceParallelDenseOnlyMsg, kNoDp},
+    {"sequence_parallel_needs_tp", "components/distributed/parallelizer.py (TP plan applied only for tp_size > 1)",
+     RuleStage::kFeatures, SequenceParallelHasTp, SequenceParallelHasTpMsg, kNoDp, Severity::kSilentlyOff},
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "meshplan/framework.hpp"
+#include "meshplan/recipe.hpp"
 #include "frameworks/megatron_bridge/space.hpp"
 #include "search/diff.hpp"
 
@@ -91,12 +92,17 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
          NullOr{b.mb.hcp_levels > 0, b.mb.hcp_first});
   }
   Diff(c, "expert_model_parallel_size", a.ep, b.ep);
-  if (a.EffectiveEtp() != b.EffectiveEtp()) {
+  // Unset, expert_tensor_parallel_size follows tensor_model_parallel_size (Megatron-Core
+  // TransformerConfig). The key is an edit when the recipe's own setting, under the new TP,
+  // would not give the new layout's ETP (TP 1 -> 8 with ETP left unset would give ETP 8, not 1).
+  const int64_t kept_etp = a.etp > 0 ? a.etp : b.tp;
+  if (kept_etp != b.EffectiveEtp()) {
     Diff(c, "expert_tensor_parallel_size", NullOr{a.etp > 0, a.etp}, NullOr{b.etp > 0, b.etp});
   }
   Diff(c, "data-parallel flavour", MbDpFlavourName(a), MbDpFlavourName(b));
   if (c.mesh_only()) return;
   Diff(c, "micro_batch_size", a.micro_batch(), b.micro_batch());
+  Diff(c, "recompute_granularity", MegatronRecomputeGranularity(a.recompute), MegatronRecomputeGranularity(b.recompute));
   auto method = [](const Layout& x) {
     return x.mb.recompute_method == MbRecomputeMethod::kUniform ? "uniform"
            : x.mb.recompute_method == MbRecomputeMethod::kBlock ? "block"
@@ -122,15 +128,28 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   if (b.ep > 1 && a.mb.token_dispatcher != MbDispatcher::kAllgather) {
     Diff(c, "moe_token_dispatcher_type", dispatcher(a), b.mb.token_dispatcher == MbDispatcher::kFlex ? "flex" : "alltoall");
   }
-  auto tri = [&c](const char* field, Tri was, Tri now) {
-    if (was == Tri::kUnset) return;  // not written by the recipe: the suggestion's value is new, not a change
+  auto tri = [&](const char* field, Tri MbSettings::*key) {
+    const Tri was = a.mb.*key, now = b.mb.*key;
+    // Not written by the recipe: the suggestion's value is new, not an edit of the layout. It is
+    // still noted when it is on and the cost model prices it for `b` (an unset key is priced
+    // off, cost_view.cpp On), since the prediction of the suggestion then depends on it.
+    if (was == Tri::kUnset) {
+      if (now == Tri::kTrue) {
+        c.Note(field, "true", [&] {
+          Layout as_recipe = b;
+          as_recipe.mb.*key = Tri::kUnset;
+          return as_recipe;
+        });
+      }
+      return;
+    }
     Diff(c, field, TrueFalse(was == Tri::kTrue), TrueFalse(now == Tri::kTrue));
   };
-  tri("tp_comm_overlap", a.mb.tp_comm_overlap, b.mb.tp_comm_overlap);
-  tri("overlap_p2p_comm", a.mb.overlap_p2p_comm, b.mb.overlap_p2p_comm);
-  tri("batch_p2p_comm", a.mb.batch_p2p_comm, b.mb.batch_p2p_comm);
-  tri("overlap_grad_reduce", a.mb.overlap_grad_reduce, b.mb.overlap_grad_reduce);
-  tri("overlap_param_gather", a.mb.overlap_param_gather, b.mb.overlap_param_gather);
+  tri("tp_comm_overlap", &MbSettings::tp_comm_overlap);
+  tri("overlap_p2p_comm", &MbSettings::overlap_p2p_comm);
+  tri("batch_p2p_comm", &MbSettings::batch_p2p_comm);
+  tri("overlap_grad_reduce", &MbSettings::overlap_grad_reduce);
+  tri("overlap_param_gather", &MbSettings::overlap_param_gather);
 }
 
 void NearestRequest(PlanRequest& req, const Layout& from) {

@@ -47,6 +47,21 @@ uint32_t Bits(yamlutil::MapReader& r, const std::string& key, const std::map<std
   return bits;
 }
 
+// model.offload_modules: the module names Megatron-Core's fine-grained activation offloading
+// accepts (megatron/core/transformer/transformer_config.py __post_init__, allowed_modules:
+// core_attn, attn_proj, expert_fc1, fused_group_mlp, moe_act, attn_norm, mlp_norm, qkv_linear,
+// gdp_qkv).
+std::vector<std::string> ReadOffloadModules(yamlutil::MapReader& r, const std::string& key) {
+  static const std::map<std::string, uint32_t> kByName = {
+      {"attn_norm", 1u << 0}, {"qkv_linear", 1u << 1}, {"core_attn", 1u << 2}, {"attn_proj", 1u << 3},
+      {"mlp_norm", 1u << 4},  {"expert_fc1", 1u << 5}, {"moe_act", 1u << 6},   {"fused_group_mlp", 1u << 7},
+      {"gdp_qkv", 1u << 8}};
+  Bits(r, key, kByName);
+  std::vector<std::string> names;
+  for (const YAML::Node& item : r.Get(key)) names.push_back(item.Scalar());
+  return names;
+}
+
 PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
   PerfRecipeSettings e;
   e.line = r.Loc("release").line;
@@ -69,6 +84,9 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
     r.Fail("moe_flex_dispatcher_backend", "expected a backend (deepep or hybridep) exactly when "
                                           "moe_token_dispatcher_type is flex; found '" + backend + "'");
   }
+  e.runtime.flex_backend = backend == "hybridep" ? MbFlexBackend::kHybridEP
+                           : backend == "deepep"  ? MbFlexBackend::kDeepEP
+                                                  : MbFlexBackend::kNone;
   e.runtime.ep_a2a_overlap = r.Bool("overlap_moe_expert_parallel_comm") ? Tri::kTrue : Tri::kFalse;
   const std::string granularity = OneOf(r, "recompute_granularity", {"none", "selective", "full"});
   e.recompute_modules = ReadRecomputeModules(r, "recompute_modules");
@@ -89,6 +107,12 @@ PerfRecipeSettings ReadEntry(yamlutil::MapReader& r) {
       ReadCudaGraphImpl(r, "cuda_graph_impl", e.runtime.cuda_graph_scope, /*full_iteration_spelling=*/true);
   e.runtime.grad_reduce_in_fp32 = r.Bool("grad_reduce_in_fp32");
   e.cpu_offloading_num_layers = r.Int("cpu_offloading_num_layers", 0, 1 << 20);
+  // Optional keys (entries of releases whose recipes set them; the older entries omit them).
+  // optimizer_state_bytes: OptimizerStateBytes of the recipe's optimizer fields.
+  e.optimizer_state_bytes = r.Num("optimizer_state_bytes", 4.0, 12.0, 12.0);
+  e.use_megatron_fsdp = r.Bool("use_megatron_fsdp", false);
+  e.num_distributed_optimizer_instances = r.Int("num_distributed_optimizer_instances", 1, 1 << 20, 1);
+  if (r.HasValue("offload_modules")) e.offload_modules = ReadOffloadModules(r, "offload_modules");
   r.RejectUnknown();
   return e;
 }

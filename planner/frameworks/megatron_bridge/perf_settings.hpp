@@ -34,6 +34,17 @@ struct PerfRecipeSettings {
   int64_t recompute_num_layers = 0;        ///< full recompute: layers per group (uniform) or per stage (block)
   int64_t cpu_offloading_num_layers = 0;   ///< model.cpu_offloading_num_layers
   double optimizer_state_bytes = 12.0;     ///< MbSettings::optimizer_state_bytes (precision-aware optimizer)
+  /// ddp.use_megatron_fsdp (optional key, default false): the run's data parallelism is
+  /// Megatron FSDP (optim_grads_params), priced as MbSettings::use_megatron_fsdp.
+  bool use_megatron_fsdp = false;
+  /// ddp.num_distributed_optimizer_instances (optional, default 1): HSDP / partial distributed
+  /// optimizer. Carried onto the layout (its divisibility rule applies); the memory model
+  /// still shards over the whole data-parallel group (not priced: entries' notes say so).
+  int64_t num_distributed_optimizer_instances = 1;
+  /// model.offload_modules with fine_grained_activation_offloading (optional, default []):
+  /// Megatron-Core transformer_config.py offload_modules names, kept as given. Read and
+  /// reported, not priced (the memory model has no per-module offload term yet).
+  std::vector<std::string> offload_modules;
 };
 
 struct PerfRecipeTable {

@@ -37,4 +37,9 @@ int64_t AccumulationSteps(const Layout& l, const TrainSetup& setup) {
   return l.MicroBatchesPerStep(setup);  // no separate loop: the M micro-batches of one schedule call
 }
 
+void SetDp(Layout& l, int64_t dp, const TrainSetup& setup) {
+  l.dp = dp;
+  SetMegatronMicroBatch(l, l.micro_batch(), setup);
+}
+
 }  // namespace meshplan::megatron_bridge

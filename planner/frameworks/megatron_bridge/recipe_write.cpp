@@ -29,11 +29,11 @@ std::string CudaGraphScopeValue(uint32_t bits) {
   return "[" + v + "]";
 }
 
-const char* RecomputeValue(Recompute r) {
+}  // namespace
+
+const char* MegatronRecomputeGranularity(Recompute r) {
   return r == Recompute::kFull ? "full" : r == Recompute::kSelective ? "selective" : "null";
 }
-
-}  // namespace
 
 std::vector<std::string> RecipeFunctionNotes(const Layout& l, const PlanRequest& req) {
   std::vector<std::string> notes;
@@ -106,7 +106,7 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
     }
   }
   if (s.use_torch_fsdp2) add("model.gradient_accumulation_fusion", "false");  // mb_fsdp2_no_grad_acc_fusion
-  add("model.recompute_granularity", RecomputeValue(l.recompute));
+  add("model.recompute_granularity", MegatronRecomputeGranularity(l.recompute));
   if (l.recompute == Recompute::kSelective) add("model.recompute_modules", RecomputeModulesValue(s.recompute_modules));
   if (l.recompute == Recompute::kFull) {
     add("model.recompute_method", s.recompute_method == MbRecomputeMethod::kBlock ? "block" : "uniform");

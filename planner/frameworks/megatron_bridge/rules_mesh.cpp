@@ -168,8 +168,9 @@ bool PpLayers(const RuleContext& c) {
   return BuildsHybridModel(c.model) || domain::MegatronPpDividesLayers(c.model.num_layers, L(c).pp, L(c).pp_split);
 }
 std::string PpLayersMsg(const RuleContext& c) {
-  return Cat("num_layers ", c.model.num_layers,
-             L(c).pp_split == MbPpSplit::kAccountEmbeddingLoss ? " + embedding + loss = " : " = ", SplitLayers(c),
+  const bool accounted = L(c).pp_split == MbPpSplit::kAccountEmbeddingLoss;
+  return Cat("num_layers ", c.model.num_layers, accounted ? " + embedding + loss = " : "",
+             accounted ? std::to_string(SplitLayers(c)) : std::string(),
              " is not divisible by pipeline_model_parallel_size ", L(c).pp,
              "; use account_for_embedding/loss_in_pipeline_split or a pipeline_model_parallel_layout");
 }

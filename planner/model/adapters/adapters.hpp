@@ -18,6 +18,11 @@ namespace meshplan::model {
 void ReadHeadDim(KeyReader& r, ModelSpec& s);
 /// num_experts (under `experts_key`) and num_experts_per_tok, top-k at most the experts.
 void ReadExperts(KeyReader& r, ModelSpec& s, const std::string& experts_key);
+/// n_group and topk_group (group-limited routing, ModelSpec::router_num_groups /
+/// router_group_topk), after ReadExperts; the defaults where a key is missing. Throws
+/// InputError for n_group not dividing the routed experts, topk_group above n_group, or chosen
+/// groups holding fewer experts than num_experts_per_tok.
+void ReadRouterGroups(KeyReader& r, ModelSpec& s, int64_t default_groups, int64_t default_topk);
 
 /// MLA's ranks and head dims (q_lora_rank null: no low-rank Q); sets ModelSpec::mla.
 void ReadMla(KeyReader& r, ModelSpec& s);
