@@ -4,6 +4,8 @@
 // router h·E (+E), norms 2·h per layer + h final, embedding h·V (x2 untied).
 // Extended with the biases, q/k norms and sinks of the transformers implementations.
 
+#include <algorithm>
+
 #include "model/model_internal.hpp"
 
 namespace meshplan {
@@ -123,8 +125,8 @@ template <class T>
 Counts<T> ComputeHybrid(const ModelSpec& m) {
   Counts<T> c;
   const T h = m.hidden_size, mats = m.gated_mlp ? T{3} : T{2};
-  // DeepSeek-V4: one sliding-window layer's attention (the compressed layers add their
-  // compressors in the pattern loop below).
+  // DeepSeek-V4: one sliding-window layer's attention until the pattern loop below (each layer
+  // by its compress ratio) replaces it by the mean.
   c.attention_per_layer = m.dsv4.hc_mult > 0 ? DeepseekV4AttentionLayer<T>(m, 0) : AttentionPerLayer<T>(m);
   c.dense_mlp_per_layer = mats * h * T(m.intermediate_size);
   T mamba_per_layer = MambaPerLayer<T>(m), mamba{};
@@ -145,6 +147,7 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
     for (const LayerBlock& b : m.mtp_pattern) {
       if (b.mixer != MixerKind::kNone || b.mlp != MlpKind::kNone) mtp += h;
       if (b.mixer == MixerKind::kAttention) mtp += c.attention_per_layer;
+      if (b.mixer == MixerKind::kDeepseekV4Attention) mtp += DeepseekV4AttentionLayer<T>(m, b.compress_ratio);
       if (b.mixer == MixerKind::kMamba2) mtp += mamba_per_layer;
       if (b.mlp == MlpKind::kDense) mtp += c.dense_mlp_per_layer;
       if (b.mlp == MlpKind::kMoe) {
@@ -154,8 +157,9 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
     }
     c.mtp = mtp;
   }
-  T moe_layers{};
+  T moe_layers{}, dsv4_layers{};
   for (const LayerBlock& b : m.layer_pattern) {
+    dsv4_layers += b.mixer == MixerKind::kDeepseekV4Attention ? T{1} : T{0};
     if (b.mixer != MixerKind::kNone) c.norms += h;
     if (b.mlp != MlpKind::kNone) c.norms += h;
     if (b.mixer == MixerKind::kAttention) c.attention += c.attention_per_layer;
@@ -169,6 +173,12 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
   c.routed_experts = moe_layers * T(m.num_experts) * c.expert_per_layer;
   c.shared_experts = moe_layers * c.shared_per_layer;
   c.router = moe_layers * c.router_per_layer;
+  // DeepSeek-V4's hash-routed layers: a gate weight without the expert bias (AutoModel
+  // deepseek_v4/model.py DeepseekV4HashGate: bias None; the tid2eid table is a buffer).
+  if (m.router_bias) c.router -= T(std::min<int64_t>(m.dsv4.num_hash_layers, m.num_layers)) * T(m.num_experts);
+  // DeepSeek-V4: attention_per_layer is the mean over its layers (their compressors differ by
+  // compress ratio), what a rank's share of the attention parameters is counted with.
+  if (dsv4_layers > T{0}) c.attention_per_layer = c.attention / dsv4_layers;
   c.latent_proj = moe_layers * c.latent_proj_per_layer;
   c.norms += h;  // final norm (norm_f)
   // DeepSeek-V4's output contraction of the hc_mult streams (DeepseekV4HyperHead): m·m·h + m + 1.

@@ -4,7 +4,18 @@
 // Keys and defaults: NeMo AutoModel's DeepseekV4Config (components/models/deepseek_v4/
 // config.py, defaults = the Flash values) and Megatron-Bridge's DeepSeekV4Bridge
 // (models/deepseek/deepseek_v4_bridge.py provider_bridge, _dsv4_compress_ratios,
-// _dsv4_num_hash_layers). Tensors as AutoModel's layers.py:
+// _dsv4_num_hash_layers). Read at NVIDIA-NeMo/Automodel 36044ad3d139363fb6c73c24af2e7c6b65ec52f6
+// (config.py, layers.py, model.py), NVIDIA-NeMo/Megatron-Bridge
+// 067f987df03b8355b03192d88d70f1709fedf51a (deepseek_v4_bridge.py, training/utils/flop_utils.py,
+// perf_recipes/deepseek/gb200/deepseek_v4.py, examples/models/deepseek_v4/README.md) and
+// NVIDIA/Megatron-LM dev d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1 (transformer_config.py,
+// experimental_attention_variant/deepseek_v4_hybrid_attention.py, hyper_connection.py: the DSv4
+// attention is on Megatron-LM's dev branch only; the commit Megatron-Bridge main pins, 2a75ac1,
+// has none). The committed config (tests/data/models/arch/deepseek-v4-flash.json, the preset
+// models/deepseek-v4-flash.json) is a third-party quote of DeepSeek-V4-Flash-Base's
+// config.json, its values equal to DeepseekV4Config's defaults. There is no intermediate_size
+// key (every layer is MoE): it is set to moe_intermediate_size, AutoModel's MoEConfig inter_dim.
+// Tensors as AutoModel's layers.py:
 //  * Attention (DeepseekV4Attention): wq_a h -> q_lora_rank, q_norm, wq_b -> a·head_dim; wkv
 //    h -> head_dim (one KV head, num_key_value_heads 1), kv_norm; wo_a grouped: o_groups groups
 //    of a·head_dim/o_groups -> o_lora_rank; wo_b o_groups·o_lora_rank -> h; sinks (a).
@@ -36,6 +47,7 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
   v.o_groups = r.Int("o_groups", 1, kMax, 8);
   v.index_n_heads = r.Int("index_n_heads", 1, kMax, 64);
   v.index_head_dim = r.Int("index_head_dim", 1, kMax, 128);
+  v.index_topk = r.Int("index_topk", 1, kMax, 512);
   v.hc_mult = r.Int("hc_mult", 1, 64, 4);
   if ((s.num_attention_heads * s.head_dim) % v.o_groups != 0) {
     r.Fail("o_groups", "expected a divisor of num_attention_heads x head_dim (" +
@@ -46,6 +58,9 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
   s.sliding_window = r.Int("sliding_window", 1, kMax, 128);
   ReadExperts(r, s, "n_routed_experts");
   s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMax, 2048);
+  // No dense layers and no intermediate_size key: AutoModel's MoEConfig takes inter_dim =
+  // moe_intermediate_size (deepseek_v4/model.py DeepseekV4Model moe_defaults).
+  if (!r.HasValue("intermediate_size")) s.intermediate_size = s.moe_intermediate_size;
   s.num_shared_experts = r.Int("n_shared_experts", 0, 64, 1);
   s.shared_expert_intermediate_size = s.num_shared_experts * s.moe_intermediate_size;
   s.router_bias = true;  // noaux_tc's expert bias
@@ -86,7 +101,15 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
   }
   s.num_dense_layers = 0;
   s.layer_pattern = pattern;
-  for (const char* key : {"num_nextn_predict_layers", "compress_rates", "hc_sinkhorn_iters", "hc_eps",
+  // MTP: num_nextn_predict_layers (default 1) depths of one DeepSeek-V4 attention block (its
+  // ratio the entry after the main layers', 0 when compress_ratios stops there: the bridge's
+  // _dsv4_compress_ratios appends 0) with its MoE, one layer as the main pattern's.
+  s.mtp_num_layers = r.Int("num_nextn_predict_layers", 0, 64, 1);
+  if (s.mtp_num_layers > 0) {
+    const int64_t c = int64_t(ratios.size()) > s.num_layers ? ratios[size_t(s.num_layers)] : 0;
+    s.mtp_pattern = {{MixerKind::kDeepseekV4Attention, MlpKind::kMoe, s.sliding_window, c}};
+  }
+  for (const char* key : {"compress_rates", "hc_sinkhorn_iters", "hc_eps",
                           "compress_rope_theta", "index_topk", "swiglu_limit", "scoring_func", "topk_method",
                           "routed_scaling_factor", "norm_topk_prob", "rope_scaling", "rope_theta",
                           "attention_bias", "attention_dropout", "mlp_layer_types"}) {
