@@ -464,3 +464,31 @@ TEST_CASE("adapter DeepseekV4ForCausalLM: DeepSeek-V4 Flash") {
   CHECK(Off(p.total, 284e9) < 0.005);
   CHECK(LoadModel("deepseek-v4-flash").architecture == Architecture::kDeepseekV4);  // the preset
 }
+
+TEST_CASE("adapter DeepseekV4ForCausalLM: layer_types with compress_rates, and the refusals") {
+  // A 4-layer config of transformers' form: layer_types and compress_rates, no compress_ratios;
+  // every other key at DeepseekV4Config's defaults (the Flash values).
+  const std::string head = "{\"architectures\": [\"DeepseekV4ForCausalLM\"], \"hidden_size\": 4096, "
+                           "\"num_hidden_layers\": 4, \"num_attention_heads\": 64, \"vocab_size\": 129280, "
+                           "\"max_position_embeddings\": 1048576, ";
+  const std::string types = "\"layer_types\": [\"sliding_attention\", \"compressed_sparse_attention\", "
+                            "\"heavily_compressed_attention\", \"compressed_sparse_attention\"]";
+  const ModelSpec m = ParseModel(head + types + ", \"compress_rates\": {\"compressed_sparse_attention\": 4, "
+                                            "\"heavily_compressed_attention\": 128}}",
+                                 "v4.json");
+  REQUIRE(m.layer_pattern.size() == 4);
+  CHECK(m.layer_pattern[0].compress_ratio == 0);
+  CHECK(m.layer_pattern[1].compress_ratio == 4);
+  CHECK(m.layer_pattern[2].compress_ratio == 128);
+  CHECK(m.dsv4.q_lora_rank == 1024);
+  CHECK(m.dsv4.index_topk == 512);
+  CHECK(m.sliding_window == 128);
+  CHECK(m.mtp_num_layers == 1);  // num_nextn_predict_layers' default
+  // A compress rate Megatron-Core does not build (transformer_config.py: 0, 4 or 128 only).
+  CHECK_THROWS_WITH_AS(ParseModel(head + types + ", \"compress_rates\": {\"heavily_compressed_attention\": 64}}",
+                                  "v4.json"),
+                       doctest::Contains("expected 0, 4 or 128 at index 2"), InputError);
+  // Neither compress_ratios nor layer_types: per-layer ratios are required (the bridge refuses too).
+  CHECK_THROWS_WITH_AS(ParseModel(head + "\"head_dim\": 512}", "v4.json"),
+                       doctest::Contains("DeepSeek-V4 needs per-layer compression ratios"), InputError);
+}

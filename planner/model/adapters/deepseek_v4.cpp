@@ -31,6 +31,7 @@
 //    (2 + m)·m, scale 3; the output head's contraction (DeepseekV4HyperHead) m x m·h + m + 1.
 //  * num_nextn_predict_layers (1): the MTP layers, outside the main model's counts.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,9 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
   }
   r.Int("qk_rope_head_dim", 1, kMax, 64);
   s.sliding_window = r.Int("sliding_window", 1, kMax, 128);
-  ReadExperts(r, s, "n_routed_experts");
+  // DeepseekV4Config's defaults: 256 routed experts, top 6 (ReadExperts has none).
+  s.num_experts = r.Int("n_routed_experts", 1, 1 << 16, 256);
+  s.experts_per_token = r.Int("num_experts_per_tok", 1, s.num_experts, std::min<int64_t>(6, s.num_experts));
   s.moe_intermediate_size = r.Int("moe_intermediate_size", 1, kMax, 2048);
   // No dense layers and no intermediate_size key: AutoModel's MoEConfig takes inter_dim =
   // moe_intermediate_size (deepseek_v4/model.py DeepseekV4Model moe_defaults).
@@ -69,12 +72,28 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
   // compress_ratios (the bridge's legacy key) or layer_types + compress_rates (transformers').
   std::vector<int64_t> ratios = r.IntList("compress_ratios", 0, 1 << 20);
   if (ratios.empty()) {
+    // compress_rates maps a layer type to its ratio (the bridge's _dsv4_compress_ratios reads
+    // it first); the types it does not name take the bridge's defaults, 4 and 128.
+    int64_t csa = 4, hca = 128;
+    if (const YAML::Node rates = r.Get("compress_rates"); rates && rates.IsMap()) {
+      auto rate = [&](const char* type, int64_t& out) {
+        if (!rates[type]) return;
+        try {
+          out = rates[type].as<int64_t>();
+        } catch (const YAML::Exception&) {
+          r.Fail("compress_rates", std::string("expected an integer ratio for '") + type + "', found '" +
+                                       rates[type].as<std::string>("?") + "'");
+        }
+      };
+      rate("compressed_sparse_attention", csa);
+      rate("heavily_compressed_attention", hca);
+    }
     if (auto types = r.StrList("layer_types")) {
       for (size_t i = 0; i < types->size(); ++i) {
         const std::string& t = (*types)[i];
         if (t == "sliding_attention") ratios.push_back(0);
-        else if (t == "compressed_sparse_attention") ratios.push_back(4);
-        else if (t == "heavily_compressed_attention") ratios.push_back(128);
+        else if (t == "compressed_sparse_attention") ratios.push_back(csa);
+        else if (t == "heavily_compressed_attention") ratios.push_back(hca);
         else {
           throw InputError(r.ItemLoc("layer_types", i), "layer_types[" + std::to_string(i) + "]",
                            "expected 'sliding_attention', 'compressed_sparse_attention' or "
