@@ -988,6 +988,8 @@ meshplan_cli_case(arch_deepseek_v4_check_mb 0 "valid: passes all" "memory: [0-9.
   -- ${MP} check ${D}/mbridge_deepseek_v4_flash_128gpu_gb200.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128 --precision fp8)
 meshplan_cli_case(arch_deepseek_v4_check_am 0 "valid: passes all" "memory: not predicted .DeepseekV4ForCausalLM is a hybrid model"
   -- ${MP} check ${D}/automodel_deepseek_v4_flash_ep64.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_cp2_am 1 "dsv4_cp_needs_tilelang: Context parallelism .cp_size=2. for DeepseekV4ForCausalLM requires the TileLang attention backend"
+  -- ${MP} check ${D}/automodel_deepseek_v4_flash_cp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_tp2 1 "mb_dsv4_tp1: DSv4 Hybrid Attention only supports TP size 1 .tensor_model_parallel_size=2."
   -- ${MP} check ${D}/mbridge_deepseek_v4_flash_tp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_pp4 1 "mb_dsv4_hash_layers_need_pp_layout: pipeline_model_parallel_layout must be set when using hash MoE layers"
