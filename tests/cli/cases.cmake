@@ -277,7 +277,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 36 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 37 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -335,7 +335,8 @@ meshplan_cli_case(plan_sweep_bad_point 2 "--sweep-gpus: point 12: expected a mul
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
-meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "skipped .line [0-9]+.: model not describable"
+meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "!model not describable"
+  "DeepSeekV4 Flash DGX-GB200 128 MXFP8 +706 +[0-9]+ +[-+][0-9.]+ "
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0)
 meshplan_cli_case(validate_survey 0 "summary: [0-9]+ rows evaluated"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --rank-top 0)
@@ -574,7 +575,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 36 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 37 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)

@@ -21,7 +21,7 @@ const ModelSpec& Flash() {
 
 }  // namespace
 
-TEST_CASE("dsv4: keys a query sees, by hand over a 4096-token sequence") {
+TEST_CASE("dsv4: keys a query sees by hand over a 4096-token sequence") {
   // Σ min(t, 128) = 128·129/2 + 3968·128 = 516,160; / 4096.
   CHECK(Dsv4MeanWindowKeys(4096, 128) == doctest::Approx(126.015625));
   // Σ floor(t/128) = 128·32·31/2 + 32 = 63,520.
@@ -33,7 +33,7 @@ TEST_CASE("dsv4: keys a query sees, by hand over a 4096-token sequence") {
   CHECK(Dsv4MeanWindowKeys(100, 128) == doctest::Approx(50.5));
 }
 
-TEST_CASE("dsv4: Flash attention block FLOPs by compress ratio, by hand from layers.py") {
+TEST_CASE("dsv4: Flash attention block FLOPs by compress ratio by hand from layers.py") {
   const ModelSpec& m = Flash();
   // h 4096, a 64, d 512, r_q = r_o 1024, g 8, m 4: wq_a, wq_b, wkv, wo_a, wo_b 2·(4096·1024 +
   // 1024·32768 + 4096·512 + 32768·1024 + 8192·4096) = 213,909,504, the two hyper-connections'
@@ -74,7 +74,7 @@ TEST_CASE("dsv4: Megatron-Bridge's model FLOPs reproduce the published DeepSeek-
   CHECK(ModelFlopsPerStep(m, s, 1) == doctest::Approx(2048.0 * 4096 * 90781470720.0));
 }
 
-TEST_CASE("dsv4: saved bytes and HBM elements of the attention block, by hand") {
+TEST_CASE("dsv4: saved bytes and HBM elements of the attention block by hand") {
   const ModelSpec& m = Flash();
   // BF16: hyper-connections 2·(2·4·4096 + 4·24 + 4·16 + 2·4096) = 82,240; norm input and output
   // 4·4096; q_down output and q_up input 4·1024; q_up output, kv, RoPE'd q and kv
@@ -100,7 +100,7 @@ TEST_CASE("dsv4: saved bytes and HBM elements of the attention block, by hand") 
   CHECK(Dsv4BlockElements(m, true) - Dsv4BlockElements(m, false) == doctest::Approx(1.5 * 8192));
 }
 
-TEST_CASE("dsv4: DeepSeek-V4 Flash is priced under Megatron-Bridge, refused under AutoModel") {
+TEST_CASE("dsv4: DeepSeek-V4 Flash is priced as attention and MoE blocks") {
   const ModelSpec& m = Flash();
   CHECK(HybridRefusal(m).empty());
   const HybridBlocks b = HybridBlocksIn(m, 0, m.num_layers);

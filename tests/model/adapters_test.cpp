@@ -465,7 +465,7 @@ TEST_CASE("adapter DeepseekV4ForCausalLM: DeepSeek-V4 Flash") {
   CHECK(LoadModel("deepseek-v4-flash").architecture == Architecture::kDeepseekV4);  // the preset
 }
 
-TEST_CASE("adapter DeepseekV4ForCausalLM: layer_types with compress_rates, and the refusals") {
+TEST_CASE("adapter DeepseekV4ForCausalLM: layer_types with compress_rates and the refusals") {
   // A 4-layer config of transformers' form: layer_types and compress_rates, no compress_ratios;
   // every other key at DeepseekV4Config's defaults (the Flash values).
   const std::string head = "{\"architectures\": [\"DeepseekV4ForCausalLM\"], \"hidden_size\": 4096, "
