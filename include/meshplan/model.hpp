@@ -373,8 +373,9 @@ std::string GenericModelWarning(const ModelSpec& model);
 /// "" for a model whose every block kind the cost model prices under some framework; else why
 /// plan, check, explain and validate refuse it. Priced (Megatron-Core runtime only, see
 /// FrameworkHybridRefusal in framework.hpp): attention (GQA, full causal), Mamba-2, dense and
-/// MoE MLP blocks of a layer pattern (LatentMoE included), MTP depths of an MTP block pattern.
-/// Refused: a layer pattern with a mixer kind other than attention and Mamba-2, MLA or
+/// MoE MLP blocks of a layer pattern (LatentMoE included), Gated DeltaNet and DeepSeek-V4
+/// attention blocks (cost/dsv4.hpp: their own window), MTP depths of an MTP block pattern.
+/// Refused: a layer pattern with another mixer kind, MLA or
 /// sliding-window attention inside a pattern, MTP layers on a hybrid model without an MTP block
 /// pattern (docs/cost-model.md, "Hybrid models").
 std::string HybridRefusal(const ModelSpec& model);
