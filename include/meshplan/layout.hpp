@@ -282,6 +282,9 @@ struct AmMoeBackend {
   /// fake_gate_noise in [0, 1]: above 0 the fake gate picks top-k of random scores (routing
   /// spread like a learned gate's).
   double fake_gate_noise = 0.0;
+  /// backend.attn is "tilelang" (BackendConfig's default is "te"): what DeepSeek-V4's context
+  /// parallelism needs (_transformers/capabilities.py supports_cp).
+  bool attn_tilelang = false;
   /// The fake gate as priced: consecutive experts per token (fake gate without noise).
   bool ConsecutiveExperts() const { return fake_balanced_gate && fake_gate_noise <= 0.0; }
 };

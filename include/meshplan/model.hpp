@@ -35,6 +35,7 @@ enum class Architecture {
   kQwen3Next,   ///< Qwen3NextForCausalLM (Gated DeltaNet + gated full attention every 4th layer, MoE + shared expert)
   kQwen3_5Moe,  ///< Qwen3_5MoeForConditionalGeneration (Qwen3.5 MoE: Qwen3-Next's text backbone under text_config)
   kDeepseekV32, ///< DeepseekV32ForCausalLM (DeepSeek-V3.2: DeepSeek-V3 with the DSA lightning indexer)
+  kDeepseekV4,  ///< DeepseekV4ForCausalLM (DeepSeek-V4 Flash / Pro: hybrid compressed attention, hyper-connections)
   kLlama4,      ///< Llama4ForConditionalGeneration's text_config (Llama 4 Scout, Maverick: chunked attention, NoPE layers, interleaved MoE + shared expert)
   /// No Hugging Face architecture meshplan implements: a generic dense or MoE decoder (GQA
   /// attention, SwiGLU MLP, RMSNorm) from the standard config fields. Reached only by asking:
@@ -59,6 +60,9 @@ enum class MixerKind {
   kAttention,  ///< softmax attention: MHA / GQA / MQA by num_key_value_heads, MLA where ModelSpec::mla
   kMamba2,     ///< Mamba-2 SSM mixer (ModelSpec::mamba)
   kGatedDeltaNet,  ///< Gated DeltaNet linear attention (ModelSpec::gdn; Qwen3-Next, Qwen3.5)
+  /// DeepSeek-V4's hybrid attention (ModelSpec::dsv4): MQA over a sliding window plus, by
+  /// LayerBlock::compress_ratio, compressed sparse (4) or heavily compressed (128) attention
+  kDeepseekV4Attention,
 };
 /// The MLP of one layer of a layer pattern.
 enum class MlpKind {
@@ -71,6 +75,7 @@ struct LayerBlock {
   MixerKind mixer = MixerKind::kAttention;
   MlpKind mlp = MlpKind::kDense;
   int64_t sliding_window = 0;  ///< attention only; 0 = full causal attention
+  int64_t compress_ratio = 0;  ///< kDeepseekV4Attention only: compress_ratios[i] (0 = the window alone)
 };
 
 /// Mamba-2 mixer sizes (Megatron-Core megatron/core/ssm/mamba_mixer.py MambaMixer; the keys of
@@ -100,6 +105,20 @@ struct GatedDeltaNetSpec {
   int64_t conv_kernel = 4;      ///< linear_conv_kernel_dim (depthwise causal conv over q, k, v)
   int64_t key_dim() const { return num_key_heads * key_head_dim; }
   int64_t value_dim() const { return num_value_heads * value_head_dim; }
+};
+
+/// DeepSeek-V4 attention and residual sizes (the keys of DeepseekV4Config; tensors of NeMo
+/// AutoModel's components/models/deepseek_v4/layers.py DeepseekV4Attention, Compressor,
+/// Indexer, HyperConnection). Counts of elements.
+struct DeepseekV4Spec {
+  int64_t q_lora_rank = 0;     ///< q_lora_rank (wq_a h -> r_q, wq_b r_q -> a·head_dim)
+  int64_t o_lora_rank = 0;     ///< o_lora_rank (wo_a per group, wo_b o_groups·r_o -> h)
+  int64_t o_groups = 0;        ///< o_groups
+  int64_t index_n_heads = 0;   ///< index_n_heads (the CSA layers' indexer)
+  int64_t index_head_dim = 0;  ///< index_head_dim
+  int64_t index_topk = 0;      ///< index_topk: compressed entries each query of a CSA layer attends to
+  int64_t hc_mult = 0;         ///< hc_mult: residual streams of the hyper-connections
+  int64_t num_hash_layers = 0; ///< num_hash_layers: first layers routed by a token-id table
 };
 
 /// A decoder-only transformer as meshplan sees it. Field names follow the HF config keys.
@@ -222,6 +241,7 @@ struct ModelSpec {
   std::vector<LayerBlock> layer_pattern;
   Mamba2Spec mamba;  ///< the Mamba-2 layers' sizes (layer_pattern has kMamba2 layers)
   GatedDeltaNetSpec gdn;  ///< the Gated DeltaNet layers' sizes (layer_pattern has kGatedDeltaNet layers)
+  DeepseekV4Spec dsv4;    ///< DeepSeek-V4's attention and hyper-connection sizes (kDeepseekV4Attention layers)
 
   /// Non-empty for a vision-language config whose text backbone (text_config) is planned: what
   /// was left out ("the vision tower (vision_config) is not planned: ..."). Every output of a
@@ -353,8 +373,9 @@ std::string GenericModelWarning(const ModelSpec& model);
 /// "" for a model whose every block kind the cost model prices under some framework; else why
 /// plan, check, explain and validate refuse it. Priced (Megatron-Core runtime only, see
 /// FrameworkHybridRefusal in framework.hpp): attention (GQA, full causal), Mamba-2, dense and
-/// MoE MLP blocks of a layer pattern (LatentMoE included), MTP depths of an MTP block pattern.
-/// Refused: a layer pattern with a mixer kind other than attention and Mamba-2, MLA or
+/// MoE MLP blocks of a layer pattern (LatentMoE included), Gated DeltaNet and DeepSeek-V4
+/// attention blocks (cost/dsv4.hpp: their own window), MTP depths of an MTP block pattern.
+/// Refused: a layer pattern with another mixer kind, MLA or
 /// sliding-window attention inside a pattern, MTP layers on a hybrid model without an MTP block
 /// pattern (docs/cost-model.md, "Hybrid models").
 std::string HybridRefusal(const ModelSpec& model);

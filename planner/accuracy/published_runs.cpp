@@ -117,8 +117,9 @@ std::string PresetOf(const std::string& raw) {
   }
   auto has = [&](const char* k) { return s.find(k) != std::string::npos; };
   // Nemotron 3 Nano, Super and Ultra: the NemotronHForCausalLM presets (Super and Ultra with
-  // LatentMoE and an MTP block). DeepSeek-V4: no config meshplan reads.
+  // LatentMoE and an MTP block). DeepSeek-V4 Flash: the DeepseekV4ForCausalLM preset (Pro: none).
   if (has("nemotron 3 nano")) return "nemotron-3-nano";
+  if (has("deepseek") && has("v4") && has("flash")) return "deepseek-v4-flash";
   if (has("nemotron 3 super")) return "nemotron-3-super";
   if (has("nemotron 3 ultra")) return "nemotron-3-ultra";
   if (has("nemotron") || has("v4")) return "";

@@ -82,7 +82,7 @@ HybridBlocks HybridBlocksOfRank(const ModelSpec& m, int64_t pp, int64_t num_stag
   HybridBlocks r;
   if (mtp_layers > 0 && pp_rank == MtpRank(pp, num_stages, given)) {
     for (const LayerBlock& x : m.mtp_pattern) {
-      r.attention += mtp_layers * (x.mixer == MixerKind::kAttention);
+      r.attention += mtp_layers * (x.mixer == MixerKind::kAttention || x.mixer == MixerKind::kDeepseekV4Attention);
       r.mamba += mtp_layers * (x.mixer == MixerKind::kMamba2);
       r.gdn += mtp_layers * (x.mixer == MixerKind::kGatedDeltaNet);
       r.dense += mtp_layers * (x.mlp == MlpKind::kDense);

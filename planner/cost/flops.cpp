@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cost/dsv4.hpp"
 #include "cost/hybrid.hpp"
 #include "meshplan/cost.hpp"
 
@@ -104,6 +105,13 @@ FlopsPerToken ComputeFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
       f.attn_core_flops = ChunkedCoreFlops(m, f.attn_core_flops, s);
     }
   }
+  // DeepSeek-V4: its attention blocks' own terms (cost/dsv4.hpp Dsv4MeanAttentionFlops, from
+  // AutoModel's deepseek_v4/layers.py), the mean over its layers.
+  if (m.architecture == Architecture::kDeepseekV4) {
+    const Dsv4Flops d = Dsv4MeanAttentionFlops(m, seq_len);
+    f.attn_linear_flops = d.linear;
+    f.attn_core_flops = d.core;
+  }
   f.dense_mlp_flops = 6.0 * h * c * double(m.intermediate_size);
   if (m.is_moe()) {
     f.shared_flops = 6.0 * h * c * double(m.shared_expert_intermediate_size);
@@ -138,7 +146,12 @@ namespace meshplan {
 /// published Megatron-Bridge "Model TFLOP/s/GPU" rows (see tests/cost/flops_test.cpp).
 /// A hybrid model: T · HybridFlopsPerToken (Megatron-LM training.py hybrid_flops, the figure
 /// its model TFLOP/s are reported with).
+/// DeepSeek-V4: T · Dsv4ModelFlopsPerToken (Megatron-Bridge flop_utils.py's dsv4_hybrid branch,
+/// the figure its published model TFLOP/s are reported with).
 double ModelFlopsPerStep(const ModelSpec& model, const TrainSetup& setup, int64_t mtp_layers) {
+  if (model.architecture == Architecture::kDeepseekV4) {
+    return double(setup.global_batch) * double(setup.seq_len) * cost::Dsv4ModelFlopsPerToken(model, setup.seq_len, mtp_layers);
+  }
   if (model.is_hybrid()) {
     return double(setup.global_batch) * double(setup.seq_len) *
            (HybridFlopsPerToken(model, setup.seq_len) + HybridMtpFlopsPerToken(model, setup.seq_len, mtp_layers));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cost/dsv4.hpp"
 #include "cost/memory.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/time.hpp"
@@ -16,7 +17,9 @@ HybridBlocks HybridBlocksIn(const ModelSpec& m, int64_t first, int64_t count) {
   const int64_t lo = std::clamp<int64_t>(first, 0, n), hi = std::clamp<int64_t>(first + count, lo, n);
   for (int64_t i = lo; i < hi; ++i) {
     const LayerBlock& x = m.layer_pattern[size_t(i)];
-    b.attention += x.mixer == MixerKind::kAttention;
+    // DeepSeek-V4's attention blocks are priced as attention blocks with their own terms
+    // (cost/dsv4.hpp, through FlopsPerToken and the kAttention cases below).
+    b.attention += x.mixer == MixerKind::kAttention || x.mixer == MixerKind::kDeepseekV4Attention;
     b.mamba += x.mixer == MixerKind::kMamba2;
     b.dense += x.mlp == MlpKind::kDense;
     b.moe += x.mlp == MlpKind::kMoe;
@@ -59,7 +62,9 @@ double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, boo
   const double h = double(m.hidden_size);
   const double act = m.gated_mlp ? 3.0 : 2.0;  // SwiGLU read 2f write f; squared ReLU read f write f
   double e = 0.0;
-  if (mixer == MixerKind::kAttention) {
+  if (mixer == MixerKind::kAttention && m.architecture == Architecture::kDeepseekV4) {
+    e += Dsv4BlockElements(m, fp8);
+  } else if (mixer == MixerKind::kAttention) {
     e += 5.0 * h + 2.0 * double(QDim(m) + KDim(m)) + (fp8 ? 1.5 * double(AttnOutDim(m)) : 0.0);
   } else if (mixer == MixerKind::kMamba2) {
     const Mamba2Spec& x = m.mamba;
@@ -98,7 +103,9 @@ TeLayerBytes HybridBlockSavedBytes(const ModelSpec& m, MixerKind mixer, MlpKind 
   const double c = m.gated_mlp ? 2.0 : 1.0;  // fc1 output width over f
   const bool rc_norm = (rm & kRecomputeLayernorm) != 0;
   TeLayerBytes b;
-  if (mixer == MixerKind::kAttention) {
+  if (mixer == MixerKind::kAttention && m.architecture == Architecture::kDeepseekV4) {
+    b = Dsv4BlockSavedBytes(m, precision, rm);
+  } else if (mixer == MixerKind::kAttention) {
     const double a = double(m.num_attention_heads), d = double(m.head_dim), g = double(m.num_key_value_heads);
     b.sequence += 2.0 * h + (rc_norm ? 0.0 : q * h);
     b.split += 2.0 * (2.0 * a * d + 2.0 * g * d) + 4.0 * a;
@@ -148,7 +155,8 @@ TeLayerBytes HybridBlockSavedBytes(const ModelSpec& m, MixerKind mixer, MlpKind 
 HybridKernels HybridKernelsPerBlock(const ModelSpec& m, const CostView& l, const MegatronUnfused& unfused) {
   const double ep = double(std::max<int64_t>(1, l.ep));
   const double experts = double(m.num_experts) / ep * kGroupedGemmKernelsPerExpert;
-  const double attn = kAttnBlockKernels + unfused.kernels, mamba = kMambaBlockKernels, mlp = kMlpBlockKernels;
+  const double attn = (m.architecture == Architecture::kDeepseekV4 ? kDsv4BlockKernels : kAttnBlockKernels) + unfused.kernels,
+               mamba = kMambaBlockKernels, mlp = kMlpBlockKernels;
   const double moe = kMoeLayerKernels - kAttnBlockKernels + experts, pre = kMoeRouterKernels + kMoePreprocessKernels;
   const uint32_t scope = l.cuda_graph_scope;
   const bool all = l.cuda_graph == CudaGraphCapture::kFullIteration ||

@@ -20,7 +20,8 @@ struct HybridBlocks {
   int64_t Total() const { return attention + mamba + dense + moe + gdn; }
 };
 
-/// The blocks of layers [first, first + count) of `model`'s layer pattern (clamped to it).
+/// The blocks of layers [first, first + count) of `model`'s layer pattern (clamped to it);
+/// DeepSeek-V4's attention blocks count as attention (their terms: cost/dsv4.hpp).
 HybridBlocks HybridBlocksIn(const ModelSpec& model, int64_t first, int64_t count);
 
 /// Forward + backward GEMM FLOP per token of one Mamba-2 mixer's in_proj (h -> 2·d_in +
@@ -91,6 +92,8 @@ double GdnChunkFlops(const ModelSpec& model);
 ///        o written v), the output norm (read o, write 2·v) and the gate in fp32
 ///        (gate.float(), silu, the product and the cast back: about 10·v); FP8: the out_proj
 ///        input cast 1.5·v
+/// DeepSeek-V4's attention blocks (kDeepseekV4Attention, counted as kAttention by
+/// HybridBlocksIn): kAttention of a DeepSeek-V4 model is Dsv4BlockElements (cost/dsv4.hpp).
 double HybridBlockElements(const ModelSpec& model, MixerKind mixer, MlpKind mlp, bool fp8);
 
 /// Saved activation bytes per token of one block under Megatron-Core with Transformer Engine
@@ -123,6 +126,7 @@ double HybridBlockElements(const ModelSpec& model, MixerKind mixer, MlpKind mlp,
 /// Under CP the Mamba-2 tensors are head-parallel over the whole sequence after the all-to-all
 /// (mamba_context_parallel.py pre_conv_ssm): the same bytes / CP as the sequence split; so are
 /// the Gated DeltaNet tensors (gdn.py a2a_cp_to_hp after in_proj).
+/// kAttention of a DeepSeek-V4 model: Dsv4BlockSavedBytes (cost/dsv4.hpp).
 TeLayerBytes HybridBlockSavedBytes(const ModelSpec& model, MixerKind mixer, MlpKind mlp, Precision precision,
                                    int64_t etp, uint32_t recompute_modules);
 

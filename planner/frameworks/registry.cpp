@@ -23,7 +23,17 @@ std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 ///    cp_linear_attn.py CPAwareGatedDeltaNet; Qwen3-Next's Qwen3NextFp32GatedDeltaNet has no CP
 ///    path: moe/parallelizer.py apply_cp skips it). Those rules are AutoModel's
 ///    (rules_parallel.cpp, rules_gdn.cpp), judged by check.
+///  * DeepSeek-V4: DeepseekV4ForCausalLM (_transformers/registry.py ->
+///    components/models/deepseek_v4/model.py, moe/parallelizer.py fully_shard_deepseek_v4);
+///    CP only with backend.attn tilelang (_transformers/capabilities.py supports_cp).
 std::string AutoModelHybridRefusal(const ModelSpec& model) {
+  if (model.architecture == Architecture::kDeepseekV4) {
+    return "NeMo AutoModel trains DeepseekV4ForCausalLM with its own model (nemo_automodel/components/models/"
+           "deepseek_v4/model.py: EP, PP with the hash-routed layers on stage 0, CP only with backend.attn tilelang), "
+           "but meshplan's PyTorch-eager cost terms have no DeepSeek-V4 blocks (its eager compressor, indexer and "
+           "hyper-connection ops and their saved tensors): no AutoModel layout of it is planned or priced (check "
+           "judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
+  }
   bool mamba = false, gdn = false;
   for (const LayerBlock& b : model.layer_pattern) {
     mamba = mamba || b.mixer == MixerKind::kMamba2;
@@ -202,8 +212,10 @@ std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& mode
   if (!model.is_hybrid() || fw.hybrid_refusal == nullptr) return "";
   const std::string why = fw.hybrid_refusal(model);
   if (why.empty()) return "";
-  return model.architecture_name + " is a hybrid model (a layer pattern of Mamba-2 or Gated DeltaNet, attention and MLP blocks): " +
-         why;
+  const char* kinds = model.architecture == Architecture::kDeepseekV4
+                          ? "DeepSeek-V4 compressed / sparse attention and MoE blocks"
+                          : "Mamba-2 or Gated DeltaNet, attention and MLP blocks";
+  return model.architecture_name + " is a hybrid model (a layer pattern of " + kinds + "): " + why;
 }
 
 Cost Score(const CostModel& cost, const Layout& layout) {

@@ -20,7 +20,7 @@ constexpr Architecture kAllArchitectures[] = {
     Architecture::kNemotronH, Architecture::kGlm4Moe, Architecture::kDeepseekV2, Architecture::kPhi3,
     Architecture::kGranite, Architecture::kOlmo2, Architecture::kOlmoe, Architecture::kGemma2,
     Architecture::kGemma3, Architecture::kQwen3Next, Architecture::kQwen3_5Moe, Architecture::kDeepseekV32,
-    Architecture::kLlama4,
+    Architecture::kLlama4, Architecture::kDeepseekV4,
 };
 
 /// Other Hugging Face names of a supported architecture: a vision-language class whose text
@@ -119,6 +119,7 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kQwen3_5Moe: return "Qwen3_5MoeForConditionalGeneration";
     case Architecture::kLlama4: return "Llama4ForConditionalGeneration";
     case Architecture::kDeepseekV32: return "DeepseekV32ForCausalLM";
+    case Architecture::kDeepseekV4: return "DeepseekV4ForCausalLM";
     case Architecture::kGeneric: return "generic decoder";
   }
   return "?";

@@ -206,6 +206,7 @@ int64_t DefaultKeyValueHeads(Architecture a, int64_t num_attention_heads) {
     case Architecture::kGemma2:
     case Architecture::kGemma3: return 4;
     case Architecture::kLlama4: return 8;  // Llama4TextConfig
+    case Architecture::kDeepseekV4: return 1;  // DeepseekV4Config: one KV head (MQA)
     case Architecture::kDeepseekV2:  // MLA: no KV-head groups
     case Architecture::kDeepseekV3:
     case Architecture::kDeepseekV32:
@@ -241,7 +242,9 @@ void ReadCommon(KeyReader& r, ModelSpec& s) {
   s.tie_word_embeddings = r.Bool("tie_word_embeddings", false);
   // Qwen3.5 MoE's text_config has no intermediate_size (every layer MoE unless
   // mlp_only_layers / decoder_sparse_step say otherwise: ReadQwen3Next requires it then).
-  const bool optional_ffn = s.architecture == Architecture::kQwen3_5Moe && !r.HasValue("intermediate_size");
+  // DeepseekV4Config has no intermediate_size at all (every layer MoE: ReadDeepseekV4 sets it).
+  const bool optional_ffn = (s.architecture == Architecture::kQwen3_5Moe || s.architecture == Architecture::kDeepseekV4) &&
+                            !r.HasValue("intermediate_size");
   s.intermediate_size = optional_ffn ? 0 : r.Int("intermediate_size", 1, kMaxWidth);
   s.rope_scaling_type = ReadRopeScalingType(r);
 }
@@ -648,6 +651,9 @@ ModelSpec ParseModel(std::string_view text, const std::string& filename, const M
       break;
     case Architecture::kLlama4:
       ReadLlama4(r, s);
+      break;
+    case Architecture::kDeepseekV4:
+      ReadDeepseekV4(r, s);
       break;
     case Architecture::kGeneric:
       ReadGeneric(r, s);

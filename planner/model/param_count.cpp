@@ -4,6 +4,8 @@
 // router h·E (+E), norms 2·h per layer + h final, embedding h·V (x2 untied).
 // Extended with the biases, q/k norms and sinks of the transformers implementations.
 
+#include <algorithm>
+
 #include "model/model_internal.hpp"
 
 namespace meshplan {
@@ -90,6 +92,31 @@ T GatedDeltaNetPerLayer(const ModelSpec& m) {
   return h * (2 * kd + 2 * vd) + h * 2 * nv + conv_dim * T(x.conv_kernel) + 2 * nv + T(x.value_head_dim) + vd * h;
 }
 
+/// One DeepSeek-V4 attention layer of compress ratio `c` with its two hyper-connections (NeMo
+/// AutoModel components/models/deepseek_v4/layers.py): wq_a h·r_q, q_norm r_q, wq_b r_q·a·d,
+/// wkv h·d, kv_norm d, wo_a (a·d/g)·(g·r_o), wo_b g·r_o·h, sinks a; a Compressor for c > 0:
+/// wkv and wgate h·k·d each, ape c·k·d, kv_norm d (k = 2 in overlap mode, c = 4; else 1); the
+/// Indexer for c = 4: wkv and wgate h·2·d_I each, ape 4·2·d_I, kv_norm d_I, wq_b r_q·n_I·d_I,
+/// weights_proj h·n_I; two DeepseekV4HyperConnection: (2 + m)·m·(m·h + 1) + 3 each.
+template <class T>
+T DeepseekV4AttentionLayer(const ModelSpec& m, int64_t compress_ratio) {
+  const DeepseekV4Spec& v = m.dsv4;
+  const T h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim, rq = v.q_lora_rank, ro = v.o_lora_rank,
+          g = v.o_groups, hc = v.hc_mult;
+  T p = h * rq + rq + rq * a * d + h * d + d + (a * d / g) * (g * ro) + g * ro * h + a;
+  const T c = compress_ratio;
+  if (compress_ratio > 0) {
+    const T k = compress_ratio == 4 ? T{2} : T{1};
+    p += 2 * h * k * d + c * k * d + d;
+  }
+  if (compress_ratio == 4) {
+    const T ni = v.index_n_heads, di = v.index_head_dim;
+    p += 2 * h * 2 * di + 4 * 2 * di + di + rq * ni * di + h * ni;
+  }
+  p += 2 * ((2 + hc) * hc * (hc * h + 1) + 3);
+  return p;
+}
+
 /// A hybrid model, block by block over its layer pattern: each layer one RMSNorm (h) per
 /// present block, its mixer (attention as AttentionPerLayer, Mamba-2 as MambaPerLayer) and
 /// its MLP (dense mats·h·f; MoE: experts, shared experts, router); embeddings and the final
@@ -98,7 +125,9 @@ template <class T>
 Counts<T> ComputeHybrid(const ModelSpec& m) {
   Counts<T> c;
   const T h = m.hidden_size, mats = m.gated_mlp ? T{3} : T{2};
-  c.attention_per_layer = AttentionPerLayer<T>(m);
+  // DeepSeek-V4: one sliding-window layer's attention until the pattern loop below (each layer
+  // by its compress ratio) replaces it by the mean.
+  c.attention_per_layer = m.dsv4.hc_mult > 0 ? DeepseekV4AttentionLayer<T>(m, 0) : AttentionPerLayer<T>(m);
   c.dense_mlp_per_layer = mats * h * T(m.intermediate_size);
   T mamba_per_layer = MambaPerLayer<T>(m), mamba{};
   T gdn_per_layer = GatedDeltaNetPerLayer<T>(m), gdn{};
@@ -118,6 +147,7 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
     for (const LayerBlock& b : m.mtp_pattern) {
       if (b.mixer != MixerKind::kNone || b.mlp != MlpKind::kNone) mtp += h;
       if (b.mixer == MixerKind::kAttention) mtp += c.attention_per_layer;
+      if (b.mixer == MixerKind::kDeepseekV4Attention) mtp += DeepseekV4AttentionLayer<T>(m, b.compress_ratio);
       if (b.mixer == MixerKind::kMamba2) mtp += mamba_per_layer;
       if (b.mlp == MlpKind::kDense) mtp += c.dense_mlp_per_layer;
       if (b.mlp == MlpKind::kMoe) {
@@ -127,21 +157,32 @@ Counts<T> ComputeHybrid(const ModelSpec& m) {
     }
     c.mtp = mtp;
   }
-  T moe_layers{};
+  T moe_layers{}, dsv4_layers{};
   for (const LayerBlock& b : m.layer_pattern) {
+    dsv4_layers += b.mixer == MixerKind::kDeepseekV4Attention ? T{1} : T{0};
     if (b.mixer != MixerKind::kNone) c.norms += h;
     if (b.mlp != MlpKind::kNone) c.norms += h;
     if (b.mixer == MixerKind::kAttention) c.attention += c.attention_per_layer;
     if (b.mixer == MixerKind::kMamba2) mamba += mamba_per_layer;
     if (b.mixer == MixerKind::kGatedDeltaNet) gdn += gdn_per_layer;
+    // DeepSeek-V4: the layer's attention by its compress ratio, with its hyper-connections.
+    if (b.mixer == MixerKind::kDeepseekV4Attention) c.attention += DeepseekV4AttentionLayer<T>(m, b.compress_ratio);
     if (b.mlp == MlpKind::kDense) c.dense_mlp += c.dense_mlp_per_layer;
     if (b.mlp == MlpKind::kMoe) moe_layers += 1;
   }
   c.routed_experts = moe_layers * T(m.num_experts) * c.expert_per_layer;
   c.shared_experts = moe_layers * c.shared_per_layer;
   c.router = moe_layers * c.router_per_layer;
+  // DeepSeek-V4's hash-routed layers: a gate weight without the expert bias (AutoModel
+  // deepseek_v4/model.py DeepseekV4HashGate: bias None; the tid2eid table is a buffer).
+  if (m.router_bias) c.router -= T(std::min<int64_t>(m.dsv4.num_hash_layers, m.num_layers)) * T(m.num_experts);
+  // DeepSeek-V4: attention_per_layer is the mean over its layers (their compressors differ by
+  // compress ratio), what a rank's share of the attention parameters is counted with.
+  if (dsv4_layers > T{0}) c.attention_per_layer = c.attention / dsv4_layers;
   c.latent_proj = moe_layers * c.latent_proj_per_layer;
   c.norms += h;  // final norm (norm_f)
+  // DeepSeek-V4's output contraction of the hc_mult streams (DeepseekV4HyperHead): m·m·h + m + 1.
+  if (m.dsv4.hc_mult > 0) c.norms += T(m.dsv4.hc_mult) * T(m.dsv4.hc_mult) * h + T(m.dsv4.hc_mult) + 1;
   c.norms_per_layer = h;
   c.embedding = T(m.vocab_size) * h;
   c.output_head = m.tie_word_embeddings ? T{0} : T(m.vocab_size) * h;

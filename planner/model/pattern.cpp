@@ -27,14 +27,18 @@ std::string HybridRefusal(const ModelSpec& m) {
   if (!m.is_hybrid()) return "";
   for (const LayerBlock& b : m.layer_pattern) {
     if (b.mixer != MixerKind::kNone && b.mixer != MixerKind::kAttention && b.mixer != MixerKind::kMamba2 &&
-        b.mixer != MixerKind::kGatedDeltaNet) {
+        b.mixer != MixerKind::kGatedDeltaNet && b.mixer != MixerKind::kDeepseekV4Attention) {
       return m.architecture_name + " has a layer pattern with a token mixer meshplan's cost model has no terms for "
              "(it prices attention, Mamba-2 and Gated DeltaNet mixers only): its parameters are counted, but no "
              "layout of it is planned, checked or priced";
     }
   }
-  bool windowed = m.sliding_window > 0;
-  for (const LayerBlock& b : m.layer_pattern) windowed = windowed || b.sliding_window > 0;
+  // DeepSeek-V4's window is part of its own block kind (cost/dsv4.hpp prices it).
+  const bool dsv4 = m.architecture == Architecture::kDeepseekV4;
+  bool windowed = m.sliding_window > 0 && !dsv4;
+  for (const LayerBlock& b : m.layer_pattern) {
+    windowed = windowed || (b.sliding_window > 0 && b.mixer != MixerKind::kDeepseekV4Attention);
+  }
   const char* what = m.mla ? "MLA attention" : windowed ? "sliding-window attention"
                      : m.mtp_num_layers > 0 && m.mtp_pattern.empty() ? "MTP layers without an MTP block pattern"
                                                                      : nullptr;

@@ -36,6 +36,7 @@ std::span<const Rule> PipelineRules();
 std::span<const Rule> HfModelRules();
 /// AutoModel's rules for its Gated DeltaNet hybrids (frameworks/automodel/rules_gdn.cpp).
 std::span<const Rule> AutoModelGdnRules();
+std::span<const Rule> AutoModelDsv4Rules();  ///< DeepSeek-V4 (frameworks/automodel/rules_dsv4.cpp)
 std::span<const Rule> BatchRules();
 
 

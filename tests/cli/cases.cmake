@@ -335,7 +335,8 @@ meshplan_cli_case(plan_sweep_bad_point 2 "--sweep-gpus: point 12: expected a mul
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,12 --seq-len 8192 --global-batch 512)
 
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
-meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "skipped .line [0-9]+.: model not describable"
+meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "!model not describable"
+  "DeepSeekV4 Flash DGX-GB200 128 MXFP8 +706 +[0-9]+ +[-+][0-9.]+ "
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0)
 meshplan_cli_case(validate_survey 0 "summary: [0-9]+ rows evaluated"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --rank-top 0)
@@ -1004,10 +1005,29 @@ meshplan_cli_case(arch_llama4_check_ep8_am 1 "ep_needs_automodel_moe: Expert par
   -- ${MP} check ${D}/automodel_llama4_scout_ep8.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
 meshplan_cli_case(arch_llama4_check_cp2_am 1 "cp_no_chunked_attention: cp_size=2 with attention_chunk_size=8192 on 36 layers and seq_len 16384"
   -- ${MP} check ${D}/automodel_llama4_scout_cp2.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
+# DeepSeek-V4 Flash (DeepseekV4ForCausalLM): priced under Megatron-Bridge (cost/dsv4.hpp), refused
+# by AutoModel's PyTorch-eager terms (AutoModel trains it: check judges it by AutoModel's rules);
+# Megatron-Core's (dev) TP 1, hash-layer pipeline and CP rules reproduced by check.
+meshplan_cli_case(arch_deepseek_v4_plan_mb 0 "^rank +strategy"
+  -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system gb200-nvl72 --gpus 128 --seq-len 4096 --global-batch 2048 --framework megatron-bridge --precision fp8 --top 2)
+meshplan_cli_case(arch_deepseek_v4_refused_am 2 "DeepseekV4ForCausalLM is a hybrid model .a layer pattern of DeepSeek-V4 compressed / sparse attention and MoE blocks.: NeMo AutoModel trains DeepseekV4ForCausalLM"
+  -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system gb200-nvl72 --gpus 128 --seq-len 4096 --global-batch 2048 --framework automodel)
+meshplan_cli_case(arch_deepseek_v4_check_mb 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted"
+  -- ${MP} check ${D}/mbridge_deepseek_v4_flash_128gpu_gb200.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128 --precision fp8)
+meshplan_cli_case(arch_deepseek_v4_check_am 0 "valid: passes all" "memory: not predicted .DeepseekV4ForCausalLM is a hybrid model"
+  -- ${MP} check ${D}/automodel_deepseek_v4_flash_ep64.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_cp2_am 1 "dsv4_cp_needs_tilelang: Context parallelism .cp_size=2. for DeepseekV4ForCausalLM requires the TileLang attention backend"
+  -- ${MP} check ${D}/automodel_deepseek_v4_flash_cp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_tp2 1 "mb_dsv4_tp1: DSv4 Hybrid Attention only supports TP size 1 .tensor_model_parallel_size=2."
+  -- ${MP} check ${D}/mbridge_deepseek_v4_flash_tp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_pp4 1 "mb_dsv4_hash_layers_need_pp_layout: pipeline_model_parallel_layout must be set when using hash MoE layers"
+  -- ${MP} check ${D}/mbridge_deepseek_v4_flash_pp4.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_pp2_layout 1 "mb_dsv4_hash_layers_first_stage: .*moe_n_hash_layers=3 but that stage holds 2 decoder layers"
+  -- ${MP} check ${D}/mbridge_deepseek_v4_flash_pp2_layout.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 # A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
 add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
   set -u; d=\$(mktemp -d); A=${A}
-  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel' 'qwen3-next-80b-a3b.json 32 256 megatron-bridge' 'qwen3.5-35b-a3b.json 16 256 megatron-bridge'; do
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel' 'qwen3-next-80b-a3b.json 32 256 megatron-bridge' 'qwen3.5-35b-a3b.json 16 256 megatron-bridge' 'deepseek-v4-flash.json 128 2048 megatron-bridge'; do
     set -- \$c; rm -f \$d/r.yaml
     '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
     '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }

@@ -33,7 +33,7 @@ TEST_CASE("check: NVIDIA's Llama 3 70B Megatron-Bridge recipe passes every rule 
   const CheckedDocument& d = rep.documents[0];
   CHECK(d.error.empty());
   CHECK(d.failures.empty());
-  CHECK(d.rules_checked == 76);  // 68 + the 2 Gated DeltaNet rows + the 5 context-parallel rows (rules_cp.cpp) + mb_deepep_ep_ranks
+  CHECK(d.rules_checked == 81);  // 68 + the 2 Gated DeltaNet rows + the 5 context-parallel rows (rules_cp.cpp) + the 5 DeepSeek-V4 rows (rules_dsv4.cpp) + mb_deepep_ep_ranks
   const Layout& l = d.recipe.parsed.layout;
   CHECK(l.framework == Framework::kMegatronBridge);
   CHECK(l.tp == 4);

@@ -426,3 +426,69 @@ TEST_CASE("adapter Llama4: no_rope_layers and layer_types and a null attention_c
   CHECK_THROWS_WITH(ParseModel(base + ", \"no_rope_layers\": [1, 0]}", "l4.json"),
                     doctest::Contains("expected one entry (1: RoPE, 0: NoPE) per layer, 4, found 2"));
 }
+
+TEST_CASE("adapter DeepseekV4ForCausalLM: DeepSeek-V4 Flash") {
+  const ModelSpec m = Arch("deepseek-v4-flash.json");
+  CHECK(m.architecture == Architecture::kDeepseekV4);
+  CHECK(m.num_key_value_heads == 1);
+  CHECK(m.intermediate_size == 2048);  // no key: moe_intermediate_size (AutoModel MoEConfig inter_dim)
+  REQUIRE(m.layer_pattern.size() == 43);
+  int window = 0, csa = 0, hca = 0;
+  for (const LayerBlock& b : m.layer_pattern) {
+    CHECK(b.mixer == MixerKind::kDeepseekV4Attention);
+    CHECK(b.mlp == MlpKind::kMoe);
+    window += b.compress_ratio == 0;
+    csa += b.compress_ratio == 4;
+    hca += b.compress_ratio == 128;
+  }
+  CHECK(window == 2);
+  CHECK(csa == 21);
+  CHECK(hca == 20);
+  CHECK(m.mtp_num_layers == 1);
+  REQUIRE(m.mtp_pattern.size() == 1);
+  CHECK(m.mtp_pattern[0].compress_ratio == 0);  // compress_ratios[43]
+  const ParamCounts p = CountParams(m);
+  // By hand (AutoModel deepseek_v4/layers.py, model.py), h 4096, a 64, d 512, r_q = r_o 1024,
+  // g 8, n_I 64, d_I 128, m 4: the window attention wq_a 4096·1024 + q_norm 1024 + wq_b
+  // 1024·64·512 + wkv 4096·512 + kv_norm 512 + wo_a 64·512·1024 + wo_b 8·1024·4096 + sinks 64
+  // = 106,956,352; a ratio-4 layer's compressor 2·4096·1024 + 4·1024 + 512 and indexer
+  // 2·4096·256 + 4·256 + 128 + 1024·64·128 + 4096·64 = 19,142,272 more; a ratio-128 layer's
+  // compressor 2·4096·512 + 128·512 + 512 = 4,260,352 more; two hyper-connections
+  // 2·(24·(4·4096 + 1) + 3) = 786,486; the MoE 257·3·4096·2048 + router 4096·256 + bias 256 =
+  // 6,468,665,600 (no bias on the 3 hash-routed layers); two norms 2·4096 per layer; untied
+  // embeddings 2·129280·4096, final norm 4096, the hyper-head 4·4·4096 + 4 + 1.
+  const int64_t layers = 43LL * (106956352 + 786486 + 6468665600LL + 8192) + 21LL * 19142272 + 20LL * 4260352 -
+                         3LL * 256;
+  CHECK(p.total == layers + 2LL * 129280 * 4096 + 4096 + 65536 + 5);
+  // Published: 284B total parameters (DeepSeek-V4 Flash model card; MTP module excluded).
+  CHECK(Off(p.total, 284e9) < 0.005);
+  CHECK(LoadModel("deepseek-v4-flash").architecture == Architecture::kDeepseekV4);  // the preset
+}
+
+TEST_CASE("adapter DeepseekV4ForCausalLM: layer_types with compress_rates and the refusals") {
+  // A 4-layer config of transformers' form: layer_types and compress_rates, no compress_ratios;
+  // every other key at DeepseekV4Config's defaults (the Flash values).
+  const std::string head = "{\"architectures\": [\"DeepseekV4ForCausalLM\"], \"hidden_size\": 4096, "
+                           "\"num_hidden_layers\": 4, \"num_attention_heads\": 64, \"vocab_size\": 129280, "
+                           "\"max_position_embeddings\": 1048576, ";
+  const std::string types = "\"layer_types\": [\"sliding_attention\", \"compressed_sparse_attention\", "
+                            "\"heavily_compressed_attention\", \"compressed_sparse_attention\"]";
+  const ModelSpec m = ParseModel(head + types + ", \"compress_rates\": {\"compressed_sparse_attention\": 4, "
+                                            "\"heavily_compressed_attention\": 128}}",
+                                 "v4.json");
+  REQUIRE(m.layer_pattern.size() == 4);
+  CHECK(m.layer_pattern[0].compress_ratio == 0);
+  CHECK(m.layer_pattern[1].compress_ratio == 4);
+  CHECK(m.layer_pattern[2].compress_ratio == 128);
+  CHECK(m.dsv4.q_lora_rank == 1024);
+  CHECK(m.dsv4.index_topk == 512);
+  CHECK(m.sliding_window == 128);
+  CHECK(m.mtp_num_layers == 1);  // num_nextn_predict_layers' default
+  // A compress rate Megatron-Core does not build (transformer_config.py: 0, 4 or 128 only).
+  CHECK_THROWS_WITH_AS(ParseModel(head + types + ", \"compress_rates\": {\"heavily_compressed_attention\": 64}}",
+                                  "v4.json"),
+                       doctest::Contains("expected 0, 4 or 128 at index 2"), InputError);
+  // Neither compress_ratios nor layer_types: per-layer ratios are required (the bridge refuses too).
+  CHECK_THROWS_WITH_AS(ParseModel(head + "\"head_dim\": 512}", "v4.json"),
+                       doctest::Contains("DeepSeek-V4 needs per-layer compression ratios"), InputError);
+}

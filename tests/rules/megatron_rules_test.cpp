@@ -136,6 +136,26 @@ void Qwen3Next(ModelSpec& m, TrainSetup&, Layout&) {
   m = LoadModel(std::string(MESHPLAN_SOURCE_DIR) + "/tests/data/models/arch/qwen3-next-80b-a3b.json");
 }
 
+// DeepSeek-V4 Flash (43 layers, the first 3 hash-routed, one MTP layer) at tp 1 pp 1 dp 32,
+// then with `more`.
+Edit Dsv4With(const std::function<void(Layout&)>& more) {
+  return [more](ModelSpec& m, TrainSetup&, Layout& l) {
+    m = LoadModel("deepseek-v4-flash");
+    l.tp = 1;
+    l.pp = 1;
+    l.dp = 32;
+    l.sequence_parallel = false;
+    l.mtp_layers = 1;
+    more(l);
+  };
+}
+// pp 2 with a recipe's layout of `text` (its MTP layer in the last stage).
+void Dsv4Layout(Layout& l, const char* text) {
+  l.pp = 2;
+  l.dp = 16;
+  WithLayout(l, {text, 1});
+}
+
 // Context parallelism over 2 (4) ranks on the base layout, with a cp_comm_type.
 Edit CpWith(int64_t cp, MbCpComm type, int64_t hcp_first = 0) {
   return [=](ModelSpec&, TrainSetup&, Layout& l) {
@@ -160,6 +180,16 @@ void SlidingWindow(ModelSpec& m, Layout&) {
 void Sinks(ModelSpec& m, Layout&) { m.attention_sinks = true; }
 
 const Case kCases[] = {
+    {"mb_dsv4_tp1", "DSv4 Hybrid Attention only supports TP size 1 (tensor_model_parallel_size=2)",
+     Dsv4With([](Layout&) {}), Dsv4With([](Layout& l) { l.tp = 2; l.dp = 16; })},
+    {"mb_dsv4_cp_needs_thd", "BSHD inputs are not supported (context_parallel_size=2",
+     Dsv4With([](Layout&) {}), Dsv4With([](Layout& l) { l.cp = 2; l.dp = 16; })},
+    {"mb_dsv4_hash_layers_need_pp_layout", "must be set when using hash MoE layers with pipeline parallelism",
+     Dsv4With([](Layout& l) { Dsv4Layout(l, "Et*22|t*21mL"); }), Dsv4With([](Layout& l) { l.pp = 2; l.dp = 16; })},
+    {"mb_dsv4_hash_layers_first_stage", "moe_n_hash_layers=3 but that stage holds 2 decoder layers",
+     Dsv4With([](Layout& l) { Dsv4Layout(l, "Et*3|t*40mL"); }), Dsv4With([](Layout& l) { Dsv4Layout(l, "Et*2|t*41mL"); })},
+    {"mb_dsv4_hash_layers_ep_overlap", "overlap_moe_expert_parallel_comm does not support moe_n_hash_layers > 0",
+     Dsv4With([](Layout&) {}), Dsv4With([](Layout& l) { l.mb.ep_a2a_overlap = Tri::kTrue; })},
     {"mb_gdn_tp_cp_key_heads", "self.linear_num_key_heads=16 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=8)",
      Qwen3Next, [](ModelSpec& m, TrainSetup& s, Layout& l) { Qwen3Next(m, s, l); l.cp = 8; }},
     {"mb_gdn_tp_cp_value_heads", "self.linear_num_value_heads=32 must be a multiple of (self.tensor_model_parallel_size=4 * self.context_parallel_size=16)",

@@ -129,6 +129,10 @@ const Case kCases[] = {
      "cp_size=2 on Qwen3NextForCausalLM: apply_cp finds no CP-aware linear_attn on its 36 Gated DeltaNet layers",
      [](ModelSpec& m, auto&, Layout& l) { m = Qwen3Next(); l.tp = 1; l.dp = 16; },
      [](ModelSpec& m, auto&, Layout& l) { m = Qwen3Next(); l.tp = 1; l.cp = 2; l.dp = 8; }},
+    // DeepSeek-V4 Flash: AutoModel's CP for it needs the TileLang attention backend.
+    {"dsv4_cp_needs_tilelang", "Context parallelism (cp_size=2) for DeepseekV4ForCausalLM requires the TileLang attention backend",
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("deepseek-v4-flash"); l.tp = 1; l.cp = 2; l.dp = 8; l.am_backend.attn_tilelang = true; },
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("deepseek-v4-flash"); l.tp = 1; l.cp = 2; l.dp = 8; }},
     {"sequence_parallel_fsdp2_only", "Unknown options for strategy 'megatron_fsdp': ['sequence_parallel']",
      [](auto&, auto&, Layout& l) { l.sequence_parallel = true; },
      [](auto&, auto&, Layout& l) { l = Layout{}; l.strategy = Strategy::kMegatronFsdp; l.dp = 32; l.local_batch_size = 4; l.sequence_parallel = true; }},

@@ -145,6 +145,7 @@ void ReadBackend(MapReader& top, Layout& l, ParsedRecipe& out) {
   // experts te / gmm need a flex dispatcher: with torch AutoModel keeps torch and switches the
   // experts to torch_mm (BackendConfig.__post_init__), which the pricing does not tell apart.
   mb.fake_balanced_gate = b.Bool("fake_balanced_gate", false);
+  if (b.HasValue("attn")) mb.attn_tilelang = b.Str("attn") == "tilelang";
   mb.fake_gate_noise = b.Num("fake_gate_noise", 0.0, 1.0, 0.0);
   for (const char* k : kBackendFields) b.Ignore({k});
   b.RejectUnknown();

@@ -13,6 +13,7 @@ std::span<const Rule> MegatronMeshRules();
 std::span<const Rule> MegatronLayoutRules();  ///< a recipe's pipeline_model_parallel_layout
 std::span<const Rule> MegatronHybridRules();  ///< Mamba-2 and hybrid-pattern rows (rules_hybrid.cpp)
 std::span<const Rule> MegatronGdnRules();  ///< Gated DeltaNet rows (rules_gdn.cpp)
+std::span<const Rule> MegatronDsv4Rules();  ///< DeepSeek-V4 attention and hash-routed MoE rows (rules_dsv4.cpp)
 std::span<const Rule> MegatronDpRules();
 std::span<const Rule> MegatronCpRules();  ///< cp_comm_type and hierarchical CP sizes (rules_cp.cpp)
 std::span<const Rule> MegatronFindingRules();  ///< warning and silently-off rows (frameworks/megatron_bridge/rules_findings.cpp)

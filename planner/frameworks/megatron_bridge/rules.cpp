@@ -11,7 +11,7 @@ namespace {
 
 std::vector<Rule> Build() {
   std::vector<Rule> all;
-  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronGdnRules(),
+  for (auto part : {rules::MegatronMeshRules(), rules::MegatronHybridRules(), rules::MegatronGdnRules(), rules::MegatronDsv4Rules(),
                     rules::MegatronLayoutRules(), rules::MegatronCpRules(), rules::MegatronDpRules(),
                     rules::MegatronFindingRules()}) {
     all.insert(all.end(), part.begin(), part.end());

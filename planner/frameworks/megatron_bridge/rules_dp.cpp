@@ -235,15 +235,18 @@ std::string RecomputeArgsMsg(const RuleContext& c) {
 /// Selective recompute modules the model has: mla_up_proj needs multi_latent_attention,
 /// moe_act needs moe_grouped_gemm (Megatron-Bridge's MoE model providers set it; dense models
 /// have no experts to group). Source: MCore transformer_config.py:1964-1973 (d98e8a6, 2026-08).
+/// DeepSeek-V4 runs with multi_latent_attention on (Megatron-Bridge 067f987 deepseek_v4_bridge.py
+/// provider_bridge; DSv4HybridSelfAttention's qkv_up_checkpoint honours mla_up_proj).
+static bool MegatronMultiLatentAttention(const ModelSpec& m) { return m.mla || m.architecture == Architecture::kDeepseekV4; }
 bool RecomputeModulesModel(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.recompute != Recompute::kSelective) return true;
   const uint32_t m = l.mb.recompute_modules;
-  return ((m & kRecomputeMlaUpProj) == 0 || c.model.mla) && ((m & kRecomputeMoeAct) == 0 || c.model.is_moe());
+  return ((m & kRecomputeMlaUpProj) == 0 || MegatronMultiLatentAttention(c.model)) && ((m & kRecomputeMoeAct) == 0 || c.model.is_moe());
 }
 std::string RecomputeModulesModelMsg(const RuleContext& c) {
   const uint32_t m = L(c).mb.recompute_modules;
-  if ((m & kRecomputeMlaUpProj) != 0 && !c.model.mla) {
+  if ((m & kRecomputeMlaUpProj) != 0 && !MegatronMultiLatentAttention(c.model)) {
     return "recompute_modules has mla_up_proj, which needs multi_latent_attention; " + c.model.name +
            " has no MLA (found " + RecomputeModulesValue(m) + ")";
   }

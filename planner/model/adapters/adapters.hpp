@@ -55,6 +55,8 @@ void ReadQwen3Next(KeyReader& r, ModelSpec& s);
 void ReadDeepseekV32(KeyReader& r, ModelSpec& s);
 /// Llama4ForConditionalGeneration's text_config and Llama4ForCausalLM (adapters/llama4.cpp).
 void ReadLlama4(KeyReader& r, ModelSpec& s);
+/// DeepseekV4ForCausalLM (adapters/deepseek_v4.cpp).
+void ReadDeepseekV4(KeyReader& r, ModelSpec& s);
 /// The number of "sliding_attention" entries of layer_types, which must list every layer
 /// ("full_attention" the others).
 int64_t CountSlidingLayers(KeyReader& r, const ModelSpec& s, const std::vector<std::string>& types);
