@@ -434,7 +434,7 @@ TEST_CASE("rules: AutoModel CP on Gated DeltaNet layers: Qwen3.5's CP-aware modu
 }
 
 namespace meshplan {
-TEST_CASE("automodel plans: deepep inside a node where DeepEP has a configuration for ep_size, else hybridep") {
+TEST_CASE("automodel plans: deepep inside a node where DeepEP has a configuration for ep_size and else hybridep") {
   SystemSpec h100;
   h100.gpus_per_node = 8;
   CHECK(automodel::DefaultBackend(h100, 8).dispatcher == AmDispatcher::kDeepEP);
