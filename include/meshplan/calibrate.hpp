@@ -145,8 +145,9 @@ struct RunsCalibration {
 /// "none" = meshplan's emitted settings), and fits the step-time constants to the measured
 /// step times exactly as `validate --fit` fits a system (FitMegatronTime: least squares on
 /// relative step time, ridge kMegatronFitRidge toward the prior; a GEMM constant per precision
-/// only from runs of at least kFitMinModels models). Runs of hybrid models (Mamba-2, Gated
-/// DeltaNet layers) and AutoModel runs are priced, not fitted. fit.source is "RUNS, N rows".
+/// only from runs of at least kFitMinModels models). Runs of models with a layer pattern
+/// (Mamba-2, Gated DeltaNet, DeepSeek-V4 attention: ModelSpec::is_hybrid) and AutoModel runs are
+/// priced, not fitted. fit.source is "RUNS, N rows".
 /// Throws InputError as Validate does (an unreadable or malformed runs or settings file).
 RunsCalibration CalibrateFromRuns(const SystemSpec& system, const std::string& runs, const std::string& hwdb,
                                   const std::string& recipe_settings);

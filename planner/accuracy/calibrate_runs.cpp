@@ -82,7 +82,8 @@ std::string RunsCalibrationNeeds() {
      << "  at least 5 runs (one per constant) before the ridge (" << kMegatronFitRidge
      << " toward 1, 1, 1, 1, 4 us) stops holding them near\n"
      << "    the prior; leave-one-out residuals below say how well the constants predict a run they did not see\n"
-     << "  runs of Megatron-Core layouts of decoders without Mamba-2 / Gated DeltaNet layers; others are priced, not fitted\n";
+     << "  runs of Megatron-Core layouts of decoders without a layer pattern (Mamba-2, Gated DeltaNet, DeepSeek-V4\n"
+     << "    attention); others are priced, not fitted\n";
   return os.str();
 }
 

@@ -56,7 +56,7 @@ void PrintRunsFit(const RunsCalibration& rc, const std::string& system) {
   not_fitted -= rc.fitted_rows;
   for (const auto& [why, n] : skipped) std::printf("skipped %d: %s\n", n, why.c_str());
   if (not_fitted > 0) {
-    std::printf("priced, not fitted %d: hybrid (Mamba-2 / Gated DeltaNet) or AutoModel runs\n", not_fitted);
+    std::printf("priced, not fitted %d: models with a layer pattern (Mamba-2, Gated DeltaNet, DeepSeek-V4 attention) or AutoModel runs\n", not_fitted);
   }
   if (rc.fitted_rows == 0) return;
   std::printf("\n%-20s %10s %8s  %s\n", "megatron_time_fit", "value", "prior", "from");
