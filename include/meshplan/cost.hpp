@@ -122,6 +122,11 @@ struct CostView {
   MoeRouting routing = MoeRouting::kUniform;
   CudaGraphCapture cuda_graph = CudaGraphCapture::kNone;
   uint32_t cuda_graph_scope = 0;  ///< MbGraphScope bits (0 = the whole layer)
+  /// AutoModel FSDP2 with gradient accumulation: the layout's distributed.defer_fsdp_grad_sync
+  /// (automodel::ToCostView: written true, or left unset in a recipe, AutoModel's default
+  /// FSDP2Config.defer_fsdp_grad_sync = True; a planned layout's recipe writes false). Priced as
+  /// MemoryOptions::defer_fsdp_grad_sync is (either one turns it on).
+  bool defer_fsdp_grad_sync = false;
   /// Megatron-Core: the attention's context-parallel exchange (MbSettings::cp_comm; AutoModel: the ring).
   CpCommType cp_comm = CpCommType::kP2p;
   /// With CpCommType::kA2aP2p: CP ranks of the a2a level (hierarchical_context_parallel_sizes[0]).

@@ -259,6 +259,10 @@ struct AmWritten {
   std::string defer_fsdp_grad_sync;       ///< distributed.defer_fsdp_grad_sync, fsdp2 only (true)
   std::string scale_grads_in_schedule;    ///< distributed.pipeline.scale_grads_in_schedule (false)
   std::string moe_reshard_after_forward;  ///< distributed.moe.reshard_after_forward (false)
+  /// The layout was read from a recipe (`check`, `explain --recipe`): a key it leaves unset
+  /// takes AutoModel's default (defer_fsdp_grad_sync true), where a planned layout takes the
+  /// value meshplan's recipes write.
+  bool from_recipe = false;
 };
 
 /// AutoModel's MoE token dispatcher, `model.backend.dispatcher` (BackendConfig,

@@ -345,6 +345,11 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
   mo.megatron_bridge_estimator = rep.memory_profile == "megatron-bridge";
   mo.fp32_params = in.fp32_params;
   mo.defer_fsdp_grad_sync = DeferFsdpGradSync(in, l, fw, req.setup, rep.notes);
+  // Priced from the layout (automodel::ToCostView reads its own setting): the flag, when given,
+  // replaces the recipe's.
+  if (in.defer_fsdp_grad_sync && fw.torch_memory_options) {
+    rep.layout.am.defer_fsdp_grad_sync = *in.defer_fsdp_grad_sync ? "true" : "false";
+  }
   mo.adam_impl = in.adam_impl == "fused"     ? AdamImpl::kFused
                  : in.adam_impl == "forloop" ? AdamImpl::kForLoop
                                              : AdamImpl::kForeach;

@@ -180,7 +180,7 @@ Cost CostModel::Evaluate(const CostView& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
   ctx.tables = tables_.get();
-  ctx.defer_fsdp_grad_sync = memory_.defer_fsdp_grad_sync;
+  ctx.defer_fsdp_grad_sync = memory_.defer_fsdp_grad_sync || layout.defer_fsdp_grad_sync;
   ctx.fp32_params = memory_.fp32_params;
   // Ranks with the same layers, embedding and head have the same step time, and the first
   // of them holds the most in-flight micro-batches (InflightMicrobatches is non-increasing

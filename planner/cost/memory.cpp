@@ -233,7 +233,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
       if (!kMoeReshardAfterForward && l.ep > 1 && c.groups.ep_shard.n > 1) {
         resident += 2.0 * std::max(0.0, expert_local - rp.max_layer_expert / ep);
       }
-      if (accum) grads_prev = opts.defer_fsdp_grad_sync ? 4.0 * (dense_local + expert_local) : grads_final;
+      const bool defer = opts.defer_fsdp_grad_sync || l.defer_fsdp_grad_sync;
+      if (accum) grads_prev = defer ? 4.0 * (dense_local + expert_local) : grads_final;
     }
   } else {  // megatron_fsdp
     const double n = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));

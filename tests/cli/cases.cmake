@@ -662,6 +662,17 @@ meshplan_cli_case(explain_invalid_verdict_says_refused 1 "fits: .* GiB to spare 
 meshplan_cli_case(explain_schedule_without_pp 0 "note: --pp-schedule 1f1b has no effect without pipeline parallelism"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 8 --pp-schedule 1f1b)
 
+# An AutoModel FSDP2 recipe with gradient accumulation that leaves defer_fsdp_grad_sync unset is
+# priced with AutoModel's default (true: unsharded fp32 gradients kept) by check as by explain;
+# explain --defer-fsdp-grad-sync false replaces the recipe's setting.
+meshplan_cli_case(check_automodel_defer_unset_priced_true 0 "^memory: 71\\.7 GiB per GPU predicted" "6277 tokens/s per GPU"
+  -- ${MP} check ${D}/automodel_fsdp2_ga4_defer_unset.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_automodel_defer_unset_priced_true 1 "most loaded GPU: 71\\.73 GiB" "6277 tokens/s per GPU"
+  -- ${MP} explain --recipe ${D}/automodel_fsdp2_ga4_defer_unset.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+meshplan_cli_case(explain_automodel_defer_flag_replaces_recipe 0 "gradients +1\\.87 " "!defer_fsdp_grad_sync: true priced"
+  -- ${MP} explain --recipe ${D}/automodel_fsdp2_ga4_defer_unset.yaml --model llama3.1-8b --system dgx-h100 --gpus 8
+     --defer-fsdp-grad-sync false)
+
 # Megatron-Bridge nearest layouts keep the recipe's dispatcher (flex) and list the runtime
 # settings the recipe wrote that their recipes write otherwise (overlap_grad_reduce).
 meshplan_cli_case(check_nearest_mb_keeps_flex 1 "^--- 1: [0-9]+ edits? .*overlap_grad_reduce: false -> true" "moe_token_dispatcher_type=flex" "!moe_token_dispatcher_type=alltoall" "!expert_model_parallel_size: 8 -> 1"

@@ -41,6 +41,8 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.mtp_layers = 0;
   v.dp_impl = DpImplOf(l.strategy);
   v.loss_fp32_upcast = l.loss_fp32_upcast;
+  v.defer_fsdp_grad_sync = l.strategy == Strategy::kFsdp2 &&
+                           (l.am.defer_fsdp_grad_sync == "true" || (l.am.from_recipe && l.am.defer_fsdp_grad_sync.empty()));
   SetDispatch(l.am_backend, v);
   return v;
 }

@@ -253,6 +253,7 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
     if (target.empty() || target.ends_with("MaskedCrossEntropy")) l.loss_fp32_upcast = loss.Bool("fp32_upcast", true);
   }
   // Settings check's nearest layouts write (nearest.cpp names them when they write another value).
+  l.am.from_recipe = true;
   if (l.strategy == Strategy::kFsdp2) l.am.defer_fsdp_grad_sync = Written(d, "defer_fsdp_grad_sync");
   if (d.HasValue("moe") && d.Get("moe").IsMap()) {
     MapReader moe(d.Get("moe"), d.filename(), "distributed.moe", kQuoted);
