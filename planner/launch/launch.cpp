@@ -50,7 +50,7 @@ std::string Header(const Candidate& c, const PlanRequest& req, const LaunchTopol
   s << "# meshplan " << FrameworkOf(req.framework).title << " launch of recipe " << rank << ": "
     << OneLine(req.model.name) << " on " << topo.nodes << " node(s) x " << topo.gpus_per_node << " GPUs of "
     << OneLine(req.system.name) << "\n# layout: " << Describe(c.layout) << "\n# predicted: " << c.cost.step_seconds
-    << " s/step, " << static_cast<long long>(c.cost.tokens_per_s_per_gpu) << " tokens/s/GPU\n";
+    << " s/step, " << recipe::Fixed(c.cost.tokens_per_s_per_gpu, 0) << " tokens/s/GPU\n";  // rounded as the table
   if (const std::string note = LaunchTopologyNote(req, topo); !note.empty()) s << "# " << note << "\n";
   return s.str();
 }

@@ -139,6 +139,10 @@ TEST_CASE("launch script and sbatch start the recipe with torchrun") {
   CHECK(sb.find("here=${here:-${SLURM_SUBMIT_DIR:-$PWD}}\nrecipe=\"$here\"/'r.rank1.yaml'\n") != std::string::npos);
   CHECK(sb.find("That folder must be the plan folder") != std::string::npos);
   CHECK(sb.find("BASH_SOURCE") == std::string::npos);
+  // The header's throughput is rounded as plan's table rounds it (9292.6 reads 9293, not 9292).
+  Candidate c = r.top[0];
+  c.cost.tokens_per_s_per_gpu = 9292.6;
+  CHECK(LaunchScript(c, req, topo, "r.rank1.yaml", 1).find(" 9293 tokens/s/GPU\n") != std::string::npos);
   const LaunchPaths p = LaunchFilePaths("out/recipes.yaml", 2);
   CHECK(p.recipe == "out/recipes.rank2.yaml");
   CHECK(p.launch == "out/recipes.rank2.launch.sh");
