@@ -139,7 +139,7 @@ struct RunsCalibration {
 };
 
 /// Prices every run of `runs` (a Megatron-Bridge performance-table CSV, the columns of
-/// tests/data/mbridge_perf_dev.csv; `validate`'s survey format is read too) at its layout on
+/// tests/data/mbridge_perf_dev.csv; InputError for `validate`'s survey format) at its layout on
 /// `system`, whatever the run's system cell says, with the recipe settings of
 /// `recipe_settings` (recipes/megatron-bridge-perf.yaml's schema; "" = the embedded file,
 /// "none" = meshplan's emitted settings), and fits the step-time constants to the measured

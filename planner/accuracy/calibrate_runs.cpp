@@ -56,6 +56,12 @@ RunsCalibration CalibrateFromRuns(const SystemSpec& system, const std::string& r
   req.fit_in_memory = true;
   req.recipe_settings = recipe_settings;
   ValidateReport report = Validate(req);
+  if (report.format != PublishedRunsFormat::kMegatronBridgePerf) {
+    throw InputError(SourceLoc{runs, 1, 1}, "--runs",
+                     "expected the columns of a Megatron-Bridge performance table (release,task,model,system,gpus,...); "
+                     "found the published-runs survey's, whose runs ran on many GPUs: give the runs of this system alone "
+                     "(nothing was written)");
+  }
   RunsCalibration out;
   out.rows = std::move(report.rows);
   if (report.fits.empty()) return out;
@@ -81,7 +87,7 @@ std::string RunsCalibrationNeeds() {
      << "    them (small micro-batches raise the kernel launches' share, large ones the HBM-bound kernels')\n"
      << "  at least 5 runs (one per constant) before the ridge (" << kMegatronFitRidge
      << " toward 1, 1, 1, 1, 4 us) stops holding them near\n"
-     << "    the prior; leave-one-out residuals below say how well the constants predict a run they did not see\n"
+     << "    the prior; the leave-one-out residuals above say how well the constants predict a run they did not see\n"
      << "  runs of Megatron-Core layouts of decoders without a layer pattern (Mamba-2, Gated DeltaNet, DeepSeek-V4\n"
      << "    attention); others are priced, not fitted\n";
   return os.str();

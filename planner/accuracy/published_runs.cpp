@@ -571,7 +571,7 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file,
     }
     if (!system_override.empty()) r.system = system_override;
     if (r.skip.empty() && r.preset.empty() && !r.shape_model) {
-      r.skip = "model not describable (no preset: hybrid Mamba, DeepSeek-V4 or another architecture)";
+      r.skip = "model not describable (no preset for the model name)";
       r.skip_detail = shape_problem.empty() ? "" : "model not describable: no preset, and its shape " + shape_problem;
     }
     if (r.skip.empty() && r.system.empty()) {

@@ -1,10 +1,9 @@
 // `meshplan calibrate [MEASUREMENTS...] [--runs RUNS.csv] --system BASE -o hwdb/systems/NAME.yaml`:
 // CLI11 wiring and the printing of meshplan::Calibrate's fit (planner/accuracy/calibrate.cpp) and
 // of CalibrateFromRuns' (planner/accuracy/calibrate_runs.cpp).
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <map>
 
 #include "cli/commands.hpp"
 #include "meshplan/calibrate.hpp"
@@ -24,12 +23,13 @@ void AddCalibrateCommand(CLI::App& app, CalibrateOptions& o) {
                   "tokens_per_s_per_gpu,model_tflops_per_gpu; the system cell is ignored): fit megatron_time_fit to them");
   cmd->add_option("--recipe-settings", o.recipe_settings,
                   "with --runs: YAML of the runs' recipe settings (schema of recipes/megatron-bridge-perf.yaml, keyed by "
-                  "the output system's name); default: the embedded file; 'none': meshplan's emitted settings");
+                  "--system's name); default: the embedded file; 'none': meshplan's emitted settings");
   cmd->add_option("--system", o.system, "base system (name or YAML path)")->required();
   cmd->add_option("-o,--out", o.out, "calibrated system YAML to write")->required();
   cmd->add_option("--hwdb", o.hwdb, "hardware database directory (default: the embedded hwdb/)");
   cmd->add_option("--max-residual", o.max_residual,
-                  "refuse the fit when the RMS relative residual of the fitted points exceeds this (default 0.25)");
+                  "refuse the fit when the RMS relative residual of the fitted points, or of the --runs step times, "
+                  "exceeds this (default 0.25)");
   cmd->add_flag("--force", o.force, "replace --out if it exists");
 }
 
@@ -44,17 +44,17 @@ void PrintRunsFit(const RunsCalibration& rc, const std::string& system) {
     std::printf("%-56s %+9.1f%% %+9.1f%%\n", rc.fit.labels[i].c_str(), 100 * o.residuals[i],
                 100 * o.loo_residuals[i]);
   }
-  std::map<std::string, int> skipped;
-  int not_fitted = 0;
+  int not_fitted = 0, skipped = 0;
   for (const ValidateRow& r : rc.rows) {
-    if (!r.skip.empty()) {
-      ++skipped[r.skip];
-    } else {
+    if (r.skip.empty()) {
       ++not_fitted;
+    } else if (++skipped <= 20) {
+      std::printf("skipped line %d (%s): %s\n", r.line, r.label.c_str(), r.skip_shown.c_str());
     }
   }
+  if (skipped > 20) std::printf("skipped %d more lines\n", skipped - 20);
+  if (rc.rows.empty()) std::printf("no data rows\n");
   not_fitted -= rc.fitted_rows;
-  for (const auto& [why, n] : skipped) std::printf("skipped %d: %s\n", n, why.c_str());
   if (not_fitted > 0) {
     std::printf("priced, not fitted %d: models with a layer pattern (Mamba-2, Gated DeltaNet, DeepSeek-V4 attention) or AutoModel runs\n", not_fitted);
   }
@@ -112,15 +112,26 @@ int RunCalibrate(const CalibrateOptions& o) {
     priced = fit.system;
   }
   if (!o.runs.empty()) {
-    // The runs are priced on the system being written, under its name (--recipe-settings
-    // entries key on it).
-    priced.name = std::filesystem::path(o.out).stem().string();
+    // The runs are priced on the system being written, under --system's name (--recipe-settings
+    // entries key on it; the embedded table's on the shipped systems' names).
     RunsCalibration rc = CalibrateFromRuns(priced, o.runs, o.hwdb, o.recipe_settings);
     PrintRunsFit(rc, priced.name);
     if (rc.fitted_rows == 0) {
       throw InputError({o.runs, 0, 0}, "--runs",
                        "expected at least one run of a Megatron-Core layout that meshplan can price on " + priced.name +
                            " (see the skipped runs above); nothing was written");
+    }
+    // The runs must follow the model: a mistyped throughput would otherwise drive the constants
+    // to their bounds and write a system no prediction should use.
+    double sq = 0;
+    for (double r : rc.fit.outcome.residuals) sq += r * r;
+    const double rms = std::sqrt(sq / double(rc.fit.outcome.residuals.size()));
+    if (!(rms <= o.max_residual)) {
+      std::cerr << "meshplan: calibration refused: RMS relative step-time residual of the runs " << 100 * rms
+                << "% exceeds " << 100 * o.max_residual
+                << "% (--max-residual); the runs do not follow the model (a mistyped throughput, or runs of "
+                   "another system?); nothing was written\n";
+      return 1;
     }
     rc.fit.written_by = "`meshplan calibrate --runs RUNS.csv`";
     yaml = SystemYamlWithFit(yaml, rc.fit);

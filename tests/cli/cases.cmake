@@ -440,18 +440,27 @@ meshplan_cli_case(calibrate_collectives_only 0
 # published DGX H100 rows with their system cell renamed), each constant with what it came from,
 # every run's residual in and out of the fit; written into the output system's megatron_time_fit.
 meshplan_cli_case(calibrate_runs 0
-  "runs on calibrate_runs \\(--runs\\): 20 fitted"
-  "Qwen3_30B_a3B my H100 cluster 16 FP8 \\(26\\.04\\) +\\+20\\.4% +\\+21\\.7%"
-  "gemm_fp8 +1\\.4947 +1\\.00 +fitted from 17 runs of 5 models in FP8"
-  "gemm_bf16 +1\\.4947 +1\\.00 += gemm_fp8: BF16 runs of 1 model"
-  "skipped 1: LoRA"
+  "runs on dgx-h100 \\(--runs\\): 20 fitted"
+  "Qwen3_30B_a3B my H100 cluster 16 FP8 \\(26\\.04\\) +-15\\.1% +-16\\.1%"
+  "gemm_fp8 +1\\.4673 +1\\.00 +fitted from 17 runs of 5 models in FP8"
+  "gemm_bf16 +1\\.4673 +1\\.00 += gemm_fp8: BF16 runs of 1 model"
+  "skipped line 9 \\(LLAMA3_70B my H100 cluster 8 FP8\\): LoRA"
   "what the fit needs" "wrote .*calibrate_runs\\.yaml"
   -- ${MP} calibrate --runs ${CMAKE_SOURCE_DIR}/tests/data/calibration/runs/h100_runs.csv --system dgx-h100
      -o ${CMAKE_BINARY_DIR}/calibrate_runs.yaml --force)
-# Both at once: the microbenchmark fit first, then the runs priced on the calibrated system.
+# A mistyped throughput (1633000 tokens/s) drives the constants to their bounds: refused, nothing written.
+meshplan_cli_case(calibrate_runs_typo 1
+  "calibration refused: RMS relative step-time residual of the runs .*exceeds 25% \\(--max-residual\\)" "!wrote"
+  -- ${MP} calibrate --runs ${CMAKE_SOURCE_DIR}/tests/data/calibration/runs/h100_runs_typo.csv --system dgx-h100
+     -o ${CMAKE_BINARY_DIR}/calibrate_runs_typo.yaml --force)
+# The published-runs survey (runs on many GPUs) is not one system's runs.
+meshplan_cli_case(calibrate_runs_survey_refused 2
+  "published_runs_dev\\.csv:1:1: error: --runs: expected the columns of a Megatron-Bridge performance table"
+  -- ${MP} calibrate --runs ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --system dgx-h100
+     -o ${CMAKE_BINARY_DIR}/calibrate_runs_survey.yaml --force)
 meshplan_cli_case(calibrate_gemm_and_runs 0
   "compute_efficiency +0\\.604407 +0\\.8 +fitted from 3 measurements"
-  "runs on calibrate_gemm_and_runs \\(--runs\\): 20 fitted" "megatron_time_fit +value"
+  "runs on dgx-h200 \\(--runs\\): 20 fitted" "megatron_time_fit +value"
   "wrote .*calibrate_gemm_and_runs\\.yaml"
   -- ${MP} calibrate ${CMAKE_SOURCE_DIR}/tests/data/calibration/synthetic/gemm_only.jsonl --system dgx-h200
      --runs ${CMAKE_SOURCE_DIR}/tests/data/calibration/runs/h100_runs.csv
@@ -460,7 +469,7 @@ meshplan_cli_case(calibrate_nothing 2
   "error: measurements: expected tools/measure/ measurement files, --runs RUNS.csv, or both; found neither"
   -- ${MP} calibrate --system dgx-h100 -o ${CMAKE_BINARY_DIR}/calibrate_nothing.yaml --force)
 meshplan_cli_case(calibrate_runs_none_priced 2
-  "skipped 1: LoRA" "--runs: expected at least one run of a Megatron-Core layout .*nothing was written" "!wrote"
+  "skipped line 2 .*: LoRA" "--runs: expected at least one run of a Megatron-Core layout .*nothing was written" "!wrote"
   -- ${MP} calibrate --runs ${CMAKE_SOURCE_DIR}/tests/data/calibration/runs/lora_only.csv --system dgx-h100
      -o ${CMAKE_BINARY_DIR}/calibrate_runs_none_priced.yaml --force)
 
