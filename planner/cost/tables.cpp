@@ -43,6 +43,7 @@ ModelSpec LayerCounts(const ModelSpec& m) {
   s.num_experts = m.num_experts;
   s.hidden_size = m.hidden_size;  // MTP parameters
   s.layer_pattern = m.layer_pattern;  // a hybrid model's blocks per rank
+  s.mtp_pattern = m.mtp_pattern;      // and its MTP layers' blocks (HybridBlocksOfRank)
   return s;
 }
 ModelSpec WithoutSourceMap(const ModelSpec& m) {

@@ -127,3 +127,32 @@ TEST_CASE("memory ranks: the precision-aware optimizer keeps fp32 master remaind
   CHECK_THROWS_WITH_AS(read("{use_precision_aware_optimizer: true, exp_avg_dtype: torch.int3}"),
                        doctest::Contains("found 'torch.int3'"), InputError);
 }
+
+TEST_CASE("memory ranks: a hybrid model's MTP layer is priced in the scored layout as in its ranks") {
+  // DeepSeek-V4 Flash (43 layers and one MTP layer of DeepSeek-V4 attention + MoE blocks,
+  // ModelSpec::mtp_pattern) on 128 GB200, TP 1 PP 1 EP 64: the scored memory (CostModel::Evaluate,
+  // through the CostTables' rank plan) is the one rank's memory as RankMemories prices it, with
+  // the MTP layer's blocks on that rank (the rank plan's model copy had left mtp_pattern out,
+  // 43 layers' worth instead of 44: 2.2% less on every term).
+  const ModelSpec m = LoadModel("deepseek-v4-flash");
+  REQUIRE(m.mtp_num_layers == 1);
+  REQUIRE_FALSE(m.mtp_pattern.empty());
+  const SystemSpec sys = LoadSystem("gb200-nvl72");
+  const TrainSetup setup = test::Setup(128, 4096, 2048);
+  const CostModel cm(m, sys, setup);
+  Layout l;
+  l.framework = Framework::kMegatronBridge;
+  l.strategy = Strategy::kDdp;
+  l.use_distributed_optimizer = true;
+  l.ep = 64;
+  l.etp = 1;
+  l.dp = 128;
+  l.mtp_layers = 1;
+  SetMegatronMicroBatch(l, 1, setup);
+  const CostView v = ToCostView(l, cm.model(), cm.setup());
+  const std::vector<MemoryBreakdown> r = cm.RankMemories(v);
+  REQUIRE(r.size() == 1);
+  const Cost c = cm.Evaluate(v);
+  CHECK(c.memory.Total() == doctest::Approx(r[0].Total()));
+  CHECK(c.memory.activations == doctest::Approx(r[0].activations));
+}
