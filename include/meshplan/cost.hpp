@@ -27,6 +27,18 @@ enum class DpImpl {
   kReplicated,     ///< DDP: every DP rank holds the whole parameters and gradients (torch or Megatron-Core DDP)
 };
 
+/// What Megatron FSDP shards over its data-parallel group (Megatron-Core
+/// DistributedDataParallelConfig.data_parallel_sharding_strategy; Megatron-LM
+/// megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py
+/// _init_each_parameter_group_buffers, 2026-08-22): which of the model weights, the main
+/// (fp32) weights with the optimizer state, and the gradients are distributed.
+enum class FsdpSharding {
+  kNoShard,           ///< no_shard: nothing distributed (DDP)
+  kOptim,             ///< optim: main weights and optimizer state (ZeRO-1)
+  kOptimGrads,        ///< optim_grads: those and the gradients (ZeRO-2)
+  kOptimGradsParams,  ///< optim_grads_params: those and the model weights (ZeRO-3)
+};
+
 /// Whose kernels, modules and memory accounting a layout runs on.
 enum class CostRuntime {
   kPyTorchEager,  ///< Hugging Face modules under torch (NeMo AutoModel): eager elementwise ops, SDPA
@@ -95,6 +107,8 @@ struct CostView {
   DpImpl dp_impl = DpImpl::kFsdpPerModule;
   bool distributed_optimizer = false;  ///< optimizer state sharded over DP (Megatron distributed optimizer or Megatron FSDP)
   double main_grad_bytes = 4.0;        ///< bytes per element of Megatron-Core's main-gradient buffer (fp32 4, bf16 2)
+  /// Megatron FSDP's sharding strategy (dp_impl kMegatronFsdp only; others ignore it).
+  FsdpSharding fsdp_sharding = FsdpSharding::kOptimGradsParams;
   int64_t bucket_size = 0;             ///< DDP bucket size in parameters; 0 = the default
   // --- overlap and runtime features (Megatron-Core; AutoModel layouts leave the defaults) ---
   bool tp_comm_overlap = false;

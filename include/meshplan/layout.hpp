@@ -185,6 +185,8 @@ struct MbSettings {
   Tri grad_acc_fusion = Tri::kUnset;
   bool use_tp_pp_dp_mapping = false;   ///< dist.use_tp_pp_dp_mapping (rank order tp-cp-ep-pp-dp)
   MbSharding sharding = MbSharding::kUnset;  ///< ddp.data_parallel_sharding_strategy
+  /// train.check_weight_hash_across_dp_replicas_interval is set (not null)
+  bool weight_hash_check = false;
   Tri average_in_collective = Tri::kUnset;   ///< ddp.average_in_collective
   MbCkptFormat ckpt_format = MbCkptFormat::kUnset;  ///< checkpoint.ckpt_format
   bool checkpointing = false;          ///< checkpoint.save or checkpoint.load is set

@@ -433,6 +433,14 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   const std::string zero = Lower(cell("zero_fsdp_distopt"));
   r.megatron_fsdp = zero.find("megatron-fsdp") != std::string::npos || zero.find("megatron fsdp") != std::string::npos;
   r.torch_fsdp2 = zero.find("fsdp2") != std::string::npos;
+  // ZeRO-2 (Meta's Llama 3 FSDP: "optimizer states + grads sharded, params NOT resharded";
+  // MegaScale's "ZeRO-2-style DP"): the weights stay whole on every DP rank, the gradients are
+  // reduce-scattered into shards each micro-batch. In Megatron-Core that is Megatron FSDP's
+  // optim_grads (megatron_fsdp.py: "conceptually close to ZeRO-2"), the strategy it is priced as.
+  if (!r.torch_fsdp2 && (zero.find("grads sharded") != std::string::npos || zero.find("gradients sharded") != std::string::npos)) {
+    r.megatron_fsdp = true;
+    r.fsdp_sharding = MbSharding::kOptimGrads;
+  }
   // DeepSpeed ZeRO-3 (parameters sharded and gathered per layer by DeepSpeed's own hooks) is
   // neither Megatron's distributed optimizer nor torch FSDP2: not priced as either.
   if (r.skip.empty() && zero.find("zero-3") != std::string::npos && !r.torch_fsdp2) {
@@ -634,6 +642,7 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   // FSDP fields (sharding, distributed optimizer) from it.
   if (settings && settings->use_megatron_fsdp) l.mb.use_megatron_fsdp = true;
   search::ApplyEmittedSettings(l, sys, setup.precision);
+  if (run.fsdp_sharding != MbSharding::kUnset) l.mb.sharding = run.fsdp_sharding;
   if (settings) {
     search::ApplyMbRuntime(l, settings->runtime);
     // The row's own selective recompute: Megatron-Core's default modules ([core_attn], bits 0).

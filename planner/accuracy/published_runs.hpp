@@ -52,6 +52,10 @@ struct PublishedRun {
   TrainSetup setup;           ///< num_gpus, global_batch, seq_len, precision (headroom: the request's)
   int64_t tp = 1, pp = 1, cp = 1, vpp = 1, ep = 1, micro_batch = 1;
   bool megatron_fsdp = false;             ///< fsdp cell > 0 / "Megatron-FSDP" in zero_fsdp_distopt
+  /// "ZeRO-2" in the survey's zero_fsdp_distopt (gradients and optimizer state sharded, weights
+  /// whole): priced as Megatron FSDP's optim_grads, Megatron-Core's ZeRO-2 (kUnset: the
+  /// recipe's or the emitted sharding).
+  MbSharding fsdp_sharding = MbSharding::kUnset;
   /// "FSDP2" in the survey's zero_fsdp_distopt (torchtitan, AutoModel): torch fully_shard, priced
   /// as Megatron-Bridge's dist.use_torch_fsdp2 where its rules allow it (PP 1, EP 1).
   bool torch_fsdp2 = false;

@@ -305,26 +305,38 @@ MemoryBreakdown MegatronMemoryFromEstimate(const Ctx& c, const MegatronEstimate&
     mem.activations *= std::max(0.0, 1.0 - double(l.cpu_offload_layers) / layers_on_rank);
   }
   mem.logits = e.activation_output / cp;
-  // Megatron FSDP (optim_grads_params) shards the bf16 weights and fp32 gradients too, over
-  // the same groups as the distributed optimizer: (2 + 4 + 12)/d (megatron.md 3.3,
-  // "Megatron-FSDP optim_grads_params shards everything"). torch FSDP2 (dist.use_torch_fsdp2;
-  // fully_shard per layer, no distributed optimizer, EP 1 and PP 1 by Megatron-Bridge's rules)
-  // shards the bf16 weights, the gradients and the fp32 master weights and Adam moments (12
-  // bytes) over dp·cp. Either materialises the weights of the unit being computed and the
-  // prefetched one: two layers of bf16 weights (both wrappers at once is refused by the rules).
-  // Megatron FSDP's double buffers hold the unsharded gradients of those two units as well, in
-  // the main-gradient dtype (Megatron-LM docs/user-guide/features/megatron_fsdp.md, "Double
-  // Buffering": "no more than two FSDP units are un-sharded", parameter and gradient buffers).
+  // Megatron FSDP shards what its data_parallel_sharding_strategy says, over the same groups
+  // as the distributed optimizer (Megatron-LM megatron_fsdp/param_and_grad_buffer.py
+  // _init_each_parameter_group_buffers: is_model_weight_buffer_distributed,
+  // is_main_weight_buffer_distributed, is_grad_buffer_distributed; megatron.md 3.3):
+  //   optim_grads_params (ZeRO-3): bf16 weights, main gradients and the 12-byte state, (2 + g + 12)/d;
+  //   optim_grads (ZeRO-2): the gradients and the state, 2 + (g + 12)/d;
+  //   optim (ZeRO-1): the state only, 2 + g + 12/d, as the distributed optimizer;
+  //   no_shard: nothing, 2 + g + 12 (the main weights are not distributed although Megatron-
+  //   Bridge forces use_distributed_optimizer on).
+  // torch FSDP2 (dist.use_torch_fsdp2; fully_shard per layer, no distributed optimizer, EP 1
+  // and PP 1 by Megatron-Bridge's rules) shards the bf16 weights, the gradients and the fp32
+  // master weights and Adam moments (12 bytes) over dp·cp. Gathered weights: the unit being
+  // computed and the prefetched one, two layers of bf16 weights, where the weights are sharded
+  // (both wrappers at once is refused by the rules). Megatron FSDP's double buffers hold the
+  // unsharded gradients of those two units where the gradients are sharded, in the main-gradient
+  // dtype (Megatron-LM docs/user-guide/features/megatron_fsdp.md, "Double Buffering": "no more
+  // than two FSDP units are un-sharded", parameter and gradient buffers; optim and no_shard
+  // reduce the whole buffer after the last micro-batch, megatron_fsdp.py is_delay_grad_reduce).
   // Planning estimate only: Megatron-LM's own estimate (kMegatron without the Bridge variant)
   // has no FSDP term and is reproduced as is.
   const bool bridge = bridge_estimator && l.runtime == CostRuntime::kMegatronCore;
-  if (bridge && (l.dp_impl == DpImpl::kMegatronFsdp)) {
+  const bool mfsdp = bridge && l.dp_impl == DpImpl::kMegatronFsdp;
+  const bool shard_params = mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGradsParams;
+  const bool shard_grads = shard_params || (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads);
+  if (shard_grads) {
     const double d_dense = e.bytes_dense > 6.0 ? 12.0 / (e.bytes_dense - 6.0) : 1.0;
     const double d_expert = e.bytes_expert > 6.0 ? 12.0 / (e.bytes_expert - 6.0) : 1.0;
     const double sharded = pd / d_dense + pe / d_expert;
-    mem.weights = 2.0 * sharded;
+    if (shard_params) mem.weights = 2.0 * sharded;
     mem.gradients = grad_bytes * sharded;
   }
+  if (mfsdp && l.fsdp_sharding == FsdpSharding::kNoShard) mem.optimizer = l.optimizer_state_bytes * (pd + pe);
   if (bridge && (l.dp_impl == DpImpl::kFsdpPerModule)) {
     const double shards = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
     mem.weights = 2.0 * (pd + pe) / shards;
@@ -332,9 +344,9 @@ MemoryBreakdown MegatronMemoryFromEstimate(const Ctx& c, const MegatronEstimate&
     mem.optimizer = l.optimizer_state_bytes * (pd + pe) / shards;
   }
   if (bridge) {
-    const int wrappers = int((l.dp_impl == DpImpl::kMegatronFsdp)) + int((l.dp_impl == DpImpl::kFsdpPerModule));
-    mem.buffers += double(wrappers) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
-    if ((l.dp_impl == DpImpl::kMegatronFsdp)) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
+    const int gathered = int(shard_params) + int((l.dp_impl == DpImpl::kFsdpPerModule));
+    mem.buffers += double(gathered) * 2.0 * 2.0 * (pd + pe) / layers_on_rank;
+    if (shard_grads) mem.buffers += 2.0 * grad_bytes * (pd + pe) / layers_on_rank;
   }
   mem.phase = "estimate";
   return mem;

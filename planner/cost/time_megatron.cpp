@@ -628,7 +628,10 @@ EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens) {
 ///     for experts; with overlap_grad_reduce / overlap_param_gather the reduce-scatter hides
 ///     behind the last micro-batch's backward and the all-gather behind the first forward,
 ///     except one bucket each. Without the distributed optimizer: one all-reduce, same
-///     overlap. Megatron FSDP / torch FSDP2: per micro-batch gathers and reduce-scatters,
+///     overlap. Megatron FSDP no_shard / optim: as DDP without / with the distributed optimizer,
+///     overlapped; optim_grads: a reduce-scatter per micro-batch and one all-gather per step,
+///     kFsdpOverlapFraction of the compute hides them. Megatron FSDP optim_grads_params / torch
+///     FSDP2: per micro-batch gathers and reduce-scatters,
 ///     kFsdpOverlapFraction of the compute hides them; torch FSDP2 also copies every gathered
 ///     parameter out of, and every gradient into, its flat collective buffers (HBM-bound).
 ///   Every hidden DP / FSDP / EP second adds HiddenCommCost (the compute it hides behind runs
@@ -891,10 +894,17 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
   const double dense_local = (rp.layer_dense + rp.root) / tp;
   const double expert_local = rp.layer_expert / (ep * etp);
   const double g = MainGradBytes(l);  // bytes per gradient element reduced
-  if (l.dp_impl == DpImpl::kReplicated) {
+  // Megatron FSDP's no_shard and optim strategies reduce the whole gradient buffer after the
+  // last micro-batch's backward (megatron_fsdp.py is_delay_grad_reduce) as Megatron-Core's DDP
+  // does: all-reduce (no_shard) or, with the main weights distributed (optim), reduce-scatter
+  // and the all-gather of the updated weights, as the distributed optimizer.
+  const bool mfsdp = l.dp_impl == DpImpl::kMegatronFsdp;
+  const bool delayed_reduce = mfsdp && (l.fsdp_sharding == FsdpSharding::kNoShard || l.fsdp_sharding == FsdpSharding::kOptim);
+  if (l.dp_impl == DpImpl::kReplicated || delayed_reduce) {
     const bool overlap = l.overlap_grad_reduce;
+    const bool sharded_state = mfsdp ? l.fsdp_sharding == FsdpSharding::kOptim : l.distributed_optimizer;
     double rs = 0, ag = 0, tail = 0, rs_cost = 0, ag_cost = 0;  // *_cost: HiddenCommCost if all hidden
-    if (l.distributed_optimizer) {
+    if (sharded_state) {
       const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
       const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
       const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
@@ -918,6 +928,20 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     } else {
       t.dp = rs + ag;
     }
+  } else if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
+    // optim_grads (ZeRO-2): the weights stay whole, so nothing is gathered per micro-batch;
+    // each micro-batch's backward reduce-scatters its gradients into the shards (megatron_fsdp.py
+    // grad_reduce_every_bprop), and the updated weights are all-gathered once per step
+    // (mcore_fsdp_adapter.py: "optim_grads: additionally, RS communication groups on all
+    // microbatches"). kFsdpOverlapFraction of the compute hides them, as under optim_grads_params.
+    const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
+    const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
+    const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
+    const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
+    const double comm = n_mb * (rs_d + rs_e) + ag_d + ag_e;
+    const double cost = n_mb * (HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le)) + HiddenCommCost(ag_d, ld) +
+                        HiddenCommCost(ag_e, le);
+    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
   } else {
     const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
                             AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);

@@ -1080,3 +1080,11 @@ add_test(NAME cli.check_multi_document_recipe_function COMMAND bash -c "
 # Every option of every command that takes a value shows its default in --help (CLI11's
 # TYPE=VALUE, or a description that says it), but outputs and inputs done only when given.
 add_test(NAME cli.help_shows_defaults COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/help_defaults.py ${MP})
+# Megatron FSDP's ZeRO-2 (optim_grads) is accepted and priced as it shards: weights whole
+# (8.03e9 x 2 B = 14.96 GiB), fp32 gradients over DP 8 (3.74 GiB), two layers' gradients unsharded.
+meshplan_cli_case(explain_mb_megatron_fsdp_optim_grads 0 "passes all 81 Megatron-Bridge rules" "weights +14\\.96"
+  "gradients +3\\.74" "FSDP / optimizer buffers +1\\.87"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --recipe ${R}/mbridge_megatron_fsdp_optim_grads.yaml)
+# optim_grads_params with the weight-hash check is refused as Megatron-Bridge asserts.
+meshplan_cli_case(check_mb_megatron_fsdp_weight_hash 1 "mb_megatron_fsdp_weight_hash: train.check_weight_hash_across_dp_replicas_interval is not supported"
+  -- ${MP} check ${R}/mbridge_megatron_fsdp_weight_hash.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)

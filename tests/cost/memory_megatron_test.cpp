@@ -206,6 +206,62 @@ TEST_CASE("megatron: Megatron FSDP shards weights and gradients in the planning 
   CHECK(fsdp.buffers - ddp.buffers == doctest::Approx(2.0 * (2.0 + 4.0) * params / 80.0));
 }
 
+TEST_CASE("megatron: Megatron FSDP's four sharding strategies shard what param_and_grad_buffer.py says") {
+  // Llama-3 70B, DP 64, fp32 main gradients (4 B), 12 B of fp32 state per parameter P:
+  //   no_shard            2P + 4P + 12P              (nothing distributed)
+  //   optim (ZeRO-1)      2P + 4P + 12P/64           (= DDP + distributed optimizer)
+  //   optim_grads (ZeRO-2) 2P + 4P/64 + 12P/64, plus two layers' fp32 gradients unsharded
+  //   optim_grads_params  2P/64 + 4P/64 + 12P/64, plus two layers' bf16 weights and fp32 gradients
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 64);
+  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
+  const CostModel cm(m, test::DgxH100(), setup);
+  const MemoryBreakdown ddp = Score(cm, l).memory;
+  const double P = ddp.weights / 2.0, layer = P / 80.0;
+  l.mb.use_megatron_fsdp = true;
+  auto with = [&](MbSharding s) {
+    l.mb.sharding = s;
+    return Score(cm, l).memory;
+  };
+  const MemoryBreakdown none = with(MbSharding::kNoShard), z1 = with(MbSharding::kOptim),
+                        z2 = with(MbSharding::kOptimGrads), z3 = with(MbSharding::kOptimGradsParams),
+                        unset = with(MbSharding::kUnset);
+  CHECK(none.weights == doctest::Approx(2.0 * P));
+  CHECK(none.gradients == doctest::Approx(4.0 * P));
+  CHECK(none.optimizer == doctest::Approx(12.0 * P));
+  CHECK(none.buffers == doctest::Approx(ddp.buffers));
+  CHECK(z1.weights == doctest::Approx(ddp.weights));
+  CHECK(z1.gradients == doctest::Approx(ddp.gradients));
+  CHECK(z1.optimizer == doctest::Approx(12.0 * P / 64.0));
+  CHECK(z2.weights == doctest::Approx(2.0 * P));
+  CHECK(z2.gradients == doctest::Approx(4.0 * P / 64.0));
+  CHECK(z2.optimizer == doctest::Approx(12.0 * P / 64.0));
+  CHECK(z2.buffers - ddp.buffers == doctest::Approx(2.0 * 4.0 * layer));
+  CHECK(z3.weights == doctest::Approx(2.0 * P / 64.0));
+  CHECK(z3.buffers - ddp.buffers == doctest::Approx(2.0 * (2.0 + 4.0) * layer));
+  // An unset strategy is the recipe functions' optim_grads_params.
+  CHECK(unset.Total() == z3.Total());
+}
+
+TEST_CASE("megatron: Megatron FSDP ZeRO-2 gathers no weights per micro-batch") {
+  // optim_grads keeps the weights whole: its DP time is one reduce-scatter per micro-batch and
+  // one all-gather per step, less than optim_grads_params' two gathers and a reduce-scatter per
+  // micro-batch, more than optim's one reduce-scatter and one all-gather per step.
+  const ModelSpec m = test::Llama3_70B();
+  const TrainSetup setup = test::Setup(64, 4096, 256);  // 4 micro-batches
+  Layout l = Dp64Layout(m, setup, /*distributed_optimizer=*/true);
+  l.mb.use_megatron_fsdp = true;
+  l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = Tri::kTrue;  // what the recipes set
+  const CostModel cm(m, test::DgxH100(), setup);
+  auto dp = [&](MbSharding s) {
+    l.mb.sharding = s;
+    return Score(cm, l).time.dp_comm;
+  };
+  const double z1 = dp(MbSharding::kOptim), z2 = dp(MbSharding::kOptimGrads), z3 = dp(MbSharding::kOptimGradsParams);
+  CHECK(z1 < z2);
+  CHECK(z2 < z3);
+}
+
 TEST_CASE("megatron: FP8 and NVFP4 GEMMs save the linear inputs quantized (Transformer Engine)") {
   // Llama-3 70B, Megatron-Bridge estimator, tp 4 SP, pp 4 vpp 5, cp 2, seq 8192, mbs 1 (the
   // recipe of the Bridge-estimator test above). Per layer in s·b·h units, r = f/h = 3.5:

@@ -51,6 +51,13 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
               : mb.use_torch_fsdp2                                              ? DpImpl::kFsdpPerModule
                                                                                 : DpImpl::kReplicated;
   v.distributed_optimizer = l.use_distributed_optimizer || mb.use_megatron_fsdp;
+  // ddp.data_parallel_sharding_strategy; unset is the recipe functions' optim_grads_params
+  // (MB recipes/common.py _pretrain_common), Megatron FSDP v1 takes all four (MB config.py
+  // _validate_and_apply_megatron_fsdp_v1_configs checks none of them).
+  v.fsdp_sharding = mb.sharding == MbSharding::kNoShard      ? FsdpSharding::kNoShard
+                    : mb.sharding == MbSharding::kOptim      ? FsdpSharding::kOptim
+                    : mb.sharding == MbSharding::kOptimGrads ? FsdpSharding::kOptimGrads
+                                                             : FsdpSharding::kOptimGradsParams;
   // mixed_precision / ddp grad_reduce_in_fp32: fp32 (4 bytes) or bf16 (2) main gradients.
   v.main_grad_bytes = mb.grad_reduce_in_fp32 ? 4.0 : 2.0;
   v.bucket_size = mb.bucket_size;

@@ -779,6 +779,10 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   }
   out.global_batch = train.Int("global_batch_size", 1, 1LL << 30, 32);
   const int64_t mbs = train.Int("micro_batch_size", 1, 1LL << 20, 2);
+  if (!IsNull(train, "check_weight_hash_across_dp_replicas_interval")) {
+    train.Int("check_weight_hash_across_dp_replicas_interval", 1, 1LL << 40);
+    l.mb.weight_hash_check = true;
+  }
   // Megatron-Bridge's ConfigContainer.validate (training/config.py) asserts model.seq_length ==
   // dataset.seq_length for its GPT / SFT dataset configs: a recipe that sets both apart does
   // not start. The model's value absent, the dataset's is the sequence length of the run.

@@ -146,7 +146,10 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("ddp.use_distributed_optimizer", Bool(l.use_distributed_optimizer));
   add("ddp.use_megatron_fsdp", Bool(s.use_megatron_fsdp));
   if (s.use_megatron_fsdp) {
-    add("ddp.data_parallel_sharding_strategy", "optim_grads_params");
+    add("ddp.data_parallel_sharding_strategy", s.sharding == MbSharding::kNoShard      ? "no_shard"
+                                               : s.sharding == MbSharding::kOptim      ? "optim"
+                                               : s.sharding == MbSharding::kOptimGrads ? "optim_grads"
+                                                                                       : "optim_grads_params");
     add("ddp.average_in_collective", "false");
   }
   add("ddp.overlap_grad_reduce", TriValue(s.overlap_grad_reduce));

@@ -36,15 +36,21 @@ std::string MfsdpFlagsMsg(const RuleContext& c) {
              TriName(L(c).mb.dist_use_megatron_fsdp), " ddp=", OnOff(L(c).mb.use_megatron_fsdp));
 }
 
-/// Source: MB recipes/common.py::_pretrain_common and perf recipes (megatron.md 1.8, 1.9d):
-/// Megatron FSDP shards optimizer state, gradients and parameters (ZeRO-3).
+/// Megatron FSDP v1 takes all four ddp.data_parallel_sharding_strategy values (no_shard,
+/// optim, optim_grads, optim_grads_params); with optim_grads_params (also what an unset key
+/// means: the recipe functions' value, MB recipes/common.py _pretrain_common) it asserts that
+/// train.check_weight_hash_across_dp_replicas_interval is None, the weights being sharded.
+/// Source: MB training/config.py _validate_and_apply_megatron_fsdp_v1_configs (2026-08-22),
+/// Megatron-LM training/arguments.py (the same assertion).
 bool MfsdpSharding(const RuleContext& c) {
   const Layout& l = L(c);
-  return !Mfsdp(l) || l.mb.sharding == MbSharding::kUnset || l.mb.sharding == MbSharding::kOptimGradsParams;
+  const bool zero3 = l.mb.sharding == MbSharding::kUnset || l.mb.sharding == MbSharding::kOptimGradsParams;
+  return !Mfsdp(l) || !zero3 || !l.mb.weight_hash_check;
 }
 std::string MfsdpShardingMsg(const RuleContext&) {
-  return "Megatron FSDP recipes use ddp.data_parallel_sharding_strategy: optim_grads_params (ZeRO-3); meshplan "
-         "models only that one";
+  return "train.check_weight_hash_across_dp_replicas_interval is not supported with Megatron FSDP's optim_grads_params "
+         "sharding (the weights are sharded, no rank holds a replica to hash): set it to null, or shard less "
+         "(ddp.data_parallel_sharding_strategy: optim_grads)";
 }
 
 /// Source: MB config.py:1079-1124 (_validate_and_apply_megatron_fsdp_v1_configs turns it off).
@@ -408,7 +414,7 @@ const Rule kRules[] = {
      Mxfp8BlackwellMsg, kNoDp},
     {"mb_fsdp_exclusive", "MB training/config.py (DistributedInitConfig)", RuleStage::kMesh, FsdpExclusive, FsdpExclusiveMsg},
     {"mb_megatron_fsdp_flags", "MB training/config.py:1065-1069", RuleStage::kMesh, MfsdpFlags, MfsdpFlagsMsg},
-    {"mb_megatron_fsdp_sharding", "MB recipes/common.py::_pretrain_common", RuleStage::kMesh, MfsdpSharding,
+    {"mb_megatron_fsdp_weight_hash", "MB training/config.py _validate_and_apply_megatron_fsdp_v1_configs", RuleStage::kMesh, MfsdpSharding,
      MfsdpShardingMsg},
     {"mb_megatron_fsdp_average_in_collective", "MB training/config.py:1079-1124", RuleStage::kMesh, MfsdpAverage,
      MfsdpAverageMsg},
