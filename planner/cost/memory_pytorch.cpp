@@ -9,13 +9,17 @@
 // (Llama 3.2 1B / 3B, Llama 3.1 8B, Qwen2.5 0.5B, Qwen3 1.7B / 4B / 8B; no AC, full AC,
 // selective AC, TP 2): all agree within 0.1%; the fp32 ones (h200_1gpu_fp32.jsonl, the seven
 // w1-ddp32 runs: Qwen2.5 0.5B, Llama 3.2 1B / 3B, Qwen3 1.7B; no, full and selective AC)
-// within 0.005%. MLA and MoE terms are derived the same way from the HF modules but not
-// measured; nor is fp32 with the memory-efficient kernel (MHA, MLA).
+// within 0.005%. MoE architectures AutoModel runs with its own modules (every MoE model but
+// Mixtral: OwnMoeModules) are counted from those (nemo_automodel/components/models/<model>/,
+// components/moe/) and measured (tests/data/measured/h200_automodel_moe_memory.jsonl: GPT-OSS,
+// Qwen3-MoE, DeepSeek-V3 layers without AC, within 4%). Not measured: fp32 with the
+// memory-efficient kernel (MHA, MLA).
 
 #include <algorithm>
 #include <array>
 
 #include "cost/memory.hpp"
+#include "cost/time.hpp"
 
 namespace meshplan::cost {
 
@@ -28,6 +32,21 @@ namespace {
 /// copy, or in fp32 the product itself) and the fp32 rsqrt per row (4 B per row). `width`
 /// elements per row, `rows` rows per token: bf16 6·width + 4·rows, fp32 8·width + 4·rows.
 double NormBytes(double width, double rows, double e) { return (4.0 + e) * width + 4.0 * rows; }
+
+/// AutoModel's own MoE models build their norms from BackendConfig.rms_norm
+/// (components/models/common/utils.py initialize_rms_norm_module: Transformer Engine's RMSNorm,
+/// torch nn.RMSNorm's fused kernel, or the torch.compiled Float32RMSNorm), which keep the input
+/// in its dtype and the fp32 rsqrt per row: e·width + 4·rows (measured with nn.RMSNorm).
+double OwnNormBytes(double width, double rows, double e) { return e * width + 4.0 * rows; }
+
+/// An MoE architecture AutoModel trains with its own modules (every MoE model meshplan knows
+/// but Mixtral, which runs through transformers: HfMoeModel).
+bool OwnMoeModules(const ModelSpec& m) { return m.is_moe() && !HfMoeModel(m); }
+
+/// The norm bytes of `m`'s layers: OwnNormBytes for AutoModel's own MoE models, else HF's.
+double LayerNormBytes(const ModelSpec& m, double width, double rows, double e) {
+  return OwnMoeModules(m) ? OwnNormBytes(width, rows, e) : NormBytes(width, rows, e);
+}
 
 /// SDPA's math kernel (torch aten/src/ATen/native/transformers/attention.cpp,
 /// _scaled_dot_product_attention_math, composite: autograd saves what each of its aten ops
@@ -63,8 +82,13 @@ void AttentionNoAc(const ModelSpec& m, const LayerCompute& x, ActBytes& b) {
   const double a = double(m.num_attention_heads), g = double(m.num_key_value_heads), e = x.elem;
   if (m.mla) {
     const MlaSpec& l = m.mla_spec;
-    if (l.q_lora_rank > 0) b.rep += NormBytes(double(l.q_lora_rank), 1, e) + e * double(l.q_lora_rank);
-    b.rep += NormBytes(double(l.kv_lora_rank), 1, e) + e * double(l.kv_lora_rank);
+    if (l.q_lora_rank > 0) b.rep += LayerNormBytes(m, double(l.q_lora_rank), 1, e) + e * double(l.q_lora_rank);
+    b.rep += LayerNormBytes(m, double(l.kv_lora_rank), 1, e) + e * double(l.kv_lora_rank);
+    // AutoModel's MLA (components/models/deepseek_v3/layers.py MLA.forward) splits kv_b_proj's
+    // output into k_nope and v; v reaches the attention kernel as a view, so the kernel's saved
+    // v keeps the whole kv_b output alive: its k_nope half, e·a·qk_nope, on top of v (measured:
+    // DeepSeek-V3 under SDPA, 32,768 B per token).
+    if (OwnMoeModules(m) && !x.Math()) b.split += e * double(m.num_attention_heads) * double(l.qk_nope_head_dim);
   }
   if (x.Math()) {
     b.split += MathAttentionSaved(m, x) + e * double(AttnOutDim(m));
@@ -74,22 +98,31 @@ void AttentionNoAc(const ModelSpec& m, const LayerCompute& x, ActBytes& b) {
                e * double(AttnOutDim(m)) + 4.0 * a;
   }
   if (m.qk_norm && !m.mla) {
-    b.split += NormBytes(double(QDim(m)), a, e) + NormBytes(double(KDim(m)), g, e);
+    b.split += LayerNormBytes(m, double(QDim(m)), a, e) + LayerNormBytes(m, double(KDim(m)), g, e);
   }
 }
 
 /// FFN without checkpointing. Dense SwiGLU (down_proj(act_fn(gate_proj(x)) * up_proj(x))):
 /// gate out (SiLU input), up out and act(gate) (saved by the mul), the product (down_proj
-/// input): 4·e·f (bf16 8f, fp32 16f), TP-split. MoE (AutoModel custom MoE / HF blocks): the
-/// same 4·e·f_e for each of the top-k routed copies (EP-owned, never TP-split), fp32 router
-/// logits 4·E, dispatch + combine buffers 2·(k·h·e); shared experts 4·e·f_s (TP-split).
+/// input): 4·e·f (bf16 8f, fp32 16f), TP-split. MoE, per top-k routed copy (EP-owned, never
+/// TP-split), plus the fp32 router logits 4·E:
+///   AutoModel's own MoE (components/moe/experts.py GroupedExperts, experts backend torch_mm:
+///     permute, torch._grouped_mm gate+up, the fused activation, grouped down, weighted
+///     unpermute): the permuted input (e·h, the gate+up GEMM's), the gate+up output (2·e·f_e,
+///     the activation's), the activation output (e·f_e, the down GEMM's): e·(h + 3·f_e)
+///     (measured, tests/data/measured/h200_automodel_moe_memory.jsonl: GPT-OSS-120B 137.0 KB
+///     per token against 134.4 counted, Qwen3-30B-A3B 110-119 against 114.5);
+///   a Hugging Face MoE block (Mixtral): 4·e·f_e as the dense SwiGLU, and the gathered and
+///     scattered token copies 2·e·h (not measured);
+/// shared experts 4·e·f_s (TP-split).
 void FfnNoAc(const ModelSpec& m, bool moe_layer, double e, ActBytes& b) {
   if (!moe_layer) {
     b.split += 4.0 * e * double(m.intermediate_size);
     return;
   }
-  const double k = double(m.experts_per_token), h = double(m.hidden_size);
-  b.unsplit += 4.0 * e * k * double(m.moe_intermediate_size) + 4.0 * double(m.num_experts) + 2.0 * (k * h * e);
+  const double k = double(m.experts_per_token), h = double(m.hidden_size), fe = double(m.moe_intermediate_size);
+  b.unsplit += OwnMoeModules(m) ? e * k * (h + 3.0 * fe) + 4.0 * double(m.num_experts)
+                                : 4.0 * e * k * fe + 4.0 * double(m.num_experts) + 2.0 * (k * h * e);
   b.split += 4.0 * e * double(m.shared_expert_intermediate_size);
 }
 
@@ -182,7 +215,7 @@ ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap, c
   ActBytes b;
   switch (wrap) {
     case AcWrap::kNone:
-      b.rep = 2.0 * NormBytes(h, 1, e) + 2.0 * e * h;
+      b.rep = 2.0 * LayerNormBytes(m, h, 1, e) + 2.0 * e * h;
       AttentionNoAc(m, x, b);
       FfnNoAc(m, moe_layer, e, b);
       return b;
