@@ -17,27 +17,6 @@ namespace {
 using launch::Quote;
 using launch::ShellWord;
 
-// The recipe function the overrides are written for (recipe_functions.cpp: the preset's
-// default, or plan --mb-recipe), "" where there is none: the scripts then require $MB_RECIPE.
-std::string MbRecipeName(const PlanRequest& req) {
-  return !req.mb_recipe_function.empty() ? req.mb_recipe_function : DefaultRecipeFunctionName(req.model.name);
-}
-
-// The recipe function leaves ConfigContainer.comm_overlap None (recipes/common.py
-// _pretrain_common sets comm_overlap=None; the table records which recipes never create a
-// CommOverlapConfig). run_recipe.py applies the overrides with Hydra on a struct config
-// (utils/omegaconf_utils.py parse_hydra_overrides), where `comm_overlap.tp_comm_overlap=...`
-// under a None node fails. For them the overrides are written `++comm_overlap.<key>=...` (force
-// add: the None node becomes a map) with `++comm_overlap._target_=...CommOverlapConfig`, which
-// apply_overrides instantiates into the config object. A recipe not in the table: as the
-// defaults of recipes/common.py, None.
-bool MbRecipeLeavesCommOverlapNone(const PlanRequest& req) {
-  const RecipeFunction* fn = FindRecipeFunction(MbRecipeName(req));
-  return fn == nullptr || fn->CommOverlapNone();
-}
-
-constexpr const char* kCommOverlapTarget = "megatron.bridge.training.comm_overlap.CommOverlapConfig";
-
 // Before the command of a Megatron-Bridge launch whose default recipe leaves comm_overlap None
 // (MbRecipeLeavesCommOverlapNone): the comm_overlap overrides as a bash array, force-added with
 // the class to build when $MB_RECIPE is not set, plain when it is. "" otherwise.

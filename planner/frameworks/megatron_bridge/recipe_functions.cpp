@@ -309,4 +309,13 @@ recipe::PerfRecipeSettings PerfSettingsOfRecipeFunction(const RecipeFunction& fn
   return e;
 }
 
+std::string MbRecipeName(const PlanRequest& req) {
+  return !req.mb_recipe_function.empty() ? req.mb_recipe_function : DefaultRecipeFunctionName(req.model.name);
+}
+
+bool MbRecipeLeavesCommOverlapNone(const PlanRequest& req) {
+  const RecipeFunction* fn = FindRecipeFunction(MbRecipeName(req));
+  return fn == nullptr || fn->CommOverlapNone();
+}
+
 }  // namespace meshplan::megatron_bridge

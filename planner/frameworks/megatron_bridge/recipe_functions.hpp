@@ -57,6 +57,24 @@ const std::map<std::string, std::string>* ConfigClassFields(const std::string& q
 /// The recipe function meshplan launches for a model preset, Megatron-Bridge's family alias of
 /// its H100 recipe (launch.cpp explains the choice); "" where Megatron-Bridge has none.
 std::string DefaultRecipeFunctionName(const std::string& preset);
+
+/// The recipe function a plan's overrides are written for: plan --mb-recipe, else the preset's
+/// default (DefaultRecipeFunctionName); "" where there is none.
+std::string MbRecipeName(const PlanRequest& req);
+
+/// The recipe function leaves ConfigContainer.comm_overlap None (recipes/common.py
+/// _pretrain_common sets comm_overlap=None; the table records which recipes never create a
+/// CommOverlapConfig). run_recipe.py applies the overrides with Hydra on a struct config
+/// (utils/omegaconf_utils.py parse_hydra_overrides), where `comm_overlap.tp_comm_overlap=...`
+/// under a None node fails ("Could not override"). For them the overrides are written
+/// `++comm_overlap.<key>=...` (force add: the None node becomes a map) after
+/// `++comm_overlap._target_=` kCommOverlapTarget, which apply_overrides instantiates into the
+/// config object. A recipe not in the table: as the defaults of recipes/common.py, None.
+bool MbRecipeLeavesCommOverlapNone(const PlanRequest& req);
+
+/// The class a force-added comm_overlap map is built as.
+inline constexpr const char* kCommOverlapTarget = "megatron.bridge.training.comm_overlap.CommOverlapConfig";
+
 /// The recipe function a request's overrides are written for: PlanRequest::mb_recipe_function,
 /// else DefaultRecipeFunctionName(model); nullptr when neither names one in the table.
 const RecipeFunction* RecipeFunctionOf(const PlanRequest& req);

@@ -213,9 +213,22 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
   for (const auto& [name, value] : MegatronLaunchEnv(l)) y << " " << name << "=" << value;
   y << "\n";
   for (const std::string& note : RecipeFunctionNotes(l, req)) y << "# " << note << "\n";
+  // The command line as run_recipe.py takes it: comm_overlap keys force-added after the class
+  // to build where the recipe function leaves comm_overlap None (MbRecipeLeavesCommOverlapNone),
+  // as the launch script writes them.
   y << "# command line:";
   const auto overrides = MegatronOverrides(l, req);
-  for (const auto& [key, value] : overrides) y << " " << key << "=" << value;
+  const bool force_comm =
+      !megatron_bridge::MbRecipeName(req).empty() && megatron_bridge::MbRecipeLeavesCommOverlapNone(req);
+  bool target_written = false;
+  for (const auto& [key, value] : overrides) {
+    const bool comm = force_comm && key.rfind("comm_overlap.", 0) == 0;
+    if (comm && !target_written) {
+      y << " ++comm_overlap._target_=" << megatron_bridge::kCommOverlapTarget;
+      target_written = true;
+    }
+    y << " " << (comm ? "++" : "") << key << "=" << value;
+  }
   y << "\n";
   // Nested maps, one level per dot ("model.transformer.tensor_model_parallel_size").
   std::vector<std::string> open;  // the maps written so far on the current path
