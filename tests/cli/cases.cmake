@@ -1088,3 +1088,10 @@ meshplan_cli_case(explain_mb_megatron_fsdp_optim_grads 0 "passes all 81 Megatron
 # optim_grads_params with the weight-hash check is refused as Megatron-Bridge asserts.
 meshplan_cli_case(check_mb_megatron_fsdp_weight_hash 1 "mb_megatron_fsdp_weight_hash: train.check_weight_hash_across_dp_replicas_interval is not supported"
   -- ${MP} check ${R}/mbridge_megatron_fsdp_weight_hash.yaml --model llama3.1-8b --system dgx-h100 --gpus 8)
+# A recipe function that leaves comm_overlap None (Qwen3 8B): the header's command line
+# force-adds the comm_overlap keys after the class to build, as the launch script does (a plain
+# comm_overlap.<key>= fails in run_recipe.py: "Could not override").
+meshplan_cli_case(plan_mb_command_line_comm_overlap_none 0
+  "# command line: .*\\+\\+comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig \\+\\+comm_overlap.tp_comm_overlap="
+  "!# command line: .* comm_overlap.tp_comm_overlap="
+  -- ${MP} plan --framework megatron-bridge --model qwen3-8b --system dgx-h100 --gpus 64 --seq-len 4096 --global-batch 512 --format yaml --top 1)
