@@ -261,6 +261,9 @@ struct AmWritten {
   std::string defer_fsdp_grad_sync;       ///< distributed.defer_fsdp_grad_sync, fsdp2 only (true)
   std::string scale_grads_in_schedule;    ///< distributed.pipeline.scale_grads_in_schedule (false)
   std::string moe_reshard_after_forward;  ///< distributed.moe.reshard_after_forward (false)
+  /// distributed.zero_dp_strategy, megatron_fsdp only: 0 no_shard, 1 optim, 2 optim_grads,
+  /// 3 optim_grads_params (AutoModel MegatronFSDPConfig's default 3; priced: CostView::fsdp_sharding)
+  int zero_dp_strategy = 3;
   /// The layout was read from a recipe (`check`, `explain --recipe`): a key it leaves unset
   /// takes AutoModel's default (defer_fsdp_grad_sync true), where a planned layout takes the
   /// value meshplan's recipes write.

@@ -137,8 +137,11 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
 ///     pipelining accumulates unsharded fp32 grads over the schedule (4 B).
 ///     Gradient accumulation: later micro-batches start with the sharded grads (pb), or with
 ///     defer_fsdp_grad_sync unsharded fp32 grads of every param (4·(P_d + P_e); measured).
-///   megatron_fsdp (optim_grads_params; megatron.md 3.3): 2 + 4 + 12 B over dp·cp plus two
-///     gathered bf16 units and one fp32 grad unit (unit = largest layer or the root module).
+///   megatron_fsdp (zero_dp_strategy 3, optim_grads_params; megatron.md 3.3): 2 + 4 + 12 B over
+///     dp·cp plus two gathered bf16 units and one fp32 grad unit (unit = largest layer or the
+///     root module); 2 (optim_grads): 2 + (4 + 12)/d and the grad unit; 1 (optim): 2 + 4 + 12/d;
+///     0 (no_shard): 2 + 4 + 12 (Megatron-LM param_and_grad_buffer.py
+///     _init_each_parameter_group_buffers).
 ///   ddp: replicated pb + 2·pb, gradients pb, plus the persistent bucket copy pb
 ///     (AutoModel gradient_as_bucket_view: false). Accumulation keeps param.grad (pb).
 /// Activations: LayerActivationBytes in the compute dtype (PytorchTerms; full AC: whole-layer
@@ -236,15 +239,18 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
       const bool defer = opts.defer_fsdp_grad_sync || l.defer_fsdp_grad_sync;
       if (accum) grads_prev = defer ? 4.0 * (dense_local + expert_local) : grads_final;
     }
-  } else {  // megatron_fsdp
+  } else {  // megatron_fsdp: what zero_dp_strategy shards (CostView::fsdp_sharding)
     const double n = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-    const double shard = (dense_local + expert_local) / n;
-    weights = 2.0 * shard;
-    grads_final = 4.0 * shard;
-    optimizer = 12.0 * shard;
-    temp = adam_temp(4.0, shard, n);
+    const double local = dense_local + expert_local, shard = local / n;
+    const bool shard_params = l.fsdp_sharding == FsdpSharding::kOptimGradsParams;
+    const bool shard_grads = shard_params || l.fsdp_sharding == FsdpSharding::kOptimGrads;
+    const bool shard_state = l.fsdp_sharding != FsdpSharding::kNoShard;
+    weights = 2.0 * (shard_params ? shard : local);
+    grads_final = 4.0 * (shard_grads ? shard : local);
+    optimizer = 12.0 * (shard_state ? shard : local);
+    temp = adam_temp(4.0, shard_state ? shard : local, shard_state ? n : 1.0);
     const double unit = std::max(layer_local, root_local);
-    resident = 2.0 * 2.0 * unit + 4.0 * unit;
+    resident = (shard_params ? 2.0 * 2.0 * unit : 0.0) + (shard_grads ? 4.0 * unit : 0.0);
     grads_prev = accum ? grads_final : 0.0;
   }
 

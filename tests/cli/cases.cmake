@@ -1095,3 +1095,9 @@ meshplan_cli_case(plan_mb_command_line_comm_overlap_none 0
   "# command line: .*\\+\\+comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig \\+\\+comm_overlap.tp_comm_overlap="
   "!# command line: .* comm_overlap.tp_comm_overlap="
   -- ${MP} plan --framework megatron-bridge --model qwen3-8b --system dgx-h100 --gpus 64 --seq-len 4096 --global-batch 512 --format yaml --top 1)
+# AutoModel megatron_fsdp's zero_dp_strategy 2 is priced as it shards: weights whole
+# (8.03e9 x 2 B = 14.96 GiB), fp32 gradients over DP 8 (3.74 GiB); 0..3 only.
+meshplan_cli_case(explain_am_megatron_fsdp_zero2 0 "weights +14\\.96" "gradients +3\\.74"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/automodel_megatron_fsdp_zero2.yaml)
+meshplan_cli_case(check_am_megatron_fsdp_zero5 2 "zero_dp_strategy.*5"
+  -- ${MP} check ${R}/automodel_megatron_fsdp_zero5.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)

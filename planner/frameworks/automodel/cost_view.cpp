@@ -1,6 +1,7 @@
 // AutoModel layout -> CostView: the mesh and torch schedule of `distributed:` and
 // `step_scheduler:` (automodel.md 1-2), priced on PyTorch (eager Hugging Face modules).
 
+#include <algorithm>
 #include "meshplan/framework.hpp"
 
 namespace meshplan::automodel {
@@ -41,6 +42,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.mtp_layers = 0;
   v.dp_impl = DpImplOf(l.strategy);
   v.loss_fp32_upcast = l.loss_fp32_upcast;
+  v.fsdp_sharding = FsdpSharding(std::clamp(l.am.zero_dp_strategy, 0, 3));  // enum order = zero_dp_strategy
   v.defer_fsdp_grad_sync = l.strategy == Strategy::kFsdp2 &&
                            (l.am.defer_fsdp_grad_sync == "true" || (l.am.from_recipe && l.am.defer_fsdp_grad_sync.empty()));
   SetDispatch(l.am_backend, v);

@@ -263,6 +263,9 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   if (l.strategy == Strategy::kFsdp2) {
     for (const char* k : kFsdp2Fields) d.Ignore({k});
   } else if (l.strategy == Strategy::kMegatronFsdp) {
+    // MegatronFSDPConfig.zero_dp_strategy (components/distributed/config.py @36044ad, default 3),
+    // passed to Megatron-Core's fully_shard, which takes 0..3 (megatron_fsdp/fully_shard.py).
+    if (d.HasValue("zero_dp_strategy")) l.am.zero_dp_strategy = int(d.Int("zero_dp_strategy", 0, 3));
     for (const char* k : kMegatronFsdpFields) d.Ignore({k});
   } else {
     for (const char* k : kDdpFields) d.Ignore({k});
