@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "data/yaml_util.hpp"
@@ -448,6 +449,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   }
   r.automodel = Lower(cell("source")).find("nvidia-nemo/automodel") != std::string::npos;
   r.megatron_bridge_source = Lower(cell("source")).find("nvidia-nemo/megatron-bridge") != std::string::npos;
+  if (r.megatron_bridge_source) r.release = ContainerRelease(cell("source"));
   r.torchtitan = Lower(cell("source")).find("pytorch/torchtitan") != std::string::npos;
   if (Trim(cell("notes")).rfind("SFT", 0) == 0) r.task = "sft";
   // AutoModel's FSDP2 runs (the survey's "FSDP2 (shard N)") train no MTP layers in meshplan's
@@ -599,6 +601,12 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file,
 // give for PP 2 x VPP 8 (perf_recipes/deepseek/gb300/deepseek_v3.py, v0.6.0), Et*4|(t*4|)*14tmL,
 // is meshplan's own split of those rows (OwnStageSplit with the MTP layer's places; tests/cost/
 // mtp_test.cpp), so PublishedLayout's kLayout split prices it as written.
+std::string ContainerRelease(const std::string& source) {
+  static const std::regex kRelease(R"((\d{2}\.\d{2}(?:\.\d{2})?)\s+container)", std::regex::icase);
+  std::smatch m;
+  return std::regex_search(source, m, kRelease) ? m[1].str() : std::string();
+}
+
 Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const SystemSpec& sys,
                        const recipe::PerfRecipeSettings* settings) {
   const TrainSetup& setup = run.setup;
@@ -627,8 +635,9 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   }
   // A survey row that states its recompute keeps it over its recipe function's (the SFT rows of
   // Megatron-Bridge's memory-tuning study name core_attn where the function sets none).
+  // The perf table's entry for the row's container release is the run's own recompute.
   const bool keep_row_recompute = settings && run.megatron_bridge_source && !run.settings_unknown &&
-                                  run.recompute != settings->recompute;
+                                  !run.release_settings && run.recompute != settings->recompute;
   if (settings && !keep_row_recompute) {
     l.recompute = settings->recompute;
   }

@@ -38,7 +38,10 @@ namespace meshplan::accuracy {
 struct PublishedRun {
   int line = 0;               ///< 1-based line of the row in the file
   std::string label;          ///< "model system gpus precision" (perf table), "#id model gpus" (survey)
-  std::string release;        ///< Megatron-Bridge release of the row ("" in the survey)
+  /// Megatron-Bridge release of the row: the perf table's release cell; in the survey, the
+  /// container release its source cell names ("... (26.04.01 container, DGX-H100)"; see
+  /// ContainerRelease), "" when it names none.
+  std::string release;
   std::string skip;           ///< why the row cannot be priced, the reason it is counted under ("" = it can)
   std::string skip_detail;    ///< the row's own words for `skip` ("" = `skip` itself)
   std::string gpu_cell;       ///< the GPU / system cell as written
@@ -78,6 +81,9 @@ struct PublishedRun {
   /// performance recipe functions, whose settings (gradient dtype, overlaps, CUDA graphs,
   /// dispatcher, recompute) it ran with; its own recompute cell, where stated, takes precedence.
   bool megatron_bridge_source = false;
+  /// The row's settings are the perf table's entry for its release (set by `validate`): they are
+  /// the run's own, so they take precedence over the survey's recompute cell.
+  bool release_settings = false;
   double published_tflops = 0;  ///< model TFLOP/s per GPU (0 = not published)
   double published_tokens = 0;  ///< tokens/s per GPU (0 = not published)
   /// The survey's mem_per_gpu: the run's peak memory per GPU in bytes ("50.2 GB" 1e9, "47.96
@@ -138,6 +144,13 @@ PublishedRuns ParsePublishedRuns(std::string_view text, const std::string& file,
 /// `run.setup` is the setup priced (its precision one the system has).
 Layout PublishedLayout(const PublishedRun& run, const ModelSpec& model, const SystemSpec& system,
                        const recipe::PerfRecipeSettings* settings);
+
+/// The NeMo container release a survey row's source cell names, as Megatron-Bridge's
+/// performance summary labels its tables ("## 26.04.01 NeMo Container"; the survey writes
+/// "docs/performance-summary-archive.md (26.04.01 container, DGX-H100)"): the first
+/// YY.MM[.PP] followed by the word "container" (any case), or "" when there is none. It keys
+/// recipes/megatron-bridge-perf.yaml as the perf table's release cell does. Never throws.
+std::string ContainerRelease(const std::string& source);
 
 /// An AutoModel benchmark recipe of recipes/automodel-benchmarks/ (embedded): the
 /// step_scheduler:, distributed: and loss_fn: sections of one of AutoModel's

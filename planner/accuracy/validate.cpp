@@ -145,8 +145,13 @@ ValidateReport Validate(const ValidateRequest& req) {
   ValidateReport report;
   report.format = runs.format;
   const bool mbridge = runs.format == PublishedRunsFormat::kMegatronBridgePerf;
+  // The perf table's settings apply to the perf table's rows and to survey rows sourced from
+  // Megatron-Bridge's performance summary that name their container release (ContainerRelease).
+  const auto release_row = [&](const accuracy::PublishedRun& r) {
+    return mbridge || (r.megatron_bridge_source && !r.release.empty());
+  };
   std::optional<recipe::PerfRecipeTable> settings_table;
-  if (mbridge && req.recipe_settings != "none") {
+  if (req.recipe_settings != "none" && std::any_of(runs.runs.begin(), runs.runs.end(), release_row)) {
     settings_table = recipe::LoadPerfRecipeSettings(req.recipe_settings);
     report.recipe_settings = true;
     report.recipe_settings_file = settings_table->file;
@@ -197,15 +202,17 @@ ValidateReport Validate(const ValidateRequest& req) {
     if (r.setup.precision == Precision::kFp8 && sys.gpu.fp8_flops <= 0) r.setup.precision = Precision::kBf16;
     // The published run's recipe settings (Megatron-Bridge table rows only; the survey's rows
     // keep meshplan's emitted settings).
+    const recipe::PerfRecipeTable* table = settings_table && release_row(r) ? &*settings_table : nullptr;
     const recipe::PerfRecipeSettings* settings =
-        settings_table ? settings_table->Find(r.release, r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell),
-                                              r.setup.num_gpus, r.tokendrop)
-                       : nullptr;
+        table ? table->Find(r.release, r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell),
+                            r.setup.num_gpus, r.tokendrop)
+              : nullptr;
+    r.release_settings = settings && !mbridge;
     // A row the table has no entry for (or a survey row whose settings are unknown): the settings of Megatron-Bridge's performance recipe
     // function of the same model, system, GPU count and precision (its current snapshot,
     // recipes/megatron-bridge-recipe-functions.json), which the run launched as is.
     std::optional<recipe::PerfRecipeSettings> from_function;
-    if (!settings && (settings_table || ((r.settings_unknown || r.megatron_bridge_source) && !r.torch_fsdp2))) {
+    if (!settings && (table || ((r.settings_unknown || r.megatron_bridge_source) && !r.torch_fsdp2))) {
       const std::string name = megatron_bridge::PerfRecipeFunctionName(
           r.preset, r.system, recipe::PerfPrecisionKey(r.precision_cell), r.setup.num_gpus, r.task);
       if (const megatron_bridge::RecipeFunction* fn = megatron_bridge::FindRecipeFunction(name)) {
@@ -215,7 +222,7 @@ ValidateReport Validate(const ValidateRequest& req) {
         ++sum.from_recipe_function;
       }
     }
-    row.without_recipe_settings = settings_table && !settings;
+    row.without_recipe_settings = table && !settings;
     if (row.without_recipe_settings) ++sum.without_settings;
     // An AutoModel run is priced as the AutoModel layout of its benchmark recipe.
     std::optional<accuracy::AutoModelBenchmark> bench;
