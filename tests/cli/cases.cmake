@@ -851,6 +851,19 @@ meshplan_cli_case(explain_mb_flag_without_framework 2 "error: --vpp: is a Megatr
 meshplan_cli_case(explain_automodel_flag_with_mb 2 "error: --local-batch: is an AutoModel layout flag"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
   --framework megatron-bridge --local-batch 2)
+# --flex-backend sets a key Megatron-Core reads only under the flex dispatcher: without
+# --dispatcher flex (or a --mb-recipe function that sets flex) it is refused, naming both flags.
+meshplan_cli_case(explain_mb_flex_backend_needs_flex 2
+  "error: --flex-backend: sets model.moe_flex_dispatcher_backend, which Megatron-Core reads only with model.moe_token_dispatcher_type: flex; expected --dispatcher flex with it, found --dispatcher alltoall"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --dispatcher alltoall --flex-backend hybridep)
+meshplan_cli_case(explain_mb_flex_backend_default_dispatcher 2
+  "error: --flex-backend: .*expected --dispatcher flex with it, found allgather, Megatron-Core's default"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --flex-backend deepep)
+meshplan_cli_case(explain_mb_flex_backend_with_flex 0 "rules: valid" "!error"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --dispatcher flex --flex-backend hybridep --mbs 1 --recompute full --recompute-method uniform --recompute-num-layers 1)
 meshplan_cli_case(explain_mb_set_needs_key_value 2 "error: --set: expected KEY=VALUE"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
   --framework megatron-bridge --set tp_comm_overlap)
