@@ -73,7 +73,7 @@ void AddExplainCommand(CLI::App& app, ExplainOptions& o) {
       cmd->add_option("--dispatcher", o.dispatcher,
                       "Megatron-Bridge: model.moe_token_dispatcher_type (allgather, alltoall or flex; default allgather)")
           ->check(CLI::IsMember({"allgather", "alltoall", "flex"})),
-      cmd->add_option("--flex-backend", o.flex_backend, "Megatron-Bridge: model.moe_flex_dispatcher_backend (deepep or hybridep; default: not set)")
+      cmd->add_option("--flex-backend", o.flex_backend, "Megatron-Bridge: model.moe_flex_dispatcher_backend (deepep or hybridep; needs --dispatcher flex; default: not set)")
           ->check(CLI::IsMember({"deepep", "hybridep"})),
       cmd->add_option("--cp-comm-type", o.cp_comm_type,
                       "Megatron-Bridge: model.cp_comm_type (p2p, all_gather, a2a or a2a+p2p; default: the recipe function's, else null = p2p)")

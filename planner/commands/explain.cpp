@@ -153,6 +153,30 @@ bool DeferFsdpGradSync(const ExplainInput& in, const Layout& l, const FrameworkO
   return true;
 }
 
+/// --flex-backend on a layout whose dispatcher is not flex: refused (exit 2) naming both flags.
+/// Megatron-Core reads model.moe_flex_dispatcher_backend only under moe_token_dispatcher_type
+/// flex (TransformerConfig.__post_init__, megatron/core/transformer/transformer_config.py: the
+/// backend checks sit under `if self.moe_token_dispatcher_type == "flex"`; token_dispatcher.py
+/// MoEFlexTokenDispatcher is the one reader), so a recipe file may carry it inertly; a flag given
+/// for it would change nothing the user can see. The dispatcher is the layout's after the
+/// --mb-recipe function's own values (a DeepSeek-V3 recipe function already sets flex).
+/// Throws InputError (field --flex-backend).
+void RefuseFlexBackendWithoutFlex(const std::vector<MbFlagKey>& keys, const Layout& l, const std::string& mb_recipe) {
+  bool backend = false, dispatcher = false;
+  for (const MbFlagKey& k : keys) {
+    backend |= k.flag == "--flex-backend";
+    dispatcher |= k.flag == "--dispatcher";
+  }
+  if (!backend || l.mb.token_dispatcher == MbDispatcher::kFlex) return;
+  const std::string found = l.mb.token_dispatcher == MbDispatcher::kAlltoall ? "alltoall" : "allgather";
+  const std::string from = dispatcher           ? "--dispatcher " + found
+                           : mb_recipe.empty() ? found + ", Megatron-Core's default (no --dispatcher)"
+                                               : found + " (the --mb-recipe function's, no --dispatcher)";
+  commands::FlagError("--flex-backend",
+                      "sets model.moe_flex_dispatcher_backend, which Megatron-Core reads only with "
+                      "model.moe_token_dispatcher_type: flex; expected --dispatcher flex with it, found " + from);
+}
+
 }  // namespace
 
 const std::vector<std::string>& FrameworkOnlyLayoutFlags(bool megatron) {
@@ -283,6 +307,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     req = std::move(judged.request);
     rep.layout = judged.parsed.layout;
     rep.parsed = std::move(judged.parsed);
+    RefuseFlexBackendWithoutFlex(keys, rep.layout, setup.mb_recipe);
   } else if (file) {
     setup.framework.reset();  // detected from the recipe's keys
     JudgedRecipe judged = LoadRecipeForJudging(setup, in.recipe, file->text, loaded);

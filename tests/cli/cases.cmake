@@ -277,7 +277,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 38 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 39 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -611,7 +611,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 38 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 39 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
@@ -851,6 +851,19 @@ meshplan_cli_case(explain_mb_flag_without_framework 2 "error: --vpp: is a Megatr
 meshplan_cli_case(explain_automodel_flag_with_mb 2 "error: --local-batch: is an AutoModel layout flag"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
   --framework megatron-bridge --local-batch 2)
+# --flex-backend sets a key Megatron-Core reads only under the flex dispatcher: without
+# --dispatcher flex (or a --mb-recipe function that sets flex) it is refused, naming both flags.
+meshplan_cli_case(explain_mb_flex_backend_needs_flex 2
+  "error: --flex-backend: sets model.moe_flex_dispatcher_backend, which Megatron-Core reads only with model.moe_token_dispatcher_type: flex; expected --dispatcher flex with it, found --dispatcher alltoall"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --dispatcher alltoall --flex-backend hybridep)
+meshplan_cli_case(explain_mb_flex_backend_default_dispatcher 2
+  "error: --flex-backend: .*expected --dispatcher flex with it, found allgather, Megatron-Core's default"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --flex-backend deepep)
+meshplan_cli_case(explain_mb_flex_backend_with_flex 0 "rules: valid" "!error"
+  -- ${MP} explain --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
+  --framework megatron-bridge --ep 8 --dispatcher flex --flex-backend hybridep --mbs 1 --recompute full --recompute-method uniform --recompute-num-layers 1)
 meshplan_cli_case(explain_mb_set_needs_key_value 2 "error: --set: expected KEY=VALUE"
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64
   --framework megatron-bridge --set tp_comm_overlap)

@@ -108,6 +108,12 @@ const Case kCases[] = {
                                                   l.am_backend.dispatcher = AmDispatcher::kHybridEP; },
      [](ModelSpec& m, TrainSetup& s, Layout& l) { m = Moe(); m.num_experts = 96; s.num_gpus = 24; s.global_batch = 192;
                                                   l.tp = 1; l.pp = 1; l.dp = 24; l.ep = 12; }},
+    // DeepEP's NVLink peers share a node (CUDA IPC): on GB200's 4-GPU trays deepep at EP 4 is
+    // valid (AutoModel has no GPU check; Megatron-Bridge's own refuses GB200), EP 8 is not.
+    {"deepep_nvl_peers_in_node", "deepep with ep_size 8 needs its first 8 EP ranks on one node",
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.pp = 1; l.dp = 32; l.ep = 4; },
+     [](ModelSpec& m, auto&, Layout& l) { m = Moe(); l.tp = 1; l.pp = 1; l.dp = 32; l.ep = 8; },
+     AutoModelVersion::kV05, "gb200-nvl72"},
     {"cp_divides_sequence", "CP sequence length 8194 must be divisible by 2 * cp_size = 4",
      [](auto&, auto&, Layout& l) { l.cp = 2; l.dp = 2; },
      [](auto&, TrainSetup& s, Layout& l) { s.seq_len = 8194; l.cp = 2; l.dp = 2; }},

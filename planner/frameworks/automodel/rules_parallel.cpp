@@ -1,5 +1,7 @@
 // Tensor, sequence, context and expert parallelism rules of NeMo AutoModel (main / v0.5).
 // Source files are under nemo_automodel/ in NVIDIA-NeMo/Automodel.
+#include <algorithm>
+
 #include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
@@ -134,6 +136,35 @@ std::string DeepEpEpRanksMsg(const RuleContext& c) {
              "model.backend.dispatcher: hybridep (or torch), or an ep_size it supports");
 }
 
+/// DeepEP's normal-mode kernels reach the first min(ep_size, 8) ranks of the EP group over
+/// NVLink by CUDA IPC (DeepEP v1.2.1 csrc/deep_ep.cpp Buffer::Buffer: rdma_rank = rank /
+/// NUM_MAX_NVL_PEERS, num_nvl_ranks = min(num_ranks, NUM_MAX_NVL_PEERS = 8), lines 36-37;
+/// cudaIpcGetMemHandle / cudaIpcOpenMemHandle, lines 50 and 200), and a CUDA IPC handle opens
+/// only on a GPU of the same host; AutoModel builds the buffer in normal mode without MNNVL
+/// (components/moe/megatron/fused_a2a.py get_buffer: Buffer(group, num_nvl_bytes,
+/// num_rdma_bytes)). So those ranks must share a node: on a 4-GPU GB200 / GB300 tray EP 8 and
+/// up spans two hosts' worth of IPC peers and fails at the buffer's set-up.
+/// AutoModel has no GPU check of its own for deepep (BackendConfig, components/models/common/
+/// utils.py: dispatcher is a Literal, no device test) and DeepEP runs on "architectures with
+/// SM90 PTX ISA support" (DeepEP v1.2.1 README, Requirements), Blackwell's sm_100 included: deepep
+/// on GB200 with EP inside a tray is valid here. Megatron-Bridge refuses DeepEP on GB200 / GB300
+/// by device name in its own validate_flex_dispatcher_backend (training/flex_dispatcher_backend.py
+/// lines 97-103 at 067f987d: rule mb_flex_backend_gpu), a check of that framework, not of DeepEP.
+bool DeepEpNvlPeersInNode(const RuleContext& c) {
+  const Layout& l = L(c);
+  if (l.ep <= 1 || !c.model.is_moe() || l.am_backend.dispatcher != AmDispatcher::kDeepEP || c.system == nullptr) {
+    return true;
+  }
+  return std::min<int64_t>(l.ep, 8) <= c.system->gpus_per_node;
+}
+std::string DeepEpNvlPeersInNodeMsg(const RuleContext& c) {
+  const int64_t peers = std::min<int64_t>(L(c).ep, 8);
+  return Cat("model.backend.dispatcher deepep with ep_size ", L(c).ep, " needs its first ", peers,
+             " EP ranks on one node (DeepEP v1.2.1 reaches up to 8 NVLink peers by CUDA IPC, csrc/deep_ep.cpp); ",
+             c.system->display_name, " has ", c.system->gpus_per_node,
+             " GPUs per node; set model.backend.dispatcher: hybridep, or ep_size <= ", c.system->gpus_per_node);
+}
+
 constexpr const char* kValidateTp = "components/distributed/parallelizer.py::validate_tp_mesh";
 
 const Rule kRules[] = {
@@ -149,6 +180,8 @@ const Rule kRules[] = {
      EpDividesNonPpRanks, EpDividesNonPpRanksMsg},
     {"deepep_ep_ranks", "components/moe/megatron/fused_a2a.py::get_buffer; DeepEP v1.2.1 Buffer.get_dispatch_config",
      RuleStage::kFeatures, DeepEpEpRanks, DeepEpEpRanksMsg, kNoDp},
+    {"deepep_nvl_peers_in_node", "components/moe/megatron/fused_a2a.py::get_buffer; DeepEP v1.2.1 csrc/deep_ep.cpp Buffer::Buffer",
+     RuleStage::kFeatures, DeepEpNvlPeersInNode, DeepEpNvlPeersInNodeMsg, kNoDp},
     {"cp_divides_sequence", "components/distributed/context_parallel/utils.py", RuleStage::kMesh, CpDividesSequence,
      CpDividesSequenceMsg, kNoDp},
     {"cp_no_sliding_window", "components/distributed/context_parallel/utils.py::attach_context_parallel_hooks",

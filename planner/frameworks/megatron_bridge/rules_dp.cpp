@@ -303,7 +303,10 @@ std::string CudaGraphRecomputeMsg(const RuleContext& c) {
 /// The flex dispatcher's backend on the GPU. Source: Megatron-Bridge training/flex_dispatcher_backend.py
 /// validate_flex_dispatcher_backend (called by ConfigContainer.validate, training/config.py:1652;
 /// 067f987d): DeepEP needs compute capability 8.x or 9.x or a GPU named "NVIDIA B200" / "NVIDIA
-/// B300" (not GB200 / GB300); HybridEP compute capability 8.x-10.x.
+/// B300" (not GB200 / GB300); HybridEP compute capability 8.x-10.x. (flex_dispatcher_backend.py
+/// lines 97-103: a device-name check of Megatron-Bridge's, not DeepEP's: DeepEP v1.2.1 runs on
+/// sm_100, and AutoModel, which has no such check, accepts deepep on GB200 inside a tray: rule
+/// deepep_nvl_peers_in_node. The two frameworks differ here because their code does.)
 bool FlexBackendGpu(const RuleContext& c) {
   const Layout& l = L(c);
   if (l.mb.token_dispatcher != MbDispatcher::kFlex || c.system == nullptr) return true;
