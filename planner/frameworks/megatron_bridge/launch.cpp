@@ -12,24 +12,20 @@
 
 namespace meshplan::megatron_bridge {
 
-namespace {
-
 using launch::Quote;
 using launch::ShellWord;
 
 // Before the command of a Megatron-Bridge launch whose default recipe leaves comm_overlap None
-// (MbRecipeLeavesCommOverlapNone): the comm_overlap overrides as a bash array, force-added with
-// the class to build when $MB_RECIPE is not set, plain when it is. "" otherwise.
-}  // namespace
-
+// (ForceAddsCommOverlap): the comm_overlap overrides as a bash array, force-added with the class
+// to build when $MB_RECIPE is not set, plain when it is. "" otherwise.
 std::string LaunchPrelude(const Candidate& c, const PlanRequest& req) {
+  if (!ForceAddsCommOverlap(req)) return "";
   const std::string mb_recipe = MbRecipeName(req);
-  if (mb_recipe.empty() || !MbRecipeLeavesCommOverlapNone(req)) return "";
-  std::string forced = Quote(std::string("++comm_overlap._target_=") + kCommOverlapTarget), plain;
-  for (const auto& [key, value] : MegatronOverrides(c.layout, req)) {
-    if (key.rfind("comm_overlap.", 0) != 0) continue;
-    forced += " " + Quote("++" + key + "=" + value);
-    plain += (plain.empty() ? "" : " ") + Quote(key + "=" + value);
+  const auto overrides = MegatronOverrides(c.layout, req);
+  std::string forced, plain;
+  for (const std::string& t : ForcedCommOverlapOverrides(overrides)) forced += (forced.empty() ? "" : " ") + Quote(t);
+  for (const auto& [key, value] : overrides) {
+    if (key.rfind("comm_overlap.", 0) == 0) plain += (plain.empty() ? "" : " ") + Quote(key + "=" + value);
   }
   std::ostringstream s;
   s << "# Megatron-Bridge's " << mb_recipe << " leaves comm_overlap None, where a Hydra override of\n"
@@ -49,7 +45,7 @@ std::string LaunchCommand(const Candidate& c, const PlanRequest& req, const std:
     << "}\"";
   // With the default recipe and a None comm_overlap the comm_overlap keys come from the
   // COMM_OVERLAP array that LaunchPrelude defines (force-added, or plain with $MB_RECIPE).
-  const bool force_comm = !mb_recipe.empty() && MbRecipeLeavesCommOverlapNone(req);
+  const bool force_comm = ForceAddsCommOverlap(req);
   for (const auto& [key, value] : MegatronOverrides(c.layout, req)) {
     if (force_comm && key.rfind("comm_overlap.", 0) == 0) continue;
     s << " \\\n  " << Quote(key + "=" + value);

@@ -313,9 +313,21 @@ std::string MbRecipeName(const PlanRequest& req) {
   return !req.mb_recipe_function.empty() ? req.mb_recipe_function : DefaultRecipeFunctionName(req.model.name);
 }
 
-bool MbRecipeLeavesCommOverlapNone(const PlanRequest& req) {
-  const RecipeFunction* fn = FindRecipeFunction(MbRecipeName(req));
+bool ForceAddsCommOverlap(const PlanRequest& req) {
+  const std::string name = MbRecipeName(req);
+  if (name.empty()) return false;
+  const RecipeFunction* fn = FindRecipeFunction(name);
   return fn == nullptr || fn->CommOverlapNone();
+}
+
+std::vector<std::string> ForcedCommOverlapOverrides(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : overrides) {
+    if (key.rfind("comm_overlap.", 0) != 0) continue;
+    if (out.empty()) out.push_back("++comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig");
+    out.push_back("++" + key + "=" + value);
+  }
+  return out;
 }
 
 }  // namespace meshplan::megatron_bridge

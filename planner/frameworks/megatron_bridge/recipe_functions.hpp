@@ -62,18 +62,20 @@ std::string DefaultRecipeFunctionName(const std::string& preset);
 /// default (DefaultRecipeFunctionName); "" where there is none.
 std::string MbRecipeName(const PlanRequest& req);
 
-/// The recipe function leaves ConfigContainer.comm_overlap None (recipes/common.py
-/// _pretrain_common sets comm_overlap=None; the table records which recipes never create a
-/// CommOverlapConfig). run_recipe.py applies the overrides with Hydra on a struct config
+/// The overrides name a recipe function (MbRecipeName) that leaves ConfigContainer.comm_overlap
+/// None (recipes/common.py _pretrain_common sets comm_overlap=None; the table records which
+/// recipes never create a CommOverlapConfig; a recipe not in the table: as the defaults of
+/// recipes/common.py, None). run_recipe.py applies the overrides with Hydra on a struct config
 /// (utils/omegaconf_utils.py parse_hydra_overrides), where `comm_overlap.tp_comm_overlap=...`
-/// under a None node fails ("Could not override"). For them the overrides are written
-/// `++comm_overlap.<key>=...` (force add: the None node becomes a map) after
-/// `++comm_overlap._target_=` kCommOverlapTarget, which apply_overrides instantiates into the
-/// config object. A recipe not in the table: as the defaults of recipes/common.py, None.
-bool MbRecipeLeavesCommOverlapNone(const PlanRequest& req);
+/// under a None node fails ("Could not override"): the comm_overlap overrides must be
+/// force-added (ForcedCommOverlapOverrides).
+bool ForceAddsCommOverlap(const PlanRequest& req);
 
-/// The class a force-added comm_overlap map is built as.
-inline constexpr const char* kCommOverlapTarget = "megatron.bridge.training.comm_overlap.CommOverlapConfig";
+/// The comm_overlap entries of `overrides` as run_recipe.py takes them over a None comm_overlap:
+/// `++comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig` (the class
+/// apply_overrides instantiates) followed by `++comm_overlap.<key>=<value>` for each, in order
+/// (force add: the None node becomes a map); empty when `overrides` has none. Unquoted.
+std::vector<std::string> ForcedCommOverlapOverrides(const std::vector<std::pair<std::string, std::string>>& overrides);
 
 /// The recipe function a request's overrides are written for: PlanRequest::mb_recipe_function,
 /// else DefaultRecipeFunctionName(model); nullptr when neither names one in the table.

@@ -146,10 +146,9 @@ std::vector<std::pair<std::string, std::string>> MegatronOverrides(const Layout&
   add("ddp.use_distributed_optimizer", Bool(l.use_distributed_optimizer));
   add("ddp.use_megatron_fsdp", Bool(s.use_megatron_fsdp));
   if (s.use_megatron_fsdp) {
-    add("ddp.data_parallel_sharding_strategy", s.sharding == MbSharding::kNoShard      ? "no_shard"
-                                               : s.sharding == MbSharding::kOptim      ? "optim"
-                                               : s.sharding == MbSharding::kOptimGrads ? "optim_grads"
-                                                                                       : "optim_grads_params");
+    // Unset: the recipe functions' optim_grads_params (MB recipes/common.py _pretrain_common).
+    const MbSharding sharding = s.sharding == MbSharding::kUnset ? MbSharding::kOptimGradsParams : s.sharding;
+    add("ddp.data_parallel_sharding_strategy", MbShardingName(sharding));
     add("ddp.average_in_collective", "false");
   }
   add("ddp.overlap_grad_reduce", TriValue(s.overlap_grad_reduce));
@@ -213,21 +212,22 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
   for (const auto& [name, value] : MegatronLaunchEnv(l)) y << " " << name << "=" << value;
   y << "\n";
   for (const std::string& note : RecipeFunctionNotes(l, req)) y << "# " << note << "\n";
-  // The command line as run_recipe.py takes it: comm_overlap keys force-added after the class
-  // to build where the recipe function leaves comm_overlap None (MbRecipeLeavesCommOverlapNone),
-  // as the launch script writes them.
+  // The command line as run_recipe.py takes it: the comm_overlap keys force-added, in their
+  // place, where the recipe function leaves comm_overlap None (ForceAddsCommOverlap), as the
+  // launch script writes them.
   y << "# command line:";
   const auto overrides = MegatronOverrides(l, req);
-  const bool force_comm =
-      !megatron_bridge::MbRecipeName(req).empty() && megatron_bridge::MbRecipeLeavesCommOverlapNone(req);
-  bool target_written = false;
+  const bool force_comm = megatron_bridge::ForceAddsCommOverlap(req);
+  bool forced_written = false;
   for (const auto& [key, value] : overrides) {
-    const bool comm = force_comm && key.rfind("comm_overlap.", 0) == 0;
-    if (comm && !target_written) {
-      y << " ++comm_overlap._target_=" << megatron_bridge::kCommOverlapTarget;
-      target_written = true;
+    if (force_comm && key.rfind("comm_overlap.", 0) == 0) {
+      if (!forced_written) {
+        for (const std::string& t : megatron_bridge::ForcedCommOverlapOverrides(overrides)) y << " " << t;
+      }
+      forced_written = true;
+      continue;
     }
-    y << " " << (comm ? "++" : "") << key << "=" << value;
+    y << " " << key << "=" << value;
   }
   y << "\n";
   // Nested maps, one level per dot ("model.transformer.tensor_model_parallel_size").
