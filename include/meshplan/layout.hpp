@@ -499,6 +499,10 @@ const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
 const char* PrecisionName(Precision p);      ///< "bf16", "fp8", "fp4"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"
 
+/// ddp.data_parallel_sharding_strategy's value: "no_shard", "optim", "optim_grads",
+/// "optim_grads_params"; "" for kUnset.
+const char* MbShardingName(MbSharding s);
+
 /// Megatron-Bridge data-parallel flavour of a layout: "megatron_fsdp", "torch_fsdp2",
 /// "ddp+distopt" (DDP with the distributed optimizer) or "ddp".
 const char* MbDpFlavourName(const Layout& layout);

@@ -269,6 +269,17 @@ const char* StageRoundingName(StageRounding r) {
   return "?";
 }
 
+const char* MbShardingName(MbSharding s) {
+  switch (s) {
+    case MbSharding::kUnset: return "";
+    case MbSharding::kNoShard: return "no_shard";
+    case MbSharding::kOptim: return "optim";
+    case MbSharding::kOptimGrads: return "optim_grads";
+    case MbSharding::kOptimGradsParams: return "optim_grads_params";
+  }
+  return "";
+}
+
 const char* MbDpFlavourName(const Layout& l) {
   if (l.mb.use_megatron_fsdp || l.mb.dist_use_megatron_fsdp == Tri::kTrue) return "megatron_fsdp";
   if (l.mb.use_torch_fsdp2) return "torch_fsdp2";

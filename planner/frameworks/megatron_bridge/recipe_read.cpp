@@ -469,11 +469,15 @@ void ReadDdp(MapReader& d, MapReader& opt, Layout& l) {
   l.mb.use_megatron_fsdp = d.Bool("use_megatron_fsdp", false);
   if (!IsNull(d, "data_parallel_sharding_strategy")) {
     const std::string s = d.Str("data_parallel_sharding_strategy");
-    if (s == "no_shard") l.mb.sharding = MbSharding::kNoShard;
-    else if (s == "optim") l.mb.sharding = MbSharding::kOptim;
-    else if (s == "optim_grads") l.mb.sharding = MbSharding::kOptimGrads;
-    else if (s == "optim_grads_params") l.mb.sharding = MbSharding::kOptimGradsParams;
-    else d.Fail("data_parallel_sharding_strategy", "expected no_shard, optim, optim_grads or optim_grads_params; " + Found(s));
+    bool known = false;
+    for (MbSharding v : {MbSharding::kNoShard, MbSharding::kOptim, MbSharding::kOptimGrads, MbSharding::kOptimGradsParams}) {
+      if (s != MbShardingName(v)) continue;
+      l.mb.sharding = v;
+      known = true;
+    }
+    if (!known) {
+      d.Fail("data_parallel_sharding_strategy", "expected no_shard, optim, optim_grads or optim_grads_params; " + Found(s));
+    }
   }
   d.Ignore({"data_parallel_sharding_strategy"});
   l.mb.average_in_collective = TriKey(d, "average_in_collective");
