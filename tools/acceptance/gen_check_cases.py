@@ -9,7 +9,7 @@ GPUs (rank 1 recipe), three broken variants are written and checked: the expert-
 (or, for a dense model, the tensor-parallel size) doubled, a pipeline size that does not divide
 the layers or the world, and the micro-batch size times 16. Every suggestion `check --format json`
 returns (its `nearest` list: the recipe function of the plan's header, the suggestion's
-`overrides` and `environment`) is one case. Writes OUT_DIR/mb/cases.jsonl and OUT_DIR/checks.jsonl
+`overrides` and `environment`; the harness takes the GPU from `system`) is one case. Writes OUT_DIR/mb/cases.jsonl and OUT_DIR/checks.jsonl
 (each check's exit status and how many suggestions it gave).
 """
 import json, os, re, subprocess, sys
@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
-GPU_OF = {"dgx-h100": "h100", "dgx-b200": "b200", "gb200-nvl72": "gb200"}
 GPU_COUNTS = {8, 64, 256}
 
 
@@ -64,7 +63,8 @@ def main():
         header = "".join(l + "\n" for l in text.splitlines() if l.startswith("# recipe function:"))
         # As the plan's launch writes them: comm_overlap keys force-added (++) after the class to
         # build where the recipe function leaves comm_overlap None (its COMM_OVERLAP prelude).
-        force = "++comm_overlap._target_" in open(os.path.join(grid, "mb", case["launch"])).read()
+        target = re.search(r"'(\+\+comm_overlap\._target_=[^']+)'", open(os.path.join(grid, "mb", case["launch"])).read())
+        force = target.group(1) if target else None
         doc = yaml.safe_load(text)
         for tag, v in variants(doc):
             name = f"{case['model']}_{case['system']}_{case['gpus']}_{tag}"
@@ -96,9 +96,9 @@ def main():
                 ov = [("++" if force and k.startswith("comm_overlap.") else "") + f"{k}={v}"
                       for k, v in s.get("overrides", {}).items()]
                 if force and any(k.startswith("comm_overlap.") for k in s.get("overrides", {})):
-                    ov.insert(0, "++comm_overlap._target_=megatron.bridge.training.comm_overlap.CommOverlapConfig")
+                    ov.insert(0, force)
                 cases.write(json.dumps({"id": f"{name}_s{i}", "source": "check", "recipe_func": fn,
-                                        "world_size": case["gpus"], "gpu": GPU_OF[case["system"]],
+                                        "world_size": case["gpus"],
                                         "model": case["model"], "system": case["system"], "gpus": case["gpus"],
                                         "seq_len": case["seq_len"], "overrides": ov,
                                         "env": s.get("environment", {})}) + "\n")
