@@ -928,38 +928,36 @@ MegatronTerms MegatronRankTerms(const Ctx& c, const MegatronShared& s, int64_t p
     } else {
       t.dp = rs + ag;
     }
-  } else if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
-    // optim_grads (ZeRO-2): the weights stay whole, so nothing is gathered per micro-batch;
-    // each micro-batch's backward reduce-scatters its gradients into the shards (megatron_fsdp.py
-    // grad_reduce_every_bprop), and the updated weights are all-gathered once per step
-    // (mcore_fsdp_adapter.py: "optim_grads: additionally, RS communication groups on all
-    // microbatches"). kFsdpOverlapFraction of the compute hides them, as under optim_grads_params.
-    const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
-    const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
-    const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
-    const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
-    const double comm = n_mb * (rs_d + rs_e) + ag_d + ag_e;
-    const double cost = n_mb * (HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le)) + HiddenCommCost(ag_d, ld) +
-                        HiddenCommCost(ag_e, le);
-    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
   } else {
-    const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
-                            AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);
     const double ag_d = AllGatherSeconds(2.0 * dense_local, gd.n, ld);
     const double ag_e = AllGatherSeconds(2.0 * expert_local, ge.n, le);
     const double rs_d = ReduceScatterSeconds(g * dense_local, gd.n, ld);
     const double rs_e = ReduceScatterSeconds(g * expert_local, ge.n, le);
-    const double comm = n_mb * (2.0 * (ag_d + ag_e) + rs_d + rs_e);
-    const double cost = n_mb * (HiddenCommCost(2.0 * ag_d + rs_d, ld) + HiddenCommCost(2.0 * ag_e + rs_e, le));
-    t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + n_mb * first_ag +
-           HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
-    // torch FSDP2 gathers into a flat buffer and copies out to each parameter (forward and
-    // backward), and copies each gradient into a flat buffer before the reduce-scatter
-    // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,
-    // foreach_reduce); Megatron FSDP's parameters and gradients live in its buffers. Per
-    // micro-batch: 2 x (read + write 2 bytes) + read + write of the gradient, per parameter.
-    if ((l.dp_impl == DpImpl::kFsdpPerModule) && gpu.hbm_bandwidth > 0) {
-      t.memory_bound += n_mb * (2.0 * 4.0 + 2.0 * g) * (dense_local + expert_local) / gpu.hbm_bandwidth;
+    if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
+      // optim_grads (ZeRO-2): the weights stay whole, so nothing is gathered per micro-batch;
+      // each micro-batch's backward reduce-scatters its gradients into the shards (megatron_fsdp.py
+      // grad_reduce_every_bprop), and the updated weights are all-gathered once per step
+      // (mcore_fsdp_adapter.py: "optim_grads: additionally, RS communication groups on all
+      // microbatches"). kFsdpOverlapFraction of the compute hides them, as under optim_grads_params.
+      const double comm = n_mb * (rs_d + rs_e) + ag_d + ag_e;
+      const double cost = n_mb * (HiddenCommCost(rs_d, ld) + HiddenCommCost(rs_e, le)) + HiddenCommCost(ag_d, ld) +
+                          HiddenCommCost(ag_e, le);
+      t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
+    } else {
+      const double first_ag = AllGatherSeconds(2.0 * rp.max_layer_dense / tp, gd.n, ld) +
+                              AllGatherSeconds(2.0 * rp.max_layer_expert / (ep * etp), ge.n, le);
+      const double comm = n_mb * (2.0 * (ag_d + ag_e) + rs_d + rs_e);
+      const double cost = n_mb * (HiddenCommCost(2.0 * ag_d + rs_d, ld) + HiddenCommCost(2.0 * ag_e + rs_e, le));
+      t.dp = Pos(comm - kFsdpOverlapFraction * compute0) + n_mb * first_ag +
+             HiddenShareCost(comm, kFsdpOverlapFraction * compute0, cost);
+      // torch FSDP2 gathers into a flat buffer and copies out to each parameter (forward and
+      // backward), and copies each gradient into a flat buffer before the reduce-scatter
+      // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: foreach_all_gather_copy_out,
+      // foreach_reduce); Megatron FSDP's parameters and gradients live in its buffers. Per
+      // micro-batch: 2 x (read + write 2 bytes) + read + write of the gradient, per parameter.
+      if ((l.dp_impl == DpImpl::kFsdpPerModule) && gpu.hbm_bandwidth > 0) {
+        t.memory_bound += n_mb * (2.0 * 4.0 + 2.0 * g) * (dense_local + expert_local) / gpu.hbm_bandwidth;
+      }
     }
   }
   // --- optimizer ---
