@@ -3,6 +3,7 @@
 #include "accuracy/published_runs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -312,9 +313,11 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
 }
 
 /// The survey row's model from its shape columns, for a row no preset describes: a generic
-/// decoder (GenericDecoder). Every size must be stated: a cell with '?' ("52? (hybrid ...)"),
-/// a missing size or MLA attention (its ranks are not in the columns) leaves the row skipped,
-/// `why` saying which cell. Cells: ffn_hidden "F" (dense), "F expert" (every layer MoE) or
+/// decoder (GenericDecoder). Every size must be given: a missing size, a bare '?', a '?' with
+/// words after it ("52? (hybrid ...)": the count itself is in doubt) or MLA attention (its ranks
+/// are not in the columns) leaves the row skipped, `why` saying which cell. A size the source
+/// gives with a trailing '?' ("50257?", "32?": its best reading, marked unconfirmed) is used as
+/// given and named in the model's generic_note, so every output that shows the row says so. Cells: ffn_hidden "F" (dense), "F expert" (every layer MoE) or
 /// "F dense / E expert"; experts "" (dense), "N" or "N routed + S shared"; kv_heads "" = heads.
 /// The MLP is gated (SwiGLU, 3 matrices) or a two-matrix one (GeLU / squared ReLU, as GPT-3,
 /// MT-NLG, OPT and Nemotron-4 have): the one whose parameter count is nearer the row's
@@ -322,11 +325,16 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
 std::optional<ModelSpec> ShapeModel(const std::function<std::string(const char*)>& cell, const SourceLoc& at,
                                     std::string& why) {
   DecoderShape d;
+  std::vector<std::string> unconfirmed;  // "vocab '50257?'": sizes read from a trailing-'?' cell
   auto size = [&](const char* column, int64_t fallback, int64_t& out) {
     if (!why.empty()) return;
     const std::string c = Trim(cell(column));
-    if (!SizeCell(c, fallback, out) || (fallback == 0 && out < 1)) {
+    const bool marked = c.size() > 1 && c.back() == '?' && std::isdigit(static_cast<unsigned char>(c.front())) &&
+                        c.find_first_not_of("0123456789") == c.size() - 1;
+    if (!SizeCell(marked ? c.substr(0, c.size() - 1) : c, fallback, out) || (fallback == 0 && out < 1)) {
       why = std::string(column) + " '" + c + "' is not a stated size";
+    } else if (marked) {
+      unconfirmed.push_back(std::string(column) + " '" + c + "'");
     }
   };
   size("layers", 0, d.num_layers);
@@ -380,7 +388,13 @@ std::optional<ModelSpec> ShapeModel(const std::function<std::string(const char*)
     const double g = double(CountParams(gated).total) / 1e9, p = double(CountParams(plain).total) / 1e9;
     const bool use_plain = stated ? std::fabs(p - published) < std::fabs(g - published)
                                   : d.intermediate_size == 4 * d.hidden_size;
-    return use_plain ? plain : gated;
+    ModelSpec& m = use_plain ? plain : gated;
+    if (!unconfirmed.empty()) {
+      std::string list;
+      for (const std::string& u : unconfirmed) list += (list.empty() ? "" : ", ") + u;
+      m.generic_note += "; sizes the source marks unconfirmed ('?'), used as given: " + list;
+    }
+    return m;
   } catch (const InputError& e) {
     why = e.what();
     return std::nullopt;
