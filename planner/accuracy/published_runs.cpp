@@ -429,6 +429,19 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
     }
   }
   ReadMegatronSettings(cell("megatron_settings"), r);
+  // What the row's own megatron_settings (or its source's entry) state wins over what the
+  // zero_fsdp_distopt and recompute cells imply below.
+  const Tri distributed_optimizer_before = r.distributed_optimizer;
+  if (r.sequence_parallel == Tri::kUnset) {
+    // The recompute cell names sequence parallelism where the source states it: "full (no
+    // sequence parallel)", "selective (attention core) + sequence parallel", "none (SP on)".
+    const std::string rc = Lower(cell("recompute"));
+    if (rc.find("no sequence parallel") != std::string::npos || rc.find("sp off") != std::string::npos) {
+      r.sequence_parallel = Tri::kFalse;
+    } else if (rc.find("sequence parallel") != std::string::npos || rc.find("sp on") != std::string::npos) {
+      r.sequence_parallel = Tri::kTrue;
+    }
+  }
   r.hardware_flops = Lower(Trim(cell("flops_basis"))).rfind("hw flops", 0) == 0;
   r.system = SystemOf(cell("gpu_type"));
   r.gpu_cell = cell("gpu_type");
@@ -455,6 +468,11 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   if (!r.torch_fsdp2 && (zero.find("grads sharded") != std::string::npos || zero.find("gradients sharded") != std::string::npos)) {
     r.megatron_fsdp = true;
     r.fsdp_sharding = MbSharding::kOptimGrads;
+  }
+  // "none (DDP)", "none (DP=1)", "none": plain data parallelism, no distributed optimizer (the
+  // weights' fp32 copy and Adam moments whole on every DP rank), unless megatron_settings says.
+  if (distributed_optimizer_before == Tri::kUnset && Trim(zero).rfind("none", 0) == 0) {
+    r.distributed_optimizer = Tri::kFalse;
   }
   // DeepSpeed ZeRO-3 (parameters sharded and gathered per layer by DeepSpeed's own hooks) is
   // neither Megatron's distributed optimizer nor torch FSDP2: not priced as either.
@@ -683,7 +701,11 @@ Layout PublishedLayout(const PublishedRun& run, const ModelSpec& m, const System
   // settings: a survey row names them only when it knows them).
   if (run.tp_comm_overlap != Tri::kUnset) l.mb.tp_comm_overlap = run.tp_comm_overlap;
   l.mb.unfused_attention = run.unfused_attention;
-  l.mb.pp_scatter_gather = run.pp_scatter_gather == Tri::kTrue;
+  // Megatron-LM scatters the pipeline tensor over TP only without sequence parallelism (with
+  // it the tensor is already split along the sequence): megatron/p2p_communication.py
+  // _communicate, `args.scatter_gather_tensors_in_pipeline and not args.sequence_parallel`
+  // (NVIDIA/Megatron-LM c3e688d, 2022-11-10).
+  l.mb.pp_scatter_gather = run.pp_scatter_gather == Tri::kTrue && !l.sequence_parallel;
   if (run.grad_reduce_in_fp32 != Tri::kUnset) l.mb.grad_reduce_in_fp32 = run.grad_reduce_in_fp32 == Tri::kTrue;
   if (run.overlap_grad_reduce != Tri::kUnset) {
     l.mb.overlap_grad_reduce = l.mb.overlap_param_gather = run.overlap_grad_reduce;

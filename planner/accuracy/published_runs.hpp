@@ -17,7 +17,7 @@
 ///     folder) for a model no preset describes, and megatron_settings (PublishedRun's Tri fields).
 /// FLOP convention (groundtruth.md A.3): both files report *model* FLOPs (Megatron-Bridge,
 /// NeMo, AutoModel) or are compared on tokens/s when no TFLOP/s is given; hardware-FLOP
-/// sources (Narayanan 2021, BLOOM, MT-NLG) are A100 GPT rows without a preset and are skipped.
+/// sources (Narayanan 2021, BLOOM: flops_basis "HW FLOPs ...") compare on tokens/s.
 
 #include <cstdint>
 #include <optional>
@@ -98,6 +98,10 @@ struct PublishedRun {
   /// The survey's optional megatron_settings cell ("key=false; ..."): settings of the run's
   /// software that meshplan's emitted Megatron-Core settings would get wrong (Megatron-LM 2021
   /// had no distributed optimizer, no sequence parallelism, no TP or DP communication overlap).
+  /// Then recipes/published-run-settings.yaml's entry for the row's source, and, where neither
+  /// states them, the survey's cells: zero_fsdp_distopt "none ..." = no distributed optimizer;
+  /// a recompute cell naming sequence parallelism ("full (no sequence parallel)", "... +
+  /// sequence parallel", "(SP on)") sets sequence_parallel.
   /// kUnset: as emitted. Two more items name software Megatron-Core no longer has:
   /// attention_backend=unfused (the attention core before FlashAttention, MbSettings::
   /// unfused_attention) and scatter_gather_tensors_in_pipeline=true (Megatron-LM 2021's
