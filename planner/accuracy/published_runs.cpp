@@ -236,9 +236,10 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
 }
 
 // An entry of recipes/published-run-settings.yaml: the settings of the runs whose source and
-// model cells contain `source` and `model` (lower case).
+// model cells contain `source` and `model` and, where given, whose notes cell contains `notes`
+// (lower case; "" matches every row).
 struct SourceRunSettings {
-  std::string source, model, megatron_settings;
+  std::string source, model, megatron_settings, notes;
 };
 
 void ReadMegatronSettings(const std::string& text, PublishedRun& r);
@@ -259,7 +260,8 @@ const std::vector<SourceRunSettings>& SourceRunSettingsTable() {
     std::vector<SourceRunSettings> out;
     for (size_t i = 0; i < list.size(); ++i) {
       yamlutil::MapReader e(list[i], kPath, "runs[" + std::to_string(i) + "]");
-      SourceRunSettings s{Lower(e.Str("source")), Lower(e.Str("model")), e.Str("megatron_settings")};
+      SourceRunSettings s{Lower(e.Str("source")), Lower(e.Str("model")), e.Str("megatron_settings"),
+                          e.Has("notes") ? Lower(e.Str("notes")) : std::string()};
       e.Str("evidence");
       e.RejectUnknown();
       PublishedRun probe;
@@ -421,9 +423,10 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
     r.shape_model = ShapeModel(cell, SourceLoc{file, r.line, 1}, shape_problem);
   }
   {
-    const std::string src = Lower(cell("source")), model = Lower(cell("model"));
+    const std::string src = Lower(cell("source")), model = Lower(cell("model")), notes = Lower(cell("notes"));
     for (const SourceRunSettings& e : SourceRunSettingsTable()) {
-      if (src.find(e.source) != std::string::npos && model.find(e.model) != std::string::npos) {
+      if (src.find(e.source) != std::string::npos && model.find(e.model) != std::string::npos &&
+          notes.find(e.notes) != std::string::npos) {
         ReadMegatronSettings(e.megatron_settings, r);
       }
     }

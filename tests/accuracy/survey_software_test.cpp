@@ -58,6 +58,13 @@ TEST_CASE("survey: Megatron-LM 2021-2022 rows priced with their own software") {
   for (const char* id : {"1", "2", "4", "6", "7", "10", "18", "19", "20", "21", "22"}) {
     CHECK_MESSAGE(std::fabs(Row(report, id).error) < 0.11, "#" << id << " error " << Row(report, id).error);
   }
+  // MegaScale's Megatron-LM baseline (commit 285068c8: no DP or TP communication overlap) is
+  // matched by its notes cell ("system=Megatron-LM"); MegaScale's own rows are not.
+  const ValidateRow& ms_base = Row(report, "39");
+  const ValidateRow& ms_own = Row(report, "42");
+  CHECK(ms_base.layout.mb.tp_comm_overlap == Tri::kFalse);
+  CHECK(ms_base.layout.mb.overlap_grad_reduce == Tri::kFalse);
+  CHECK(ms_own.layout.mb.tp_comm_overlap != Tri::kFalse);
   // A row whose own cells say nothing keeps what meshplan emits: Nemotron-4 340B ("Distributed
   // optimizer (ZeRO-1-like)", recompute "?").
   CHECK(Row(report, "62").layout.use_distributed_optimizer);
