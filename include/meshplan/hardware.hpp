@@ -50,6 +50,9 @@ struct MegatronTimeFit {
   /// of every embedded fitted system), e.g. "dgx-h100 (same compute capability 9.0)"; empty
   /// when fitted or when nothing was borrowed (the defaults above).
   std::string borrowed_from;
+  /// The unfitted physical model (cost::MegatronPhysicalFit: no system's fit applies, its
+  /// GPU's generation constants instead); false when fitted or borrowed.
+  bool physical = false;
 };
 
 /// Efficiencies of a hardware file (matmul_efficiency_*, *_busbw_efficiency, compute_efficiency)

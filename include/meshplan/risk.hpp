@@ -18,16 +18,24 @@ struct ErrorBand {
   const char* source = "";     ///< which run and rows (file, command, group)
 };
 
+/// Where a Megatron-Core prediction's step-time constants come from (MegatronTimeFit): the
+/// system's own fit, another system's (an unfitted system borrows the fit of the same GPU die,
+/// ApplyUnfittedMegatronFit) or none (the physical model).
+enum class FitOrigin { kOwn, kBorrowed, kPhysical };
+
 /// What a prediction of this kind is grouped by: which runtime prices it, dense or MoE model,
-/// and whether the job spans more than one NVLink (scale-up) domain.
+/// whether the job spans more than one NVLink (scale-up) domain and, for Megatron-Core, where
+/// the system's step-time constants come from.
 struct ErrorKind {
   CostRuntime runtime = CostRuntime::kPyTorchEager;
   bool moe = false;
   bool multi_domain = false;  ///< GPUs > the system's scale-up domain (DGX: 8, NVL72: 72)
+  FitOrigin fit = FitOrigin::kOwn;  ///< Megatron-Core only; AutoModel's model fits nothing
 };
 
 /// The kind of every layout of a job: runtime of `framework_runtime`, model.is_moe(),
-/// num_gpus above system.scaleup_domain_gpus (gpus_per_node when the domain is not given).
+/// num_gpus above system.scaleup_domain_gpus (gpus_per_node when the domain is not given),
+/// and system.megatron_fit's origin (fitted, borrowed, physical).
 ErrorKind ErrorKindOf(CostRuntime framework_runtime, const ModelSpec& model, const SystemSpec& system,
                       const TrainSetup& setup);
 
@@ -38,6 +46,14 @@ ErrorKind ErrorKindOf(CostRuntime framework_runtime, const ModelSpec& model, con
 /// rows (MoE). Values and rows: planner/search/risk.cpp; tests/search/risk_test.cpp recomputes
 /// them from those runs. Throws nothing.
 ErrorBand StepErrorBand(const ErrorKind& kind);
+
+/// The absolute step-time error of a Megatron-Core prediction on a system without its own fit
+/// (kind.fit kBorrowed or kPhysical): median |leave-one-system-out residual| of the rule the
+/// system is priced with (`validate mbridge_perf_dev.csv --transfer`, LOSO borrow / LOSO phys),
+/// dense or MoE. Printed beside the prediction; the ranking keeps StepErrorBand, since a system's
+/// constants being off moves every layout of the job alike and does not make two layouts a tie.
+/// ErrorBand{} (value 0) for a fitted system or an AutoModel layout. Throws nothing.
+ErrorBand UnfittedSystemErrorBand(const ErrorKind& kind);
 
 /// The memory model's band on the side that runs out of memory: the largest measured
 /// under-prediction of the peak, relative to the peak (planner/search/risk.cpp). Throws nothing.

@@ -87,6 +87,7 @@ MegatronTimeFit MegatronPhysicalFit() {
   f.memory_bound = 1.0 / kElementwiseHbmShare;
   f.kernel_overhead = 4e-6;
   f.borrowed_from = "the physical model";
+  f.physical = true;
   return f;
 }
 

@@ -14,6 +14,9 @@ ErrorKind ErrorKindOf(CostRuntime runtime, const ModelSpec& model, const SystemS
   k.moe = model.is_moe();
   const int domain = system.scaleup_domain_gpus > 0 ? system.scaleup_domain_gpus : system.gpus_per_node;
   k.multi_domain = domain > 0 && setup.num_gpus > domain;
+  if (runtime == CostRuntime::kMegatronCore && !system.megatron_fit.fitted) {
+    k.fit = system.megatron_fit.physical ? FitOrigin::kPhysical : FitOrigin::kBorrowed;
+  }
   return k;
 }
 
@@ -46,6 +49,20 @@ ErrorBand StepErrorBand(const ErrorKind& k) {
   // NCCL held to one channel (15 GB/s, one 400 Gb/s NIC's share) stand in for it: 8.3%.
   return k.multi_domain ? ErrorBand{0.083, 20, "H200 two-GPU runs with NCCL held to one channel, median |step-time error|"}
                         : ErrorBand{0.071, 37, "H200 training runs (tests/data/measured), median |step-time error|"};
+}
+
+ErrorBand UnfittedSystemErrorBand(const ErrorKind& k) {
+  if (k.runtime != CostRuntime::kMegatronCore || k.fit == FitOrigin::kOwn) return ErrorBand{};
+  // `meshplan validate tests/data/mbridge_perf_dev.csv --transfer`: each fitted system's rows
+  // priced as if it had no fit (left out of every fit), by the rule the system is priced with:
+  // LOSO borrow (the other systems' fits of the same GPU compute capability, else all of them)
+  // or LOSO phys (the physical constants). Median |residual| over the 130 rows, dense or MoE.
+  if (k.fit == FitOrigin::kBorrowed) {
+    return k.moe ? ErrorBand{0.1852, 80, "validate mbridge_perf_dev.csv --transfer, LOSO borrow: MoE rows"}
+                 : ErrorBand{0.2985, 50, "validate mbridge_perf_dev.csv --transfer, LOSO borrow: dense rows"};
+  }
+  return k.moe ? ErrorBand{0.2046, 80, "validate mbridge_perf_dev.csv --transfer, LOSO phys: MoE rows"}
+               : ErrorBand{0.1413, 50, "validate mbridge_perf_dev.csv --transfer, LOSO phys: dense rows"};
 }
 
 ErrorBand MemoryErrorBand(CostRuntime runtime) {

@@ -634,7 +634,12 @@ meshplan_cli_case(plan_fp8_rows_sp 0 "tensor_model_parallel_size: 4" "!# layout:
   "# layout: [a-z_+]+ tp8 pp1 cp1 ep1 dp[0-9]+ mbs8 sp"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8200 --global-batch 128 --precision fp8 --top 50 --format yaml --headroom 0.1)
 meshplan_cli_case(plan_unfitted_megatron_warning 0 "note: dgx-h200 has no fitted Megatron-Core step-time constants .megatron_time_fit.: its Megatron-Bridge step times use those of dgx-h100 .same GPU compute capability 9.0."
+  "come out a median 30% off .validate mbridge_perf_dev.csv --transfer, LOSO borrow: dense rows.: read step times as that uncertain"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h200 --gpus 8 --seq-len 4096 --global-batch 64 --top 1)
+# DGX A100 has no fitted system of its compute capability: the physical constants, and their transfer error (MoE).
+meshplan_cli_case(plan_physical_megatron_note 0 "dgx-a100 has no fitted Megatron-Core step-time constants .megatron_time_fit.: its Megatron-Bridge step times use the physical constants"
+  "come out a median 20% off .validate mbridge_perf_dev.csv --transfer, LOSO phys: MoE rows."
+  -- ${MP} plan --framework megatron-bridge --model mixtral-8x7b --system dgx-a100 --gpus 16 --seq-len 4096 --global-batch 256 --top 1)
 meshplan_cli_case(check_headroom_nan 2 "--headroom: expected a number in \\[0, 0.9\\], found nan"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --headroom nan)
 meshplan_cli_case(check_empty_document_between_counted 0 "2 YAML documents, each checked on its own \\(1 empty one, only a --- line, skipped\\)"

@@ -65,6 +65,8 @@ TEST_CASE("risk: the step-time bands are validate's leave-one-out errors by kind
   }
   std::map<std::string, size_t> used;
   std::map<std::pair<bool, bool>, std::vector<double>> groups;
+  // A system without its own fit: the LOSO residuals of its rule, dense / MoE.
+  std::map<std::pair<FitOrigin, bool>, std::vector<double>> unfitted;
   int matched = 0;
   for (const TransferRow& t : report.transfer.rows) {
     const ValidateRow* row = nullptr;
@@ -82,9 +84,27 @@ TEST_CASE("risk: the step-time bands are validate's leave-one-out errors by kind
     ModelSpec model;
     model.num_experts = row->moe ? 8 : 0;
     const ErrorKind k = ErrorKindOf(CostRuntime::kMegatronCore, model, sys, setup);
+    CHECK(k.fit == FitOrigin::kOwn);  // every perf-table system has its own fit
     groups[{k.moe, k.multi_domain}].push_back(std::fabs(t.residual[kLeaveOneOut]));
+    unfitted[{FitOrigin::kBorrowed, row->moe}].push_back(std::fabs(t.residual[kLosoBorrowed]));
+    unfitted[{FitOrigin::kPhysical, row->moe}].push_back(std::fabs(t.residual[kLosoPhysical]));
   }
   CHECK(matched == 130);
+  for (const auto& [key, v] : unfitted) {
+    ErrorKind k;
+    k.runtime = CostRuntime::kMegatronCore;
+    k.fit = key.first;
+    k.moe = key.second;
+    for (const bool multi : {false, true}) {
+      k.multi_domain = multi;
+      const ErrorBand band = UnfittedSystemErrorBand(k);
+      CAPTURE(std::string(band.source));
+      CHECK(band.rows == int(v.size()));
+      MESSAGE(std::string(band.source) << ": " << v.size() << " rows, median " << accuracy::Quantile(v, 0.5));
+      CHECK(band.value == doctest::Approx(accuracy::Quantile(v, 0.5)).epsilon(0.002));
+    }
+  }
+  CHECK(unfitted.size() == 4);
   for (const auto& [key, v] : groups) {
     ErrorKind k;
     k.runtime = CostRuntime::kMegatronCore;
@@ -272,4 +292,28 @@ TEST_CASE("risk: every preset x dgx-h100 x 8 64 1024 GPUs top-1 keeps its memory
   // 38 of the 54 have a fitting layout (the large models do not fit 8 GPUs).
   CHECK(answered == 38);
   CHECK(within_band >= 36);
+}
+
+TEST_CASE("risk: a Megatron-Core job on a system without its own fit carries the transfer error of its rule") {
+  // DGX H200 borrows DGX H100's constants (the same GH100 die), DGX A100 has no fitted system of
+  // its compute capability and is priced with the physical constants; DGX H100 is fitted.
+  ModelSpec dense;
+  const TrainSetup s = Setup();
+  const ErrorKind own = ErrorKindOf(CostRuntime::kMegatronCore, dense, LoadSystem("dgx-h100"), s);
+  const ErrorKind borrowed = ErrorKindOf(CostRuntime::kMegatronCore, dense, LoadSystem("dgx-h200"), s);
+  const ErrorKind physical = ErrorKindOf(CostRuntime::kMegatronCore, dense, LoadSystem("dgx-a100"), s);
+  CHECK(own.fit == FitOrigin::kOwn);
+  CHECK(borrowed.fit == FitOrigin::kBorrowed);
+  CHECK(physical.fit == FitOrigin::kPhysical);
+  // Its absolute error is the transfer error of its rule, wider than the fitted system's
+  // leave-one-out band; the ranking's tie band stays the leave-one-out one (a common bias of
+  // the constants moves every layout alike).
+  CHECK(UnfittedSystemErrorBand(own).value == 0.0);
+  CHECK(UnfittedSystemErrorBand(borrowed).value > StepErrorBand(own).value);
+  CHECK(UnfittedSystemErrorBand(physical).value > StepErrorBand(own).value);
+  CHECK(StepErrorBand(borrowed).value == StepErrorBand(own).value);
+  // AutoModel's eager model fits nothing: the same band on every system.
+  const ErrorKind am = ErrorKindOf(CostRuntime::kPyTorchEager, dense, LoadSystem("dgx-a100"), s);
+  CHECK(am.fit == FitOrigin::kOwn);
+  CHECK(UnfittedSystemErrorBand(am).value == 0.0);
 }

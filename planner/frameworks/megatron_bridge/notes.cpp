@@ -2,21 +2,41 @@
 // against advice.
 #include "meshplan/framework.hpp"
 
+#include <cstdio>
+
+#include "meshplan/risk.hpp"
+
 namespace meshplan::megatron_bridge {
+
+namespace {
+
+// " Measured on the fitted systems, this rule's step times are off by a median X% (dense ...)":
+// UnfittedSystemErrorBand of the request's model kind.
+std::string TransferErrorText(const PlanRequest& req) {
+  const ErrorBand band =
+      UnfittedSystemErrorBand(ErrorKindOf(CostRuntime::kMegatronCore, req.model, req.system, req.setup));
+  if (band.value <= 0) return "";
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%.0f%%", 100 * band.value);
+  return std::string("; priced this way, the fitted systems' published runs come out a median ") + pct + " off (" +
+         band.source + "): read step times as that uncertain";
+}
+
+}  // namespace
 
 std::string UnfittedNote(const PlanRequest& req) {
   const SystemSpec& system = req.system;
   if (system.megatron_fit.fitted) return "";
-  if (system.megatron_fit.borrowed_from == "the physical model") {
+  if (system.megatron_fit.physical) {
     return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
            "Megatron-Bridge step times use the physical constants of its GPU generation (GEMMs at 1/1.15 of the "
-           "GPU's MAMF, elementwise kernels at 0.67 of its HBM bandwidth; their errors on published runs are in docs/accuracy.md), "
-           "not fitted to runs of this system (fit its own with validate --fit)";
+           "GPU's MAMF, elementwise kernels at 0.67 of its HBM bandwidth), not fitted to runs of this system (fit "
+           "its own with validate --fit)" + TransferErrorText(req);
   }
   if (!system.megatron_fit.borrowed_from.empty()) {
     return "note: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
            "Megatron-Bridge step times use those of " + system.megatron_fit.borrowed_from +
-           ", not checked against runs of this system (fit its own with validate --fit)";
+           ", not checked against runs of this system (fit its own with validate --fit)" + TransferErrorText(req);
   }
   return "warning: " + system.name + " has no fitted Megatron-Core step-time constants (megatron_time_fit): its "
          "Megatron-Bridge step times are the unfitted physical model, GEMMs at the measured best rate (MAMF), and "
