@@ -47,7 +47,10 @@ double GemmSeconds(double tokens, double k, double n, double rate, double hbm_ba
   return std::max(flop / rate, memory) + latency;
 }
 
-constexpr size_t kGemmFactorSlots = 64;  // the micro-batches 1 .. 16 of a search's GEMM shapes, hashed
+// The GEMM shapes of a search: its (tp or etp) x (micro-batch x seq / cp) token counts, asked
+// for again by every feature set and DP flavour of a mesh and by the subtrees' bounds in between;
+// 1024 slots hold a DeepSeek-V3 search's shapes where 64 missed about half the lookups.
+constexpr size_t kGemmFactorSlots = 1024;
 
 double ExpertGemmFactor(const ModelSpec& m, double tokens, double etp, double rate, double hbm_bandwidth, bool fp8) {
   const double h = double(m.hidden_size), f = double(m.moe_intermediate_size) / std::max(1.0, etp);

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cost/comm.hpp"
@@ -81,26 +82,35 @@ TEST_CASE("cost: the memoised Megatron-Bridge terms equal the terms computed afr
   const ParamCounts p = CountParams(m);
   const cost::CostTables tables(m, p);
   const auto links = cost::SharedLinkTable(sys, setup.num_gpus, m.num_experts);
-  // Two meshes, each with two DP flavours, three recompute modes and three micro-batches,
-  // walked twice (the second walk is served from the memos).
+  // Two meshes, each with two DP flavours, three recompute modes, three micro-batches and
+  // three dispatchers (alltoall, flex with DeepEP and with HybridEP: the EP all-to-all memo's
+  // key and the buffers in the memory's overhead), walked twice (the second walk is served
+  // from the memos).
   std::vector<Layout> layouts;
+  const std::pair<MbDispatcher, MbFlexBackend> dispatchers[] = {{MbDispatcher::kAlltoall, MbFlexBackend::kNone},
+                                                                {MbDispatcher::kFlex, MbFlexBackend::kDeepEP},
+                                                                {MbDispatcher::kFlex, MbFlexBackend::kHybridEP}};
   for (int64_t pp : {8, 16}) {
     for (bool distopt : {false, true}) {
       for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
         for (int64_t mbs : {1, 2, 4}) {
-          Layout l;
-          l.framework = Framework::kMegatronBridge;
-          l.strategy = Strategy::kDdp;
-          l.tp = 4;
-          l.pp = pp;
-          l.ep = 32;
-          l.dp = setup.num_gpus / (l.tp * l.pp);
-          l.sequence_parallel = true;
-          l.use_distributed_optimizer = distopt;
-          l.recompute = rc;
-          l.mtp_layers = m.mtp_num_layers;
-          SetMegatronMicroBatch(l, mbs, setup);
-          layouts.push_back(l);
+          for (const auto& [dispatcher, backend] : dispatchers) {
+            Layout l;
+            l.framework = Framework::kMegatronBridge;
+            l.strategy = Strategy::kDdp;
+            l.tp = 4;
+            l.pp = pp;
+            l.ep = 32;
+            l.dp = setup.num_gpus / (l.tp * l.pp);
+            l.sequence_parallel = true;
+            l.use_distributed_optimizer = distopt;
+            l.recompute = rc;
+            l.mtp_layers = m.mtp_num_layers;
+            l.mb.token_dispatcher = dispatcher;
+            l.mb.flex_backend = backend;
+            SetMegatronMicroBatch(l, mbs, setup);
+            layouts.push_back(l);
+          }
         }
       }
     }
@@ -122,6 +132,7 @@ TEST_CASE("cost: the memoised Megatron-Bridge terms equal the terms computed afr
         CAPTURE(r);
         CHECK(cost::RankMemory(memo, r, opts).Total() == cost::RankMemory(fresh, r, opts).Total());
         CHECK(cost::RankMemory(memo, r, opts).weights == cost::RankMemory(fresh, r, opts).weights);
+        CHECK(cost::RankMemory(memo, r, opts).overhead == cost::RankMemory(fresh, r, opts).overhead);
       }
     }
   }
