@@ -287,8 +287,19 @@ struct Cost {
   double step_seconds = 0;        ///< time.Step()
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12
-  double mfu = 0;                 ///< model FLOP/s per GPU / dense peak of the precision (0..1)
+  /// Model FLOP/s per GPU / the GPU's dense BF16 peak (GpuSpec::bf16_flops), whatever the
+  /// precision, so that BF16, FP8 and FP4 layouts compare (0..1; 0 when the peak is unknown).
+  double mfu = 0;
+  /// Model FLOP/s per GPU / the dense peak of the run's own precision (PeakPrecision: the FP8
+  /// or FP4 peak); equal to mfu for BF16 and where the GPU lists no peak for the precision.
+  double mfu_precision_peak = 0;
 };
+
+/// The precision whose dense peak prices `precision`'s GEMMs on `gpu` and divides
+/// Cost::mfu_precision_peak: kFp4 where the GPU lists an FP4 peak, kFp8 for FP8 and FP4 runs
+/// where it lists an FP8 one (FP4 on Hopper runs FP8 GEMMs), else kBf16 (GpuSpec::fp8_flops
+/// and fp4_flops are 0 where unsupported). Throws nothing.
+Precision PeakPrecision(const GpuSpec& gpu, Precision precision);
 
 /// Model FLOP of one optimizer step (forward + backward, no recompute) for
 /// `global_batch` sequences of `seq_len` tokens, with `mtp_layers` multi-token prediction

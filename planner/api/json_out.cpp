@@ -92,7 +92,7 @@ json ScatterJson(const std::vector<Candidate>& layouts) {
   for (const Candidate& c : layouts) {
     a.push_back({{"layout", Describe(c.layout)}, {"memory_gib", GiB(c.cost.memory.Total())},
                  {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu}, {"step_seconds", c.cost.step_seconds},
-                 {"mfu", c.cost.mfu}});
+                 {"mfu", c.cost.mfu}, {"mfu_precision_peak", c.cost.mfu_precision_peak}});
   }
   return a;
 }

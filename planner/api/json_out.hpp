@@ -2,7 +2,8 @@
 // The JSON writers of the API's answers: check and explain exactly as `meshplan check|explain
 // --format json` writes them (render/json.hpp); validate, the lists and the plan's scatter,
 // which the CLI prints as text only. Sizes in GiB (2^30
-// bytes), times in seconds, throughputs in tokens/s per GPU, MFU as a fraction.
+// bytes), times in seconds, throughputs in tokens/s per GPU, MFU as a fraction (mfu against the
+// BF16 dense peak, mfu_precision_peak against the run's own precision's).
 #include <nlohmann/json.hpp>
 
 #include <vector>
@@ -23,7 +24,7 @@ nlohmann::json ModelsJson();
 nlohmann::json SystemsJson();
 nlohmann::json GpusJson();
 /// The fitting layouts of a plan's scatter: [{"layout", "memory_gib", "tokens_per_s_per_gpu",
-/// "step_seconds", "mfu"}], fastest first.
+/// "step_seconds", "mfu", "mfu_precision_peak"}], fastest first.
 nlohmann::json ScatterJson(const std::vector<Candidate>& layouts);
 
 /// What `plan --emit-launch` writes beside each recipe, as text: [{"rank", "recipe_file",

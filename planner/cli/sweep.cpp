@@ -15,7 +15,7 @@ int RunSweep(const PlanOptions& o, const PlanInput& in) {
     for (const std::string& w : p.warnings) std::cerr << "meshplan: " << w << "\n";
   }
   const bool table = o.format == "table";
-  if (table) std::cout << render::SweepHeader();
+  if (table) std::cout << render::SweepHeader(sweep);
   Progress progress("sweep", static_cast<long>(sweep.points.size()));
   long step = 0;
   for (SweepPoint& p : sweep.points) {

@@ -175,7 +175,8 @@ CostModel CostModel::WithSetup(const TrainSetup& setup) const {
 /// arithmetic on the precomputed params_ and the layout.
 ///   capacity = gpu.memory_bytes · (1 − headroom); fits = total ≤ capacity
 ///   tokens/s/GPU = global_batch·seq_len / (step·num_gpus)
-///   model TFLOP/s/GPU = model_flops / (step·num_gpus) / 1e12; MFU = that / peak(precision)
+///   model TFLOP/s/GPU = model_flops / (step·num_gpus) / 1e12; MFU = that / BF16 dense peak,
+///   mfu_precision_peak = that / dense peak of the precision (PeakFlops)
 Cost CostModel::Evaluate(const CostView& layout) const {
   cost::Ctx ctx = cost::MakeCtx(model_, system_, setup_, params_, layout, flops_.get());
   ctx.links = links_.get();
@@ -224,16 +225,17 @@ Cost CostModel::Evaluate(const CostView& layout) const {
   const double flops =
       model_flops_ + double(setup_.global_batch) * double(setup_.seq_len) * ctx.flops.Mtp(model_, layout.mtp_layers);
   const double gpus = double(std::max<int64_t>(1, setup_.num_gpus));
-  double tokens_per_s = 0, tflops = 0, mfu = 0;
+  double tokens_per_s = 0, tflops = 0, mfu = 0, mfu_precision_peak = 0;
   if (step > 0) {
     tokens_per_s = double(setup_.global_batch) * double(setup_.seq_len) / (step * gpus);
     const double flops_per_s = flops / (step * gpus);
     tflops = flops_per_s / 1e12;
-    mfu = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
+    mfu = system_.gpu.bf16_flops > 0 ? flops_per_s / system_.gpu.bf16_flops : 0.0;
+    mfu_precision_peak = peak_flops_ > 0 ? flops_per_s / peak_flops_ : 0.0;
   }
   // Every member named: built in place, not zeroed first.
   return Cost{memory, time_of_slowest, capacity, memory.Total() <= capacity, flops, step,
-              tokens_per_s, tflops, mfu};
+              tokens_per_s, tflops, mfu, mfu_precision_peak};
 }
 
 double CostModel::MemoryTotal(const CostView& layout) const {

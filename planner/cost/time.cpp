@@ -178,9 +178,29 @@ double HiddenCommCost(double seconds, const Link& link) {
   return seconds * kHiddenCommKappa * std::min(1.0, link.busbw_bytes_per_s / kHiddenCommRefBusbw);
 }
 
+}  // namespace meshplan::cost
+
+namespace meshplan {
+
+Precision PeakPrecision(const GpuSpec& gpu, Precision precision) {
+  if (precision == Precision::kFp4 && gpu.fp4_flops > 0) return Precision::kFp4;
+  if ((precision == Precision::kFp8 || precision == Precision::kFp4) && gpu.fp8_flops > 0) return Precision::kFp8;
+  return Precision::kBf16;
+}
+
+}  // namespace meshplan
+
+namespace meshplan::cost {
+
 double PeakFlops(const GpuSpec& gpu, Precision precision) {
-  if (precision == Precision::kFp4 && gpu.fp4_flops > 0) return gpu.fp4_flops;
-  if ((precision == Precision::kFp8 || precision == Precision::kFp4) && gpu.fp8_flops > 0) return gpu.fp8_flops;
+  switch (PeakPrecision(gpu, precision)) {
+    case Precision::kFp4:
+      return gpu.fp4_flops;
+    case Precision::kFp8:
+      return gpu.fp8_flops;
+    case Precision::kBf16:
+      break;
+  }
   return gpu.bf16_flops;
 }
 

@@ -278,7 +278,8 @@ inline constexpr HostLayerSeconds kHostFsdp2Tp{19.06e-3, 27.96e-3, 26.31e-3};
 /// (MegatronFSDP, HSDP and CP assumed alike, unmeasured); by its recompute mode.
 double HostLayerSecondsOf(const CostView& layout, int64_t num_gpus);
 
-/// Dense peak FLOP/s for `precision`; fp8 falls back to bf16 on GPUs without fp8.
+/// Dense peak FLOP/s of PeakPrecision(gpu, precision) (hwdb gpus/*.yaml): FP8 falls back to
+/// BF16 on GPUs without FP8, FP4 to FP8 on GPUs without FP4.
 double PeakFlops(const GpuSpec& gpu, Precision precision);
 /// Best-GEMM efficiency (MAMF / peak) for the precision actually used.
 double MatmulEfficiency(const GpuSpec& gpu, Precision precision);

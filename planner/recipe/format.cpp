@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstdio>
 
 #include "meshplan/framework.hpp"
@@ -16,6 +17,31 @@ std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+std::string PeakName(Precision p) {
+  std::string name = PrecisionName(p);
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+const char* OwnPeakMfuHead(Precision own_peak) {
+  switch (own_peak) {
+    case Precision::kFp8:
+      return "MFU8%";
+    case Precision::kFp4:
+      return "MFU4%";
+    case Precision::kBf16:
+      break;
+  }
+  return "";
+}
+
+std::string MfuText(const Cost& c, const GpuSpec& gpu, Precision precision) {
+  std::string s = "MFU " + Fixed(100 * c.mfu, 1) + "% of the BF16 dense peak";
+  const Precision own = PeakPrecision(gpu, precision);
+  if (own != Precision::kBf16) s += " (" + Fixed(100 * c.mfu_precision_peak, 1) + "% of the " + PeakName(own) + " dense peak)";
+  return s;
 }
 
 std::string OneLine(const std::string& s) {
@@ -100,7 +126,8 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
             {"step", c.cost.step_seconds}}},
           {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu},
           {"model_tflops_per_gpu", c.cost.model_tflops_per_gpu},
-          {"mfu", c.cost.mfu}};
+          {"mfu", c.cost.mfu},
+          {"mfu_precision_peak", c.cost.mfu_precision_peak}};
 }
 
 }  // namespace meshplan::recipe

@@ -31,6 +31,19 @@ std::string YamlQuoted(const std::string& s);
 /// max_steps and leaves the line out.
 extern const char* const kAutoModelMaxStepsNote;
 
+/// "MFU 31.2% of the BF16 dense peak" (Cost::mfu), and for a run whose precision has its own
+/// peak on `gpu` (PeakPrecision: FP8 or FP4) " (62.4% of the FP8 dense peak)"
+/// (Cost::mfu_precision_peak): the one wording of every text output's MFU, one decimal.
+std::string MfuText(const Cost& c, const GpuSpec& gpu, Precision precision);
+
+/// "BF16", "FP8" or "FP4": the precision as the tables and MFU texts name a dense peak.
+std::string PeakName(Precision p);
+
+/// The head of a table's column of MFU against the run's own precision's dense peak
+/// (Cost::mfu_precision_peak), beside the MFU% column against the BF16 peak: "MFU8%" or
+/// "MFU4%" for PeakPrecision kFp8 or kFp4; "" for kBf16 (no such column: it would repeat MFU%).
+const char* OwnPeakMfuHead(Precision own_peak);
+
 /// One candidate: layout fields, memory (GiB) and time (s) breakdowns, throughput.
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank);
 

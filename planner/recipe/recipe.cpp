@@ -46,8 +46,8 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     << Fixed(GiB(m.logits), 2) << ", buffers " << Fixed(GiB(m.buffers), 2) << ", overhead "
     << Fixed(GiB(m.overhead), 2) << " GiB\n";
   y << "# predicted step: " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
-    << " tokens/s/GPU, " << Fixed(k.model_tflops_per_gpu, 0) << " model TFLOP/s/GPU, MFU "
-    << Fixed(100 * k.mfu, 1) << "%\n";
+    << " tokens/s/GPU, " << Fixed(k.model_tflops_per_gpu, 0) << " model TFLOP/s/GPU, "
+    << recipe::MfuText(k, req.system.gpu, req.setup.precision) << "\n";
   y << "#   compute " << Fixed(t.compute, 3) << " s, exposed comm: tp " << Fixed(t.tp_comm, 3) << ", cp "
     << Fixed(t.cp_comm, 3) << ", dp " << Fixed(t.dp_comm, 3) << ", ep " << Fixed(t.ep_comm, 3) << ", pp "
     << Fixed(t.pp_comm, 3) << "; bubble " << Fixed(t.bubble, 3) << " s; optimizer " << Fixed(t.optimizer, 3)
@@ -159,11 +159,6 @@ size_t Columns(const std::string& s) {
 // "±7%": a relative band as the table prints it.
 std::string BandCell(double band) { return "\u00b1" + Fixed(100 * band, 0) + "%"; }
 
-// MFU against the GPU's dense BF16 peak, whatever the precision (0 when the peak is unknown).
-double MfuBf16(const Candidate& c, const GpuSpec& gpu) {
-  return gpu.bf16_flops > 0 ? c.cost.model_tflops_per_gpu * 1e12 / gpu.bf16_flops : 0.0;
-}
-
 // The runtime whose measured errors give the bands of `result`'s layouts.
 ErrorKind KindOf(const PlanResult& result, const PlanRequest& req) {
   const CostRuntime runtime = result.top.empty()
@@ -182,7 +177,9 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
     size_t width;
     bool left;
   };
-  const bool fp8 = req.setup.precision != Precision::kBf16;
+  // MFU% against the BF16 dense peak; an FP8 or FP4 plan adds its own precision's (MFU8%, MFU4%).
+  const Precision own_peak = PeakPrecision(req.system.gpu, req.setup.precision);
+  const bool own_column = own_peak != Precision::kBf16;
   std::vector<Column> cols = {
       {"rank", 4, true},      {"strategy", 13, true}, {"tp", 4, false},        {"pp", 4, false},
       {"cp", 4, false},       {"ep", 4, false},       {"dp", 5, false},        {"rep", 4, false},
@@ -190,7 +187,7 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
       {"recompute", 12, true}, {"GiB/GPU", 7, false}, {"headroom", 8, false},  {"oom%", 5, false},
       {"step_s", 9, false},   {"band", 5, false},     {"tok/s/GPU", 10, false}, {"TFLOP/s", 7, false},
       {"MFU%", 6, false}};
-  if (fp8) cols.push_back({"MFU8%", 6, false});
+  if (own_column) cols.push_back({recipe::OwnPeakMfuHead(own_peak), 6, false});
   std::vector<std::vector<std::string>> rows;
   bool any_tie = false;
   for (size_t i = 0; i < result.top.size(); ++i) {
@@ -209,8 +206,8 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
                     Fixed(GiB(c.cost.capacity_bytes - c.cost.memory.Total()), 1),
                     req.risk_ranking ? Fixed(100 * c.risk.oom_probability, 1) : "-", Fixed(c.cost.step_seconds, 3),
                     req.risk_ranking ? BandCell(c.risk.step_band) : "-", Fixed(c.cost.tokens_per_s_per_gpu, 0),
-                    Fixed(c.cost.model_tflops_per_gpu, 0), Fixed(100 * MfuBf16(c, req.system.gpu), 1)});
-    if (fp8) rows.back().push_back(Fixed(100 * c.cost.mfu, 1));
+                    Fixed(c.cost.model_tflops_per_gpu, 0), Fixed(100 * c.cost.mfu, 1)});
+    if (own_column) rows.back().push_back(Fixed(100 * c.cost.mfu_precision_peak, 1));
   }
   std::vector<size_t> width(cols.size());
   for (size_t j = 0; j < cols.size(); ++j) {
@@ -281,7 +278,6 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
   for (size_t i = 0; i < result.top.size(); ++i) {
     json cj = recipe::CandidateJson(result.top[i], req, static_cast<int>(i + 1));
     const Risk& r = result.top[i].risk;
-    cj["mfu_bf16_peak"] = MfuBf16(result.top[i], req.system.gpu);
     if (req.risk_ranking) {
       cj["risk"] = {{"expected_step_s", r.expected_step_seconds},
                     {"step_band", r.step_band},

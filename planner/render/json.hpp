@@ -2,7 +2,8 @@
 // JSON rendering of check's and explain's reports (meshplan/commands.hpp), in the schema style of
 // plan --format json (ResultJson): the same "request" object, each layout as one of plan's
 // "recipes" entries (recipe::CandidateJson and the framework's annotate_json), memory in GiB,
-// times in seconds, mfu as a fraction. Every number the text output prints is in it.
+// times in seconds, mfu (against the BF16 dense peak) and mfu_precision_peak (against the run's
+// own precision's) as fractions. Every number the text output prints is in it.
 #include <nlohmann/json.hpp>
 
 #include "meshplan/commands.hpp"

@@ -103,7 +103,7 @@ void PrintMemory(std::ostream& out, const std::vector<MemoryBreakdown>& ranks, c
               recipe::Fixed(recipe::GiB(c.memory.Total()), 2).c_str(), recipe::Fixed(recipe::GiB(c.capacity_bytes), 2).c_str());
 }
 
-void PrintTime(std::ostream& out, const Cost& c) {
+void PrintTime(std::ostream& out, const Cost& c, const PlanRequest& req) {
   const TimeBreakdown& t = c.time;
   const double step = t.Step();
   const std::pair<const char*, double> rows[] = {
@@ -114,8 +114,9 @@ void PrintTime(std::ostream& out, const Cost& c) {
   Printf(out, "time per step (slowest rank; communication = exposed part):\n");
   for (const auto& [name, v] : rows) Printf(out, "  %-26s %10s s %6s\n", name, recipe::Fixed(v, 4).c_str(), Pct(v, step).c_str());
   Printf(out, "  %-26s %10s s   100%%\n", "step", recipe::Fixed(step, 4).c_str());
-  Printf(out, "  %s tokens/s per GPU, %s model TFLOP/s per GPU, MFU %s\n", recipe::Fixed(c.tokens_per_s_per_gpu, 0).c_str(),
-              recipe::Fixed(c.model_tflops_per_gpu, 1).c_str(), Pct(c.mfu, 1.0).c_str());
+  Printf(out, "  %s tokens/s per GPU, %s model TFLOP/s per GPU, %s\n", recipe::Fixed(c.tokens_per_s_per_gpu, 0).c_str(),
+              recipe::Fixed(c.model_tflops_per_gpu, 1).c_str(),
+              recipe::MfuText(c, req.system.gpu, req.setup.precision).c_str());
 }
 
 // A Megatron-Bridge layout's compute term split, each part's share of `compute` (seconds).
@@ -306,8 +307,8 @@ void PrintCheckedDocument(std::ostream& out, const CheckedDocument& d) {
   if (d.cost && d.failures.empty()) {
     const Cost& c = *d.cost;
     out << "predicted: step " << recipe::Fixed(c.step_seconds, 3) << " s, " << recipe::Fixed(c.tokens_per_s_per_gpu, 0)
-        << " tokens/s per GPU, " << recipe::Fixed(c.model_tflops_per_gpu, 1) << " model TFLOP/s per GPU, MFU "
-        << Pct(c.mfu, 1.0) << "\n";
+        << " tokens/s per GPU, " << recipe::Fixed(c.model_tflops_per_gpu, 1) << " model TFLOP/s per GPU, "
+        << recipe::MfuText(c, req.system.gpu, req.setup.precision) << "\n";
   }
   if (const std::optional<PlanComparison>& p = d.against_plan) PrintAgainstPlan(out, *p, *d.cost);
   for (const std::string& w : d.warnings) out << "warning: " << w << "\n";
@@ -360,7 +361,7 @@ void PrintExplanation(std::ostream& out, const ExplainReport& rep) {
   out << "\n";
   PrintMemory(out, rep.rank_memory, c, rep.memory_profile.c_str());
   out << "\n";
-  PrintTime(out, c);
+  PrintTime(out, c, req);
   if (rep.compute) {
     out << "\n";
     PrintCompute(out, *rep.compute, c.time.compute);
@@ -395,10 +396,18 @@ std::string PointName(const SweepPoint& p) {
   return std::to_string(p.gpus) + " GPUs, seq_len " + std::to_string(p.seq_len);
 }
 
-std::string SweepHeader() {
-  char line[128];
-  std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
-                "step_s", "tok/s/GPU", "MFU%");
+namespace {
+// The precision whose own peak a sweep's extra MFU column is against (kBf16: no such column).
+Precision OwnPeak(const PlanRequest& req) { return PeakPrecision(req.system.gpu, req.setup.precision); }
+}  // namespace
+
+std::string SweepHeader(const SweepReport& sweep) {
+  char line[160];
+  const Precision own = sweep.points.empty() ? Precision::kBf16 : OwnPeak(sweep.points.front().request);
+  char own_head[16] = "";
+  if (own != Precision::kBf16) std::snprintf(own_head, sizeof own_head, " %6s", recipe::OwnPeakMfuHead(own));
+  std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s%s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
+                "step_s", "tok/s/GPU", "MFU%", own_head);
   return line;
 }
 
@@ -407,8 +416,10 @@ std::string SweepLine(const SweepPoint& p) {
   const long long g = p.gpus, s = p.seq_len;
   if (!p.result.top.empty()) {
     const Candidate& c = p.result.top.front();
-    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f\n", g, s, Describe(c.layout).c_str(),
-                  recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu);
+    char own[16] = "";
+    if (OwnPeak(p.request) != Precision::kBf16) std::snprintf(own, sizeof own, " %6.1f", 100 * c.cost.mfu_precision_peak);
+    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f%s\n", g, s, Describe(c.layout).c_str(),
+                  recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu, own);
   } else {
     std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
   }

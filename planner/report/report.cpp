@@ -166,14 +166,25 @@ std::string ReportHtml(const PlanResult& result, const std::vector<Candidate>& s
   if (const std::string w = GenericModelWarning(req.model); !w.empty()) {
     h << "<p><strong>warning:</strong> " << Esc(w) << "</p>\n";
   }
+  // MFU against the BF16 dense peak; an FP8 or FP4 plan adds a column against its own peak.
+  const Precision own_peak = PeakPrecision(req.system.gpu, req.setup.precision);
+  const bool own_column = own_peak != Precision::kBf16;
   h << "<section><h2>Recommended layouts</h2><table><tr><th>#</th><th class=\"l\">layout</th><th>GiB/GPU</th>"
-       "<th>headroom GiB</th><th>step s</th><th>tokens/s/GPU</th><th>MFU %</th></tr>\n";
+       "<th>headroom GiB</th><th>step s</th><th>tokens/s/GPU</th><th>TFLOP/s/GPU</th>"
+       "<th title=\"model FLOP/s against the dense BF16 peak\">MFU %</th>";
+  if (own_column) {
+    h << "<th title=\"model FLOP/s against the dense " << recipe::PeakName(own_peak) << " peak\">MFU % of "
+      << recipe::PeakName(own_peak) << "</th>";
+  }
+  h << "</tr>\n";
   for (size_t i = 0; i < result.top.size(); ++i) {
     const Candidate& c = result.top[i];
     h << "<tr><td>" << i + 1 << "</td><td class=\"l\">" << Esc(Describe(c.layout)) << "</td><td>"
       << Num(GiB(c.cost.memory.Total())) << "</td><td>" << Num(GiB(c.cost.capacity_bytes - c.cost.memory.Total()))
       << "</td><td>" << Num(c.cost.step_seconds, 3) << "</td><td>" << Num(c.cost.tokens_per_s_per_gpu, 0)
-      << "</td><td>" << Num(100 * c.cost.mfu) << "</td></tr>\n";
+      << "</td><td>" << Num(c.cost.model_tflops_per_gpu, 0) << "</td><td>" << Num(100 * c.cost.mfu);
+    if (own_column) h << "</td><td>" << Num(100 * c.cost.mfu_precision_peak);
+    h << "</td></tr>\n";
   }
   h << "</table></section>\n";
   std::vector<std::vector<double>> mem, tim;

@@ -36,10 +36,14 @@ const base = process.env.URL;
   const rows = await page.$$eval("#table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
   assert.strictEqual(rows.length, api.recipes.length);
   assert.strictEqual(rows.length, 10);
-  // Columns: # strategy tp pp cp ep dp micro-batch recompute GiB/GPU oom% step_s band tok/s/GPU MFU%.
+  // Columns: # strategy tp pp cp ep dp micro-batch recompute GiB/GPU oom% step_s band tok/s/GPU TFLOP/s
+  // MFU% (against the BF16 dense peak; a BF16 plan has no column against another peak).
   const head = await page.$$eval("#table thead th", (ths) => ths.map((th) => th.textContent));
   assert.strictEqual(head[10], "oom %");
   assert.strictEqual(head[12], "band");
+  assert.strictEqual(head[14], "TFLOP/s");
+  assert.strictEqual(head[15], "MFU %");
+  assert.strictEqual(head.length, 16);
   let ties = 0;
   for (let i = 0; i < rows.length; i++) {
     const r = api.recipes[i], l = r.layout;
@@ -49,6 +53,10 @@ const base = process.env.URL;
     assert.strictEqual(rows[i][10], (100 * r.risk.oom_probability).toFixed(1));
     assert.strictEqual(rows[i][12], "\u00b1" + (100 * r.risk.step_band).toFixed(0) + "%");
     assert.strictEqual(rows[i][13], r.tokens_per_s_per_gpu.toFixed(0));
+    assert.strictEqual(rows[i][14], r.model_tflops_per_gpu.toFixed(0));
+    // H100's dense BF16 peak is 989 TFLOP/s (hwdb gpus/h100-sxm.yaml): MFU = TFLOP/s / 989.
+    assert.ok(Math.abs(r.mfu - r.model_tflops_per_gpu / 989) < 1e-9, "mfu " + r.mfu);
+    assert.strictEqual(rows[i][15], (100 * r.mfu).toFixed(1));
     assert.strictEqual(l.tp_size * l.pp_size * l.cp_size * l.dp_size, 32);
   }
   // As the CLI prints this job (README): the first layouts tied within an 8% band, none at risk.

@@ -790,6 +790,12 @@ add_test(NAME cli.check_json_matches_text_invalid COMMAND ${JSON_MATCHES}
   documents.0.rules.failures.0.name="mb_world_divisible_by_etp_ep_pp" documents.0.nearest.0.layout.ep_size=8
   documents.0.predicted=null
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+add_test(NAME cli.explain_json_matches_text_fp8 COMMAND ${JSON_MATCHES}
+  request.precision="fp8" rules.valid=true
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8)
+add_test(NAME cli.check_json_matches_text_fp8 COMMAND ${JSON_MATCHES}
+  documents.0.rules.valid=true documents.0.request.precision="fp8"
+  -- ${MP} check ${R}/mbridge_1_9d_llama3_70b_pretrain_64gpu_gb200_fp8cs.yaml --model llama3-70b --system gb200-nvl72 --gpus 64)
 add_test(NAME cli.check_json_matches_text_against_plan COMMAND ${JSON_MATCHES}
   documents.0.against_plan.searched=20 documents.0.against_plan.within_band=false
   -- ${MP} check ${D}/mbridge_qwen3_30b_flex_no_overlap.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 32)
@@ -1119,3 +1125,28 @@ meshplan_cli_case(explain_am_megatron_fsdp_zero2 0 "weights +14\\.96" "gradients
   -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --recipe ${R}/automodel_megatron_fsdp_zero2.yaml)
 meshplan_cli_case(check_am_megatron_fsdp_zero5 2 "zero_dp_strategy.*5"
   -- ${MP} check ${R}/automodel_megatron_fsdp_zero5.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
+
+# MFU is against the GPU's dense BF16 peak whatever the precision; FP8 and FP4 runs also print it
+# against their own precision's dense peak (explain, check, the recipe headers, the tables).
+meshplan_cli_case(explain_mfu_bf16_peak_only 0 "model TFLOP/s per GPU, MFU [0-9.]+% of the BF16 dense peak$" "!dense peak \\("
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --defer-fsdp-grad-sync false)
+meshplan_cli_case(explain_mfu_fp8_both_peaks 0
+  "model TFLOP/s per GPU, MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
+  -- ${MP} explain --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --defer-fsdp-grad-sync false --precision fp8)
+meshplan_cli_case(check_mfu_fp8_both_peaks 0
+  "^predicted: step .* MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
+  -- ${MP} check ${R}/mbridge_1_9d_llama3_70b_pretrain_64gpu_gb200_fp8cs.yaml --model llama3-70b --system gb200-nvl72 --gpus 64)
+meshplan_cli_case(plan_table_mfu_fp8_columns 0 " TFLOP/s +MFU% +MFU8%$"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 3)
+meshplan_cli_case(plan_table_mfu_bf16_no_own_column 0 " TFLOP/s +MFU%$" "!MFU8%"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 3)
+meshplan_cli_case(plan_recipe_header_mfu_fp8_automodel 0
+  "^# predicted step: .* model TFLOP/s/GPU, MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format yaml)
+meshplan_cli_case(plan_recipe_header_mfu_fp8_megatron_bridge 0
+  "^# predicted memory per GPU: .* tokens/s/GPU, MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
+  -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format yaml)
+meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "!mfu_bf16_peak"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format json)
+meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%$" "^ +8 +4096 .* [0-9.]+ +[0-9.]+$"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --precision fp8)

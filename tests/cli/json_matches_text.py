@@ -55,12 +55,19 @@ def total_and_usable(m, memory_gib, digits):
         same("memory usable", m.group(2), memory_gib["capacity"], digits)
 
 
-def check_throughput(line, tok, tflops, mfu, what):
-    m = re.search(r"(\d+) tokens/s per GPU, ([\d.]+) model TFLOP/s per GPU, MFU ([\d.]+)%", line)
+def check_throughput(line, j, what):
+    """The throughput line against j's tokens_per_s_per_gpu, model_tflops_per_gpu, mfu (against the
+    BF16 dense peak) and, where the text names the precision's own peak, mfu_precision_peak."""
+    m = re.search(r"(\d+) tokens/s per GPU, ([\d.]+) model TFLOP/s per GPU, MFU ([\d.]+)% of the BF16 dense peak"
+                  r"(?: \(([\d.]+)% of the (FP8|FP4) dense peak\))?", line)
     if m:
-        same(what + " tokens/s", m.group(1), tok, 0)
-        same(what + " TFLOP/s", m.group(2), tflops, 1)
-        same(what + " MFU", m.group(3), 100 * mfu, 1)
+        same(what + " tokens/s", m.group(1), j["tokens_per_s_per_gpu"] or 0, 0)
+        same(what + " TFLOP/s", m.group(2), j["model_tflops_per_gpu"] or 0, 1)
+        same(what + " MFU", m.group(3), 100 * (j["mfu"] or 0), 1)
+        if m.group(4) is not None:
+            same(what + " MFU of the " + m.group(5) + " peak", m.group(4), 100 * (j["mfu_precision_peak"] or 0), 1)
+        elif j["mfu_precision_peak"] != j["mfu"]:
+            failures.append(what + ": the text names no precision peak, but mfu_precision_peak differs from mfu")
     return bool(m)
 
 
@@ -103,7 +110,7 @@ def explain(text, j):
             if mm.group(1) in EP_ROWS:
                 same("EP " + mm.group(1), mm.group(2), j["ep_all_to_all"]["time_s"][EP_ROWS[mm.group(1)]], 4)
                 seen.add("ep")
-        if check_throughput(line, j["tokens_per_s_per_gpu"] or 0, j["model_tflops_per_gpu"] or 0, j["mfu"] or 0, "explain"):
+        if check_throughput(line, j, "explain"):
             seen.add("throughput")
         total_and_usable(re.search(r"most loaded GPU: ([\d.]+) GiB of ([\d.]+) GiB usable", line), j["memory_gib"], 2)
         m = re.match(r"(fits|does NOT fit): (-?[\d.]+) GiB", line)
@@ -147,7 +154,7 @@ def check(text, j):
         if m:
             same("step", m.group(1), d["predicted"]["step_s"], 3)
             p = d["predicted"]
-            if not check_throughput(line, p["tokens_per_s_per_gpu"], p["model_tflops_per_gpu"], p["mfu"], "check"):
+            if not check_throughput(line, p, "check"):
                 failures.append("predicted line unparsed")
         m = re.match(r"against the planner \(its first (\d+) fitting", line)
         if m:

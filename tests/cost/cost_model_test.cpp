@@ -74,6 +74,45 @@ TEST_CASE("cost: compute time worked by hand and one GPU and no communication") 
   CHECK(c.model_flops == test::Rel(611844096.0 * 2048));
   CHECK(c.tokens_per_s_per_gpu == test::Rel(2048 / c.step_seconds));
   CHECK(c.mfu == test::Rel(c.model_flops / c.step_seconds / 989e12));
+  CHECK(c.mfu_precision_peak == c.mfu);  // BF16: its own peak is the BF16 peak
+}
+
+TEST_CASE("cost: MFU is against the BF16 dense peak in every precision and mfu_precision_peak against the run's own") {
+  // The tiny Llama on one H100 in FP8: model FLOP/s = model_flops / step (one GPU), MFU =
+  // that / 989e12 (dense BF16), mfu_precision_peak = that / 1979e12 (dense FP8), so that the
+  // two differ by 1979 / 989 = 2.00101 whatever the step time.
+  TrainSetup fp8 = test::Setup(1, 2048, 1);
+  fp8.precision = Precision::kFp8;
+  const CostModel cm8(test::TinyLlama(), test::DgxH100(), fp8);
+  const Cost c8 = Score(cm8, Layout{});
+  REQUIRE(c8.step_seconds > 0);
+  CHECK(c8.mfu == test::Rel(c8.model_flops / c8.step_seconds / 989e12));
+  CHECK(c8.mfu_precision_peak == test::Rel(c8.model_flops / c8.step_seconds / 1979e12));
+  CHECK(c8.mfu / c8.mfu_precision_peak == test::Rel(2.00101).epsilon(1e-5));
+  CHECK(c8.mfu == test::Rel(c8.model_tflops_per_gpu * 1e12 / 989e12));
+  // FP4 on a GPU without FP4 tensor cores runs FP8 GEMMs: its own peak is FP8's.
+  TrainSetup fp4 = fp8;
+  fp4.precision = Precision::kFp4;
+  const Cost c4 = Score(CostModel(test::TinyLlama(), test::DgxH100(), fp4), Layout{});
+  CHECK(c4.mfu_precision_peak == test::Rel(c4.model_flops / c4.step_seconds / 1979e12));
+}
+
+TEST_CASE("cost: PeakPrecision names the dense peak a precision's GEMMs run at") {
+  GpuSpec h100 = test::DgxH100().gpu;  // BF16 and FP8 peaks, no FP4
+  CHECK(PeakPrecision(h100, Precision::kBf16) == Precision::kBf16);
+  CHECK(PeakPrecision(h100, Precision::kFp8) == Precision::kFp8);
+  CHECK(PeakPrecision(h100, Precision::kFp4) == Precision::kFp8);
+  CHECK(cost::PeakFlops(h100, Precision::kFp4) == 1979e12);
+  GpuSpec a100 = h100;  // no FP8 either
+  a100.fp8_flops = 0;
+  CHECK(PeakPrecision(a100, Precision::kFp8) == Precision::kBf16);
+  CHECK(cost::PeakFlops(a100, Precision::kFp8) == 989e12);
+  GpuSpec gb200 = h100;  // GB200 (hwdb gpus/gb200.yaml): 2500 / 5000 / 10000 TFLOP/s
+  gb200.bf16_flops = 2500e12;
+  gb200.fp8_flops = 5000e12;
+  gb200.fp4_flops = 10000e12;
+  CHECK(PeakPrecision(gb200, Precision::kFp4) == Precision::kFp4);
+  CHECK(cost::PeakFlops(gb200, Precision::kFp4) == 10000e12);
 }
 
 TEST_CASE("cost: pipeline bubble is (pp−1)/(v·m) of the compute") {

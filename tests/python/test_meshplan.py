@@ -56,6 +56,9 @@ def test_plan_same_from_module_server_and_cli(server):
     assert layout["tp_size"] * layout["pp_size"] * layout["cp_size"] * layout["dp_size"] == 32
     assert best["memory_gib"]["total"] <= best["memory_gib"]["capacity"]
     assert module["request"]["gpus"] == 32
+    # MFU against H100's 989 TFLOP/s dense BF16 peak; a BF16 plan's own peak is the same.
+    assert abs(best["mfu"] - best["model_tflops_per_gpu"] / 989) < 1e-9
+    assert best["mfu_precision_peak"] == best["mfu"]
 
 
 def test_check_same_from_module_and_server(server, tmp_path):

@@ -141,7 +141,8 @@ TEST_CASE("output: the plan table has TFLOP/s and BF16-peak MFU and FP8-peak MFU
   req.setup.precision = Precision::kFp8;
   Candidate c{Tp4Pp4Cp2Dp2(), Cost{}, {}};
   c.cost.model_tflops_per_gpu = 400;
-  c.cost.mfu = 400e12 / req.system.gpu.fp8_flops;
+  c.cost.mfu = 400e12 / 989e12;
+  c.cost.mfu_precision_peak = 400e12 / 1979e12;
   c.cost.capacity_bytes = 71.2 * 1073741824.0;
   c.cost.memory.weights = 60.0 * 1073741824.0;
   c.risk.step_band = 0.083;
@@ -167,12 +168,24 @@ TEST_CASE("output: the plan table has TFLOP/s and BF16-peak MFU and FP8-peak MFU
   CHECK(row[21] == "20.2");
   CHECK(Row(table, "2").size() == 22);  // not tied: no mark
   CHECK(table.find("=: tied, expected step within \u00b18% of the best") != std::string::npos);
+  // FP8 JSON: mfu against the BF16 peak, mfu_precision_peak against FP8's.
+  const nlohmann::json j8 = nlohmann::json::parse(ResultJson(result, req));
+  CHECK(j8["recipes"][0]["mfu"] == doctest::Approx(0.404449));
+  CHECK(j8["recipes"][0]["mfu_precision_peak"] == doctest::Approx(0.202122));
+  CHECK_FALSE(j8["recipes"][0].contains("mfu_bf16_peak"));
+  // FP4 on GB200 (2500 TFLOP/s dense BF16, 10000 FP4): its own column is MFU4%.
+  PlanRequest fp4 = req;
+  fp4.system = LoadSystem("gb200-nvl72");
+  fp4.setup.precision = Precision::kFp4;
+  const std::vector<std::string> head4 = Row(RankTable(result, fp4), "rank");
+  REQUIRE(head4.size() == 22);
+  CHECK(head4[21] == "MFU4%");
   // BF16 plans have no MFU8% column.
   req.setup.precision = Precision::kBf16;
   CHECK(Row(RankTable(result, req), "rank").size() == 21);
 
   const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
-  CHECK(j["recipes"][0]["mfu_bf16_peak"] == doctest::Approx(400e12 / req.system.gpu.bf16_flops));
+  CHECK(j["recipes"][0]["mfu"] == doctest::Approx(400e12 / req.system.gpu.bf16_flops));
   CHECK(j["recipes"][0]["risk"]["tie"] == true);
   CHECK(j["recipes"][1]["risk"]["tie"] == false);
   CHECK(j["recipes"][0]["risk"]["oom_probability"] == doctest::Approx(0.012));

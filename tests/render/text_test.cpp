@@ -1,6 +1,7 @@
 // Text rendering of the commands' reports (planner/render/text.cpp), into a string stream.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 
@@ -41,7 +42,9 @@ TEST_CASE("render: check's verdict on a broken Megatron-Bridge recipe names the 
                   "(expected throughput, the out-of-memory risk priced, 9% below the first)") != std::string::npos);
 }
 
-TEST_CASE("render: explain of a layout prints its memory and step terms and the verdict") {
+namespace {
+// Llama 3.1 8B on 8 H100, 4096 tokens, global batch 64, the default AutoModel layout (FSDP2 dp8).
+ExplainInput Llama8bOn8() {
   ExplainInput in;
   in.setup.model = "llama3.1-8b";
   in.setup.system = "dgx-h100";
@@ -49,7 +52,12 @@ TEST_CASE("render: explain of a layout prints its memory and step terms and the 
   in.setup.seq_len = 4096;
   in.setup.global_batch = 64;
   in.defer_fsdp_grad_sync = false;  // as plan's recipes write it with gradient accumulation (8 steps)
-  const ExplainReport rep = ExplainLayout(in);
+  return in;
+}
+}  // namespace
+
+TEST_CASE("render: explain of a layout prints its memory and step terms and the verdict") {
+  const ExplainReport rep = ExplainLayout(Llama8bOn8());
   std::ostringstream out;
   render::PrintExplanation(out, rep);
   const std::string text = out.str();
@@ -58,5 +66,23 @@ TEST_CASE("render: explain of a layout prints its memory and step terms and the 
   // 8.03e9 parameters in bf16 sharded over 8 ranks: 2 · 8.03e9 / 8 bytes = 1.87 GiB.
   CHECK(text.find("  weights                          1.87   4.3%") != std::string::npos);
   CHECK(text.find("  total                           43.27   100%") != std::string::npos);
-  CHECK(text.find("MFU 39.1%") != std::string::npos);
+  CHECK(text.find("MFU 39.1% of the BF16 dense peak\n") != std::string::npos);  // BF16: no second peak
+}
+
+TEST_CASE("render: explain of an FP8 layout prints MFU against the BF16 peak and against the FP8 peak") {
+  ExplainInput in = Llama8bOn8();
+  in.setup.precision = Precision::kFp8;
+  const ExplainReport rep = ExplainLayout(in);
+  REQUIRE(rep.scorable);
+  std::ostringstream out;
+  render::PrintExplanation(out, rep);
+  // H100 (hwdb gpus/h100-sxm.yaml): 989 TFLOP/s dense BF16, 1979 FP8; the text rounds both
+  // to one decimal of the model TFLOP/s per GPU over each peak.
+  const double tflops = rep.cost.model_tflops_per_gpu;
+  char want[160];
+  std::snprintf(want, sizeof want, "MFU %.1f%% of the BF16 dense peak (%.1f%% of the FP8 dense peak)\n",
+                100 * tflops / 989, 100 * tflops / 1979);
+  CHECK(out.str().find(want) != std::string::npos);
+  CHECK(rep.cost.mfu == doctest::Approx(tflops / 989));
+  CHECK(rep.cost.mfu_precision_peak == doctest::Approx(tflops / 1979));
 }

@@ -207,7 +207,7 @@ std::string MegatronRecipeYaml(const Candidate& c, const PlanRequest& req, int r
   y << ", " << l.MicroBatchesPerStep(req.setup) << " micro-batches per step)\n";
   y << "# predicted memory per GPU: " << Fixed(GiB(k.memory.Total()), 1) << " GiB of " << Fixed(GiB(k.capacity_bytes), 1)
     << " GiB usable; step " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
-    << " tokens/s/GPU, MFU " << Fixed(100 * k.mfu, 1) << "%\n";
+    << " tokens/s/GPU, " << recipe::MfuText(k, req.system.gpu, req.setup.precision) << "\n";
   y << "# launch environment:";
   for (const auto& [name, value] : MegatronLaunchEnv(l)) y << " " << name << "=" << value;
   y << "\n";
