@@ -154,7 +154,7 @@ json ExplanationJson(const ExplainReport& rep) {
   j["pipeline_split"] = rep.pipeline ? PipelineJson(*rep.pipeline) : json(nullptr);
   j["scorable"] = rep.scorable;
   // The layout as one of plan's recipes (its memory and time the explained ones).
-  json layout = rep.scorable ? RecipeJson(Candidate{rep.layout, rep.cost}, req, 0)
+  json layout = rep.scorable ? RecipeJson(Candidate{rep.layout, rep.cost, {}}, req, 0)
                              : json{{"layout", BareLayoutJson(rep.layout)}, {"description", Describe(rep.layout)}};
   j["layout"] = layout["layout"];
   j["description"] = layout["description"];
@@ -216,7 +216,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
     j["more_gpus"] = nullptr;
   }
   if (d.cost) {
-    json layout = RecipeJson(Candidate{d.recipe.parsed.layout, *d.cost}, req, 0);
+    json layout = RecipeJson(Candidate{d.recipe.parsed.layout, *d.cost, {}}, req, 0);
     j["layout"] = layout["layout"];
     j["description"] = layout["description"];
     const Cost& c = *d.cost;
