@@ -319,8 +319,9 @@ void ReadMegatronSettings(const std::string& text, PublishedRun& r) {
 /// words after it ("52? (hybrid ...)": the count itself is in doubt) or MLA attention (its ranks
 /// are not in the columns) leaves the row skipped, `why` saying which cell. A size the source
 /// gives with a trailing '?' ("50257?", "32?": its best reading, marked unconfirmed) is used as
-/// given and named in the model's generic_note, so every output that shows the row says so. Cells: ffn_hidden "F" (dense), "F expert" (every layer MoE) or
-/// "F dense / E expert"; experts "" (dense), "N" or "N routed + S shared"; kv_heads "" = heads.
+/// given and named in the model's generic_note, so every output that shows the row says so.
+/// Cells: ffn_hidden "F" (dense), "F expert" (every layer MoE) or "F dense / E expert";
+/// experts "" (dense), "N" or "N routed + S shared"; kv_heads "" = heads.
 /// The MLP is gated (SwiGLU, 3 matrices) or a two-matrix one (GeLU / squared ReLU, as GPT-3,
 /// MT-NLG, OPT and Nemotron-4 have): the one whose parameter count is nearer the row's
 /// params_B; without params_B, two-matrix exactly when ffn_hidden = 4 x hidden.
@@ -331,8 +332,7 @@ std::optional<ModelSpec> ShapeModel(const std::function<std::string(const char*)
   auto size = [&](const char* column, int64_t fallback, int64_t& out) {
     if (!why.empty()) return;
     const std::string c = Trim(cell(column));
-    const bool marked = c.size() > 1 && c.back() == '?' && std::isdigit(static_cast<unsigned char>(c.front())) &&
-                        c.find_first_not_of("0123456789") == c.size() - 1;
+    const bool marked = c.size() > 1 && c.back() == '?' && c.find_first_not_of("0123456789") == c.size() - 1;
     if (!SizeCell(marked ? c.substr(0, c.size() - 1) : c, fallback, out) || (fallback == 0 && out < 1)) {
       why = std::string(column) + " '" + c + "' is not a stated size";
     } else if (marked) {
@@ -434,7 +434,6 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   ReadMegatronSettings(cell("megatron_settings"), r);
   // What the row's own megatron_settings (or its source's entry) state wins over what the
   // zero_fsdp_distopt and recompute cells imply below.
-  const Tri distributed_optimizer_before = r.distributed_optimizer;
   if (r.sequence_parallel == Tri::kUnset) {
     // The recompute cell names sequence parallelism where the source states it: "full (no
     // sequence parallel)", "selective (attention core) + sequence parallel", "none (SP on)".
@@ -474,7 +473,7 @@ void ReadSurvey(const std::vector<std::string>& c, const std::map<std::string, s
   }
   // "none (DDP)", "none (DP=1)", "none": plain data parallelism, no distributed optimizer (the
   // weights' fp32 copy and Adam moments whole on every DP rank), unless megatron_settings says.
-  if (distributed_optimizer_before == Tri::kUnset && Trim(zero).rfind("none", 0) == 0) {
+  if (r.distributed_optimizer == Tri::kUnset && Trim(zero).rfind("none", 0) == 0) {
     r.distributed_optimizer = Tri::kFalse;
   }
   // DeepSpeed ZeRO-3 (parameters sharded and gathered per layer by DeepSpeed's own hooks) is
