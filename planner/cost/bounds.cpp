@@ -70,9 +70,9 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
   const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
   const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
-                             cost::MegatronLayerElements(m, false, fp8) * mem_s_per_elem + unfused_s;
+                             cost::MegatronLayerElements(m, false, fp8, false) * mem_s_per_elem + unfused_s;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
-                           core_s + cost::MegatronLayerElements(m, true, fp8) * mem_s_per_elem + unfused_s;
+                           core_s + cost::MegatronLayerElements(m, true, fp8, false) * mem_s_per_elem + unfused_s;
   // The least of the layer kinds the model has.
   auto least_kind = [&](double dense, double moe) {
     return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;

@@ -58,7 +58,7 @@ double SsdScanFlops(const ModelSpec& m) {
   return 3.0 * fwd;
 }
 
-double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, bool fp8) {
+double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, bool fp8, bool sorts_local_experts) {
   const double h = double(m.hidden_size);
   const double act = m.gated_mlp ? 3.0 : 2.0;  // SwiGLU read 2f write f; squared ReLU read f write f
   double e = 0.0;
@@ -89,8 +89,10 @@ double HybridBlockElements(const ModelSpec& m, MixerKind mixer, MlpKind mlp, boo
   } else if (mlp == MlpKind::kMoe) {
     const double k = double(m.experts_per_token);
     const double ffn = k * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
-    // LatentMoE permutes l-wide tokens (ExpertInputSize).
-    e += 5.0 * h + 4.0 * double(m.num_experts) + 4.0 * k * double(m.ExpertInputSize()) + act * ffn +
+    // LatentMoE permutes l-wide tokens (ExpertInputSize); the alltoall dispatcher's local-expert
+    // sort and unsort as MegatronMoeBlockElements.
+    const double copies = k * double(m.ExpertInputSize());
+    e += 5.0 * h + 4.0 * double(m.num_experts) + (sorts_local_experts ? 8.0 : 4.0) * copies + act * ffn +
          (fp8 ? 1.5 * ffn : 0.0);
   }
   return e;

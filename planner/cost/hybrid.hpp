@@ -75,8 +75,9 @@ double GdnChunkFlops(const ModelSpec& model);
 ///   attention: RoPE on q and k 2(q + k); FP8: the o_proj input cast 1.5·o
 ///   MLP: the activation (SwiGLU read 2f write f, 3f; squared ReLU read f write f, 2f);
 ///        FP8: the fc2 input cast 1.5·f
-///   MoE: router 4E, permute and unpermute 4kh, the k routed and the shared experts'
-///        activations (3 or 2)·(k·f_e + f_s); FP8 1.5·(k·f_e + f_s)
+///   MoE: router 4E, permute and unpermute 4kh (8kh with `sorts_local_experts`: the alltoall
+///        dispatcher's sort by local expert and its inverse, MegatronSortsLocalExperts), the k
+///        routed and the shared experts' activations (3 or 2)·(k·f_e + f_s); FP8 1.5·(k·f_e + f_s)
 ///   Mamba-2 (mamba_ssm mamba_split_conv1d_scan_combined, Megatron-Core MambaMixer._ssm_training):
 ///        read zxBCdt (2·d_in + 2·ng·N + nh), the causal conv1d writes and the scan reads its
 ///        output (2·(d_in + 2·ng·N)), the chunk states written and read in fp32
@@ -94,7 +95,7 @@ double GdnChunkFlops(const ModelSpec& model);
 ///        input cast 1.5·v
 /// DeepSeek-V4's attention blocks (kDeepseekV4Attention, counted as kAttention by
 /// HybridBlocksIn): kAttention of a DeepSeek-V4 model is Dsv4BlockElements (cost/dsv4.hpp).
-double HybridBlockElements(const ModelSpec& model, MixerKind mixer, MlpKind mlp, bool fp8);
+double HybridBlockElements(const ModelSpec& model, MixerKind mixer, MlpKind mlp, bool fp8, bool sorts_local_experts);
 
 /// Saved activation bytes per token of one block under Megatron-Core with Transformer Engine
 /// (TeLayerBytes: `sequence` part divided by TP only with sequence parallelism, `split` part

@@ -648,12 +648,22 @@ double HybridEpRdmaShare(int64_t ep, bool combine);
 /// measured size at most `ep`; EP 8's below).
 double HybridEpNvlinkShare(int64_t ep, bool combine);
 /// Elements per token moved to or from HBM by the non-GEMM kernels of one decoder layer's
-/// forward pass, before the division by TP (op-by-op count in time_megatron.cpp).
-double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8);
+/// forward pass, before the division by TP (op-by-op count in time_megatron.cpp);
+/// `sorts_local_experts` (MegatronSortsLocalExperts) adds the alltoall dispatcher's sort of the
+/// received token copies by local expert and its inverse.
+double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8, bool sorts_local_experts);
 /// Elements per token of a MoE layer's forward that its MoE block moves (the permutes, the
-/// SwiGLU of the routed and shared experts, their FP8 casts): MegatronLayerElements' MoE terms
-/// less the router. 0 for a dense model.
-double MegatronMoeBlockElements(const ModelSpec& model, bool fp8);
+/// local-expert sort with `sorts_local_experts`, the SwiGLU of the routed and shared experts,
+/// their FP8 casts): MegatronLayerElements' MoE terms less the router. 0 for a dense model.
+double MegatronMoeBlockElements(const ModelSpec& model, bool fp8, bool sorts_local_experts);
+/// Whether Megatron-Core's MoE layer sorts the received token copies by local expert after the
+/// dispatch and restores their order before the combine: the alltoall dispatcher with more
+/// than one local expert (E/ep > 1) (Megatron-Core d98e8a6 transformer/moe/token_dispatcher.py
+/// MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess, sort_chunks_by_idxs;
+/// with drop-and-pad a transpose .contiguous() of the same bytes). The flex dispatcher's
+/// kernels write the received tokens in expert order; the allgather dispatcher's permute picks
+/// the local copies directly.
+bool MegatronSortsLocalExperts(const ModelSpec& m, TokenDispatch dispatcher, int64_t ep);
 /// Whether Megatron-Core applies RoPE with Transformer Engine's fused kernel under
 /// Megatron-Bridge. Megatron-Bridge turns apply_rope_fusion off unless the model's
 /// position_embedding_type is "rope" (src/megatron/bridge/utils/fusions.py,

@@ -304,18 +304,24 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
 //   MoE: router softmax/top-k over E experts             4E
 //        token permute and unpermute (read, write k·h)   4kh
 //        SwiGLU of the k routed and the shared experts   3(k·f_e + f_s)
+//        with the alltoall dispatcher and more than one local expert, "permutation 2" after
+//        the all-to-all and its inverse before the combine (Megatron-Core d98e8a6
+//        transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_postprocess
+//        and combine_preprocess: sort_chunks_by_idxs, or the drop-and-pad transpose
+//        .contiguous(), each reads and writes the rank's k·h token copies)       4kh
 //   FP8 casts of the GEMM inputs not fused into a norm   1.5(o + f) (read 2 bytes, write 1)
+//        Not priced: the cast of the routed experts' fc1 input (the permuted k·h copies, which
+//        Transformer Engine's GroupedLinear quantizes), 1.5kh under FP8: with it the fitted
+//        transfer errors of validate --transfer got worse in 5 of 7 columns (docs/accuracy.md).
 // The backward pass moves about twice the forward's bytes (gradients of each input), so a
 // layer's forward + backward is 3x these; bytes = elements x 2 (BF16 activations).
-double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
+double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8, bool sorts_local_experts) {
   const double h = double(m.hidden_size);
   const double q = double(QDim(m)), k = double(KDim(m)), o = double(AttnOutDim(m));
   double e = 10.0 * h + 2.0 * (q + k);
   double ffn = 0.0;
   if (moe) {
-    const double topk = double(m.experts_per_token);
-    ffn = topk * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
-    e += 4.0 * double(m.num_experts) + 4.0 * topk * h + 3.0 * ffn;
+    e += 4.0 * double(m.num_experts) + MegatronMoeBlockElements(m, fp8, sorts_local_experts);
   } else {
     ffn = double(m.intermediate_size);
     e += 3.0 * ffn;
@@ -324,11 +330,15 @@ double MegatronLayerElements(const ModelSpec& m, bool moe, bool fp8) {
   return e;
 }
 
-double MegatronMoeBlockElements(const ModelSpec& m, bool fp8) {
+double MegatronMoeBlockElements(const ModelSpec& m, bool fp8, bool sorts_local_experts) {
   if (!m.is_moe()) return 0.0;
-  const double topk = double(m.experts_per_token);
+  const double topk = double(m.experts_per_token), h = double(m.hidden_size);
   const double ffn = topk * double(m.moe_intermediate_size) + double(m.shared_expert_intermediate_size);
-  return 4.0 * topk * double(m.hidden_size) + 3.0 * ffn + (fp8 ? 1.5 * ffn : 0.0);
+  return 4.0 * topk * h + (sorts_local_experts ? 4.0 * topk * h : 0.0) + 3.0 * ffn + (fp8 ? 1.5 * ffn : 0.0);
+}
+
+bool MegatronSortsLocalExperts(const ModelSpec& m, TokenDispatch dispatcher, int64_t ep) {
+  return m.is_moe() && dispatcher == TokenDispatch::kAlltoall && m.num_experts / std::max<int64_t>(1, ep) > 1;
 }
 
 bool MegatronRopeFused(const ModelSpec& m) { return m.mla || m.rope_scaling_type != "yarn"; }
@@ -454,9 +464,12 @@ MegatronShared SharedFeaturePart(const Ctx& c) {
   const double unfused_s = gpu.hbm_bandwidth > 0 ? (unfused.fwd_elements * (1.0 + 3.0 * s.extra) + unfused.bwd_elements) *
                                                        2.0 * s.tokens / s.tp / gpu.hbm_bandwidth
                                                  : 0.0;
-  s.dense_mem_s = MegatronLayerElements(m, false, fp8) * per_elem + unfused_s;
-  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8) * per_elem + unfused_s : 0.0;
-  if (m.is_moe() && s.moe_mem_s > 0) s.moe_block_share = MegatronMoeBlockElements(m, fp8) * per_elem / s.moe_mem_s;
+  const bool sorts = MegatronSortsLocalExperts(m, l.dispatcher, l.ep);
+  s.dense_mem_s = MegatronLayerElements(m, false, fp8, false) * per_elem + unfused_s;
+  s.moe_mem_s = m.is_moe() ? MegatronLayerElements(m, true, fp8, sorts) * per_elem + unfused_s : 0.0;
+  if (m.is_moe() && s.moe_mem_s > 0) {
+    s.moe_block_share = MegatronMoeBlockElements(m, fp8, sorts) * per_elem / s.moe_mem_s;
+  }
   s.layer_kernels = MegatronKernelsPerLayer(m, l, unfused);
   s.head_mem_s = gpu.hbm_bandwidth > 0
                      ? kCrossEntropyBytesPerLogit * double(m.vocab_size) * s.tokens / s.tp / gpu.hbm_bandwidth
@@ -464,10 +477,10 @@ MegatronShared SharedFeaturePart(const Ctx& c) {
   if (m.is_hybrid()) {
     // Per block kind (HybridBlockElements, HybridKernelsPerBlock); the unfused ops belong to
     // the attention block.
-    s.attn_mem_s = HybridBlockElements(m, MixerKind::kAttention, MlpKind::kNone, fp8) * per_elem + unfused_s;
-    s.mamba_mem_s = HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, fp8) * per_elem;
-    s.dense_mem_s = HybridBlockElements(m, MixerKind::kNone, MlpKind::kDense, fp8) * per_elem;
-    s.moe_mem_s = m.is_moe() ? HybridBlockElements(m, MixerKind::kNone, MlpKind::kMoe, fp8) * per_elem : 0.0;
+    s.attn_mem_s = HybridBlockElements(m, MixerKind::kAttention, MlpKind::kNone, fp8, false) * per_elem + unfused_s;
+    s.mamba_mem_s = HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, fp8, false) * per_elem;
+    s.dense_mem_s = HybridBlockElements(m, MixerKind::kNone, MlpKind::kDense, fp8, false) * per_elem;
+    s.moe_mem_s = m.is_moe() ? HybridBlockElements(m, MixerKind::kNone, MlpKind::kMoe, fp8, sorts) * per_elem : 0.0;
     s.moe_block_share = m.is_moe() ? 1.0 : 0.0;
     const HybridKernels hk = HybridKernelsPerBlock(m, l, unfused);
     s.layer_kernels = hk.mlp;
@@ -475,7 +488,7 @@ MegatronShared SharedFeaturePart(const Ctx& c) {
     s.attn_host = hk.attn_host;
     s.mamba_kernels = hk.mamba;
     s.mamba_host = hk.mamba_host;
-    s.gdn_mem_s = HybridBlockElements(m, MixerKind::kGatedDeltaNet, MlpKind::kNone, fp8) * per_elem;
+    s.gdn_mem_s = HybridBlockElements(m, MixerKind::kGatedDeltaNet, MlpKind::kNone, fp8, false) * per_elem;
     s.gdn_kernels = hk.gdn;
     s.gdn_host = hk.gdn_host;
     // The SSD scan's matmuls run in BF16 Triton kernels on the tensor cores at the efficiency

@@ -91,10 +91,10 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   CHECK(std::stoi(text.substr(comma + 2)) <= 2);
   CHECK(text.find("recipe settings: recipes/megatron-bridge-perf.yaml (1100 entries)") != std::string::npos);
   // The MoE targets are on the MoE rows of the flat models (DeepSeek-V3, Qwen3, GPT-OSS,
-  // Kimi-K2; the 32 Nemotron 3 rows have hybrid Mamba-2 layers): median <= 8% (met: 7.8%, with
-  // each row's own flex backend and DeepSeek-V3's node-limited routing), p90 <= 20% (not met:
-  // 28.7%, guard 30%), published layout within 10% of the planner's fastest for >= 80% (not
-  // met: 58 of 80, guard 50).
+  // Kimi-K2; the 32 Nemotron 3 rows have hybrid Mamba-2 layers): median <= 8% (met: 7.0%, with
+  // each row's own flex backend, DeepSeek-V3's node-limited routing and the alltoall
+  // dispatcher's local-expert sort), p90 <= 20% (not met: 22.4%, guard 25%), published layout
+  // within 10% of the planner's fastest for >= 80% (not met: 57 of 80, guard 50).
   const std::string flat = "MoE rows without hybrid (Mamba-2 / Gated DeltaNet) layers: ";
   const size_t f = text.find(flat);
   REQUIRE(f != std::string::npos);
@@ -105,7 +105,7 @@ TEST_CASE("validate: Megatron-Bridge published perf rows - table and summary pri
   REQUIRE(fp != std::string::npos);
   REQUIRE(fw != std::string::npos);
   CHECK(std::stod(text.substr(fm + 15)) <= 8.0);
-  CHECK(std::stod(text.substr(fp + 12)) <= 30.0);
+  CHECK(std::stod(text.substr(fp + 12)) <= 25.0);
   CHECK(std::stoi(text.substr(fw + 9)) >= 50);
 }
 
