@@ -196,4 +196,8 @@ TEST_CASE("gdn: AutoModel Qwen3-Next-80B layer bytes per token as docs/memory-mo
   // Gated attention (16 heads of 256, 2 KV heads): q, k, v, out 2·(4096 + 512 + 512 + 4096) +
   // lse 64 = 18,496, q/k norms 8·4096 + 64 + 8·512 + 8 = 36,936, gate 4·4096 = 16,384: 71,816.
   CHECK((a.rep + a.split + a.unsplit) - (g.rep + g.split + g.unsplit) == 71816.0 - 70464.0);
+  // Eager passes (docs/cost-model.md): reorder copies and concat 2·(4096 + 8192) + 128 +
+  // 2·(4096 + 4096) = 41,088; conv1d 16,384; gates 544; repeat and v copy 20,480; fla 16,384 +
+  // 128 + 12,288 + 4,096 + 16,384 + 32,768 + 8,192 + 4,096 = 94,336; gated norm 12,288: 185,120.
+  CHECK(cost::GdnMixerPasses(m) == doctest::Approx(3.0 * 185120.0 * cost::kElementwiseSlowdown));
 }
