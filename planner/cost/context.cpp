@@ -188,9 +188,14 @@ RankParams ParamsOfRank(const ModelSpec& m, const ParamCounts& p, int64_t pp_siz
     r.layer_dense = double(b.attention) * attn + double(b.mamba) * mamba + double(b.gdn) * gdn + double(b.dense) * dense +
                     double(b.moe) * moe;
     r.layer_expert = double(b.moe) * experts_layer;
-    r.max_layer_dense = std::max({b.attention > 0 ? attn : 0.0, b.mamba > 0 ? mamba : 0.0, b.gdn > 0 ? gdn : 0.0,
-                                  b.dense > 0 ? dense : 0.0,
-                                  b.moe > 0 ? moe : 0.0});
+    const double mixer_max = std::max({b.attention > 0 ? attn : 0.0, b.mamba > 0 ? mamba : 0.0, b.gdn > 0 ? gdn : 0.0});
+    const double mlp_max = std::max(b.dense > 0 ? dense : 0.0, b.moe > 0 ? moe : 0.0);
+    // A Gated DeltaNet hybrid's layers hold a mixer and an MLP each (Qwen3-Next, Qwen3.5: one
+    // decoder layer, one FSDP unit): the largest layer is the largest mixer with the largest
+    // MLP; single-block layers (Nemotron-H): the largest block. (DeepSeek-V4's layers also pair
+    // attention with a MoE; left as the largest block.)
+    const bool two_block_layers = b.gdn > 0;
+    r.max_layer_dense = two_block_layers ? mixer_max + mlp_max : std::max(mixer_max, mlp_max);
     r.max_layer_expert = b.moe > 0 ? experts_layer : 0.0;
     // The final norm: what CountParams' norms hold beyond one per block.
     const double final_norm = std::max(0.0, double(p.norms) - double(m.num_layers) * h);

@@ -20,6 +20,14 @@ struct HybridBlocks {
   int64_t Total() const { return attention + mamba + dense + moe + gdn; }
 };
 
+/// Whether `model`'s layer pattern has a Gated DeltaNet mixer (Qwen3-Next, Qwen3.5).
+inline bool HasGdnMixers(const ModelSpec& model) {
+  for (const LayerBlock& b : model.layer_pattern) {
+    if (b.mixer == MixerKind::kGatedDeltaNet) return true;
+  }
+  return false;
+}
+
 /// The blocks of layers [first, first + count) of `model`'s layer pattern (clamped to it);
 /// DeepSeek-V4's attention blocks count as attention (their terms: cost/dsv4.hpp).
 HybridBlocks HybridBlocksIn(const ModelSpec& model, int64_t first, int64_t count);

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 
+#include "cost/hybrid.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
 
@@ -104,6 +105,14 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   if (x.wrap == AcWrap::kLayer || x.wrap == AcWrap::kSubmodule) {  // read only then
     x.dense_full = act(false, AcWrap::kNone).PerRank(l.tp, sp);
     x.moe_full = act(true, AcWrap::kNone).PerRank(l.tp, sp);
+  }
+  if (HasGdnMixers(c.model)) {
+    auto delta = [&](AcWrap w) {
+      return LayerActivationBytes(c.model, true, w, x.compute, MixerKind::kGatedDeltaNet).PerRank(l.tp, sp) -
+             LayerActivationBytes(c.model, true, w, x.compute).PerRank(l.tp, sp);
+    };
+    x.gdn_delta = delta(x.wrap);
+    x.gdn_delta_full = delta(AcWrap::kNone);
   }
   const double e = x.compute.elem;
   x.final_norm = FinalNormBytesPerToken(c.model, e);
@@ -262,7 +271,10 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double dense_act = terms.dense_act;
   const double moe_act = terms.moe_act;
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
-  double acts = inflight * t * (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act + terms.rope);
+  // A Gated DeltaNet layer is an attention layer with its mixer swapped (PytorchRankTerms::gdn_delta).
+  double acts = inflight * t *
+                (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act +
+                 double(rp.gdn_mixers) * terms.gdn_delta + terms.rope);
   double logits = 0, held_logits = 0;
   if (rp.has_head) {
     acts += t * terms.final_norm / (sp ? tp : 1.0);
@@ -286,8 +298,9 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   mem.phase = "backward start";
   // Moment 2: recompute of one layer under full checkpointing.
   if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
-    const double layer_full = t * std::max(rp.dense_layers > 0 ? terms.dense_full : 0.0,
-                                           rp.moe_layers > 0 ? terms.moe_full : 0.0);
+    const double layer_full = t * std::max({rp.dense_layers > 0 ? terms.dense_full : 0.0,
+                                            rp.moe_layers > 0 ? terms.moe_full : 0.0,
+                                            rp.gdn_mixers > 0 ? terms.moe_full + terms.gdn_delta_full : 0.0});
     const double total = base + grads_prev + resident + acts + layer_full + held_logits;
     if (total > best) {
       best = total;

@@ -56,8 +56,11 @@ struct LayerCompute {
 LayerCompute PytorchCompute(const ModelSpec& model, bool fp32, int64_t seq_len);
 
 /// Bytes per token that one layer of the pytorch profile keeps for backward under `wrap`
-/// (formulas in memory_pytorch.cpp), computing as `compute` says (default: bf16, flash).
-ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap, const LayerCompute& compute = {});
+/// (formulas in memory_pytorch.cpp), computing as `compute` says (default: bf16, flash), its
+/// token mixer `mixer`: attention (kAttention, the default) or a Gated DeltaNet mixer
+/// (kGatedDeltaNet: Qwen3-Next / Qwen3.5 under AutoModel, derived from source, not measured).
+ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap, const LayerCompute& compute = {},
+                              MixerKind mixer = MixerKind::kAttention);
 /// Same, by AutoModel recompute setting with whole-layer wrapping (FSDP2 / world 1), bf16.
 ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, Recompute recompute);
 
@@ -101,6 +104,12 @@ struct PytorchRankTerms {
   AcWrap wrap = AcWrap::kNone;  ///< checkpointing wrap of the layers
   double dense_act = 0, moe_act = 0;    ///< activation bytes per token of a layer under `wrap`, per rank
   double dense_full = 0, moe_full = 0;  ///< the same without checkpointing (one layer recomputed)
+  /// A Gated DeltaNet layer's bytes per token per rank less those of an attention layer with the
+  /// same MLP, under `wrap` and without checkpointing (taken on a MoE layer, the MLP of every
+  /// layer of the Qwen3-Next / Qwen3.5 configs: the MLP part cancels without checkpointing; under
+  /// kSelective the alternation of the saved matmuls makes it the MoE layer's); 0 without such
+  /// layers. Negative where the mixer keeps less than attention.
+  double gdn_delta = 0, gdn_delta_full = 0;
   LayerCompute compute;     ///< PytorchCompute: fp32 for an fp32 model under DDP or on one GPU unwrapped with FSDP2
   double final_norm = 0;    ///< FinalNormBytesPerToken
   double rope = 0;          ///< RoPE cos and sin, 2·elem·rope_dim bytes per token

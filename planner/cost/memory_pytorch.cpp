@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 
+#include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/time.hpp"
 
@@ -43,8 +44,25 @@ double OwnNormBytes(double width, double rows, double e) { return e * width + 4.
 /// but Mixtral, which runs through transformers: HfMoeModel).
 bool OwnMoeModules(const ModelSpec& m) { return m.is_moe() && !HfMoeModel(m); }
 
-/// The norm bytes of `m`'s layers: OwnNormBytes for AutoModel's own MoE models, else HF's.
+/// Whether `m`'s decoder layers use Qwen3NextRMSNorm: AutoModel's Qwen3-Next and Qwen3.5 MoE
+/// (components/models/qwen3_next/model.py Block: input_layernorm and post_attention_layernorm;
+/// qwen3_next/layers.py Qwen3NextAttention q_norm and k_norm; qwen3_5_moe/model.py
+/// Qwen3_5MoeBlock inherits Block), not BackendConfig.rms_norm.
+bool Qwen3NextNorms(const ModelSpec& m) {
+  return m.architecture == Architecture::kQwen3Next || m.architecture == Architecture::kQwen3_5Moe;
+}
+
+/// Qwen3NextRMSNorm (qwen3_next/layers.py: output = _norm(x.float()) = x·rsqrt(mean(x²) + eps);
+/// output · (1 + weight.float()); .type_as(x)): autograd keeps the fp32 input (pow and mul save
+/// it: in bf16 the copy x.float() makes), the fp32 rsqrt per row, and the fp32 normalised value
+/// (saved by the `(1 + weight)` mul: the product is taken in fp32, before the cast back):
+/// 8·width + 4·rows in bf16 and fp32 alike.
+double Qwen3NextNormBytes(double width, double rows) { return 8.0 * width + 4.0 * rows; }
+
+/// The norm bytes of `m`'s layers: Qwen3NextNormBytes for Qwen3-Next / Qwen3.5, OwnNormBytes for
+/// AutoModel's other own MoE models, else HF's.
 double LayerNormBytes(const ModelSpec& m, double width, double rows, double e) {
+  if (Qwen3NextNorms(m)) return Qwen3NextNormBytes(width, rows);
   return OwnMoeModules(m) ? OwnNormBytes(width, rows, e) : NormBytes(width, rows, e);
 }
 
@@ -100,6 +118,44 @@ void AttentionNoAc(const ModelSpec& m, const LayerCompute& x, ActBytes& b) {
   if (m.qk_norm && !m.mla) {
     b.split += LayerNormBytes(m, double(QDim(m)), a, e) + LayerNormBytes(m, double(KDim(m)), g, e);
   }
+  // Output gate (AutoModel qwen3_next/layers.py Qwen3NextAttention.forward: attn_output ·
+  // sigmoid(gate), then o_proj): sigmoid saves its output (e·q) and the product is o_proj's
+  // input (e·q); the mul's other operand is the kernel output counted above.
+  if (m.attention_output_gate) b.split += 2.0 * e * double(AttnOutDim(m));
+}
+
+/// One Gated DeltaNet mixer without checkpointing (AutoModel qwen3_next/layers.py
+/// Qwen3NextFp32GatedDeltaNet.forward, the transformers Qwen3NextGatedDeltaNet forward with the
+/// gate in fp32; qwen3_5_moe/cp_linear_attn.py CPAwareGatedDeltaNet._forward_no_cp, the same
+/// tensors from separate in_proj_qkv / z / b / a), bf16 with the fast path AutoModel's
+/// moe extra installs (causal-conv1d, flash-linear-attention >= 0.4.2: pyproject.toml), per
+/// token, qk = n_k·d_k, v = n_v·d_v, qk' = n_v·d_k (q and k repeated to the value heads),
+/// C = kGdnChunk; the projections' input (the norm output) is the layer's, counted by the caller:
+///   causal conv1d (causal_conv1d_interface.py CausalConv1dFn.forward: save_for_backward(x, ...);
+///     the output is recomputed in its backward) keeps its input, the q, k, v concat: e·(2qk + v)
+///   beta = b.sigmoid() saves its output (also fla's beta): e·n_v
+///   the fp32 gate (Qwen3NextSSMGate.forward: −exp(A_log) · softplus(a.float() + dt_bias)):
+///     softplus saves its input, the mul its output: 8·n_v
+///   fla ChunkGatedDeltaRuleFunction.forward (fla/ops/gated_delta_rule/chunk.py, fla-org
+///     bc3b101d; use_qk_l2norm_in_kernel=True): save_for_backward(q, q_rstd, k, k_rstd, v, g,
+///     beta, A, ...): the L2-normalised q and k (l2norm_fwd outputs, input dtype) 2·e·qk', their
+///     fp32 rstd per row 8·n_v, v (input_guard's contiguous copy of the conv output's v view)
+///     e·v, the fp32 chunk-local cumsum of g (chunk_local_cumsum, output_dtype float) 4·n_v, A =
+///     (I + A)⁻¹ (chunk_fwd.py chunk_gated_delta_rule_fwd_intra: B·T·H·C in k.dtype) e·C·n_v; the
+///     chunk states h, w and u are recomputed in its backward;
+///   the output norm (fla modules/fused_norm_gate.py FusedRMSNormGated -> LayerNormGatedFunction:
+///     save_for_backward(x, g, weight, bias, mean, rstd)): its input o e·v, the gate z (a copy:
+///     fix_query_key_value_ordering's reshape cannot view the split) e·v, fp32 rstd per head 4·n_v
+///   out_proj's input, the norm output: e·v
+/// Sum: e·(2qk + v) + 2·e·qk' + 4·e·v + e·n_v + e·C·n_v + 24·n_v. Qwen3-Next-80B (h 2048, 16 x
+/// 128 key, 32 x 128 value heads), bf16: 16,384 + 16,384 + 32,768 + 64 + 4,096 + 768 = 70,464 B
+/// per token. Derived from the source, not measured. TP never splits it (AutoModel has no TP
+/// plan for these models): counted as split, as attention is.
+void GdnMixerNoAc(const ModelSpec& m, double e, ActBytes& b) {
+  const GatedDeltaNetSpec& x = m.gdn;
+  const double qk = double(x.key_dim()), v = double(x.value_dim()), nv = double(x.num_value_heads);
+  const double qkr = nv * double(x.key_head_dim);
+  b.split += e * (2.0 * qk + v) + 2.0 * e * qkr + 4.0 * e * v + e * nv + e * kGdnChunk * nv + 24.0 * nv;
 }
 
 /// FFN without checkpointing. Dense SwiGLU (down_proj(act_fn(gate_proj(x)) * up_proj(x))):
@@ -124,6 +180,9 @@ void FfnNoAc(const ModelSpec& m, bool moe_layer, double e, ActBytes& b) {
   b.unsplit += OwnMoeModules(m) ? e * k * (h + 3.0 * fe) + 4.0 * double(m.num_experts)
                                 : 4.0 * e * k * fe + 4.0 * double(m.num_experts) + 2.0 * (k * h * e);
   b.split += 4.0 * e * double(m.shared_expert_intermediate_size);
+  // The shared expert's sigmoid gate (components/moe/layers.py MoE.forward: sigmoid(
+  // shared_expert_gate(x)) · z): the mul saves the shared output z (e·h) and the sigmoid output (e).
+  if (m.shared_expert_gate && m.shared_expert_intermediate_size > 0) b.rep += e * (h + 1.0);
 }
 
 /// A matmul of the layer in execution order, for the selective policy.
@@ -140,24 +199,41 @@ struct Mm {
 /// lse 4·a); the math kernel runs as aten ops, of which the policy saves the two aten.bmm
 /// outputs (in its compute-intensive set): the scores q·kᵀ (e·a·kv_len) and P·v (e·h_q).
 /// Measured exactly for Llama, Qwen2 (biased q,k,v: addmm) and Qwen3, bf16, and fp32 (Qwen3
-/// 1.7B, math kernel).
-ActBytes Selective(const ModelSpec& m, bool moe_layer, const LayerCompute& x) {
+/// 1.7B, math kernel). With an output gate q_proj is twice as wide (Qwen3NextAttention).
+/// A Gated DeltaNet layer (`gdn`): its projections in order (Qwen3-Next in_proj_qkvz
+/// 2·qk + 2·v and in_proj_ba 2·n_v; Qwen3.5 in_proj_qkv 2·qk + v, in_proj_z v, in_proj_b and
+/// in_proj_a n_v each), then out_proj h; the causal conv1d and fla kernels are custom autograd
+/// Functions whose saved tensors the checkpoint recomputes, so no attention output is kept
+/// (derived from the policy, not measured).
+ActBytes Selective(const ModelSpec& m, bool moe_layer, const LayerCompute& x, bool gdn) {
   const double h = double(m.hidden_size), e = x.elem;
   std::array<Mm, 16> mms{};
   int n = 0;
   const bool qkv_bias = m.attention_bias;
-  if (m.mla) {
+  if (gdn) {
+    const GatedDeltaNetSpec& g = m.gdn;
+    const double qk = double(g.key_dim()), v = double(g.value_dim()), nv = double(g.num_value_heads);
+    if (m.architecture == Architecture::kQwen3_5Moe) {
+      mms[n++] = {2.0 * qk + v, false, 1};
+      mms[n++] = {v, false, 1};
+      mms[n++] = {nv, false, 1};
+      mms[n++] = {nv, false, 1};
+    } else {
+      mms[n++] = {2.0 * qk + 2.0 * v, false, 1};
+      mms[n++] = {2.0 * nv, false, 1};
+    }
+  } else if (m.mla) {
     const MlaSpec& x = m.mla_spec;
     if (x.q_lora_rank > 0) mms[n++] = {double(x.q_lora_rank), false, 0};
     mms[n++] = {double(QDim(m)), false, 1};
     mms[n++] = {double(x.kv_lora_rank + x.qk_rope_head_dim), false, 0};
     mms[n++] = {double(m.num_attention_heads) * double(x.qk_nope_head_dim + x.v_head_dim), false, 1};
   } else {
-    mms[n++] = {double(QDim(m)), qkv_bias, 1};
+    mms[n++] = {double(QDim(m)) * (m.attention_output_gate ? 2.0 : 1.0), qkv_bias, 1};
     mms[n++] = {double(KDim(m)), qkv_bias, 1};
     mms[n++] = {double(VDim(m)), qkv_bias, 1};
   }
-  mms[n++] = {h, m.attention_out_bias, 0};
+  mms[n++] = {h, !gdn && m.attention_out_bias, 0};
   if (moe_layer) {
     const double k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
     mms[n++] = {double(m.num_experts), m.router_bias, 2};
@@ -184,7 +260,7 @@ ActBytes Selective(const ModelSpec& m, bool moe_layer, const LayerCompute& x) {
     (mms[i].tp == 0 ? b.rep : mms[i].tp == 1 ? b.split : b.unsplit) += bytes;
   }
   const double a = double(m.num_attention_heads);
-  b.split += x.Math() ? e * a * x.kv_len + e * double(AttnOutDim(m)) : e * double(AttnOutDim(m)) + 4.0 * a;
+  if (!gdn) b.split += x.Math() ? e * a * x.kv_len + e * double(AttnOutDim(m)) : e * double(AttnOutDim(m)) + 4.0 * a;
   if (moe_layer) b.unsplit += 2.0 * (double(m.experts_per_token) * h * e);  // all-to-all outputs
   return b;
 }
@@ -210,13 +286,20 @@ LayerCompute PytorchCompute(const ModelSpec& m, bool fp32, int64_t seq_len) {
 /// kSubmodule: inputs of the four checkpointed submodules: layer input, norm1 output,
 ///   post-attention residual, norm2 output = 4·e·h (measured 8h + 17 in bf16, 16h in fp32).
 /// kSelective: Selective() above (Llama 3.2 1B: 33,920 B, measured 33,913).
-ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap, const LayerCompute& x) {
+/// `mixer` kGatedDeltaNet: the layer's token mixer is GdnMixerNoAc in place of AttentionNoAc.
+ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap, const LayerCompute& x,
+                              MixerKind mixer) {
   const double h = double(m.hidden_size), e = x.elem;
+  const bool gdn = mixer == MixerKind::kGatedDeltaNet;
   ActBytes b;
   switch (wrap) {
     case AcWrap::kNone:
       b.rep = 2.0 * LayerNormBytes(m, h, 1, e) + 2.0 * e * h;
-      AttentionNoAc(m, x, b);
+      if (gdn) {
+        GdnMixerNoAc(m, e, b);
+      } else {
+        AttentionNoAc(m, x, b);
+      }
       FfnNoAc(m, moe_layer, e, b);
       return b;
     case AcWrap::kLayer:
@@ -226,7 +309,7 @@ ActBytes LayerActivationBytes(const ModelSpec& m, bool moe_layer, AcWrap wrap, c
       b.rep = 4.0 * e * h;
       return b;
     case AcWrap::kSelective:
-      return Selective(m, moe_layer, x);
+      return Selective(m, moe_layer, x, gdn);
   }
   return b;
 }

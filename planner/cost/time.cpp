@@ -2,6 +2,7 @@
 
 #include "cost/time.hpp"
 
+#include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/last_values.hpp"
 #include "meshplan/topology.hpp"
@@ -107,6 +108,20 @@ double MoeLayerPasses(const ModelSpec& m, int64_t ep, TokenDispatch dispatcher) 
 
 double MoeModelDenseLayerPasses(const ModelSpec& m, double tp) {
   return kMoeNormAddPasses * double(m.hidden_size) + kEagerFfnPasses * double(m.intermediate_size) / tp;
+}
+
+double GdnMixerPasses(const ModelSpec& m) {
+  const GatedDeltaNetSpec& x = m.gdn;
+  const double qk = double(x.key_dim()), v = double(x.value_dim()), nv = double(x.num_value_heads);
+  const double qkr = nv * double(x.key_head_dim), c = kGdnChunk;
+  const double reorder = m.architecture == Architecture::kQwen3Next
+                             ? 2.0 * (2.0 * qk + 2.0 * v) + 4.0 * nv + 2.0 * (2.0 * qk + v)
+                             : 0.0;
+  const double conv = 2.0 * (2.0 * qk + v), gates = 17.0 * nv, copies = 2.0 * qk + 2.0 * qkr + 2.0 * v;
+  const double chunk = 4.0 * qkr + 4.0 * nv + (2.0 * qkr + v) + 2.0 * c * nv + 2.0 * (qkr + v) +
+                       4.0 * nv * double(x.key_head_dim) * double(x.value_head_dim) / c + 2.0 * v + v;
+  const double norm = 3.0 * v;
+  return 3.0 * (reorder + conv + gates + copies + chunk + norm) * kElementwiseSlowdown;
 }
 
 double ConsecutiveDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep, int64_t ranks_per_group) {
@@ -306,14 +321,20 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double tokens = t_mb * n_mb;
   const double layers = double(rp.Layers());
   const double moe_layers = double(rp.moe_layers);
+  // A Gated DeltaNet hybrid (Qwen3-Next, Qwen3.5): each layer is a token mixer (attention or
+  // Gated DeltaNet) and an MLP; its GDN layers' mixer replaces attention's GEMMs, core and
+  // eager ops by its own (GdnLinearFlops, GdnChunkFlops, GdnMixerPasses). 0 for other models.
+  const double gdn_layers = double(rp.gdn_mixers);
+  const double attn_layers = layers - gdn_layers;
   TimeBreakdown t;
 
   // --- compute ---
   const double linear = tokens * (double(rp.dense_layers) * f.DenseLayerLinear() +
-                                  moe_layers * (f.attn_linear_flops + f.shared_flops)) / tp;
+                                  moe_layers * (f.attn_linear_flops + f.shared_flops) +
+                                  gdn_layers * (f.gdn_linear_flops - f.attn_linear_flops)) / tp;
   const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
   const double experts = tokens * moe_layers * f.routed_flops;
-  const double core = tokens * layers * f.attn_core_flops / tp;
+  const double core = tokens * attn_layers * f.attn_core_flops / tp;
   double extra_mm = 0.0, extra_core = 0.0;
   if (l.recompute == Recompute::kFull) {
     extra_mm = 1.0 / 3.0;
@@ -343,6 +364,14 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0) * cp_chunk;
   const double core_s = core * (1.0 + extra_core) / core_rate_eff;
   t.compute = linear_s + expert_s + core_s;
+  // The chunked gated delta rule's Triton kernels (fla), at the rate the Megatron-Core terms
+  // price them (MegatronRankTerms' ssd_rate: the fused attention's efficiency, an assumption);
+  // both recompute modes run them again (selective AC saves no output of a custom autograd
+  // Function: its saved tensors are recomputed).
+  if (gdn_layers > 0) {
+    const double gdn_extra = l.recompute == Recompute::kNone ? 0.0 : 1.0 / 3.0;
+    t.compute += tokens * gdn_layers * f.gdn_chunk_flops * (1.0 + gdn_extra) / (gpu.bf16_flops * kFlashAttentionEfficiency);
+  }
   // Eager HBM-bound kernels (kEagerHiddenPasses..., measured) of the Hugging Face modules
   // AutoModel trains dense models with. TP (no sequence parallel in AutoModel's plans) splits
   // the FFN and head widths, not the norms and residual adds; the loss runs on the full
@@ -359,6 +388,14 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     if (m.is_moe()) {
       elems += moe_layers * MoeLayerPasses(m, l.ep, l.dispatcher);
       if (!HfMoeModel(m)) fixed = moe_layers * n_mb * kMoeRouterFixedSeconds;
+    }
+    // Gated DeltaNet hybrids: their layer norms are the eager fp32 Qwen3NextRMSNorm (HF-style
+    // ops, priced as the dense layers' kEagerHiddenPasses·h in place of the MoE layers'
+    // Transformer Engine kMoeNormAddPasses·h), the attention layers' q/k norms likewise
+    // (kEagerQkNormPasses), the GDN layers' mixer GdnMixerPasses. An assumption, not measured.
+    if (gdn_layers > 0) {
+      elems += layers * (kEagerHiddenPasses - kMoeNormAddPasses) * h +
+               attn_layers * kEagerQkNormPasses * double(QDim(m) + KDim(m)) / tp + gdn_layers * GdnMixerPasses(m);
     }
     const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
     t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth +
@@ -391,7 +428,20 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     // does not stripe over the node's rails the way NCCL's ring collectives do).
     t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / tp * 2.0, GroupLink(sys, g.cp),
                                      t_mb * f.attn_core_flops / tp / core_rate_eff / 3.0, l.cp, full) *
-                layers * n_mb;
+                attn_layers * n_mb;
+    // Qwen3.5's CPAwareGatedDeltaNet (qwen3_5_moe/cp_linear_attn.py _forward_with_cp): the
+    // layer input and its output are all-gathered over the CP group (_AllGatherConcatFn, to undo
+    // and redo the attention's load balancing), whose backward all-reduces the gathered
+    // gradient: per GDN layer and micro-batch 2 all-gathers of cp·T·h·2 bytes forward (again
+    // under full recompute) and 2 all-reduces of as many backward, on the compute stream
+    // (exposed). fla's CP context passes each rank's chunk state (n_v·d_k·d_v fp32), not counted.
+    if (gdn_layers > 0) {
+      const Link lcp = RingLink(sys, c.links, g.cp);
+      const double gathered = double(l.cp) * t_mb * h * 2.0;
+      t.cp_comm += gdn_layers * n_mb *
+                   ((full ? 2.0 : 1.0) * 2.0 * AllGatherSeconds(gathered, l.cp, lcp) +
+                    2.0 * AllReduceSeconds(gathered, l.cp, lcp));
+    }
   }
   // --- EP ---
   if (l.ep > 1 && moe_layers > 0) {

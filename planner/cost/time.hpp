@@ -202,6 +202,25 @@ double MoeLayerPasses(const ModelSpec& model, int64_t ep, TokenDispatch dispatch
 /// Eager element passes per token of a dense decoder layer of a MoE model AutoModel runs with
 /// its own implementation (DeepSeek-V3's first layers): kMoeNormAddPasses·h + kEagerFfnPasses·f/tp.
 double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
+/// Eager element passes per token of one Gated DeltaNet mixer under AutoModel (Qwen3-Next's
+/// Qwen3NextFp32GatedDeltaNet, Qwen3.5's CPAwareGatedDeltaNet; the causal-conv1d and
+/// flash-linear-attention kernels they call), forward + backward: 3 · E_fwd · kElementwiseSlowdown,
+/// the backward moving about twice the forward's bytes (as HybridBlockElements assumes), E_fwd the
+/// 2-byte element reads and writes per token of the forward's non-GEMM kernels (fp32 as two),
+/// qk = n_k·d_k, v = n_v·d_v, qk' = n_v·d_k, C = kGdnChunk:
+///   Qwen3-Next only: fix_query_key_value_ordering's copies of q, k, v, z and b, a (the reshapes
+///     cannot view the split): 2·(2qk + 2v) + 4·n_v; the q, k, v concat 2·(2qk + v)
+///     (Qwen3.5's separate projections feed the conv and the gates without copies)
+///   causal conv1d: read and write 2·(2qk + v)
+///   beta = sigmoid(b) and the fp32 gate (a.float(), + dt_bias, softplus, · −exp(A_log)): 17·n_v
+///   repeat_interleave of q and k to the value heads (or fla's input_guard copies of their views):
+///     read 2qk, write 2qk'; input_guard's copy of v: 2v
+///   fla: the q/k L2 norm 4qk', the fp32 chunk-local cumsum of g 4·n_v, the chunk kernels as
+///     HybridBlockElements counts them (read q, k, v 2qk' + v; A written and read 2·C·n_v; w, u
+///     written and read 2·(qk' + v); the fp32 chunk states 4·n_v·d_k·d_v/C; v_new 2v; o v)
+///   FusedRMSNormGated: read o and z, write y: 3v.
+/// The layer's norms and residual adds are not included. Counted from the source, not measured.
+double GdnMixerPasses(const ModelSpec& model);
 
 /// Expected distinct destination groups of one token under AutoModel's FakeBalancedGate with
 /// noise 0 (components/moe/layers.py FakeBalancedGate.forward: token t of a rank's batch gets

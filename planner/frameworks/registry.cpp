@@ -9,21 +9,22 @@ namespace {
 
 std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 
-/// Why AutoModel layouts of a hybrid model are not priced, by its mixer kinds. AutoModel
-/// (NVIDIA-NeMo/Automodel 36044ad) trains both kinds with its own models, but meshplan's
-/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) count attention decoder layers
-/// only.
-///  * Mamba-2: NemotronHForCausalLM, nemo_automodel/_transformers/registry.py ->
-///    components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy.
-///  * Gated DeltaNet: Qwen3NextForCausalLM (components/models/qwen3_next/model.py) and
+/// Why AutoModel layouts of a hybrid model are not priced, by its mixer kinds ("" where they
+/// are). AutoModel (NVIDIA-NeMo/Automodel 36044ad) trains each kind with its own models; meshplan's
+/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) price attention and Gated DeltaNet
+/// decoder layers:
+///  * Gated DeltaNet: priced. Qwen3NextForCausalLM (components/models/qwen3_next/model.py) and
 ///    Qwen3_5MoeForConditionalGeneration (components/models/qwen3_5_moe/model.py), both
 ///    MoEFSDPSyncMixin MoEs: EP and PP (_transformers/capabilities.py supports_ep,
 ///    supports_pp); no TP (no PARALLELIZE_FUNCTIONS entry for the custom MoE TP path,
 ///    moe/parallelizer.py _resolve_moe_tp_plan); CP for Qwen3.5 only (qwen3_5_moe/
 ///    cp_linear_attn.py CPAwareGatedDeltaNet; Qwen3-Next's Qwen3NextFp32GatedDeltaNet has no CP
 ///    path: moe/parallelizer.py apply_cp skips it). Those rules are AutoModel's
-///    (rules_parallel.cpp, rules_gdn.cpp), judged by check.
-///  * DeepSeek-V4: DeepseekV4ForCausalLM (_transformers/registry.py ->
+///    (rules_parallel.cpp, rules_gdn.cpp), judged by check and by plan's search.
+///  * Mamba-2: refused. NemotronHForCausalLM, nemo_automodel/_transformers/registry.py ->
+///    components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy; the
+///    eager terms have no Mamba-2 layers (its FSDP2 units, the mamba_ssm kernels' saved tensors).
+///  * DeepSeek-V4: refused. DeepseekV4ForCausalLM (_transformers/registry.py ->
 ///    components/models/deepseek_v4/model.py, moe/parallelizer.py fully_shard_deepseek_v4);
 ///    CP only with backend.attn tilelang (_transformers/capabilities.py supports_cp).
 std::string AutoModelHybridRefusal(const ModelSpec& model) {
@@ -34,25 +35,15 @@ std::string AutoModelHybridRefusal(const ModelSpec& model) {
            "hyper-connection ops and their saved tensors): no AutoModel layout of it is planned or priced (check "
            "judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
   }
-  bool mamba = false, gdn = false;
   for (const LayerBlock& b : model.layer_pattern) {
-    mamba = mamba || b.mixer == MixerKind::kMamba2;
-    gdn = gdn || b.mixer == MixerKind::kGatedDeltaNet;
+    if (b.mixer == MixerKind::kMamba2) {
+      return "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
+             "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 layers "
+             "(FSDP2 units, the mamba_ssm kernels' saved tensors): no AutoModel layout of it is planned or priced "
+             "(check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
+    }
   }
-  if (mamba) {
-    return "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
-           "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 layers "
-           "(FSDP2 units, the mamba_ssm kernels' saved tensors): no AutoModel layout of it is planned or priced "
-           "(check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
-  }
-  if (gdn) {
-    return "NeMo AutoModel trains it with its own model (nemo_automodel/components/models/qwen3_next/model.py, "
-           "qwen3_5_moe/model.py: a MoEFSDPSyncMixin MoE, so EP and PP; no TP plan on the custom MoE TP path; CP "
-           "for Qwen3.5 only, qwen3_5_moe/cp_linear_attn.py), but meshplan's PyTorch-eager cost terms have no Gated "
-           "DeltaNet layers (the fla kernels' saved tensors, the eager gate and norm ops): no AutoModel layout of it is "
-           "planned or priced (check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
-  }
-  return "";
+  return "";  // Gated DeltaNet hybrids: memory_pytorch.cpp GdnMixerNoAc, time.cpp GdnMixerPasses
 }
 std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
 ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/,
@@ -214,7 +205,7 @@ std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& mode
   if (why.empty()) return "";
   const char* kinds = model.architecture == Architecture::kDeepseekV4
                           ? "DeepSeek-V4 compressed / sparse attention and MoE blocks"
-                          : "Mamba-2 or Gated DeltaNet, attention and MLP blocks";
+                          : "Mamba-2, attention and MLP blocks";
   return model.architecture_name + " is a hybrid model (a layer pattern of " + kinds + "): " + why;
 }
 

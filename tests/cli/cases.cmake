@@ -1000,23 +1000,32 @@ meshplan_cli_case(arch_glm45_air_plan_am 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework automodel)
 meshplan_cli_case(arch_glm45_air_pp4 1 "num_layers 46 .*is not divisible by pipeline_model_parallel_size 4"
   -- ${MP} check ${D}/mbridge_glm45_air_pp4.yaml --model ${A}/glm-4.5-air.json --system dgx-h100 --gpus 32)
-# Adapters of issue 28: Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids: priced by Megatron-Bridge,
-# refused by AutoModel's PyTorch-eager terms), DeepSeek-V3.2 (AutoModel only), Gemma 3 VL's text
+# Adapters of issue 28: Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids: priced by Megatron-Bridge
+# and by AutoModel's PyTorch-eager terms), DeepSeek-V3.2 (AutoModel only), Gemma 3 VL's text
 # backbone (the vision tower left out, said in every output), Ministral.
 meshplan_cli_case(arch_qwen3_next_plan_mb 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 256 --framework megatron-bridge --top 2)
-meshplan_cli_case(arch_qwen3_next_refused_am 2 "Qwen3NextForCausalLM is a hybrid model .a layer pattern of Mamba-2 or Gated DeltaNet"
-  -- ${MP} plan --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
+# AutoModel prices them (memory and step time of every layout, EP only: no TP plan, no CP for
+# Qwen3-Next): each row has its GiB/GPU and step_s.
+meshplan_cli_case(arch_qwen3_next_plan_am 0 "^rank +strategy +tp +pp +cp +ep .* GiB/GPU .* step_s"
+  "^1=? +fsdp2 +1 +[0-9]+ +1 +[0-9]+ +[0-9]+ .* [0-9]+[.][0-9] +[0-9.]+ +[0-9.]+ +[0-9]+[.][0-9]{3} " "!hybrid model"
+  -- ${MP} plan --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel --top 2)
 meshplan_cli_case(arch_qwen35_plan_mb 0 "^rank +strategy" "warning: model .*the vision tower .vision_config. is left out"
   -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework megatron-bridge --top 2)
-meshplan_cli_case(arch_qwen35_refused_am 2 "Qwen3_5MoeForConditionalGeneration is a hybrid model .a layer pattern of Mamba-2 or Gated DeltaNet"
-  -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel)
-# AutoModel check still judges a Gated DeltaNet hybrid by AutoModel's rules (not priced):
-# Qwen3-Next's GDN layers have no CP path (moe/parallelizer.py apply_cp), Qwen3.5's do.
+meshplan_cli_case(arch_qwen35_plan_am 0 "^rank +strategy +tp +pp +cp +ep .* GiB/GPU .* step_s"
+  "^1=? +fsdp2 +1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ .* [0-9]+[.][0-9] +[0-9.]+ +[0-9.]+ +[0-9]+[.][0-9]{3} "
+  "warning: model .*the vision tower .vision_config. is left out" "!hybrid model"
+  -- ${MP} plan --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16 --seq-len 4096 --global-batch 256 --framework automodel --top 2)
+# AutoModel check judges a Gated DeltaNet hybrid by AutoModel's rules and prices it: Qwen3-Next's
+# GDN layers have no CP path (moe/parallelizer.py apply_cp), Qwen3.5's do.
 meshplan_cli_case(arch_qwen3_next_check_cp2_am 1 "gdn_cp_needs_cp_aware_linear_attn: cp_size=2 on Qwen3NextForCausalLM: apply_cp finds no CP-aware linear_attn on its 36 Gated DeltaNet layers"
-  "memory: not predicted .Qwen3NextForCausalLM is a hybrid model.*NeMo AutoModel trains it with its own model"
+  "memory: [0-9.]+ GiB per GPU predicted" "!not predicted"
   -- ${MP} check ${D}/automodel_qwen3_next_cp2.yaml --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16)
-meshplan_cli_case(arch_qwen35_check_cp2_am 0 "valid: passes all" "memory: not predicted .Qwen3_5MoeForConditionalGeneration is a hybrid model"
+meshplan_cli_case(arch_qwen3_next_check_am 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted of [0-9.]+ GiB usable: fits"
+  "predicted: step [0-9.]+ s, [0-9]+ tokens/s per GPU" "!not predicted"
+  -- ${MP} check ${D}/automodel_qwen3_next_ep16.yaml --model ${A}/qwen3-next-80b-a3b.json --system dgx-h100 --gpus 16)
+meshplan_cli_case(arch_qwen35_check_cp2_am 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted of [0-9.]+ GiB usable: fits"
+  "predicted: step [0-9.]+ s, [0-9]+ tokens/s per GPU" "!not predicted"
   -- ${MP} check ${D}/automodel_qwen35_cp2.yaml --model ${A}/qwen3.5-35b-a3b.json --system dgx-h100 --gpus 16)
 meshplan_cli_case(arch_qwen35_pp2_vpp12 1 "mb_vpp_divides_layers: layers per pipeline rank .20. must be divisible by virtual_pipeline_model_parallel_size 12"
   "memory: [0-9.]+ GiB per GPU predicted" "warning: model .*the vision tower .vision_config. is left out"
@@ -1076,7 +1085,7 @@ meshplan_cli_case(arch_deepseek_v4_check_pp2_layout 1 "mb_dsv4_hash_layers_first
 # A valid recipe of each priced adapter, as plan writes it, checked back: exit 0 on both frameworks.
 add_test(NAME cli.check_adapters_plan_recipes COMMAND bash -c "
   set -u; d=\$(mktemp -d); A=${A}
-  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel' 'qwen3-next-80b-a3b.json 32 256 megatron-bridge' 'qwen3.5-35b-a3b.json 16 256 megatron-bridge' 'deepseek-v4-flash.json 128 2048 megatron-bridge'; do
+  for c in 'ministral-8b-2410.json 8 64 automodel' 'ministral-8b-2410.json 8 64 megatron-bridge' 'gemma-3-4b-it.json 8 64 automodel' 'gemma-3-4b-it.json 8 64 megatron-bridge' 'deepseek-v3.2-exp.json 256 4096 automodel' 'glm-4.5-air.json 32 256 megatron-bridge' 'glm-4.5-air.json 32 256 automodel' 'llama-4-scout-17b-16e.json 64 64 automodel' 'deepseek-v2-lite.json 16 256 automodel' 'deepseek-v2-lite.json 16 256 megatron-bridge' 'gemma-2-2b.json 8 64 automodel' 'gemma-2-2b.json 8 64 megatron-bridge' 'gemma-3-1b.json 8 64 automodel' 'gemma-3-1b.json 8 64 megatron-bridge' 'granite-3.0-8b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 automodel' 'mistral-nemo-12b.json 8 64 megatron-bridge' 'moonlight-16b-a3b.json 16 256 automodel' 'moonlight-16b-a3b.json 16 256 megatron-bridge' 'olmo-2-1124-7b.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 automodel' 'olmoe-1b-7b-0924.json 8 64 megatron-bridge' 'phi-3-mini-4k.json 8 64 automodel' 'qwen3-next-80b-a3b.json 32 256 megatron-bridge' 'qwen3.5-35b-a3b.json 16 256 megatron-bridge' 'qwen3-next-80b-a3b.json 16 256 automodel' 'qwen3.5-35b-a3b.json 16 256 automodel' 'deepseek-v4-flash.json 128 2048 megatron-bridge'; do
     set -- \$c; rm -f \$d/r.yaml
     '$<TARGET_FILE:meshplan>' plan --framework \$4 --model \$A/\$1 --system dgx-h100 --gpus \$2 --seq-len 4096 --global-batch \$3 --top 1 --out \$d/r.yaml >/dev/null 2>&1 || { echo \"plan \$c\"; exit 1; }
     '$<TARGET_FILE:meshplan>' check \$d/r.yaml --model \$A/\$1 --system dgx-h100 --gpus \$2 >\$d/out.txt 2>&1 || { echo \"check \$c\"; cat \$d/out.txt; exit 1; }

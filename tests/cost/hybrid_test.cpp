@@ -160,7 +160,7 @@ TEST_CASE("hybrid: AutoModel layouts are refused with the reason and Megatron-Br
   CHECK(HybridRefusal(m).empty());
   CHECK(FrameworkHybridRefusal(*FindFramework("megatron-bridge"), m).empty());
   CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m)
-            .find("NemotronHForCausalLM is a hybrid model (a layer pattern of Mamba-2 or Gated DeltaNet, attention and MLP blocks): "
+            .find("NemotronHForCausalLM is a hybrid model (a layer pattern of Mamba-2, attention and MLP blocks): "
                   "NeMo AutoModel trains NemotronHForCausalLM") == 0);
   CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m).find("have no Mamba-2 layers") != std::string::npos);
   ModelSpec mla = m;
