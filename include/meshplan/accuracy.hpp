@@ -51,6 +51,9 @@ struct ValidateRow {
   /// The model is the generic decoder of the row's shape columns (no preset describes it):
   /// its ModelSpec::generic_note, "" for a preset's model.
   std::string generic_model;
+  /// The row's columns disagree with each other ("" = they agree): its ga cell against
+  /// gbs / (dp x mbs) of its layout; the row is priced as its gbs, mbs and layout cells say.
+  std::string columns_note;
   Layout layout;  ///< the published layout, with the release's recipe settings where known
   Cost cost;      ///< its predicted cost
   double published_tflops = 0;  ///< published model TFLOP/s per GPU (0 = not published)

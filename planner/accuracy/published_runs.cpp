@@ -223,6 +223,9 @@ void ReadMbridge(const std::vector<std::string>& c, PublishedRun& r) {
   r.setup.num_gpus = gpus;
   r.setup.global_batch = gbs;
   r.setup.seq_len = seq;
+  if (double ga = 0; LeadNum(cell(15), ga) && ga >= 1 && ga == std::floor(ga) && ga <= double(kMaxBatch)) {
+    r.gradient_accumulation = int64_t(ga);
+  }
   LeadNum(cell(16), r.published_tokens);
   LeadNum(cell(17), r.published_tflops);
   if (c.size() != 18 && r.skip.empty()) r.skip = "row has " + std::to_string(c.size()) + " cells, expected 18";

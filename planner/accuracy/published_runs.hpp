@@ -54,6 +54,11 @@ struct PublishedRun {
   std::string precision_cell; ///< the perf table's precision cell (the recipe-settings key)
   TrainSetup setup;           ///< num_gpus, global_batch, seq_len, precision (headroom: the request's)
   int64_t tp = 1, pp = 1, cp = 1, vpp = 1, ep = 1, micro_batch = 1;
+  /// The perf table's ga cell: gradient-accumulation steps (micro-batches per step) as the
+  /// table states them, 0 where the cell is empty or not a positive whole number. Not used for
+  /// pricing (the step's micro-batches are gbs / (dp x mbs)); `validate` notes a row whose ga
+  /// disagrees with that.
+  int64_t gradient_accumulation = 0;
   bool megatron_fsdp = false;             ///< fsdp cell > 0 / "Megatron-FSDP" in zero_fsdp_distopt
   /// "ZeRO-2" in the survey's zero_fsdp_distopt (gradients and optimizer state sharded, weights
   /// whole): priced as Megatron FSDP's optim_grads, Megatron-Core's ZeRO-2 (kUnset: the

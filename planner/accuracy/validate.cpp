@@ -237,6 +237,21 @@ ValidateReport Validate(const ValidateRequest& req) {
       row.automodel_recipe = bench->file;
     }
     const Layout l = bench ? bench->layout : accuracy::PublishedLayout(r, m, sys, settings);
+    if (!bench && r.gradient_accumulation > 0) {
+      const int64_t model_ranks = r.tp * r.pp * r.cp;
+      const int64_t dp = model_ranks > 0 ? r.setup.num_gpus / model_ranks : 0;
+      const int64_t per_step = dp * r.micro_batch;
+      if (per_step > 0 && r.setup.global_batch != r.gradient_accumulation * per_step) {
+        const std::string expected = r.setup.global_batch % per_step == 0
+                                         ? std::to_string(r.setup.global_batch / per_step)
+                                         : "not a whole number";
+        row.columns_note = "the row's ga " + std::to_string(r.gradient_accumulation) + " disagrees with gbs / (dp x mbs) = " +
+                           std::to_string(r.setup.global_batch) + " / (" + std::to_string(dp) + " x " +
+                           std::to_string(r.micro_batch) + ") = " + expected +
+                           "; priced as its gbs, mbs and layout cells say (one of its cells is wrong, which one the "
+                           "table does not tell)";
+      }
+    }
     const bool megatron_layout = l.framework == FindFramework("megatron-bridge")->id;
     if (const std::string why = FrameworkHybridRefusal(FrameworkOf(l.framework), m); !why.empty()) {
       skip_row("hybrid model not priced for this framework", why);

@@ -70,6 +70,7 @@ void PrintRow(std::FILE* out, const ValidateOptions& o, const ValidateRow& row) 
                                                : "",
                mem_pub);
   if (!row.generic_model.empty()) std::fprintf(out, "    model: %s\n", row.generic_model.c_str());
+  if (!row.columns_note.empty()) std::fprintf(out, "    columns: %s\n", row.columns_note.c_str());
   if (o.show_top > 0 && row.ranked) {
     std::fprintf(out, "    planner's %zu fastest fitting layouts (this row: %.1f ms, %.1f GiB):\n", row.top.size(),
                  1e3 * cost.step_seconds, cost.memory.Total() / kGiB);

@@ -337,6 +337,8 @@ meshplan_cli_case(plan_sweep_bad_point 2 "--sweep-gpus: point 12: expected a mul
 # meshplan validate on the published-runs fixtures (no ranking here: tests/accuracy/validate_test.cpp ranks).
 meshplan_cli_case(validate_mbridge 0 "summary: [0-9]+ rows evaluated, [0-9]+ skipped; median" "!model not describable"
   "DeepSeekV4 Flash DGX-GB200 128 MXFP8 +706 +[0-9]+ +[-+][0-9.]+ "
+  "^    columns: the row's ga 2 disagrees with gbs / \\(dp x mbs\\) = 512 / \\(16 x 4\\) = 8; priced as its gbs, mbs and layout cells say"
+  "^    columns: the row's ga 32 disagrees with gbs / \\(dp x mbs\\) = 8192 / \\(64 x 2\\) = 64;"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/mbridge_perf_dev.csv --rank-top 0)
 meshplan_cli_case(validate_survey 0 "summary: [0-9]+ rows evaluated"
   -- ${MP} validate ${CMAKE_SOURCE_DIR}/tests/data/published_runs_dev.csv --rank-top 0)
