@@ -161,7 +161,7 @@ json ExplanationJson(const ExplainReport& rep) {
   if (layout.contains("overrides")) j["overrides"] = layout["overrides"];
   if (layout.contains("environment")) j["environment"] = layout["environment"];
   if (!rep.scorable) {
-    for (const char* k : {"memory_gib", "time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "mfu_precision_peak", "fits",
+    for (const char* k : {"memory_gib", "time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "mfu_precision_peak", "precision_peak", "fits",
                           "spare_gib", "memory_profile", "memory_per_rank_gib", "compute_split_s", "ep_all_to_all"}) {
       j[k] = nullptr;
     }
@@ -178,6 +178,7 @@ json ExplanationJson(const ExplainReport& rep) {
     j["model_tflops_per_gpu"] = c.model_tflops_per_gpu;
     j["mfu"] = c.mfu;
     j["mfu_precision_peak"] = c.mfu_precision_peak;
+    j["precision_peak"] = layout["precision_peak"];
     j["compute_split_s"] = rep.compute ? json{{"gemm", rep.compute->gemm},
                                               {"attention", rep.compute->attention},
                                               {"memory_bound", rep.compute->memory_bound},
@@ -234,6 +235,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
                         {"model_tflops_per_gpu", c.model_tflops_per_gpu},
                         {"mfu", c.mfu},
                         {"mfu_precision_peak", c.mfu_precision_peak},
+                        {"precision_peak", recipe::PrecisionPeakName(req)},
                         {"time_s", layout["time_s"]}};
     } else {
       j["predicted"] = nullptr;  // priced memory only: the framework refuses the layout

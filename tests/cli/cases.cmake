@@ -1155,7 +1155,7 @@ meshplan_cli_case(plan_recipe_header_mfu_fp8_automodel 0
 meshplan_cli_case(plan_recipe_header_mfu_fp8_megatron_bridge 0
   "^# predicted memory per GPU: .* tokens/s/GPU, MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format yaml)
-meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "!mfu_bf16_peak"
+meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "\"precision_peak\": \"FP8\"" "!mfu_bf16_peak"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format json)
 meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%$" "^ +8 +4096 .* [0-9.]+ +[0-9.]+$"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --precision fp8)
