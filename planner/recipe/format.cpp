@@ -73,6 +73,17 @@ std::string YamlQuoted(const std::string& s) {
   return e.c_str();
 }
 
+nlohmann::json RequestJson(const PlanRequest& req) {
+  return {{"model", req.model.name},
+          {"system", req.system.name},
+          {"gpus", req.setup.num_gpus},
+          {"seq_len", req.setup.seq_len},
+          {"global_batch", req.setup.global_batch},
+          {"precision", PrecisionName(req.setup.precision)},
+          {"headroom", req.setup.headroom},
+          {"framework", FrameworkOf(req.framework).name}};
+}
+
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank) {
   const Layout& l = c.layout;
   const MemoryBreakdown& m = c.cost.memory;

@@ -51,5 +51,8 @@ const char* OwnPeakMfuHead(Precision own_peak);
 
 /// One candidate: layout fields, memory (GiB) and time (s) breakdowns, throughput.
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank);
+/// The request object of every --format json output (plan, explain, check): model, system, gpus,
+/// seq_len, global_batch, precision, headroom, framework.
+nlohmann::json RequestJson(const PlanRequest& req);
 
 }  // namespace meshplan::recipe

@@ -127,21 +127,10 @@ json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
 
 }  // namespace
 
-json RequestJson(const PlanRequest& req) {
-  return {{"model", req.model.name},
-          {"system", req.system.name},
-          {"gpus", req.setup.num_gpus},
-          {"seq_len", req.setup.seq_len},
-          {"global_batch", req.setup.global_batch},
-          {"precision", PrecisionName(req.setup.precision)},
-          {"headroom", req.setup.headroom},
-          {"framework", FrameworkOf(req.framework).name}};
-}
-
 json ExplanationJson(const ExplainReport& rep) {
   const PlanRequest& req = rep.request;
   json j;
-  j["request"] = RequestJson(req);
+  j["request"] = recipe::RequestJson(req);
   j["gpu"] = req.system.gpu.display_name;
   AddRemarks(j, rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
   std::vector<std::string> warnings;
@@ -205,7 +194,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
   const PlanRequest& req = d.recipe.request;
   json j;
   j["label"] = d.label;
-  j["request"] = RequestJson(req);
+  j["request"] = recipe::RequestJson(req);
   AddRemarks(j, &d.recipe.parsed, d.unfitted, d.notes);
   j["rules"] = {{"checked", d.rules_checked}, {"valid", d.failures.empty()}, {"failures", FailuresJson(d.failures)}};
   j["nearest_seq_len"] = d.nearest_seq_len > 0 ? json(d.nearest_seq_len) : json(nullptr);
