@@ -66,6 +66,13 @@ struct FrameworkOps {
   /// Adjusts the nearest layouts' search to the recipe read (`from`): its own settings that
   /// the suggestions keep.
   void (*nearest_request)(PlanRequest& req, const Layout& from);
+  /// The nearest walk's request (`req`, after nearest_request) over the layouts at which the
+  /// settings nearest_request fixed fail a rule, with those settings as plan sets them, in
+  /// `out`; false where there are none. AutoModel: the EP sizes at which the recipe's deepep
+  /// cannot run, with hybridep (PlanRequest::am_release_dispatcher), the fix the rules
+  /// deepep_ep_ranks and deepep_nvl_peers_in_node name. nullptr: none (Megatron-Bridge, whose
+  /// runtime plan's own layouts release: AddJobPlanFixes).
+  bool (*nearest_release)(const PlanRequest& req, PlanRequest& out);
   /// Adds the framework's fields to one recipe of plan --format json (`recipe` as
   /// recipe::CandidateJson built it): Megatron-Bridge's DP flavour, pipeline, overrides and
   /// launch environment.
@@ -190,13 +197,18 @@ const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 /// when DeepEP has no kernel configuration for `ep` (domain::DeepEpRanksSupported: 3, 5, 6, 7);
 /// recipe.cpp writes the hybridep key whenever the layout's is. frameworks/automodel/space.cpp.
 AmMoeBackend DefaultBackend(const SystemSpec& system, int64_t ep);
+/// Whether model.backend.dispatcher deepep runs with EP size `ep` on `system`: the rules
+/// deepep_ep_ranks (DeepEP's kernel configurations, domain::DeepEpRanksSupported) and
+/// deepep_nvl_peers_in_node (its first min(ep, 8) ranks on one node); rules_parallel.cpp.
+bool DeepEpRuns(const SystemSpec& system, int64_t ep);
 PlanResult Plan(const PlanRequest& req);                 ///< planner/frameworks/automodel/space.cpp, AutoModel's space
 std::vector<Layout> Enumerate(const PlanRequest& req);   ///< the same space, listed
 /// The same list visited one layout at a time (FrameworkOps::for_each_layout).
 void ForEachLayout(const PlanRequest& req, const std::function<bool(const Layout&)>& visit, const MeshFilter& keep_mesh);
-/// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes and nearest_request.
+/// frameworks/automodel/nearest.cpp: FrameworkOps::nearest_changes, nearest_request and nearest_release.
 void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const TrainSetup& setup, LayoutDiff& out);
 void NearestRequest(PlanRequest& req, const Layout& from);
+bool NearestRelease(const PlanRequest& req, PlanRequest& out);  ///< FrameworkOps::nearest_release
 /// frameworks/automodel/recipe_json.cpp: annotate_json, schedule_label, accumulation_steps, launch_env.
 std::vector<std::pair<std::string, std::string>> LaunchEnv(const Layout& layout);
 void AnnotateJson(nlohmann::json& recipe, const Candidate& candidate, const PlanRequest& req);

@@ -496,6 +496,9 @@ std::string RecomputeModulesValue(uint32_t modules);
 /// layout with selective recompute by its RecomputeModulesValue ("selective[mla_up_proj]").
 std::string RecomputeLabel(const Layout& layout);
 const char* PpScheduleName(PpSchedule s);    ///< "1f1b", "interleaved1f1b"
+/// model.backend.dispatcher's value as AutoModel's BackendConfig spells it: "torch", "deepep",
+/// "hybridep", "uccl_ep", "mok" (components/models/common/utils.py @36044ad).
+const char* AmDispatcherName(AmDispatcher d);
 const char* PrecisionName(Precision p);      ///< "bf16", "fp8", "fp4"
 const char* StageRoundingName(StageRounding r);  ///< "null", "up", "down"
 

@@ -62,6 +62,10 @@ struct PlanRequest {
   /// inside a node, hybridep across). `check` sets the recipe's, `validate` the benchmark
   /// recipe's, so that the recipe's layout is ranked among layouts priced like it.
   std::optional<AmMoeBackend> am_moe_backend;
+  /// With am_moe_backend whose dispatcher is deepep (check's nearest walk,
+  /// FrameworkOps::nearest_release): only the EP sizes at which deepep cannot run
+  /// (automodel::DeepEpRuns), each with the dispatcher automodel::DefaultBackend gives it.
+  bool am_release_dispatcher = false;
   /// Megatron-Bridge selective recompute: the `recompute_modules` sets (MbRecomputeModule bits;
   /// 0 = Megatron-Core's default {core_attn}) searched besides no recompute and full recompute.
   /// Empty by default: `plan --recompute-modules` sets those of NVIDIA's performance recipes

@@ -36,9 +36,10 @@ int64_t NearestValidSeqLen(const RuleContext& ctx) {
 namespace {
 
 // The settings a rule's message proposes, in the words the rules use: "set sequence_parallel:
-// false", "use cp_size: 1", "set dp_size: null to let AutoModel infer it" -> (key, value).
+// false", "use cp_size: 1", "set dp_size: null to let AutoModel infer it", "set
+// model.backend.dispatcher: hybridep" (a dotted key: its path from the recipe's root) -> (key, value).
 std::vector<std::pair<std::string, std::string>> ProposedSettings(const std::string& message) {
-  static const std::regex kProposal(R"((?:set|use) ([A-Za-z_][A-Za-z0-9_]*): ([A-Za-z0-9_.-]+))");
+  static const std::regex kProposal(R"((?:set|use) ([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*): ([A-Za-z0-9_.-]+))");
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = std::sregex_iterator(message.begin(), message.end(), kProposal); it != std::sregex_iterator(); ++it) {
     out.emplace_back((*it)[1].str(), (*it)[2].str());
@@ -80,13 +81,36 @@ bool AddBesideKin(YAML::Node node, const std::string& key, const std::string& va
   return false;
 }
 
+// Sets the dotted `path` ("model.backend.dispatcher") of the map `root` to `value`, adding the
+// maps on the way that it lacks; false where a node on the way is not a map.
+bool SetPath(YAML::Node root, const std::string& path, const std::string& value) {
+  YAML::Node node = root;
+  for (size_t at = 0;;) {
+    if (!node.IsMap()) return false;
+    const size_t dot = path.find('.', at);
+    const std::string key = path.substr(at, dot == std::string::npos ? std::string::npos : dot - at);
+    if (dot == std::string::npos) {
+      node[key] = YAML::Load(value);
+      return true;
+    }
+    if (!node[key]) node[key] = YAML::Node(YAML::NodeType::Map);
+    node.reset(node[key]);
+    at = dot + 1;
+  }
+}
+
 // The recipe `text` with `key` set to `value` (its leading comment lines, the recipe-function
-// header among them, kept), the key added beside its kin where the recipe does not write it;
+// header among them, kept), the key added beside its kin where the recipe does not write it (a
+// dotted key: at its path, SetPath);
 // "" when it has none or cannot be re-read.
 std::string WithSetting(const std::string& text, const std::string& key, const std::string& value) {
   try {
     YAML::Node root = YAML::Load(text);
-    if (!SetFirstKey(root, key, value) && !AddBesideKin(root, key, value)) return "";
+    if (key.find('.') != std::string::npos) {
+      if (!SetPath(root, key, value)) return "";
+    } else if (!SetFirstKey(root, key, value) && !AddBesideKin(root, key, value)) {
+      return "";
+    }
     std::string head;
     for (size_t at = 0; at < text.size() && text[at] == '#';) {
       const size_t end = text.find('\n', at);

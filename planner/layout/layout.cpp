@@ -256,6 +256,17 @@ const char* PpScheduleName(PpSchedule s) {
   return s == PpSchedule::k1F1B ? "1f1b" : "interleaved1f1b";
 }
 
+const char* AmDispatcherName(AmDispatcher d) {
+  switch (d) {
+    case AmDispatcher::kTorch: return "torch";
+    case AmDispatcher::kDeepEP: return "deepep";
+    case AmDispatcher::kHybridEP: return "hybridep";
+    case AmDispatcher::kUcclEp: return "uccl_ep";
+    case AmDispatcher::kMok: return "mok";
+  }
+  return "?";
+}
+
 const char* PrecisionName(Precision p) {
   return p == Precision::kBf16 ? "bf16" : p == Precision::kFp8 ? "fp8" : "fp4";
 }

@@ -25,6 +25,8 @@ std::string PeakName(Precision p) {
   return name;
 }
 
+std::string PrecisionPeakName(const PlanRequest& req) { return PeakName(PeakPrecision(req.system.gpu, req.setup.precision)); }
+
 const char* OwnPeakMfuHead(Precision own_peak) {
   switch (own_peak) {
     case Precision::kFp8:
@@ -69,6 +71,17 @@ std::string YamlQuoted(const std::string& s) {
   YAML::Emitter e;
   e << YAML::DoubleQuoted << s;
   return e.c_str();
+}
+
+nlohmann::json RequestJson(const PlanRequest& req) {
+  return {{"model", req.model.name},
+          {"system", req.system.name},
+          {"gpus", req.setup.num_gpus},
+          {"seq_len", req.setup.seq_len},
+          {"global_batch", req.setup.global_batch},
+          {"precision", PrecisionName(req.setup.precision)},
+          {"headroom", req.setup.headroom},
+          {"framework", FrameworkOf(req.framework).name}};
 }
 
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank) {
@@ -127,7 +140,8 @@ nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int ran
           {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu},
           {"model_tflops_per_gpu", c.cost.model_tflops_per_gpu},
           {"mfu", c.cost.mfu},
-          {"mfu_precision_peak", c.cost.mfu_precision_peak}};
+          {"mfu_precision_peak", c.cost.mfu_precision_peak},
+          {"precision_peak", PrecisionPeakName(req)}};
 }
 
 }  // namespace meshplan::recipe

@@ -39,6 +39,11 @@ std::string MfuText(const Cost& c, const GpuSpec& gpu, Precision precision);
 /// "BF16", "FP8" or "FP4": the precision as the tables and MFU texts name a dense peak.
 std::string PeakName(Precision p);
 
+/// The PeakName of the dense peak a request's mfu_precision_peak is against: PeakPrecision of its
+/// GPU and precision ("FP8" for FP8 on H100, "BF16" for FP8 on A100, which has no FP8 peak).
+/// The JSON outputs' precision_peak.
+std::string PrecisionPeakName(const PlanRequest& req);
+
 /// The head of a table's column of MFU against the run's own precision's dense peak
 /// (Cost::mfu_precision_peak), beside the MFU% column against the BF16 peak: "MFU8%" or
 /// "MFU4%" for PeakPrecision kFp8 or kFp4; "" for kBf16 (no such column: it would repeat MFU%).
@@ -46,5 +51,8 @@ const char* OwnPeakMfuHead(Precision own_peak);
 
 /// One candidate: layout fields, memory (GiB) and time (s) breakdowns, throughput.
 nlohmann::json CandidateJson(const Candidate& c, const PlanRequest& req, int rank);
+/// The request object of every --format json output (plan, explain, check): model, system, gpus,
+/// seq_len, global_batch, precision, headroom, framework.
+nlohmann::json RequestJson(const PlanRequest& req);
 
 }  // namespace meshplan::recipe

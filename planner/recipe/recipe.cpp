@@ -250,11 +250,7 @@ std::string SearchSummary(const PlanResult& result, const PlanRequest& req) {
 std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
   using nlohmann::json;
   json j;
-  j["request"] = {{"model", req.model.name},           {"system", req.system.name},
-                  {"gpus", req.setup.num_gpus},         {"seq_len", req.setup.seq_len},
-                  {"global_batch", req.setup.global_batch}, {"precision", PrecisionName(req.setup.precision)},
-                  {"headroom", req.setup.headroom},
-                  {"framework", FrameworkOf(req.framework).name}};
+  j["request"] = recipe::RequestJson(req);
   j["counts"] = {{"enumerated", result.enumerated},
                  {"valid", result.valid},
                  {"fitting", result.fitting},

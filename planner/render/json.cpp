@@ -127,21 +127,10 @@ json ComparisonJson(const PlanComparison& p, const PlanRequest& req) {
 
 }  // namespace
 
-json RequestJson(const PlanRequest& req) {
-  return {{"model", req.model.name},
-          {"system", req.system.name},
-          {"gpus", req.setup.num_gpus},
-          {"seq_len", req.setup.seq_len},
-          {"global_batch", req.setup.global_batch},
-          {"precision", PrecisionName(req.setup.precision)},
-          {"headroom", req.setup.headroom},
-          {"framework", FrameworkOf(req.framework).name}};
-}
-
 json ExplanationJson(const ExplainReport& rep) {
   const PlanRequest& req = rep.request;
   json j;
-  j["request"] = RequestJson(req);
+  j["request"] = recipe::RequestJson(req);
   j["gpu"] = req.system.gpu.display_name;
   AddRemarks(j, rep.parsed ? &*rep.parsed : nullptr, rep.unfitted, rep.notes);
   std::vector<std::string> warnings;
@@ -161,7 +150,7 @@ json ExplanationJson(const ExplainReport& rep) {
   if (layout.contains("overrides")) j["overrides"] = layout["overrides"];
   if (layout.contains("environment")) j["environment"] = layout["environment"];
   if (!rep.scorable) {
-    for (const char* k : {"memory_gib", "time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "mfu_precision_peak", "fits",
+    for (const char* k : {"memory_gib", "time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "mfu_precision_peak", "precision_peak", "fits",
                           "spare_gib", "memory_profile", "memory_per_rank_gib", "compute_split_s", "ep_all_to_all"}) {
       j[k] = nullptr;
     }
@@ -178,6 +167,7 @@ json ExplanationJson(const ExplainReport& rep) {
     j["model_tflops_per_gpu"] = c.model_tflops_per_gpu;
     j["mfu"] = c.mfu;
     j["mfu_precision_peak"] = c.mfu_precision_peak;
+    j["precision_peak"] = layout["precision_peak"];
     j["compute_split_s"] = rep.compute ? json{{"gemm", rep.compute->gemm},
                                               {"attention", rep.compute->attention},
                                               {"memory_bound", rep.compute->memory_bound},
@@ -204,7 +194,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
   const PlanRequest& req = d.recipe.request;
   json j;
   j["label"] = d.label;
-  j["request"] = RequestJson(req);
+  j["request"] = recipe::RequestJson(req);
   AddRemarks(j, &d.recipe.parsed, d.unfitted, d.notes);
   j["rules"] = {{"checked", d.rules_checked}, {"valid", d.failures.empty()}, {"failures", FailuresJson(d.failures)}};
   j["nearest_seq_len"] = d.nearest_seq_len > 0 ? json(d.nearest_seq_len) : json(nullptr);
@@ -234,6 +224,7 @@ json CheckedDocumentJson(const CheckedDocument& d) {
                         {"model_tflops_per_gpu", c.model_tflops_per_gpu},
                         {"mfu", c.mfu},
                         {"mfu_precision_peak", c.mfu_precision_peak},
+                        {"precision_peak", recipe::PrecisionPeakName(req)},
                         {"time_s", layout["time_s"]}};
     } else {
       j["predicted"] = nullptr;  // priced memory only: the framework refuses the layout

@@ -10,9 +10,6 @@
 
 namespace meshplan::render {
 
-/// The request object of plan --format json: model, system, gpus, seq_len, global_batch,
-/// precision, headroom, framework.
-nlohmann::json RequestJson(const PlanRequest& req);
 /// explain's report: request, layout and its description, notes and warnings, rules (checked,
 /// failures), pipeline split, memory per GPU (most loaded rank and each pipeline rank, GiB),
 /// time per step term by term (s), throughput, the Megatron-Core compute split and the EP

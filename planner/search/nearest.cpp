@@ -122,6 +122,7 @@ const char* FamilyOf(const char* field) {
       {"pipeline_model_parallel_layout", "pp"}, {"overlap_p2p_comm", "pp"}, {"batch_p2p_comm", "pp"},
       {"layers_per_stage", "pp"}, {"round_virtual_stages_to_pp_multiple", "pp"},
       {"expert_model_parallel_size", "ep"}, {"ep_size", "ep"}, {"moe_token_dispatcher_type", "ep"},
+      {"model.backend.dispatcher", "ep"},
       {"data-parallel flavour", "dp"}, {"strategy", "dp"}, {"overlap_grad_reduce", "dp"},
       {"overlap_param_gather", "dp"}, {"dp_replicate_size", "dp"},
   };
@@ -439,11 +440,20 @@ std::vector<std::pair<Layout, int>> ValidWithinEdits(const PlanRequest& req, con
 // The same layouts, scores and order as scoring every valid layout of the space.
 std::vector<NearbyLayout> NearestScored(const PlanRequest& req, const Layout& from, int& first_fit) {
   const CostModel cost(req.model, req.system, req.setup);
+  // The layouts whose fixed software settings fail a rule, with those settings released
+  // (FrameworkOps::nearest_release: AutoModel's dispatcher), walked after the others.
+  PlanRequest released;
+  const auto release = FrameworkOf(from).nearest_release;
+  const bool releases = release != nullptr && release(req, released);
   // An edit budget reaches the whole space only unbounded; so does a layout budget, whose
   // first max_layouts layouts are those of the unbounded walk.
   int cap = req.max_layouts > 0 ? -1 : 1 + kNearestExtraEdits;
   while (true) {
     std::vector<std::pair<Layout, int>> valid = ValidWithinEdits(req, from, cap);
+    if (releases) {
+      std::vector<std::pair<Layout, int>> more = ValidWithinEdits(released, from, cap);
+      valid.insert(valid.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
     // Scored by edits (fewest first) until the fewest that fit, plus the extra edits, is passed.
     std::vector<size_t> by_edits(valid.size());
     std::iota(by_edits.begin(), by_edits.end(), size_t{0});

@@ -921,6 +921,15 @@ meshplan_cli_case(check_more_gpus_hint 1 "^  hint: as written it passes every ru
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8 --headroom 0.1)
 add_test(NAME cli.check_more_gpus_json COMMAND ${JSON_MATCHES} documents.0.more_gpus.gpus=16 documents.0.more_gpus.dp_size=16
   -- ${MP} check ${D}/mb_qwen3_30b_ep16_8gpu.yaml --model qwen3-30b-a3b --system dgx-h100 --gpus 8)
+# AutoModel with deepep at EP 8 on 16 GB200 (4 GPUs per tray) breaks deepep_nvl_peers_in_node;
+# the one key its message names, model.backend.dispatcher: hybridep, is a fix (at EP 8, written
+# as the key), and the first fix (EP 4, faster) says what that key alone gives.
+meshplan_cli_case(check_nearest_automodel_releases_dispatcher 1
+  "^--- 2: 1 edit; model.backend.dispatcher: deepep -> hybridep$"
+  "rule deepep_nvl_peers_in_node proposes model.backend.dispatcher: hybridep: this fix does not, since with it alone the recipe is valid and fits at 28413 tokens/s per GPU"
+  "^# layout: fsdp2 tp1 pp1 cp1 ep8 dp16 lbs4 ac=none" "^    dispatcher: hybridep"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/cli/automodel_qwen3_30b_deepep_ep8_gb200.yaml --model qwen3-30b-a3b
+  --system gb200-nvl72 --gpus 16)
 # AutoModel's sequence_parallel with tp_size 1 is valid and silently off (no TP plan is applied).
 meshplan_cli_case(check_automodel_sp_tp1_silently_off 0 "^valid: passes all [0-9]+ rules"
   "^  sequence_parallel: true does nothing with tp_size 1"
@@ -1162,7 +1171,7 @@ meshplan_cli_case(plan_recipe_header_mfu_fp8_automodel 0
 meshplan_cli_case(plan_recipe_header_mfu_fp8_megatron_bridge 0
   "^# predicted memory per GPU: .* tokens/s/GPU, MFU [0-9.]+% of the BF16 dense peak \\([0-9.]+% of the FP8 dense peak\\)$"
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format yaml)
-meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "!mfu_bf16_peak"
+meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "\"precision_peak\": \"FP8\"" "!mfu_bf16_peak"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format json)
 meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%$" "^ +8 +4096 .* [0-9.]+ +[0-9.]+$"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --precision fp8)

@@ -57,7 +57,8 @@ def total_and_usable(m, memory_gib, digits):
 
 def check_throughput(line, j, what):
     """The throughput line against j's tokens_per_s_per_gpu, model_tflops_per_gpu, mfu (against the
-    BF16 dense peak) and, where the text names the precision's own peak, mfu_precision_peak."""
+    BF16 dense peak) and, where the text names the precision's own peak, mfu_precision_peak; precision_peak
+    names that peak (BF16 where the text names none)."""
     m = re.search(r"(\d+) tokens/s per GPU, ([\d.]+) model TFLOP/s per GPU, MFU ([\d.]+)% of the BF16 dense peak"
                   r"(?: \(([\d.]+)% of the (FP8|FP4) dense peak\))?", line)
     if m:
@@ -68,6 +69,10 @@ def check_throughput(line, j, what):
             same(what + " MFU of the " + m.group(5) + " peak", m.group(4), 100 * (j["mfu_precision_peak"] or 0), 1)
         elif j["mfu_precision_peak"] != j["mfu"]:
             failures.append(what + ": the text names no precision peak, but mfu_precision_peak differs from mfu")
+        peak = m.group(5) or "BF16"
+        if j.get("precision_peak") != peak:
+            failures.append(what + ": the text's MFU is of the %s dense peak, the JSON's precision_peak is %r" %
+                            (peak, j.get("precision_peak")))
     return bool(m)
 
 

@@ -172,6 +172,7 @@ TEST_CASE("output: the plan table has TFLOP/s and BF16-peak MFU and FP8-peak MFU
   const nlohmann::json j8 = nlohmann::json::parse(ResultJson(result, req));
   CHECK(j8["recipes"][0]["mfu"] == doctest::Approx(0.404449));
   CHECK(j8["recipes"][0]["mfu_precision_peak"] == doctest::Approx(0.202122));
+  CHECK(j8["recipes"][0]["precision_peak"] == "FP8");  // the peak mfu_precision_peak is against
   CHECK_FALSE(j8["recipes"][0].contains("mfu_bf16_peak"));
   // FP4 on GB200 (2500 TFLOP/s dense BF16, 10000 FP4): its own column is MFU4%.
   PlanRequest fp4 = req;
@@ -180,12 +181,14 @@ TEST_CASE("output: the plan table has TFLOP/s and BF16-peak MFU and FP8-peak MFU
   const std::vector<std::string> head4 = Row(RankTable(result, fp4), "rank");
   REQUIRE(head4.size() == 22);
   CHECK(head4[21] == "MFU4%");
+  CHECK(nlohmann::json::parse(ResultJson(result, fp4))["recipes"][0]["precision_peak"] == "FP4");
   // BF16 plans have no MFU8% column.
   req.setup.precision = Precision::kBf16;
   CHECK(Row(RankTable(result, req), "rank").size() == 21);
 
   const nlohmann::json j = nlohmann::json::parse(ResultJson(result, req));
   CHECK(j["recipes"][0]["mfu"] == doctest::Approx(400e12 / req.system.gpu.bf16_flops));
+  CHECK(j["recipes"][0]["precision_peak"] == "BF16");
   CHECK(j["recipes"][0]["risk"]["tie"] == true);
   CHECK(j["recipes"][1]["risk"]["tie"] == false);
   CHECK(j["recipes"][0]["risk"]["oom_probability"] == doctest::Approx(0.012));

@@ -35,6 +35,7 @@ std::set<std::string> Differing(const Layout& a, const Layout& b) {
   differs("pp_size", a.pp != b.pp);
   differs("cp_size", a.cp != b.cp);
   differs("ep_size", a.ep != b.ep);
+  differs("model.backend.dispatcher", b.ep > 1 && a.am_backend.dispatcher != b.am_backend.dispatcher);
   differs("dp_replicate_size", a.dp_replicate != b.dp_replicate);
   differs("local_batch_size", a.local_batch_size != b.local_batch_size);
   if (a.pp > 1 || b.pp > 1) {
@@ -72,7 +73,8 @@ bool SetFound(YAML::Node node, const std::string& key, const YAML::Node& value) 
 
 // `recipe` with every change "key: old -> new" of `changes` made as a user would edit the file:
 // the key set to the new value where the recipe writes it, else added where AutoModel reads it
-// (step_scheduler, distributed.pipeline, distributed.moe for "moe.KEY", distributed), or removed
+// (step_scheduler, distributed.pipeline, distributed.moe for "moe.KEY", model.backend for
+// "model.backend.KEY", distributed), or removed
 // ("(remove the key: ...)"). A value's remark in parentheses ("null (inferred 8)") is not part of it.
 std::string Applied(const std::string& recipe, const std::vector<std::string>& changes) {
   YAML::Node root = YAML::Load(recipe);
@@ -87,6 +89,8 @@ std::string Applied(const std::string& recipe, const std::vector<std::string>& c
       root["distributed"].remove(key);
     } else if (key.rfind("moe.", 0) == 0) {
       root["distributed"]["moe"][key.substr(4)] = v;
+    } else if (key.rfind("model.backend.", 0) == 0) {
+      root["model"]["backend"][key.substr(14)] = v;
     } else if (!SetFound(root, key, v)) {
       const bool pipeline = key == "pp_microbatch_size" || key == "pp_schedule" || key == "layers_per_stage" ||
                             key == "round_virtual_stages_to_pp_multiple" || key == "scale_grads_in_schedule";
@@ -107,11 +111,12 @@ std::string Applied(const std::string& recipe, const std::vector<std::string>& c
 // The nearest layouts of `recipe` (invalid as written); checks every one's changes against the
 // recipe written for it, and that making those changes in `recipe` gives its layout, and returns
 // them.
-std::vector<NearbyLayout> CheckNearest(const std::string& recipe, const char* model, int64_t gpus, int64_t seq_len) {
+std::vector<NearbyLayout> CheckNearest(const std::string& recipe, const char* model, int64_t gpus, int64_t seq_len,
+                                       const char* system = "dgx-h100") {
   const ParsedRecipe read = ParseAutoModelRecipe(recipe, "r.yaml", gpus);
   PlanRequest req;
   req.model = LoadModel(model);
-  req.system = LoadSystem("dgx-h100");
+  req.system = LoadSystem(system);
   req.setup.num_gpus = gpus;
   req.setup.seq_len = seq_len;
   req.setup.global_batch = read.global_batch;
@@ -164,6 +169,26 @@ TEST_CASE("nearest: the settings an AutoModel recipe writes as the cost model pr
   CheckNearest("step_scheduler: {global_batch_size: 64, local_batch_size: 1}\n"
                "distributed:\n  strategy: fsdp2\n  tp_size: 3\n  ep_size: 8\n  moe: {reshard_after_forward: true}\n",
                "qwen3-30b-a3b", 8, 4096);
+}
+
+TEST_CASE("nearest: an AutoModel deepep recipe whose EP leaves a GB200 tray is offered the hybridep dispatcher") {
+  // EP 8 with deepep on 16 GB200 (4 GPUs per tray) breaks deepep_nvl_peers_in_node, whose
+  // message names model.backend.dispatcher: hybridep; that one key alone is among the fixes
+  // (the recipe as written fits: 141.9 GiB of 165.9 GiB), at EP 8, and EP 16 takes it too.
+  const std::vector<NearbyLayout> near =
+      CheckNearest("step_scheduler: {global_batch_size: 256, local_batch_size: 4}\n"
+                   "distributed: {strategy: fsdp2, tp_size: 1, cp_size: 1, pp_size: 1, ep_size: 8,\n"
+                   "  defer_fsdp_grad_sync: false, activation_checkpointing: false, moe: {reshard_after_forward: false}}\n"
+                   "dataset: {seq_len: 4096}\nmodel: {backend: {dispatcher: deepep}}\n",
+                   "qwen3-30b-a3b", 16, 4096, "gb200-nvl72");
+  const auto alone = std::find_if(near.begin(), near.end(), [](const NearbyLayout& x) {
+    return x.changes == std::vector<std::string>{"model.backend.dispatcher: deepep -> hybridep"};
+  });
+  REQUIRE(alone != near.end());
+  CHECK(alone->candidate.layout.ep == 8);
+  CHECK(alone->candidate.layout.am_backend.dispatcher == AmDispatcher::kHybridEP);
+  CHECK(alone->edits == 1);
+  CHECK(EditCount({"ep_size: 8 -> 16", "model.backend.dispatcher: deepep -> hybridep"}) == 1);
 }
 
 TEST_CASE("nearest: the fields of one decision are one edit") {

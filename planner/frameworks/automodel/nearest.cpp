@@ -26,6 +26,8 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   Diff(c, "ep_size", a.ep, b.ep);
   Diff(c, "dp_replicate_size", a.dp_replicate, b.dp_replicate);
   if (c.mesh_only()) return;
+  // The dispatcher goes with EP (FamilyOf: one decision); written only where EP is (ep_size > 1).
+  if (b.ep > 1) Diff(c, "model.backend.dispatcher", AmDispatcherName(a.am_backend.dispatcher), AmDispatcherName(b.am_backend.dispatcher));
   Diff(c, "local_batch_size", a.local_batch_size, b.local_batch_size);
   if (a.pp > 1 || b.pp > 1) {
     Diff(c, "pp_microbatch_size", a.pp_microbatch_size, b.pp_microbatch_size);
@@ -61,5 +63,15 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
 
 // The nearest layouts are priced with the recipe's model.backend (dispatcher, fake gate).
 void NearestRequest(PlanRequest& req, const Layout& recipe) { req.am_moe_backend = recipe.am_backend; }
+
+// The walk over the EP sizes at which the recipe's deepep cannot run (AutoModelSpace with
+// am_release_dispatcher), each with the dispatcher plan writes there (hybridep): the fix the
+// rules deepep_ep_ranks and deepep_nvl_peers_in_node name.
+bool NearestRelease(const PlanRequest& req, PlanRequest& out) {
+  if (!req.model.is_moe() || !req.am_moe_backend || req.am_moe_backend->dispatcher != AmDispatcher::kDeepEP) return false;
+  out = req;
+  out.am_release_dispatcher = true;
+  return true;
+}
 
 }  // namespace meshplan::automodel

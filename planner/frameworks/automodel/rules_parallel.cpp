@@ -2,6 +2,7 @@
 // Source files are under nemo_automodel/ in NVIDIA-NeMo/Automodel.
 #include <algorithm>
 
+#include "meshplan/framework.hpp"
 #include "meshplan/rule_domains.hpp"
 #include "rules/rule_util.hpp"
 
@@ -136,6 +137,9 @@ std::string DeepEpEpRanksMsg(const RuleContext& c) {
              "model.backend.dispatcher: hybridep (or torch), or an ep_size it supports");
 }
 
+// DeepEP's first min(ep, 8) ranks (its NVLink peers) on one node of `system`.
+bool NvlPeersInNode(const SystemSpec& system, int64_t ep) { return std::min<int64_t>(ep, 8) <= system.gpus_per_node; }
+
 /// DeepEP's normal-mode kernels reach the first min(ep_size, 8) ranks of the EP group over
 /// NVLink by CUDA IPC (DeepEP v1.2.1 csrc/deep_ep.cpp Buffer::Buffer: rdma_rank = rank /
 /// NUM_MAX_NVL_PEERS, num_nvl_ranks = min(num_ranks, NUM_MAX_NVL_PEERS = 8), lines 36-37;
@@ -155,7 +159,7 @@ bool DeepEpNvlPeersInNode(const RuleContext& c) {
   if (l.ep <= 1 || !c.model.is_moe() || l.am_backend.dispatcher != AmDispatcher::kDeepEP || c.system == nullptr) {
     return true;
   }
-  return std::min<int64_t>(l.ep, 8) <= c.system->gpus_per_node;
+  return NvlPeersInNode(*c.system, l.ep);
 }
 std::string DeepEpNvlPeersInNodeMsg(const RuleContext& c) {
   const int64_t peers = std::min<int64_t>(L(c).ep, 8);
@@ -199,3 +203,11 @@ const Rule kRules[] = {
 std::span<const Rule> ParallelRules() { return kRules; }
 
 }  // namespace meshplan::rules
+
+namespace meshplan::automodel {
+
+bool DeepEpRuns(const SystemSpec& system, int64_t ep) {
+  return ep <= 1 || (domain::DeepEpRanksSupported(ep) && rules::NvlPeersInNode(system, ep));
+}
+
+}  // namespace meshplan::automodel

@@ -56,6 +56,7 @@ class AutoModelSpace : public search::Space {
     const std::vector<int64_t> reps = strategy == Strategy::kFsdp2 ? Divisors(dp) : std::vector<int64_t>{1};
     for (int64_t rep : reps) {
       for (int64_t ep : ep_options_) {
+        if (req_.am_release_dispatcher && !Released(ep)) continue;
         Layout l;
         l.strategy = strategy;
         l.tp = tp;
@@ -137,8 +138,17 @@ class AutoModelSpace : public search::Space {
 
  private:
   // The request's model.backend settings, else automodel::DefaultBackend.
+  // With am_release_dispatcher, the dispatcher DefaultBackend gives at `ep`.
   AmMoeBackend Backend(int64_t ep) const {
-    return req_.am_moe_backend ? *req_.am_moe_backend : automodel::DefaultBackend(req_.system, ep);
+    if (!req_.am_moe_backend) return automodel::DefaultBackend(req_.system, ep);
+    AmMoeBackend b = *req_.am_moe_backend;
+    if (req_.am_release_dispatcher) b.dispatcher = automodel::DefaultBackend(req_.system, ep).dispatcher;
+    return b;
+  }
+  // With am_release_dispatcher: whether `ep` is walked (the request's deepep cannot run there).
+  bool Released(int64_t ep) const {
+    return ep > 1 && req_.am_moe_backend && req_.am_moe_backend->dispatcher == AmDispatcher::kDeepEP &&
+           !automodel::DeepEpRuns(req_.system, ep);
   }
 
   // PpScheduleChoices(num_layers, pp), from the table built with the parts.
