@@ -227,7 +227,7 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
     return JsonAnswer(422, j);
   }
   if (format == "yaml") return {200, rep.failure.empty() ? RecipesYaml(rep.result, rep.request) : "", "application/yaml"};
-  if (scatter) j["scatter"] = ScatterJson(rep.report_layouts);
+  if (scatter) j["scatter"] = ScatterJson(rep.report_layouts, rep.request);
   if (launch) j["launch"] = LaunchJson(rep.result, rep.request);
   j["warnings"] = rep.warnings;
   return JsonAnswer(200, j);

@@ -87,12 +87,13 @@ json GpusJson() {
   return a;
 }
 
-json ScatterJson(const std::vector<Candidate>& layouts) {
+json ScatterJson(const std::vector<Candidate>& layouts, const PlanRequest& req) {
   json a = json::array();
+  const std::string peak = recipe::PrecisionPeakName(req);
   for (const Candidate& c : layouts) {
     a.push_back({{"layout", Describe(c.layout)}, {"memory_gib", GiB(c.cost.memory.Total())},
                  {"tokens_per_s_per_gpu", c.cost.tokens_per_s_per_gpu}, {"step_seconds", c.cost.step_seconds},
-                 {"mfu", c.cost.mfu}, {"mfu_precision_peak", c.cost.mfu_precision_peak}});
+                 {"mfu", c.cost.mfu}, {"mfu_precision_peak", c.cost.mfu_precision_peak}, {"precision_peak", peak}});
   }
   return a;
 }

@@ -24,8 +24,9 @@ nlohmann::json ModelsJson();
 nlohmann::json SystemsJson();
 nlohmann::json GpusJson();
 /// The fitting layouts of a plan's scatter: [{"layout", "memory_gib", "tokens_per_s_per_gpu",
-/// "step_seconds", "mfu", "mfu_precision_peak"}], fastest first.
-nlohmann::json ScatterJson(const std::vector<Candidate>& layouts);
+/// "step_seconds", "mfu", "mfu_precision_peak", "precision_peak"}], fastest first;
+/// precision_peak names the peak of mfu_precision_peak (recipe::PrecisionPeakName of `req`).
+nlohmann::json ScatterJson(const std::vector<Candidate>& layouts, const PlanRequest& req);
 
 /// What `plan --emit-launch` writes beside each recipe, as text: [{"rank", "recipe_file",
 /// "launch_sh", "sbatch"}] for the system's own node size (ResolveLaunchTopology with nothing

@@ -83,6 +83,22 @@ TEST_CASE("serve answers plan with the CLI's JSON and survives bad requests") {
             got["recipes"][0]["layout"]["pp_size"].get<int>() * got["recipes"][0]["layout"]["cp_size"].get<int>() ==
         32);
 
+  SUBCASE("scatter: the fitting layouts, fastest first, each naming the peak of its mfu_precision_peak") {
+    json r = request;
+    r["scatter"] = true;
+    r["precision"] = "fp8";
+    auto res = c.Post("/api/plan", r.dump(), "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    const json scatter = json::parse(res->body)["scatter"];
+    REQUIRE(scatter.size() >= 3);
+    for (const json& p : scatter) CHECK(p["precision_peak"] == "FP8");
+    CHECK(scatter[0]["tokens_per_s_per_gpu"].get<double>() >= scatter[1]["tokens_per_s_per_gpu"].get<double>());
+    // H100 SXM's dense peaks (hwdb/gpus/h100-sxm.yaml): 989 TFLOP/s BF16, 1979 FP8.
+    CHECK(scatter[0]["mfu_precision_peak"].get<double>() ==
+          doctest::Approx(scatter[0]["mfu"].get<double>() * 989.0 / 1979.0).epsilon(1e-6));
+  }
+
   SUBCASE("launch files: what plan --emit-launch writes beside its recipes") {
     json r = request;
     r["launch"] = true;
