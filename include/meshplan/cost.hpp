@@ -314,6 +314,34 @@ namespace cost {
 struct FlopsPerToken;
 }  // namespace cost
 
+/// A lower bound (seconds) on the step time of the layouts of one search subtree (mesh axes,
+/// strategy, sequence parallelism, recompute and, under Megatron-Bridge, VPP fixed) as a
+/// function of a layout's micro-batches per step n:
+///   max((fixed + n·per_micro_batch + max(0, ring_fixed + n·ring_per_micro_batch))·(1 + bubble/n)
+///         + n·dp_per_micro_batch,
+///       n·host_per_micro_batch)
+/// with every part >= 0 except ring_fixed. `fixed` holds the terms linear in the step's tokens
+/// (GEMMs, attention, HBM-bound kernels, the bandwidth part of the TP, CP and EP collectives),
+/// `per_micro_batch` the ones each micro-batch pays again (the collectives' latencies, the
+/// kernels' launch gaps), the ring part the CP ring hidden behind the attention core, `bubble`
+/// the pipeline bubble's (pp − 1)/vpp, `dp_per_micro_batch` the data-parallel collectives a
+/// sharded strategy runs per micro-batch (outside the bubble) and `host_per_micro_batch` the
+/// host's issue time. Built by
+/// CostModel::StepLowerBoundOf; the proof, term by term, is in planner/cost/bounds.cpp.
+struct StepLowerBound {
+  double fixed = 0;
+  double per_micro_batch = 0;
+  double ring_fixed = 0, ring_per_micro_batch = 0;
+  double bubble = 0;
+  double dp_per_micro_batch = 0;
+  double host_per_micro_batch = 0;
+  /// The bound of a layout with `micro_batches` per step (> 0), seconds. Throws nothing.
+  double At(double micro_batches) const;
+  /// The least bound of any layout with between `min_micro_batches` and `max_micro_batches`
+  /// (>= min, > 0) per step: the GPU part at the fewest, its bubble at the most. Throws nothing.
+  double Least(double min_micro_batches, double max_micro_batches) const;
+};
+
 /// Everything that depends on (model, system, setup) but not on the layout, computed
 /// once; Evaluate() then scores a layout without allocating.
 class CostModel {
@@ -333,6 +361,12 @@ class CostModel {
   /// the search to prune (branch and bound); the proof, term by term, is in
   /// planner/cost/bounds.cpp. Throws nothing.
   double StepSecondsLowerBound(const CostView& layout, int64_t max_micro_batch = 0) const;
+  /// The same bound as a function of the micro-batch count (StepLowerBound), for the layouts
+  /// that share all of `layout`'s fields but the micro-batch, local batch and schedule (and,
+  /// outside Megatron-Bridge, VPP); StepSecondsLowerBound(l, m) = StepLowerBoundOf(l).Least at
+  /// m's fewest and one sequence's most micro-batches. The search prunes each layout of a
+  /// scored subtree by it (Scorer::Leaf). Throws nothing.
+  StepLowerBound StepLowerBoundOf(const CostView& layout) const;
   /// Scores a layout that has passed the rules, as its framework's ToCostView sees it.
   Cost Evaluate(const CostView& layout) const;
   /// Evaluate(layout).memory.Total(), without the step time (the search's memory probes).

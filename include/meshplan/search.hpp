@@ -140,6 +140,10 @@ struct PlanResult {
   std::string stopped;
   /// (mesh, features) subtrees skipped by branch-and-bound (PlanRequest::prune).
   int64_t pruned = 0;
+  /// Valid layouts of the scored subtrees skipped by branch-and-bound one by one: their step's
+  /// lower bound at their own micro-batch count (CostModel::StepLowerBoundOf) is above the
+  /// threshold. Counted in `valid`, not scored, so not in `fitting`.
+  int64_t pruned_layouts = 0;
   /// Fitting layouts with activation recompute left out of `top` because the same layout
   /// without recompute also passes every rule and fits: recompute would only add time. Counted
   /// among those no slower than the pruning threshold (the top_n-th best step of the search's

@@ -17,19 +17,26 @@
 //     exactly as RankTime charges them (linear in the tokens); every other term (CP, PP, bubble, DP,
 //     optimizer) is >= 0 and dropped.
 // Megatron-Bridge layouts are scored by time_megatron.cpp (MegatronTime), bounded the same
-// way term by term (MegatronBound below): GEMMs at peak·MAMF divided by the system's fitted
-// GEMM factor (LinearGemmFactor, ExpertGemmFactor <= 1), routed experts / tp, recompute only under full; the
-// attention core at kFlashAttentionEfficiency x AttentionLengthFactor; the HBM-bound term exactly (it is linear in
-// the tokens); kernels, bubble, DP, CP, PP and optimizer dropped; TP and EP communication
-// without latency terms, in full without overlap; with tp_comm_overlap at least
-// kTpOverlapExposedFraction of it (Pos(c − g) + f·min(c, g) >= f·c for f <= 1), with the EP
-// all-to-all overlap at least HiddenCommCost of it (same argument, the unpaired share
-// exposed in full). The least-cost layer kind (dense or MoE)
-// is charged for every layer of the rank holding the most layers (>= L/pp), and the EP
-// term counts only that rank's MoE layers (>= L/pp − dense layers). The step is also at least
-// the host's time issuing those layers' kernels (same least-cost layer kind) for the fewest
-// micro-batches a leaf can have (global batch / (dp · largest micro-batch)); the bound is the
-// larger of the two.
+// way term by term (MegatronBound below), as a function of the micro-batches per step n
+// (StepLowerBound): GEMMs at peak·MAMF divided by the system's fitted GEMM factor
+// (LinearGemmFactor, ExpertGemmFactor <= 1), routed experts / tp, recompute only under full;
+// the attention core at kFlashAttentionEfficiency x AttentionLengthFactor; the HBM-bound term
+// exactly (it is linear in the tokens); the kernels' gaps (fit.kernel_overhead per kernel, n
+// times a layer's kernels); DP, PP and optimizer dropped. A collective of one micro-batch's
+// tokens costs its latency plus a part linear in the tokens, so over n micro-batches it costs
+// n latencies plus the bytes of the step's tokens: TP all-reduces (with tp_comm_overlap at
+// least kTpOverlapExposedFraction of them: Pos(c − g) + f·min(c, g) >= f·c for f <= 1), the
+// EP dispatch and combine (EpAllToAllSeconds; with the all-to-all overlap at least
+// HiddenCommCost of it, same argument, the unpaired share exposed in full) and the CP exchange
+// (CpLayerStepPieces: the exposed types exactly; the p2p rings max(0, comm − core) per
+// micro-batch, and n·max(0, a + b·T/n) = max(0, n·a + b·T) exactly). The pipeline bubble is
+// bubble_fraction x (compute + TP + CP + EP) with bubble_fraction >= (pp − 1)/(vpp·n). The
+// least-cost layer kind (dense or MoE) is charged for every layer of the rank holding the most
+// layers (>= L/pp), and the EP term counts only that rank's MoE layers (>= L/pp − dense
+// layers). The step is also at least the host's time issuing those layers' kernels (same
+// least-cost layer kind), n times; the bound is the larger of the two. Every part but the
+// bubble grows with n, so a subtree's least bound is its GPU part at the fewest micro-batches
+// (global batch / (dp · largest micro-batch)) with the bubble at the most (one sequence each).
 #include <algorithm>
 
 #include "cost/comm.hpp"
@@ -43,9 +50,10 @@ namespace meshplan {
 
 namespace {
 
-double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
-                     const cost::FlopsPerToken& f, const cost::MegatronUnfused& u, const cost::LinkTable* links,
-                     const CostView& l, int64_t max_micro_batch) {
+StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                             const ParamCounts& params, const cost::FlopsPerToken& f, const cost::MegatronUnfused& u,
+                             const cost::LinkTable* links, const CostView& l) {
+  StepLowerBound b;
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
   const double cp = double(std::max<int64_t>(1, l.cp));
@@ -77,50 +85,155 @@ double MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup
   auto least_kind = [&](double dense, double moe) {
     return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
   };
-  double bound = tokens * layers * least_kind(dense_layer, moe_layer);
+  b.fixed = tokens * layers * least_kind(dense_layer, moe_layer);
+  // Every layer's kernels leave a gap (fit.kernel_overhead each) per micro-batch.
+  const cost::MegatronLayerKernels k = cost::MegatronKernelsPerLayer(m, l, u);
+  b.per_micro_batch = std::max(0.0, fit.kernel_overhead) * layers * least_kind(k.dense, k.moe) * (1 + e);
   const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
     const cost::Link link = cost::RingLink(sys, links, g.tp);
-    // As MegatronRankTerms: 5 all-reduce volumes per layer (2.5 for a MoE layer with expert-TP
-    // 1), plus the forward's again under full recompute (7 and 3.5).
-    const double volumes = m.is_moe() && etp <= 1 ? (full ? 3.5 : 2.5) : (full ? 7.0 : 5.0);
-    const double comm = volumes * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
-    bound += l.tp_comm_overlap ? cost::kTpOverlapExposedFraction * comm : comm;
+    // As MegatronRankTerms: per dense layer 5 all-reduce volumes with sequence parallel (4
+    // without), per MoE layer 2.5 (5 with expert-TP); the forward's again under full recompute
+    // (7 and 6; x1.4 for MoE). Each volume is an all-reduce of one micro-batch's tokens:
+    // α·2(tp − 1) per micro-batch plus the bytes of the step's tokens.
+    const double dense_v = l.sequence_parallel ? (full ? 7.0 : 5.0) : (full ? 6.0 : 4.0);
+    const double moe_v = (etp > 1 ? 5.0 : 2.5) * (full ? 1.4 : 1.0);
+    const double volumes = least_kind(dense_v, moe_v) * layers;
+    const double bytes = link.busbw_bytes_per_s > 0
+                             ? volumes * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s
+                             : 0.0;
+    const double lat = volumes * link.latency_s * 2.0 * (tp - 1);
+    // With tp_comm_overlap at least kTpOverlapExposedFraction of it stays.
+    const double share = l.tp_comm_overlap ? cost::kTpOverlapExposedFraction : 1.0;
+    b.fixed += share * bytes;
+    b.per_micro_batch += share * lat;
+  }
+  if (l.cp > 1) {
+    // The attention's exchange (CpLayerExposedSeconds) of every micro-batch, in closed form
+    // (CpLayerStepPieces), with the inputs and links MegatronLayoutShared gives it.
+    cost::CpLayerInputs in;
+    in.kv_bytes = double(cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
+    in.qkv_bytes = double(cost::QDim(m) + cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
+    in.o_bytes = double(cost::AttnOutDim(m)) / tp * 2.0;
+    const double core_rate = gpu.bf16_flops * cost::kFlashAttentionEfficiency *
+                             cost::AttentionHeadDimFactor(cost::QkHeadDim(m)) *
+                             cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l));
+    in.core_seconds = f.attn_core_flops / tp / core_rate * (1.0 + e_core);
+    in.cp = l.cp;
+    in.a2a = l.cp_a2a;
+    in.full = full;
+    cost::CpLinks cl;
+    switch (l.cp_comm) {
+      case CpCommType::kP2p:
+      case CpCommType::kAllGather: cl.ring = cost::RingLink(sys, links, g.cp); break;
+      case CpCommType::kA2a: cl.a2a = cost::A2aLink(sys, links, g.cp); break;
+      case CpCommType::kA2aP2p:
+        cl.ring = cost::RingLink(sys, links, g.cp);
+        cl.inner_a2a = cost::A2aLink(sys, links, cost::Group{l.cp_a2a, g.cp.stride});
+        cl.outer_ring =
+            cost::RingLink(sys, links, cost::Group{l.cp / std::max<int64_t>(1, l.cp_a2a), g.cp.stride * l.cp_a2a});
+        break;
+    }
+    const cost::CpStepPieces c = cost::CpLayerStepPieces(l.cp_comm, in, cl);
+    b.fixed += layers * tokens * c.linear_per_token;
+    b.per_micro_batch += layers * c.linear_per_micro_batch;
+    b.ring_fixed = layers * tokens * c.ring_per_token;
+    b.ring_per_micro_batch = layers * c.ring_per_micro_batch;
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
-    const double ep = double(l.ep);
-    const cost::Link link = cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)});
-    // flex (EpAllToAllSeconds): at least the NVLink part, every received copy at the link's
-    // nominal rate (the backends' measured NVLink shares are below 1; the RDMA part runs
-    // concurrently and only adds).
-    const double bytes = (full ? 6.0 : 4.0) * moe_layers * tokens / tp * cost::DispatchCopies(l, m) * h * 2.0;
-    const double comm = l.dispatcher != TokenDispatch::kFlex ? bytes * (ep - 1) / ep / link.busbw_bytes_per_s
-                        : sys.scaleup_bandwidth > 0          ? bytes / sys.scaleup_bandwidth
-                                                             : 0.0;
-    bound += l.ep_a2a_overlap ? cost::HiddenCommCost(comm, link) : comm;
+    // MegatronRankTerms: 2·(2, or 3 when full or MoE recompute repeats the forward) dispatch
+    // and combine passes per MoE layer and micro-batch, each the mean of a dispatch and a
+    // combine (EpAllToAllSeconds, whose parts are linear in the tokens past its latency).
+    const bool moe_recompute = (cost::MegatronSelectiveModules(l) & kRecomputeMoe) != 0;
+    const double passes = 2.0 * (full || moe_recompute ? 3.0 : 2.0) * moe_layers;
+    const cost::EpA2aSeconds a = cost::EpAllToAllSeconds(l, m, sys, setup.num_gpus, links, tokens / tp);
+    const double per_step = std::max(0.0, 0.5 * (a.dispatch + a.combine) - a.latency);
+    // With the EP all-to-all overlap at least HiddenCommCost of it stays (Pos(c − g) +
+    // κ·min(c, g) >= κ·c for κ <= 1, the unpaired share exposed in full).
+    const double share = l.ep_a2a_overlap ? cost::HiddenCommCost(1.0, cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)}))
+                                          : 1.0;
+    b.fixed += share * passes * per_step;
+    b.per_micro_batch += share * passes * a.latency;
   }
-  // The step is at least the host's issue time (MegatronHostBound adds what the GPU's work
-  // does not cover, the bubble stretching both): the rank's micro-batches x its layers x the
-  // fewer host kernels of the two layer kinds, at kHostSecondsPerKernel.
-  const cost::MegatronLayerKernels k = cost::MegatronKernelsPerLayer(m, l, u);
-  const double host_per_layer = least_kind(k.dense_host, k.moe_host);
-  // Micro-batches per step: at least global batch / (dp · the largest micro-batch), else 1.
-  const double n_mb =
-      max_micro_batch > 0 ? std::max(1.0, double(setup.global_batch) / (dp * double(max_micro_batch))) : 1.0;
-  const double host = cost::kHostSecondsPerKernel * n_mb * layers * host_per_layer * (1 + e);
-  return std::max(bound, host);
+  // Sharded data parallelism: Megatron FSDP's optim_grads_params and torch FSDP2 gather the
+  // weights twice and reduce-scatter the gradients in every micro-batch, optim_grads
+  // reduce-scatters them (MegatronRankTerms' DP term). Each is Pos(comm − window) +
+  // HiddenShareCost(comm, window, cost) >= cost, the cost of hiding all of it (HiddenCommCost
+  // <= the seconds it prices), plus for the ZeRO-3 path the first layer's exposed gather; per
+  // micro-batch, over the rank's parameters, at least those of L/pp layers of the lighter kind
+  // and the routed experts of L/pp − dense layers.
+  const bool mfsdp = l.dp_impl == DpImpl::kMegatronFsdp;
+  const bool delayed_reduce =
+      mfsdp && (l.fsdp_sharding == FsdpSharding::kNoShard || l.fsdp_sharding == FsdpSharding::kOptim);
+  if (l.dp_impl != DpImpl::kReplicated && !delayed_reduce) {
+    const double attn = double(params.attention_per_layer + params.norms_per_layer);
+    const double dense_params = attn + double(params.dense_mlp_per_layer);
+    const double moe_params = attn + double(params.shared_per_layer + params.router_per_layer);
+    const double layer_dense = least_kind(dense_params, moe_params);
+    const double moe_layers = m.is_moe() ? std::max(0.0, layers - double(m.num_dense_layers)) : 0.0;
+    const double ep = double(std::max<int64_t>(1, l.ep));
+    const double one_layer_experts = double(m.num_experts) * double(params.expert_per_layer);
+    const double dense_local = layers * layer_dense / tp;
+    const double expert_local = moe_layers * one_layer_experts / (ep * etp);
+    const double g_bytes = l.main_grad_bytes;
+    const int64_t world = std::max<int64_t>(1, setup.num_gpus);
+    const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
+    const cost::Group gd{std::max<int64_t>(1, l.dp) * std::max<int64_t>(1, l.cp), std::max<int64_t>(1, l.tp)};
+    const int64_t ep_etp = std::max<int64_t>(1, l.ep) * std::max<int64_t>(1, l.etp);
+    const cost::Group ge{std::max<int64_t>(1, non_pp / ep_etp), ep_etp};
+    const cost::Link ld = cost::RingLink(sys, links, gd), le = cost::RingLink(sys, links, ge);
+    const double ag_d = cost::AllGatherSeconds(2.0 * dense_local, gd.n, ld);
+    const double ag_e = cost::AllGatherSeconds(2.0 * expert_local, ge.n, le);
+    const double rs_d = cost::ReduceScatterSeconds(g_bytes * dense_local, gd.n, ld);
+    const double rs_e = cost::ReduceScatterSeconds(g_bytes * expert_local, ge.n, le);
+    if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
+      b.dp_per_micro_batch = cost::HiddenCommCost(rs_d, ld) + cost::HiddenCommCost(rs_e, le);
+    } else {
+      const double first_ag = cost::AllGatherSeconds(2.0 * layer_dense / tp, gd.n, ld) +
+                              (moe_layers > 0 ? cost::AllGatherSeconds(2.0 * one_layer_experts / (ep * etp), ge.n, le) : 0.0);
+      b.dp_per_micro_batch = first_ag + cost::HiddenCommCost(2.0 * ag_d + rs_d, ld) + cost::HiddenCommCost(2.0 * ag_e + rs_e, le);
+    }
+  }
+  // The fill and drain: (pp − 1)/(vpp · n) of the stage work above (MegatronRankTerms'
+  // bubble_fraction, at least that: its stage factor is >= 1).
+  if (l.pp > 1) b.bubble = (pp - 1.0) / double(std::max<int64_t>(1, l.vpp));
+  // The host's issue time (MegatronHostBound adds what the GPU's work does not cover): per
+  // micro-batch the rank's layers x the fewer host kernels of the two layer kinds, at
+  // kHostSecondsPerKernel.
+  b.host_per_micro_batch = cost::kHostSecondsPerKernel * layers * least_kind(k.dense_host, k.moe_host) * (1 + e);
+  return b;
 }
 
 }  // namespace
 
+double StepLowerBound::At(double n) const {
+  const double gpu = fixed + n * per_micro_batch + std::max(0.0, ring_fixed + n * ring_per_micro_batch);
+  return std::max(gpu * (1.0 + bubble / n) + n * dp_per_micro_batch, n * host_per_micro_batch);
+}
+
+double StepLowerBound::Least(double n_min, double n_max) const {
+  const double gpu = fixed + n_min * per_micro_batch + std::max(0.0, ring_fixed + n_min * ring_per_micro_batch);
+  return std::max(gpu * (1.0 + bubble / n_max) + n_min * dp_per_micro_batch, n_min * host_per_micro_batch);
+}
+
 double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_batch) const {
+  // Micro-batches per step: at least global batch / (dp · the largest micro-batch), else 1;
+  // at most one sequence each.
+  const double dp = double(std::max<int64_t>(1, l.dp));
+  const double n_min = max_micro_batch > 0 ? std::max(1.0, double(setup_.global_batch) / (dp * double(max_micro_batch))) : 1.0;
+  const double n_max = std::max(n_min, double(setup_.global_batch) / dp);
+  return StepLowerBoundOf(l).Least(n_min, n_max);
+}
+
+StepLowerBound CostModel::StepLowerBoundOf(const CostView& l) const {
+  StepLowerBound out;
   // A hybrid model's blocks are cheaper than the flat layers the bounds below assume (an
   // attention or MLP block is half a dense layer): no bound, so nothing is pruned wrongly.
-  if (model_.is_hybrid()) return 0.0;
+  if (model_.is_hybrid()) return out;
   if (l.runtime == CostRuntime::kMegatronCore) {
-    return MegatronBound(model_, system_, setup_, *flops_, tables_->Unfused(), links_.get(), l, max_micro_batch);
+    return MegatronBound(model_, system_, setup_, params_, *flops_, tables_->Unfused(), links_.get(), l);
   }
   const ModelSpec& m = model_;
   const cost::FlopsPerToken& f = *flops_;
@@ -176,7 +289,8 @@ double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_bat
                                                       cost::RingLink(system_, links_.get(), g.ep), m, l, tokens);
     bound += ((full ? 2.0 : 1.0) * e.forward + e.backward) * moe_layers;
   }
-  return bound;
+  out.fixed = bound;
+  return out;
 }
 
 }  // namespace meshplan

@@ -43,4 +43,42 @@ double CpLayerExposedSeconds(CpCommType type, const CpLayerInputs& in, const CpL
   return 0.0;
 }
 
+CpStepPieces CpLayerStepPieces(CpCommType type, const CpLayerInputs& in, const CpLinks& links) {
+  CpStepPieces out;
+  if (in.cp <= 1) return out;
+  const double passes_a2a = in.full ? 3.0 : 2.0;
+  const double passes_ring = in.full ? 4.0 : 3.0;
+  auto per_byte = [](const Link& link) { return link.busbw_bytes_per_s > 0 ? 1.0 / link.busbw_bytes_per_s : 0.0; };
+  // ring_hidden: passes·(n − 1)·(α + kv/bw) − core, its positive part.
+  auto ring = [&](int64_t n, const Link& link) {
+    out.ring_per_micro_batch = passes_ring * double(n - 1) * link.latency_s;
+    out.ring_per_token = passes_ring * double(n - 1) * in.kv_bytes * per_byte(link) - in.core_seconds;
+  };
+  // a2a: passes·(2·α·(n − 1) + (qkv + o)·(n − 1)/n / bw), exposed.
+  auto a2a = [&](int64_t n, const Link& link) {
+    const double steps = double(n - 1);
+    out.linear_per_micro_batch += passes_a2a * 2.0 * link.latency_s * steps;
+    out.linear_per_token += passes_a2a * (in.qkv_bytes + in.o_bytes) * steps / double(n) * per_byte(link);
+  };
+  switch (type) {
+    case CpCommType::kP2p: ring(in.cp, links.ring); break;
+    case CpCommType::kAllGather: {
+      const double steps = double(in.cp - 1);
+      out.linear_per_micro_batch = passes_ring * links.ring.latency_s * steps;
+      out.linear_per_token = passes_ring * double(in.cp) * in.kv_bytes * steps / double(in.cp) * per_byte(links.ring);
+      break;
+    }
+    case CpCommType::kA2a: a2a(in.cp, links.a2a); break;
+    case CpCommType::kA2aP2p:
+      if (in.a2a <= 1 || in.cp % in.a2a != 0) {
+        ring(in.cp, links.ring);
+      } else {
+        a2a(in.a2a, links.inner_a2a);
+        ring(in.cp / in.a2a, links.outer_ring);
+      }
+      break;
+  }
+  return out;
+}
+
 }  // namespace meshplan::cost

@@ -4,6 +4,7 @@
 /// Megatron-Core's cp_comm_types (Transformer Engine's CP attention), per micro-batch. Private to
 /// planner/cost.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cost/comm.hpp"
@@ -55,5 +56,25 @@ struct CpLinks {
 ///     times the tokens, 1/a2a of the heads), hidden behind the core as for p2p.
 /// 0 at cp <= 1. Throws nothing.
 double CpLayerExposedSeconds(CpCommType type, const CpLayerInputs& in, const CpLinks& links);
+
+/// CpLayerExposedSeconds summed over the n micro-batches of a step that splits T tokens
+/// evenly, in closed form: every term of it is a latency per micro-batch plus a part linear
+/// in the micro-batch's tokens, or (the rings hidden behind the core) the positive part of
+/// such a sum, so n·CpLayerExposedSeconds(in at T/n tokens) =
+///   T·linear_per_token + n·linear_per_micro_batch + max(0, T·ring_per_token + n·ring_per_micro_batch)
+/// (ring_per_micro_batch >= 0). `per_token` holds the inputs of one token (kv_bytes,
+/// qkv_bytes, o_bytes, core_seconds per token). Used by the search's lower bound
+/// (planner/cost/bounds.cpp) to price the exchange of every micro-batch count at once;
+/// tests/cost/cp_comm_test.cpp checks it against CpLayerExposedSeconds.
+struct CpStepPieces {
+  double linear_per_token = 0, linear_per_micro_batch = 0;
+  double ring_per_token = 0, ring_per_micro_batch = 0;
+  /// The step's exchange (s) for `tokens` in `micro_batches`.
+  double At(double tokens, double micro_batches) const {
+    return tokens * linear_per_token + micro_batches * linear_per_micro_batch +
+           std::max(0.0, tokens * ring_per_token + micro_batches * ring_per_micro_batch);
+  }
+};
+CpStepPieces CpLayerStepPieces(CpCommType type, const CpLayerInputs& per_token, const CpLinks& links);
 
 }  // namespace meshplan::cost

@@ -473,6 +473,7 @@ struct MegatronHostSync {
 /// backward runs the same two with the roles swapped), seconds.
 struct EpA2aSeconds {
   double dispatch = 0, combine = 0;  ///< wall seconds of each (its bottleneck link, plus latency)
+  double latency = 0;                ///< the latency part of each of dispatch and combine (s); the rest is linear in the tokens
   double nvlink = 0, rdma = 0;       ///< seconds NVLink / the NICs are busy over dispatch + combine
   int64_t domains = 1;               ///< scale-up (NVLink) domains the EP group spans
   double node_copies = 0;            ///< flex across domains: domains a token is sent to (own included)
@@ -645,6 +646,10 @@ double RoutedDispatchCopies(const ModelSpec& model, int64_t units);
 ///     share of the NIC (DeepEpRdmaShare, HybridEpRdmaShare by EP size), concurrently with the
 ///     NVLink forward of the received copies; the slower of the two sets the time.
 EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens);
+/// The same from its inputs alone (c.view, c.model, c.system, c.setup.num_gpus, c.links), for
+/// callers without a Ctx (the search's lower bound, planner/cost/bounds.cpp).
+EpA2aSeconds EpAllToAllSeconds(const CostView& view, const ModelSpec& model, const SystemSpec& system, int64_t num_gpus,
+                               const LinkTable* links, double tokens);
 /// Measured bandwidth shares of the flex backends (bytes as the benchmarks count them per
 /// second, over the link's nominal one-direction bandwidth).
 /// DeepEP V1 normal kernels on H800 (NVLink 400 GB/s bidirectional, 200 one way; CX7

@@ -238,10 +238,12 @@ double HybridEpNvlinkShare(int64_t ep, bool combine) {
 }
 
 EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
+  return EpAllToAllSeconds(c.view, c.model, c.system, c.setup.num_gpus, c.links, tokens);
+}
+
+EpA2aSeconds EpAllToAllSeconds(const CostView& l, const ModelSpec& m, const SystemSpec& sys, int64_t num_gpus,
+                               const LinkTable* links, double tokens) {
   EpA2aSeconds out;
-  const CostView& l = c.view;
-  const ModelSpec& m = c.model;
-  const SystemSpec& sys = c.system;
   if (l.ep <= 1 || !m.is_moe() || tokens <= 0) return out;
   const int64_t ep = l.ep, etp = std::max<int64_t>(1, l.etp);
   // BF16 payload, ExpertInputSize wide: LatentMoE dispatches and combines the tokens after
@@ -249,7 +251,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
   const double h = double(m.ExpertInputSize()), bytes = 2.0;
   // The EP group {ep, stride etp} covers ep·etp consecutive ranks; it spans that many
   // scale-up domains (at least one).
-  const int64_t domain = PlacedDomainGpus(sys, c.setup.num_gpus);
+  const int64_t domain = PlacedDomainGpus(sys, num_gpus);
   const int64_t span = ep * etp;
   const int64_t domains = span <= domain ? 1 : (span + domain - 1) / domain;
   const double per_domain = double(ep) / double(domains);  // group ranks in a rank's domain
@@ -258,8 +260,10 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
   if (l.dispatcher != TokenDispatch::kFlex) {
     const double s = tokens * double(m.experts_per_token) * h * bytes;
     const Group g{ep, etp};
-    const double one = AllToAllSeconds(s, ep, A2aLink(sys, c.links, g));
+    const Link link = A2aLink(sys, links, g);
+    const double one = AllToAllSeconds(s, ep, link);
     out.dispatch = out.combine = one;
+    out.latency = link.latency_s * double(ep - 1);  // AllToAllSeconds' α·(n − 1)
     const double nvl_eff = nvl * (sys.scaleup_busbw_efficiency > 0 ? sys.scaleup_busbw_efficiency : 1.0);
     const double nic_eff = nic * (sys.scaleout_busbw_efficiency > 0 ? sys.scaleout_busbw_efficiency : 1.0);
     if (nvl_eff > 0) out.nvlink = 2.0 * s * (per_domain - 1.0) / double(ep) / nvl_eff;
@@ -278,6 +282,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
     out.dispatch = sys.scaleup_latency + nvl_seconds(false);
     out.combine = sys.scaleup_latency + nvl_seconds(true);
     out.nvlink = out.dispatch + out.combine - 2.0 * sys.scaleup_latency;
+    out.latency = sys.scaleup_latency;
     return out;
   }
   out.node_copies = RoutedDispatchCopies(m, domains);
@@ -291,6 +296,7 @@ EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
   out.combine = sys.scaleout_latency + std::max(rc, nc);
   out.nvlink = nd + nc;
   out.rdma = rd + rc;
+  out.latency = sys.scaleout_latency;
   return out;
 }
 

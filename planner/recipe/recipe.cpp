@@ -240,9 +240,10 @@ std::string RankTable(const PlanResult& result, const PlanRequest& req) {
 
 std::string SearchSummary(const PlanResult& result, const PlanRequest& req) {
   std::ostringstream o;
-  o << "searched " << result.enumerated << " layouts: " << result.valid << " valid and scored, " << result.fitting
-    << " fit (" << result.recompute_dominated << " with recompute not ranked: the same layout fits without it), "
-    << result.pruned << " subtrees pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
+  o << "searched " << result.enumerated << " layouts: " << result.valid << " valid, "
+    << result.valid - result.pruned_layouts << " scored, " << result.fitting << " fit ("
+    << result.recompute_dominated << " with recompute not ranked: the same layout fits without it); "
+    << result.pruned << " subtrees and " << result.pruned_layouts << " layouts pruned by branch-and-bound; capacity " << Fixed(GiB(req.system.gpu.memory_bytes * (1 - req.setup.headroom)), 1) << " GiB ("
     << Fixed(100 * req.setup.headroom, 0) << "% headroom kept free)";
   return o.str();
 }
@@ -255,6 +256,7 @@ std::string ResultJson(const PlanResult& result, const PlanRequest& req) {
                  {"valid", result.valid},
                  {"fitting", result.fitting},
                  {"pruned_subtrees", result.pruned},
+                 {"pruned_layouts", result.pruned_layouts},
                  {"recompute_not_ranked", result.recompute_dominated},
                  {"stopped", result.stopped}};
   json rej = json::object();

@@ -25,6 +25,11 @@ namespace {
 
 constexpr size_t kSeedSubtrees = 64;
 constexpr size_t kSeedScan = 16 * kSeedSubtrees;
+/// The seed scan widens fourfold, up to this many subtrees, while fewer than kSeedSubtrees
+/// of those scanned can fit: the subtrees with the lowest step bounds are often the ones that
+/// cannot fit (no recompute, the least model parallelism), and without a seed nothing is
+/// pruned by time.
+constexpr size_t kSeedScanMax = 64 * kSeedScan;
 
 // The order candidates are kept in: expected step (the predicted step when the request does
 // not price risk: Risk::expected_step_seconds is then the step), then walk position.
@@ -95,6 +100,9 @@ struct SubtreeList {
   std::vector<int64_t> dps;     ///< the dp sizes of the subtrees, each once
   std::vector<SubtreeRef> all;  ///< walk order
   std::vector<double> bound;    ///< bound[i] of all[i] (when computed)
+  /// seed_key[i]: all[i]'s bound at one sequence per micro-batch (StepLowerBound::At at the
+  /// most micro-batches), the order in which seeds are tried (when bounds are computed).
+  std::vector<double> seed_key;
 
   /// Subtree i in walk order; the reference lives until this thread's next Get.
   const Layout& Get(size_t i) const {
@@ -145,7 +153,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   const size_t parts = space.MeshParts();
   out.kept_meshes.resize(parts);
   std::vector<std::vector<SubtreeRef>> part_refs(parts);
-  std::vector<std::vector<double>> part_bounds(parts);
+  std::vector<std::vector<double>> part_bounds(parts), part_keys(parts);
   std::vector<std::vector<int64_t>> part_dps(parts);
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
     thread_local std::vector<Layout> features;
@@ -153,7 +161,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     // threads growing neighbours would share their cache line.
     std::vector<uint32_t> kept;
     std::vector<SubtreeRef> refs;
-    std::vector<double> b;
+    std::vector<double> b, keys;
     std::vector<int64_t> dps;
     uint32_t position = 0;
     space.Meshes(p, [&](const Layout& mesh) {
@@ -168,7 +176,17 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
         if (s.Reject(f, RuleStage::kFeatures)) continue;
         any = true;
         refs.push_back(SubtreeRef{static_cast<uint32_t>(p), mesh_position, static_cast<uint32_t>(k)});
-        if (bounds) b.push_back(cm.StepSecondsLowerBound(ToCostView(f, cm.model(), cm.setup()), req.max_micro_batch));
+        if (bounds) {
+          const CostView view = ToCostView(f, cm.model(), cm.setup());
+          const StepLowerBound lb = cm.StepLowerBoundOf(view);
+          // As CostModel::StepSecondsLowerBound, from the same StepLowerBound.
+          const double dp = double(std::max<int64_t>(1, view.dp));
+          const double gbs = double(cm.setup().global_batch);
+          const double n_min = req.max_micro_batch > 0 ? std::max(1.0, gbs / (dp * double(req.max_micro_batch))) : 1.0;
+          const double n_max = std::max(n_min, gbs / dp);
+          b.push_back(lb.Least(n_min, n_max));
+          keys.push_back(lb.At(n_max));
+        }
         if (std::find(dps.begin(), dps.end(), f.dp) == dps.end()) dps.push_back(f.dp);
       }
       if (any) kept.push_back(mesh_position);
@@ -177,6 +195,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     out.kept_meshes[p] = std::move(kept);
     part_refs[p] = std::move(refs);
     part_bounds[p] = std::move(b);
+    part_keys[p] = std::move(keys);
     part_dps[p] = std::move(dps);
   });
   head.Merge(rejected);
@@ -184,26 +203,32 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   for (const auto& v : part_refs) n += v.size();
   out.all.reserve(n);
   if (bounds) out.bound.reserve(n);
+  if (bounds) out.seed_key.reserve(n);
   for (size_t p = 0; p < parts; ++p) {
     out.all.insert(out.all.end(), part_refs[p].begin(), part_refs[p].end());
     if (bounds) out.bound.insert(out.bound.end(), part_bounds[p].begin(), part_bounds[p].end());
+    if (bounds) out.seed_key.insert(out.seed_key.end(), part_keys[p].begin(), part_keys[p].end());
     for (int64_t dp : part_dps[p]) {
       if (std::find(out.dps.begin(), out.dps.end(), dp) == out.dps.end()) out.dps.push_back(dp);
     }
     std::vector<SubtreeRef>().swap(part_refs[p]);
     std::vector<double>().swap(part_bounds[p]);
+    std::vector<double>().swap(part_keys[p]);
   }
   return out;
 }
 
-void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Scorer& s) {
+// Scores the leaves of `subtree`; with `bound`, those whose bound is above `threshold` are
+// pruned one by one (Scorer::Leaf).
+void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Scorer& s,
+                  const StepLowerBound* bound = nullptr, double threshold = std::numeric_limits<double>::infinity()) {
   thread_local std::vector<Layout> leaves;
   leaves.clear();
   space.Leaves(subtree, leaves);
   uint64_t leaf = 0;
   for (Layout& l : leaves) {
     space.Prepare(l);
-    s.Leaf(l, (static_cast<uint64_t>(index) << 24) | leaf++);
+    s.Leaf(l, (static_cast<uint64_t>(index) << 24) | leaf++, bound, threshold);
   }
 }
 
@@ -241,7 +266,7 @@ bool Scorer::Reject(const Layout& l, RuleStage stage) {
   return true;
 }
 
-void Scorer::Leaf(const Layout& l, uint64_t order) {
+void Scorer::Leaf(const Layout& l, uint64_t order, const StepLowerBound* bound, double threshold) {
   if (Stopped()) return;
   // Reserve this layout's unit of the budget before testing it: the reservations of all
   // threads are one atomic counter, so no more than max_layouts layouts are ever tested.
@@ -252,6 +277,13 @@ void Scorer::Leaf(const Layout& l, uint64_t order) {
   ++tested_;
   if (Reject(l, RuleStage::kBatch)) return;
   ++valid_;
+  if (bound != nullptr) {
+    const int64_t n = l.MicroBatchesPerStep(req_.setup);
+    if (n > 0 && bound->At(double(n)) > threshold) {
+      ++pruned_layouts_;
+      return;
+    }
+  }
   const Cost cost = Score(cost_model_, l);
   const double mem = cost.memory.Total();
   if (!has_least_ || mem < least_.first.cost.memory.Total() ||
@@ -342,6 +374,7 @@ void Scorer::Merge(const Scorer& o) {
   dominated_steps_.insert(dominated_steps_.end(), o.dominated_steps_.begin(), o.dominated_steps_.end());
   tested_ += o.tested_;
   pruned_ += o.pruned_;
+  pruned_layouts_ += o.pruned_layouts_;
   valid_ += o.valid_;
   fitting_ += o.fitting_;
   for (const auto& entry : o.rejected_) {
@@ -396,6 +429,7 @@ PlanResult Scorer::Finish() const {
   r.valid = valid_;
   r.fitting = fitting_;
   r.pruned = pruned_;
+  r.pruned_layouts = pruned_layouts_;
   r.recompute_dominated = static_cast<int64_t>(dominated_steps_.size());
   r.stopped = stopped_;
   if (has_least_) r.least_memory = least_.first;
@@ -451,29 +485,34 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   // cannot fit would leave the threshold infinite (nothing pruned by time) and, under
   // --max-layouts, spend the budget on layouts that are never kept.
   const std::vector<double>& bound = list.bound;
+  const std::vector<double>& key = list.seed_key;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  const size_t scan = std::min(n, kSeedScan);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(scan), order.end(),
-                    [&](size_t a, size_t b) { return bound[a] != bound[b] ? bound[a] < bound[b] : a < b; });
-  // The scanned subtrees, rebuilt in walk order (each part walked once), scan order kept.
-  std::vector<size_t> by_walk(scan);
-  std::iota(by_walk.begin(), by_walk.end(), size_t{0});
-  std::sort(by_walk.begin(), by_walk.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
-  std::vector<Layout> scanned(scan);
-  for (size_t k : by_walk) scanned[k] = list.Get(order[k]);
+  std::vector<Layout> scanned;  // by scan position: scanned[j] is subtree order[j]
   std::vector<char> done(n, 0);
   std::vector<size_t> seed_ids;  // positions in `scanned`
   size_t passed_over = 0;
-  // The scan runs on one thread: it stops after kSeedScan subtrees (a request where nothing
-  // fits leaves the rest to the parallel phase 2).
-  for (size_t j = 0; j < scan && seed_ids.size() < kSeedSubtrees; ++j) {
-    done[order[j]] = 1;
-    if (cannot_fit(scanned[j])) {
-      ++passed_over;
-    } else {
-      seed_ids.push_back(j);
+  // The scan runs on one thread, in order of bound: kSeedScan subtrees, widened while too few
+  // of them can fit (a request where nothing fits leaves the rest to the parallel phase 2).
+  for (size_t from = 0, scan = std::min(n, kSeedScan);; scan = std::min({n, 4 * scan, kSeedScanMax})) {
+    std::partial_sort(order.begin() + static_cast<std::ptrdiff_t>(from), order.begin() + static_cast<std::ptrdiff_t>(scan),
+                      order.end(), [&](size_t a, size_t b) { return key[a] != key[b] ? key[a] < key[b] : a < b; });
+    // The newly scanned subtrees, rebuilt in walk order (each part walked once), scan order kept.
+    std::vector<size_t> by_walk(scan - from);
+    std::iota(by_walk.begin(), by_walk.end(), from);
+    std::sort(by_walk.begin(), by_walk.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
+    scanned.resize(scan);
+    for (size_t k : by_walk) scanned[k] = list.Get(order[k]);
+    for (size_t j = from; j < scan && seed_ids.size() < kSeedSubtrees; ++j) {
+      done[order[j]] = 1;
+      if (cannot_fit(scanned[j])) {
+        ++passed_over;
+      } else {
+        seed_ids.push_back(j);
+      }
     }
+    from = scan;
+    if (seed_ids.size() >= kSeedSubtrees || scan >= std::min(n, kSeedScanMax)) break;
   }
   Scorer seeded = Parallel(
       req, cm, seed_ids.size(), true,
@@ -499,7 +538,11 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
       s.Prune();
       return;
     }
-    ScoreSubtree(space, subtree, i, s);
+    // The subtree's bound as a function of the micro-batch count prunes its leaves one by one
+    // (only where it depends on that count: the Megatron-Core bound).
+    const StepLowerBound lb = cm.StepLowerBoundOf(ToCostView(subtree, cm.model(), cm.setup()));
+    const bool by_leaf = lb.per_micro_batch > 0 || lb.ring_per_micro_batch > 0 || lb.bubble > 0 || lb.host_per_micro_batch > 0;
+    ScoreSubtree(space, subtree, i, s, by_leaf ? &lb : nullptr, threshold);
   }, &budget, threshold);
   head.Merge(seeded);
   head.Merge(rest);

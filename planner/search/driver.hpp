@@ -56,7 +56,11 @@ class alignas(64) Scorer {
   /// the layout first reserves one unit of the shared budget; once max_layouts are reserved
   /// it is not tested and the scorer stops ("max_layouts"), so at most max_layouts complete
   /// layouts are tested over all threads.
-  void Leaf(const Layout& l, uint64_t order);
+  /// With `bound` (the subtree's StepLowerBound), a valid layout whose bound at its
+  /// micro-batches per step is above `threshold` is counted as pruned and not scored: its step
+  /// is above the threshold, so it can be neither ranked nor counted (count_limit <= threshold).
+  void Leaf(const Layout& l, uint64_t order, const StepLowerBound* bound = nullptr,
+            double threshold = std::numeric_limits<double>::infinity());
   /// Deadline / budget check (a clock read, and with a memory budget a resident-size read,
   /// every 256 calls; the layout budget on every call).
   bool Stopped();
@@ -64,6 +68,7 @@ class alignas(64) Scorer {
   /// Counts a subtree skipped by branch-and-bound (per thread: no shared counter).
   void Prune() { ++pruned_; }
   int64_t pruned() const { return pruned_; }
+  int64_t pruned_layouts() const { return pruned_layouts_; }
 
   void Merge(const Scorer& other);
   /// Keeps only the recompute-dominated layouts counted so far whose step is at most `limit`.
@@ -97,7 +102,7 @@ class alignas(64) Scorer {
   /// time, so `l` is not ranked.
   bool NoRecomputeFits(const Layout& l, double capacity_bytes) const;
 
-  int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0;
+  int64_t enumerated_ = 0, tested_ = 0, valid_ = 0, fitting_ = 0, ticks_ = 0, pruned_ = 0, pruned_layouts_ = 0;
   double count_limit_;
   std::vector<double> dominated_steps_;  ///< step seconds of the counted recompute-dominated layouts
   std::string stopped_;

@@ -96,6 +96,51 @@ TEST_CASE("cost: cp_comm_type a2a+p2p runs a2a inside the first level and the ri
   CHECK(CpLayerExposedSeconds(CpCommType::kA2aP2p, in, links) == 0.0);
 }
 
+TEST_CASE("cost: the CP exchange of a step in closed form equals n micro-batches' exchanges") {
+  // CpLayerStepPieces per token, at T tokens in n micro-batches, against n x
+  // CpLayerExposedSeconds of T/n tokens; p2p both with its ring hidden (no exposure) and
+  // exposed, by hand: at 1 MiB of K+V per 1024 tokens on Link{100e9, 5e-6} the ring's 3 sends
+  // of 3 steps cost 9 x (5 us + 10.49 us) per micro-batch of 1024 tokens.
+  CpLinks links;
+  links.ring = Link{100e9, 5e-6};
+  links.a2a = Link{200e9, 4e-6};
+  links.inner_a2a = Link{300e9, 3e-6};
+  links.outer_ring = Link{50e9, 10e-6};
+  const double tokens = 32768;
+  for (CpCommType type : {CpCommType::kP2p, CpCommType::kAllGather, CpCommType::kA2a, CpCommType::kA2aP2p}) {
+    for (double core_per_token : {0.0, 1e-9, 1e-7}) {
+      for (bool full : {false, true}) {
+        CpLayerInputs one = Inputs(0.0, full);
+        one.kv_bytes = 1024.0;
+        one.qkv_bytes = 3072.0;
+        one.o_bytes = 2048.0;
+        one.core_seconds = core_per_token;
+        one.a2a = 2;
+        const CpStepPieces p = CpLayerStepPieces(type, one, links);
+        CHECK(p.ring_per_micro_batch >= 0.0);
+        for (double n : {1.0, 4.0, 32.0}) {
+          CAPTURE(int(type));
+          CAPTURE(core_per_token);
+          CAPTURE(n);
+          CpLayerInputs mb = one;
+          const double t = tokens / n;
+          mb.kv_bytes *= t;
+          mb.qkv_bytes *= t;
+          mb.o_bytes *= t;
+          mb.core_seconds *= t;
+          CHECK(p.At(tokens, n) == doctest::Approx(n * CpLayerExposedSeconds(type, mb, links)).epsilon(1e-12));
+        }
+      }
+    }
+  }
+  // p2p, 32 micro-batches of 1024 tokens, no core under the ring: 32 x 9 x (5 + 1024·1024/1e11 s).
+  CpLayerInputs one = Inputs(0.0);
+  one.kv_bytes = 1024.0;
+  one.core_seconds = 0.0;
+  const CpStepPieces p = CpLayerStepPieces(CpCommType::kP2p, one, links);
+  CHECK(p.At(tokens, 32.0) == doctest::Approx(32.0 * 9.0 * (5e-6 + 1024.0 * 1024.0 / 100e9)).epsilon(1e-12));
+}
+
 TEST_CASE("cost: the attention core's length factor follows the chunks each type attends") {
   CostView v;
   v.cp = 8;

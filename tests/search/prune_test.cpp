@@ -17,6 +17,11 @@ PlanRequest Request(const char* model, const char* system, int64_t gpus, int64_t
   return req;
 }
 
+PlanRequest SearchingDispatchers(PlanRequest req) {
+  req.mb_search_dispatchers = true;
+  return req;
+}
+
 void CheckSame(const PlanResult& a, const PlanResult& b) {
   REQUIRE(a.top.size() == b.top.size());
   for (size_t i = 0; i < a.top.size(); ++i) {
@@ -38,6 +43,9 @@ TEST_CASE("search: pruned and parallel search returns the exhaustive top-k") {
       Request("llama3.1-405b", "dgx-h100", 128, 8192, 256, Framework::kAutoModel),
       Request("llama3.1-70b", "dgx-h100", 32, 4096, 256, Framework::kMegatronBridge),
       Request("qwen3-30b-a3b", "dgx-h100", 16, 4096, 512, Framework::kMegatronBridge),
+      // Megatron FSDP, CP variants, flex dispatchers: each layout of a scored subtree is pruned
+      // by its own bound (Scorer::Leaf).
+      SearchingDispatchers(Request("gpt-oss-120b", "dgx-h100", 32, 8192, 256, Framework::kMegatronBridge)),
   };
   for (const PlanRequest& base : problems) {
     CAPTURE(base.model.name);
@@ -76,23 +84,31 @@ TEST_CASE("search: pruned and parallel search returns the exhaustive top-k") {
 
 namespace {
 
-// Scores up to `max_checked` rule-valid layouts of `req` and checks that the lower bound never
-// exceeds the scored step; counts the layouts checked and those whose bound is above step/2.
-void CheckBound(const PlanRequest& req, int max_checked, int& checked, int& tight) {
+// Scores up to `max_checked` rule-valid layouts of `req` (every `stride`-th layout of the walk)
+// and checks that the lower bound never exceeds the scored step; counts the layouts checked
+// and those whose bound is above step/2.
+void CheckBound(const PlanRequest& req, int max_checked, int& checked, int& tight, int64_t stride = 1) {
   const CostModel cm(req.model, req.system, req.setup);
   int here = 0;
-  for (const Layout& l : EnumerateLayouts(req)) {
-    if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) continue;
+  int64_t walked = 0;
+  ForEachLayout(req, [&](const Layout& l) {
+    if (walked++ % stride != 0) return true;
+    if (FirstFailure({req.model, req.setup, l, req.version}) != nullptr) return true;
     // Each layout bounded for micro-batches up to its own (the search bounds a subtree for
     // all of its leaves' micro-batches, up to req.max_micro_batch: the prune test above).
-    const double bound = cm.StepSecondsLowerBound(ToCostView(l, cm.model(), cm.setup()), l.micro_batch());
+    const CostView view = ToCostView(l, cm.model(), cm.setup());
+    const double bound = cm.StepSecondsLowerBound(view, l.micro_batch());
     const double step = Score(cm, l).step_seconds;
     CHECK_MESSAGE(bound <= step * (1 + 1e-12), Describe(l));
+    // The bound at the layout's own micro-batch count, by which the search prunes it.
+    const double at = cm.StepLowerBoundOf(view).At(double(l.MicroBatchesPerStep(req.setup)));
+    CHECK_MESSAGE(at <= step * (1 + 1e-12), Describe(l));
+    CHECK(at >= bound * (1 - 1e-12));
     CHECK(bound > 0);
     if (bound > 0.5 * step) ++tight;
     ++checked;
-    if (++here >= max_checked) break;
-  }
+    return ++here < max_checked;
+  });
 }
 
 }  // namespace
@@ -114,10 +130,15 @@ TEST_CASE("search: the Megatron step-time lower bound never exceeds a scored lay
   // with EP, expert-TP and FP8.
   int checked = 0, tight = 0;
   for (PlanRequest req : {Request("llama3.1-70b", "dgx-h100", 64, 8192, 128, Framework::kMegatronBridge),
-                          Request("qwen3-30b-a3b", "gb200-nvl72", 16, 4096, 512, Framework::kMegatronBridge)}) {
+                          Request("qwen3-30b-a3b", "gb200-nvl72", 16, 4096, 512, Framework::kMegatronBridge),
+                          // MLA, CP of every cp_comm_type, Megatron FSDP and DDP, EP across
+                          // nodes with the flex dispatchers, PP with VPP and MTP.
+                          SearchingDispatchers(Request("deepseek-v3", "dgx-h100", 256, 4096, 1024, Framework::kMegatronBridge))}) {
     req.setup.precision = Precision::kFp8;
-    req.max_layouts = 100000;
-    CheckBound(req, 1 << 30, checked, tight);
+    // DeepSeek-V3's walk is long: every 61st layout of all of it.
+    const bool large = req.model.name == "deepseek-v3";
+    if (!large) req.max_layouts = 100000;
+    CheckBound(req, large ? 3000 : 1 << 30, checked, tight, large ? 61 : 1);
   }
   CHECK(checked > 1000);
   MESSAGE("bound > step/2 for " << tight << " of " << checked << " Megatron layouts");
