@@ -38,10 +38,13 @@
 // bubble grows with n, so a subtree's least bound is its GPU part at the fewest micro-batches
 // (global batch / (dp · largest micro-batch)) with the bubble at the most (one sequence each).
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 #include "cost/comm.hpp"
 #include "cost/cp_comm.hpp"
 #include "cost/flops.hpp"
+#include "cost/last_values.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
 #include "meshplan/cost.hpp"
@@ -50,9 +53,32 @@ namespace meshplan {
 
 namespace {
 
+// Values a subtree's bound shares with its neighbours, kept per thread for the last inputs
+// (the features of one mesh follow each other): the keys hold every input beside the
+// CostModel's model, system and link table, which its tables' Id fixes with the GPU count.
+cost::EpA2aSeconds EpPassOf(uint64_t tables_id, const CostView& l, const ModelSpec& m, const SystemSpec& sys,
+                            int64_t num_gpus, const cost::LinkTable* links, double tokens) {
+  int64_t tokens_bits;
+  std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
+  const std::array<int64_t, 7> key{int64_t(tables_id), num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
+                                   int64_t(l.flex_backend), tokens_bits};
+  thread_local cost::LastValues<std::array<int64_t, 7>, cost::EpA2aSeconds, 4> last;
+  if (const cost::EpA2aSeconds* hit = last.Find(key)) return *hit;
+  return last.Store(key, cost::EpAllToAllSeconds(l, m, sys, num_gpus, links, tokens));
+}
+
+// MegatronLayerElements of a dense and a MoE layer (no local-expert sort), per model and
+// precision.
+std::array<double, 2> LayerElementsOf(uint64_t tables_id, const ModelSpec& m, bool fp8) {
+  const std::array<int64_t, 2> key{int64_t(tables_id), fp8 ? 1 : 0};
+  thread_local cost::LastValues<std::array<int64_t, 2>, std::array<double, 2>, 2> last;
+  if (const std::array<double, 2>* hit = last.Find(key)) return *hit;
+  return last.Store(key, {cost::MegatronLayerElements(m, false, fp8, false), cost::MegatronLayerElements(m, true, fp8, false)});
+}
+
 StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
                              const ParamCounts& params, const cost::FlopsPerToken& f, const cost::MegatronUnfused& u,
-                             const cost::LinkTable* links, const CostView& l) {
+                             const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
   StepLowerBound b;
   const double tp = double(std::max<int64_t>(1, l.tp));
   const double dp = double(std::max<int64_t>(1, l.dp));
@@ -77,10 +103,11 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
   const double mem_s_per_elem =
       gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
   const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
+  const std::array<double, 2> elements = LayerElementsOf(tables_id, m, fp8);
   const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
-                             cost::MegatronLayerElements(m, false, fp8, false) * mem_s_per_elem + unfused_s;
+                             elements[0] * mem_s_per_elem + unfused_s;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
-                           core_s + cost::MegatronLayerElements(m, true, fp8, false) * mem_s_per_elem + unfused_s;
+                           core_s + elements[1] * mem_s_per_elem + unfused_s;
   // The least of the layer kinds the model has.
   auto least_kind = [&](double dense, double moe) {
     return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
@@ -148,7 +175,7 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     // combine (EpAllToAllSeconds, whose parts are linear in the tokens past its latency).
     const bool moe_recompute = (cost::MegatronSelectiveModules(l) & kRecomputeMoe) != 0;
     const double passes = 2.0 * (full || moe_recompute ? 3.0 : 2.0) * moe_layers;
-    const cost::EpA2aSeconds a = cost::EpAllToAllSeconds(l, m, sys, setup.num_gpus, links, tokens / tp);
+    const cost::EpA2aSeconds a = EpPassOf(tables_id, l, m, sys, setup.num_gpus, links, tokens / tp);
     const double per_step = std::max(0.0, 0.5 * (a.dispatch + a.combine) - a.latency);
     // With the EP all-to-all overlap at least HiddenCommCost of it stays (Pos(c − g) +
     // κ·min(c, g) >= κ·c for κ <= 1, the unpaired share exposed in full).
@@ -233,7 +260,7 @@ StepLowerBound CostModel::StepLowerBoundOf(const CostView& l) const {
   // attention or MLP block is half a dense layer): no bound, so nothing is pruned wrongly.
   if (model_.is_hybrid()) return out;
   if (l.runtime == CostRuntime::kMegatronCore) {
-    return MegatronBound(model_, system_, setup_, params_, *flops_, tables_->Unfused(), links_.get(), l);
+    return MegatronBound(model_, system_, setup_, params_, *flops_, tables_->Unfused(), links_.get(), tables_->Id(), l);
   }
   const ModelSpec& m = model_;
   const cost::FlopsPerToken& f = *flops_;
