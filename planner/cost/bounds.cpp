@@ -308,6 +308,29 @@ StepLowerBound CostModel::StepLowerBoundOf(const CostView& l) const {
     // RankTime's volumes per layer: 7 (9) dense, 4 (6) MoE; the least for the model's kinds.
     const double volumes = !m.is_moe() ? (full ? 9.0 : 7.0) : (full ? 6.0 : 4.0);
     bound += volumes * layers * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s;
+    // Each volume is an all-reduce of one micro-batch: α·2(tp − 1) per micro-batch.
+    out.per_micro_batch += volumes * layers * link.latency_s * 2.0 * (tp - 1);
+  }
+  if (l.cp > 1) {
+    // RankTime's ring (RingCpExposedSeconds): per layer and micro-batch of t tokens,
+    // (3, 4 under full recompute)·(cp − 1)·max(0, α + t·kv/bw − core(t)/cp), the core's forward
+    // at core_rate·GemmSizeFactor(t)·(the chunks' length factor). GemmSizeFactor grows with t,
+    // and t >= seq/cp (one sequence), so core(t) <= t·c with c at seq/cp; then over n
+    // micro-batches of T tokens in all the exchange is at least
+    // (3|4)(cp − 1)·max(0, n·α + T·(kv/bw − c/cp)).
+    const cost::Link link = cost::GroupLink(system_, g.cp);
+    const double seq_cp = double(setup_.seq_len) / cp;
+    const double cp_chunk =
+        cost::AttentionLengthFactor(setup_.seq_len, l.cp) / cost::AttentionLengthFactor(setup_.seq_len, 1);
+    const double slowest_core_rate = gpu.bf16_flops * cost::kSdpaAttentionEfficiency *
+                                     cost::AttentionHeadDimFactor(cost::QkHeadDim(m)) *
+                                     cost::GemmSizeFactor(seq_cp, 0.0) * cp_chunk;
+    const double fwd_core_per_token = f.attn_core_flops / tp / slowest_core_rate / 3.0;
+    const double kv_per_token = double(cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
+    const double steps = (full ? 4.0 : 3.0) * (cp - 1.0) * layers;
+    const double per_byte = link.busbw_bytes_per_s > 0 ? 1.0 / link.busbw_bytes_per_s : 0.0;
+    out.ring_per_micro_batch = steps * link.latency_s;
+    out.ring_fixed = steps * tokens * (kv_per_token * per_byte - fwd_core_per_token / cp);
   }
   if (l.ep > 1 && m.is_moe()) {
     const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
