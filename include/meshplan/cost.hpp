@@ -355,9 +355,10 @@ class CostModel {
   /// setup-independent tables (the search builds one per memory-probe batch size).
   CostModel WithSetup(const TrainSetup& setup) const;
   /// A lower bound (seconds) on Evaluate(x).step_seconds for every layout x that shares
-  /// `layout`'s runtime, DP implementation, mesh axes, sequence_parallel and recompute, whatever its local
-  /// batch, pipeline schedule and micro-batch up to `max_micro_batch` sequences (0: any
-  /// micro-batch; Megatron's host-issue term then assumes one micro-batch per step). Used by
+  /// `layout`'s runtime, DP implementation, mesh axes, sequence_parallel and recompute (and,
+  /// for the Megatron-Core runtime, its VPP, whose bubble it counts), whatever its local batch,
+  /// pipeline schedule and micro-batch up to `max_micro_batch` sequences (0: any micro-batch;
+  /// the per-micro-batch terms then assume one micro-batch per step). Used by
   /// the search to prune (branch and bound); the proof, term by term, is in
   /// planner/cost/bounds.cpp. Throws nothing.
   double StepSecondsLowerBound(const CostView& layout, int64_t max_micro_batch = 0) const;
