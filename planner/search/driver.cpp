@@ -1,11 +1,14 @@
 // Search driver: see driver.hpp.
 //
-// Phase 0 (one thread): the mesh and feature rules cut the space into subtrees.
-// Phase 1: in order of step-time lower bound, the first `kSeedSubtrees` subtrees whose
-//   memory bound fits the capacity are scored exhaustively (those passed over cannot hold a
-//   fitting layout and are pruned); the k-th best step found is the pruning threshold.
+// Phase 0: the mesh and feature rules cut the space into subtrees, each with its step-time
+//   lower bound (CostModel::StepLowerBoundOf, a function of the micro-batches per step).
+// Phase 1 (the scan on one thread): in order of that bound at one sequence per micro-batch,
+//   the first `kSeedSubtrees` subtrees whose memory bound fits the capacity are scored
+//   exhaustively (those passed over cannot hold a fitting layout and are pruned); the k-th
+//   best expected step found is the pruning threshold.
 // Phase 2: every other subtree is skipped if no leaf can fit (its memory bound exceeds the
-//   capacity) or if its step-time lower bound exceeds the threshold; the rest are scored.
+//   capacity) or if its least step-time bound exceeds the threshold; in the rest, each valid
+//   layout whose bound at its own micro-batch count exceeds it is skipped, the others scored.
 // Both phases split subtrees over threads by an atomic counter; per-thread results are
 // merged by walk position, so the answer and the counts do not depend on the thread count
 // (the threshold is fixed before phase 2 starts).
