@@ -342,6 +342,14 @@ struct StepLowerBound {
   double Least(double min_micro_batches, double max_micro_batches) const;
 };
 
+/// The micro-batches per step of a subtree's layouts, which StepLowerBound::Least takes: at
+/// least global_batch / (dp · max_micro_batch) (1 with max_micro_batch 0 or a larger
+/// micro-batch than the batch allows), at most global_batch / dp (one sequence each).
+struct MicroBatchRange {
+  double fewest = 1, most = 1;
+};
+MicroBatchRange MicroBatchesPerStep(int64_t global_batch, int64_t dp, int64_t max_micro_batch);
+
 /// Everything that depends on (model, system, setup) but not on the layout, computed
 /// once; Evaluate() then scores a layout without allocating.
 class CostModel {

@@ -53,22 +53,8 @@ namespace meshplan {
 
 namespace {
 
-// Values a subtree's bound shares with its neighbours, kept per thread for the last inputs
-// (the features of one mesh follow each other): the keys hold every input beside the
-// CostModel's model, system and link table, which its tables' Id fixes with the GPU count.
-cost::EpA2aSeconds EpPassOf(uint64_t tables_id, const CostView& l, const ModelSpec& m, const SystemSpec& sys,
-                            int64_t num_gpus, const cost::LinkTable* links, double tokens) {
-  int64_t tokens_bits;
-  std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
-  const std::array<int64_t, 7> key{int64_t(tables_id), num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
-                                   int64_t(l.flex_backend), tokens_bits};
-  thread_local cost::LastValues<std::array<int64_t, 7>, cost::EpA2aSeconds, 4> last;
-  if (const cost::EpA2aSeconds* hit = last.Find(key)) return *hit;
-  return last.Store(key, cost::EpAllToAllSeconds(l, m, sys, num_gpus, links, tokens));
-}
-
 // MegatronLayerElements of a dense and a MoE layer (no local-expert sort), per model and
-// precision.
+// precision, kept per thread for the last inputs (as the EP pass is: EpAllToAllCached).
 std::array<double, 2> LayerElementsOf(uint64_t tables_id, const ModelSpec& m, bool fp8) {
   const std::array<int64_t, 2> key{int64_t(tables_id), fp8 ? 1 : 0};
   thread_local cost::LastValues<std::array<int64_t, 2>, std::array<double, 2>, 2> last;
@@ -143,26 +129,11 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     in.kv_bytes = double(cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
     in.qkv_bytes = double(cost::QDim(m) + cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
     in.o_bytes = double(cost::AttnOutDim(m)) / tp * 2.0;
-    const double core_rate = gpu.bf16_flops * cost::kFlashAttentionEfficiency *
-                             cost::AttentionHeadDimFactor(cost::QkHeadDim(m)) *
-                             cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l));
-    in.core_seconds = f.attn_core_flops / tp / core_rate * (1.0 + e_core);
+    in.core_seconds = f.attn_core_flops / tp / cost::MegatronCoreRate(gpu, m, setup.seq_len, l) * (1.0 + e_core);
     in.cp = l.cp;
     in.a2a = l.cp_a2a;
     in.full = full;
-    cost::CpLinks cl;
-    switch (l.cp_comm) {
-      case CpCommType::kP2p:
-      case CpCommType::kAllGather: cl.ring = cost::RingLink(sys, links, g.cp); break;
-      case CpCommType::kA2a: cl.a2a = cost::A2aLink(sys, links, g.cp); break;
-      case CpCommType::kA2aP2p:
-        cl.ring = cost::RingLink(sys, links, g.cp);
-        cl.inner_a2a = cost::A2aLink(sys, links, cost::Group{l.cp_a2a, g.cp.stride});
-        cl.outer_ring =
-            cost::RingLink(sys, links, cost::Group{l.cp / std::max<int64_t>(1, l.cp_a2a), g.cp.stride * l.cp_a2a});
-        break;
-    }
-    const cost::CpStepPieces c = cost::CpLayerStepPieces(l.cp_comm, in, cl);
+    const cost::CpStepPieces c = cost::CpLayerStepPieces(l.cp_comm, in, cost::CpLinksOf(sys, links, l, g.cp));
     b.fixed += layers * tokens * c.linear_per_token;
     b.per_micro_batch += layers * c.linear_per_micro_batch;
     b.ring_fixed = layers * tokens * c.ring_per_token;
@@ -175,7 +146,7 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     // combine (EpAllToAllSeconds, whose parts are linear in the tokens past its latency).
     const bool moe_recompute = (cost::MegatronSelectiveModules(l) & kRecomputeMoe) != 0;
     const double passes = 2.0 * (full || moe_recompute ? 3.0 : 2.0) * moe_layers;
-    const cost::EpA2aSeconds a = EpPassOf(tables_id, l, m, sys, setup.num_gpus, links, tokens / tp);
+    const cost::EpA2aSeconds a = cost::EpAllToAllCached(tables_id, l, m, sys, setup.num_gpus, links, tokens / tp);
     const double per_step = std::max(0.0, 0.5 * (a.dispatch + a.combine) - a.latency);
     // With the EP all-to-all overlap at least HiddenCommCost of it stays (Pos(c − g) +
     // κ·min(c, g) >= κ·c for κ <= 1, the unpaired share exposed in full).
@@ -205,11 +176,8 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     const double dense_local = layers * layer_dense / tp;
     const double expert_local = moe_layers * one_layer_experts / (ep * etp);
     const double g_bytes = l.main_grad_bytes;
-    const int64_t world = std::max<int64_t>(1, setup.num_gpus);
-    const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
-    const cost::Group gd{std::max<int64_t>(1, l.dp) * std::max<int64_t>(1, l.cp), std::max<int64_t>(1, l.tp)};
-    const int64_t ep_etp = std::max<int64_t>(1, l.ep) * std::max<int64_t>(1, l.etp);
-    const cost::Group ge{std::max<int64_t>(1, non_pp / ep_etp), ep_etp};
+    const cost::MegatronDpGroups dpg = cost::MegatronDpGroupsOf(l, setup.num_gpus);
+    const cost::Group gd = dpg.dense, ge = dpg.expert;
     const cost::Link ld = cost::RingLink(sys, links, gd), le = cost::RingLink(sys, links, ge);
     const double ag_d = cost::AllGatherSeconds(2.0 * dense_local, gd.n, ld);
     const double ag_e = cost::AllGatherSeconds(2.0 * expert_local, ge.n, le);
@@ -245,13 +213,17 @@ double StepLowerBound::Least(double n_min, double n_max) const {
   return std::max(gpu * (1.0 + bubble / n_max) + n_min * dp_per_micro_batch, n_min * host_per_micro_batch);
 }
 
+MicroBatchRange MicroBatchesPerStep(int64_t global_batch, int64_t dp_size, int64_t max_micro_batch) {
+  const double dp = double(std::max<int64_t>(1, dp_size));
+  MicroBatchRange r;
+  r.fewest = max_micro_batch > 0 ? std::max(1.0, double(global_batch) / (dp * double(max_micro_batch))) : 1.0;
+  r.most = std::max(r.fewest, double(global_batch) / dp);
+  return r;
+}
+
 double CostModel::StepSecondsLowerBound(const CostView& l, int64_t max_micro_batch) const {
-  // Micro-batches per step: at least global batch / (dp · the largest micro-batch), else 1;
-  // at most one sequence each.
-  const double dp = double(std::max<int64_t>(1, l.dp));
-  const double n_min = max_micro_batch > 0 ? std::max(1.0, double(setup_.global_batch) / (dp * double(max_micro_batch))) : 1.0;
-  const double n_max = std::max(n_min, double(setup_.global_batch) / dp);
-  return StepLowerBoundOf(l).Least(n_min, n_max);
+  const MicroBatchRange n = MicroBatchesPerStep(setup_.global_batch, l.dp, max_micro_batch);
+  return StepLowerBoundOf(l).Least(n.fewest, n.most);
 }
 
 StepLowerBound CostModel::StepLowerBoundOf(const CostView& l) const {

@@ -18,6 +18,21 @@ int64_t CpRingRanks(const CostView& v) {
   return cp;
 }
 
+CpLinks CpLinksOf(const SystemSpec& sys, const LinkTable* table, const CostView& l, Group cp) {
+  CpLinks links;
+  switch (l.cp_comm) {
+    case CpCommType::kP2p:
+    case CpCommType::kAllGather: links.ring = RingLink(sys, table, cp); break;
+    case CpCommType::kA2a: links.a2a = A2aLink(sys, table, cp); break;
+    case CpCommType::kA2aP2p:
+      links.ring = RingLink(sys, table, cp);
+      links.inner_a2a = A2aLink(sys, table, Group{l.cp_a2a, cp.stride});
+      links.outer_ring = RingLink(sys, table, Group{l.cp / std::max<int64_t>(1, l.cp_a2a), cp.stride * l.cp_a2a});
+      break;
+  }
+  return links;
+}
+
 double CpLayerExposedSeconds(CpCommType type, const CpLayerInputs& in, const CpLinks& links) {
   if (in.cp <= 1) return 0.0;
   const double passes_a2a = in.full ? 3.0 : 2.0;    // forward, backward, recomputed forward

@@ -37,6 +37,9 @@ struct CpLinks {
   Link inner_a2a;   ///< all-to-all link of the a2a level (kA2aP2p)
   Link outer_ring;  ///< ring link of the p2p level (kA2aP2p)
 };
+/// The links `view`'s cp_comm_type uses, of the CP group `cp` ({cp, stride tp}: LayoutGroups),
+/// from `table` where it holds the shape (RingLink, A2aLink). Throws nothing.
+CpLinks CpLinksOf(const SystemSpec& system, const LinkTable* table, const CostView& view, Group cp);
 
 /// Exposed seconds of the exchange, by type (Transformer Engine
 /// pytorch/attention/dot_product_attention/context_parallel.py, d0067d0d):

@@ -645,11 +645,30 @@ double RoutedDispatchCopies(const ModelSpec& model, int64_t units);
 ///     tests/utils.py count_rdma_send_from_routing_map) at the backend's measured logical RDMA
 ///     share of the NIC (DeepEpRdmaShare, HybridEpRdmaShare by EP size), concurrently with the
 ///     NVLink forward of the received copies; the slower of the two sets the time.
+/// The attention core's rate (FLOP/s) in MegatronRankTerms: the BF16 peak at
+/// kFlashAttentionEfficiency, AttentionHeadDimFactor of the model's query/key head and
+/// AttentionLengthFactor of the chunks the view's cp_comm_type attends (CpRingRanks).
+double MegatronCoreRate(const GpuSpec& gpu, const ModelSpec& model, int64_t seq_len, const CostView& view);
+/// Megatron-Core's data-parallel groups of a layout on `num_gpus` GPUs (the gradient
+/// reduce-scatter and weight gather of MegatronRankTerms' DP term): the dense parameters' over
+/// dp·cp ranks at stride tp, the routed experts' over the ranks of one pipeline stage that
+/// share an (ep, etp) position, at stride ep·etp (parallel_state.py expert-data-parallel).
+struct MegatronDpGroups {
+  Group dense, expert;
+};
+MegatronDpGroups MegatronDpGroupsOf(const CostView& view, int64_t num_gpus);
 EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens);
 /// The same from its inputs alone (c.view, c.model, c.system, c.setup.num_gpus, c.links), for
 /// callers without a Ctx (the search's lower bound, planner/cost/bounds.cpp).
 EpA2aSeconds EpAllToAllSeconds(const CostView& view, const ModelSpec& model, const SystemSpec& system, int64_t num_gpus,
                                const LinkTable* links, double tokens);
+/// EpAllToAllSeconds kept per thread for its last 8 inputs: `tables_id` (CostTables::Id) with
+/// `num_gpus` fixes the model, system and link table, the key holds the rest (the view's ep,
+/// etp, dispatcher and flex backend, the tokens' bits), so a hit returns the very bits a
+/// computation would. The Ctx form computes afresh when c.tables is null. Throws nothing.
+EpA2aSeconds EpAllToAllCached(uint64_t tables_id, const CostView& view, const ModelSpec& model, const SystemSpec& system,
+                              int64_t num_gpus, const LinkTable* links, double tokens);
+EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens);
 /// Measured bandwidth shares of the flex backends (bytes as the benchmarks count them per
 /// second, over the link's nominal one-direction bandwidth).
 /// DeepEP V1 normal kernels on H800 (NVLink 400 GB/s bidirectional, 200 one way; CX7

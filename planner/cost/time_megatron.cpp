@@ -237,6 +237,23 @@ double HybridEpNvlinkShare(int64_t ep, bool combine) {
   return ByEpSize(ep, kSizes, combine ? kCombine : kDispatch);
 }
 
+double MegatronCoreRate(const GpuSpec& gpu, const ModelSpec& m, int64_t seq_len, const CostView& l) {
+  return gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
+         AttentionLengthFactor(seq_len, CpRingRanks(l));
+}
+
+MegatronDpGroups MegatronDpGroupsOf(const CostView& l, int64_t num_gpus) {
+  const int64_t world = std::max<int64_t>(1, num_gpus);
+  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
+  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
+  const double ep = double(std::max<int64_t>(1, l.ep)), etp = double(std::max<int64_t>(1, l.etp));
+  MegatronDpGroups g;
+  g.dense = Group{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
+  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(ep * etp)));
+  g.expert = Group{edp_n, static_cast<int64_t>(ep * etp)};
+  return g;
+}
+
 EpA2aSeconds EpAllToAllSeconds(const Ctx& c, double tokens) {
   return EpAllToAllSeconds(c.view, c.model, c.system, c.setup.num_gpus, c.links, tokens);
 }
@@ -462,8 +479,7 @@ MegatronShared SharedFeaturePart(const Ctx& c) {
         norms + ((rm & (kRecomputeMoeAct | kRecomputeMoe)) ? 3.0 * double(m.experts_per_token) * double(m.moe_intermediate_size) : 0.0);
   }
   const bool fp8 = c.setup.precision != Precision::kBf16;
-  s.core_rate = gpu.bf16_flops * kFlashAttentionEfficiency * AttentionHeadDimFactor(QkHeadDim(m)) *
-                AttentionLengthFactor(c.setup.seq_len, CpRingRanks(l));
+  s.core_rate = MegatronCoreRate(gpu, m, c.setup.seq_len, l);
   const double per_elem = gpu.hbm_bandwidth > 0 ? 3.0 * (1.0 + s.extra) * 2.0 * s.tokens / s.tp / gpu.hbm_bandwidth : 0.0;
   const MegatronUnfused unfused = c.tables ? c.tables->Unfused() : MegatronUnfusedOps(m);
   // Unfused paths: their forward runs again under full recompute (3·extra = the share).
@@ -511,12 +527,9 @@ MegatronShared SharedFeaturePart(const Ctx& c) {
   }
   s.v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) s.max_stage_layers = double(MegatronMaxStageLayers(m.num_layers, c.split, l.places, l.mtp_layers));
-  const int64_t world = std::max<int64_t>(1, c.setup.num_gpus);
-  const int64_t non_pp = world / std::max<int64_t>(1, l.pp);
-  const double dp_cp = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
-  s.gd = Group{static_cast<int64_t>(dp_cp), std::max<int64_t>(1, l.tp)};
-  const int64_t edp_n = std::max<int64_t>(1, non_pp / std::max<int64_t>(1, int64_t(s.ep * s.etp)));
-  s.ge = Group{edp_n, static_cast<int64_t>(s.ep * s.etp)};
+  const MegatronDpGroups dpg = MegatronDpGroupsOf(l, c.setup.num_gpus);
+  s.gd = dpg.dense;
+  s.ge = dpg.expert;
   s.ld = RingLink(sys, c.links, s.gd);
   s.le = RingLink(sys, c.links, s.ge);
   return s;
@@ -572,19 +585,24 @@ MegatronShared SharedFeaturePartCached(const Ctx& c) {
 // mesh's feature sets repeat its micro-batches' token counts. The key holds every input it
 // reads beside the CostModel's model and system (fixed by CostTables::Id) and its link table
 // (fixed by the tables and num_gpus): num_gpus, the EP group, the dispatcher and the tokens.
-EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens) {
-  if (c.tables == nullptr) return EpAllToAllSeconds(c, tokens);
-  const CostView& l = c.view;
+
+}  // namespace
+
+EpA2aSeconds EpAllToAllCached(uint64_t tables_id, const CostView& l, const ModelSpec& m, const SystemSpec& sys,
+                              int64_t num_gpus, const LinkTable* links, double tokens) {
   int64_t tokens_bits;
   std::memcpy(&tokens_bits, &tokens, sizeof tokens_bits);
-  const std::array<int64_t, 7> key{int64_t(c.tables->Id()), c.setup.num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
+  const std::array<int64_t, 7> key{int64_t(tables_id), num_gpus, l.ep, l.etp, int64_t(l.dispatcher),
                                    int64_t(l.flex_backend), tokens_bits};
   thread_local LastValues<std::array<int64_t, 7>, EpA2aSeconds, 8> last;
   if (const EpA2aSeconds* hit = last.Find(key)) return *hit;
-  return last.Store(key, EpAllToAllSeconds(c, tokens));
+  return last.Store(key, EpAllToAllSeconds(l, m, sys, num_gpus, links, tokens));
 }
 
-}  // namespace
+EpA2aSeconds EpAllToAllCached(const Ctx& c, double tokens) {
+  if (c.tables == nullptr) return EpAllToAllSeconds(c, tokens);
+  return EpAllToAllCached(c.tables->Id(), c.view, c.model, c.system, c.setup.num_gpus, c.links, tokens);
+}
 
 /// Physical terms (see time.hpp). Per pipeline rank, per optimizer step:
 ///   T = micro_batch·seq/cp tokens per micro-batch, M micro-batches per step, v virtual stages.
@@ -719,18 +737,7 @@ MegatronShared MegatronLayoutShared(const Ctx& c) {
     in.cp = l.cp;
     in.a2a = l.cp_a2a;
     in.full = s.full;
-    CpLinks links;
-    switch (l.cp_comm) {
-      case CpCommType::kP2p:
-      case CpCommType::kAllGather: links.ring = RingLink(sys, c.links, g.cp); break;
-      case CpCommType::kA2a: links.a2a = A2aLink(sys, c.links, g.cp); break;
-      case CpCommType::kA2aP2p:
-        links.ring = RingLink(sys, c.links, g.cp);
-        links.inner_a2a = A2aLink(sys, c.links, Group{l.cp_a2a, g.cp.stride});
-        links.outer_ring = RingLink(sys, c.links, Group{l.cp / std::max<int64_t>(1, l.cp_a2a), g.cp.stride * l.cp_a2a});
-        break;
-    }
-    s.cp_layer_mb = CpLayerExposedSeconds(l.cp_comm, in, links);
+    s.cp_layer_mb = CpLayerExposedSeconds(l.cp_comm, in, CpLinksOf(sys, c.links, l, g.cp));
   }
   if (l.ep > 1 && m.is_moe()) {
     s.ep_a2a = EpAllToAllCached(c, t_mb / s.tp);

@@ -188,12 +188,9 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
           const CostView view = ToCostView(f, cm.model(), cm.setup());
           const StepLowerBound lb = cm.StepLowerBoundOf(view);
           // As CostModel::StepSecondsLowerBound, from the same StepLowerBound.
-          const double dp = double(std::max<int64_t>(1, view.dp));
-          const double gbs = double(cm.setup().global_batch);
-          const double n_min = req.max_micro_batch > 0 ? std::max(1.0, gbs / (dp * double(req.max_micro_batch))) : 1.0;
-          const double n_max = std::max(n_min, gbs / dp);
-          b.push_back(lb.Least(n_min, n_max));
-          keys.push_back(lb.At(n_max));
+          const MicroBatchRange n = MicroBatchesPerStep(cm.setup().global_batch, view.dp, req.max_micro_batch);
+          b.push_back(lb.Least(n.fewest, n.most));
+          keys.push_back(lb.At(n.most));
         }
         if (std::find(dps.begin(), dps.end(), f.dp) == dps.end()) dps.push_back(f.dp);
       }
