@@ -85,6 +85,14 @@ struct CostView {
   /// AutoModel loss_fn MaskedCrossEntropy fp32_upcast: the loss runs on fp32 logits (default
   /// true) or on the logits' own dtype (Layout::loss_fp32_upcast). Megatron layouts: true.
   bool loss_fp32_upcast = true;
+  /// AutoModel loss_fn FusedLinearCrossEntropy (components/loss/linear_ce.py, cut-cross-entropy's
+  /// linear_cross_entropy): lm_head and the loss run blockwise over the vocabulary, so no
+  /// logits are kept (Layout::loss_fused_linear). Megatron layouts: false.
+  bool loss_fused_linear = false;
+  /// AutoModel distributed.moe.reshard_after_forward: true reshards the experts after each
+  /// forward as every other FSDP2 unit (Layout's am.moe_reshard_after_forward == "true");
+  /// false (AutoModel's default, MoEParallelizerConfig) keeps them gathered.
+  bool moe_reshard_after_forward = false;
   /// Stages per rank the Megatron-Core memory estimate's in-flight factor reads (0: not
   /// interleaved): Megatron-Bridge its VPP, AutoModel its stages per rank when interleaved.
   int64_t estimate_vpp = 0;

@@ -321,6 +321,9 @@ struct Layout {
   /// true casts the logits to fp32 before F.cross_entropy; AutoModel's MoE benchmark recipes set
   /// false). Read from a recipe; the planner's layouts keep the default.
   bool loss_fp32_upcast = true;
+  /// AutoModel `loss_fn` FusedLinearCrossEntropy (components/loss/linear_ce.py): read from a
+  /// recipe; the planner's layouts keep MaskedCrossEntropy.
+  bool loss_fused_linear = false;
   /// AutoModel `model.backend` MoE settings (dispatcher, fake gate); Megatron layouts ignore it.
   AmMoeBackend am_backend;
 

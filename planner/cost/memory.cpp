@@ -114,10 +114,44 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
     x.gdn_delta = delta(x.wrap);
     x.gdn_delta_full = delta(AcWrap::kNone);
   }
+  if (c.model.architecture == Architecture::kNemotronH) {
+    // AutoModel's wrap of each block kind: the MoE parallelizer (ep_size > 1) and world size 1
+    // (FSDP2Manager calls gradient_checkpointing_enable: every block) wrap every block, the
+    // former saving the router's outputs (ignore_router_for_ac, its default) and applying the
+    // selective policy to every block under "selective"; NemotronHParallelizationStrategy
+    // (ep_size 1, components/distributed/parallelizer.py) checkpoint_wraps the mlp and mamba
+    // blocks only, "selective" taken as true.
+    const bool every_block = l.ep > 1 || one_gpu;
+    bool has[4] = {false, false, false, false};  // attention, Mamba-2, MLP, MoE
+    for (const LayerBlock& b : c.model.layer_pattern) {
+      has[0] |= b.mixer == MixerKind::kAttention;
+      has[1] |= b.mixer == MixerKind::kMamba2;
+      has[2] |= b.mlp == MlpKind::kDense;
+      has[3] |= b.mlp == MlpKind::kMoe;
+    }
+    const MixerKind mixers[4] = {MixerKind::kAttention, MixerKind::kMamba2, MixerKind::kNone, MixerKind::kNone};
+    const MlpKind mlps[4] = {MlpKind::kNone, MlpKind::kNone, MlpKind::kDense, MlpKind::kMoe};
+    double* out[4] = {&x.nem_attn, &x.nem_mamba, &x.nem_mlp, &x.nem_moe};
+    for (int i = 0; i < 4; ++i) {
+      const bool wrapped = x.wrap != AcWrap::kNone && (every_block || i == 1 || i == 2);
+      AcWrap w = wrapped ? x.wrap : AcWrap::kNone;
+      if (w == AcWrap::kSelective && !every_block) w = AcWrap::kLayer;
+      if (w == AcWrap::kSubmodule) w = AcWrap::kLayer;
+      *out[i] = NemotronBlockActivationBytes(c.model, mixers[i], mlps[i], w, l.ep > 1).PerRank(l.tp, sp);
+      if (wrapped && has[i] && (w == AcWrap::kLayer)) {
+        x.nem_recompute = std::max(
+            x.nem_recompute,
+            NemotronBlockActivationBytes(c.model, mixers[i], mlps[i], AcWrap::kNone, false).PerRank(l.tp, sp));
+      }
+    }
+  }
   const double e = x.compute.elem;
   x.final_norm = FinalNormBytesPerToken(c.model, e);
   // LlamaRotaryEmbedding.forward returns cos.to(x.dtype), sin.to(x.dtype).
-  x.rope = 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
+  // (NemotronV3Attention has no rotary embedding.)
+  x.rope = c.model.architecture == Architecture::kNemotronH
+               ? 0.0
+               : 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
   x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e, l.loss_fp32_upcast);
   x.held_logits = e / tp;
   if (x.compute.Math()) {
@@ -242,7 +276,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
       grads_prev = 4.0 * (dense_local + expert_local);
     } else {
       resident = 2.0 * (layer_local + root_local);
-      if (!kMoeReshardAfterForward && l.ep > 1 && c.groups.ep_shard.n > 1) {
+      if (!l.moe_reshard_after_forward && l.ep > 1 && c.groups.ep_shard.n > 1) {
         resident += 2.0 * std::max(0.0, expert_local - rp.max_layer_expert / ep);
       }
       const bool defer = opts.defer_fsdp_grad_sync || l.defer_fsdp_grad_sync;
@@ -272,14 +306,23 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double moe_act = terms.moe_act;
   const double inflight = InflightMicrobatches(l, c.split, pp_rank);
   // A Gated DeltaNet layer is an attention layer with its mixer swapped (PytorchRankTerms::gdn_delta).
-  double acts = inflight * t *
-                (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act +
-                 double(rp.gdn_mixers) * terms.gdn_delta + terms.rope);
+  // A Nemotron-H rank: its blocks by kind (PytorchRankTerms::nem_*).
+  const bool nemotron = m.architecture == Architecture::kNemotronH;
+  double acts = nemotron ? inflight * t *
+                               (double(rp.attention_mixers) * terms.nem_attn + double(rp.mamba_mixers) * terms.nem_mamba +
+                                double(rp.dense_layers) * terms.nem_mlp + double(rp.moe_layers) * terms.nem_moe)
+                         : inflight * t *
+                               (double(rp.dense_layers) * dense_act + double(rp.moe_layers) * moe_act +
+                                double(rp.gdn_mixers) * terms.gdn_delta + terms.rope);
   double logits = 0, held_logits = 0;
   if (rp.has_head) {
     acts += t * terms.final_norm / (sp ? tp : 1.0);
-    logits = terms.logits * t * double(m.vocab_size);
-    held_logits = terms.held_logits * t * double(m.vocab_size);
+    // FusedLinearCrossEntropy computes lm_head and the loss blockwise (cut-cross-entropy): no
+    // logits outlive a block (its fp32 log-sum-exp per token aside).
+    if (!l.loss_fused_linear) {
+      logits = terms.logits * t * double(m.vocab_size);
+      held_logits = terms.held_logits * t * double(m.vocab_size);
+    }
   }
 
   const double base = weights + optimizer + bucket + kCublasWorkspaceBytes;
@@ -298,7 +341,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   mem.phase = "backward start";
   // Moment 2: recompute of one layer under full checkpointing.
   if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
-    const double layer_full = t * std::max({rp.dense_layers > 0 ? terms.dense_full : 0.0,
+    const double layer_full = nemotron ? t * terms.nem_recompute : t * std::max({rp.dense_layers > 0 ? terms.dense_full : 0.0,
                                             rp.moe_layers > 0 ? terms.moe_full : 0.0,
                                             rp.gdn_mixers > 0 ? terms.moe_full + terms.gdn_delta_full : 0.0});
     const double total = base + grads_prev + resident + acts + layer_full + held_logits;

@@ -61,6 +61,22 @@ LayerCompute PytorchCompute(const ModelSpec& model, bool fp32, int64_t seq_len);
 /// (kGatedDeltaNet: Qwen3-Next / Qwen3.5 under AutoModel, derived from source, not measured).
 ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, AcWrap wrap, const LayerCompute& compute = {},
                               MixerKind mixer = MixerKind::kAttention);
+/// Bytes per token that one block of a Nemotron-H model (single-block layers: a Mamba-2 or
+/// attention mixer, or a relu2 MLP or MoE; NemotronHForCausalLM as AutoModel trains it with
+/// nemo_automodel/components/models/nemotron_v3, 36044ad) keeps for backward in bf16, by TP
+/// class, under `wrap`:
+///   kNone: its norm (input and fp32 rsqrt) and the norm's output, plus the mixer's or MLP's
+///     saved tensors (formulas in memory_pytorch.cpp: mamba_ssm's fused scan, AttentionNoAc,
+///     the relu2 MLP, NemotronMoeNoAc);
+///   kLayer / kSubmodule (torch checkpoint_wrapper on the block): the block input e·h, and with
+///     `router_saved` (the MoE parallelizer's ignore_router_for_ac policy, which must-saves the
+///     router projection and aten.topk: components/moe/parallelizer.py apply_ac) the fp32
+///     router logits 4E and the top-k values and int64 indices 12k;
+///   kSelective: the block input and every other matmul output (TorchTitan's policy); the
+///     mamba_ssm and fused-expert Functions' tensors are recomputed.
+/// Which blocks a recipe wraps is the caller's (PytorchTerms). Derived from the source, not measured.
+ActBytes NemotronBlockActivationBytes(const ModelSpec& model, MixerKind mixer, MlpKind mlp, AcWrap wrap,
+                                      bool router_saved);
 /// Same, by AutoModel recompute setting with whole-layer wrapping (FSDP2 / world 1), bf16.
 ActBytes LayerActivationBytes(const ModelSpec& model, bool moe_layer, Recompute recompute);
 
@@ -110,6 +126,11 @@ struct PytorchRankTerms {
   /// kSelective the alternation of the saved matmuls makes it the MoE layer's); 0 without such
   /// layers. Negative where the mixer keeps less than attention.
   double gdn_delta = 0, gdn_delta_full = 0;
+  /// Nemotron-H (NemotronBlockActivationBytes): bytes per token per rank of each block kind
+  /// under the wrap AutoModel gives it (`*_full`: without checkpointing, for the recompute
+  /// moment of a wrapped block; 0 where that kind is not wrapped); all 0 for other models.
+  double nem_attn = 0, nem_mamba = 0, nem_mlp = 0, nem_moe = 0;
+  double nem_recompute = 0;  ///< the largest `*_full` of the wrapped kinds the model has
   LayerCompute compute;     ///< PytorchCompute: fp32 for an fp32 model under DDP or on one GPU unwrapped with FSDP2
   double final_norm = 0;    ///< FinalNormBytesPerToken
   double rope = 0;          ///< RoPE cos and sin, 2·elem·rope_dim bytes per token
@@ -169,8 +190,5 @@ inline constexpr double kNcclBytesPerGroup = 576.0 * 1024.0 * 1024.0;
 inline constexpr double kCublasWorkspaceBytes = 64.0 * 1024.0 * 1024.0;
 /// torch DDP default bucket_cap_mb = 25 MiB (used by the time model).
 inline constexpr double kDdpBucketBytes = 25.0 * 1024.0 * 1024.0;
-/// AutoModel `distributed.moe.reshard_after_forward` default (false, automodel.md 1.2):
-/// when ep > 1 and ep_shard > 1 the gathered experts stay resident from forward to backward.
-inline constexpr bool kMoeReshardAfterForward = false;
 
 }  // namespace meshplan::cost

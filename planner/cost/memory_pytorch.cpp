@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
@@ -265,7 +266,104 @@ ActBytes Selective(const ModelSpec& m, bool moe_layer, const LayerCompute& x, bo
   return b;
 }
 
+/// The routed experts and shared experts of one Nemotron-H MoE block under AutoModel, no
+/// checkpointing, per token (components/moe/layers.py MoE with the relu2 experts Nemotron's
+/// MoEConfig sets: nemotron_v3/model.py, n_shared_experts 1, shared_expert_gate false):
+///   the router in fp32 (nemotron_v3/layers.py sets backend.gate_precision = float32; layers.py
+///     Gate.forward: x.to(gate_precision), F.linear): its fp32 input copy 4h and logits 4E;
+///   per routed copy (relu2 is not gated: experts.py is_gated false, one up projection f_e):
+///     the permuted input e·x (x = moe_latent_size under LatentMoE, else h), the up output e·f_e
+///     (relu2_deepep's input) and its prob-weighted output e·f_e (the down GEMM's input), the
+///     fp32 permuted prob 4;
+///   LatentMoE (fc1_latent_proj h -> ℓ before, fc2_latent_proj ℓ -> h after the experts): the
+///     combined output, fc2_latent_proj's input, e·ℓ;
+///   the shared expert, MLP relu2 (layers.py MLP.forward: down_proj(F.relu(up_proj(x)).pow(2))):
+///     relu's output (saved by relu and by pow) and pow's output (down_proj's input), 2·e·f_s.
+/// Derived from the source, not measured.
+void NemotronMoeNoAc(const ModelSpec& m, double e, ActBytes& b) {
+  const double h = double(m.hidden_size), k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
+  const double x = double(m.ExpertInputSize());
+  b.unsplit += k * (e * (x + 2.0 * fe) + 4.0) + 4.0 * double(m.num_experts);
+  b.rep += 4.0 * h + (m.moe_latent_size > 0 ? e * double(m.moe_latent_size) : 0.0);
+  b.rep += 2.0 * e * double(m.shared_expert_intermediate_size);
+}
+
 }  // namespace
+
+ActBytes NemotronBlockActivationBytes(const ModelSpec& m, MixerKind mixer, MlpKind mlp, AcWrap wrap, bool router_saved) {
+  const double h = double(m.hidden_size), e = 2.0;
+  ActBytes b;
+  if (wrap == AcWrap::kLayer || wrap == AcWrap::kSubmodule) {
+    b.rep = e * h;
+    if (router_saved && mlp == MlpKind::kMoe) {
+      b.unsplit += 4.0 * double(m.num_experts) + 12.0 * double(m.experts_per_token);
+    }
+    return b;
+  }
+  if (wrap == AcWrap::kSelective) {
+    // The TorchTitan policy over the block's matmuls in order (every other one saved, the first
+    // saved); the mamba_ssm and fused-expert Functions keep nothing (recomputed); the attention
+    // output and log-sum-exp are saved.
+    b.rep = e * h;
+    std::array<std::pair<double, int>, 8> mms{};  // width per token, 0 replicated / 1 TP-split / 2 EP-owned
+    int n = 0;
+    if (mixer == MixerKind::kMamba2) {
+      const Mamba2Spec& x = m.mamba;
+      mms[n++] = {double(2 * x.d_inner() + 2 * x.n_groups * x.state_size + x.num_heads), 0};
+    } else if (mixer == MixerKind::kAttention) {
+      mms[n++] = {double(QDim(m)), 0};
+      mms[n++] = {double(KDim(m)), 0};
+      mms[n++] = {double(VDim(m)), 0};
+      mms[n++] = {h, 0};
+      b.rep += e * double(AttnOutDim(m)) + 4.0 * double(m.num_attention_heads);
+    }
+    if (mlp == MlpKind::kDense) {
+      mms[n++] = {double(m.intermediate_size), 1};
+      mms[n++] = {h, 0};
+    } else if (mlp == MlpKind::kMoe) {
+      const double k = double(m.experts_per_token);
+      mms[n++] = {double(m.num_experts), 0};
+      if (m.moe_latent_size > 0) mms[n++] = {double(m.moe_latent_size), 0};
+      mms[n++] = {k * double(m.moe_intermediate_size), 2};
+      mms[n++] = {k * double(m.ExpertInputSize()), 2};
+      mms[n++] = {double(m.shared_expert_intermediate_size), 0};
+      mms[n++] = {h, 0};
+      b.unsplit += 2.0 * k * double(m.ExpertInputSize()) * e;  // the dispatched and combined copies
+    }
+    for (int i = 0; i < n; i += 2) {
+      (mms[i].second == 0 ? b.rep : mms[i].second == 1 ? b.split : b.unsplit) += e * mms[i].first;
+    }
+    return b;
+  }
+  // No checkpointing: the block's norm (backend.rms_norm; its input and fp32 rsqrt) and its
+  // output, the input of the mixer's or the MLP's first GEMM.
+  b.rep = OwnNormBytes(h, 1, e) + e * h;
+  if (mixer == MixerKind::kMamba2) {
+    // MambaSplitConv1dScanCombinedFn (mamba_ssm 2.3.0 ops/triton/ssd_combined.py, the training
+    // path of nemotron_v3/layers.py NemotronV3Mamba2Mixer without CP):
+    // ctx.save_for_backward(zxbcdt, ..., out_x, ..., rstd, ...): the in_proj output
+    // e·(2·d_in + 2·ng·N + nh), the scan output out_x e·d_in and the gated RMSNorm's fp32 rstd
+    // per group 4·ng; the conv1d output, dt, dA_cumsum, the chunk states and the normed output
+    // are recomputed in its backward. TP never splits it (no TP plan names the mixer).
+    const Mamba2Spec& x = m.mamba;
+    b.rep += e * double(2 * x.d_inner() + 2 * x.n_groups * x.state_size + x.num_heads) + e * double(x.d_inner()) +
+             4.0 * double(x.n_groups);
+  } else if (mixer == MixerKind::kAttention) {
+    // NemotronV3Attention (no RoPE, no q/k norms): q, k, v, the kernel's output (o_proj's input)
+    // and the fp32 log-sum-exp, as AttentionNoAc counts them; replicated (not TP-split).
+    ActBytes a;
+    AttentionNoAc(m, LayerCompute{}, a);
+    b.rep += a.rep + a.split + a.unsplit;
+  }
+  if (mlp == MlpKind::kDense) {
+    // components/moe/layers.py MLP relu2: relu's output and pow's output, 2·e·f, TP-split
+    // (NemotronHParallelizationStrategy: mixer.up_proj Colwise, mixer.down_proj Rowwise).
+    b.split += 2.0 * e * double(m.intermediate_size);
+  } else if (mlp == MlpKind::kMoe) {
+    NemotronMoeNoAc(m, e, b);
+  }
+  return b;
+}
 
 LayerCompute PytorchCompute(const ModelSpec& m, bool fp32, int64_t seq_len) {
   LayerCompute x;

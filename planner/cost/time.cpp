@@ -124,6 +124,28 @@ double GdnMixerPasses(const ModelSpec& m) {
   return 3.0 * (reorder + conv + gates + copies + chunk + norm) * kElementwiseSlowdown;
 }
 
+double NemotronBlockPasses(const ModelSpec& m, MixerKind mixer, MlpKind mlp, int64_t ep, TokenDispatch dispatcher,
+                           double tp) {
+  const double h = double(m.hidden_size);
+  double passes = 0.5 * kMoeNormAddPasses * h;  // the block's norm and residual add
+  if (mixer == MixerKind::kMamba2) {
+    // The mixer's share of HybridBlockElements (less its 5h of norm and add), x3 for forward +
+    // backward, at kElementwiseSlowdown.
+    passes += 3.0 * kElementwiseSlowdown *
+              (HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, false, false) - 5.0 * h);
+  }
+  if (mlp == MlpKind::kDense) passes += kEagerFfnPasses * double(m.intermediate_size) / tp;
+  if (mlp == MlpKind::kMoe) {
+    const double k = double(m.experts_per_token), fe = double(m.moe_intermediate_size);
+    const double x = double(m.ExpertInputSize());
+    const bool fused = ep > 1 && dispatcher == TokenDispatch::kFlex;
+    const double permute = fused ? kMoeFusedPermutePasses(k) : kMoePermutePasses + kMoeUnpermutePasses;
+    passes += k * permute * x + k * kRelu2ActShare * kMoeActPasses * fe + kMoeRouterPasses * double(m.num_experts) +
+              kEagerFfnPasses * double(m.shared_expert_intermediate_size);
+  }
+  return passes;
+}
+
 double ConsecutiveDispatchCopies(int64_t num_experts, int64_t top_k, int64_t ep, int64_t ranks_per_group) {
   const int64_t e = num_experts, k = std::min(top_k, num_experts), d = std::max<int64_t>(1, ranks_per_group);
   if (ep <= d || e <= 0 || k <= 0) return 1.0;
@@ -147,7 +169,9 @@ AutoModelEp AutoModelEpPass(const SystemSpec& sys, int64_t num_gpus, const Link&
   AutoModelEp out;
   const int64_t ep = v.ep;
   if (ep <= 1 || tokens <= 0 || !m.is_moe()) return out;
-  const double h = double(m.hidden_size);
+  // The experts' input width: LatentMoE dispatches fc1_latent_proj's output (components/moe/
+  // layers.py MoE.forward: experts(x_latent, ...)), else the hidden state.
+  const double h = double(m.ExpertInputSize());
   const int64_t domain = PlacedDomainGpus(sys, num_gpus);
   out.domains = ep <= domain ? 1 : (ep + domain - 1) / domain;
   if (v.dispatcher != TokenDispatch::kFlex) {
@@ -325,16 +349,15 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // Gated DeltaNet) and an MLP; its GDN layers' mixer replaces attention's GEMMs, core and
   // eager ops by its own (GdnLinearFlops, GdnChunkFlops, GdnMixerPasses). 0 for other models.
   const double gdn_layers = double(rp.gdn_mixers);
-  const double attn_layers = layers - gdn_layers;
+  // Nemotron-H (single-block layers, nemotron_v3): its attention and Mamba-2 blocks apart from
+  // the MLP (dense_layers) and MoE (moe_layers) ones; AutoModel's TP plan splits only the MLP
+  // blocks and lm_head (NemotronHParallelizationStrategy).
+  const bool nemotron = m.architecture == Architecture::kNemotronH;
+  const double attn_layers = nemotron ? double(rp.attention_mixers) : layers - gdn_layers;
+  const double mamba_layers = nemotron ? double(rp.mamba_mixers) : 0.0;
   TimeBreakdown t;
 
   // --- compute ---
-  const double linear = tokens * (double(rp.dense_layers) * f.DenseLayerLinear() +
-                                  moe_layers * (f.attn_linear_flops + f.shared_flops) +
-                                  gdn_layers * (f.gdn_linear_flops - f.attn_linear_flops)) / tp;
-  const double head = rp.has_head ? tokens * f.logits_flops / tp : 0.0;
-  const double experts = tokens * moe_layers * f.routed_flops;
-  const double core = tokens * attn_layers * f.attn_core_flops / tp;
   double extra_mm = 0.0, extra_core = 0.0;
   if (l.recompute == Recompute::kFull) {
     extra_mm = 1.0 / 3.0;
@@ -342,6 +365,34 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   } else if (l.recompute == Recompute::kSelective) {
     extra_mm = 1.0 / 6.0;
   }
+  // Nemotron-H: which blocks AutoModel recomputes (NemotronPytorchWrap): every block under the
+  // MoE parallelizer (ep_size > 1) or at world size 1, else the mlp and mamba blocks only
+  // ("selective" taken as a full wrap there). Each recomputed block repeats its forward
+  // (extra_mm of its GEMMs, extra_core of its attention or scan); the rest runs once.
+  const bool nem_every = l.ep > 1 || c.setup.num_gpus <= 1;
+  double nem_mm = extra_mm, nem_core = extra_core;
+  if (nemotron && !nem_every && l.recompute == Recompute::kSelective) nem_mm = nem_core = 1.0 / 3.0;
+  const double nem_other_mm = nem_every ? extra_mm : 0.0, nem_other_core = nem_every ? extra_core : 0.0;
+  // Linear FLOP of the rank's layers already weighted by their recompute (`linear_w`), for
+  // Nemotron-H block by block; the flat and Gated DeltaNet models' layers all alike.
+  const double linear =
+      nemotron ? tokens * (attn_layers * f.attn_linear_flops + mamba_layers * f.mamba_linear_flops +
+                           moe_layers * f.shared_flops + double(rp.dense_layers) * f.dense_mlp_flops / tp)
+               : tokens * (double(rp.dense_layers) * f.DenseLayerLinear() + moe_layers * (f.attn_linear_flops + f.shared_flops) +
+                           gdn_layers * (f.gdn_linear_flops - f.attn_linear_flops)) / tp;
+  const double linear_w =
+      nemotron ? tokens * (attn_layers * f.attn_linear_flops * (1.0 + nem_other_mm) +
+                           mamba_layers * f.mamba_linear_flops * (1.0 + nem_mm) +
+                           moe_layers * f.shared_flops * (1.0 + nem_other_mm) +
+                           double(rp.dense_layers) * f.dense_mlp_flops / tp * (1.0 + nem_mm))
+               : linear * (1.0 + extra_mm);
+  // FusedLinearCrossEntropy (cut-cross-entropy) recomputes the logits blockwise in its
+  // backward: one more forward of lm_head (a third of its FLOP).
+  const double head = rp.has_head ? tokens * f.logits_flops / tp * (l.loss_fused_linear ? 4.0 / 3.0 : 1.0) : 0.0;
+  const double experts = tokens * moe_layers * f.routed_flops;
+  const double experts_w = experts * (1.0 + (nemotron ? nem_other_mm : extra_mm));
+  const double core = tokens * attn_layers * f.attn_core_flops / (nemotron ? 1.0 : tp);
+  if (nemotron) extra_core = nem_other_core;
   const double sys_eff = Positive(sys.compute_efficiency);
   const double linear_rate = PeakFlops(gpu, c.setup.precision) *
                              MatmulEfficiency(gpu, c.setup.precision) * sys_eff;
@@ -349,11 +400,11 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double expert_tokens =
       m.num_experts > 0 ? t_mb * double(m.experts_per_token) * ep / double(m.num_experts) : t_mb;
   const double linear_s =
-      (linear * (1.0 + extra_mm) + head) /
+      (linear_w + head) /
       (linear_rate * LinearGemmFactor(m, t_mb, tp, linear_rate / sys_eff, gpu.hbm_bandwidth,
                                       c.setup.precision != Precision::kBf16));
   const double expert_s =
-      experts * (1.0 + extra_mm) /
+      experts_w /
       (linear_rate * ExpertGemmFactor(m, expert_tokens, 1.0, linear_rate / sys_eff, gpu.hbm_bandwidth,
                                       c.setup.precision != Precision::kBf16));
   // The ring of a context-parallel group runs the core as cp steps over seq/cp-token chunks:
@@ -372,6 +423,12 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     const double gdn_extra = l.recompute == Recompute::kNone ? 0.0 : 1.0 / 3.0;
     t.compute += tokens * gdn_layers * f.gdn_chunk_flops * (1.0 + gdn_extra) / (gpu.bf16_flops * kFlashAttentionEfficiency);
   }
+  // The SSD scan's Triton kernels (SsdScanFlops) at the rate the Megatron-Core terms price them
+  // (kFlashAttentionEfficiency of the BF16 peak, an assumption), again where the block is
+  // recomputed; not split by TP.
+  if (mamba_layers > 0) {
+    t.compute += tokens * mamba_layers * f.ssd_flops * (1.0 + nem_core) / (gpu.bf16_flops * kFlashAttentionEfficiency);
+  }
   // Eager HBM-bound kernels (kEagerHiddenPasses..., measured) of the Hugging Face modules
   // AutoModel trains dense models with. TP (no sequence parallel in AutoModel's plans) splits
   // the FFN and head widths, not the norms and residual adds; the loss runs on the full
@@ -381,7 +438,19 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // norms and adds; MoeLayerPasses, measured) and for AutoModel's own implementations the dense
   // layers' norms, adds and SwiGLU (MoeModelDenseLayerPasses); a Hugging Face MoE model's dense
   // layers are the dense eager ones.
-  if (gpu.hbm_bandwidth > 0) {
+  if (gpu.hbm_bandwidth > 0 && nemotron) {
+    // Nemotron-H's blocks (NemotronBlockPasses), each recomputed block's forward again.
+    const double rf = EagerRecomputeFactor(l);
+    const double every = nem_every ? rf : 1.0;
+    const double elems =
+        attn_layers * NemotronBlockPasses(m, MixerKind::kAttention, MlpKind::kNone, l.ep, l.dispatcher, tp) * every +
+        mamba_layers * NemotronBlockPasses(m, MixerKind::kMamba2, MlpKind::kNone, l.ep, l.dispatcher, tp) * rf +
+        double(rp.dense_layers) * NemotronBlockPasses(m, MixerKind::kNone, MlpKind::kDense, l.ep, l.dispatcher, tp) * rf +
+        moe_layers * NemotronBlockPasses(m, MixerKind::kNone, MlpKind::kMoe, l.ep, l.dispatcher, tp) * every;
+    // (its fused kernel replaces the eager fp32 softmax and its backward)
+    const double loss = rp.has_head && !l.loss_fused_linear ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
+    t.compute += 2.0 * tokens * (elems + loss) / gpu.hbm_bandwidth + moe_layers * n_mb * kMoeRouterFixedSeconds * every;
+  } else if (gpu.hbm_bandwidth > 0) {
     double elems = double(rp.dense_layers) *
                    (m.is_moe() && !HfMoeModel(m) ? MoeModelDenseLayerPasses(m, tp) : EagerLayerPasses(m, tp));
     double fixed = 0.0;
@@ -397,7 +466,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       elems += layers * (kEagerHiddenPasses - kMoeNormAddPasses) * h +
                attn_layers * kEagerQkNormPasses * double(QDim(m) + KDim(m)) / tp + gdn_layers * GdnMixerPasses(m);
     }
-    const double loss = rp.has_head ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
+    // (its fused kernel replaces the eager fp32 softmax and its backward)
+    const double loss = rp.has_head && !l.loss_fused_linear ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
     t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth +
                  fixed * EagerRecomputeFactor(l);
   }
@@ -414,9 +484,13 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     // q, k, v, gate and up, 5 more. Full recompute repeats the forward's 2. MoE layers: 4 (6).
     const double dense_volumes = full ? 9.0 : 7.0, moe_volumes = full ? 6.0 : 4.0;
     t.tp_comm = (double(rp.dense_layers) * dense_volumes + moe_layers * moe_volumes) * n_mb * per;
+    // Nemotron-H: only the MLP blocks are split (mixer.up_proj Colwise, mixer.down_proj
+    // Rowwise): down_proj's output all-reduce (again under full recompute) and up_proj's input
+    // gradient; the embedding is not split.
+    if (nemotron) t.tp_comm = double(rp.dense_layers) * (full ? 3.0 : 2.0) * n_mb * per;
     // The vocabulary-parallel embedding all-reduces its output, the ColwiseParallel lm_head its
     // input gradient, and the loss gathers the vocabulary-sharded logits (full_tensor()).
-    if (rp.has_embedding) t.tp_comm += n_mb * per;
+    if (rp.has_embedding && !nemotron) t.tp_comm += n_mb * per;
     if (rp.has_head) {
       t.tp_comm += n_mb * (per + AllGatherSeconds(t_mb * double(m.vocab_size) * 2.0, l.tp, ltp));
     }
@@ -426,8 +500,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     // The ring's slowest hop is one GPU's send to its neighbour: NVLink within a scale-up
     // domain, across domains the sending GPU's own NIC (GroupLink's tier: a send/recv pair
     // does not stripe over the node's rails the way NCCL's ring collectives do).
-    t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / tp * 2.0, GroupLink(sys, g.cp),
-                                     t_mb * f.attn_core_flops / tp / core_rate_eff / 3.0, l.cp, full) *
+    const double attn_tp = nemotron ? 1.0 : tp;  // NemotronV3Attention is not TP-split
+    t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / attn_tp * 2.0, GroupLink(sys, g.cp),
+                                     t_mb * f.attn_core_flops / attn_tp / core_rate_eff / 3.0, l.cp, full) *
                 attn_layers * n_mb;
     // Qwen3.5's CPAwareGatedDeltaNet (qwen3_5_moe/cp_linear_attn.py _forward_with_cp): the
     // layer input and its output are all-gathered over the CP group (_AllGatherConcatFn, to undo
@@ -435,6 +510,20 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     // gradient: per GDN layer and micro-batch 2 all-gathers of cp·T·h·2 bytes forward (again
     // under full recompute) and 2 all-reduces of as many backward, on the compute stream
     // (exposed). fla's CP context passes each rank's chunk state (n_v·d_k·d_v fp32), not counted.
+    // Nemotron-H's Mamba-2 blocks (distributed/context_parallel/mamba.py MambaContextParallel):
+    // pre_conv_ssm all-to-alls the in_proj output (2·d_in + 2·ng·N + nh) from sequence- to
+    // head-parallel, post_conv_ssm the scan output (d_in) back, in BF16, forward and backward
+    // (the forward again where the block is recomputed), on the compute stream (exposed).
+    if (mamba_layers > 0) {
+      const Mamba2Spec& x = m.mamba;
+      const Link la = A2aLink(sys, c.links, g.cp);
+      const double di = double(x.d_inner());
+      const double one =
+          AllToAllSeconds(t_mb * (2.0 * di + 2.0 * double(x.n_groups * x.state_size) + double(x.num_heads)) * 2.0, l.cp,
+                          la) +
+          AllToAllSeconds(t_mb * di * 2.0, l.cp, la);
+      t.cp_comm += mamba_layers * n_mb * (full ? 3.0 : 2.0) * one;
+    }
     if (gdn_layers > 0) {
       const Link lcp = RingLink(sys, c.links, g.cp);
       const double gathered = double(l.cp) * t_mb * h * 2.0;
@@ -504,7 +593,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       t.dp_comm = std::max(0.0, ag - kFsdpOverlapFraction * t.compute) + calls * first_ag + calls * rs +
                   HiddenShareCost(ag, kFsdpOverlapFraction * t.compute, ag_cost);
     } else {
-      const bool experts_kept = !kMoeReshardAfterForward && l.ep > 1 && ge.n > 1;
+      const bool experts_kept = !l.moe_reshard_after_forward && l.ep > 1 && ge.n > 1;
       const double ag_d = 2.0 * AllGatherSeconds(2.0 * layers_dense, gd.n, ld) + AllGatherSeconds(2.0 * root, gd.n, ld);
       const double ag_e = (experts_kept ? 1.0 : 2.0) * AllGatherSeconds(2.0 * expert_local, ge.n, le);
       // defer_fsdp_grad_sync (FSDP2 set_requires_gradient_sync(False) before the last
@@ -530,7 +619,7 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // The host issues every micro-batch's layers while the GPU runs them; when it needs longer
   // than the GPU's work (compute, exposed communication, bubble), the GPU waits for the rest.
   // Dense Hugging Face models only, like the eager term above.
-  if (!m.is_moe() && rp.dense_layers > 0) {
+  if (!m.is_moe() && !nemotron && rp.dense_layers > 0) {
     const double host = n_mb * double(rp.dense_layers) * HostLayerSecondsOf(l, c.setup.num_gpus);
     t.host = std::max(0.0, host - t.GpuSeconds());
   }

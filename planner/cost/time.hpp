@@ -222,6 +222,23 @@ double MoeModelDenseLayerPasses(const ModelSpec& model, double tp);
 /// The layer's norms and residual adds are not included. Counted from the source, not measured.
 double GdnMixerPasses(const ModelSpec& model);
 
+/// The prob-weighted squared ReLU's traffic as a share of the weighted SwiGLU's
+/// (kMoeActPasses, measured): relu2_deepep (components/moe/experts.py: F.relu(x).pow(2) ·
+/// probs) reads f_e and writes f_e per routed copy where the SwiGLU reads 2·f_e and writes
+/// f_e, so 2/3 of its bytes, forward and backward alike. Counted, not measured.
+inline constexpr double kRelu2ActShare = 2.0 / 3.0;
+/// Eager element passes per token of one Nemotron-H block under AutoModel (nemotron_v3,
+/// single-block layers), forward + backward: half a MoE layer's norms and adds
+/// (kMoeNormAddPasses·h / 2: one norm, one add); a Mamba-2 mixer's mamba_ssm kernels as
+/// HybridBlockElements counts them (3x its forward, at kElementwiseSlowdown); a relu2 MLP
+/// kEagerFfnPasses·f / tp (relu and pow, as the SwiGLU's two ops; TP-split); a MoE block as
+/// MoeLayerPasses with the permute on the experts' input width (moe_latent_size under
+/// LatentMoE) and the activation at kRelu2ActShare; attention adds nothing beyond its norm
+/// (no RoPE; the kernel is counted as the core). The router's fixed time is not included.
+/// Assumptions built from the measured AutoModel constants, not measured on Nemotron-H.
+double NemotronBlockPasses(const ModelSpec& model, MixerKind mixer, MlpKind mlp, int64_t ep, TokenDispatch dispatcher,
+                           double tp);
+
 /// Expected distinct destination groups of one token under AutoModel's FakeBalancedGate with
 /// noise 0 (components/moe/layers.py FakeBalancedGate.forward: token t of a rank's batch gets
 /// experts (t·k + j) mod E, j < k). Experts sit on the EP ranks in blocks of E/ep consecutive

@@ -11,8 +11,8 @@ std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 
 /// Why AutoModel layouts of a hybrid model are not priced, by its mixer kinds ("" where they
 /// are). AutoModel (NVIDIA-NeMo/Automodel 36044ad) trains each kind with its own models; meshplan's
-/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) price attention and Gated DeltaNet
-/// decoder layers:
+/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) price attention, Gated DeltaNet and
+/// Mamba-2 blocks:
 ///  * Gated DeltaNet: priced. Qwen3NextForCausalLM (components/models/qwen3_next/model.py) and
 ///    Qwen3_5MoeForConditionalGeneration (components/models/qwen3_5_moe/model.py), both
 ///    MoEFSDPSyncMixin MoEs: EP and PP (_transformers/capabilities.py supports_ep,
@@ -21,9 +21,10 @@ std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 ///    cp_linear_attn.py CPAwareGatedDeltaNet; Qwen3-Next's Qwen3NextFp32GatedDeltaNet has no CP
 ///    path: moe/parallelizer.py apply_cp skips it). Those rules are AutoModel's
 ///    (rules_parallel.cpp, rules_gdn.cpp), judged by check and by plan's search.
-///  * Mamba-2: refused. NemotronHForCausalLM, nemo_automodel/_transformers/registry.py ->
-///    components/models/nemotron_v3, parallelizer.py NemotronHParallelizationStrategy; the
-///    eager terms have no Mamba-2 layers (its FSDP2 units, the mamba_ssm kernels' saved tensors).
+///  * Mamba-2: priced. NemotronHForCausalLM (_transformers/registry.py -> components/models/
+///    nemotron_v3; EP through components/moe/parallelizer.py, else parallelizer.py
+///    NemotronHParallelizationStrategy): memory_pytorch.cpp NemotronBlockActivationBytes,
+///    time.cpp NemotronBlockPasses and RankTime's Nemotron-H blocks.
 ///  * DeepSeek-V4: refused. DeepseekV4ForCausalLM (_transformers/registry.py ->
 ///    components/models/deepseek_v4/model.py, moe/parallelizer.py fully_shard_deepseek_v4);
 ///    CP only with backend.attn tilelang (_transformers/capabilities.py supports_cp).
@@ -35,15 +36,7 @@ std::string AutoModelHybridRefusal(const ModelSpec& model) {
            "hyper-connection ops and their saved tensors): no AutoModel layout of it is planned or priced (check "
            "judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
   }
-  for (const LayerBlock& b : model.layer_pattern) {
-    if (b.mixer == MixerKind::kMamba2) {
-      return "NeMo AutoModel trains NemotronHForCausalLM (its nemotron_v3 model with "
-             "NemotronHParallelizationStrategy), but meshplan's PyTorch-eager cost terms have no Mamba-2 layers "
-             "(FSDP2 units, the mamba_ssm kernels' saved tensors): no AutoModel layout of it is planned or priced "
-             "(check judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
-    }
-  }
-  return "";  // Gated DeltaNet hybrids: memory_pytorch.cpp GdnMixerNoAc, time.cpp GdnMixerPasses
+  return "";  // Gated DeltaNet and Mamba-2 hybrids: memory_pytorch.cpp, time.cpp RankTime
 }
 std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
 ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/,

@@ -13,7 +13,8 @@ namespace {
 std::vector<Rule> BuildRegistry() {
   std::vector<Rule> all;
   for (auto part : {rules::MeshRules(), rules::ParallelRules(), rules::BatchRules(), rules::PipelineRules(),
-                    rules::HfModelRules(), rules::AutoModelGdnRules(), rules::AutoModelDsv4Rules()}) {
+                    rules::HfModelRules(), rules::AutoModelGdnRules(), rules::AutoModelDsv4Rules(),
+                    rules::AutoModelNemotronHRules()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   rules::SortTable(all);

@@ -37,6 +37,8 @@ std::span<const Rule> HfModelRules();
 /// AutoModel's rules for its Gated DeltaNet hybrids (frameworks/automodel/rules_gdn.cpp).
 std::span<const Rule> AutoModelGdnRules();
 std::span<const Rule> AutoModelDsv4Rules();  ///< DeepSeek-V4 (frameworks/automodel/rules_dsv4.cpp)
+/// Nemotron-H / Nemotron 3 (frameworks/automodel/rules_nemotron_h.cpp).
+std::span<const Rule> AutoModelNemotronHRules();
 std::span<const Rule> BatchRules();
 
 

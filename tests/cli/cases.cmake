@@ -277,7 +277,7 @@ meshplan_cli_case(check_two_documents_second_invalid 1 "automodel_two_documents_
   "=== document 1 of 2 .*second_invalid.yaml:1.$" "second_invalid.yaml:23: AutoModel recipe" "INVALID: 3 rules fail"
   "tp_size: 3 -> 1" "documents 1 valid, 2 INVALID \\(exit 1\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_invalid.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
-meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 39 rules"
+meshplan_cli_case(check_two_documents_second_malformed 2 "valid: passes all 42 rules"
   "automodel_two_documents_second_malformed.yaml:14:3: error: distributed.tp_size: expected an integer, found 'four'"
   "documents 1 valid, 2 unusable \\(exit 2\\)"
   -- ${MP} check ${R}/automodel_two_documents_second_malformed.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096)
@@ -613,7 +613,7 @@ meshplan_cli_case(validate_unknown_system 1 "skipped \\(line 2\\): no hwdb syste
 # recipe do not hide it; --precision over the recipe's is noted; a dp_size against the world says so.
 meshplan_cli_case(check_automodel_with_mb_sections 0 "warning: the recipe also has Megatron-Bridge sections \\(train\\), which AutoModel ignores"
   -- ${MP} check ${D}/automodel_with_mb_sections.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
-meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 39 rules" "!found null"
+meshplan_cli_case(check_empty_documents_then_recipe 0 "AutoModel recipe, llama3.1-70b" "valid: passes all 42 rules" "!found null"
   -- ${MP} check ${D}/empty_documents_then_recipe.yaml --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192)
 meshplan_cli_case(check_precision_override_noted 0 "note: --precision fp8 replaces the recipe's bf16"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32 --precision fp8)
@@ -983,21 +983,25 @@ meshplan_cli_case(arch_gemma2_plan_mb 0 "^rank +strategy" "!warning: model"
 meshplan_cli_case(arch_gemma2_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --model ${A}/gemma-2-2b.json --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --framework automodel)
 # A hybrid model (Nemotron 3 Nano: Mamba-2, attention and MoE blocks) is priced for Megatron-Bridge
-# (Megatron-Core's HybridModel); AutoModel's layouts of it are refused with the reason.
+# (Megatron-Core's HybridModel) and for AutoModel (its nemotron_v3 model); AutoModel's benchmark
+# recipe checks valid and MambaContextParallel's head split is AutoModel's error.
 meshplan_cli_case(arch_hybrid_plan_mb 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --framework megatron-bridge --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
-meshplan_cli_case(arch_hybrid_refused_am 2 "NemotronHForCausalLM is a hybrid model .*NeMo AutoModel trains NemotronHForCausalLM.*use --framework megatron-bridge"
+meshplan_cli_case(arch_hybrid_plan_am 0 "^rank +strategy" "fsdp2 +1 +1 +1 +8 " "!warning: model"
   -- ${MP} plan --framework automodel --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64)
+meshplan_cli_case(arch_hybrid_check_am 0 "valid: passes all" "predicted: step"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/recipes/automodel-benchmarks/nemotron_3_nano_8gpu.yaml --model nemotron-3-nano --system dgx-h100 --gpus 8 --seq-len 4096)
+meshplan_cli_case(arch_hybrid_check_am_cp 1 "mamba_num_heads .64. must be divisible by cp_size .128."
+  -- ${MP} check ${D}/automodel_nemotron3_nano_cp128.yaml --model nemotron-3-nano --system dgx-h100 --gpus 128)
 meshplan_cli_case(arch_hybrid_check_mb 0 "valid: passes all" "predicted: step"
   -- ${MP} check ${D}/mbridge_nemotron3_nano_pp2.yaml --model nemotron-3-nano --system dgx-h100 --gpus 16 --precision fp8)
 meshplan_cli_case(arch_hybrid_check_pp8 1 "Number of layers .52. must be evenly divisible by pipeline-model-parallel-size .8. when no pipe separators"
   -- ${MP} check ${D}/mbridge_nemotron3_nano_pp8.yaml --model nemotron-3-nano --system dgx-h100 --gpus 8)
-# Nemotron 3 Super (LatentMoE, an MTP block "*E"): priced for Megatron-Bridge, refused for AutoModel
-# with the reason; the perf recipe's layout (TP 2, SP, EP 64, MTP 2) checked; PP 3 on 88 layers fails
+# Nemotron 3 Super (LatentMoE, an MTP block "*E"): priced for Megatron-Bridge and AutoModel; the perf recipe's layout (TP 2, SP, EP 64, MTP 2) checked; PP 3 on 88 layers fails
 # Megatron-Core's hybrid pattern split.
 meshplan_cli_case(arch_nemotron3_super_plan_mb 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --framework megatron-bridge --model nemotron-3-super --system gb200-nvl72 --gpus 64 --seq-len 8192 --global-batch 512)
-meshplan_cli_case(arch_nemotron3_super_refused_am 2 "NemotronHForCausalLM is a hybrid model .*use --framework megatron-bridge"
+meshplan_cli_case(arch_nemotron3_super_plan_am 0 "^rank +strategy" "!warning: model"
   -- ${MP} plan --framework automodel --model nemotron-3-super --system gb200-nvl72 --gpus 64 --seq-len 8192 --global-batch 512)
 meshplan_cli_case(arch_nemotron3_super_check_mb 0 "valid: passes all" "predicted: step"
   -- ${MP} check ${D}/mbridge_nemotron3_super_ep64.yaml --model nemotron-3-super --system gb200-nvl72 --gpus 64 --precision fp8)

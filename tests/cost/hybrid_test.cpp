@@ -155,18 +155,142 @@ TEST_CASE("hybrid: MambaMixer and HybridModel rules with the framework's message
             .find("mb_mamba_fp8_in_proj: For FP8, the innermost dimension of the Mamba layer input projection") == 0);
 }
 
-TEST_CASE("hybrid: AutoModel layouts are refused with the reason and Megatron-Bridge ones priced") {
+TEST_CASE("hybrid: both frameworks price Nemotron-H and other hybrids are refused with the reason") {
   const ModelSpec m = Tiny();
   CHECK(HybridRefusal(m).empty());
   CHECK(FrameworkHybridRefusal(*FindFramework("megatron-bridge"), m).empty());
-  CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m)
-            .find("NemotronHForCausalLM is a hybrid model (a layer pattern of Mamba-2, attention and MLP blocks): "
-                  "NeMo AutoModel trains NemotronHForCausalLM") == 0);
-  CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m).find("have no Mamba-2 layers") != std::string::npos);
+  CHECK(FrameworkHybridRefusal(*FindFramework("automodel"), m).empty());
   ModelSpec mla = m;
   mla.mla = true;
   CHECK(HybridRefusal(mla).find("hybrid model with MLA attention") != std::string::npos);
   ModelSpec windowed = m;
   windowed.layer_pattern[1].sliding_window = 128;
   CHECK(HybridRefusal(windowed).find("hybrid model with sliding-window attention") != std::string::npos);
+}
+
+// AutoModel (pytorch profile), bf16, per token, the Tiny blocks as nemotron_v3's modules and
+// mamba_ssm's fused scan save them (memory_pytorch.cpp NemotronBlockActivationBytes):
+// every block's norm (input 2·64 + fp32 rsqrt 4) and its output 2·64: 260.
+TEST_CASE("hybrid: AutoModel Nemotron-H block bytes per token by hand") {
+  const ModelSpec m = Tiny();
+  using cost::AcWrap;
+  auto bytes = [&](MixerKind x, MlpKind y, AcWrap w, bool router = false) {
+    return cost::NemotronBlockActivationBytes(m, x, y, w, router);
+  };
+  // Mamba-2: zxbcdt 2·(2·64 + 2·2·16 + 4) = 392, out_x 2·64 = 128, rstd 4·2 = 8.
+  const cost::ActBytes mamba = bytes(MixerKind::kMamba2, MlpKind::kNone, AcWrap::kNone);
+  CHECK(mamba.rep == 260.0 + 392 + 128 + 8);
+  CHECK(mamba.split + mamba.unsplit == 0.0);
+  // Attention (8 heads of 8, 2 KV heads): q 128, k 32, v 32, output 128, lse 4·8 = 32.
+  CHECK(bytes(MixerKind::kAttention, MlpKind::kNone, AcWrap::kNone).rep == 260.0 + 352);
+  // relu2 MLP of 128: relu's and pow's outputs 2·2·128, TP-split.
+  const cost::ActBytes mlp = bytes(MixerKind::kNone, MlpKind::kDense, AcWrap::kNone);
+  CHECK(mlp.rep == 260.0);
+  CHECK(mlp.split == 512.0);
+  // MoE: fp32 router input 4·64 and the shared relu2 expert 2·2·64; per routed copy (top 2) the
+  // permuted input, up output and weighted activation 2·(64 + 2·32) and the fp32 prob 4, and
+  // the fp32 logits 4·4.
+  const cost::ActBytes moe = bytes(MixerKind::kNone, MlpKind::kMoe, AcWrap::kNone);
+  CHECK(moe.rep == 260.0 + 256 + 256);
+  CHECK(moe.unsplit == 2.0 * (256 + 4) + 16);
+  // A checkpointed block keeps its input 2·64; the MoE parallelizer's policy also the router's
+  // fp32 logits 4·4 and top-k values and indices 12·2.
+  CHECK(bytes(MixerKind::kMamba2, MlpKind::kNone, AcWrap::kLayer).rep == 128.0);
+  const cost::ActBytes moe_ac = bytes(MixerKind::kNone, MlpKind::kMoe, AcWrap::kLayer, true);
+  CHECK(moe_ac.rep == 128.0);
+  CHECK(moe_ac.unsplit == 40.0);
+  // Selective: the input and every other matmul output: Mamba in_proj 392 (the fused Function
+  // keeps nothing); MoE router 2·4 (saved), experts' up 2·64, down 2·128 (saved), shared up
+  // 2·64 (saved), shared down; plus the dispatched and combined copies 2·2·64·2.
+  CHECK(bytes(MixerKind::kMamba2, MlpKind::kNone, AcWrap::kSelective).rep == 128.0 + 392);
+  const cost::ActBytes moe_sac = bytes(MixerKind::kNone, MlpKind::kMoe, AcWrap::kSelective);
+  CHECK(moe_sac.rep == 128.0 + 8 + 128);
+  CHECK(moe_sac.unsplit == 256.0 + 512);
+}
+
+TEST_CASE("hybrid: AutoModel Nemotron-H ranks sum their blocks under the wrap AutoModel gives each") {
+  const ModelSpec m = Tiny();
+  // The final norm (HF RMSNorm 8·64 + 4) 516 per token; no RoPE; 256 tokens per micro-batch.
+  // One GPU, no AC: 788 + 612 + 772 + 1308.
+  {
+    const CostModel cm(m, test::DgxH100(), test::Setup(1, 256, 8));
+    Layout l;
+    const auto r = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].activations == Rel(256.0 * (788.0 + 612 + 772 + 1308 + 516)));
+  }
+  // Two GPUs, EP 1, full AC: NemotronHParallelizationStrategy wraps the mamba and mlp blocks
+  // only (128 each); attention (612) and MoE (1308) keep everything.
+  {
+    const CostModel cm(m, test::DgxH100(), test::Setup(2, 256, 8));
+    Layout l;
+    l.dp = 2;
+    l.recompute = Recompute::kFull;
+    const auto r = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].activations == Rel(256.0 * (128.0 + 612 + 128 + 1308 + 516)));
+    // EP 2: the MoE parallelizer wraps every block, saving the router's logits and top-k (40);
+    // the peak is now the recompute of the largest wrapped block, the MoE one (1308).
+    l.ep = 2;
+    const auto e = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
+    CHECK(e[0].phase == "recompute");
+    CHECK(e[0].activations == Rel(256.0 * (128.0 * 4 + 40 + 516 + 1308)));
+  }
+}
+
+TEST_CASE("hybrid: AutoModel Nemotron-H eager passes and step time") {
+  const ModelSpec m = Tiny();
+  auto passes = [&](MixerKind x, MlpKind y) {
+    return cost::NemotronBlockPasses(m, x, y, 1, TokenDispatch::kAlltoall, 1.0);
+  };
+  // Every block: one norm and one residual add, 38.7·64 / 2.
+  const double norm = 0.5 * cost::kMoeNormAddPasses * 64;
+  CHECK(passes(MixerKind::kAttention, MlpKind::kNone) == doctest::Approx(norm));
+  // Mamba-2: the mixer's forward elements of HybridBlockElements (less its norm and add), x3.
+  CHECK(passes(MixerKind::kMamba2, MlpKind::kNone) - norm ==
+        doctest::Approx(3.0 * cost::kElementwiseSlowdown *
+                        (cost::HybridBlockElements(m, MixerKind::kMamba2, MlpKind::kNone, false, false) - 5.0 * 64)));
+  // MoE at EP 1 (torch permute 9.0 + 24.1 per copy and hidden element), top 2 of 4 experts of
+  // 32, relu2 at 2/3 of the SwiGLU's 47.3, router 640·4, shared expert 15.8·64.
+  CHECK(passes(MixerKind::kNone, MlpKind::kMoe) ==
+        doctest::Approx(norm + 2.0 * 33.1 * 64 + 2.0 * (2.0 / 3.0) * 47.3 * 32 + 640.0 * 4 + 15.8 * 64));
+  // The step: GEMMs, the SSD scan, attention core, eager passes; full AC at EP 1 repeats the
+  // mamba and mlp blocks' forward only, so the step grows by less than a third of the compute.
+  const CostModel cm(m, test::DgxH100(), test::Setup(2, 256, 8));
+  Layout l;
+  l.dp = 2;
+  const Cost none = cm.Evaluate(ToCostView(l, cm.model(), cm.setup()));
+  l.recompute = Recompute::kFull;
+  const Cost full = cm.Evaluate(ToCostView(l, cm.model(), cm.setup()));
+  const double ssd_s = 4.0 * 256 * cost::SsdScanFlops(m) / (test::DgxH100().gpu.bf16_flops * cost::kFlashAttentionEfficiency);
+  CHECK(none.time.compute > ssd_s);
+  CHECK(full.time.compute > none.time.compute);
+  CHECK(full.time.compute < none.time.compute * 4.0 / 3.0);
+}
+
+TEST_CASE("hybrid: AutoModel's MambaContextParallel and NemotronH rules with their messages") {
+  const ModelSpec m = Tiny();  // 4 Mamba-2 heads, 2 groups
+  auto first = [&](const Layout& l, int64_t gpus) {
+    TrainSetup setup = test::Setup(gpus, 256, 8);
+    const SystemSpec sys = test::DgxH100();
+    const RuleContext ctx{m, setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+    const Rule* r = meshplan::FirstFailure(ctx);
+    return r ? std::string(r->name) + ": " + r->explain(ctx) : std::string();
+  };
+  Layout l;
+  l.cp = 4;
+  CHECK(first(l, 4).empty());  // 4 heads over 4 ranks; the 2 groups repeated twice
+  l.cp = 8;
+  l.dp = 1;
+  CHECK(first(l, 8).find("nemotron_h_cp_divides_mamba_heads: mamba_num_heads (4) must be divisible by cp_size (8)") == 0);
+  ModelSpec three = m;
+  three.mamba.n_groups = 3;
+  three.mamba.num_heads = 12;
+  l.cp = 2;
+  TrainSetup setup = test::Setup(2, 256, 8);
+  const SystemSpec sys = test::DgxH100();
+  const RuleContext ctx{three, setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+  const Rule* r = meshplan::FirstFailure(ctx);
+  REQUIRE(r != nullptr);
+  CHECK(std::string(r->name) == "nemotron_h_cp_mamba_groups");
 }

@@ -135,6 +135,16 @@ const Case kCases[] = {
      "cp_size=2 on Qwen3NextForCausalLM: apply_cp finds no CP-aware linear_attn on its 36 Gated DeltaNet layers",
      [](ModelSpec& m, auto&, Layout& l) { m = Qwen3Next(); l.tp = 1; l.dp = 16; },
      [](ModelSpec& m, auto&, Layout& l) { m = Qwen3Next(); l.tp = 1; l.cp = 2; l.dp = 8; }},
+    // Nemotron 3 Nano (64 Mamba-2 heads, 8 groups): MambaContextParallel's head and group split.
+    {"nemotron_h_cp_divides_mamba_heads", "mamba_num_heads (48) must be divisible by cp_size (32)",
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); l.tp = 1; l.pp = 1; l.cp = 2; l.dp = 16; },
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); m.mamba.num_heads = 48; l.tp = 1; l.pp = 1; l.cp = 32; l.dp = 1; }},
+    {"nemotron_h_cp_mamba_groups", "n_groups (3) and cp_size (2) must divide one another",
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); l.tp = 1; l.pp = 1; l.cp = 2; l.dp = 16; },
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); m.mamba.n_groups = 3; l.tp = 1; l.pp = 1; l.cp = 2; l.dp = 16; }},
+    {"nemotron_h_no_sequence_parallel", "Sequence parallelism is not supported for NemotronHForCausalLM",
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); l.tp = 1; l.pp = 1; l.dp = 32; },
+     [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("nemotron-3-nano"); l.tp = 2; l.pp = 1; l.dp = 16; l.sequence_parallel = true; }},
     // DeepSeek-V4 Flash: AutoModel's CP for it needs the TileLang attention backend.
     {"dsv4_cp_needs_tilelang", "Context parallelism (cp_size=2) for DeepseekV4ForCausalLM requires the TileLang attention backend",
      [](ModelSpec& m, auto&, Layout& l) { m = LoadModel("deepseek-v4-flash"); l.tp = 1; l.cp = 2; l.dp = 8; l.am_backend.attn_tilelang = true; },

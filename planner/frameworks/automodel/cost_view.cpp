@@ -42,6 +42,8 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   v.mtp_layers = 0;
   v.dp_impl = DpImplOf(l.strategy);
   v.loss_fp32_upcast = l.loss_fp32_upcast;
+  v.loss_fused_linear = l.loss_fused_linear;
+  v.moe_reshard_after_forward = l.am.moe_reshard_after_forward == "true";
   v.fsdp_sharding = FsdpSharding(std::clamp(l.am.zero_dp_strategy, 0, 3));  // enum order = zero_dp_strategy
   v.defer_fsdp_grad_sync = l.strategy == Strategy::kFsdp2 &&
                            (l.am.defer_fsdp_grad_sync == "true" || (l.am.from_recipe && l.am.defer_fsdp_grad_sync.empty()));

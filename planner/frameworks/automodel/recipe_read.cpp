@@ -246,11 +246,13 @@ ParsedRecipe ParseAutoModelRecipe(std::string_view text, const std::string& file
   ReadPipeline(d, l);
   ReadBackend(top, l, out);
   // loss_fn: MaskedCrossEntropy(fp32_upcast=...) (components/loss/masked_ce.py; the default
-  // loss). Another loss class is priced as the default one.
+  // loss), FusedLinearCrossEntropy (components/loss/linear_ce.py: no logits kept). Another
+  // loss class is priced as the default one.
   if (top.HasValue("loss_fn") && top.Get("loss_fn").IsMap()) {
     MapReader loss(top.Get("loss_fn"), filename, "loss_fn", kQuoted);
     const std::string target = loss.HasValue("_target_") && loss.Get("_target_").IsScalar() ? loss.Get("_target_").Scalar() : "";
     if (target.empty() || target.ends_with("MaskedCrossEntropy")) l.loss_fp32_upcast = loss.Bool("fp32_upcast", true);
+    l.loss_fused_linear = target.ends_with("FusedLinearCrossEntropy");
   }
   // Settings check's nearest layouts write (nearest.cpp names them when they write another value).
   l.am.from_recipe = true;
