@@ -2,7 +2,7 @@
 """Generate the acceptance grid: meshplan's recipes and launch files for both frameworks, as
 cases for the two harnesses of ../shared/acceptance (no torch needed here).
 
-    gen_cases.py MESHPLAN_BINARY OUT_DIR [--jobs N] [--small]
+    gen_cases.py MESHPLAN_BINARY OUT_DIR [--jobs N] [--small] [--models NAME,NAME] [--frameworks automodel,megatron-bridge]
 
 Grid (issue "every recipe meshplan writes is accepted"): every preset, DGX H100 / DGX B200 /
 GB200 NVL72, 8..1024 GPUs, seq 4096 and 8192, top 3; Megatron-Bridge launches (--emit-launch)
@@ -16,7 +16,8 @@ import hashlib, itertools, json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 
 PRESETS = ["llama3-8b", "llama3-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b",
-           "qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b"]
+           "qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
+           "nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra"]
 # Megatron-Bridge has no recipe function for Mixtral; Kimi-K2's config needs remote code the
 # offline harness cannot load.
 MB_SKIP = {"mixtral-8x7b": "no Megatron-Bridge recipe function", "mixtral-8x22b": "no Megatron-Bridge recipe function",
@@ -31,14 +32,19 @@ def main():
     binary, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 2
     gpus = [8, 64] if "--small" in sys.argv else GPUS
+    presets = sys.argv[sys.argv.index("--models") + 1].split(",") if "--models" in sys.argv else PRESETS
+    frameworks = (sys.argv[sys.argv.index("--frameworks") + 1].split(",") if "--frameworks" in sys.argv
+                  else ["automodel", "megatron-bridge"])
     runs = []
     # GB200 NVL72 also at one and two whole NVL72 domains (72, 144 GPUs: PP 9 and the like).
-    grid = [(m, s, g, L) for m, s, g, L in itertools.product(PRESETS, SYSTEMS, gpus, SEQS)]
-    grid += [(m, "gb200-nvl72", g, L) for m, g, L in itertools.product(PRESETS, [72, 144], SEQS)]
+    grid = [(m, s, g, L) for m, s, g, L in itertools.product(presets, SYSTEMS, gpus, SEQS)]
+    grid += [(m, "gb200-nvl72", g, L) for m, g, L in itertools.product(presets, [72, 144], SEQS)]
     for m, s, g, L in grid:
-        runs.append(("megatron-bridge", m, s, g, L, False))
-        runs.append(("automodel", m, s, g, L, False))
-        runs.append(("automodel", m, s, g, L, True))
+        if "megatron-bridge" in frameworks:
+            runs.append(("megatron-bridge", m, s, g, L, False))
+        if "automodel" in frameworks:
+            runs.append(("automodel", m, s, g, L, False))
+            runs.append(("automodel", m, s, g, L, True))
 
     def one(r):
         fw, m, s, g, L, full = r
