@@ -81,6 +81,13 @@ double Overhead(const Ctx& c) {
 
 }  // namespace
 
+double PytorchTpWholeParams(const Ctx& c, const RankParams& rp) {
+  if (c.model.architecture != Architecture::kNemotronH || c.view.tp <= 1) return 0.0;
+  const double mlp = double(rp.dense_layers) * double(c.params.dense_mlp_per_layer);
+  const double head = rp.has_head ? double(c.params.output_head) : 0.0;
+  return std::max(0.0, rp.layer_dense + rp.root - mlp - head);
+}
+
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   const CostView& l = c.view;
   const double tp = double(std::max<int64_t>(1, l.tp));
@@ -229,10 +236,13 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const ModelSpec& m = c.model;
   const RankParams rp = ParamsOfRank(c, pp_rank);
   const double tp = double(std::max<int64_t>(1, l.tp)), ep = double(std::max<int64_t>(1, l.ep));
-  const double dense_local = (rp.layer_dense + rp.root) / tp;
+  // Nemotron-H under TP: what the plan leaves whole (PytorchTpWholeParams) is not divided.
+  const double whole = PytorchTpWholeParams(c, rp);
+  const double dense_local = (rp.layer_dense + rp.root - whole) / tp + whole;
   const double expert_local = rp.layer_expert / ep;
-  const double layer_local = rp.max_layer_dense / tp + rp.max_layer_expert / ep;
-  const double root_local = rp.root / tp;
+  const double layer_local = (whole > 0 ? rp.max_layer_dense : rp.max_layer_dense / tp) + rp.max_layer_expert / ep;
+  const double root_local = whole > 0 ? rp.root - (rp.has_head ? double(c.params.output_head) * (1.0 - 1.0 / tp) : 0.0)
+                                      : rp.root / tp;
   const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
   // AutoModel's DDP path at world size 1 casts the model to bf16 (ddp.py DDPManager.parallelize:
   // model.to(torch.bfloat16)), so an fp32 model trains with bf16 weights, gradients and Adam state.

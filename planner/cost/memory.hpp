@@ -141,6 +141,13 @@ struct PytorchRankTerms {
 };
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);
 
+/// Parameters (elements) of PP rank `rp`'s non-expert state that AutoModel's TP plan leaves whole
+/// on every TP rank: for Nemotron-H (NemotronHParallelizationStrategy splits only the MLP blocks'
+/// up_proj / down_proj and lm_head) everything else, the mixers, norms, MoE routers and shared
+/// experts and the embedding; 0 for every other model (their layers and root are counted as
+/// split) and at tp 1.
+double PytorchTpWholeParams(const Ctx& c, const RankParams& rp);
+
 /// Bytes per GPU of the flex dispatcher's communication buffers, which DeepEP and HybridEP
 /// allocate outside PyTorch's caching allocator at the first dispatch and keep for the run
 /// (part of MemoryBreakdown::overhead); 0 unless the layout's dispatcher is flex with EP > 1

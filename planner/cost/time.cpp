@@ -550,7 +550,8 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * (t.compute + t.tp_comm + t.cp_comm + t.ep_comm);
   }
   // --- DP ---
-  const double dense_local = (rp.layer_dense + rp.root) / tp;
+  const double whole = PytorchTpWholeParams(c, rp);  // Nemotron-H: not split by its TP plan
+  const double dense_local = (rp.layer_dense + rp.root - whole) / tp + whole;
   const double expert_local = rp.layer_expert / ep;
   if (l.dp_impl == DpImpl::kReplicated) {
     const Link link = RingLink(sys, c.links, g.ddp);

@@ -294,3 +294,24 @@ TEST_CASE("hybrid: AutoModel's MambaContextParallel and NemotronH rules with the
   REQUIRE(r != nullptr);
   CHECK(std::string(r->name) == "nemotron_h_cp_mamba_groups");
 }
+
+TEST_CASE("hybrid: AutoModel's TP plan of a dense Nemotron-H splits only its MLP blocks and lm_head") {
+  const ModelSpec m = Tiny("M*-");
+  REQUIRE_FALSE(m.is_moe());
+  const CostModel cm(m, test::DgxH100(), test::Setup(2, 256, 8));
+  Layout one;
+  one.dp = 2;
+  Layout two;
+  two.tp = 2;
+  const auto a = cm.RankMemories(ToCostView(one, cm.model(), cm.setup()));
+  const auto b = cm.RankMemories(ToCostView(two, cm.model(), cm.setup()));
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  // FSDP2 over dp 2 holds half of every parameter in bf16; TP 2 (no FSDP sharding) holds the
+  // whole model but half of the MLP block (up 64x128, down 128x64) and of lm_head (100x64).
+  const ParamCounts p = cm.params();
+  const double total = double(p.total);
+  CHECK(a[0].weights == Rel(2.0 * total / 2.0));
+  const double halved = 2.0 * 64 * 128 + 100.0 * 64;
+  CHECK(b[0].weights == Rel(2.0 * (total - halved / 2.0)));
+}
