@@ -233,7 +233,7 @@ TEST_CASE("hybrid: AutoModel Nemotron-H ranks sum their blocks under the wrap Au
     // the peak is now the recompute of the largest wrapped block, the MoE one (1308).
     l.ep = 2;
     const auto e = cm.RankMemories(ToCostView(l, cm.model(), cm.setup()));
-    CHECK(e[0].phase == "recompute");
+    CHECK(std::string(e[0].phase) == "recompute");
     CHECK(e[0].activations == Rel(256.0 * (128.0 * 4 + 40 + 516 + 1308)));
   }
 }
