@@ -88,10 +88,16 @@ double PytorchTpWholeParams(const Ctx& c, const RankParams& rp) {
   return std::max(0.0, rp.layer_dense + rp.root - mlp - head);
 }
 
+bool PytorchUnwrappedOneGpu(const Ctx& c, bool wrap_one_gpu) {
+  return c.setup.num_gpus <= 1 && c.view.dp_impl != DpImpl::kMegatronFsdp && !wrap_one_gpu;
+}
+
+bool NemotronChecksEveryBlock(const Ctx& c, bool unwrapped_one_gpu) { return c.view.ep > 1 || unwrapped_one_gpu; }
+
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   const CostView& l = c.view;
   const double tp = double(std::max<int64_t>(1, l.tp));
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
+  const bool one_gpu = PytorchUnwrappedOneGpu(c, opts.wrap_one_gpu);
   const bool sp = l.sequence_parallel;
   PytorchRankTerms x;
   if (l.recompute == Recompute::kSelective) x.wrap = AcWrap::kSelective;
@@ -122,13 +128,10 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
     x.gdn_delta_full = delta(AcWrap::kNone);
   }
   if (c.model.architecture == Architecture::kNemotronH) {
-    // AutoModel's wrap of each block kind: the MoE parallelizer (ep_size > 1) and world size 1
-    // (FSDP2Manager calls gradient_checkpointing_enable: every block) wrap every block, the
-    // former saving the router's outputs (ignore_router_for_ac, its default) and applying the
-    // selective policy to every block under "selective"; NemotronHParallelizationStrategy
-    // (ep_size 1, components/distributed/parallelizer.py) checkpoint_wraps the mlp and mamba
-    // blocks only, "selective" taken as true.
-    const bool every_block = l.ep > 1 || one_gpu;
+    // AutoModel's wrap of each block kind (NemotronChecksEveryBlock); under the MoE parallelizer
+    // the router's outputs are saved (ignore_router_for_ac, its default) and "selective" applies
+    // the selective policy to every block.
+    const bool every_block = NemotronChecksEveryBlock(c, one_gpu);
     bool has[4] = {false, false, false, false};  // attention, Mamba-2, MLP, MoE
     for (const LayerBlock& b : c.model.layer_pattern) {
       has[0] |= b.mixer == MixerKind::kAttention;
@@ -243,7 +246,7 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   const double layer_local = (whole > 0 ? rp.max_layer_dense : rp.max_layer_dense / tp) + rp.max_layer_expert / ep;
   const double root_local = whole > 0 ? rp.root - (rp.has_head ? double(c.params.output_head) * (1.0 - 1.0 / tp) : 0.0)
                                       : rp.root / tp;
-  const bool one_gpu = c.setup.num_gpus <= 1 && l.dp_impl != DpImpl::kMegatronFsdp && !opts.wrap_one_gpu;
+  const bool one_gpu = PytorchUnwrappedOneGpu(c, opts.wrap_one_gpu);
   // AutoModel's DDP path at world size 1 casts the model to bf16 (ddp.py DDPManager.parallelize:
   // model.to(torch.bfloat16)), so an fp32 model trains with bf16 weights, gradients and Adam state.
   const bool cast_to_bf16 = one_gpu && l.dp_impl == DpImpl::kReplicated;

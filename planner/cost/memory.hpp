@@ -141,6 +141,19 @@ struct PytorchRankTerms {
 };
 PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts);
 
+/// Whether AutoModel trains the model unwrapped on one GPU: world size 1 without MegatronFSDP
+/// (FSDP2Manager / DDPManager skip their wrapping there; MegatronFSDP always wraps), unless
+/// `wrap_one_gpu` (MemoryOptions: the measurement harness wraps anyway).
+bool PytorchUnwrappedOneGpu(const Ctx& c, bool wrap_one_gpu);
+
+/// Nemotron-H under AutoModel: whether activation checkpointing wraps every block (true) or only
+/// the mlp and mamba blocks (false). Every block under the MoE parallelizer (ep_size > 1,
+/// components/moe/parallelizer.py, its ignore_router_for_ac policy) and on one unwrapped GPU
+/// (`unwrapped_one_gpu`: FSDP2Manager's gradient_checkpointing_enable); only mlp and mamba under
+/// NemotronHParallelizationStrategy (components/distributed/parallelizer.py, ep_size 1), which
+/// takes "selective" as a full wrap. Memory (PytorchTerms) and step time (RankTime) both read it.
+bool NemotronChecksEveryBlock(const Ctx& c, bool unwrapped_one_gpu);
+
 /// Parameters (elements) of PP rank `rp`'s non-expert state that AutoModel's TP plan leaves whole
 /// on every TP rank: for Nemotron-H (NemotronHParallelizationStrategy splits only the MLP blocks'
 /// up_proj / down_proj and lm_head) everything else, the mixers, norms, MoE routers and shared

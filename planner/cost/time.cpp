@@ -365,11 +365,11 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   } else if (l.recompute == Recompute::kSelective) {
     extra_mm = 1.0 / 6.0;
   }
-  // Nemotron-H: which blocks AutoModel recomputes (NemotronPytorchWrap): every block under the
-  // MoE parallelizer (ep_size > 1) or at world size 1, else the mlp and mamba blocks only
-  // ("selective" taken as a full wrap there). Each recomputed block repeats its forward
-  // (extra_mm of its GEMMs, extra_core of its attention or scan); the rest runs once.
-  const bool nem_every = l.ep > 1 || c.setup.num_gpus <= 1;
+  // Nemotron-H: which blocks AutoModel recomputes (NemotronChecksEveryBlock): every block, or the
+  // mlp and mamba blocks only ("selective" taken as a full wrap there). Each recomputed block
+  // repeats its forward (extra_mm of its GEMMs, extra_core of its attention or scan); the rest
+  // runs once.
+  const bool nem_every = NemotronChecksEveryBlock(c, PytorchUnwrappedOneGpu(c, false));
   double nem_mm = extra_mm, nem_core = extra_core;
   if (nemotron && !nem_every && l.recompute == Recompute::kSelective) nem_mm = nem_core = 1.0 / 3.0;
   const double nem_other_mm = nem_every ? extra_mm : 0.0, nem_other_core = nem_every ? extra_core : 0.0;
@@ -438,6 +438,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // norms and adds; MoeLayerPasses, measured) and for AutoModel's own implementations the dense
   // layers' norms, adds and SwiGLU (MoeModelDenseLayerPasses); a Hugging Face MoE model's dense
   // layers are the dense eager ones.
+  // The eager fp32 loss over the vocabulary (FusedLinearCrossEntropy's kernel replaces the eager
+  // softmax and its backward).
+  const double loss = rp.has_head && !l.loss_fused_linear ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
   if (gpu.hbm_bandwidth > 0 && nemotron) {
     // Nemotron-H's blocks (NemotronBlockPasses), each recomputed block's forward again.
     const double rf = EagerRecomputeFactor(l);
@@ -447,8 +450,6 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
         mamba_layers * NemotronBlockPasses(m, MixerKind::kMamba2, MlpKind::kNone, l.ep, l.dispatcher, tp) * rf +
         double(rp.dense_layers) * NemotronBlockPasses(m, MixerKind::kNone, MlpKind::kDense, l.ep, l.dispatcher, tp) * rf +
         moe_layers * NemotronBlockPasses(m, MixerKind::kNone, MlpKind::kMoe, l.ep, l.dispatcher, tp) * every;
-    // (its fused kernel replaces the eager fp32 softmax and its backward)
-    const double loss = rp.has_head && !l.loss_fused_linear ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
     t.compute += 2.0 * tokens * (elems + loss) / gpu.hbm_bandwidth + moe_layers * n_mb * kMoeRouterFixedSeconds * every;
   } else if (gpu.hbm_bandwidth > 0) {
     double elems = double(rp.dense_layers) *
@@ -466,8 +467,6 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
       elems += layers * (kEagerHiddenPasses - kMoeNormAddPasses) * h +
                attn_layers * kEagerQkNormPasses * double(QDim(m) + KDim(m)) / tp + gdn_layers * GdnMixerPasses(m);
     }
-    // (its fused kernel replaces the eager fp32 softmax and its backward)
-    const double loss = rp.has_head && !l.loss_fused_linear ? kEagerLossVocabPasses * double(m.vocab_size) : 0.0;
     t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth +
                  fixed * EagerRecomputeFactor(l);
   }
