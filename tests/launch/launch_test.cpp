@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "meshplan/diag.hpp"
 #include "meshplan/launch.hpp"
 #include "meshplan/recipe.hpp"
@@ -279,6 +280,17 @@ TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge expo
   CHECK(shm.find("${MB_RECIPE:?set MB_RECIPE to a Megatron-Bridge recipe function: it has none for mixtral-8x7b}") !=
         std::string::npos);
   CHECK(shm.find("_pretrain_config") == std::string::npos);
+  // Nemotron 3 Nano: recipes/nemotronh/nemotron_3_nano.py exports nemotron_3_nano_pretrain_config
+  // (alias of nemotron_3_nano_pretrain_8gpu_h100_bf16_config); Super and Ultra likewise.
+  PlanRequest nem = mix;
+  nem.model = LoadModel("nemotron-3-nano");
+  nem.setup.num_gpus = 8;
+  const PlanResult rn = Plan(nem);
+  REQUIRE(!rn.top.empty());
+  const std::string shn = LaunchScript(rn.top[0], nem, ResolveLaunchTopology(nem, 0, 0), "r.yaml", 1);
+  CHECK(shn.find("--recipe \"${MB_RECIPE:-nemotron_3_nano_pretrain_config}\"") != std::string::npos);
+  CHECK(megatron_bridge::DefaultRecipeFunctionName("nemotron-3-super") == "nemotron_3_super_pretrain_config");
+  CHECK(megatron_bridge::DefaultRecipeFunctionName("nemotron-3-ultra") == "nemotron_3_ultra_pretrain_config");
 }
 
 TEST_CASE("an AutoModel fragment says that the recipe it goes into must set max_steps") {
