@@ -17,9 +17,12 @@ model families (what MB_RECIPE may name), it calls scripts/training/recipe_runne
 
 It runs inside the Megatron-Bridge acceptance harness (../shared/acceptance/mbridge_check: its
 vendored snapshot, stubs and stand-ins), on a machine with torch:
-    python3 tools/acceptance/dump_mb_recipes.py HARNESS_DIR OUT.json
+    python3 tools/acceptance/dump_mb_recipes.py HARNESS_DIR OUT.json [--only PREFIX,...] [--merge OLD.json]
+--only dumps just the recipe functions whose names start with one of the prefixes; --merge folds
+an earlier dump of the same vendored snapshot into OUT.json (its recipes, errors and classes; the
+new dump's entries win; a snapshot that differs is an error).
 """
-import contextlib, dataclasses, importlib, json, os, sys, typing
+import argparse, contextlib, dataclasses, importlib, json, os, sys, typing
 
 KEYS = {
     "model": [
@@ -55,11 +58,14 @@ KEYS = {
 SECTIONS = list(KEYS)
 # Kimi-K2's recipes load moonshotai/Kimi-K2-Instruct with trust_remote_code, which an offline
 # harness cannot run: left out (meshplan's Kimi-K2 recipes are written with flat paths).
-FAMILIES = ("llama3", "llama31", "qwen3", "deepseek_v3", "gpt_oss")
+# Nemotron 3: nano / super / ultra only (nemotron_3_5_lightning is not a meshplan preset).
+FAMILIES = ("llama3", "llama31", "qwen3", "deepseek_v3", "gpt_oss", "nemotron_3_nano", "nemotron_3_super",
+            "nemotron_3_ultra")
 DEFAULTS = ["llama3_8b_pretrain_config", "llama3_70b_pretrain_config", "llama31_8b_pretrain_config",
             "llama31_70b_pretrain_config", "llama31_405b_pretrain_config", "qwen3_8b_pretrain_config",
             "qwen3_30b_a3b_pretrain_config", "qwen3_235b_a22b_pretrain_config", "deepseek_v3_pretrain_config",
-            "gpt_oss_20b_pretrain_config", "gpt_oss_120b_pretrain_config"]
+            "gpt_oss_20b_pretrain_config", "gpt_oss_120b_pretrain_config", "nemotron_3_nano_pretrain_config",
+            "nemotron_3_super_pretrain_config", "nemotron_3_ultra_pretrain_config"]
 
 
 def plain(v):
@@ -125,7 +131,14 @@ def dump(cfg, classes):
 
 
 def main():
-    harness, out_path = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("harness")
+    ap.add_argument("out")
+    ap.add_argument("--only", default="", help="comma-separated name prefixes to dump")
+    ap.add_argument("--merge", default="", help="an earlier dump of the same snapshot to fold in")
+    args = ap.parse_args()
+    harness, out_path = args.harness, args.out
+    only = tuple(p for p in args.only.split(",") if p)
     sys.path.insert(0, harness)
     cr = importlib.import_module("check_recipe")
     cr.bootstrap(use_gpu=False)
@@ -145,10 +158,19 @@ def main():
             if n.endswith("_config") and n.startswith(FAMILIES) and ("_pretrain_" in n or "_sft_" in n) and n not in names \
                     and callable(getattr(mod, n)) and getattr(getattr(mod, n), "__module__", "") == info.name:
                 names.append(n)
+    if only:
+        names = [n for n in names if n.startswith(only)]
     classes, recipes, errors = {}, {}, {}
     # The CommOverlapConfig class, for recipes whose comm_overlap is None (meshplan force-adds it).
     schema(mods["comm_overlap"].CommOverlapConfig, classes)
     vendored = open(os.path.join(harness, "vendor", "VENDORED.txt")).read().splitlines()
+    old = {}
+    if args.merge:
+        old = json.load(open(args.merge))
+        if old.get("vendored") != vendored:
+            sys.exit(f"{args.merge}: dumped from another snapshot ({old.get('vendored')}), not {vendored}")
+        for k in ("recipes", "errors", "classes"):
+            old.setdefault(k, {})
     for i, n in enumerate(names):
         try:
             with contextlib.redirect_stdout(sys.stderr):
@@ -158,7 +180,13 @@ def main():
             errors[n] = f"{type(e).__name__}: {e}"[:400]
         doc = {"source": "tools/acceptance/dump_mb_recipes.py on the vendored snapshot below",
                "vendored": vendored, "torch": mods["torch"].__version__, "complete": i + 1 == len(names),
-               "defaults": DEFAULTS, "recipes": recipes, "errors": errors, "classes": classes}
+               "defaults": DEFAULTS,
+               "recipes": {**old.get("recipes", {}), **recipes},
+               "errors": {k: v for k, v in {**old.get("errors", {}), **errors}.items() if k not in recipes},
+               "classes": {**old.get("classes", {}), **classes}}
+        for k in ("note", "layout_builders"):  # written by other tools: kept as they were
+            if k in old:
+                doc[k] = old[k]
         with open(out_path + ".tmp", "w") as f:  # after every recipe: a run stopped early keeps what it has
             json.dump(doc, f, indent=1, sort_keys=True)
         os.replace(out_path + ".tmp", out_path)
