@@ -16,6 +16,7 @@ struct GpuSpec {
   double bf16_flops = 0;        ///< FLOP/s, dense BF16 peak
   double fp8_flops = 0;         ///< FLOP/s, dense FP8 peak; 0 if unsupported
   double fp4_flops = 0;         ///< FLOP/s, dense FP4 peak; 0 if unsupported
+  double fp32_flops = 0;        ///< FLOP/s, FP32 peak on the CUDA cores (no TF32); 0 if not known
   double memory_bytes = 0;      ///< HBM capacity in bytes as the framework sees it
   double hbm_bandwidth = 0;     ///< bytes/s
   double matmul_efficiency_bf16 = 0;  ///< best achievable GEMM rate / bf16 peak (MAMF)

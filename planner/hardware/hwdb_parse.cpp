@@ -101,7 +101,7 @@ double Fraction(yamlutil::MapReader& r, const std::string& key, const std::strin
 GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   yamlutil::MapReader r(root, filename);
-  r.Ignore({"display_name", "bf16_tflops", "fp8_tflops", "fp4_tflops", "memory_gib", "hbm_tbps",
+  r.Ignore({"display_name", "bf16_tflops", "fp8_tflops", "fp4_tflops", "fp32_tflops", "memory_gib", "hbm_tbps",
             "matmul_efficiency_bf16", "matmul_efficiency_fp8", "compute_capability"});
   r.RejectUnknown();
 
@@ -112,6 +112,7 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
       Number(r, "bf16_tflops", Bounds{kMinTflops, false, kMaxTflops}, "the dense BF16 peak in TFLOP/s") * kTflops;
   g.fp8_flops = OptionalTflops(r, "fp8_tflops", "the dense FP8 peak in TFLOP/s (0: none)") * kTflops;
   g.fp4_flops = OptionalTflops(r, "fp4_tflops", "the dense FP4 peak in TFLOP/s (0: none)") * kTflops;
+  g.fp32_flops = OptionalTflops(r, "fp32_tflops", "the FP32 (non-tensor-core) peak in TFLOP/s (0: not known)") * kTflops;
   g.memory_bytes = Number(r, "memory_gib", Bounds{kMinGib, false, kMaxGib}, "the HBM capacity torch reports, in GiB") * kGib;
   g.hbm_bandwidth = Number(r, "hbm_tbps", Bounds{kMinTBps, false, kMaxTBps}, "the HBM bandwidth in TB/s") * kTBps;
   g.matmul_efficiency_bf16 = Fraction(r, "matmul_efficiency_bf16", "the BF16 MAMF / peak");
