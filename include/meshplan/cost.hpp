@@ -93,6 +93,10 @@ struct CostView {
   /// forward as every other FSDP2 unit (Layout's am.moe_reshard_after_forward == "true");
   /// false (AutoModel's default, MoEParallelizerConfig) keeps them gathered.
   bool moe_reshard_after_forward = false;
+  /// AutoModel model.backend.attn "tilelang" (AmMoeBackend::attn_tilelang): DeepSeek-V4 runs its
+  /// sparse attention, indexer and Sinkhorn kernels; otherwise dense eager attention
+  /// (Dsv4PytorchTerms). Megatron layouts and other models: not read.
+  bool attn_tilelang = false;
   /// Stages per rank the Megatron-Core memory estimate's in-flight factor reads (0: not
   /// interleaved): Megatron-Bridge its VPP, AutoModel its stages per rank when interleaved.
   int64_t estimate_vpp = 0;

@@ -118,6 +118,7 @@ struct DeepseekV4Spec {
   int64_t index_head_dim = 0;  ///< index_head_dim
   int64_t index_topk = 0;      ///< index_topk: compressed entries each query of a CSA layer attends to
   int64_t hc_mult = 0;         ///< hc_mult: residual streams of the hyper-connections
+  int64_t qk_rope_head_dim = 0;  ///< qk_rope_head_dim: the rotary part of head_dim
   int64_t num_hash_layers = 0; ///< num_hash_layers: first layers routed by a token-id table
 };
 

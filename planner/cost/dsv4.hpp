@@ -121,3 +121,85 @@ inline constexpr double kDsv4BlockKernels = 90.0;
 double Dsv4ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len, int64_t mtp_layers);
 
 }  // namespace meshplan::cost
+
+namespace meshplan::cost {
+
+/// DeepSeek-V4 as NeMo AutoModel trains it (nemo_automodel/components/models/deepseek_v4 at
+/// 36044ad3: model.py DeepseekV4Block.forward, layers.py DeepseekV4Attention /
+/// DeepseekV4Compressor / DeepseekV4Indexer / DeepseekV4HyperConnection, moe/layers.py Gate and
+/// MLP, moe/experts.py GroupedExpertsDeepEP, moe/parallelizer.py apply_ac), per token of a
+/// micro-batch, the mean over the model's layers (`full`: the largest layer). TP is 1 (the model
+/// has no TP plan). Derived from the source (which tensors autograd saves, which kernels run),
+/// not measured. Symbols as dsv4.hpp above, f the routed and f_s the shared expert width, E
+/// experts, k top-k, S the local and S_f = cp·S the full sequence, P = floor(S_f/c) pooled keys,
+/// K' = min(index_topk, floor(S_f/4)).
+struct Dsv4PytorchTerms {
+  /// Bytes a layer keeps for backward. Without checkpointing:
+  ///   hyper-connections, both sites: the fp32 copy of the m streams and its normalised fp32
+  ///     value (the fp32 mapping GEMM's input) 8·m·h each, the bf16 streams behind the collapse
+  ///     and expand 2·m·h each, the collapsed norm input and the sublayer output 2h + 2h each,
+  ///     the mapping outputs and Sinkhorn input 2·(4(2+m)m + 10m + 2m² + 8 + 4m²)
+  ///   attention: norm output 2h, wq_a output and q_residual 4·r_q, wkv output 2d, the norms'
+  ///     rstd 8, wq_b output 2·a·d and its per-head rstd 4a, the fp32 RoPE tables of three calls
+  ///     12·r_d, wo_a's input 2·a·d, wo_b's input 2·g·r_o, and the attention kernel's tensors:
+  ///     tilelang (Miles sparse MQA): q 2·a·d, the gathered kv 2d·(S_f + P)/S, int32 key indices
+  ///     4·(min(w, S_f) + P'), output 2·a·d, fp32 lse 4a (P' = 0, K', P at c = 0, 4, 128);
+  ///     any other backend (eager_attention_with_sink): q 2·a·d, K and V repeated to the heads
+  ///     4·a·d·(S_f + P)/S, fp32 softmax 4a·(S_f + P + 1), bf16 probabilities 2a·(S_f + P), 12a
+  ///   compressor (c > 0): its fp32 input 4h, at c = 4 the overlap-transformed fp32 kv and the
+  ///     window softmax 8d·cp + 8d, at c = 128 4d + 4d; the indexer keeps nothing (its
+  ///     parameters are frozen and its output is top-k indices)
+  ///   MoE: the norm output 2h, the gate's fp32 softplus input and sqrt output 8E and top-k
+  ///     12k + 4 (hash layers: fp32 input 4h more), per routed copy the permuted input 2h, the
+  ///     gate-up output 4f, the clamped SwiGLU output 2f and the fp32 prob 4, the shared expert's
+  ///     fp32 clamped SwiGLU 5·4·f_s plus its down input 2·f_s.
+  /// Whole-block checkpoint (AutoModel wraps every DeepseekV4Block; ignore_router_for_ac
+  /// must-saves the router projection and aten.topk): the block input 2·m·h, the router logits
+  /// (2E bf16, 4E on hash layers or with gate_precision float32) and top-k 12k (score layers),
+  /// the indexer's top-k 12·K' (c = 4). "selective" (every other matmul saved) is priced as the
+  /// whole-block checkpoint plus half the saved bytes of its bf16 matmul outputs.
+  double saved = 0;
+  double full = 0;           ///< the largest layer's bytes without checkpointing (one layer recomputed)
+  /// Bytes per token of each in-flight micro-batch outside the layers, held by every checkpoint
+  /// frame: the 4-D bf16 additive mask 2·S_f and the two rotary tables' cos and sin 8·r_d.
+  double per_microbatch = 0;
+  /// FLOP per token of a layer's bf16 GEMMs, forward + backward (+ the forward again under
+  /// full or selective recompute): wq_a, wq_b, wkv, wo_a, wo_b x3; the frozen indexer's wq_b
+  /// and weights_proj forward only (x1).
+  double bf16_linear = 0;
+  /// FLOP per token of a layer's fp32 GEMMs (torch runs them on the CUDA cores: AutoModel sets
+  /// no TF32): the two hyper-connection mappings 2·2·m·h·(2+m)·m and the compressor's wkv and
+  /// wgate 2·2·h·k_c·d x3, the indexer's compressor 2·2·h·2·d_I x1 (+ recompute's forward).
+  double fp32_linear = 0;
+  /// FLOP per token of a layer's attention core: tilelang's sparse kernel over a fixed
+  /// T_k = roundup64(min(w, S_f) + P') keys per query, 4·a·d·T_k forward and 10·a·d·T_k backward
+  /// (tilelang_sparse_mla_fwd/bwd.py: masked slots are computed too), the tilelang indexer's
+  /// scores 2·n_I·d_I·(S_f/8 + 128) forward only; other backends dense: 12·a·d·(S_f + P) and the
+  /// torch indexer 2·n_I·d_I·floor(S_f/4).
+  double core = 0;
+  /// HBM bytes per token of a layer's eager kernels, forward, backward (about twice) and any
+  /// recomputed forward: per hyper-connection site 40·m·h + 12·h (the fp32 copy, norm, mapping
+  /// read, collapse, cast, expand), the RoPE calls 2·(4a(d − r_d) + 30·a·r_d), the q / output
+  /// copies 20·a·d, the compressor 6h + 120d (c = 4) or 6h + 40d (c = 128), the indexer (forward
+  /// only) 6h + 120·d_I + 4·n_I·d_I + 30·n_I·r_d + 12P, the per-layer mask 4·S_f + 20P or + 8P,
+  /// the top-k index build 130·T_k, the shared expert's fp32 SwiGLU 54·f_s and the gate 30E.
+  /// Estimates from the op sequence, not timed.
+  double eager_bytes = 0;
+  /// CP (cp > 1; deepseek_v4/cp.py dsv4_cp_all_gather, layers.py): bytes per local token a rank
+  /// contributes to a layer's all-gathers over the CP group, blocking on the compute stream:
+  /// the kv latent 2d, the pooled kv 2d/c, at c = 4 the overlap windows' fp32 kv and gate 16d
+  /// (`cp_bytes`: differentiable, reduce-scattered in backward) and the indexer's fp32 windows
+  /// 16·d_I plus its pooled keys d_I/2 (`cp_fwd_only_bytes`: no backward).
+  double cp_bytes = 0, cp_fwd_only_bytes = 0;
+  /// Parameters (elements, whole model) AutoModel keeps in fp32 (fully_shard_deepseek_v4's fp32
+  /// units: the hyper-connections, hc_head, attention sinks, the compressors, lm_head) and
+  /// those it freezes (the indexers: no gradient, no optimizer state).
+  double fp32_params = 0, frozen_params = 0;
+};
+
+/// The terms above for a micro-batch of `seq_len` tokens per sequence over `cp` CP ranks, under
+/// `recompute`, with the tilelang attention backend or not, the gate in fp32 or not.
+Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& model, Recompute recompute, int64_t seq_len, int64_t cp, bool tilelang,
+                             bool gate_fp32);
+
+}  // namespace meshplan::cost

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 
+#include "cost/dsv4.hpp"
 #include "cost/hybrid.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
@@ -155,6 +156,17 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
       }
     }
   }
+  double dsv4_per_mb = 0.0;
+  if (c.model.architecture == Architecture::kDeepseekV4) {
+    // AutoModel's deepseek_v4 model (Dsv4PytorchTerms): no TP plan, every block wrapped whole.
+    const Dsv4PytorchTerms d = Dsv4Pytorch(c.model, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang, false);
+    x.moe_act = d.saved;
+    x.moe_full = d.full;
+    x.dense_act = x.dense_full = 0.0;
+    x.dsv4_fp32_params = d.fp32_params;
+    x.dsv4_frozen_params = d.frozen_params;
+    dsv4_per_mb = d.per_microbatch;
+  }
   const double e = x.compute.elem;
   x.final_norm = FinalNormBytesPerToken(c.model, e);
   // LlamaRotaryEmbedding.forward returns cos.to(x.dtype), sin.to(x.dtype).
@@ -162,6 +174,8 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
   x.rope = c.model.architecture == Architecture::kNemotronH
                ? 0.0
                : 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
+  // DeepSeek-V4: the 4-D mask and both rotary tables each checkpoint frame holds (Dsv4PytorchTerms).
+  if (c.model.architecture == Architecture::kDeepseekV4) x.rope = dsv4_per_mb;
   x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e, l.loss_fp32_upcast);
   x.held_logits = e / tp;
   if (x.compute.Math()) {
@@ -310,10 +324,29 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
     grads_prev = accum ? grads_final : 0.0;
   }
 
+  const PytorchRankTerms terms = c.pytorch_terms != nullptr ? *c.pytorch_terms : PytorchTerms(c, opts);
+  // DeepSeek-V4 (a bf16 model): its fp32 units (Dsv4PytorchTerms::fp32_params; deepseek_v4/fsdp.py
+  // fully_shard_deepseek_v4 keeps them in fp32) hold 4-byte weights and gradients and 8-byte Adam
+  // state, 8 B per parameter more; its frozen indexers no gradient and no Adam state, 6 B less;
+  // the rank's share by its layers, lm_head on the head rank. Under FSDP2 without PP the
+  // unsharded root keeps lm_head in fp32 (2 B per parameter more). Megatron FSDP's state is
+  // fp32 already.
+  if (m.architecture == Architecture::kDeepseekV4 && pb == 2.0 && l.dp_impl != DpImpl::kMegatronFsdp) {
+    const double vh = double(m.vocab_size) * h;
+    const double frac = double(rp.Layers()) / double(std::max<int64_t>(1, m.num_layers));
+    const double fp32 = std::max(0.0, terms.dsv4_fp32_params - vh) * frac + (rp.has_head ? vh : 0.0);
+    const double frozen = terms.dsv4_frozen_params * frac;
+    const bool sharded = !one_gpu && l.dp_impl == DpImpl::kFsdpPerModule;
+    const double shards = sharded ? double(c.groups.dp_shard_cp.n) : 1.0;
+    weights += 2.0 * fp32 / shards;
+    grads_final += (2.0 * fp32 - 2.0 * frozen) / shards;
+    optimizer += (4.0 * fp32 - 4.0 * frozen) / shards;
+    if (sharded && l.pp == 1 && rp.has_head) resident += 2.0 * vh;
+  }
+
   // Activations of the in-flight micro-batches.
   const double t = c.tokens_per_mb;
   const bool sp = l.sequence_parallel;
-  const PytorchRankTerms terms = c.pytorch_terms != nullptr ? *c.pytorch_terms : PytorchTerms(c, opts);
   const AcWrap wrap = terms.wrap;
   const double dense_act = terms.dense_act;
   const double moe_act = terms.moe_act;

@@ -2,6 +2,7 @@
 
 #include "cost/time.hpp"
 
+#include "cost/dsv4.hpp"
 #include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/last_values.hpp"
@@ -380,7 +381,14 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
                            moe_layers * f.shared_flops + double(rp.dense_layers) * f.dense_mlp_flops / tp)
                : tokens * (double(rp.dense_layers) * f.DenseLayerLinear() + moe_layers * (f.attn_linear_flops + f.shared_flops) +
                            gdn_layers * (f.gdn_linear_flops - f.attn_linear_flops)) / tp;
+  // DeepSeek-V4 (AutoModel's deepseek_v4 model, Dsv4PytorchTerms): its attention's bf16 GEMMs
+  // (the frozen indexer's forward only), fp32 GEMMs, attention core and eager kernels per layer,
+  // the recomputed forward included; every layer is a MoE layer, TP is 1.
+  const bool dsv4 = m.architecture == Architecture::kDeepseekV4;
+  const Dsv4PytorchTerms d4 = dsv4 ? Dsv4Pytorch(m, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang, false)
+                                   : Dsv4PytorchTerms{};
   const double linear_w =
+      dsv4 ? tokens * moe_layers * (d4.bf16_linear + f.shared_flops * (1.0 + extra_mm)) :
       nemotron ? tokens * (attn_layers * f.attn_linear_flops * (1.0 + nem_other_mm) +
                            mamba_layers * f.mamba_linear_flops * (1.0 + nem_mm) +
                            moe_layers * f.shared_flops * (1.0 + nem_other_mm) +
@@ -388,11 +396,15 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
                : linear * (1.0 + extra_mm);
   // FusedLinearCrossEntropy (cut-cross-entropy) recomputes the logits blockwise in its
   // backward: one more forward of lm_head (a third of its FLOP).
-  const double head = rp.has_head ? tokens * f.logits_flops / tp * (l.loss_fused_linear ? 4.0 / 3.0 : 1.0) : 0.0;
+  const double head_flops = rp.has_head ? tokens * f.logits_flops / tp * (l.loss_fused_linear ? 4.0 / 3.0 : 1.0) : 0.0;
+  // DeepSeek-V4's lm_head is an fp32 module on fp32 input (deepseek_v4/model.py: dtype float32,
+  // compute_lm_head_logits fp32_lm_head=True): priced with its fp32 GEMMs below.
+  const double head = dsv4 ? 0.0 : head_flops;
   const double experts = tokens * moe_layers * f.routed_flops;
   const double experts_w = experts * (1.0 + (nemotron ? nem_other_mm : extra_mm));
-  const double core = tokens * attn_layers * f.attn_core_flops / (nemotron ? 1.0 : tp);
+  const double core = tokens * attn_layers * (dsv4 ? d4.core : f.attn_core_flops) / (nemotron ? 1.0 : tp);
   if (nemotron) extra_core = nem_other_core;
+  if (dsv4) extra_core = 0.0;  // d4.core has the recomputed forward
   const double sys_eff = Positive(sys.compute_efficiency);
   const double linear_rate = PeakFlops(gpu, c.setup.precision) *
                              MatmulEfficiency(gpu, c.setup.precision) * sys_eff;
@@ -415,6 +427,14 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   const double core_rate_eff = core_rate * GemmSizeFactor(t_mb, 0.0) * cp_chunk;
   const double core_s = core * (1.0 + extra_core) / core_rate_eff;
   t.compute = linear_s + expert_s + core_s;
+  // DeepSeek-V4's fp32 GEMMs (Dsv4PytorchTerms::fp32_linear and the fp32 lm_head) on the CUDA
+  // cores: torch runs fp32 matmuls without TF32 unless told (allow_tf32 is off by default and
+  // AutoModel does not set it), at GpuSpec::fp32_flops times the BF16 MAMF share (an assumption);
+  // at the BF16 rate where the GPU's FP32 peak is not known.
+  if (dsv4) {
+    const double fp32_rate = gpu.fp32_flops > 0 ? gpu.fp32_flops * MatmulEfficiency(gpu, Precision::kBf16) : linear_rate;
+    t.compute += (tokens * moe_layers * d4.fp32_linear + head_flops) / fp32_rate;
+  }
   // The chunked gated delta rule's Triton kernels (fla), at the rate the Megatron-Core terms
   // price them (MegatronRankTerms' ssd_rate: the fused attention's efficiency, an assumption);
   // both recompute modes run them again (selective AC saves no output of a custom autograd
@@ -469,6 +489,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     }
     t.compute += 2.0 * tokens * (elems * EagerRecomputeFactor(l) + loss) / gpu.hbm_bandwidth +
                  fixed * EagerRecomputeFactor(l);
+    // DeepSeek-V4's own eager kernels (hyper-connections, RoPE, compressor, indexer, masks, the
+    // fp32 shared SwiGLU; Dsv4PytorchTerms::eager_bytes, bytes with backward and recompute).
+    if (dsv4) t.compute += tokens * moe_layers * d4.eager_bytes / gpu.hbm_bandwidth;
   }
 
   const bool full = l.recompute == Recompute::kFull;
@@ -500,9 +523,21 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
     // domain, across domains the sending GPU's own NIC (GroupLink's tier: a send/recv pair
     // does not stripe over the node's rails the way NCCL's ring collectives do).
     const double attn_tp = nemotron ? 1.0 : tp;  // NemotronV3Attention is not TP-split
-    t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / attn_tp * 2.0, GroupLink(sys, g.cp),
-                                     t_mb * f.attn_core_flops / attn_tp / core_rate_eff / 3.0, l.cp, full) *
-                attn_layers * n_mb;
+    // DeepSeek-V4 (Dsv4PytorchTerms::cp_bytes): all-gathers of the kv, the pooled kv and the
+    // windows per layer and micro-batch, forward (again where recomputed), the differentiable
+    // ones reduce-scattered in backward; on the compute stream (exposed). No ring.
+    if (dsv4) {
+      const Link lcp = RingLink(sys, c.links, g.cp);
+      const double cpn = double(l.cp), again = full ? 2.0 : 1.0;
+      t.cp_comm = moe_layers * n_mb *
+                  (again * AllGatherSeconds(cpn * t_mb * d4.cp_bytes, l.cp, lcp) +
+                   ReduceScatterSeconds(cpn * t_mb * d4.cp_bytes, l.cp, lcp) +
+                   again * AllGatherSeconds(cpn * t_mb * d4.cp_fwd_only_bytes, l.cp, lcp));
+    } else {
+      t.cp_comm = RingCpExposedSeconds(t_mb * double(KDim(m) + VDim(m)) / attn_tp * 2.0, GroupLink(sys, g.cp),
+                                       t_mb * f.attn_core_flops / attn_tp / core_rate_eff / 3.0, l.cp, full) *
+                  attn_layers * n_mb;
+    }
     // Qwen3.5's CPAwareGatedDeltaNet (qwen3_5_moe/cp_linear_attn.py _forward_with_cp): the
     // layer input and its output are all-gathered over the CP group (_AllGatherConcatFn, to undo
     // and redo the attention's load balancing), whose backward all-reduces the gathered
@@ -543,7 +578,9 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // --- PP ---
   const double v = double(std::max<int64_t>(1, c.split.stages_per_rank));
   if (l.pp > 1) {
-    const double per = P2pSeconds(t_mb * h * 2.0, RingLink(sys, c.links, g.pp));
+    // DeepSeek-V4 sends its hc_mult residual streams between stages (model.py get_pipeline_stage_metas).
+    const double streams = dsv4 ? double(std::max<int64_t>(1, m.dsv4.hc_mult)) : 1.0;
+    const double per = P2pSeconds(t_mb * h * 2.0 * streams, RingLink(sys, c.links, g.pp));
     t.pp_comm = kPpP2pExposedFraction * 2.0 * v * n_mb * per;
     // Of the stage work: compute and the TP, CP and EP communication exposed in the layers.
     t.bubble = double(l.pp - 1) / (v * double(c.mb_per_call)) * (t.compute + t.tp_comm + t.cp_comm + t.ep_comm);

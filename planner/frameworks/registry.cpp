@@ -9,35 +9,6 @@ namespace {
 
 std::string NoNote(const PlanRequest& /*req*/) { return ""; }
 
-/// Why AutoModel layouts of a hybrid model are not priced, by its mixer kinds ("" where they
-/// are). AutoModel (NVIDIA-NeMo/Automodel 36044ad) trains each kind with its own models; meshplan's
-/// PyTorch-eager terms (memory_pytorch.cpp, time.cpp RankTime) price attention, Gated DeltaNet and
-/// Mamba-2 blocks:
-///  * Gated DeltaNet: priced. Qwen3NextForCausalLM (components/models/qwen3_next/model.py) and
-///    Qwen3_5MoeForConditionalGeneration (components/models/qwen3_5_moe/model.py), both
-///    MoEFSDPSyncMixin MoEs: EP and PP (_transformers/capabilities.py supports_ep,
-///    supports_pp); no TP (no PARALLELIZE_FUNCTIONS entry for the custom MoE TP path,
-///    moe/parallelizer.py _resolve_moe_tp_plan); CP for Qwen3.5 only (qwen3_5_moe/
-///    cp_linear_attn.py CPAwareGatedDeltaNet; Qwen3-Next's Qwen3NextFp32GatedDeltaNet has no CP
-///    path: moe/parallelizer.py apply_cp skips it). Those rules are AutoModel's
-///    (rules_parallel.cpp, rules_gdn.cpp), judged by check and by plan's search.
-///  * Mamba-2: priced. NemotronHForCausalLM (_transformers/registry.py -> components/models/
-///    nemotron_v3; EP through components/moe/parallelizer.py, else parallelizer.py
-///    NemotronHParallelizationStrategy): memory_pytorch.cpp NemotronBlockActivationBytes,
-///    time.cpp NemotronBlockPasses and RankTime's Nemotron-H blocks.
-///  * DeepSeek-V4: refused. DeepseekV4ForCausalLM (_transformers/registry.py ->
-///    components/models/deepseek_v4/model.py, moe/parallelizer.py fully_shard_deepseek_v4);
-///    CP only with backend.attn tilelang (_transformers/capabilities.py supports_cp).
-std::string AutoModelHybridRefusal(const ModelSpec& model) {
-  if (model.architecture == Architecture::kDeepseekV4) {
-    return "NeMo AutoModel trains DeepseekV4ForCausalLM with its own model (nemo_automodel/components/models/"
-           "deepseek_v4/model.py: EP, PP with the hash-routed layers on stage 0, CP only with backend.attn tilelang), "
-           "but meshplan's PyTorch-eager cost terms have no DeepSeek-V4 blocks (its eager compressor, indexer and "
-           "hyper-connection ops and their saved tensors): no AutoModel layout of it is planned or priced (check "
-           "judges it by AutoModel's rules only); use --framework megatron-bridge to price it";
-  }
-  return "";  // Gated DeltaNet and Mamba-2 hybrids: memory_pytorch.cpp, time.cpp RankTime
-}
 std::vector<std::string> NoWarnings(const PlanRequest& /*req*/) { return {}; }
 ParsedRecipe ReadAutoModel(std::string_view text, const std::string& file, int64_t gpus, const ModelSpec* /*model*/,
                            std::string_view /*recipe_function*/) {
@@ -91,7 +62,13 @@ const FrameworkOps kAutoModel{
     .override_key_flags = false,
     .explains_pipeline_split = false,
     .local_batch_column = true,
-    .hybrid_refusal = &AutoModelHybridRefusal,
+    // Every hybrid AutoModel trains is priced (NVIDIA-NeMo/Automodel 36044ad: each kind with its
+    // own model): Gated DeltaNet (Qwen3NextForCausalLM, Qwen3_5MoeForConditionalGeneration;
+    // memory_pytorch.cpp, rules_gdn.cpp), Mamba-2 (NemotronHForCausalLM, components/models/
+    // nemotron_v3: NemotronBlockActivationBytes, NemotronBlockPasses, rules_nemotron_h.cpp) and
+    // DeepSeek-V4 (DeepseekV4ForCausalLM, components/models/deepseek_v4: dsv4_pytorch.cpp
+    // Dsv4PytorchTerms, rules_dsv4.cpp).
+    .hybrid_refusal = nullptr,
 };
 const FrameworkOps kMegatronBridge{
     .id = Framework::kMegatronBridge,
@@ -198,10 +175,7 @@ std::string FrameworkHybridRefusal(const FrameworkOps& fw, const ModelSpec& mode
   if (!model.is_hybrid() || fw.hybrid_refusal == nullptr) return "";
   const std::string why = fw.hybrid_refusal(model);
   if (why.empty()) return "";
-  const char* kinds = model.architecture == Architecture::kDeepseekV4
-                          ? "DeepSeek-V4 compressed / sparse attention and MoE blocks"
-                          : "Mamba-2, attention and MLP blocks";
-  return model.architecture_name + " is a hybrid model (a layer pattern of " + kinds + "): " + why;
+  return model.architecture_name + " is a hybrid model (a layer pattern of token-mixer and MLP blocks): " + why;
 }
 
 Cost Score(const CostModel& cost, const Layout& layout) {

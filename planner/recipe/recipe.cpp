@@ -106,6 +106,8 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   // packed_sequence.packed_sequence_size is unset, automodel.md 1.3). `meshplan check` reads it back.
   y << "dataset:  # merge into your dataset section (seq_len is what MockIterableDataset and pp_seq_len read)\n";
   y << "  seq_len: " << req.setup.seq_len << "\n";
+  // DeepSeek-V4: backend.attn tilelang (AutoModel's deepseek_v4 recipes; the planner prices it).
+  const bool tilelang = l.am_backend.attn_tilelang && req.model.architecture == Architecture::kDeepseekV4;
   if (l.ep > 1 && l.am_backend.dispatcher == AmDispatcher::kHybridEP) {
     // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's internode
     // dispatch times out, issues #2327, #3906); the planner prices it so (DefaultBackend). A real
@@ -129,6 +131,12 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     }
     y << "  backend:\n";
     y << "    dispatcher: hybridep\n";
+    if (tilelang) y << "    attn: tilelang\n";
+  } else if (tilelang) {
+    y << "model:  # merge into your model section: DeepSeek-V4's TileLang sparse attention, indexer and Sinkhorn "
+         "kernels, which this layout is priced with (and its CP needs)\n";
+    y << "  backend:\n";
+    y << "    attn: tilelang\n";
   }
   return y.str();
 }

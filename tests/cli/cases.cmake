@@ -1078,16 +1078,23 @@ meshplan_cli_case(arch_llama4_check_ep8_am 1 "ep_needs_automodel_moe: Expert par
   -- ${MP} check ${D}/automodel_llama4_scout_ep8.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
 meshplan_cli_case(arch_llama4_check_cp2_am 1 "cp_no_chunked_attention: cp_size=2 with attention_chunk_size=8192 on 36 layers and seq_len 16384"
   -- ${MP} check ${D}/automodel_llama4_scout_cp2.yaml --model ${A}/llama-4-scout-17b-16e.json --system dgx-h100 --gpus 64)
-# DeepSeek-V4 Flash (DeepseekV4ForCausalLM): priced under Megatron-Bridge (cost/dsv4.hpp), refused
-# by AutoModel's PyTorch-eager terms (AutoModel trains it: check judges it by AutoModel's rules);
-# Megatron-Core's (dev) TP 1, hash-layer pipeline and CP rules reproduced by check.
+# DeepSeek-V4 Flash (DeepseekV4ForCausalLM): priced under Megatron-Bridge (cost/dsv4.hpp) and
+# under AutoModel (its deepseek_v4 model: cost/dsv4_pytorch.cpp; plan writes backend.attn
+# tilelang); Megatron-Core's (dev) TP 1, hash-layer pipeline and CP rules and AutoModel's TP and CP
+# rules reproduced by check. The CP 8 x PP 4 recipe is AutoModel's own example (it fits).
 meshplan_cli_case(arch_deepseek_v4_plan_mb 0 "^rank +strategy"
   -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system gb200-nvl72 --gpus 128 --seq-len 4096 --global-batch 2048 --framework megatron-bridge --precision fp8 --top 2)
-meshplan_cli_case(arch_deepseek_v4_refused_am 2 "DeepseekV4ForCausalLM is a hybrid model .a layer pattern of DeepSeek-V4 compressed / sparse attention and MoE blocks.: NeMo AutoModel trains DeepseekV4ForCausalLM"
-  -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system gb200-nvl72 --gpus 128 --seq-len 4096 --global-batch 2048 --framework automodel)
+meshplan_cli_case(arch_deepseek_v4_plan_am 0 "^rank +strategy" "fsdp2 +1 +1 +1 +[0-9]+ +128 "
+  -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system dgx-h100 --gpus 128 --seq-len 4096 --global-batch 256 --framework automodel --top 2)
+meshplan_cli_case(arch_deepseek_v4_plan_am_yaml 0 "^ +dispatcher: hybridep$" "^ +attn: tilelang$"
+  -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system dgx-h100 --gpus 128 --seq-len 4096 --global-batch 256 --framework automodel --top 1 --format yaml)
+meshplan_cli_case(arch_deepseek_v4_check_cp8_am 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted of 71.2 GiB usable: fits"
+  -- ${MP} check ${R}/automodel_deepseek_v4_flash_cp8_pp4_128gpu_h100.yaml --model ${A}/deepseek-v4-flash.json --system dgx-h100 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_tp2_am 1 "moe_no_tensor_parallel: tp_size=2 on MoE model DeepseekV4ForCausalLM"
+  -- ${MP} check ${D}/automodel_deepseek_v4_flash_tp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_mb 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted"
   -- ${MP} check ${D}/mbridge_deepseek_v4_flash_128gpu_gb200.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128 --precision fp8)
-meshplan_cli_case(arch_deepseek_v4_check_am 0 "valid: passes all" "memory: not predicted .DeepseekV4ForCausalLM is a hybrid model"
+meshplan_cli_case(arch_deepseek_v4_check_am 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted"
   -- ${MP} check ${D}/automodel_deepseek_v4_flash_ep64.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_cp2_am 1 "dsv4_cp_needs_tilelang: Context parallelism .cp_size=2. for DeepseekV4ForCausalLM requires the TileLang attention backend"
   -- ${MP} check ${D}/automodel_deepseek_v4_flash_cp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)

@@ -107,3 +107,46 @@ TEST_CASE("dsv4: DeepSeek-V4 Flash is priced as attention and MoE blocks") {
   CHECK(b.attention == 43);
   CHECK(b.moe == 43);
 }
+
+TEST_CASE("dsv4: AutoModel Flash layer bytes per token by hand from deepseek_v4 layers.py and model.py") {
+  const ModelSpec& m = Flash();
+  // Flash at 4096 tokens, CP 1, tilelang. Layer 2 (ratio 4, hash-routed) is the largest:
+  //   hyper-connections 2·(8mh + 2mh + 4h + 4(2+m)m + 10m + 2m² + 8 + 4m²), m 4, h 4096: 360,928
+  //   attention: 2h + 4r_q + 2d + 8 + 2ad + 4a + 12r_d + 2ad + 2g·r_o = 161,800, the sparse kernel's
+  //     q 2ad, kv 2d·(4096 + 1024)/4096 = 1280, indices 4·(128 + 512), out 2ad, lse 4a: 135,168
+  //   compressor (ratio 4): 4h + 8d + 8d = 24,576
+  //   MoE: 2h + 8E + 12k + 4 + 4h (hash: fp32 gate input) + k·(2h + 6f + 4) + 22·f_s = 194,660
+  const Dsv4PytorchTerms none = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true, false);
+  CHECK(none.full == doctest::Approx(360928.0 + 161800.0 + 135168.0 + 24576.0 + 194660.0));
+  // Whole-block checkpoint: 2mh = 32,768 each of 43 layers; router logits 4E on the 3 hash layers,
+  // 2E and top-k 12k on the 40 others; the indexer's top-k 12·512 on the 21 ratio-4 layers.
+  const Dsv4PytorchTerms ac = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true, false);
+  CHECK(ac.saved == doctest::Approx((43.0 * 32768.0 + 3.0 * 1024.0 + 40.0 * 584.0 + 21.0 * 6144.0) / 43.0));
+  // The 4-D mask 2·4096 and the two rotary tables 8·64, per micro-batch.
+  CHECK(ac.per_microbatch == doctest::Approx(8704.0));
+  // Under CP 8 the local sequence is 512: the kv gathered over the 4096 keys and the ratio-4
+  // windows' fp32 view of the gathered sequence (8d·cp) grow; the mask stays 2·4096.
+  const Dsv4PytorchTerms cp = Dsv4Pytorch(m, Recompute::kNone, 4096, 8, true, false);
+  CHECK(cp.full == doctest::Approx(none.full + 2.0 * 512.0 * 5120.0 / 512.0 - 1280.0 + 8.0 * 512.0 * 7.0));
+  CHECK(cp.per_microbatch == doctest::Approx(8704.0));
+}
+
+TEST_CASE("dsv4: AutoModel Flash GEMM and kernel FLOPs per token by hand") {
+  const ModelSpec& m = Flash();
+  const Dsv4PytorchTerms t = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true, false);
+  // bf16 GEMMs 213,909,504 forward x3 on every layer; the frozen indexer's wq_b and weights_proj
+  // 2·(1024·64·128 + 4096·64) = 17,301,504 forward only, on the 21 ratio-4 layers.
+  CHECK(t.bf16_linear == doctest::Approx(3.0 * 213909504.0 + 21.0 / 43.0 * 17301504.0));
+  // fp32: the mappings 1,572,864 and the compressor 2·2·4096·k_c·512 (k_c 2 at ratio 4, 1 at 128)
+  // x3; the indexer's compressor 2·2·4096·256 = 4,194,304 forward only.
+  CHECK(t.fp32_linear == doctest::Approx(3.0 * 1572864.0 + (21.0 * 3.0 * 16777216.0 + 20.0 * 3.0 * 8388608.0 +
+                                                           21.0 * 4194304.0) / 43.0));
+  // Core (2 ratio-0, 21 ratio-4, 20 ratio-128 layers): 14·a·d·T_k with T_k = 128 (ratio 0), 640 (4: 128 + 512), 192 (128: 128 + 32, to 64s);
+  // the tilelang indexer 2·64·128·(4096/8 + 128) = 10,485,760 forward only.
+  const double ad = 64.0 * 512.0;
+  CHECK(t.core == doctest::Approx((2.0 * 14.0 * ad * 128.0 + 21.0 * (14.0 * ad * 640.0 + 10485760.0) +
+                                   20.0 * 14.0 * ad * 192.0) / 43.0));
+  // Full recompute runs the forward once more: x4 for the trained GEMMs, x2 for the indexer.
+  const Dsv4PytorchTerms r = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true, false);
+  CHECK(r.bf16_linear == doctest::Approx(4.0 * 213909504.0 + 2.0 * 21.0 / 43.0 * 17301504.0));
+}

@@ -26,6 +26,7 @@ void SetDispatch(const AmMoeBackend& b, CostView& v) {
                    : b.dispatcher == AmDispatcher::kHybridEP ? FlexBackend::kHybridEP
                                                              : FlexBackend::kDeepEP;
   v.routing = b.ConsecutiveExperts() ? MoeRouting::kConsecutive : MoeRouting::kUniform;
+  v.attn_tilelang = b.attn_tilelang;
 }
 
 }  // namespace

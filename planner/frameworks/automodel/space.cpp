@@ -140,7 +140,13 @@ class AutoModelSpace : public search::Space {
   // The request's model.backend settings, else automodel::DefaultBackend.
   // With am_release_dispatcher, the dispatcher DefaultBackend gives at `ep`.
   AmMoeBackend Backend(int64_t ep) const {
-    if (!req_.am_moe_backend) return automodel::DefaultBackend(req_.system, ep);
+    if (!req_.am_moe_backend) {
+      AmMoeBackend b = automodel::DefaultBackend(req_.system, ep);
+      // DeepSeek-V4: the TileLang kernels AutoModel's H100 recipes run (examples/llm_finetune/
+      // deepseek_v4: backend.attn tilelang), which its CP needs; the recipe writes the key.
+      b.attn_tilelang = req_.model.architecture == Architecture::kDeepseekV4;
+      return b;
+    }
     AmMoeBackend b = *req_.am_moe_backend;
     if (req_.am_release_dispatcher) b.dispatcher = automodel::DefaultBackend(req_.system, ep).dispatcher;
     return b;

@@ -55,7 +55,7 @@ void ReadDeepseekV4(KeyReader& r, ModelSpec& s) {
                            std::to_string(s.num_attention_heads * s.head_dim) + "), found " +
                            std::to_string(v.o_groups));
   }
-  r.Int("qk_rope_head_dim", 1, kMax, 64);
+  v.qk_rope_head_dim = r.Int("qk_rope_head_dim", 1, s.head_dim, 64);
   s.sliding_window = r.Int("sliding_window", 1, kMax, 128);
   // DeepseekV4Config's defaults: 256 routed experts, top 6 (ReadExperts has none).
   s.num_experts = r.Int("n_routed_experts", 1, 1 << 16, 256);
