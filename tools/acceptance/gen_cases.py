@@ -17,11 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 PRESETS = ["llama3-8b", "llama3-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b",
            "qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2", "gpt-oss-20b", "gpt-oss-120b",
-           "nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra"]
+           "nemotron-3-nano", "nemotron-3-super", "nemotron-3-ultra", "deepseek-v4-flash"]
 # Megatron-Bridge has no recipe function for Mixtral; Kimi-K2's config needs remote code the
 # offline harness cannot load.
 MB_SKIP = {"mixtral-8x7b": "no Megatron-Bridge recipe function", "mixtral-8x22b": "no Megatron-Bridge recipe function",
-           "kimi-k2": "its config.json needs trust_remote_code (not available offline)"}
+           "kimi-k2": "its config.json needs trust_remote_code (not available offline)",
+           "deepseek-v4-flash": "meshplan names no default recipe function (deepseek_v4_flash_pretrain_config reads "
+                                "its config with trust_remote_code, not available offline)"}
 SYSTEMS = {"dgx-h100": "h100", "dgx-b200": "b200", "gb200-nvl72": "gb200"}
 GPUS = [8, 16, 32, 64, 128, 256, 512, 1024]
 SEQS = [4096, 8192]
