@@ -307,7 +307,12 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
         resident += 2.0 * std::max(0.0, expert_local - rp.max_layer_expert / ep);
       }
       const bool defer = opts.defer_fsdp_grad_sync || l.defer_fsdp_grad_sync;
-      if (accum) grads_prev = defer ? 4.0 * (dense_local + expert_local) : grads_final;
+      // The deferred unsharded fp32 gradients are FSDP's: with ep_shard 1 the experts are not
+      // FSDP parameters (components/moe/parallelizer.py apply_fsdp: fully_shard on the experts only
+      // when ep_shard > 1, else ignored_params of their block), so their param.grad accumulates
+      // in the parameters' own dtype.
+      const double expert_deferred = c.groups.ep_shard.n > 1 ? 4.0 : pb;
+      if (accum) grads_prev = defer ? 4.0 * dense_local + expert_deferred * expert_local : grads_final;
     }
   } else {  // megatron_fsdp: what zero_dp_strategy shards (CostView::fsdp_sharding)
     const double n = double(std::max<int64_t>(1, l.dp)) * double(std::max<int64_t>(1, l.cp));
