@@ -54,21 +54,19 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   }
   y << "  torch_dtype: bfloat16\n";
   if (c.layout.cp > 1) y << "  attn_implementation: sdpa  # required for cp > 1 (automodel.md 1.4)\n";
-  if (moe && req.model.architecture == Architecture::kDeepseekV4) {
-    // AutoModel's deepseek_v4 recipes (examples/llm_finetune/deepseek_v4): its attention
-    // projections are nn.Linear whatever backend.linear says, its q / kv norms fp32.
-    y << "  backend:\n    attn: " << (c.layout.am_backend.attn_tilelang ? "tilelang" : "torch")
-      << "\n    linear: torch\n    rms_norm: torch_fp32\n    experts: torch_mm\n    dispatcher: "
-      << (c.layout.ep <= 1                                            ? "torch"
-          : c.layout.am_backend.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
-                                                                        : "deepep")
-      << "\n";
-  } else if (moe) {
-    y << "  backend:\n    attn: te\n    linear: te\n    rms_norm: te\n    experts: torch_mm\n    dispatcher: "
-      << (c.layout.ep <= 1                                            ? "torch"
-          : c.layout.am_backend.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
-                                                                        : "deepep")
-      << "\n";
+  if (moe) {
+    const char* dispatcher = c.layout.ep <= 1                                            ? "torch"
+                             : c.layout.am_backend.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
+                                                                                         : "deepep";
+    // DeepSeek-V4: AutoModel's deepseek_v4 recipes (examples/llm_finetune/deepseek_v4); its
+    // attention projections are nn.Linear whatever backend.linear says, its q / kv norms fp32.
+    if (req.model.architecture == Architecture::kDeepseekV4) {
+      y << "  backend:\n    attn: " << (c.layout.am_backend.attn_tilelang ? "tilelang" : "torch")
+        << "\n    linear: torch\n    rms_norm: torch_fp32\n";
+    } else {
+      y << "  backend:\n    attn: te\n    linear: te\n    rms_norm: te\n";
+    }
+    y << "    experts: torch_mm\n    dispatcher: " << dispatcher << "\n";
   }
   y << "checkpoint:\n  enabled: false\n  checkpoint_dir: checkpoints/\n";
   y << distributed;
