@@ -195,8 +195,9 @@ const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 /// the learned gate, and the dispatcher meshplan's recipe names: deepep, hybridep when EP spans
 /// nodes (Automodel PR #2630: DeepEP's internode dispatch times out, issues #2327, #3906) or
 /// when DeepEP has no kernel configuration for `ep` (domain::DeepEpRanksSupported: 3, 5, 6, 7);
-/// recipe.cpp writes the hybridep key whenever the layout's is. frameworks/automodel/space.cpp.
-AmMoeBackend DefaultBackend(const SystemSpec& system, int64_t ep);
+/// recipe.cpp writes the hybridep key whenever the layout's is; for DeepSeek-V4 `model` also
+/// backend.attn tilelang (AmMoeBackend::attn_tilelang). frameworks/automodel/space.cpp.
+AmMoeBackend DefaultBackend(const ModelSpec& model, const SystemSpec& system, int64_t ep);
 /// Whether model.backend.dispatcher deepep runs with EP size `ep` on `system`: the rules
 /// deepep_ep_ranks (DeepEP's kernel configurations, domain::DeepEpRanksSupported) and
 /// deepep_nvl_peers_in_node (its first min(ep, 8) ranks on one node); rules_parallel.cpp.

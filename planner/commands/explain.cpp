@@ -329,7 +329,7 @@ ExplainReport ExplainLayout(const ExplainInput& in) {
     std::tie(s.version, s.mb_version) = ResolveReleases(setup.releases, s.framework);
     req = BuildRequest(s, loaded);
     // The keys name no model.backend: the planner's own (the dispatcher its recipe names).
-    rep.layout.am_backend = automodel::DefaultBackend(req.system, rep.layout.ep);
+    rep.layout.am_backend = automodel::DefaultBackend(req.model, req.system, rep.layout.ep);
   }
   const Layout& l = rep.layout;
   const FrameworkOps& fw = FrameworkOf(req.framework);

@@ -165,6 +165,12 @@ std::string HuggingFaceId(const std::string& preset) {
       {"kimi-k2", "moonshotai/Kimi-K2-Base"},
       {"gpt-oss-20b", "openai/gpt-oss-20b"},
       {"gpt-oss-120b", "openai/gpt-oss-120b"},
+      // Megatron-Bridge's recipes/nemotronh/h100/nemotron_3_{nano,super,ultra}.py and
+      // recipes/deepseek/h100/deepseek_v4.py name these.
+      {"nemotron-3-nano", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},
+      {"nemotron-3-super", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"},
+      {"nemotron-3-ultra", "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"},
+      {"deepseek-v4-flash", "deepseek-ai/DeepSeek-V4-Flash"},
   };
   for (const auto& [k, v] : kIds) {
     if (k == preset) return v;

@@ -291,6 +291,9 @@ TEST_CASE("Megatron-Bridge launch names the recipe function Megatron-Bridge expo
   CHECK(shn.find("--recipe \"${MB_RECIPE:-nemotron_3_nano_pretrain_config}\"") != std::string::npos);
   CHECK(megatron_bridge::DefaultRecipeFunctionName("nemotron-3-super") == "nemotron_3_super_pretrain_config");
   CHECK(megatron_bridge::DefaultRecipeFunctionName("nemotron-3-ultra") == "nemotron_3_ultra_pretrain_config");
+  // The Hugging Face ids a full AutoModel recipe loads them from (those Megatron-Bridge's recipes name).
+  CHECK(HuggingFaceId("nemotron-3-nano") == "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+  CHECK(HuggingFaceId("deepseek-v4-flash") == "deepseek-ai/DeepSeek-V4-Flash");
 }
 
 TEST_CASE("an AutoModel fragment says that the recipe it goes into must set max_steps") {

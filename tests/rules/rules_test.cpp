@@ -453,9 +453,13 @@ namespace meshplan {
 TEST_CASE("automodel plans: deepep inside a node where DeepEP has a configuration for ep_size and else hybridep") {
   SystemSpec h100;
   h100.gpus_per_node = 8;
-  CHECK(automodel::DefaultBackend(h100, 8).dispatcher == AmDispatcher::kDeepEP);
-  CHECK(automodel::DefaultBackend(h100, 4).dispatcher == AmDispatcher::kDeepEP);
-  CHECK(automodel::DefaultBackend(h100, 6).dispatcher == AmDispatcher::kHybridEP);  // no DeepEP table entry for 6
-  CHECK(automodel::DefaultBackend(h100, 16).dispatcher == AmDispatcher::kHybridEP);  // EP across nodes
+  const ModelSpec q = LoadModel("qwen3-30b-a3b");
+  CHECK(automodel::DefaultBackend(q, h100, 8).dispatcher == AmDispatcher::kDeepEP);
+  CHECK(automodel::DefaultBackend(q, h100, 4).dispatcher == AmDispatcher::kDeepEP);
+  CHECK(automodel::DefaultBackend(q, h100, 6).dispatcher == AmDispatcher::kHybridEP);  // no DeepEP table entry for 6
+  CHECK(automodel::DefaultBackend(q, h100, 16).dispatcher == AmDispatcher::kHybridEP);  // EP across nodes
+  CHECK_FALSE(automodel::DefaultBackend(q, h100, 8).attn_tilelang);
+  // DeepSeek-V4: the TileLang kernels of AutoModel's deepseek_v4 examples.
+  CHECK(automodel::DefaultBackend(LoadModel("deepseek-v4-flash"), h100, 8).attn_tilelang);
 }
 }  // namespace meshplan

@@ -140,15 +140,9 @@ class AutoModelSpace : public search::Space {
   // The request's model.backend settings, else automodel::DefaultBackend.
   // With am_release_dispatcher, the dispatcher DefaultBackend gives at `ep`.
   AmMoeBackend Backend(int64_t ep) const {
-    if (!req_.am_moe_backend) {
-      AmMoeBackend b = automodel::DefaultBackend(req_.system, ep);
-      // DeepSeek-V4: the TileLang kernels AutoModel's H100 recipes run (examples/llm_finetune/
-      // deepseek_v4: backend.attn tilelang), which its CP needs; the recipe writes the key.
-      b.attn_tilelang = req_.model.architecture == Architecture::kDeepseekV4;
-      return b;
-    }
+    if (!req_.am_moe_backend) return automodel::DefaultBackend(req_.model, req_.system, ep);
     AmMoeBackend b = *req_.am_moe_backend;
-    if (req_.am_release_dispatcher) b.dispatcher = automodel::DefaultBackend(req_.system, ep).dispatcher;
+    if (req_.am_release_dispatcher) b.dispatcher = automodel::DefaultBackend(req_.model, req_.system, ep).dispatcher;
     return b;
   }
   // With am_release_dispatcher: whether `ep` is walked (the request's deepep cannot run there).
@@ -190,8 +184,11 @@ class AutoModelSpace : public search::Space {
 
 }  // namespace
 
-AmMoeBackend automodel::DefaultBackend(const SystemSpec& system, int64_t ep) {
+AmMoeBackend automodel::DefaultBackend(const ModelSpec& model, const SystemSpec& system, int64_t ep) {
   AmMoeBackend b;
+  // DeepSeek-V4: the TileLang kernels AutoModel's H100 examples run (examples/llm_finetune/
+  // deepseek_v4: backend.attn tilelang), which its CP needs; the recipe writes the key.
+  b.attn_tilelang = model.architecture == Architecture::kDeepseekV4;
   // HybridEP where EP spans nodes (Automodel PR #2630) or where DeepEP has no kernel
   // configuration for the group (domain::DeepEpRanksSupported: EP 3, 5, 6, 7 inside a node).
   const bool deepep = ep <= system.gpus_per_node && (ep <= 1 || domain::DeepEpRanksSupported(ep));

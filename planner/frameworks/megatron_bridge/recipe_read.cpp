@@ -577,7 +577,8 @@ const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, 
     in_header = true;
     if (line.rfind(kHeader, 0) == 0) {
       const std::string_view rest = line.substr(kHeader.size());
-      const std::string_view name = rest.substr(0, rest.find(' '));
+      // "NAME (its override paths ...)" or, for a function the table lacks, "NAME, not in ...".
+      const std::string_view name = rest.substr(0, rest.find_first_of(" ,"));
       const auto* fn = megatron_bridge::FindRecipeFunction(name);
       if (fn == nullptr) *unknown_header = std::string(name);
       return fn;
