@@ -122,7 +122,7 @@ const char* FamilyOf(const char* field) {
       {"pipeline_model_parallel_layout", "pp"}, {"overlap_p2p_comm", "pp"}, {"batch_p2p_comm", "pp"},
       {"layers_per_stage", "pp"}, {"round_virtual_stages_to_pp_multiple", "pp"},
       {"expert_model_parallel_size", "ep"}, {"ep_size", "ep"}, {"moe_token_dispatcher_type", "ep"},
-      {"model.backend.dispatcher", "ep"},
+      {"model.backend.dispatcher", "ep"}, {"model.backend.attn", "cp"},
       {"data-parallel flavour", "dp"}, {"strategy", "dp"}, {"overlap_grad_reduce", "dp"},
       {"overlap_param_gather", "dp"}, {"dp_replicate_size", "dp"},
   };

@@ -1090,6 +1090,9 @@ meshplan_cli_case(arch_deepseek_v4_plan_am_yaml 0 "^ +dispatcher: hybridep$" "^ 
   -- ${MP} plan --model ${A}/deepseek-v4-flash.json --system dgx-h100 --gpus 128 --seq-len 4096 --global-batch 256 --framework automodel --top 1 --format yaml)
 meshplan_cli_case(arch_deepseek_v4_check_cp8_am 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted of 71.2 GiB usable: fits"
   -- ${MP} check ${R}/automodel_deepseek_v4_flash_cp8_pp4_128gpu_h100.yaml --model ${A}/deepseek-v4-flash.json --system dgx-h100 --gpus 128)
+meshplan_cli_case(arch_deepseek_v4_check_cp2_fix_am 1 "dsv4_cp_needs_tilelang" "^--- 1: .*model.backend.attn: .not tilelang. -> tilelang"
+  "^# predicted memory per GPU: [0-9.]+ GiB of 71.2 GiB usable .[0-9.]+ GiB headroom left"
+  -- ${MP} check ${D}/automodel_deepseek_v4_flash_cp2_pp4_16k.yaml --model deepseek-v4-flash --system dgx-h100 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_tp2_am 1 "moe_no_tensor_parallel: tp_size=2 on MoE model DeepseekV4ForCausalLM"
   -- ${MP} check ${D}/automodel_deepseek_v4_flash_tp2.yaml --model deepseek-v4-flash --system gb200-nvl72 --gpus 128)
 meshplan_cli_case(arch_deepseek_v4_check_mb 0 "valid: passes all" "memory: [0-9.]+ GiB per GPU predicted"

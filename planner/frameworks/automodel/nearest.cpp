@@ -28,6 +28,9 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   if (c.mesh_only()) return;
   // The dispatcher goes with EP (FamilyOf: one decision); written only where EP is (ep_size > 1).
   if (b.ep > 1) Diff(c, "model.backend.dispatcher", AmDispatcherName(a.am_backend.dispatcher), AmDispatcherName(b.am_backend.dispatcher));
+  // DeepSeek-V4's nearest layouts run TileLang's kernels (NearestRequest), which its CP needs.
+  auto attn = [](const Layout& l) { return std::string(l.am_backend.attn_tilelang ? "tilelang" : "(not tilelang)"); };
+  Diff(c, "model.backend.attn", attn(a), attn(b));
   Diff(c, "local_batch_size", a.local_batch_size, b.local_batch_size);
   if (a.pp > 1 || b.pp > 1) {
     Diff(c, "pp_microbatch_size", a.pp_microbatch_size, b.pp_microbatch_size);
@@ -61,8 +64,13 @@ void NearestChanges(const Layout& a, const Layout& b, int64_t num_layers, const 
   Diff(c, "activation_checkpointing", AutoModelCheckpointingValue(a.recompute), AutoModelCheckpointingValue(b.recompute));
 }
 
-// The nearest layouts are priced with the recipe's model.backend (dispatcher, fake gate).
-void NearestRequest(PlanRequest& req, const Layout& recipe) { req.am_moe_backend = recipe.am_backend; }
+// The nearest layouts are priced with the recipe's model.backend (dispatcher, fake gate); a
+// DeepSeek-V4 recipe's with backend.attn tilelang, the backend plan writes for it and the fix
+// rule dsv4_cp_needs_tilelang names (its other backends are dense eager attention).
+void NearestRequest(PlanRequest& req, const Layout& recipe) {
+  req.am_moe_backend = recipe.am_backend;
+  if (req.model.architecture == Architecture::kDeepseekV4) req.am_moe_backend->attn_tilelang = true;
+}
 
 // The walk over the EP sizes at which the recipe's deepep cannot run (AutoModelSpace with
 // am_release_dispatcher), each with the dispatcher plan writes there (hybridep): the fix the
