@@ -41,7 +41,7 @@ bool ForEachScoredRank(cost::Ctx& ctx, const MemoryOptions& opts, bool memory_on
   }
   const bool uniform = cost::RankMemoryIsUniform(ctx, opts);
   cost::PytorchRankTerms terms;
-  if (!uniform && plan->ranks.size() > 1 && cost::RankMemoryUsesPytorchTerms(ctx, opts)) {
+  if (!uniform && cost::RankMemoryUsesPytorchTerms(ctx, opts)) {
     terms = cost::PytorchTerms(ctx, opts);
     ctx.pytorch_terms = &terms;
   }

@@ -150,12 +150,12 @@ struct Dsv4PytorchTerms {
   ///     window softmax 8d·cp + 8d, at c = 128 4d + 4d; the indexer keeps nothing (its
   ///     parameters are frozen and its output is top-k indices)
   ///   MoE: the norm output 2h, the gate's fp32 softplus input and sqrt output 8E and top-k
-  ///     12k + 4 (hash layers: fp32 input 4h more), per routed copy the permuted input 2h, the
+  ///     12k + 4 (hash layers: their fp32 F.linear's input 4h more), per routed copy the permuted input 2h, the
   ///     gate-up output 4f, the clamped SwiGLU output 2f and the fp32 prob 4, the shared expert's
   ///     fp32 clamped SwiGLU 5·4·f_s plus its down input 2·f_s.
   /// Whole-block checkpoint (AutoModel wraps every DeepseekV4Block; ignore_router_for_ac
   /// must-saves the router projection and aten.topk): the block input 2·m·h, the router logits
-  /// (2E bf16, 4E on hash layers or with gate_precision float32) and top-k 12k (score layers),
+  /// (2E bf16, 4E on the fp32 hash layers) and top-k 12k (score layers),
   /// the indexer's top-k 12·K' (c = 4). "selective" (every other matmul saved) is priced as the
   /// whole-block checkpoint plus half the saved bytes of its bf16 matmul outputs.
   double saved = 0;
@@ -198,8 +198,8 @@ struct Dsv4PytorchTerms {
 };
 
 /// The terms above for a micro-batch of `seq_len` tokens per sequence over `cp` CP ranks, under
-/// `recompute`, with the tilelang attention backend or not, the gate in fp32 or not.
-Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& model, Recompute recompute, int64_t seq_len, int64_t cp, bool tilelang,
-                             bool gate_fp32);
+/// `recompute`, with the tilelang attention backend or not. The score gate is priced in bf16
+/// (backend.gate_precision float32, which AutoModel's GB200 benchmark sets, is not read).
+Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& model, Recompute recompute, int64_t seq_len, int64_t cp, bool tilelang);
 
 }  // namespace meshplan::cost

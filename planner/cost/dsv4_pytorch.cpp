@@ -22,7 +22,7 @@ struct LayerTerms {
   double cp_bytes = 0, cp_fwd_only = 0;                                          // per local token
 };
 
-LayerTerms Layer(const ModelSpec& mo, int64_t c, bool hash, double s_local, double cp, bool tilelang, bool gate_fp32) {
+LayerTerms Layer(const ModelSpec& mo, int64_t c, bool hash, double s_local, double cp, bool tilelang) {
   const DeepseekV4Spec& v = mo.dsv4;
   const double h = double(mo.hidden_size), a = double(mo.num_attention_heads), d = double(mo.head_dim);
   const double m = double(std::max<int64_t>(1, v.hc_mult)), rq = double(v.q_lora_rank), ro = double(v.o_lora_rank);
@@ -55,10 +55,10 @@ LayerTerms Layer(const ModelSpec& mo, int64_t c, bool hash, double s_local, doub
   if (c == 4) comp = 4.0 * h + 8.0 * d * cp + 8.0 * d;
   if (c > 0 && c != 4) comp = 4.0 * h + 8.0 * d;
   // MoE (moe/layers.py Gate, MLP; experts.py GroupedExpertsDeepEP with the clamped SwiGLU).
-  const double moe = 2.0 * h + 8.0 * E + 12.0 * k + 4.0 + ((hash || gate_fp32) ? 4.0 * h : 0.0) +
+  const double moe = 2.0 * h + 8.0 * E + 12.0 * k + 4.0 + (hash ? 4.0 * h : 0.0) +
                      k * (2.0 * h + 6.0 * f + 4.0) + 22.0 * fs;
   t.saved_none = hc + attn + comp + moe;
-  t.saved_block = 2.0 * m * h + ((hash || gate_fp32) ? 4.0 * E : 2.0 * E) + (hash ? 0.0 : 12.0 * k) +
+  t.saved_block = 2.0 * m * h + (hash ? 4.0 * E : 2.0 * E) + (hash ? 0.0 : 12.0 * k) +
                   (c == 4 ? 12.0 * kprime : 0.0);
   t.bf16_mm_out = 2.0 * (rq + a * d + d + g * ro + h) + 2.0 * E + k * 2.0 * (2.0 * f + h) + 2.0 * (2.0 * fs + h);
 
@@ -94,7 +94,7 @@ LayerTerms Layer(const ModelSpec& mo, int64_t c, bool hash, double s_local, doub
 }  // namespace
 
 Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& mo, Recompute recompute, int64_t seq_len, int64_t cp_size,
-                             bool tilelang, bool gate_fp32) {
+                             bool tilelang) {
   Dsv4PytorchTerms out;
   const double cp = double(std::max<int64_t>(1, cp_size));
   const double s_local = std::max(1.0, double(seq_len) / cp);
@@ -110,7 +110,7 @@ Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& mo, Recompute recompute, int64_t s
     const LayerBlock& b = mo.layer_pattern[i];
     if (b.mixer != MixerKind::kDeepseekV4Attention) continue;
     const int64_t c = b.compress_ratio;
-    const LayerTerms t = Layer(mo, c, int64_t(i) < v.num_hash_layers, s_local, cp, tilelang, gate_fp32);
+    const LayerTerms t = Layer(mo, c, int64_t(i) < v.num_hash_layers, s_local, cp, tilelang);
     double saved = t.saved_none;
     if (recompute == Recompute::kFull) saved = t.saved_block;
     if (recompute == Recompute::kSelective) saved = t.saved_block + 0.5 * t.bf16_mm_out;

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 
-#include "cost/dsv4.hpp"
 #include "cost/hybrid.hpp"
 #include "cost/memory_megatron.hpp"
 #include "cost/tables.hpp"
@@ -156,16 +155,13 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
       }
     }
   }
-  double dsv4_per_mb = 0.0;
-  if (c.model.architecture == Architecture::kDeepseekV4) {
+  const bool dsv4 = c.model.architecture == Architecture::kDeepseekV4;
+  if (dsv4) {
     // AutoModel's deepseek_v4 model (Dsv4PytorchTerms): no TP plan, every block wrapped whole.
-    const Dsv4PytorchTerms d = Dsv4Pytorch(c.model, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang, false);
-    x.moe_act = d.saved;
-    x.moe_full = d.full;
+    x.dsv4 = Dsv4Pytorch(c.model, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang);
+    x.moe_act = x.dsv4.saved;
+    x.moe_full = x.dsv4.full;
     x.dense_act = x.dense_full = 0.0;
-    x.dsv4_fp32_params = d.fp32_params;
-    x.dsv4_frozen_params = d.frozen_params;
-    dsv4_per_mb = d.per_microbatch;
   }
   const double e = x.compute.elem;
   x.final_norm = FinalNormBytesPerToken(c.model, e);
@@ -175,7 +171,7 @@ PytorchRankTerms PytorchTerms(const Ctx& c, const MemoryOptions& opts) {
                ? 0.0
                : 2.0 * e * double(c.model.mla ? c.model.mla_spec.qk_rope_head_dim : c.model.head_dim);
   // DeepSeek-V4: the 4-D mask and both rotary tables each checkpoint frame holds (Dsv4PytorchTerms).
-  if (c.model.architecture == Architecture::kDeepseekV4) x.rope = dsv4_per_mb;
+  if (dsv4) x.rope = x.dsv4.per_microbatch;
   x.logits = LogitsBytesPerTokenVocab(l.tp, opts.loss_parallel, e, l.loss_fp32_upcast);
   x.held_logits = e / tp;
   if (x.compute.Math()) {
@@ -339,8 +335,8 @@ MemoryBreakdown RankMemory(const Ctx& c, int64_t pp_rank, const MemoryOptions& o
   if (m.architecture == Architecture::kDeepseekV4 && pb == 2.0 && l.dp_impl != DpImpl::kMegatronFsdp) {
     const double vh = double(m.vocab_size) * h;
     const double frac = double(rp.Layers()) / double(std::max<int64_t>(1, m.num_layers));
-    const double fp32 = std::max(0.0, terms.dsv4_fp32_params - vh) * frac + (rp.has_head ? vh : 0.0);
-    const double frozen = terms.dsv4_frozen_params * frac;
+    const double fp32 = std::max(0.0, terms.dsv4.fp32_params - vh) * frac + (rp.has_head ? vh : 0.0);
+    const double frozen = terms.dsv4.frozen_params * frac;
     const bool sharded = !one_gpu && l.dp_impl == DpImpl::kFsdpPerModule;
     const double shards = sharded ? double(c.groups.dp_shard_cp.n) : 1.0;
     weights += 2.0 * fp32 / shards;

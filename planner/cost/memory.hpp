@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cost/context.hpp"
+#include "cost/dsv4.hpp"
 
 namespace meshplan::cost {
 
@@ -131,9 +132,10 @@ struct PytorchRankTerms {
   /// moment of a wrapped block; 0 where that kind is not wrapped); all 0 for other models.
   double nem_attn = 0, nem_mamba = 0, nem_mlp = 0, nem_moe = 0;
   double nem_recompute = 0;  ///< the largest `*_full` of the wrapped kinds the model has
-  /// DeepSeek-V4 (Dsv4PytorchTerms, whole model): parameters kept in fp32 and frozen ones; its
-  /// layers' bytes are moe_act / moe_full and its per-micro-batch mask and rotary tables `rope`.
-  double dsv4_fp32_params = 0, dsv4_frozen_params = 0;
+  /// DeepSeek-V4's terms (Dsv4Pytorch; zero for other models): memory reads its layers' bytes as
+  /// moe_act / moe_full, its mask and rotary tables as `rope`, its fp32 and frozen parameters;
+  /// step time (RankTime) its GEMM, core, eager and CP terms.
+  Dsv4PytorchTerms dsv4;
   LayerCompute compute;     ///< PytorchCompute: fp32 for an fp32 model under DDP or on one GPU unwrapped with FSDP2
   double final_norm = 0;    ///< FinalNormBytesPerToken
   double rope = 0;          ///< RoPE cos and sin, 2·elem·rope_dim bytes per token

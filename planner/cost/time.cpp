@@ -2,7 +2,6 @@
 
 #include "cost/time.hpp"
 
-#include "cost/dsv4.hpp"
 #include "cost/hybrid.hpp"
 #include "cost/memory.hpp"
 #include "cost/last_values.hpp"
@@ -385,8 +384,10 @@ TimeBreakdown RankTime(const Ctx& c, int64_t pp_rank, const MemoryBreakdown& mem
   // (the frozen indexer's forward only), fp32 GEMMs, attention core and eager kernels per layer,
   // the recomputed forward included; every layer is a MoE layer, TP is 1.
   const bool dsv4 = m.architecture == Architecture::kDeepseekV4;
-  const Dsv4PytorchTerms d4 = dsv4 ? Dsv4Pytorch(m, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang, false)
-                                   : Dsv4PytorchTerms{};
+  // (the layout's PytorchRankTerms::dsv4 where the caller computed them, CostModel's rank loop)
+  const Dsv4PytorchTerms d4 = !dsv4                        ? Dsv4PytorchTerms{}
+                              : c.pytorch_terms != nullptr ? c.pytorch_terms->dsv4
+                                                           : Dsv4Pytorch(m, l.recompute, c.setup.seq_len, l.cp, l.attn_tilelang);
   const double linear_w =
       dsv4 ? tokens * moe_layers * (d4.bf16_linear + f.shared_flops * (1.0 + extra_mm)) :
       nemotron ? tokens * (attn_layers * f.attn_linear_flops * (1.0 + nem_other_mm) +

@@ -116,24 +116,24 @@ TEST_CASE("dsv4: AutoModel Flash layer bytes per token by hand from deepseek_v4 
   //     q 2ad, kv 2d·(4096 + 1024)/4096 = 1280, indices 4·(128 + 512), out 2ad, lse 4a: 135,168
   //   compressor (ratio 4): 4h + 8d + 8d = 24,576
   //   MoE: 2h + 8E + 12k + 4 + 4h (hash: fp32 gate input) + k·(2h + 6f + 4) + 22·f_s = 194,660
-  const Dsv4PytorchTerms none = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true, false);
+  const Dsv4PytorchTerms none = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true);
   CHECK(none.full == doctest::Approx(360928.0 + 161800.0 + 135168.0 + 24576.0 + 194660.0));
   // Whole-block checkpoint: 2mh = 32,768 each of 43 layers; router logits 4E on the 3 hash layers,
   // 2E and top-k 12k on the 40 others; the indexer's top-k 12·512 on the 21 ratio-4 layers.
-  const Dsv4PytorchTerms ac = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true, false);
+  const Dsv4PytorchTerms ac = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true);
   CHECK(ac.saved == doctest::Approx((43.0 * 32768.0 + 3.0 * 1024.0 + 40.0 * 584.0 + 21.0 * 6144.0) / 43.0));
   // The 4-D mask 2·4096 and the two rotary tables 8·64, per micro-batch.
   CHECK(ac.per_microbatch == doctest::Approx(8704.0));
   // Under CP 8 the local sequence is 512: the kv gathered over the 4096 keys and the ratio-4
   // windows' fp32 view of the gathered sequence (8d·cp) grow; the mask stays 2·4096.
-  const Dsv4PytorchTerms cp = Dsv4Pytorch(m, Recompute::kNone, 4096, 8, true, false);
+  const Dsv4PytorchTerms cp = Dsv4Pytorch(m, Recompute::kNone, 4096, 8, true);
   CHECK(cp.full == doctest::Approx(none.full + 2.0 * 512.0 * 5120.0 / 512.0 - 1280.0 + 8.0 * 512.0 * 7.0));
   CHECK(cp.per_microbatch == doctest::Approx(8704.0));
 }
 
 TEST_CASE("dsv4: AutoModel Flash GEMM and kernel FLOPs per token by hand") {
   const ModelSpec& m = Flash();
-  const Dsv4PytorchTerms t = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true, false);
+  const Dsv4PytorchTerms t = Dsv4Pytorch(m, Recompute::kNone, 4096, 1, true);
   // bf16 GEMMs 213,909,504 forward x3 on every layer; the frozen indexer's wq_b and weights_proj
   // 2·(1024·64·128 + 4096·64) = 17,301,504 forward only, on the 21 ratio-4 layers.
   CHECK(t.bf16_linear == doctest::Approx(3.0 * 213909504.0 + 21.0 / 43.0 * 17301504.0));
@@ -147,6 +147,6 @@ TEST_CASE("dsv4: AutoModel Flash GEMM and kernel FLOPs per token by hand") {
   CHECK(t.core == doctest::Approx((2.0 * 14.0 * ad * 128.0 + 21.0 * (14.0 * ad * 640.0 + 10485760.0) +
                                    20.0 * 14.0 * ad * 192.0) / 43.0));
   // Full recompute runs the forward once more: x4 for the trained GEMMs, x2 for the indexer.
-  const Dsv4PytorchTerms r = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true, false);
+  const Dsv4PytorchTerms r = Dsv4Pytorch(m, Recompute::kFull, 4096, 1, true);
   CHECK(r.bf16_linear == doctest::Approx(4.0 * 213909504.0 + 2.0 * 21.0 / 43.0 * 17301504.0));
 }
