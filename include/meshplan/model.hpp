@@ -301,6 +301,19 @@ struct ParamCounts {
 /// (layer_pattern set) are summed block by block over its pattern.
 ParamCounts CountParams(const ModelSpec& model);
 
+/// DeepSeek-V4's parameters (elements, the decoder layers of the whole model, MTP excluded) in
+/// the parts NeMo AutoModel stores apart (components/models/deepseek_v4/fsdp.py
+/// fully_shard_deepseek_v4 keeps the hyper-connections, sinks and compressors in fp32;
+/// utils/model_utils.py freeze_deepseek_v4_indexer_params freezes the indexers), each as
+/// CountParams counts it: two hyper-connections per layer (2 + m)·m·(m·h + 1) + 3 each, the
+/// attention sinks a per layer, a compressor per ratio-c layer (c > 0) wkv and wgate h·k·d each,
+/// ape c·k·d, kv_norm d, an indexer per ratio-4 layer its compressor h·2·d_I x2 + 4·2·d_I + d_I,
+/// wq_b r_q·n_I·d_I, weights_proj h·n_I. All 0 for other models.
+struct Dsv4ParamParts {
+  int64_t hyper_connections = 0, sinks = 0, compressors = 0, indexers = 0;
+};
+Dsv4ParamParts CountDsv4ParamParts(const ModelSpec& model);
+
 /// The model's layers one by one: layer_pattern when set, else derived from the flat fields
 /// (every layer attention; the first num_dense_layers dense, the rest MoE, as DeepSeek-V3's
 /// first_k_dense_replace; sliding_window on the last num_sliding_window_layers, an order the

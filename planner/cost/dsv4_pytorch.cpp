@@ -100,12 +100,8 @@ Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& mo, Recompute recompute, int64_t s
   const double s_local = std::max(1.0, double(seq_len) / cp);
   const bool again = recompute != Recompute::kNone;  // the checkpointed forward runs twice
   const DeepseekV4Spec& v = mo.dsv4;
-  const double h = double(mo.hidden_size), m = double(std::max<int64_t>(1, v.hc_mult)), d = double(mo.head_dim);
+  const double h = double(mo.hidden_size), m = double(std::max<int64_t>(1, v.hc_mult));
   int64_t n = 0;
-  double fp32 = 2.0 * ((2.0 + m) * m * m * h + (2.0 + m) * m + 3.0) * double(mo.num_layers) +
-                (m * m * h + m + 1.0) + double(mo.num_attention_heads) * double(mo.num_layers) +
-                double(mo.vocab_size) * h;
-  double frozen = 0.0;
   for (size_t i = 0; i < mo.layer_pattern.size(); ++i) {
     const LayerBlock& b = mo.layer_pattern[i];
     if (b.mixer != MixerKind::kDeepseekV4Attention) continue;
@@ -122,12 +118,6 @@ Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& mo, Recompute recompute, int64_t s
     out.eager_bytes += t.eager_train * (again ? 4.0 : 3.0) + t.eager_fwd_only * (again ? 2.0 : 1.0);
     out.cp_bytes += t.cp_bytes;
     out.cp_fwd_only_bytes += t.cp_fwd_only;
-    const double kc = c == 4 ? 2.0 : 1.0;
-    if (c > 0) fp32 += 2.0 * h * kc * d + double(c) * kc * d;  // wkv, wgate, ape
-    if (c == 4) {
-      const double ni = double(v.index_n_heads), di = double(v.index_head_dim);
-      frozen += double(v.q_lora_rank) * ni * di + h * ni + 2.0 * h * 2.0 * di + 8.0 * di;
-    }
     ++n;
   }
   if (n > 0) {
@@ -141,8 +131,12 @@ Dsv4PytorchTerms Dsv4Pytorch(const ModelSpec& mo, Recompute recompute, int64_t s
     out.cp_fwd_only_bytes /= dn;
   }
   out.per_microbatch = 2.0 * s_local * cp + 8.0 * double(v.qk_rope_head_dim);
-  out.fp32_params = fp32;
-  out.frozen_params = frozen;
+  // The hyper-connections, sinks and compressors with hc_head (DeepseekV4HyperHead m·m·h + m + 1)
+  // and lm_head; the indexers frozen.
+  const Dsv4ParamParts parts = CountDsv4ParamParts(mo);
+  out.fp32_params = double(parts.hyper_connections + parts.sinks + parts.compressors) + (m * m * h + m + 1.0) +
+                    double(mo.vocab_size) * h;
+  out.frozen_params = double(parts.indexers);
   return out;
 }
 

@@ -98,23 +98,33 @@ T GatedDeltaNetPerLayer(const ModelSpec& m) {
 /// wkv and wgate h·k·d each, ape c·k·d, kv_norm d (k = 2 in overlap mode, c = 4; else 1); the
 /// Indexer for c = 4: wkv and wgate h·2·d_I each, ape 4·2·d_I, kv_norm d_I, wq_b r_q·n_I·d_I,
 /// weights_proj h·n_I; two DeepseekV4HyperConnection: (2 + m)·m·(m·h + 1) + 3 each.
+/// Its parts, as Dsv4ParamParts (model.hpp) lists them: the two hyper-connections, the
+/// compressor of ratio `compress_ratio`, the indexer (ratio 4).
+template <class T>
+T Dsv4HyperConnections(const ModelSpec& m) {
+  const T h = m.hidden_size, hc = m.dsv4.hc_mult;
+  return 2 * ((2 + hc) * hc * (hc * h + 1) + 3);
+}
+template <class T>
+T Dsv4Compressor(const ModelSpec& m, int64_t compress_ratio) {
+  if (compress_ratio <= 0) return T{0};
+  const T h = m.hidden_size, d = m.head_dim, c = compress_ratio, k = compress_ratio == 4 ? T{2} : T{1};
+  return 2 * h * k * d + c * k * d + d;
+}
+template <class T>
+T Dsv4Indexer(const ModelSpec& m, int64_t compress_ratio) {
+  if (compress_ratio != 4) return T{0};
+  const DeepseekV4Spec& v = m.dsv4;
+  const T h = m.hidden_size, rq = v.q_lora_rank, ni = v.index_n_heads, di = v.index_head_dim;
+  return 2 * h * 2 * di + 4 * 2 * di + di + rq * ni * di + h * ni;
+}
 template <class T>
 T DeepseekV4AttentionLayer(const ModelSpec& m, int64_t compress_ratio) {
   const DeepseekV4Spec& v = m.dsv4;
   const T h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim, rq = v.q_lora_rank, ro = v.o_lora_rank,
-          g = v.o_groups, hc = v.hc_mult;
+          g = v.o_groups;
   T p = h * rq + rq + rq * a * d + h * d + d + (a * d / g) * (g * ro) + g * ro * h + a;
-  const T c = compress_ratio;
-  if (compress_ratio > 0) {
-    const T k = compress_ratio == 4 ? T{2} : T{1};
-    p += 2 * h * k * d + c * k * d + d;
-  }
-  if (compress_ratio == 4) {
-    const T ni = v.index_n_heads, di = v.index_head_dim;
-    p += 2 * h * 2 * di + 4 * 2 * di + di + rq * ni * di + h * ni;
-  }
-  p += 2 * ((2 + hc) * hc * (hc * h + 1) + 3);
-  return p;
+  return p + Dsv4Compressor<T>(m, compress_ratio) + Dsv4Indexer<T>(m, compress_ratio) + Dsv4HyperConnections<T>(m);
 }
 
 /// A hybrid model, block by block over its layer pattern: each layer one RMSNorm (h) per
@@ -240,6 +250,18 @@ long double ApproxTotalParams(const ModelSpec& m) { return Compute<long double>(
 }  // namespace model
 
 /// See ParamCounts (model.hpp) for each component; formulas in model::Compute above.
+Dsv4ParamParts CountDsv4ParamParts(const ModelSpec& m) {
+  Dsv4ParamParts p;
+  for (const LayerBlock& b : m.layer_pattern) {
+    if (b.mixer != MixerKind::kDeepseekV4Attention) continue;
+    p.hyper_connections += model::Dsv4HyperConnections<int64_t>(m);
+    p.sinks += m.num_attention_heads;
+    p.compressors += model::Dsv4Compressor<int64_t>(m, b.compress_ratio);
+    p.indexers += model::Dsv4Indexer<int64_t>(m, b.compress_ratio);
+  }
+  return p;
+}
+
 ParamCounts CountParams(const ModelSpec& model) {
   model::Counts<int64_t> c = model::Compute<int64_t>(model);
   ParamCounts p;
