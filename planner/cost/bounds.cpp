@@ -62,98 +62,72 @@ std::array<double, 2> LayerElementsOf(uint64_t tables_id, const ModelSpec& m, bo
   return last.Store(key, {cost::MegatronLayerElements(m, false, fp8, false), cost::MegatronLayerElements(m, true, fp8, false)});
 }
 
-StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
-                             const ParamCounts& params, const cost::FlopsPerToken& f, const cost::MegatronUnfused& u,
-                             const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
-  StepLowerBound b;
-  const double tp = double(std::max<int64_t>(1, l.tp));
-  const double dp = double(std::max<int64_t>(1, l.dp));
-  const double cp = double(std::max<int64_t>(1, l.cp));
-  const double pp = double(std::max<int64_t>(1, l.pp));
-  const double etp = double(std::max<int64_t>(1, l.etp));
-  const double tokens = double(setup.global_batch) * double(setup.seq_len) / (dp * cp);
-  const double layers = double(m.num_layers) / pp;
-  const bool full = l.recompute == Recompute::kFull;
-  const bool fp8 = setup.precision != Precision::kBf16;
-  // Recompute as the time model charges it (block full recompute repeats only some layers;
-  // selective recompute repeats the core only when core_attn is among its modules).
-  const double e = cost::MegatronFullRecomputeShare(l, m) / 3.0;
-  const double e_core = full ? e : cost::MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
+// A Megatron layout's axis sizes (at least 1), the tokens per rank per step and the layers per
+// pipeline rank (L/pp), as MegatronBound's terms read them.
+struct MeshSizes {
+  double tp, dp, cp, pp, etp, tokens, layers;
+};
+MeshSizes MeshSizesOf(const ModelSpec& m, const TrainSetup& setup, const CostView& l) {
+  MeshSizes z;
+  z.tp = double(std::max<int64_t>(1, l.tp));
+  z.dp = double(std::max<int64_t>(1, l.dp));
+  z.cp = double(std::max<int64_t>(1, l.cp));
+  z.pp = double(std::max<int64_t>(1, l.pp));
+  z.etp = double(std::max<int64_t>(1, l.etp));
+  z.tokens = double(setup.global_batch) * double(setup.seq_len) / (z.dp * z.cp);
+  z.layers = double(m.num_layers) / z.pp;
+  return z;
+}
+
+// The terms of MegatronBound that read no recompute field of the view (recompute,
+// recompute_modules, recompute_block_layers): the feature sets of a mesh (its recompute
+// variants, Space::Features) share them, and the walk bounds them one after the other.
+struct MegatronMeshTerms {
+  double gemm_s_per_flop = 0;
+  double core_rate = 0;  ///< the attention core's rate in core_s (FLOP/s)
+  cost::MegatronLayerKernels kernels;
+  cost::Link tp_link;
+  double kv_bytes = 0, qkv_bytes = 0, o_bytes = 0;  ///< CpLayerInputs' per-token bytes
+  double cp_core_rate = 0;                          ///< MegatronCoreRate (FLOP/s)
+  cost::CpLinks cp_links;
+  double ep_per_step = 0, ep_latency = 0, ep_share = 1;  ///< the EP all-to-all's parts and the share left exposed
+  double dp_per_micro_batch = 0;
+  double bubble = 0;
+};
+
+MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                                      const ParamCounts& params, const cost::MegatronUnfused& u,
+                                      const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
+  MegatronMeshTerms t;
+  const MeshSizes z = MeshSizesOf(m, setup, l);
+  const double tp = z.tp, pp = z.pp, etp = z.etp, tokens = z.tokens, layers = z.layers;
   const GpuSpec& gpu = sys.gpu;
   const MegatronTimeFit& fit = sys.megatron_fit;
-  const double gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /
-                                 (cost::PeakFlops(gpu, setup.precision) * cost::MatmulEfficiency(gpu, setup.precision));
-  const double core_s = f.attn_core_flops / tp * (1 + e_core) /
-                        (gpu.bf16_flops * cost::kFlashAttentionEfficiency *
-                         cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l)));
-  const double mem_s_per_elem =
-      gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
-  const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
-  const std::array<double, 2> elements = LayerElementsOf(tables_id, m, fp8);
-  const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
-                             elements[0] * mem_s_per_elem + unfused_s;
-  const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
-                           core_s + elements[1] * mem_s_per_elem + unfused_s;
-  // The least of the layer kinds the model has.
+  t.gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /
+                      (cost::PeakFlops(gpu, setup.precision) * cost::MatmulEfficiency(gpu, setup.precision));
+  t.core_rate = gpu.bf16_flops * cost::kFlashAttentionEfficiency *
+                cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l));
+  t.kernels = cost::MegatronKernelsPerLayer(m, l, u);
   auto least_kind = [&](double dense, double moe) {
     return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
   };
-  b.fixed = tokens * layers * least_kind(dense_layer, moe_layer);
-  // Every layer's kernels leave a gap (fit.kernel_overhead each) per micro-batch.
-  const cost::MegatronLayerKernels k = cost::MegatronKernelsPerLayer(m, l, u);
-  b.per_micro_batch = std::max(0.0, fit.kernel_overhead) * layers * least_kind(k.dense, k.moe) * (1 + e);
   const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
-  const double h = double(m.hidden_size);
-  if (l.tp > 1) {
-    const cost::Link link = cost::RingLink(sys, links, g.tp);
-    // As MegatronRankTerms: per dense layer 5 all-reduce volumes with sequence parallel (4
-    // without), per MoE layer 2.5 (5 with expert-TP); the forward's again under full recompute
-    // (7 and 6; x1.4 for MoE). Each volume is an all-reduce of one micro-batch's tokens:
-    // α·2(tp − 1) per micro-batch plus the bytes of the step's tokens.
-    const double dense_v = l.sequence_parallel ? (full ? 7.0 : 5.0) : (full ? 6.0 : 4.0);
-    const double moe_v = (etp > 1 ? 5.0 : 2.5) * (full ? 1.4 : 1.0);
-    const double volumes = least_kind(dense_v, moe_v) * layers;
-    const double bytes = link.busbw_bytes_per_s > 0
-                             ? volumes * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s
-                             : 0.0;
-    const double lat = volumes * link.latency_s * 2.0 * (tp - 1);
-    // With tp_comm_overlap at least kTpOverlapExposedFraction of it stays.
-    const double share = l.tp_comm_overlap ? cost::kTpOverlapExposedFraction : 1.0;
-    b.fixed += share * bytes;
-    b.per_micro_batch += share * lat;
-  }
+  if (l.tp > 1) t.tp_link = cost::RingLink(sys, links, g.tp);
   if (l.cp > 1) {
-    // The attention's exchange (CpLayerExposedSeconds) of every micro-batch, in closed form
-    // (CpLayerStepPieces), with the inputs and links MegatronLayoutShared gives it.
-    cost::CpLayerInputs in;
-    in.kv_bytes = double(cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
-    in.qkv_bytes = double(cost::QDim(m) + cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
-    in.o_bytes = double(cost::AttnOutDim(m)) / tp * 2.0;
-    in.core_seconds = f.attn_core_flops / tp / cost::MegatronCoreRate(gpu, m, setup.seq_len, l) * (1.0 + e_core);
-    in.cp = l.cp;
-    in.a2a = l.cp_a2a;
-    in.full = full;
-    const cost::CpStepPieces c = cost::CpLayerStepPieces(l.cp_comm, in, cost::CpLinksOf(sys, links, l, g.cp));
-    b.fixed += layers * tokens * c.linear_per_token;
-    b.per_micro_batch += layers * c.linear_per_micro_batch;
-    b.ring_fixed = layers * tokens * c.ring_per_token;
-    b.ring_per_micro_batch = layers * c.ring_per_micro_batch;
+    t.kv_bytes = double(cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
+    t.qkv_bytes = double(cost::QDim(m) + cost::KDim(m) + cost::VDim(m)) / tp * 2.0;
+    t.o_bytes = double(cost::AttnOutDim(m)) / tp * 2.0;
+    t.cp_core_rate = cost::MegatronCoreRate(gpu, m, setup.seq_len, l);
+    t.cp_links = cost::CpLinksOf(sys, links, l, g.cp);
   }
   if (l.ep > 1 && m.is_moe()) {
-    const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
-    // MegatronRankTerms: 2·(2, or 3 when full or MoE recompute repeats the forward) dispatch
-    // and combine passes per MoE layer and micro-batch, each the mean of a dispatch and a
-    // combine (EpAllToAllSeconds, whose parts are linear in the tokens past its latency).
-    const bool moe_recompute = (cost::MegatronSelectiveModules(l) & kRecomputeMoe) != 0;
-    const double passes = 2.0 * (full || moe_recompute ? 3.0 : 2.0) * moe_layers;
     const cost::EpA2aSeconds a = cost::EpAllToAllCached(tables_id, l, m, sys, setup.num_gpus, links, tokens / tp);
-    const double per_step = std::max(0.0, 0.5 * (a.dispatch + a.combine) - a.latency);
+    t.ep_per_step = std::max(0.0, 0.5 * (a.dispatch + a.combine) - a.latency);
+    t.ep_latency = a.latency;
     // With the EP all-to-all overlap at least HiddenCommCost of it stays (Pos(c − g) +
     // κ·min(c, g) >= κ·c for κ <= 1, the unpaired share exposed in full).
-    const double share = l.ep_a2a_overlap ? cost::HiddenCommCost(1.0, cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)}))
-                                          : 1.0;
-    b.fixed += share * passes * per_step;
-    b.per_micro_batch += share * passes * a.latency;
+    t.ep_share = l.ep_a2a_overlap ? cost::HiddenCommCost(1.0, cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)}))
+                                  : 1.0;
   }
   // Sharded data parallelism: Megatron FSDP's optim_grads_params and torch FSDP2 gather the
   // weights twice and reduce-scatter the gradients in every micro-batch, optim_grads
@@ -184,16 +158,121 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     const double rs_d = cost::ReduceScatterSeconds(g_bytes * dense_local, gd.n, ld);
     const double rs_e = cost::ReduceScatterSeconds(g_bytes * expert_local, ge.n, le);
     if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
-      b.dp_per_micro_batch = cost::HiddenCommCost(rs_d, ld) + cost::HiddenCommCost(rs_e, le);
+      t.dp_per_micro_batch = cost::HiddenCommCost(rs_d, ld) + cost::HiddenCommCost(rs_e, le);
     } else {
       const double first_ag = cost::AllGatherSeconds(2.0 * layer_dense / tp, gd.n, ld) +
                               (moe_layers > 0 ? cost::AllGatherSeconds(2.0 * one_layer_experts / (ep * etp), ge.n, le) : 0.0);
-      b.dp_per_micro_batch = first_ag + cost::HiddenCommCost(2.0 * ag_d + rs_d, ld) + cost::HiddenCommCost(2.0 * ag_e + rs_e, le);
+      t.dp_per_micro_batch = first_ag + cost::HiddenCommCost(2.0 * ag_d + rs_d, ld) + cost::HiddenCommCost(2.0 * ag_e + rs_e, le);
     }
   }
-  // The fill and drain: (pp − 1)/(vpp · n) of the stage work above (MegatronRankTerms'
+  // The fill and drain: (pp − 1)/(vpp · n) of the stage work (MegatronRankTerms'
   // bubble_fraction, at least that: its stage factor is >= 1).
-  if (l.pp > 1) b.bubble = (pp - 1.0) / double(std::max<int64_t>(1, l.vpp));
+  if (l.pp > 1) t.bubble = (pp - 1.0) / double(std::max<int64_t>(1, l.vpp));
+  return t;
+}
+
+// MegatronMeshTermsOf for the last meshes bounded on this thread: keyed by every input it
+// reads, the view's fields (all but the recompute ones) and the CostModel's (its tables' Id,
+// fixing model and system, and the setup a WithSetup copy changes), so a hit returns the very
+// terms the computation would.
+const MegatronMeshTerms& MegatronMeshTermsCached(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                                                 const ParamCounts& params, const cost::MegatronUnfused& u,
+                                                 const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
+  int64_t grad_bits;
+  std::memcpy(&grad_bits, &l.main_grad_bytes, sizeof grad_bits);
+  using Key = std::array<int64_t, 23>;
+  const Key key{int64_t(tables_id),      setup.num_gpus,         setup.global_batch,     setup.seq_len,
+                int64_t(setup.precision), l.tp,                   l.dp,                   l.cp,
+                l.pp,                    l.ep,                   l.etp,                  l.vpp,
+                l.dp_replicate,          int64_t(l.cp_comm),     l.cp_a2a,               int64_t(l.cuda_graph),
+                int64_t(l.cuda_graph_scope), int64_t(l.dispatcher), int64_t(l.flex_backend), l.ep_a2a_overlap ? 1 : 0,
+                int64_t(l.dp_impl),      int64_t(l.fsdp_sharding), grad_bits};
+  thread_local cost::LastValues<Key, MegatronMeshTerms, 2> last;
+  if (const MegatronMeshTerms* hit = last.Find(key)) return *hit;
+  return last.Store(key, MegatronMeshTermsOf(m, sys, setup, params, u, links, tables_id, l));
+}
+
+StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                             const ParamCounts& params, const cost::FlopsPerToken& f, const cost::MegatronUnfused& u,
+                             const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
+  StepLowerBound b;
+  const MegatronMeshTerms& t = MegatronMeshTermsCached(m, sys, setup, params, u, links, tables_id, l);
+  const MeshSizes z = MeshSizesOf(m, setup, l);
+  const double tp = z.tp, etp = z.etp, tokens = z.tokens, layers = z.layers;
+  const bool full = l.recompute == Recompute::kFull;
+  const bool fp8 = setup.precision != Precision::kBf16;
+  // Recompute as the time model charges it (block full recompute repeats only some layers;
+  // selective recompute repeats the core only when core_attn is among its modules).
+  const double e = cost::MegatronFullRecomputeShare(l, m) / 3.0;
+  const double e_core = full ? e : cost::MegatronRecomputesCore(l) ? 1.0 / 3.0 : 0.0;
+  const GpuSpec& gpu = sys.gpu;
+  const MegatronTimeFit& fit = sys.megatron_fit;
+  const double gemm_s_per_flop = t.gemm_s_per_flop;
+  const double core_s = f.attn_core_flops / tp * (1 + e_core) / t.core_rate;
+  const double mem_s_per_elem =
+      gpu.hbm_bandwidth > 0 ? fit.memory_bound * 3.0 * (1 + e) * 2.0 / tp / gpu.hbm_bandwidth : 0.0;
+  const double unfused_s = mem_s_per_elem * (u.fwd_elements * (1 + 3 * e) + u.bwd_elements) / (3.0 * (1 + e));
+  const std::array<double, 2> elements = LayerElementsOf(tables_id, m, fp8);
+  const double dense_layer = f.DenseLayerLinear() / tp * (1 + e) * gemm_s_per_flop + core_s +
+                             elements[0] * mem_s_per_elem + unfused_s;
+  const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
+                           core_s + elements[1] * mem_s_per_elem + unfused_s;
+  // The least of the layer kinds the model has.
+  auto least_kind = [&](double dense, double moe) {
+    return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
+  };
+  b.fixed = tokens * layers * least_kind(dense_layer, moe_layer);
+  // Every layer's kernels leave a gap (fit.kernel_overhead each) per micro-batch.
+  const cost::MegatronLayerKernels& k = t.kernels;
+  b.per_micro_batch = std::max(0.0, fit.kernel_overhead) * layers * least_kind(k.dense, k.moe) * (1 + e);
+  const double h = double(m.hidden_size);
+  if (l.tp > 1) {
+    const cost::Link& link = t.tp_link;
+    // As MegatronRankTerms: per dense layer 5 all-reduce volumes with sequence parallel (4
+    // without), per MoE layer 2.5 (5 with expert-TP); the forward's again under full recompute
+    // (7 and 6; x1.4 for MoE). Each volume is an all-reduce of one micro-batch's tokens:
+    // α·2(tp − 1) per micro-batch plus the bytes of the step's tokens.
+    const double dense_v = l.sequence_parallel ? (full ? 7.0 : 5.0) : (full ? 6.0 : 4.0);
+    const double moe_v = (etp > 1 ? 5.0 : 2.5) * (full ? 1.4 : 1.0);
+    const double volumes = least_kind(dense_v, moe_v) * layers;
+    const double bytes = link.busbw_bytes_per_s > 0
+                             ? volumes * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s
+                             : 0.0;
+    const double lat = volumes * link.latency_s * 2.0 * (tp - 1);
+    // With tp_comm_overlap at least kTpOverlapExposedFraction of it stays.
+    const double share = l.tp_comm_overlap ? cost::kTpOverlapExposedFraction : 1.0;
+    b.fixed += share * bytes;
+    b.per_micro_batch += share * lat;
+  }
+  if (l.cp > 1) {
+    // The attention's exchange (CpLayerExposedSeconds) of every micro-batch, in closed form
+    // (CpLayerStepPieces), with the inputs and links MegatronLayoutShared gives it.
+    cost::CpLayerInputs in;
+    in.kv_bytes = t.kv_bytes;
+    in.qkv_bytes = t.qkv_bytes;
+    in.o_bytes = t.o_bytes;
+    in.core_seconds = f.attn_core_flops / tp / t.cp_core_rate * (1.0 + e_core);
+    in.cp = l.cp;
+    in.a2a = l.cp_a2a;
+    in.full = full;
+    const cost::CpStepPieces c = cost::CpLayerStepPieces(l.cp_comm, in, t.cp_links);
+    b.fixed += layers * tokens * c.linear_per_token;
+    b.per_micro_batch += layers * c.linear_per_micro_batch;
+    b.ring_fixed = layers * tokens * c.ring_per_token;
+    b.ring_per_micro_batch = layers * c.ring_per_micro_batch;
+  }
+  if (l.ep > 1 && m.is_moe()) {
+    const double moe_layers = std::max(0.0, layers - double(m.num_dense_layers));
+    // MegatronRankTerms: 2·(2, or 3 when full or MoE recompute repeats the forward) dispatch
+    // and combine passes per MoE layer and micro-batch, each the mean of a dispatch and a
+    // combine (EpAllToAllSeconds, whose parts are linear in the tokens past its latency).
+    const bool moe_recompute = (cost::MegatronSelectiveModules(l) & kRecomputeMoe) != 0;
+    const double passes = 2.0 * (full || moe_recompute ? 3.0 : 2.0) * moe_layers;
+    b.fixed += t.ep_share * passes * t.ep_per_step;
+    b.per_micro_batch += t.ep_share * passes * t.ep_latency;
+  }
+  b.dp_per_micro_batch = t.dp_per_micro_batch;
+  b.bubble = t.bubble;
   // The host's issue time (MegatronHostBound adds what the GPU's work does not cover): per
   // micro-batch the rank's layers x the fewer host kernels of the two layer kinds, at
   // kHostSecondsPerKernel.

@@ -1,8 +1,8 @@
 // The per-thread memos of the Megatron-Bridge scoring path (cost/last_values.hpp): HashedValues
 // itself, and MegatronLayoutShared / RankMemory with the CostModel's tables (memoised) against
 // the same terms without tables (computed each time), over layouts that revisit a mesh with
-// other micro-batches, recompute modes and data-parallel flavours: a memo key missing an input
-// would return a value computed for another layout.
+// other micro-batches, recompute modes and data-parallel flavours, and the step-time bound's
+// per-mesh terms: a memo key missing an input would return a value computed for another layout.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -16,6 +16,7 @@
 #include "cost/memory.hpp"
 #include "cost/tables.hpp"
 #include "cost/time.hpp"
+#include "frameworks/megatron_bridge/space.hpp"
 #include "meshplan/framework.hpp"
 
 namespace meshplan {
@@ -136,6 +137,95 @@ TEST_CASE("cost: the memoised Megatron-Bridge terms equal the terms computed afr
       }
     }
   }
+}
+
+TEST_CASE("cost: the Megatron step-time bound of a mesh's feature sets equals the bound computed afresh") {
+  // StepLowerBoundOf keeps the terms of the last meshes it bounded that read no recompute field
+  // (bounds.cpp MegatronMeshTermsCached). One CostModel bounds layouts that revisit a mesh after
+  // others, with every recompute mode, CP exchange, DP flavour, dispatcher and CUDA-graph scope
+  // varied; a fresh CostModel per layout (new tables, so its memo misses) bounds each afresh. A
+  // key missing an input would return another mesh's terms.
+  const SystemSpec sys = LoadSystem("dgx-h100");
+  const ModelSpec m = LoadModel("deepseek-v3");
+  TrainSetup setup;
+  setup.num_gpus = 2048;
+  setup.seq_len = 8192;
+  setup.global_batch = 4096;
+  std::vector<Layout> meshes;
+  for (int64_t cp : {1, 2}) {
+    for (int64_t ep : {8, 64}) {
+      for (int flavour = 0; flavour < 3; ++flavour) {
+        for (MbCpComm cc : {MbCpComm::kUnset, MbCpComm::kA2a}) {
+          if (cp == 1 && cc != MbCpComm::kUnset) continue;
+          Layout l;
+          l.framework = Framework::kMegatronBridge;
+          l.tp = 2;
+          l.cp = cp;
+          l.pp = 8;
+          l.vpp = ep == 8 ? 2 : 1;
+          l.ep = ep;
+          l.dp = setup.num_gpus / (l.tp * l.cp * l.pp);
+          l.sequence_parallel = true;
+          l.use_distributed_optimizer = flavour > 0;
+          l.mb.use_megatron_fsdp = flavour == 2;
+          l.mtp_layers = m.mtp_num_layers;
+          search::ApplyEmittedSettings(l, sys);
+          l.mb.token_dispatcher = ep == 8 ? MbDispatcher::kAlltoall : MbDispatcher::kFlex;
+          l.mb.flex_backend = ep == 8 ? MbFlexBackend::kNone : MbFlexBackend::kDeepEP;
+          l.mb.ep_a2a_overlap = ep == 8 ? Tri::kFalse : Tri::kTrue;
+          l.mb.cuda_graph = MbCudaGraph::kTransformerEngine;
+          l.mb.cuda_graph_scope = kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess;
+          l.mb.cp_comm = cc;
+          meshes.push_back(l);
+        }
+      }
+    }
+  }
+  const std::pair<Recompute, uint32_t> modes[] = {{Recompute::kNone, 0},
+                                                  {Recompute::kSelective, kRecomputeMlaUpProj},
+                                                  {Recompute::kSelective, kRecomputeLayernorm | kRecomputeMoeAct},
+                                                  {Recompute::kFull, 0}};
+  const CostModel shared(m, sys, setup);
+  // Each mesh's feature sets one after the other, then every mesh's again in reverse (the memo
+  // holds two meshes: the second pass revisits each after others were bounded).
+  std::vector<Layout> walk;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < meshes.size(); ++i) {
+      const Layout& mesh = meshes[pass == 0 ? i : meshes.size() - 1 - i];
+      for (const auto& [rc, modules] : modes) {
+        Layout l = mesh;
+        l.recompute = rc;
+        l.mb.recompute_modules = modules;
+        search::ApplyRecomputeArguments(l);
+        search::FitCudaGraphsToRecompute(l);
+        walk.push_back(l);
+      }
+    }
+  }
+  // The shared model's bounds first (a fresh model's call between them would take a slot of
+  // the same per-thread memo), then each fresh one.
+  std::vector<StepLowerBound> memoised;
+  for (const Layout& l : walk) memoised.push_back(shared.StepLowerBoundOf(ToCostView(l, m, setup)));
+  int64_t compared = 0;
+  for (size_t i = 0; i < walk.size(); ++i) {
+    const Layout& l = walk[i];
+    CAPTURE(l.cp);
+    CAPTURE(l.ep);
+    CAPTURE(int(l.recompute));
+    CAPTURE(l.mb.use_megatron_fsdp);
+    const StepLowerBound& a = memoised[i];
+    const StepLowerBound b = CostModel(m, sys, setup).StepLowerBoundOf(ToCostView(l, m, setup));
+    CHECK(a.fixed == b.fixed);
+    CHECK(a.per_micro_batch == b.per_micro_batch);
+    CHECK(a.ring_fixed == b.ring_fixed);
+    CHECK(a.ring_per_micro_batch == b.ring_per_micro_batch);
+    CHECK(a.bubble == b.bubble);
+    CHECK(a.dp_per_micro_batch == b.dp_per_micro_batch);
+    CHECK(a.host_per_micro_batch == b.host_per_micro_batch);
+    CHECK(a.fixed > 0);
+    ++compared;
+  }
+  CHECK(compared == int64_t(meshes.size()) * 8);
 }
 
 }  // namespace
