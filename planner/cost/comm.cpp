@@ -3,10 +3,13 @@
 #include "cost/comm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 #include "meshplan/topology.hpp"
 
@@ -69,21 +72,34 @@ void LinkTable::Index(int64_t world) {
 LinkTable BuildLinkTable(const SystemSpec& sys, int64_t world, int64_t max_a2a_n) {
   LinkTable t;
   if (world <= 1) return t;
-  const Topology topo(sys, world);
   for (int64_t n = 2; n <= world; ++n) {
     if (world % n != 0) continue;
     for (int64_t stride = 1; stride <= world / n; ++stride) {
       if ((world / n) % stride != 0) continue;
-      const bool a2a = stride == 1 && n <= max_a2a_n;
-      const GroupBandwidth b = topo.Group(n, stride, a2a);
       LinkTable::Entry e;
       e.n = n;
       e.stride = stride;
-      e.ring = {b.ring_busbw, b.ring_latency};
-      e.a2a = {b.a2a_bw, b.a2a_latency};
       t.entries.push_back(e);
     }
   }
+  // The groups are priced independently, on one thread per core, each with its own Topology
+  // (its path cache is not shared); every entry's value is the same on any thread.
+  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), (t.entries.size() + 7) / 8);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    const Topology topo(sys, world);
+    for (size_t i = next.fetch_add(1); i < t.entries.size(); i = next.fetch_add(1)) {
+      LinkTable::Entry& e = t.entries[i];
+      const bool a2a = e.stride == 1 && e.n <= max_a2a_n;
+      const GroupBandwidth b = topo.Group(e.n, e.stride, a2a);
+      e.ring = {b.ring_busbw, b.ring_latency};
+      e.a2a = {b.a2a_bw, b.a2a_latency};
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
   t.Index(world);
   return t;
 }
