@@ -2,6 +2,7 @@
 // batch_sizes_positive precedes the pipeline rules that divide by pp_microbatch_size), and
 // the functions that check a layout against its framework's table.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "meshplan/framework.hpp"
@@ -88,11 +89,25 @@ const Rule* FirstFailure(const RuleContext& ctx) {
 }
 
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
-  // Both registries are sorted by stage (stable_sort in their builders).
-  const std::span<const Rule> rules = Registry(ctx);
-  auto it = std::partition_point(rules.begin(), rules.end(), [stage](const Rule& r) { return r.stage < stage; });
-  for (; it != rules.end() && it->stage == stage; ++it) {
-    if (!it->check(ctx)) return &*it;
+  // Both registries are sorted by stage (stable_sort in their builders): each stage's rows are
+  // one run, found once per framework and thread (the search asks at every layout it tests).
+  constexpr size_t kStages = static_cast<size_t>(RuleStage::kBatch) + 1;
+  thread_local bool known = false;
+  thread_local Framework last_framework{};
+  thread_local std::array<std::span<const Rule>, kStages> runs;
+  if (!known || ctx.layout.framework != last_framework) {
+    const std::span<const Rule> rules = Registry(ctx);
+    for (size_t k = 0; k < kStages; ++k) {
+      const RuleStage s = static_cast<RuleStage>(k);
+      const auto begin = std::partition_point(rules.begin(), rules.end(), [s](const Rule& r) { return r.stage < s; });
+      const auto end = std::partition_point(begin, rules.end(), [s](const Rule& r) { return r.stage == s; });
+      runs[k] = {begin, end};
+    }
+    last_framework = ctx.layout.framework;
+    known = true;
+  }
+  for (const Rule& r : runs[static_cast<size_t>(stage)]) {
+    if (!r.check(ctx)) return &r;
   }
   return nullptr;
 }
