@@ -33,11 +33,14 @@ namespace {
 /// near the best (45k scored); on small problems the seeds are the whole space either way.
 constexpr size_t kSeedSubtrees = 512;
 constexpr size_t kSeedScan = 16 * kSeedSubtrees;
-/// The seed scan widens fourfold, up to this many subtrees (32 MiB of layouts), while fewer
+/// The seed scan widens fourfold, up to this many subtrees, while fewer
 /// than kSeedSubtrees of those scanned can fit: the subtrees with the lowest step bounds are
 /// often the ones that cannot fit (no recompute, the least model parallelism), and without a
 /// seed nothing is pruned by time.
 constexpr size_t kSeedScanMax = 65536;
+/// Seed candidates whose memory is probed at once (on the search threads) before their
+/// verdicts are read in scan order: at most this many probes more than the seeds need.
+constexpr size_t kProbeRun = 1024;
 
 // The order candidates are kept in: expected step (the predicted step when the request does
 // not price risk: Risk::expected_step_seconds is then the step), then walk position.
@@ -54,6 +57,17 @@ constexpr size_t kMinItemsPerThread = 32;
 int ThreadCount(const PlanRequest& req, size_t work) {
   int n = req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return static_cast<int>(std::min<size_t>(static_cast<size_t>(n), std::max<size_t>(1, work / kMinItemsPerThread)));
+}
+
+// Runs fn(begin, end) on `threads` threads, each on one contiguous run of [0, n) (in order:
+// the first thread the first run); returns when all are done.
+template <typename Fn>
+void InRanges(int threads, size_t n, Fn fn) {
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < t; ++k) pool.emplace_back([&, k] { fn(n * k / t, n * (k + 1) / t); });
+  fn(0, n / t);
+  for (auto& th : pool) th.join();
 }
 
 // Runs fn(index, scorer) for index in [0, n) on `threads` threads; returns the merged scorer.
@@ -117,36 +131,37 @@ struct SubtreeList {
     struct Cache {
       uint64_t list = 0;
       uint32_t part = 0;
-      std::vector<Layout> meshes;  ///< the part's kept meshes, in kept_meshes[part] order
+      bool part_built = false;
+      std::vector<Layout> meshes;  ///< the part's kept meshes, in kept_meshes[part] order (whole-part rebuilds)
       uint64_t features_list = 0;
       uint32_t features_part = 0, features_mesh = 0;
       std::vector<Layout> features;
+      std::vector<uint32_t> one;  ///< the one mesh position asked of MeshesAt
     };
     thread_local Cache cache;
     const SubtreeRef& r = all[i];
-    const std::vector<uint32_t>& kept = kept_meshes[r.part];
-    if (cache.list != id || cache.part != r.part) {
-      cache.meshes.clear();
-      uint32_t position = 0;
-      size_t next = 0;
-      space->Meshes(r.part, [&](const Layout& mesh) {
-        if (next < kept.size() && kept[next] == position) {
-          cache.meshes.push_back(mesh);
-          ++next;
-        }
-        ++position;
-      });
-      cache.list = id;
-      cache.part = r.part;
+    if (cache.features_list == id && cache.features_part == r.part && cache.features_mesh == r.mesh) {
+      return cache.features[r.feature];
     }
-    if (cache.features_list != id || cache.features_part != r.part || cache.features_mesh != r.mesh) {
+    cache.features.clear();
+    if (space->MeshesAtBuildsOnlyThose()) {
+      cache.one.assign(1, r.mesh);
+      space->MeshesAt(r.part, cache.one, [&](const Layout& mesh) { space->Features(mesh, cache.features); });
+    } else {
+      const std::vector<uint32_t>& kept = kept_meshes[r.part];
+      if (!cache.part_built || cache.list != id || cache.part != r.part) {
+        cache.meshes.clear();
+        space->MeshesAt(r.part, kept, [&](const Layout& mesh) { cache.meshes.push_back(mesh); });
+        cache.list = id;
+        cache.part = r.part;
+        cache.part_built = true;
+      }
       const size_t k = static_cast<size_t>(std::lower_bound(kept.begin(), kept.end(), r.mesh) - kept.begin());
-      cache.features.clear();
       space->Features(cache.meshes[k], cache.features);
-      cache.features_list = id;
-      cache.features_part = r.part;
-      cache.features_mesh = r.mesh;
     }
+    cache.features_list = id;
+    cache.features_part = r.part;
+    cache.features_mesh = r.mesh;
     return cache.features[r.feature];
   }
 };
@@ -238,6 +253,19 @@ void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Score
 }
 
 }  // namespace
+
+void Space::MeshesAt(size_t part, const std::vector<uint32_t>& positions,
+                     const std::function<void(const Layout&)>& emit) const {
+  uint32_t position = 0;
+  size_t next = 0;
+  Meshes(part, [&](const Layout& mesh) {
+    if (next < positions.size() && positions[next] == position) {
+      emit(mesh);
+      ++next;
+    }
+    ++position;
+  });
+}
 
 Scorer::Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget, double count_limit)
     : req_(req), cost_model_(cost_model), budget_(req.max_layouts > 0 ? budget : nullptr), count_limit_(count_limit) {}
@@ -493,35 +521,49 @@ PlanResult Search(const PlanRequest& req, const Space& space, std::atomic<int64_
   const std::vector<double>& key = list.seed_key;
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::vector<Layout> scanned;  // by scan position: scanned[j] is subtree order[j]
   std::vector<char> done(n, 0);
-  std::vector<size_t> seed_ids;  // positions in `scanned`
+  std::vector<Layout> seeds;      // the seed subtrees, in scan order
+  std::vector<size_t> seed_ids;   // their subtree indices
   size_t passed_over = 0;
-  // The scan runs on one thread, in order of bound: kSeedScan subtrees, widened while too few
-  // of them can fit (a request where nothing fits leaves the rest to the parallel phase 2).
+  // The scan follows the order of the bound: kSeedScan subtrees, widened while too few of them
+  // can fit (a request where nothing fits leaves the rest to the parallel phase 2). Its
+  // subtrees are rebuilt and probed kProbeRun at a time on the search threads, their verdicts
+  // read in scan order: the seeds and the subtrees passed over are those a probe of one
+  // subtree after the other would give.
+  std::vector<Layout> run_layouts(kProbeRun);
+  std::vector<char> fits(kProbeRun, 0);
+  std::vector<size_t> by_walk;
   for (size_t from = 0, scan = std::min(n, kSeedScan);; scan = std::min({n, 4 * scan, kSeedScanMax})) {
     std::partial_sort(order.begin() + static_cast<std::ptrdiff_t>(from), order.begin() + static_cast<std::ptrdiff_t>(scan),
                       order.end(), [&](size_t a, size_t b) { return key[a] != key[b] ? key[a] < key[b] : a < b; });
-    // The newly scanned subtrees, rebuilt in walk order (each part walked once), scan order kept.
-    std::vector<size_t> by_walk(scan - from);
-    std::iota(by_walk.begin(), by_walk.end(), from);
-    std::sort(by_walk.begin(), by_walk.end(), [&](size_t a, size_t b) { return order[a] < order[b]; });
-    scanned.resize(scan);
-    for (size_t k : by_walk) scanned[k] = list.Get(order[k]);
-    for (size_t j = from; j < scan && seed_ids.size() < kSeedSubtrees; ++j) {
-      done[order[j]] = 1;
-      if (cannot_fit(scanned[j])) {
-        ++passed_over;
-      } else {
-        seed_ids.push_back(j);
+    for (size_t j = from; j < scan && seeds.size() < kSeedSubtrees;) {
+      const size_t run = std::min(scan - j, kProbeRun);
+      // In walk order, so that a thread rebuilds each mesh (or part) of the run once.
+      by_walk.resize(run);
+      std::iota(by_walk.begin(), by_walk.end(), size_t{0});
+      std::sort(by_walk.begin(), by_walk.end(), [&](size_t a, size_t b) { return order[j + a] < order[j + b]; });
+      InRanges(ThreadCount(req, run), run, [&](size_t begin, size_t end) {
+        for (size_t w = begin; w < end; ++w) {
+          const size_t i = by_walk[w];
+          run_layouts[i] = list.Get(order[j + i]);
+          fits[i] = cannot_fit(run_layouts[i]) ? 0 : 1;
+        }
+      });
+      for (size_t i = 0; i < run && seeds.size() < kSeedSubtrees; ++i, ++j) {
+        done[order[j]] = 1;
+        if (fits[i]) {
+          seeds.push_back(run_layouts[i]);
+          seed_ids.push_back(order[j]);
+        } else {
+          ++passed_over;
+        }
       }
     }
     from = scan;
-    if (seed_ids.size() >= kSeedSubtrees || scan >= std::min(n, kSeedScanMax)) break;
+    if (seeds.size() >= kSeedSubtrees || scan >= std::min(n, kSeedScanMax)) break;
   }
   Scorer seeded = Parallel(
-      req, cm, seed_ids.size(), true,
-      [&](size_t j, Scorer& s) { ScoreSubtree(space, scanned[seed_ids[j]], order[seed_ids[j]], s); }, &budget);
+      req, cm, seeds.size(), true, [&](size_t j, Scorer& s) { ScoreSubtree(space, seeds[j], seed_ids[j], s); }, &budget);
   for (size_t j = 0; j < passed_over; ++j) seeded.Prune();
   // Every layout the final ranking can hold has an expected step at most the seeds' limit
   // (Scorer::Trim), and its step is at most its expected step: a subtree whose step lower

@@ -25,6 +25,15 @@ class Space {
   /// Mesh-level layouts of one part in enumeration order (not yet checked by any rule),
   /// handed to `emit` one at a time: the whole list is never held (millions of layouts).
   virtual void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const = 0;
+  /// The meshes of one part at `positions` (ascending, among those Meshes emits), handed to
+  /// `emit` in that order: the same layouts Meshes emits there. The default walks Meshes and
+  /// keeps those; a space may build only the meshes asked for (a search rebuilds its subtrees
+  /// from their positions).
+  virtual void MeshesAt(size_t part, const std::vector<uint32_t>& positions,
+                        const std::function<void(const Layout&)>& emit) const;
+  /// True when MeshesAt builds only the meshes asked for (its cost grows with their count, not
+  /// with the part's): a search then rebuilds one mesh where it needs one, else a whole part.
+  virtual bool MeshesAtBuildsOnlyThose() const { return false; }
   /// The feature variants of a mesh that passed its rules (not yet checked).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
   /// Every leaf of a subtree, in enumeration order (batch rules not yet checked).

@@ -69,8 +69,7 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
   s.ep_a2a_overlap = Tri::kFalse;
   s.token_dispatcher = l.ep > 1 ? MbDispatcher::kAlltoall : MbDispatcher::kAllgather;
   s.num_distributed_optimizer_instances = 1;
-  s.recompute_method = l.recompute == Recompute::kFull ? MbRecomputeMethod::kUniform : MbRecomputeMethod::kUnset;
-  s.recompute_num_layers = l.recompute == Recompute::kFull ? 1 : 0;
+  ApplyRecomputeArguments(l);
   // megatron.md 2.11: 32 on Blackwell; 1 before Blackwell with TP or CP > 1 unless FSDP;
   // never 1 under FSDP (8 = the perf launcher's default otherwise).
   if (!PreBlackwellGpu(system)) {
@@ -80,6 +79,11 @@ void ApplyEmittedSettings(Layout& l, const SystemSpec& system, Precision precisi
   } else {
     s.cuda_device_max_connections = 8;
   }
+}
+
+void ApplyRecomputeArguments(Layout& l) {
+  l.mb.recompute_method = l.recompute == Recompute::kFull ? MbRecomputeMethod::kUniform : MbRecomputeMethod::kUnset;
+  l.mb.recompute_num_layers = l.recompute == Recompute::kFull ? 1 : 0;
 }
 
 void ApplyMbRuntime(Layout& l, const MbRuntime& rt) {

@@ -130,7 +130,22 @@ class MegatronSpace : public Space {
           // account_for_embedding/loss_in_pipeline_split, PP = L + 1 or L + 2 dividing L + 2
           // would pass mb_pp_divides_layers with empty first and last stages; not searched.
           if (pp > req_.model.num_layers) break;
-          parts_.push_back({tp, cp, pp, MegatronCpCommChoices(req_, runtime_, r.mb_runtime.has_value(), tp, cp)});
+          parts_.push_back({tp, cp, pp, MegatronCpCommChoices(req_, runtime_, r.mb_runtime.has_value(), tp, cp),
+                            VppChoices(req_.model.num_layers, pp), {}});
+        }
+      }
+    }
+    // Each part's blocks of meshes (one per layer split and VPP, EP size and ETP) and the
+    // position of each block's first mesh, so that MeshesAt builds only the meshes asked for.
+    for (Part& part : parts_) {
+      uint32_t position = 0;
+      for (uint32_t v = 0; v < part.vpps.size(); ++v) {
+        for (uint32_t e = 0; e < ep_options_.size(); ++e) {
+          for (int64_t etp : {int64_t{0}, int64_t{1}}) {
+            if (!BlockExists(part, ep_options_[e], etp)) continue;
+            part.blocks.push_back({position, v, e, etp});
+            position += Block(part, part.blocks.back(), nullptr, nullptr);
+          }
         }
       }
     }
@@ -140,68 +155,41 @@ class MegatronSpace : public Space {
   size_t MeshParts() const override { return parts_.size(); }
 
   void Meshes(size_t part, const std::function<void(const Layout&)>& emit) const override {
-    const int64_t n = req_.setup.num_gpus;
-    const auto& [tp, cp, pp, cp_comms] = parts_[part];
-    for (const auto& [split, vpp] : VppChoices(req_.model.num_layers, pp)) {
-      for (int64_t ep : ep_options_) {
-        for (int64_t etp : {int64_t{0}, int64_t{1}}) {
-          if (etp == 1 && (tp == 1 || !req_.model.is_moe())) continue;  // same as unset
-          // With one data-parallel rank for the dense and the expert parameters, every DP
-          // flavour shards over one rank: the same layout. Only the first allowed is emitted.
-          const int64_t dense_dp = n / (tp * pp);  // dp·cp
-          const int64_t expert_dp = n / (pp * std::max<int64_t>(1, ep) * (etp > 0 ? etp : tp));
-          const bool one_dp_rank = dense_dp == 1 && (!req_.model.is_moe() || expert_dp == 1);
-          bool emitted = false;
-          for (const Flavour& f : kFlavours) {
-            const Strategy st = f.mfsdp ? Strategy::kMegatronFsdp : f.fsdp2 ? Strategy::kFsdp2 : Strategy::kDdp;
-            if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
-            if (f.fsdp2 && !req_.mb_torch_fsdp2) continue;
-            if (one_dp_rank && emitted) continue;
-            emitted = true;
-            Layout l;
-            l.framework = Framework::kMegatronBridge;
-            l.mtp_layers = req_.model.mtp_num_layers;  // as Megatron-Bridge's model provider sets it
-            l.tp = tp;
-            l.cp = cp;
-            l.pp = pp;
-            l.dp = n / (tp * cp * pp);
-            l.vpp = vpp;
-            l.pp_split = split;
-            l.ep = ep;
-            l.etp = etp;
-            l.use_distributed_optimizer = f.distopt;
-            l.mb.use_megatron_fsdp = f.mfsdp;
-            l.mb.use_torch_fsdp2 = f.fsdp2;
-            l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
-            ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-            // The dispatcher is a field of MoE layouts with EP > 1 only (ApplyMbRuntime).
-            for (const MbRuntime& rt : dispatchers_) {
-              Layout x = l;
-              ApplyMbRuntime(x, rt);
-              // The attention's CP exchange: one layout per type the mesh runs (cp_comms).
-              for (const CpCommChoice& cc : cp_comms) {
-                Layout y = x;
-                ApplyCpComm(y, cc);
-                emit(y);
-              }
-              if (ep <= 1) break;
-            }
-          }
-        }
-      }
+    const Part& p = parts_[part];
+    for (const MeshBlock& b : p.blocks) Block(p, b, nullptr, &emit);
+  }
+
+  bool MeshesAtBuildsOnlyThose() const override { return true; }
+
+  void MeshesAt(size_t part, const std::vector<uint32_t>& positions,
+                const std::function<void(const Layout&)>& emit) const override {
+    const Part& p = parts_[part];
+    for (size_t i = 0; i < positions.size();) {
+      // The block holding positions[i]: the last one starting at or before it.
+      const auto it = std::upper_bound(p.blocks.begin(), p.blocks.end(), positions[i],
+                                       [](uint32_t pos, const MeshBlock& b) { return pos < b.start; });
+      if (it == p.blocks.begin()) return;
+      const uint32_t count = Block(p, *(it - 1), &positions, &emit);
+      const uint32_t end = (it - 1)->start + count;
+      const size_t first = i;
+      while (i < positions.size() && positions[i] < end) ++i;
+      if (i == first) ++i;  // past the part's last mesh: no mesh there
     }
   }
 
   void Features(const Layout& mesh, std::vector<Layout>& out) const override {
+    // The settings of every feature set but its recompute ones, derived once: of what
+    // ApplyEmittedSettings writes only ApplyRecomputeArguments reads the recompute mode.
+    Layout base = mesh;
+    base.sequence_parallel = SequenceParallelFor(base.tp, base.cp, req_.setup.seq_len);
+    ApplyEmittedSettings(base, req_.system, req_.setup.precision);
+    ApplyMbRuntime(base, RuntimeOf(mesh));
     auto add = [&](Recompute rc, uint32_t modules) {
-      Layout l = mesh;
-      l.sequence_parallel = SequenceParallelFor(l.tp, l.cp, req_.setup.seq_len);
+      Layout& l = out.emplace_back(base);
       l.recompute = rc;
       l.mb.recompute_modules = modules;
-      ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-      ApplyMbRuntime(l, RuntimeOf(mesh));
+      ApplyRecomputeArguments(l);
       FitCudaGraphsToRecompute(l);
-      out.push_back(l);
     };
     add(Recompute::kNone, 0);
     for (uint32_t modules : req_.mb_recompute_module_sets) add(Recompute::kSelective, modules);
@@ -232,10 +220,27 @@ class MegatronSpace : public Space {
   }
 
  private:
+  struct MeshBlock {
+    uint32_t start;         ///< position of its first mesh in the part's walk
+    uint32_t vpp;           ///< index in Part::vpps
+    uint32_t ep;            ///< index in ep_options_
+    int64_t etp;            ///< 0 (unset) or 1
+  };
   struct Part {
     int64_t tp, cp, pp;
     std::vector<CpCommChoice> cp_comms;  ///< MegatronCpCommChoices of (tp, cp), computed once
+    std::vector<std::pair<MbPpSplit, int64_t>> vpps;  ///< VppChoices(num_layers, pp)
+    std::vector<MeshBlock> blocks;       ///< in walk order
   };
+  // Meshes of one block, in walk order (its first at block.start): each emitted, or with
+  // `only` (ascending positions) only those at its positions; with no `emit` none is built.
+  // Returns the block's mesh count.
+  uint32_t Block(const Part& part, const MeshBlock& block, const std::vector<uint32_t>* only,
+                 const std::function<void(const Layout&)>* emit) const;
+  bool BlockExists(const Part& part, int64_t ep, int64_t etp) const {
+    return !(etp == 1 && (part.tp == 1 || !req_.model.is_moe()));  // etp 1 with TP 1: the same as unset
+  }
+
   const PlanRequest& req_;
   // The runtime `mesh` was emitted with: its dispatcher among dispatchers_ (the first otherwise).
   const MbRuntime& RuntimeOf(const Layout& mesh) const {
@@ -252,6 +257,69 @@ class MegatronSpace : public Space {
   const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
   std::vector<Part> parts_;
 };
+
+uint32_t MegatronSpace::Block(const Part& part, const MeshBlock& block, const std::vector<uint32_t>* only,
+                              const std::function<void(const Layout&)>* emit) const {
+  const int64_t n = req_.setup.num_gpus;
+  const int64_t tp = part.tp, cp = part.cp, pp = part.pp;
+  const auto& [split, vpp] = part.vpps[block.vpp];
+  const int64_t ep = ep_options_[block.ep], etp = block.etp;
+  // With one data-parallel rank for the dense and the expert parameters, every DP flavour
+  // shards over one rank: the same layout. Only the first allowed is emitted.
+  const int64_t dense_dp = n / (tp * pp);  // dp·cp
+  const int64_t expert_dp = n / (pp * std::max<int64_t>(1, ep) * (etp > 0 ? etp : tp));
+  const bool one_dp_rank = dense_dp == 1 && (!req_.model.is_moe() || expert_dp == 1);
+  bool emitted = false;
+  uint32_t position = block.start;
+  // The meshes of a flavour: one per dispatcher (EP > 1) and CP exchange type.
+  const uint32_t per_flavour = static_cast<uint32_t>((ep > 1 ? dispatchers_.size() : 1) * part.cp_comms.size());
+  auto wanted_in = [&](uint32_t begin, uint32_t end) {
+    const auto it = std::lower_bound(only->begin(), only->end(), begin);
+    return it != only->end() && *it < end;
+  };
+  for (const Flavour& f : kFlavours) {
+    const Strategy st = f.mfsdp ? Strategy::kMegatronFsdp : f.fsdp2 ? Strategy::kFsdp2 : Strategy::kDdp;
+    if (std::find(req_.strategies.begin(), req_.strategies.end(), st) == req_.strategies.end()) continue;
+    if (f.fsdp2 && !req_.mb_torch_fsdp2) continue;
+    if (one_dp_rank && emitted) continue;
+    emitted = true;
+    if (emit == nullptr || (only != nullptr && !wanted_in(position, position + per_flavour))) {
+      position += per_flavour;
+      continue;
+    }
+    Layout l;
+    l.framework = Framework::kMegatronBridge;
+    l.mtp_layers = req_.model.mtp_num_layers;  // as Megatron-Bridge's model provider sets it
+    l.tp = tp;
+    l.cp = cp;
+    l.pp = pp;
+    l.dp = n / (tp * cp * pp);
+    l.vpp = vpp;
+    l.pp_split = split;
+    l.ep = ep;
+    l.etp = etp;
+    l.use_distributed_optimizer = f.distopt;
+    l.mb.use_megatron_fsdp = f.mfsdp;
+    l.mb.use_torch_fsdp2 = f.fsdp2;
+    l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
+    ApplyEmittedSettings(l, req_.system, req_.setup.precision);
+    // The dispatcher is a field of MoE layouts with EP > 1 only (ApplyMbRuntime).
+    for (const MbRuntime& rt : dispatchers_) {
+      Layout x = l;
+      ApplyMbRuntime(x, rt);
+      // The attention's CP exchange: one layout per type the mesh runs (cp_comms).
+      for (const CpCommChoice& cc : part.cp_comms) {
+        const uint32_t at = position++;
+        if (only != nullptr && !std::binary_search(only->begin(), only->end(), at)) continue;
+        Layout y = x;
+        ApplyCpComm(y, cc);
+        (*emit)(y);
+      }
+      if (ep <= 1) break;
+    }
+  }
+  return position - block.start;
+}
 
 }  // namespace
 

@@ -23,6 +23,10 @@ PlanResult MegatronPlan(const PlanRequest& req);
 /// `precision`: NVFP4 turns TP communication overlap off, as every NVFP4 perf recipe of
 /// megatron.md's recipe table does (tp_comm_overlap False for all of them).
 void ApplyEmittedSettings(Layout& layout, const SystemSpec& system, Precision precision = Precision::kBf16);
+/// The recompute arguments ApplyEmittedSettings writes for `layout`'s recompute mode (the only
+/// ones of its settings that read it): full recompute uniform, one layer per chunk; none
+/// otherwise. Overwrites layout.mb.recompute_method and recompute_num_layers.
+void ApplyRecomputeArguments(Layout& layout);
 /// True for GPUs before Blackwell: GpuSpec::compute_capability below 10 (A100, H100, H200, MI300X).
 bool PreBlackwellGpu(const SystemSpec& system);
 
