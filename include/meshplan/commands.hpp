@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -241,7 +242,14 @@ SweepReport PrepareSweep(const PlanInput& in);
 /// Searches `point` with a deadline of `in.max_seconds` from now; adds a stop warning. A front
 /// end that shows each point as it is done calls it point by point.
 void SearchSweepPoint(SweepPoint& point, const PlanInput& in);
-/// PrepareSweep, then SearchSweepPoint for every point.
+/// SearchSweepPoint for every point of `sweep`, several at a time: min(points, cores) points
+/// run at once, each search on cores / that many threads (a search's answer and counts do not
+/// depend on its thread count, PlanRequest::threads). `done(i)` is called on the calling thread
+/// for each point in order, as soon as that point and every one before it are searched. An
+/// exception of a point's search is rethrown after the points before it are reported (the
+/// points after it are still searched and then dropped).
+void SearchSweepPoints(SweepReport& sweep, const PlanInput& in, const std::function<void(size_t)>& done = {});
+/// PrepareSweep, then SearchSweepPoints.
 SweepReport SweepLayouts(const PlanInput& in);
 
 // ---------------------------------------------------------------- recipes read back (check, explain)

@@ -2,6 +2,7 @@
 // best layout, shown as each point's search ends; with --format yaml / json or --out, the best
 // recipe of every point. The sweep itself: planner/commands/sweep.cpp.
 #include <iostream>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
@@ -17,15 +18,19 @@ int RunSweep(const PlanOptions& o, const PlanInput& in) {
   const bool table = o.format == "table";
   if (table) std::cout << render::SweepHeader(sweep);
   Progress progress("sweep", static_cast<long>(sweep.points.size()));
-  long step = 0;
-  for (SweepPoint& p : sweep.points) {
-    progress.Step(++step, "planning " + render::PointName(p));
-    const size_t built = p.warnings.size();
-    SearchSweepPoint(p, in);
+  // The warnings each point had before its search (its search's come after them).
+  std::vector<size_t> built;
+  for (const SweepPoint& p : sweep.points) built.push_back(p.warnings.size());
+  if (!sweep.points.empty()) progress.Step(1, "planning " + render::PointName(sweep.points.front()));
+  SearchSweepPoints(sweep, in, [&](size_t k) {
+    const SweepPoint& p = sweep.points[k];
     progress.Clear();
-    for (size_t i = built; i < p.warnings.size(); ++i) std::cerr << render::PointName(p) << ": meshplan: " << p.warnings[i] << "\n";
+    for (size_t i = built[k]; i < p.warnings.size(); ++i) std::cerr << render::PointName(p) << ": meshplan: " << p.warnings[i] << "\n";
     if (table) std::cout << render::SweepLine(p) << std::flush;
-  }
+    if (k + 1 < sweep.points.size()) {
+      progress.Step(static_cast<long>(k) + 2, "planning " + render::PointName(sweep.points[k + 1]));
+    }
+  });
   const bool json = o.format == "json";
   // Exit 1 when a point has no layout: say so on stderr (and in the JSON), not only per point.
   const std::string error = sweep.Failure();

@@ -2,6 +2,13 @@
 // its request built before any search so that a bad point fails at once.
 #include "commands/internal.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
 namespace meshplan {
 
 namespace {
@@ -84,9 +91,68 @@ std::string SweepReport::Failure() const {
          " sweep points have no layout (each point says why)";
 }
 
+void SearchSweepPoints(SweepReport& sweep, const PlanInput& in, const std::function<void(size_t)>& done) {
+  const size_t n = sweep.points.size();
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t at_once = std::min(n, cores);
+  if (at_once <= 1) {
+    for (size_t i = 0; i < n; ++i) {
+      SearchSweepPoint(sweep.points[i], in);
+      if (done) done(i);
+    }
+    return;
+  }
+  // Points run whole on their own threads: a search's serial parts (the link table, the seed
+  // scan) then overlap with another point's, where points one after the other would leave
+  // cores idle during them.
+  for (SweepPoint& p : sweep.points) {
+    if (p.request.threads == 0) p.request.threads = static_cast<int>(std::max<size_t>(1, cores / at_once));
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<char> finished(n, 0);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      std::exception_ptr error;
+      try {
+        SearchSweepPoint(sweep.points[i], in);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      const std::lock_guard<std::mutex> lock(mu);
+      errors[i] = error;
+      finished[i] = 1;
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(at_once);
+  for (size_t t = 0; t < at_once; ++t) pool.emplace_back(work);
+  std::exception_ptr first_error;
+  for (size_t i = 0; i < n && !first_error; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return finished[i] != 0; });
+      first_error = errors[i];
+    }
+    if (!first_error && done) {
+      try {
+        done(i);
+      } catch (...) {
+        first_error = std::current_exception();
+      }
+    }
+  }
+  next.store(n);  // after an error: no point not yet started is started
+  for (std::thread& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
 SweepReport SweepLayouts(const PlanInput& in) {
   SweepReport rep = PrepareSweep(in);
-  for (SweepPoint& p : rep.points) SearchSweepPoint(p, in);
+  SearchSweepPoints(rep, in);
   return rep;
 }
 
