@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -117,4 +118,48 @@ TEST_CASE("sweep: every point is planned and a point with no layout is said") {
   CHECK(rep.Failure().empty());
   in.gpus = 8;
   CHECK_THROWS_WITH_AS(PrepareSweep(in), doctest::Contains("give either --gpus or --sweep-gpus"), InputError);
+}
+
+TEST_CASE("sweep: points searched at once give each point's own plan and are reported in order") {
+  // SearchSweepPoints runs several points at a time; each point alone (SearchSweepPoint on this
+  // thread, the search's default thread count) must give the same best layout, step and counts.
+  PlanInput in = Llama8b();
+  in.gpus.reset();
+  in.sweep_gpus = {8, 16, 32, 64, 24};
+  SweepReport together = PrepareSweep(in);
+  std::vector<size_t> reported;
+  SearchSweepPoints(together, in, [&](size_t i) {
+    CHECK(together.points[i].result.valid > 0);  // searched before it is reported
+    reported.push_back(i);
+  });
+  CHECK(reported == std::vector<size_t>{0, 1, 2, 3, 4});
+  SweepReport alone = PrepareSweep(in);
+  for (SweepPoint& p : alone.points) SearchSweepPoint(p, in);
+  for (size_t i = 0; i < alone.points.size(); ++i) {
+    CAPTURE(alone.points[i].gpus);
+    const PlanResult& a = together.points[i].result;
+    const PlanResult& b = alone.points[i].result;
+    REQUIRE(a.top.size() == 1);
+    REQUIRE(b.top.size() == 1);
+    CHECK(a.top[0].cost.step_seconds == b.top[0].cost.step_seconds);
+    CHECK(Describe(a.top[0].layout) == Describe(b.top[0].layout));
+    CHECK(a.valid == b.valid);
+    CHECK(a.tested == b.tested);
+    CHECK(a.pruned == b.pruned);
+  }
+  // A report that throws (a front end's write failing): no later point is reported, and the
+  // error reaches the caller once the points' searches have stopped.
+  SweepReport again = PrepareSweep(in);
+  reported.clear();
+  try {
+    SearchSweepPoints(again, in, [&](size_t i) {
+      reported.push_back(i);
+      if (i == 1) throw std::runtime_error("write failed");
+    });
+    reported.push_back(100);
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()) == "write failed");
+    reported.push_back(99);
+  }
+  CHECK(reported == std::vector<size_t>{0, 1, 99});
 }
