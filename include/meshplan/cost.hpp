@@ -157,6 +157,8 @@ struct CostView {
   CpCommType cp_comm = CpCommType::kP2p;
   /// With CpCommType::kA2aP2p: CP ranks of the a2a level (hierarchical_context_parallel_sizes[0]).
   int64_t cp_a2a = 1;
+  /// Field by field (doubles by value).
+  bool operator==(const CostView&) const = default;
 };
 
 /// The EP all-to-all of a Megatron-Core layout's slowest pipeline rank, per step

@@ -226,6 +226,11 @@ std::string LaunchComment(const std::string& recipe_file);
 namespace megatron_bridge {
 /// A Megatron-Bridge layout as the cost model reads it (frameworks/megatron_bridge/cost_view.cpp).
 CostView ToCostView(const Layout& layout, const ModelSpec& model, const TrainSetup& setup);
+/// The fields of ToCostView(layout) that read the layout's recompute settings or CUDA graphs
+/// (recompute, recompute_modules, recompute_block_layers, cuda_graph, cuda_graph_scope), set on
+/// `view`. A search's feature sets of one mesh differ in these settings only, so one's view with
+/// these set is another's. Throws nothing.
+void SetRecomputeView(CostView& view, const Layout& layout);
 /// "ddp+distopt tp4 pp4 vpp5 cp2 ep1 dp1 mbs1 sp recompute=none" (frameworks/megatron_bridge/describe.cpp).
 std::string Describe(const Layout& layout);
 /// RecomputeName, and for selective recompute its modules: "selective[mla_up_proj]".

@@ -381,6 +381,7 @@ struct StageSplit {
   const PpLayerLayout* given = nullptr;
   /// PP rank holding the MTP layers (Layout::mtp_layers; the given layout's 'm'), -1 if none.
   int64_t mtp_rank = -1;
+  bool operator==(const StageSplit&) const = default;
 };
 
 /// Layout::mtp_layers of a Megatron-Bridge recipe that leaves model.mtp_num_layers unset.
@@ -391,6 +392,7 @@ inline constexpr int64_t kMtpFromModel = -1;
 struct SplitPlaces {
   int64_t first = 0;
   int64_t last = 0;
+  bool operator==(const SplitPlaces&) const = default;
 };
 
 /// meshplan's own split of `num_layers` decoder layers over `num_stages` stages S whose first and

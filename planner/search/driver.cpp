@@ -194,19 +194,21 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
       features.clear();
       space.Features(mesh, features);
       bool any = false;
+      CostView sibling;  // the view of the mesh's first feature set bounded
       for (size_t k = 0; k < features.size(); ++k) {
         const Layout& f = features[k];
         if (s.Reject(f, RuleStage::kFeatures)) continue;
-        any = true;
         refs.push_back(SubtreeRef{static_cast<uint32_t>(p), mesh_position, static_cast<uint32_t>(k)});
         if (bounds) {
-          const CostView view = ToCostView(f, cm.model(), cm.setup());
+          const CostView view = space.FeatureView(f, cm.model(), cm.setup(), any ? &sibling : nullptr);
+          if (!any) sibling = view;
           const StepLowerBound lb = cm.StepLowerBoundOf(view);
           // As CostModel::StepSecondsLowerBound, from the same StepLowerBound.
           const MicroBatchRange n = MicroBatchesPerStep(cm.setup().global_batch, view.dp, req.max_micro_batch);
           b.push_back(lb.Least(n.fewest, n.most));
           keys.push_back(lb.At(n.most));
         }
+        any = true;
         if (std::find(dps.begin(), dps.end(), f.dp) == dps.end()) dps.push_back(f.dp);
       }
       if (any) kept.push_back(mesh_position);
@@ -253,6 +255,11 @@ void ScoreSubtree(const Space& space, const Layout& subtree, size_t index, Score
 }
 
 }  // namespace
+
+CostView Space::FeatureView(const Layout& feature, const ModelSpec& model, const TrainSetup& setup,
+                            const CostView*) const {
+  return ToCostView(feature, model, setup);
+}
 
 void Space::MeshesAt(size_t part, const std::vector<uint32_t>& positions,
                      const std::function<void(const Layout&)>& emit) const {

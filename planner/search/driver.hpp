@@ -36,6 +36,11 @@ class Space {
   virtual bool MeshesAtBuildsOnlyThose() const { return false; }
   /// The feature variants of a mesh that passed its rules (not yet checked).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
+  /// ToCostView(feature, model, setup). `sibling`: the view of another of the same mesh's
+  /// feature sets, or nullptr; a space whose feature sets differ only in fields the view
+  /// derives on their own may set those on a copy of it instead of building the view afresh.
+  virtual CostView FeatureView(const Layout& feature, const ModelSpec& model, const TrainSetup& setup,
+                               const CostView* sibling) const;
   /// Every leaf of a subtree, in enumeration order (batch rules not yet checked).
   virtual void Leaves(const Layout& subtree, std::vector<Layout>& out) const = 0;
   /// Layouts whose memory is <= that of every leaf of the subtree (the least memory of the

@@ -31,6 +31,15 @@ CudaGraphCapture GraphOf(MbCudaGraph g) {
 
 }  // namespace
 
+void SetRecomputeView(CostView& v, const Layout& l) {
+  const MbSettings& mb = l.mb;
+  v.recompute = l.recompute;
+  v.recompute_modules = mb.recompute_modules;
+  v.recompute_block_layers = mb.recompute_method == MbRecomputeMethod::kBlock ? mb.recompute_num_layers : 0;
+  v.cuda_graph = GraphOf(mb.cuda_graph);
+  v.cuda_graph_scope = mb.cuda_graph_scope;
+}
+
 CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& setup) {
   const MbSettings& mb = l.mb;
   CostView v = MeshCostView(l, model, setup);  // M = global_batch / (dp · mbs) micro-batches, one schedule call
@@ -40,8 +49,6 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   // with vpp model chunks per rank (SplitStages in MeshCostView).
   v.interleaved = l.pp > 1 && l.vpp > 1 && model.num_layers > 0;
   v.estimate_vpp = l.vpp > 1 ? l.vpp : 0;
-  v.recompute_modules = mb.recompute_modules;
-  v.recompute_block_layers = mb.recompute_method == MbRecomputeMethod::kBlock ? mb.recompute_num_layers : 0;
   v.cpu_offload_layers = mb.cpu_offloading ? mb.cpu_offloading_num_layers : 0;
   v.loss_bytes_per_logit = mb.te_cross_entropy ? 2.0 : 4.0;
   v.optimizer_state_bytes = mb.optimizer_state_bytes;
@@ -81,8 +88,7 @@ CostView ToCostView(const Layout& l, const ModelSpec& model, const TrainSetup& s
   // host list (experts.py TEGroupedMLP, tokens_per_expert.tolist()). With EP 1 and TP 1 the
   // counts still go to the host for the grouped GEMM ("before_finish").
   v.moe_host_sync = model.is_moe() && !mb.moe_pad_to_capacity;
-  v.cuda_graph = GraphOf(mb.cuda_graph);
-  v.cuda_graph_scope = mb.cuda_graph_scope;
+  SetRecomputeView(v, l);
   // model.cp_comm_type. a2a+p2p with a level of one rank runs as the other type (Transformer
   // Engine attn_forward_func_with_cp: a2a group of 1 -> p2p, p2p group of 1 -> a2a).
   switch (mb.cp_comm) {

@@ -6,6 +6,7 @@
 // that passes all rules is scored with CostModel::Evaluate on its CostView
 // (megatron_bridge::ToCostView).
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "frameworks/megatron_bridge/space.hpp"
 #include "frameworks/megatron_bridge/recipe_functions.hpp"
 #include "search/driver.hpp"
+#include "meshplan/framework.hpp"
 
 namespace meshplan::search {
 
@@ -142,9 +144,10 @@ class MegatronSpace : public Space {
       for (uint32_t v = 0; v < part.vpps.size(); ++v) {
         for (uint32_t e = 0; e < ep_options_.size(); ++e) {
           for (int64_t etp : {int64_t{0}, int64_t{1}}) {
-            if (!BlockExists(part, ep_options_[e], etp)) continue;
-            part.blocks.push_back({position, v, e, etp});
-            position += Block(part, part.blocks.back(), nullptr, nullptr);
+            if (!BlockExists(part, etp)) continue;
+            part.blocks.push_back({position, 0, v, e, etp});
+            part.blocks.back().count = Block(part, part.blocks.back(), nullptr, nullptr);
+            position += part.blocks.back().count;
           }
         }
       }
@@ -169,11 +172,14 @@ class MegatronSpace : public Space {
       const auto it = std::upper_bound(p.blocks.begin(), p.blocks.end(), positions[i],
                                        [](uint32_t pos, const MeshBlock& b) { return pos < b.start; });
       if (it == p.blocks.begin()) return;
-      const uint32_t count = Block(p, *(it - 1), &positions, &emit);
-      const uint32_t end = (it - 1)->start + count;
-      const size_t first = i;
+      const MeshBlock& b = *(it - 1);
+      const uint32_t end = b.start + b.count;
+      if (positions[i] >= end) {  // past the part's last mesh: no mesh there
+        ++i;
+        continue;
+      }
+      Block(p, b, &positions, &emit);
       while (i < positions.size() && positions[i] < end) ++i;
-      if (i == first) ++i;  // past the part's last mesh: no mesh there
     }
   }
 
@@ -194,6 +200,16 @@ class MegatronSpace : public Space {
     add(Recompute::kNone, 0);
     for (uint32_t modules : req_.mb_recompute_module_sets) add(Recompute::kSelective, modules);
     add(Recompute::kFull, 0);
+  }
+
+  // A mesh's feature sets differ in their recompute settings and CUDA graphs only (Features),
+  // the fields SetRecomputeView derives.
+  CostView FeatureView(const Layout& feature, const ModelSpec& model, const TrainSetup& setup,
+                       const CostView* sibling) const override {
+    if (sibling == nullptr) return megatron_bridge::ToCostView(feature, model, setup);
+    CostView v = *sibling;
+    megatron_bridge::SetRecomputeView(v, feature);
+    return v;
   }
 
   void Leaves(const Layout& subtree, std::vector<Layout>& out) const override {
@@ -222,6 +238,7 @@ class MegatronSpace : public Space {
  private:
   struct MeshBlock {
     uint32_t start;         ///< position of its first mesh in the part's walk
+    uint32_t count;         ///< its meshes
     uint32_t vpp;           ///< index in Part::vpps
     uint32_t ep;            ///< index in ep_options_
     int64_t etp;            ///< 0 (unset) or 1
@@ -237,7 +254,7 @@ class MegatronSpace : public Space {
   // Returns the block's mesh count.
   uint32_t Block(const Part& part, const MeshBlock& block, const std::vector<uint32_t>* only,
                  const std::function<void(const Layout&)>* emit) const;
-  bool BlockExists(const Part& part, int64_t ep, int64_t etp) const {
+  bool BlockExists(const Part& part, int64_t etp) const {
     return !(etp == 1 && (part.tp == 1 || !req_.model.is_moe()));  // etp 1 with TP 1: the same as unset
   }
 
@@ -330,5 +347,6 @@ void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(cons
 }
 
 PlanResult MegatronPlan(const PlanRequest& req) { return RunSearch(req, MegatronSpace(req)); }
+std::unique_ptr<Space> MakeMegatronSpace(const PlanRequest& req) { return std::make_unique<MegatronSpace>(req); }
 
 }  // namespace meshplan::search

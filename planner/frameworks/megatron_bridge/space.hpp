@@ -2,12 +2,15 @@
 // The Megatron-Bridge layout walk (frameworks/megatron_bridge/space.cpp) and the settings meshplan
 // emits for its layouts (defaults.cpp); the framework registry dispatches to them.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "meshplan/rule_domains.hpp"
 #include "meshplan/search.hpp"
 
 namespace meshplan::search {
+
+class Space;  // search/driver.hpp
 
 /// EnumerateLayouts for req.framework == kMegatronBridge.
 std::vector<Layout> MegatronEnumerate(const PlanRequest& req);
@@ -16,6 +19,8 @@ void MegatronForEachLayout(const PlanRequest& req, const std::function<bool(cons
                            const MeshFilter& keep_mesh);
 /// Plan for req.framework == kMegatronBridge.
 PlanResult MegatronPlan(const PlanRequest& req);
+/// The layout space MegatronPlan searches (`req` must outlive it).
+std::unique_ptr<Space> MakeMegatronSpace(const PlanRequest& req);
 // --- frameworks/megatron_bridge/defaults.cpp ---
 /// The recipe settings meshplan emits for a Megatron layout (overlap flags, FSDP flags,
 /// checkpoint format, CUDA_DEVICE_MAX_CONNECTIONS, recompute arguments), derived from its
