@@ -51,14 +51,14 @@ int RunList(const ListOptions& o) {
     return 0;
   }
   const std::vector<std::string> gpus = ListGpus(o.hwdb);
-  std::snprintf(line, sizeof line, "%-10s %9s %10s %10s %9s %8s\n", "name", "mem_GiB", "bf16_TF", "fp8_TF",
-                "fp4_TF", "HBM_TB/s");
+  std::snprintf(line, sizeof line, "%-14s %9s %8s %10s %10s %9s %8s\n", "name", "mem_GiB", "fp32_TF", "bf16_TF",
+                "fp8_TF", "fp4_TF", "HBM_TB/s");
   std::string table = line;
   for (const std::string& name : gpus) {
     const GpuSpec g = LoadGpu(name, o.hwdb);
-    std::snprintf(line, sizeof line, "%-10s %9.1f %10.0f %10.0f %9.0f %8.2f\n", name.c_str(),
-                  recipe::GiB(g.memory_bytes), g.bf16_flops / 1e12, g.fp8_flops / 1e12, g.fp4_flops / 1e12,
-                  g.hbm_bandwidth / 1e12);
+    std::snprintf(line, sizeof line, "%-14s %9.1f %8.1f %10.0f %10.0f %9.0f %8.2f\n", name.c_str(),
+                  recipe::GiB(g.memory_bytes), g.fp32_flops / 1e12, g.bf16_flops / 1e12, g.fp8_flops / 1e12,
+                  g.fp4_flops / 1e12, g.hbm_bandwidth / 1e12);
     table += line;
   }
   std::cout << table;

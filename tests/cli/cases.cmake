@@ -21,7 +21,7 @@ meshplan_cli_case(plan_fp8_on_a100 2 "--precision: fp8 requested but .*no FP8"
   -- ${MP} plan --model llama3.1-8b --system dgx-a100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8)
 meshplan_cli_case(list_models 0 "llama3.1-70b +LlamaForCausalLM" "deepseek-v3 +DeepseekV3ForCausalLM" -- ${MP} list models)
 meshplan_cli_case(list_systems 0 "dgx-h100 +h100-sxm +8 +8" "gb200-nvl72 +gb200 +4 +72" -- ${MP} list systems)
-meshplan_cli_case(list_gpus 0 "h200" -- ${MP} list gpus)
+meshplan_cli_case(list_gpus 0 "h200 +139.8 +67.0 +989 +1979" "a100-80gb +79.2 +19.5 +312" -- ${MP} list gpus)
 # No command, or one that is not meshplan's: one line naming it and the commands, exit 2
 # (CLI11 alone said "A subcommand is required" for all three).
 meshplan_cli_case(unknown_command 2 "^meshplan: error: unknown command 'bogus'; expected one of plan, check, explain, list, validate, calibrate, serve \\(meshplan --help\\)$"
