@@ -25,6 +25,10 @@ struct GpuSpec {
   /// ROCm reports MI300X as 9.4). Decides the framework settings that depend on the GPU
   /// generation: Megatron's CUDA_DEVICE_MAX_CONNECTIONS rule and MXFP8 (both: major >= 10).
   double compute_capability = 0;
+  /// The GPU runs ROCm, not CUDA (hwdb `platform: rocm`): libraries built for CUDA alone, DeepEP
+  /// and its HybridEP branch among them, do not run on it, though ROCm's torch reports a CUDA-like
+  /// compute capability.
+  bool rocm = false;
   /// Blackwell or newer (compute capability major >= 10).
   bool BlackwellOrNewer() const { return compute_capability >= 10.0; }
 };

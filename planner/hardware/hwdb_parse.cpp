@@ -102,7 +102,7 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
   YAML::Node root = yamlutil::ParseMap(text, filename);
   yamlutil::MapReader r(root, filename);
   r.Ignore({"display_name", "bf16_tflops", "fp8_tflops", "fp4_tflops", "fp32_tflops", "memory_gib", "hbm_tbps",
-            "matmul_efficiency_bf16", "matmul_efficiency_fp8", "compute_capability"});
+            "matmul_efficiency_bf16", "matmul_efficiency_fp8", "compute_capability", "platform"});
   r.RejectUnknown();
 
   GpuSpec g;
@@ -122,6 +122,13 @@ GpuSpec ParseGpuText(const std::string& text, const std::string& filename) {
     r.Fail("matmul_efficiency_fp8",
            "given, but fp8_tflops is 0 or absent (no FP8); expected no matmul_efficiency_fp8, "
            "or a positive fp8_tflops");
+  }
+  if (r.HasValue("platform")) {
+    const std::string platform = r.Str("platform");
+    if (platform != "cuda" && platform != "rocm") {
+      r.Fail("platform", "expected cuda or rocm, found '" + platform + "'");
+    }
+    g.rocm = platform == "rocm";
   }
   // Last, so that a broken file reports its first problem first.
   g.compute_capability =

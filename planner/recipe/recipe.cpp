@@ -132,6 +132,15 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     y << "  backend:\n";
     y << "    dispatcher: hybridep\n";
     if (tilelang) y << "    attn: tilelang\n";
+  } else if (l.ep > 1 && l.am_backend.dispatcher == AmDispatcher::kTorch) {
+    // The torch dispatcher (GroupedExperts' all-gather and all-reduce) this layout is priced with:
+    // on ROCm, where DeepEP and HybridEP do not run (automodel::DefaultBackend), or asked for.
+    // Written, since absent BackendConfig defaults to deepep wherever deep_ep is installed.
+    y << "model:  # merge into your model section: the dispatcher this layout is priced with"
+      << (req.system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; this GPU runs ROCm)" : "") << "\n";
+    y << "  backend:\n";
+    y << "    dispatcher: torch\n";
+    if (tilelang) y << "    attn: tilelang\n";
   } else if (tilelang) {
     y << "model:  # merge into your model section: DeepSeek-V4's TileLang sparse attention, indexer and Sinkhorn "
          "kernels, which this layout is priced with (and its CP needs)\n";

@@ -168,6 +168,16 @@ TEST_CASE("ParseGpu reads inline text - the name is the file stem") {
   CHECK(no_fp8.matmul_efficiency_fp8 == 0);
 }
 
+TEST_CASE("a GPU's platform is cuda unless its file says rocm; anything else is refused") {
+  CHECK_FALSE(ParseGpu(kGpuText, "g.yaml").rocm);
+  CHECK_FALSE(ParseGpu(kGpuText + "platform: cuda\n", "g.yaml").rocm);
+  CHECK(ParseGpu(kGpuText + "platform: rocm\n", "g.yaml").rocm);
+  CHECK(ErrorOf([] { ParseGpu(kGpuText + "platform: metal\n", "g.yaml"); }) ==
+        "g.yaml:9:1: error: platform: expected cuda or rocm, found 'metal'");
+  CHECK(LoadGpu("mi300x").rocm);
+  CHECK_FALSE(LoadGpu("h100-sxm").rocm);
+}
+
 TEST_CASE("malformed YAML names the right line") {
   // Line 3 is indented under a scalar: yaml-cpp stops at its ':'.
   std::string text = "display_name: Test GPU\nbf16_tflops: 989\n  memory_gib: 80\nhbm_tbps: 3.35\n";

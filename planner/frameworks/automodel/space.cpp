@@ -193,6 +193,9 @@ AmMoeBackend automodel::DefaultBackend(const ModelSpec& model, const SystemSpec&
   // configuration for the group (domain::DeepEpRanksSupported: EP 3, 5, 6, 7 inside a node).
   const bool deepep = ep <= system.gpus_per_node && (ep <= 1 || domain::DeepEpRanksSupported(ep));
   b.dispatcher = deepep ? AmDispatcher::kDeepEP : AmDispatcher::kHybridEP;
+  // DeepEP and HybridEP are CUDA libraries: on ROCm the torch dispatcher (BackendConfig's own
+  // default without deep_ep installed), which the recipe names.
+  if (system.gpu.rocm) b.dispatcher = AmDispatcher::kTorch;
   return b;
 }
 

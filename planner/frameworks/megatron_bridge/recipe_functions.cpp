@@ -191,8 +191,10 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
   if (str("moe_token_dispatcher_type") == "flex") {
     const std::string backend = str("moe_flex_dispatcher_backend");
     const std::string& gpu = system.gpu.display_name;
-    const bool deepep_ok = domain::FlexBackendRuns(MbFlexBackend::kDeepEP, system.gpu);
-    const bool hybridep_ok = domain::FlexBackendRuns(MbFlexBackend::kHybridEP, system.gpu);
+    // ROCm's torch reports MI300X as (9, 4), which Megatron-Bridge's check passes, but DeepEP and
+    // HybridEP are built for CUDA alone (GpuSpec::rocm).
+    const bool deepep_ok = domain::FlexBackendRuns(MbFlexBackend::kDeepEP, system.gpu) && !system.gpu.rocm;
+    const bool hybridep_ok = domain::FlexBackendRuns(MbFlexBackend::kHybridEP, system.gpu) && !system.gpu.rocm;
     if (backend == "hybridep" && hybridep_ok) {
       rt.dispatcher = MbDispatcher::kFlex;
       rt.flex_backend = MbFlexBackend::kHybridEP;
@@ -205,7 +207,7 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
       if (note) note->push_back(fn->name + "'s DeepEP dispatcher backend is not built for " + gpu + ": HybridEP instead");
     } else if (note) {
       note->push_back(fn->name + "'s flex dispatcher (" + (backend.empty() ? "no backend" : backend) + ") does not run on " + gpu +
-                      ": alltoall instead");
+                      (system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; it runs ROCm)" : "") + ": alltoall instead");
     }
   }
   // As ReadCudaGraphImpl reads a recipe: local graphs capture whole layers (no module scope),

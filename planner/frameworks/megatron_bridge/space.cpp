@@ -52,7 +52,7 @@ struct Flavour {
 std::vector<MbRuntime> DispatcherChoices(const MbRuntime& own, const GpuSpec& gpu) {
   std::vector<MbRuntime> out = {own};
   auto add = [&](MbDispatcher d, MbFlexBackend b) {
-    if (d == MbDispatcher::kFlex && !domain::FlexBackendRuns(b, gpu)) return;
+    if (d == MbDispatcher::kFlex && (!domain::FlexBackendRuns(b, gpu) || gpu.rocm)) return;  // CUDA libraries
     for (const MbRuntime& x : out) {
       if (x.dispatcher == d && (d != MbDispatcher::kFlex || x.flex_backend == b)) return;
     }
