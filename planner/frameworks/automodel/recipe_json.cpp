@@ -5,7 +5,15 @@
 
 namespace meshplan::automodel {
 
-void AnnotateJson(nlohmann::json&, const Candidate&, const PlanRequest&) {}
+void AnnotateJson(nlohmann::json& j, const Candidate& c, const PlanRequest& req) {
+  // The model.backend settings the layout is priced with (the YAML recipe writes those that
+  // differ from AutoModel's defaults): the MoE dispatcher where EP > 1, DeepSeek-V4's attention.
+  const Layout& l = c.layout;
+  nlohmann::json backend = nlohmann::json::object();
+  if (req.model.is_moe() && l.ep > 1) backend["dispatcher"] = AmDispatcherName(l.am_backend.dispatcher);
+  if (req.model.architecture == Architecture::kDeepseekV4) backend["attn"] = l.am_backend.attn_tilelang ? "tilelang" : "te";  // "te": BackendConfig's default
+  if (!backend.empty()) j["layout"]["backend"] = backend;
+}
 
 std::string ScheduleLabel(const Layout& l, const ModelSpec& model) {
   if (l.pp <= 1) return "-";
