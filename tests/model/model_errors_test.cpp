@@ -272,3 +272,18 @@ TEST_CASE("model errors: bytes that are not UTF-8 are shown escaped and UTF-8 is
   const std::string truncated = LoadError("llam\xc3");  // a lead byte without its continuation
   CHECK(truncated.find("'llam\\xc3'") != npos);
 }
+
+TEST_CASE("model errors: an unknown preset suggests the nearest, ties to the one sharing the longest start") {
+  auto message = [](const std::string& name) {
+    try {
+      LoadModel(name);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // deepseek-v4-pro is 5 edits from deepseek-v3 and from deepseek-v4-flash.
+  CHECK(message("deepseek-v4-pro").find("did you mean 'deepseek-v4-flash'?") != std::string::npos);
+  CHECK(message("deepseek-v2").find("did you mean 'deepseek-v3'?") != std::string::npos);
+  CHECK(message("Llama3.1-70B").find("did you mean 'llama3.1-70b'?") != std::string::npos);
+}
