@@ -26,17 +26,17 @@ const Table& TheTable() {
     Table out;
     const auto text = data::FindEmbedded(kTableFile);
     if (!text) throw std::logic_error(std::string(kTableFile) + " is not embedded");
-    const nlohmann::json j = nlohmann::json::parse(*text);
+    nlohmann::json j = nlohmann::json::parse(*text);  // its recipes' values are moved out below
     for (const auto& [name, fields] : j.at("classes").items()) {
       auto& c = out.classes[name];
       for (const auto& [f, type] : fields.items()) c[f] = type.get<std::string>();
     }
-    for (const auto& [name, r] : j.at("recipes").items()) {
+    for (auto& [name, r] : j.at("recipes").items()) {
       RecipeFunction f;
       f.name = name;
       f.transformer_path = r.at("transformer_path").get<std::string>();
       for (const auto& [sec, cls] : r.at("sections").items()) f.sections[sec] = cls.is_null() ? "" : cls.get<std::string>();
-      f.values = r.at("values");
+      f.values = std::move(r.at("values"));
       out.functions.emplace(name, std::move(f));
     }
     for (const auto& line : j.at("vendored")) out.snapshot.push_back(line.get<std::string>());
