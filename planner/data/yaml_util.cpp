@@ -400,24 +400,29 @@ std::string DidYouMean(const std::string& word, const std::vector<std::string>& 
     return s;
   };
   const std::string w = word.size() <= 4096 ? lower(word) : word;
-  // Of equally distant candidates, the one sharing the longest start with the word:
-  // "deepseek-v4-pro" suggests deepseek-v4-flash (5 edits) rather than deepseek-v3 (5 too).
+  // Of equally distant candidates, the one closest in length, then the one sharing the longest
+  // start with the word: "deepseek-v4-pro" suggests deepseek-v4-flash rather than deepseek-v3
+  // (5 edits each), "gemm_fp16" gemm_bf16 rather than gemm_fp8 (2 each).
   auto shared_start = [&](const std::string& c) {
     size_t n = 0;
     while (n < w.size() && n < c.size() && w[n] == c[n]) ++n;
     return n;
   };
-  size_t best_start = 0;
+  size_t best_diff = 0, best_start = 0;
   for (const std::string& c : candidates) {
     // The distance is at least the length difference: skip hopeless (e.g. 1 MB) words fast.
     const size_t diff = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
     if (diff > best_d || (diff == best_d && best.empty())) continue;
     const std::string lc = lower(c);
     const size_t d = EditDistance(w, lc);
-    if (d < best_d || (d == best_d && !best.empty() && shared_start(lc) > best_start)) {
+    const size_t start = shared_start(lc);
+    const bool tie_won =
+        d == best_d && !best.empty() && (diff < best_diff || (diff == best_diff && start > best_start));
+    if (d < best_d || tie_won) {
       best_d = d;
       best = c;
-      best_start = shared_start(lc);
+      best_diff = diff;
+      best_start = start;
     }
   }
   return best;

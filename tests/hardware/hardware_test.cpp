@@ -168,7 +168,7 @@ TEST_CASE("ParseGpu reads inline text - the name is the file stem") {
   CHECK(no_fp8.matmul_efficiency_fp8 == 0);
 }
 
-TEST_CASE("a GPU's platform is cuda unless its file says rocm; anything else is refused") {
+TEST_CASE("a GPU's platform is cuda unless its file says rocm and anything else is refused") {
   CHECK_FALSE(ParseGpu(kGpuText, "g.yaml").rocm);
   CHECK_FALSE(ParseGpu(kGpuText + "platform: cuda\n", "g.yaml").rocm);
   CHECK(ParseGpu(kGpuText + "platform: rocm\n", "g.yaml").rocm);

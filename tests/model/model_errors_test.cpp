@@ -273,7 +273,7 @@ TEST_CASE("model errors: bytes that are not UTF-8 are shown escaped and UTF-8 is
   CHECK(truncated.find("'llam\\xc3'") != npos);
 }
 
-TEST_CASE("model errors: an unknown preset suggests the nearest, ties to the one sharing the longest start") {
+TEST_CASE("model errors: an unknown preset suggests the nearest and of ties the closest in length") {
   auto message = [](const std::string& name) {
     try {
       LoadModel(name);
