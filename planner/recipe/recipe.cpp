@@ -53,6 +53,20 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     << Fixed(t.pp_comm, 3) << "; bubble " << Fixed(t.bubble, 3) << " s; optimizer " << Fixed(t.optimizer, 3)
     << " s; host-bound " << Fixed(t.host, 3) << " s\n";
   y << recipe::kAutoModelMaxStepsNote;
+  // DeepSeek-V4's hash-routed layers (the first num_hash_layers) pick their experts from the token
+  // ids, which AutoModel hands to the first pipeline stage only (components/models/deepseek_v4/
+  // model.py): one on a later stage routes by score top-k instead, with no error. Its stages hold
+  // floor(L/V) layers, the first L mod V one more (pipelining/functional.py
+  // generate_hf_model_fqn_per_model_part).
+  if (req.model.architecture == Architecture::kDeepseekV4 && l.pp > 1 && req.model.dsv4.num_hash_layers > 0) {
+    const int64_t stages = std::max<int64_t>(1, SplitStages(req.model.num_layers, l).num_stages);
+    const int64_t first = req.model.num_layers / stages + (req.model.num_layers % stages > 0 ? 1 : 0);
+    if (first < req.model.dsv4.num_hash_layers) {
+      y << "# note: the first pipeline stage holds " << first << " of the " << req.model.dsv4.num_hash_layers
+        << " hash-routed layers; AutoModel gives the token ids to that stage only, so the other "
+        << req.model.dsv4.num_hash_layers - first << " route by score top-k instead (no error; predictions assume hash routing)\n";
+    }
+  }
   y << "step_scheduler:\n";
   y << "  global_batch_size: " << req.setup.global_batch << "\n";
   y << "  local_batch_size: " << l.local_batch_size << "\n";
