@@ -400,6 +400,17 @@ std::string DidYouMean(const std::string& word, const std::vector<std::string>& 
     return s;
   };
   const std::string w = word.size() <= 4096 ? lower(word) : word;
+  // A word that begins a name is taken for that name cut short ("qwen3-30b" for qwen3-30b-a3b,
+  // "mi300" for mi300x-8): the shortest name it begins.
+  if (w.size() >= 3) {
+    std::string shortest;
+    for (const std::string& c : candidates) {
+      if (c.size() > w.size() && lower(c).compare(0, w.size(), w) == 0 && (shortest.empty() || c.size() < shortest.size())) {
+        shortest = c;
+      }
+    }
+    if (!shortest.empty()) return shortest;
+  }
   // Of equally distant candidates, the one closest in length, then the one sharing the longest
   // start with the word: "deepseek-v4-pro" suggests deepseek-v4-flash rather than deepseek-v3
   // (5 edits each), "gemm_fp16" gemm_bf16 rather than gemm_fp8 (2 each).

@@ -87,7 +87,8 @@ class MapReader {
 
 /// Levenshtein distance between `a` and `b` (insert, delete, substitute; each costs 1).
 size_t EditDistance(const std::string& a, const std::string& b);
-/// The closest of `candidates` to `word` by edit distance (empty if none is close).
+/// The shortest of `candidates` that `word` (3 characters or more) begins, else the closest to it
+/// by edit distance (empty if none is close).
 /// (Case is ignored in the comparison: "DGX-H100" suggests dgx-h100.)
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& candidates);
 

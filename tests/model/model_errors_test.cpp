@@ -286,4 +286,8 @@ TEST_CASE("model errors: an unknown preset suggests the nearest and of ties the 
   CHECK(message("deepseek-v4-pro").find("did you mean 'deepseek-v4-flash'?") != std::string::npos);
   CHECK(message("deepseek-v2").find("did you mean 'deepseek-v3'?") != std::string::npos);
   CHECK(message("Llama3.1-70B").find("did you mean 'llama3.1-70b'?") != std::string::npos);
+  // A name cut short: the shortest preset it begins.
+  CHECK(message("qwen3-30b").find("did you mean 'qwen3-30b-a3b'?") != std::string::npos);
+  CHECK(message("deepseek-v4").find("did you mean 'deepseek-v4-flash'?") != std::string::npos);
+  CHECK(message("gpt-oss").find("did you mean 'gpt-oss-20b'?") != std::string::npos);
 }
