@@ -195,8 +195,8 @@ const char* DpFlavour(const Layout& layout);  ///< StrategyName(layout.strategy)
 /// the learned gate, and the dispatcher meshplan's recipe names: deepep, hybridep when EP spans
 /// nodes (Automodel PR #2630: DeepEP's internode dispatch times out, issues #2327, #3906) or
 /// when DeepEP has no kernel configuration for `ep` (domain::DeepEpRanksSupported: 3, 5, 6, 7);
-/// recipe.cpp writes the hybridep key whenever the layout's is; on a ROCm GPU (GpuSpec::rocm)
-/// the torch dispatcher, which recipe.cpp writes with EP > 1; for DeepSeek-V4 `model` also
+/// recipe.cpp writes the dispatcher wherever EP > 1; on a ROCm GPU (GpuSpec::rocm) the torch
+/// dispatcher; for DeepSeek-V4 `model` also
 /// backend.attn tilelang (AmMoeBackend::attn_tilelang). frameworks/automodel/space.cpp.
 AmMoeBackend DefaultBackend(const ModelSpec& model, const SystemSpec& system, int64_t ep);
 /// Whether model.backend.dispatcher deepep runs with EP size `ep` on `system`: the rules

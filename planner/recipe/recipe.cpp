@@ -125,7 +125,7 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
   if (l.ep > 1 && l.am_backend.dispatcher == AmDispatcher::kHybridEP) {
     // Automodel PR #2630: EP across nodes needs the HybridEP dispatcher (DeepEP's internode
     // dispatch times out, issues #2327, #3906); the planner prices it so (DefaultBackend). A real
-    // key, since `check` reads it back (absent, BackendConfig defaults to deepep), written after
+    // key, since `check` reads it back (absent, BackendConfig defaults to deepep where installed), written after
     // the dataset section (AutoModelFullRecipeYaml writes its own model section).
     // BackendConfig.dispatcher accepts "hybridep" (components/models/common/utils.py @36044ad),
     // which runs MoEFlexTokenDispatcher's _HybridEPManager (components/moe/megatron/
@@ -146,14 +146,20 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     y << "  backend:\n";
     y << "    dispatcher: hybridep\n";
     if (tilelang) y << "    attn: tilelang\n";
-  } else if (l.ep > 1 && l.am_backend.dispatcher == AmDispatcher::kTorch) {
-    // The torch dispatcher (GroupedExperts' all-gather and all-reduce) this layout is priced with:
-    // on ROCm, where DeepEP and HybridEP do not run (automodel::DefaultBackend), or asked for.
-    // Written, since absent BackendConfig defaults to deepep wherever deep_ep is installed.
+  } else if (l.ep > 1 && req.model.is_moe()) {
+    // The dispatcher this layout is priced with, written: absent, BackendConfig takes deepep only
+    // where deep_ep is installed (else uccl_ep or torch: components/models/common/utils.py
+    // @36044ad), so the recipe would run a dispatcher it was not priced with. torch
+    // (GroupedExperts' all-gather and all-reduce) on ROCm, where DeepEP and HybridEP do not run
+    // (automodel::DefaultBackend), or where asked for.
+    const AmDispatcher d = l.am_backend.dispatcher;
     y << "model:  # merge into your model section: the dispatcher this layout is priced with"
-      << (req.system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; this GPU runs ROCm)" : "") << "\n";
+      << (d == AmDispatcher::kTorch && req.system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; this GPU runs ROCm)"
+          : d == AmDispatcher::kDeepEP                     ? " (needs DeepEP installed)"
+                                                           : "")
+      << "\n";
     y << "  backend:\n";
-    y << "    dispatcher: torch\n";
+    y << "    dispatcher: " << AmDispatcherName(d) << "\n";
     if (tilelang) y << "    attn: tilelang\n";
   } else if (tilelang) {
     y << "model:  # merge into your model section: DeepSeek-V4's TileLang sparse attention, indexer and Sinkhorn "

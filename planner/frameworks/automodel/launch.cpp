@@ -55,9 +55,8 @@ std::string AutoModelFullRecipeYaml(const Candidate& c, const PlanRequest& req, 
   y << "  torch_dtype: bfloat16\n";
   if (c.layout.cp > 1) y << "  attn_implementation: sdpa  # required for cp > 1 (automodel.md 1.4)\n";
   if (moe) {
-    const char* dispatcher = c.layout.ep <= 1                                            ? "torch"
-                             : c.layout.am_backend.dispatcher == AmDispatcher::kHybridEP ? "hybridep"
-                                                                                         : "deepep";
+    // The dispatcher the layout is priced with (torch without EP, or on ROCm: DefaultBackend).
+    const char* dispatcher = c.layout.ep <= 1 ? "torch" : AmDispatcherName(c.layout.am_backend.dispatcher);
     // DeepSeek-V4: AutoModel's deepseek_v4 recipes (examples/llm_finetune/deepseek_v4); its
     // attention projections are nn.Linear whatever backend.linear says, its q / kv norms fp32.
     if (req.model.architecture == Architecture::kDeepseekV4) {
