@@ -81,6 +81,9 @@ PlanComparison CompareWithPlan(const PlanRequest& request, const Layout& from, c
   PlanRequest req = request;
   FrameworkOf(from).nearest_request(req, from);
   req.top_n = top_n;
+  // As plan's table lists them: one row per mesh (plan without --all-variants), so that a
+  // recipe plan wrote as its row k is rank k here.
+  req.distinct_layouts = true;
   const PlanResult res = Plan(req);
   PlanComparison cmp;
   cmp.searched = top_n;

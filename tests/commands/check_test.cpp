@@ -149,6 +149,39 @@ TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan p
   }
 }
 
+TEST_CASE("check: each of plan's first rows comes back with its own rank where variants of a mesh outrank others") {
+  // plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512: its
+  // table lists one layout per mesh; check compared with every variant and said 1= 2= 3= 5= 8= 11=.
+  PlanInput p;
+  p.model = "llama3.1-70b";
+  p.system = "dgx-h100";
+  p.gpus = 32;
+  p.seq_len = 8192;
+  p.global_batch = 512;
+  p.top = 6;
+  const PlanReport plan = PlanLayouts(p);
+  REQUIRE(plan.result.top.size() == 6);
+  const std::string dir = (std::filesystem::temp_directory_path() / "meshplan_check_rank_70b_test").string();
+  std::filesystem::create_directories(dir);
+  for (size_t i = 0; i < plan.result.top.size(); ++i) {
+    const Candidate& row = plan.result.top[i];
+    const std::string path = dir + "/row" + std::to_string(i + 1) + ".yaml";
+    std::ofstream(path) << RecipeYaml(row, plan.request, static_cast<int>(i + 1));
+    CheckInput in;
+    in.recipe = path;
+    in.setup.model = p.model;
+    in.setup.system = p.system;
+    in.setup.gpus = 32;
+    const CheckReport rep = CheckRecipe(in);
+    REQUIRE(rep.documents.size() == 1);
+    const CheckedDocument& d = rep.documents[0];
+    REQUIRE(d.against_plan.has_value());
+    CAPTURE(i);
+    CHECK(d.against_plan->rank == static_cast<int64_t>(i + 1));
+    CHECK(d.against_plan->tie == row.risk.tie);
+  }
+}
+
 TEST_CASE("check: the more-GPUs hint prices the recipe at that GPU count as check itself does") {
   // Out of memory on 256 GPUs; the hint's layout at 1024 GPUs (DP 64) must carry the global
   // batch over DP 64 (Megatron-Bridge's local batch = global batch / DP under PP), so its
