@@ -23,6 +23,26 @@ CheckInput Recipe(const std::string& name, const std::string& model, int64_t gpu
   return in;
 }
 
+// check's comparison with the planner of plan's row `i` (0-based) of `plan` (a PlanInput `p`),
+// written as plan writes it into `dir`.
+PlanComparison RowAgainstPlan(const PlanInput& p, const PlanReport& plan, size_t i, const std::string& dir) {
+  const Candidate& row = plan.result.top[i];
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/row" + std::to_string(i + 1) + ".yaml";
+  std::ofstream(path) << RecipeYaml(row, plan.request, static_cast<int>(i + 1));
+  CheckInput in;
+  in.recipe = path;
+  in.setup.model = p.model;
+  in.setup.system = p.system;
+  in.setup.gpus = *p.gpus;
+  const CheckReport rep = CheckRecipe(in);
+  REQUIRE(rep.documents.size() == 1);
+  const CheckedDocument& d = rep.documents[0];
+  REQUIRE(d.against_plan.has_value());
+  CHECK(Describe(d.recipe.parsed.layout) == Describe(row.layout));
+  return *d.against_plan;
+}
+
 }  // namespace
 
 TEST_CASE("check: NVIDIA's Llama 3 70B Megatron-Bridge recipe passes every rule close to the memory limit") {
@@ -128,24 +148,11 @@ TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan p
   // The 2= row is not the second fastest by expected step: many variants of other meshes are
   // faster (check said rank 18 when it counted them).
   const std::string dir = (std::filesystem::temp_directory_path() / "meshplan_check_rank_test").string();
-  std::filesystem::create_directories(dir);
   for (size_t i : {size_t{1}, size_t{2}}) {
-    const Candidate& row = plan.result.top[i];
-    const std::string path = dir + "/row" + std::to_string(i + 1) + ".yaml";
-    std::ofstream(path) << RecipeYaml(row, plan.request, static_cast<int>(i + 1));
-    CheckInput in;
-    in.recipe = path;
-    in.setup.model = p.model;
-    in.setup.system = p.system;
-    in.setup.gpus = 8;
-    const CheckReport rep = CheckRecipe(in);
-    REQUIRE(rep.documents.size() == 1);
-    const CheckedDocument& d = rep.documents[0];
-    REQUIRE(d.against_plan.has_value());
-    CHECK(Describe(d.recipe.parsed.layout) == Describe(row.layout));
-    CHECK(d.against_plan->rank == static_cast<int64_t>(i + 1));
-    CHECK(d.against_plan->tie == row.risk.tie);
-    CHECK_FALSE(d.against_plan->beyond);
+    const PlanComparison cmp = RowAgainstPlan(p, plan, i, dir);
+    CHECK(cmp.rank == static_cast<int64_t>(i + 1));
+    CHECK(cmp.tie == plan.result.top[i].risk.tie);
+    CHECK_FALSE(cmp.beyond);
   }
 }
 
@@ -162,23 +169,11 @@ TEST_CASE("check: each of plan's first rows comes back with its own rank where v
   const PlanReport plan = PlanLayouts(p);
   REQUIRE(plan.result.top.size() == 6);
   const std::string dir = (std::filesystem::temp_directory_path() / "meshplan_check_rank_70b_test").string();
-  std::filesystem::create_directories(dir);
   for (size_t i = 0; i < plan.result.top.size(); ++i) {
-    const Candidate& row = plan.result.top[i];
-    const std::string path = dir + "/row" + std::to_string(i + 1) + ".yaml";
-    std::ofstream(path) << RecipeYaml(row, plan.request, static_cast<int>(i + 1));
-    CheckInput in;
-    in.recipe = path;
-    in.setup.model = p.model;
-    in.setup.system = p.system;
-    in.setup.gpus = 32;
-    const CheckReport rep = CheckRecipe(in);
-    REQUIRE(rep.documents.size() == 1);
-    const CheckedDocument& d = rep.documents[0];
-    REQUIRE(d.against_plan.has_value());
     CAPTURE(i);
-    CHECK(d.against_plan->rank == static_cast<int64_t>(i + 1));
-    CHECK(d.against_plan->tie == row.risk.tie);
+    const PlanComparison cmp = RowAgainstPlan(p, plan, i, dir);
+    CHECK(cmp.rank == static_cast<int64_t>(i + 1));
+    CHECK(cmp.tie == plan.result.top[i].risk.tie);
   }
 }
 
