@@ -1193,5 +1193,5 @@ meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%$" "^ +8 +4096 
 # dispatcher where EP > 1; Megatron-Bridge's DeepSeek-V3 recipe function's HybridEP becomes alltoall, said why.
 meshplan_cli_case(rocm_torch_dispatcher_am 0 "dispatcher: torch" "this GPU runs ROCm"
   -- ${MP} plan --framework automodel --model qwen3-30b-a3b --system mi300x-8 --gpus 16 --seq-len 4096 --global-batch 256 --format yaml)
-meshplan_cli_case(rocm_alltoall_mb 0 "hybridep\\) does not run on AMD Instinct MI300X 192GB \\(DeepEP and HybridEP are CUDA libraries; it runs ROCm\\): alltoall instead" "moe_token_dispatcher_type: alltoall"
+meshplan_cli_case(rocm_alltoall_mb 0 "hybridep\\) does not run on AMD Instinct MI300X 192GB \\(DeepEP and HybridEP are CUDA libraries; it runs ROCm\\): alltoall instead where EP > 1" "moe_token_dispatcher_type: alltoall"
   -- ${MP} plan --framework megatron-bridge --model deepseek-v3 --system mi300x-8 --gpus 256 --seq-len 4096 --global-batch 1024 --format yaml)

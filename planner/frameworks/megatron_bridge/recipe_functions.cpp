@@ -207,7 +207,8 @@ MbRuntime RecipeRuntime(const RecipeFunction* fn, const SystemSpec& system, std:
       if (note) note->push_back(fn->name + "'s DeepEP dispatcher backend is not built for " + gpu + ": HybridEP instead");
     } else if (note) {
       note->push_back(fn->name + "'s flex dispatcher (" + (backend.empty() ? "no backend" : backend) + ") does not run on " + gpu +
-                      (system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; it runs ROCm)" : "") + ": alltoall instead");
+                      (system.gpu.rocm ? " (DeepEP and HybridEP are CUDA libraries; it runs ROCm)" : "") +
+                      ": alltoall instead where EP > 1");
     }
   }
   // As ReadCudaGraphImpl reads a recipe: local graphs capture whole layers (no module scope),
