@@ -36,13 +36,13 @@ int RunList(const ListOptions& o) {
   }
   if (o.what == "systems") {
     const std::vector<std::string> systems = ListSystems(o.hwdb);
-    std::snprintf(line, sizeof line, "%-20s %-10s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
+    std::snprintf(line, sizeof line, "%-22s %-14s %9s %11s %9s %12s %10s\n", "name", "gpu", "gpus/node",
                   "nvl_domain", "mem_GiB", "bf16_TFLOPs", "nic_GB/s");
     // Every file is loaded before anything is printed: a broken one stops the listing whole.
     std::string table = line;
     for (const std::string& name : systems) {
       const SystemSpec s = LoadSystem(name, o.hwdb);
-      std::snprintf(line, sizeof line, "%-20s %-10s %9d %11d %9.1f %12.0f %10.0f\n", name.c_str(),
+      std::snprintf(line, sizeof line, "%-22s %-14s %9d %11d %9.1f %12.0f %10.0f\n", name.c_str(),
                     s.gpu.name.c_str(), s.gpus_per_node, s.scaleup_domain_gpus, recipe::GiB(s.gpu.memory_bytes),
                     s.gpu.bf16_flops / 1e12, s.NicBandwidthPerGpu() / 1e9);
       table += line;

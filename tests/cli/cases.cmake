@@ -1195,3 +1195,6 @@ meshplan_cli_case(rocm_torch_dispatcher_am 0 "dispatcher: torch" "this GPU runs 
   -- ${MP} plan --framework automodel --model qwen3-30b-a3b --system mi300x-8 --gpus 16 --seq-len 4096 --global-batch 256 --format yaml)
 meshplan_cli_case(rocm_alltoall_mb 0 "hybridep\\) does not run on AMD Instinct MI300X 192GB \\(DeepEP and HybridEP are CUDA libraries; it runs ROCm\\): alltoall instead where EP > 1" "moe_token_dispatcher_type: alltoall"
   -- ${MP} plan --framework megatron-bridge --model deepseek-v3 --system mi300x-8 --gpus 256 --seq-len 4096 --global-batch 1024 --format yaml)
+# A sweep point with no valid layout names the rules that refused the most candidates.
+meshplan_cli_case(sweep_no_valid_layout_rules 1 "4096 +128  no valid layout; most common: global_batch_divisible \\([0-9]+\\)"
+  -- ${MP} plan --model qwen3-30b-a3b --system dgx-h100 --sweep-gpus 8,4096 --seq-len 128 --global-batch 1)
