@@ -219,6 +219,9 @@ PlanReport PlanLayouts(const PlanInput& in);
 /// The text after "warning: " when a search stopped early (result.stopped set): the limit of
 /// `in` reached and the number of layouts tested.
 std::string StopWarning(const PlanInput& in, const PlanResult& result);
+/// The `n` rules that refused the most candidates of `result`, "name (count), ...", most first
+/// (PlanResult::rejected_by_rule's order); "" when none did.
+std::string TopRules(const PlanResult& result, size_t n);
 
 // ---------------------------------------------------------------- sweep
 

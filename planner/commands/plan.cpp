@@ -7,6 +7,15 @@
 
 namespace meshplan {
 
+std::string TopRules(const PlanResult& r, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < r.rejected_by_rule.size() && i < n; ++i) {
+    if (i) s += ", ";
+    s += r.rejected_by_rule[i].first + " (" + std::to_string(r.rejected_by_rule[i].second) + ")";
+  }
+  return s;
+}
+
 namespace {
 
 using commands::FlagError;
@@ -52,15 +61,6 @@ void CheckLaunchOptions(const PlanOutputs& o, const PlanInput& in, const PlanReq
   for (const auto& [flag, v] : {std::pair{"--nodes", o.nodes}, {"--gpus-per-node", o.gpus_per_node}}) {
     if (v == 0) FlagError(flag, "expected a positive integer, found 0");
   }
-}
-
-std::string TopRules(const PlanResult& r, size_t n) {
-  std::string s;
-  for (size_t i = 0; i < r.rejected_by_rule.size() && i < n; ++i) {
-    if (i) s += ", ";
-    s += r.rejected_by_rule[i].first + " (" + std::to_string(r.rejected_by_rule[i].second) + ")";
-  }
-  return s;
 }
 
 // Why no recipe came out of `r` (none valid, or none fits), with what to change.

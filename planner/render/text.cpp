@@ -195,12 +195,8 @@ void PrintPipelineSplit(std::ostream& out, const PipelineSplit& p) {
 std::string NoLayoutReason(const PlanResult& r) {
   if (r.valid == 0) {
     // The rules that refused the most candidates (rejected_by_rule is ordered by count).
-    std::string why = "no valid layout";
-    for (size_t i = 0; i < r.rejected_by_rule.size() && i < 2; ++i) {
-      why += (i == 0 ? "; most common: " : ", ") + r.rejected_by_rule[i].first + " (" +
-             std::to_string(r.rejected_by_rule[i].second) + ")";
-    }
-    return why;
+    const std::string rules = TopRules(r, 2);
+    return "no valid layout" + (rules.empty() ? "" : "; most common: " + rules);
   }
   return "no layout fits (least " + recipe::Fixed(recipe::GiB(r.least_memory->cost.memory.Total()), 1) + " GiB per GPU)";
 }
