@@ -23,6 +23,17 @@ CheckInput Recipe(const std::string& name, const std::string& model, int64_t gpu
   return in;
 }
 
+// plan's input for `model` on `gpus` DGX H100 GPUs, sequence `seq`, global batch `gbs`.
+PlanInput H100Plan(const std::string& model, int64_t gpus, int64_t seq, int64_t gbs) {
+  PlanInput p;
+  p.model = model;
+  p.system = "dgx-h100";
+  p.gpus = gpus;
+  p.seq_len = seq;
+  p.global_batch = gbs;
+  return p;
+}
+
 // check's comparison with the planner of plan's row `i` (0-based) of `plan` (a PlanInput `p`),
 // written as plan writes it into `dir`.
 PlanComparison RowAgainstPlan(const PlanInput& p, const PlanReport& plan, size_t i, const std::string& dir) {
@@ -136,12 +147,7 @@ TEST_CASE("check: the other framework's version flag is refused") {
 TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan prints with its tie") {
   // plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 256: its
   // first rows are tied (within the step band of the best, ordered by robustness: "1=", "2=", ...).
-  PlanInput p;
-  p.model = "llama3.1-8b";
-  p.system = "dgx-h100";
-  p.gpus = 8;
-  p.seq_len = 4096;
-  p.global_batch = 256;
+  PlanInput p = H100Plan("llama3.1-8b", 8, 4096, 256);
   const PlanReport plan = PlanLayouts(p);
   REQUIRE(plan.result.top.size() >= 3);
   REQUIRE(plan.result.top[1].risk.tie);
@@ -159,12 +165,7 @@ TEST_CASE("check: a recipe equal to one of plan's tied rows gets the rank plan p
 TEST_CASE("check: each of plan's first rows comes back with its own rank where variants of a mesh outrank others") {
   // plan --model llama3.1-70b --system dgx-h100 --gpus 32 --seq-len 8192 --global-batch 512: its
   // table lists one layout per mesh; check compared with every variant and said 1= 2= 3= 5= 8= 11=.
-  PlanInput p;
-  p.model = "llama3.1-70b";
-  p.system = "dgx-h100";
-  p.gpus = 32;
-  p.seq_len = 8192;
-  p.global_batch = 512;
+  PlanInput p = H100Plan("llama3.1-70b", 32, 8192, 512);
   p.top = 6;
   const PlanReport plan = PlanLayouts(p);
   REQUIRE(plan.result.top.size() == 6);
