@@ -1,10 +1,13 @@
 // Megatron-Bridge's recipe functions as data (recipes/megatron-bridge-recipe-functions.json).
 #include "frameworks/megatron_bridge/recipe_functions.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <span>
 #include <stdexcept>
 
 #include "frameworks/megatron_bridge/perf_settings.hpp"
-#include "meshplan/data.hpp"
+#include "frameworks/megatron_bridge/recipe_table_packed.hpp"
 #include "meshplan/rule_domains.hpp"
 #include "meshplan/diag.hpp"
 
@@ -12,40 +15,72 @@ namespace meshplan::megatron_bridge {
 
 namespace {
 
-constexpr const char* kTableFile = "recipes/megatron-bridge-recipe-functions.json";
-
-struct Table {
-  std::map<std::string, RecipeFunction> functions;
-  std::map<std::string, std::map<std::string, std::string>> classes;
+// The table as compiled (recipe_table_packed.hpp): the small keys parsed on first use, each
+// recipe function and config class on its first lookup, once (std::call_once), then kept.
+struct Head {
   std::vector<std::string> snapshot;
   std::map<std::string, std::string, std::less<>> layout_builders;
 };
 
-const Table& TheTable() {
-  static const Table t = [] {
-    Table out;
-    const auto text = data::FindEmbedded(kTableFile);
-    if (!text) throw std::logic_error(std::string(kTableFile) + " is not embedded");
-    nlohmann::json j = nlohmann::json::parse(*text);  // its recipes' values are moved out below
-    for (const auto& [name, fields] : j.at("classes").items()) {
-      auto& c = out.classes[name];
-      for (const auto& [f, type] : fields.items()) c[f] = type.get<std::string>();
-    }
-    for (auto& [name, r] : j.at("recipes").items()) {
-      RecipeFunction f;
-      f.name = name;
-      f.transformer_path = r.at("transformer_path").get<std::string>();
-      for (const auto& [sec, cls] : r.at("sections").items()) f.sections[sec] = cls.is_null() ? "" : cls.get<std::string>();
-      f.values = std::move(r.at("values"));
-      out.functions.emplace(name, std::move(f));
-    }
+const Head& TheHead() {
+  static const Head h = [] {
+    Head out;
+    const nlohmann::json j = nlohmann::json::parse(packed::Head());
     for (const auto& line : j.at("vendored")) out.snapshot.push_back(line.get<std::string>());
     if (const auto it = j.find("layout_builders"); it != j.end()) {
       for (const auto& [name, builder] : it->items()) out.layout_builders.emplace(name, builder.get<std::string>());
     }
     return out;
   }();
-  return t;
+  return h;
+}
+
+// Index of `name` in a packed array sorted by name, or -1.
+long IndexOf(std::span<const packed::Entry> entries, std::string_view name) {
+  const auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                                   [](const packed::Entry& e, std::string_view n) { return std::string_view(e.name) < n; });
+  return it != entries.end() && std::string_view(it->name) == name ? it - entries.begin() : -1;
+}
+
+// Entries parsed on demand: slot i holds entry i once built.
+template <class T>
+struct LazyEntries {
+  explicit LazyEntries(std::span<const packed::Entry> e) : entries(e), once(e.size()), slots(e.size()) {}
+  template <class Build>
+  const T* Get(std::string_view name, Build build) {
+    const long i = IndexOf(entries, name);
+    if (i < 0) return nullptr;
+    std::call_once(once[i], [&] { slots[i] = build(entries[i].name, nlohmann::json::parse(entries[i].json)); });
+    return &slots[i];
+  }
+  std::span<const packed::Entry> entries;
+  std::vector<std::once_flag> once;
+  std::vector<T> slots;
+};
+
+RecipeFunction BuildFunction(const char* name, nlohmann::json r) {
+  RecipeFunction f;
+  f.name = name;
+  f.transformer_path = r.at("transformer_path").get<std::string>();
+  for (const auto& [sec, cls] : r.at("sections").items()) f.sections[sec] = cls.is_null() ? "" : cls.get<std::string>();
+  f.values = std::move(r.at("values"));
+  return f;
+}
+
+std::map<std::string, std::string> BuildClass(const char*, const nlohmann::json& fields) {
+  std::map<std::string, std::string> c;
+  for (const auto& [f, type] : fields.items()) c[f] = type.get<std::string>();
+  return c;
+}
+
+LazyEntries<RecipeFunction>& Functions() {
+  static LazyEntries<RecipeFunction> f(packed::Functions());
+  return f;
+}
+
+LazyEntries<std::map<std::string, std::string>>& Classes() {
+  static LazyEntries<std::map<std::string, std::string>> c(packed::Classes());
+  return c;
 }
 
 const nlohmann::json kNull;
@@ -66,26 +101,24 @@ bool RecipeFunction::CommOverlapNone() const {
   return it != sections.end() && it->second.empty();
 }
 
-const std::map<std::string, RecipeFunction>& RecipeFunctions() { return TheTable().functions; }
+std::vector<std::string> RecipeFunctionNames() {
+  std::vector<std::string> names;
+  for (const packed::Entry& e : packed::Functions()) names.emplace_back(e.name);
+  return names;
+}
 
 std::string LayoutBuilderOf(std::string_view name) {
-  const auto& b = TheTable().layout_builders;
+  const auto& b = TheHead().layout_builders;
   const auto it = b.find(name);
   return it == b.end() ? "" : it->second;
 }
 
-const RecipeFunction* FindRecipeFunction(std::string_view name) {
-  const auto& f = TheTable().functions;
-  const auto it = f.find(std::string(name));
-  return it == f.end() ? nullptr : &it->second;
-}
+const RecipeFunction* FindRecipeFunction(std::string_view name) { return Functions().Get(name, BuildFunction); }
 
-const std::vector<std::string>& RecipeFunctionSnapshot() { return TheTable().snapshot; }
+const std::vector<std::string>& RecipeFunctionSnapshot() { return TheHead().snapshot; }
 
 const std::map<std::string, std::string>* ConfigClassFields(const std::string& qualname) {
-  const auto& c = TheTable().classes;
-  const auto it = c.find(qualname);
-  return it == c.end() ? nullptr : &it->second;
+  return Classes().Get(qualname, BuildClass);
 }
 
 std::string DefaultRecipeFunctionName(const std::string& preset) {

@@ -36,7 +36,8 @@ struct RecipeFunction {
   bool CommOverlapNone() const;
 };
 
-/// The recipe function `name` from the table, or nullptr.
+/// The recipe function `name` from the table, or nullptr. Parsed on its first lookup and kept
+/// (the pointer stays valid; thread-safe).
 const RecipeFunction* FindRecipeFunction(std::string_view name);
 /// The pipeline-layout builder the recipe function `name` installs (model.
 /// _pipeline_model_parallel_layout_builder: "_get_deepseek_v3_pipeline_layout" for the DeepSeek-V3
@@ -47,8 +48,8 @@ const RecipeFunction* FindRecipeFunction(std::string_view name);
 /// set model.pipeline_model_parallel_layout, and the builders raise for (PP, VP) pairs outside
 /// their tables.
 std::string LayoutBuilderOf(std::string_view name);
-/// Every recipe function in the table, by name.
-const std::map<std::string, RecipeFunction>& RecipeFunctions();
+/// The names of every recipe function in the table, sorted.
+std::vector<std::string> RecipeFunctionNames();
 /// The commits the table was dumped from ("Megatron-Bridge 067f987d...: ...").
 const std::vector<std::string>& RecipeFunctionSnapshot();
 /// Fields (name -> Python type as written) of the config class `qualname`, or nullptr.

@@ -551,8 +551,7 @@ const megatron_bridge::RecipeFunction* RecipeFunctionFor(std::string_view text, 
   if (!asked.empty()) {
     const auto* fn = megatron_bridge::FindRecipeFunction(asked);
     if (fn == nullptr) {
-      std::vector<std::string> known;
-      for (const auto& [name, f] : megatron_bridge::RecipeFunctions()) known.push_back(name);
+      const std::vector<std::string> known = megatron_bridge::RecipeFunctionNames();
       const std::string hint = yamlutil::DidYouMean(std::string(asked), known);
       throw InputError(SourceLoc{"<command line>", 0, 0}, "--mb-recipe",
                        "expected a recipe function of recipes/megatron-bridge-recipe-functions.json (" +
