@@ -174,6 +174,7 @@ struct PlanInput {
   ReleaseChoice releases;
   std::vector<Strategy> strategies;  ///< --strategy; empty: all; a repeated one is refused
   int top = 5;                       ///< recipes kept, [1, 1000]
+  bool top_given = false;            ///< --top was given (a sweep, which keeps each point's best, refuses it)
   /// --all-variants: every variant of a mesh in the top (PlanRequest::distinct_layouts false)
   bool all_variants = false;
   /// --rank-by step: by the predicted step alone (PlanRequest::risk_ranking false)

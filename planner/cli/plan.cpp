@@ -74,7 +74,7 @@ void AddPlanCommand(CLI::App& app, PlanOptions& o) {
   cmd->add_option("--report", o.report, "write a self-contained HTML report (tables and SVG charts) to this file");
   // Options whose default is also a valid value: recorded when given, so that a meaningless
   // combination (--nodes without --emit-launch, --mbridge-version with AutoModel) is refused.
-  for (const char* name : {"--out", "--report", "--nodes", "--gpus-per-node", "--hf-model"}) {
+  for (const char* name : {"--out", "--report", "--nodes", "--gpus-per-node", "--hf-model", "--top"}) {
     cmd->get_option(name)->each([&o, name](const std::string&) { o.given.insert(name); });
   }
   TrackVersionFlags(cmd, o.given);
@@ -93,6 +93,7 @@ PlanInput MakeInput(const PlanOptions& o) {
   in.releases = AskedReleases(o.given, o.automodel_version, o.mbridge_version);
   for (const std::string& s : o.strategies) in.strategies.push_back(ParseStrategy(s));
   auto given = [&o](const char* flag, bool set) { return o.given.count(flag) > 0 || set; };
+  in.top_given = given("--top", false);
   if (given("--out", !o.out.empty())) in.outputs.out = o.out;
   if (given("--report", !o.report.empty())) in.outputs.report = o.report;
   if (given("--nodes", o.nodes != 0)) in.outputs.nodes = o.nodes;

@@ -45,6 +45,10 @@ SweepReport PrepareSweep(const PlanInput& in) {
                       "describes the recipes of one plan; use --out for the sweep's recipes (nothing was written)");
     }
   }
+  if (in.top_given) {
+    FlagError("--top", "expected a plan at one point (--gpus and --seq-len), found --sweep-gpus / --sweep-seq: a sweep "
+                       "keeps the best layout of each point; plan a point on its own for its top " + std::to_string(in.top));
+  }
   // A repeated value would plan the same point twice.
   for (const auto& [values, flag] : {std::pair{&in.sweep_gpus, "--sweep-gpus"}, {&in.sweep_seq, "--sweep-seq"}}) {
     for (size_t i = 0; i < values->size(); ++i) {

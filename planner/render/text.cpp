@@ -409,8 +409,10 @@ std::string SweepHeader(const SweepReport& sweep) {
   const Precision own = sweep.points.empty() ? Precision::kBf16 : OwnPeak(sweep.points.front().request);
   char own_head[16] = "";
   if (own != Precision::kBf16) std::snprintf(own_head, sizeof own_head, " %6s", recipe::OwnPeakMfuHead(own));
-  std::snprintf(line, sizeof line, "%7s %8s  %-58s %8s %9s %10s %6s%s\n", "gpus", "seq_len", "best layout", "GiB/GPU",
-                "step_s", "tok/s/GPU", "MFU%", own_head);
+  // The layout is the last column: the points print as their searches end, so no column width
+  // can be taken from the longest layout.
+  std::snprintf(line, sizeof line, "%7s %8s %8s %9s %10s %6s%s  %s\n", "gpus", "seq_len", "GiB/GPU", "step_s", "tok/s/GPU",
+                "MFU%", own_head, "best layout");
   return line;
 }
 
@@ -421,12 +423,12 @@ std::string SweepLine(const SweepPoint& p) {
     const Candidate& c = p.result.top.front();
     char own[16] = "";
     if (OwnPeak(p.request) != Precision::kBf16) std::snprintf(own, sizeof own, " %6.1f", 100 * c.cost.mfu_precision_peak);
-    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s %8.1f %9.3f %10.0f %6.1f%s\n", g, s, Describe(c.layout).c_str(),
-                  recipe::GiB(c.cost.memory.Total()), c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu, own);
-  } else {
-    std::snprintf(line, sizeof line, "%7lld %8lld  %-58s\n", g, s, NoLayoutReason(p.result).c_str());
+    std::snprintf(line, sizeof line, "%7lld %8lld %8.1f %9.3f %10.0f %6.1f%s  ", g, s, recipe::GiB(c.cost.memory.Total()),
+                  c.cost.step_seconds, c.cost.tokens_per_s_per_gpu, 100 * c.cost.mfu, own);
+    return line + Describe(c.layout) + "\n";
   }
-  return line;
+  std::snprintf(line, sizeof line, "%7lld %8lld  ", g, s);
+  return line + NoLayoutReason(p.result) + "\n";
 }
 
 std::string SweepYaml(const SweepReport& sweep) {

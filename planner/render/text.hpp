@@ -17,7 +17,8 @@ void PrintExplanation(std::ostream& out, const ExplainReport& rep);
 /// "8 GPUs, seq_len 4096".
 std::string PointName(const SweepPoint& p);
 /// The sweep table's header line, and the line of a searched point (its best layout, or why it
-/// has none). MFU% is against the BF16 dense peak; an FP8 or FP4 sweep adds MFU8% (MFU4%)
+/// has none), the layout last (points print as they finish, so its width is not known). MFU% is
+/// against the BF16 dense peak; an FP8 or FP4 sweep adds MFU8% (MFU4%)
 /// against its own precision's peak (Cost::mfu_precision_peak).
 std::string SweepHeader(const SweepReport& sweep);
 std::string SweepLine(const SweepPoint& p);

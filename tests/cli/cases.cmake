@@ -316,12 +316,15 @@ add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chrom
 set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)
 
 # Capacity planning sweeps: one line per point.
-meshplan_cli_case(plan_sweep_gpus 0 "!sweep: [0-9]" "gpus +seq_len +best layout" "^ +8 +8192 +fsdp2" "^ +16 +8192" "^ +64 +8192"
+meshplan_cli_case(plan_sweep_gpus 0 "!sweep: [0-9]" "gpus +seq_len +GiB/GPU +step_s +tok/s/GPU +MFU%  best layout$" "^ +8 +8192 +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9.]+  fsdp2" "^ +16 +8192" "^ +64 +8192"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16,64 --seq-len 8192 --global-batch 512)
-meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.]+ GiB per GPU\\)" "^ +64 +4096 +fsdp2"
+meshplan_cli_case(plan_sweep_no_fit 1 "^ +8 +4096 +no layout fits \\(least [0-9.]+ GiB per GPU\\)" "^ +64 +4096 .*  fsdp2"
   -- ${MP} plan --model llama3.1-405b --system dgx-h100 --sweep-gpus 8,64 --seq-len 4096 --global-batch 64)
-meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 +fsdp2" "^ +16 +131072 +fsdp2 .*cp(8|16)"
+meshplan_cli_case(plan_sweep_seq 0 "^ +16 +4096 .*  fsdp2" "^ +16 +131072 .*  fsdp2 .*cp(8|16)"
   -- ${MP} plan --model llama3.1-70b --system dgx-h100 --gpus 16 --sweep-seq 4096,131072 --global-batch 64)
+# A sweep keeps each point's best layout: --top is refused, not ignored.
+meshplan_cli_case(plan_sweep_top_refused 2 "error: --top: expected a plan at one point .*a sweep keeps the best layout of each point"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --sweep-gpus 8,16 --seq-len 8192 --global-batch 512 --top 3)
 # --out writes the best recipe of every point; --report / --emit-launch are refused (tests/cli/sweep_out.sh).
 add_test(NAME cli.sweep_out COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/sweep_out.sh $<TARGET_FILE:meshplan>)
 # --emit-launch --force with fewer recipes removes the earlier run's extra ranks (tests/cli/launch_force.sh).
@@ -547,7 +550,7 @@ add_test(NAME cli.sweep_loads_model_once_per_point COMMAND bash -c "
   # LeakSanitizer cannot run under ptrace: off for this traced run (sanitizer builds).
   ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0 strace -f -e trace=open,openat -o \$d/trace '$<TARGET_FILE:meshplan>' plan --model \$d/m.json --system dgx-h100 --sweep-gpus 8,16 --sweep-seq 4096,8192 --global-batch 64 >\$d/out 2>&1; rc=\$?
   n=\$(grep -c '/m\\.json\"' \$d/trace)
-  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -cE '^ *[0-9]* *[48][01][9][62]  (fsdp2|megatron_fsdp) ' \$d/out) -eq 4 ] ||
+  [ \$rc -eq 0 ] && [ \$n -eq 4 ] && [ \$(grep -cE '^ *[0-9]* *[48][01][9][62] .*  (fsdp2|megatron_fsdp) ' \$d/out) -eq 4 ] ||
     { echo \"rc=\$rc, model file opened \$n times for 4 points\"; cat \$d/out; exit 1; }")
 set_tests_properties(cli.sweep_loads_model_once_per_point PROPERTIES SKIP_RETURN_CODE 77)
 # 61 layers do not split evenly over pp 8 x vpp 4: the nearest valid layouts name the
@@ -1187,7 +1190,7 @@ meshplan_cli_case(plan_recipe_header_mfu_fp8_megatron_bridge 0
   -- ${MP} plan --framework megatron-bridge --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format yaml)
 meshplan_cli_case(plan_json_mfu_precision_peak 0 "\"mfu\": 0\\.[0-9]+" "\"mfu_precision_peak\": 0\\.[0-9]+" "\"precision_peak\": \"FP8\"" "!mfu_bf16_peak"
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --precision fp8 --top 1 --format json)
-meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%$" "^ +8 +4096 .* [0-9.]+ +[0-9.]+$"
+meshplan_cli_case(sweep_mfu_fp8_columns 0 "tok/s/GPU +MFU% +MFU8%  best layout$" "^ +8 +4096 .* [0-9.]+ +[0-9.]+  (fsdp2|ddp|megatron_fsdp) "
   -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --sweep-seq 2048,4096 --global-batch 64 --precision fp8)
 # ROCm GPUs (hwdb platform: rocm): no dispatcher built for CUDA alone. AutoModel names the torch
 # dispatcher where EP > 1; Megatron-Bridge's DeepSeek-V3 recipe function's HybridEP becomes alltoall, said why.
