@@ -217,15 +217,15 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   if (scatter) in.outputs.report = scratch.Prefix() + "report.html";
   const PlanReport rep = PlanLayouts(in);
   json j = json::parse(ResultJson(rep.result, rep.request));
-  if (!rep.failure.empty()) {
-    j.update(ErrorJson(rep.failure_kind, rep.failure, 1));
-  } else if (!rep.result.stopped.empty()) {
-    // A partial answer is refused: the layouts kept are the best of the part searched only.
+  if (!rep.result.stopped.empty()) {
+    // A partial answer is refused, also one with no layout: the layouts kept (or the verdict
+    // that none is valid or fits) are those of the part searched only.
     const std::string& why = rep.result.stopped;
     const char* limit = why == "deadline" ? "max_seconds" : why == "max_layouts" ? "max_layouts" : "max_memory_mb";
     j.update(ErrorJson("search_stopped", StopWarning(in, rep.result), 1, {}, limit));
     return JsonAnswer(422, j);
   }
+  if (!rep.failure.empty()) j.update(ErrorJson(rep.failure_kind, rep.failure, 1));
   if (format == "yaml") return {200, rep.failure.empty() ? RecipesYaml(rep.result, rep.request) : "", "application/yaml"};
   if (scatter) j["scatter"] = ScatterJson(rep.report_layouts, rep.request);
   if (launch) j["launch"] = LaunchJson(rep.result, rep.request);

@@ -69,6 +69,12 @@ std::string NoLayoutMessage(const PlanResult& r, const PlanRequest& req) {
   const std::string part =
       r.stopped.empty() ? "" : " among the " + std::to_string(r.tested) + " layouts tested before the search stopped";
   std::ostringstream why;
+  if (r.valid == 0 && !r.stopped.empty() && r.enumerated == 0) {
+    // Stopped before the walk reached a candidate (a --max-seconds shorter than the walk).
+    why << "no layout for " << req.model.name << " on " << req.setup.num_gpus << " GPUs: the search stopped before "
+        << "it tested any candidate; raise the limit to search";
+    return why.str();
+  }
   if (r.valid == 0) {
     why << "no valid layout for " << req.model.name << " on " << req.setup.num_gpus << " GPUs with global batch "
         << req.setup.global_batch << " and seq_len " << req.setup.seq_len << part << ": every one of the "

@@ -178,6 +178,10 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   std::vector<std::vector<SubtreeRef>> part_refs(parts);
   std::vector<std::vector<double>> part_bounds(parts), part_keys(parts);
   std::vector<std::vector<int64_t>> part_dps(parts);
+  // PlanRequest::deadline, read every 64 meshes: past it, the parts' remaining meshes are
+  // skipped (the walk of a large space takes ~0.1 s of a --max-seconds well below that).
+  const bool timed = req.deadline != std::chrono::steady_clock::time_point::max();
+  std::atomic<bool> past_deadline{timed && std::chrono::steady_clock::now() >= req.deadline};
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
     thread_local std::vector<Layout> features;
     // Filled here and moved into place once: the lists' headers sit side by side, and two
@@ -189,6 +193,10 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     uint32_t position = 0;
     space.Meshes(p, [&](const Layout& mesh) {
       const uint32_t mesh_position = position++;
+      if (timed && (mesh_position & 63) == 0 && std::chrono::steady_clock::now() >= req.deadline) {
+        past_deadline.store(true, std::memory_order_relaxed);
+      }
+      if (timed && past_deadline.load(std::memory_order_relaxed)) return;
       if (keep_mesh && !keep_mesh(mesh)) return;
       if (s.Reject(mesh, RuleStage::kMesh)) return;
       features.clear();
@@ -221,6 +229,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     part_dps[p] = std::move(dps);
   });
   head.Merge(rejected);
+  if (past_deadline.load()) head.MarkStopped("deadline");
   size_t n = 0;
   for (const auto& v : part_refs) n += v.size();
   out.all.reserve(n);

@@ -79,6 +79,12 @@ class alignas(64) Scorer {
   /// every 256 calls; the layout budget on every call).
   bool Stopped();
 
+  /// Marks the search stopped for `reason` ("deadline"), as Stopped() would have: the walk,
+  /// which reads the clock itself, stops before the scoring phases start.
+  void MarkStopped(const std::string& reason) {
+    if (stopped_.empty()) stopped_ = reason;
+  }
+
   /// Counts a subtree skipped by branch-and-bound (per thread: no shared counter).
   void Prune() { ++pruned_; }
   int64_t pruned() const { return pruned_; }

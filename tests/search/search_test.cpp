@@ -2,10 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
-#include <algorithm>
-
+#include "meshplan/framework.hpp"
 #include "meshplan/search.hpp"
 #include "fixtures/plan_request.hpp"
 
@@ -121,6 +121,33 @@ TEST_CASE("search: a memory budget below the resident size stops the walk with t
   const PlanResult full = Plan(req);
   CHECK(full.stopped.empty());
   CHECK(full.enumerated > r.enumerated);
+}
+
+TEST_CASE("search: a deadline already passed stops the walk before its first mesh") {
+  // Megatron-Bridge DeepSeek-V3 on 2048 GPUs: a walk of ~0.1 s that a deadline shorter than it
+  // used to run to its end (the deadline was read only while scoring).
+  PlanRequest req = Request("deepseek-v3", "dgx-h100", 2048, 4096, 8192);
+  req.framework = FindFramework("megatron-bridge")->id;
+  req.deadline = std::chrono::steady_clock::now();
+  const PlanResult r = Plan(req);
+  CHECK(r.stopped == "deadline");
+  CHECK(r.enumerated == 0);
+  CHECK(r.tested == 0);
+  CHECK(r.top.empty());
+}
+
+TEST_CASE("search: a deadline the search does not reach changes nothing") {
+  PlanRequest req = Request("llama3.1-70b", "dgx-h100", 32, 8192, 512);
+  req.framework = FindFramework("megatron-bridge")->id;
+  const PlanResult free_run = Plan(req);
+  req.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  const PlanResult r = Plan(req);
+  CHECK(r.stopped.empty());
+  CHECK(r.enumerated == free_run.enumerated);
+  CHECK(r.tested == free_run.tested);
+  CHECK(r.valid == free_run.valid);
+  REQUIRE(r.top.size() == free_run.top.size());
+  for (size_t i = 0; i < r.top.size(); ++i) CHECK(Describe(r.top[i].layout) == Describe(free_run.top[i].layout));
 }
 
 TEST_CASE("search: a memory budget above the resident size changes nothing") {
