@@ -178,8 +178,9 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   std::vector<std::vector<SubtreeRef>> part_refs(parts);
   std::vector<std::vector<double>> part_bounds(parts), part_keys(parts);
   std::vector<std::vector<int64_t>> part_dps(parts);
-  // PlanRequest::deadline, read every 64 meshes: past it, the parts' remaining meshes are
-  // skipped (the walk of a large space takes ~0.1 s of a --max-seconds well below that).
+  // PlanRequest::deadline, read every 4096 meshes of a part (read every 64, the 10-point
+  // Megatron-Bridge sweep measured about 10% slower, though a clock read is ~26 ns here): past it,
+  // the parts' remaining meshes are skipped (the walk of a large space takes ~0.1 s).
   const bool timed = req.deadline != std::chrono::steady_clock::time_point::max();
   std::atomic<bool> past_deadline{timed && std::chrono::steady_clock::now() >= req.deadline};
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
@@ -193,7 +194,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     uint32_t position = 0;
     space.Meshes(p, [&](const Layout& mesh) {
       const uint32_t mesh_position = position++;
-      if (timed && (mesh_position & 63) == 0 && std::chrono::steady_clock::now() >= req.deadline) {
+      if (timed && (mesh_position & 4095) == 0 && std::chrono::steady_clock::now() >= req.deadline) {
         past_deadline.store(true, std::memory_order_relaxed);
       }
       if (timed && past_deadline.load(std::memory_order_relaxed)) return;
