@@ -138,6 +138,9 @@ struct PlanResult {
   /// Why the walk stopped early ("" = it covered the whole space): "deadline",
   /// "max_layouts" or "memory" (PlanRequest::max_memory_bytes). The counts and results above are those of the part searched.
   std::string stopped;
+  /// With stopped == "memory": the resident size (bytes, /proc/self/statm) that was above the
+  /// budget when the search stopped (the largest over the search threads); else 0.
+  int64_t stopped_resident_bytes = 0;
   /// (mesh, features) subtrees skipped by branch-and-bound (PlanRequest::prune).
   int64_t pruned = 0;
   /// Valid layouts of the scored subtrees skipped by branch-and-bound one by one: their step's

@@ -114,7 +114,7 @@ std::string StopWarning(const PlanInput& in, const PlanResult& result) {
   }
   if (result.stopped == "memory") {
     why = "--max-memory-mb " + std::to_string(in.max_memory_mb) + " exceeded: meshplan holds " +
-          recipe::Fixed(static_cast<double>(ResidentBytes()) / (1 << 20), 1) + " MiB resident";
+          recipe::Fixed(static_cast<double>(result.stopped_resident_bytes) / (1 << 20), 1) + " MiB resident";
   }
   return "search stopped early (" + why + ") after " + std::to_string(result.tested) + " layouts tested (" +
          std::to_string(result.enumerated) +

@@ -295,8 +295,12 @@ bool Scorer::Stopped() {
   } else if ((ticks_ & 255) == 0 && req_.deadline != std::chrono::steady_clock::time_point::max() &&
              std::chrono::steady_clock::now() >= req_.deadline) {
     stopped_ = "deadline";
-  } else if ((ticks_ & 255) == 0 && req_.max_memory_bytes > 0 && ResidentBytes() > req_.max_memory_bytes) {
-    stopped_ = "memory";
+  } else if ((ticks_ & 255) == 0 && req_.max_memory_bytes > 0) {
+    const int64_t resident = ResidentBytes();
+    if (resident > req_.max_memory_bytes) {
+      stopped_ = "memory";
+      stopped_resident_ = resident;
+    }
   }
   return !stopped_.empty();
 }
@@ -445,6 +449,7 @@ void Scorer::Merge(const Scorer& o) {
   top_.insert(top_.end(), o.top_.begin(), o.top_.end());
   Trim();
   if (stopped_.empty()) stopped_ = o.stopped_;
+  stopped_resident_ = std::max(stopped_resident_, o.stopped_resident_);
 }
 
 void Scorer::KeepDominatedUpTo(double limit) {
@@ -482,6 +487,7 @@ PlanResult Scorer::Finish() const {
   r.pruned_layouts = pruned_layouts_;
   r.recompute_dominated = static_cast<int64_t>(dominated_steps_.size());
   r.stopped = stopped_;
+  r.stopped_resident_bytes = stopped_resident_;
   if (has_least_) r.least_memory = least_.first;
   for (const auto& [rule, n] : rejected_) r.rejected_by_rule.emplace_back(rule->name, n);
   std::sort(r.rejected_by_rule.begin(), r.rejected_by_rule.end(),

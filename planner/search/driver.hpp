@@ -126,6 +126,7 @@ class alignas(64) Scorer {
   double count_limit_;
   std::vector<double> dominated_steps_;  ///< step seconds of the counted recompute-dominated layouts
   std::string stopped_;
+  int64_t stopped_resident_ = 0;  ///< the resident bytes that stopped it ("memory"), else 0
 };
 
 /// Runs the two-phase search over `space` (see PlanRequest::prune) with req.threads threads.

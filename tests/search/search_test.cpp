@@ -112,6 +112,8 @@ TEST_CASE("search: a memory budget below the resident size stops the walk with t
   req.max_memory_bytes = 1 << 20;
   const PlanResult r = Plan(req);
   CHECK(r.stopped == "memory");
+  // The size that tripped the budget, not one read again later.
+  CHECK(r.stopped_resident_bytes > req.max_memory_bytes);
   // The first check comes after 256 layouts: some were scored, and what is returned is valid.
   CHECK(r.enumerated >= 256);
   CHECK(r.valid > 0);
