@@ -406,15 +406,23 @@ Answer Explain(Fields& f, Scratch& scratch, const Limits& limits) {
 Answer Validate(Fields& f, Scratch& scratch, const Limits& limits) {
   ValidateRequest req;
   const std::optional<std::string> runs = f.Str("runs");
-  if (!runs) RequestError("runs", "required: the CSV text of the published runs");
-  if (limits.max_sweep_points > 0) {
+  // runs_path (the Python module, which reads files): the CSV read where it lies, so that its
+  // rows' meshplan_model paths resolve beside it as the CLI's do.
+  const std::optional<std::string> runs_path = f.Str("runs_path");
+  if (runs_path) {
+    if (!limits.allow_paths) RequestError("runs_path", "expected the CSV text in runs; this server reads no files");
+    if (runs) RequestError("runs_path", "expected runs or runs_path, not both");
+  } else if (!runs) {
+    RequestError("runs", "required: the CSV text of the published runs");
+  }
+  if (runs && limits.max_sweep_points > 0) {
     const int64_t lines = std::count(runs->begin(), runs->end(), '\n');
     if (lines > limits.max_sweep_points) {
       RequestError("runs", "expected at most " + std::to_string(limits.max_sweep_points) + " lines, found " +
                                std::to_string(lines));
     }
   }
-  req.runs = scratch.Write("runs.csv", *runs);
+  req.runs = runs_path ? *runs_path : scratch.Write("runs.csv", *runs);
   req.hwdb = HwdbOf(f, limits);
   InRange<int>("rank_top", f.Int("rank_top"), 0, 100000, &req.rank_top);
   req.rank_seconds = 20;
@@ -426,7 +434,7 @@ Answer Validate(Fields& f, Scratch& scratch, const Limits& limits) {
   if (!req.recipe_settings.empty() && req.recipe_settings != "none") {
     RefusePath("recipe_settings", req.recipe_settings, limits, "\"\" or \"none\"");
   }
-  f.RefuseUnknown({"runs", "hwdb", "rank_top", "rank_seconds", "headroom", "recipe_settings"});
+  f.RefuseUnknown({"runs", "runs_path", "hwdb", "rank_top", "rank_seconds", "headroom", "recipe_settings"});
   ValidateReport rep = Validate(req);
   return JsonAnswer(200, ValidateJson(rep));
 }

@@ -97,8 +97,13 @@ def explain(model=None, system=None, gpus=None, **options):
 
 
 def validate(runs, **options):
-    """``meshplan validate``: published runs (CSV text or a path) priced row by row, and the summary."""
-    return _call("validate", _request(options, runs=_text(runs)))
+    """``meshplan validate``: published runs (CSV text or a path) priced row by row, and the summary.
+
+    A path is read where it lies, so that its rows' ``meshplan_model`` files resolve beside it
+    as the CLI's do."""
+    if isinstance(runs, _os.PathLike) or (isinstance(runs, str) and "\n" not in runs and _os.path.isfile(runs)):
+        return _call("validate", _request(options, runs_path=_os.path.abspath(_os.fspath(runs))))
+    return _call("validate", _request(options, runs=runs))
 
 
 def list_models():

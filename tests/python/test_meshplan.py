@@ -238,3 +238,20 @@ def test_validate_rows_match_the_cli(server):
     rows = lines[lines.index(next(l for l in lines if l.startswith("run "))) + 1:][:2]
     cli_errors = [float(line[52:].split()[2]) for line in rows]
     assert cli_errors == [round(100 * r["error"], 1) for r in module["rows"]]
+
+
+def test_validate_of_a_path_resolves_its_model_files_beside_it():
+    # tests/data/published_dense_runs.csv names model files relative to its folder
+    # (meshplan_model: models/paper/...): given as a path, the module reads it where it lies, as
+    # the CLI does, from any working directory.
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "published_dense_runs.csv")
+    cwd = os.getcwd()
+    os.chdir(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        module = meshplan.validate(source, rank_top=0)
+    finally:
+        os.chdir(cwd)
+    out = subprocess.run([BINARY, "validate", source, "--rank-top", "0"], capture_output=True, text=True).stdout
+    summary = next(l for l in out.splitlines() if l.startswith("summary: "))
+    assert summary.startswith("summary: %d rows evaluated" % module["summary"]["evaluated"])
+    assert module["summary"]["evaluated"] > 20
