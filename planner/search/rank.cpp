@@ -111,6 +111,20 @@ std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool d
       std::move(tied.begin(), tied.end(), pool.begin());
     }
   }
+  // A tie needs two: tied layouts of at least two meshes (two layouts without `distinct`) in
+  // the pool, whether or not top_n shows them both (a top of 1 still marks its tie).
+  size_t tied_partners = 0;
+  {
+    std::vector<decltype(MeshKey(Layout{}))> meshes;
+    for (const Candidate& c : pool) {
+      if (!c.risk.tie) break;  // the tied layouts lead the pool
+      const auto key = MeshKey(c.layout);
+      if (!distinct || std::find(meshes.begin(), meshes.end(), key) == meshes.end()) {
+        meshes.push_back(key);
+        ++tied_partners;
+      }
+    }
+  }
   std::vector<Candidate> out;
   const size_t n = static_cast<size_t>(std::max(1, top_n));
   for (Candidate& c : pool) {
@@ -120,8 +134,7 @@ std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool d
     }
     out.push_back(std::move(c));
   }
-  // A tie needs two: a tied layout whose partners were all variants left out is not one.
-  if (std::count_if(out.begin(), out.end(), [](const Candidate& c) { return c.risk.tie; }) == 1) {
+  if (tied_partners < 2) {
     for (Candidate& c : out) c.risk.tie = false;
   }
   return out;

@@ -216,6 +216,24 @@ TEST_CASE("risk: the variants of one mesh stay in expected-step order and distin
   CHECK(r[1].risk.tie);
 }
 
+TEST_CASE("risk: a tie does not depend on how many layouts the top shows") {
+  const TrainSetup s = Setup();
+  Layout a = Mesh(1, 1, 1, 8), b = a, c = Mesh(1, 1, 2, 4);
+  b.local_batch_size = 8;  // a variant of a's mesh
+  const std::vector<Candidate> pool = {Hand(a, 1.00, 50.0, 70.2), Hand(b, 1.03, 50.0, 70.2), Hand(c, 1.01, 50.0, 70.2)};
+  // Two meshes within 1%: the first is tied whether the top shows one layout or five.
+  for (int top : {1, 2, 5}) {
+    const std::vector<Candidate> r = RiskRanked(pool, top, true, 32, s);
+    REQUIRE(!r.empty());
+    CHECK_MESSAGE(r[0].risk.tie, "top " << top);
+  }
+  // One mesh's two variants alone: with distinct layouts its partner is a variant, not a tie.
+  const std::vector<Candidate> one_mesh = {Hand(a, 1.00, 50.0, 70.2), Hand(b, 1.03, 50.0, 70.2)};
+  CHECK_FALSE(RiskRanked(one_mesh, 5, true, 32, s)[0].risk.tie);
+  CHECK(RiskRanked(one_mesh, 5, false, 32, s)[0].risk.tie);
+  CHECK(RiskRanked(one_mesh, 1, false, 32, s)[0].risk.tie);
+}
+
 TEST_CASE("risk: pruned search with distinct layouts returns the exhaustive answer") {
   for (Framework fw : {Framework::kAutoModel, Framework::kMegatronBridge}) {
     PlanRequest req = test::PresetRequest("llama3.1-70b", "dgx-h100", 64, 4096, 512);
