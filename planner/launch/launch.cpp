@@ -113,8 +113,17 @@ LaunchTopology ResolveLaunchTopology(const PlanRequest& req, int64_t nodes, int6
     throw InputError(kCmdLine, "--gpus-per-node", "expected a positive integer, found " + std::to_string(gpus_per_node));
   }
   LaunchTopology t;
-  if (gpus_per_node == 0) {
+  const bool derived = gpus_per_node == 0;
+  if (derived) {
     gpus_per_node = nodes > 0 && world % nodes == 0 ? world / nodes : std::min<int64_t>(sys_gpn, world);
+  }
+  if (derived && gpus_per_node > sys_gpn) {
+    // Derived from --nodes: name the flag that was given.
+    throw InputError(kCmdLine, "--nodes",
+                     "expected at least " + std::to_string((world + sys_gpn - 1) / sys_gpn) + " nodes for " +
+                         std::to_string(world) + " GPUs at the " + std::to_string(sys_gpn) + " GPUs per node of " +
+                         req.system.name + ", found " + std::to_string(nodes) + " (" + std::to_string(gpus_per_node) +
+                         " GPUs per node)");
   }
   if (gpus_per_node > sys_gpn) {
     throw InputError(kCmdLine, "--gpus-per-node",

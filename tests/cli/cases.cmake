@@ -312,6 +312,9 @@ meshplan_cli_case(emit_launch_bad_nodes 2 "--nodes: expected --nodes x --gpus-pe
   -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 16 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --nodes 3)
 meshplan_cli_case(emit_launch_bad_gpus_per_node 2 "--gpus-per-node: expected at most the 8 GPUs per node of dgx-h200"
   -- ${MP} plan --model llama3.1-8b --system dgx-h200 --gpus 16 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --gpus-per-node 16)
+# Too few --nodes (no --gpus-per-node given): the error names --nodes, the flag given.
+meshplan_cli_case(emit_launch_too_few_nodes 2 "--nodes: expected at least 4 nodes for 32 GPUs at the 8 GPUs per node of dgx-h100, found 2 \\(16 GPUs per node\\)" "!gpus-per-node:"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 32 --seq-len 4096 --global-batch 64 --emit-launch --out /nonexistent/x.yaml --nodes 2)
 add_test(NAME cli.report_chromium COMMAND ${CMAKE_SOURCE_DIR}/tests/report/chromium_render.sh $<TARGET_FILE:meshplan>)
 set_tests_properties(cli.report_chromium PROPERTIES SKIP_RETURN_CODE 77)
 
