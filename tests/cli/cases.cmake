@@ -173,6 +173,12 @@ foreach(f a_llama3_70b_pretrain_32gpu:llama3.1-70b:32:4096:0 b_llama3_3_70b_squa
   meshplan_cli_case(check_automodel_${n} ${rc} "AutoModel recipe" "valid: passes all" "memory: "
     -- ${MP} check ${R}/automodel_${n}.yaml --model ${m} --system dgx-h100 --gpus ${g} --seq-len ${s})
 endforeach()
+# Dotted override keys (the command-line form) in a YAML: Megatron-Bridge's, refused with how to nest them.
+add_test(NAME cli.check_mb_dotted_keys COMMAND bash -c "
+  d=\$(mktemp -d); printf 'model.tensor_model_parallel_size: 2\\ntrain.micro_batch_size: 1\\n' > \$d/r.yaml
+  out=\$('$<TARGET_FILE:meshplan>' check \$d/r.yaml --model llama3.1-8b --system dgx-h100 --gpus 8 2>&1); rc=\$?; rm -rf \$d
+  [ \$rc -eq 2 ] && grep -q 'r.yaml:1:1: error: model.tensor_model_parallel_size: is a dotted override .* model: {tensor_model_parallel_size: ...}' <<<\"\$out\" ||
+    { echo \"rc=\$rc \$out\"; exit 1; }")
 meshplan_cli_case(check_mb_1_9a 0 "Megatron-Bridge recipe" "valid: passes all" "ddp.distopt tp4 pp4 vpp5 cp2" "global batch 512, bf16$"
   -- ${MP} check ${R}/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml --model llama3-70b --system dgx-h100 --gpus 32)
 meshplan_cli_case(check_mb_1_9b 0 "valid: passes all" "tp2 pp16 cp1 ep64 etp1 dp32"

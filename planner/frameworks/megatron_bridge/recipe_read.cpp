@@ -717,6 +717,18 @@ YAML::Node FlattenTransformer(const YAML::Node& root, const std::string& filenam
   return out;
 }
 
+// "model.tensor_model_parallel_size": a top-level key that names a ConfigContainer section and
+// a field of it with a dot.
+bool DottedSectionKey(const std::string& key) {
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos || dot + 1 >= key.size()) return false;
+  const std::string section = key.substr(0, dot);
+  for (const char* s : kSections) {
+    if (section == s) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
@@ -724,6 +736,11 @@ bool IsMegatronRecipe(std::string_view text, const std::string& filename) {
   if (root["distributed"] || root["step_scheduler"]) return false;
   for (const char* s : kSections) {
     if (root[s]) return true;
+  }
+  // Dotted keys (model.tensor_model_parallel_size: 2), the command-line form of the overrides:
+  // Megatron-Bridge's, refused by ParseMegatronRecipe with how to nest them.
+  for (const auto& kv : root) {
+    if (DottedSectionKey(kv.first.Scalar())) return true;
   }
   return false;
 }
@@ -738,6 +755,13 @@ ParsedRecipe ParseMegatronRecipe(std::string_view text, const std::string& filen
   std::vector<std::string> from_function;
   if (fn != nullptr) from_function = FillFromFunction(root, *fn);
   MapReader top(root, filename);
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (!DottedSectionKey(key)) continue;
+    const size_t dot = key.find('.');
+    top.Fail(key, "is a dotted override (run_recipe.py's command-line form); an override YAML nests it: " +
+                      key.substr(0, dot) + ": {" + key.substr(dot + 1) + ": ...}");
+  }
   // An AutoModel recipe read as Megatron-Bridge overrides would silently lose its layout.
   for (const char* automodel_key : {"distributed", "step_scheduler"}) {
     if (top.Has(automodel_key)) {
