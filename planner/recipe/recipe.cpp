@@ -43,8 +43,8 @@ std::string AutoModelRecipeYaml(const Candidate& c, const PlanRequest& req, int 
     << " GiB usable (" << Fixed(GiB(k.capacity_bytes - m.Total()), 1) << " GiB headroom left)\n";
   y << "#   weights " << Fixed(GiB(m.weights), 2) << ", gradients " << Fixed(GiB(m.gradients), 2) << ", optimizer "
     << Fixed(GiB(m.optimizer), 2) << ", activations " << Fixed(GiB(m.activations), 2) << ", logits "
-    << Fixed(GiB(m.logits), 2) << ", buffers " << Fixed(GiB(m.buffers), 2) << ", overhead "
-    << Fixed(GiB(m.overhead), 2) << " GiB\n";
+    << Fixed(GiB(m.logits), 2) << ", buffers " << Fixed(GiB(m.buffers), 2) << ", workspace "
+    << Fixed(GiB(m.workspace), 2) << ", overhead " << Fixed(GiB(m.overhead), 2) << " GiB\n";
   y << "# predicted step: " << Fixed(k.step_seconds, 3) << " s, " << Fixed(k.tokens_per_s_per_gpu, 0)
     << " tokens/s/GPU, " << Fixed(k.model_tflops_per_gpu, 0) << " model TFLOP/s/GPU, "
     << recipe::MfuText(k, req.system.gpu, req.setup.precision) << "\n";
