@@ -181,7 +181,9 @@ Answer Plan(Fields& f, Scratch& scratch, const Limits& limits) {
   in.framework = ParseFramework(f.Str("framework").value_or("automodel"));
   in.releases = ReleasesOf(f);
   for (const std::string& s : f.StrList("strategy")) in.strategies.push_back(ParseStrategy(s));
-  InRange<int>("top", f.Int("top"), 1, 1000, &in.top);
+  const std::optional<int64_t> top = f.Int("top");
+  InRange<int>("top", top, 1, 1000, &in.top);
+  in.top_given = top.has_value();  // a sweep refuses it, as the CLI's does
   InRange<double>("headroom", f.Real("headroom"), 0, 0.9, &in.headroom);
   InRange<int64_t>("max_micro_batch", f.Int("max_micro_batch"), 1, 1024, &in.max_micro_batch);
   in.recompute_modules = f.Bool("recompute_modules").value_or(false);
