@@ -79,6 +79,9 @@ bool MoreRobust(const Candidate& a, const Candidate& b, int64_t layers, const Tr
 std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool distinct, int64_t layers,
                                   const TrainSetup& setup) {
   std::sort(pool.begin(), pool.end(), ExpectedBefore);
+  // A tie needs two: tied layouts of at least two meshes (two layouts without `distinct`) in
+  // the pool, whether or not top_n shows them both (a top of 1 still marks its tie).
+  size_t tied_partners = 0;
   if (!pool.empty()) {
     const double limit = pool.front().risk.expected_step_seconds * (1.0 + pool.front().risk.step_band);
     const auto tied_end = std::find_if(pool.begin(), pool.end(),
@@ -96,6 +99,7 @@ std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool d
         if (added) leaders.push_back(&pool[i]);
         group[i] = it->second;
       }
+      tied_partners = distinct ? leaders.size() : group.size();
       std::vector<size_t> by_robustness(leaders.size());
       std::iota(by_robustness.begin(), by_robustness.end(), size_t{0});
       std::sort(by_robustness.begin(), by_robustness.end(),
@@ -109,20 +113,6 @@ std::vector<Candidate> RiskRanked(std::vector<Candidate> pool, int top_n, bool d
       tied.reserve(idx.size());
       for (size_t i : idx) tied.push_back(std::move(pool[i]));
       std::move(tied.begin(), tied.end(), pool.begin());
-    }
-  }
-  // A tie needs two: tied layouts of at least two meshes (two layouts without `distinct`) in
-  // the pool, whether or not top_n shows them both (a top of 1 still marks its tie).
-  size_t tied_partners = 0;
-  {
-    std::vector<decltype(MeshKey(Layout{}))> meshes;
-    for (const Candidate& c : pool) {
-      if (!c.risk.tie) break;  // the tied layouts lead the pool
-      const auto key = MeshKey(c.layout);
-      if (!distinct || std::find(meshes.begin(), meshes.end(), key) == meshes.end()) {
-        meshes.push_back(key);
-        ++tied_partners;
-      }
     }
   }
   std::vector<Candidate> out;
