@@ -28,8 +28,8 @@ struct Topology::Impl {
   int64_t W = 1, G = 1, U = 1, nics = 1, nodes = 1, domains = 1, pods = 1;
   Graph g;
   std::vector<Edge> edges;
-  // Leaf-to-leaf paths (edge indices) per (rail, pod a, pod b), found by BFS on first use;
-  // index (rail·pods + a)·pods + b.
+  // Leaf-to-leaf paths (edge indices) per (rail, pod a, pod b), found on first use by one BFS
+  // from leaf (a, rail) to every pod (LeafPathsFrom); index (rail·pods + a)·pods + b.
   mutable std::vector<std::vector<int64_t>> leaf_paths;
   mutable std::vector<char> leaf_path_done;
 
@@ -66,21 +66,29 @@ struct Topology::Impl {
       leaf_paths.assign(size_t(nics * pods * pods), {});
       leaf_path_done.assign(leaf_paths.size(), 0);
     }
-    if (leaf_path_done[key]) return leaf_paths[key];
-    std::vector<int64_t> path;
-    if (pa != pb) {
-      std::vector<Vertex> pred(boost::num_vertices(g));
-      const Vertex src = Leaf(pa, rail), dst = Leaf(pb, rail);
-      for (size_t i = 0; i < pred.size(); ++i) pred[i] = Vertex(i);
-      boost::breadth_first_search(
-          g, src,
-          boost::visitor(boost::make_bfs_visitor(boost::record_predecessors(pred.data(), boost::on_tree_edge()))));
-      for (Vertex v = dst; v != src && pred[v] != v; v = pred[v]) path.push_back(E(pred[v], v));
-      std::reverse(path.begin(), path.end());
-    }
-    leaf_paths[key] = std::move(path);
-    leaf_path_done[key] = 1;
+    if (!leaf_path_done[key]) LeafPathsFrom(rail, pa);
     return leaf_paths[key];
+  }
+
+  // The paths from Leaf(pa, rail) to every leaf of the rail, from one BFS: its predecessor tree
+  // does not depend on the destination, so each path is the one a search to that leaf finds.
+  void LeafPathsFrom(int64_t rail, int64_t pa) const {
+    std::vector<Vertex> pred(boost::num_vertices(g));
+    const Vertex src = Leaf(pa, rail);
+    for (size_t i = 0; i < pred.size(); ++i) pred[i] = Vertex(i);
+    boost::breadth_first_search(
+        g, src, boost::visitor(boost::make_bfs_visitor(boost::record_predecessors(pred.data(), boost::on_tree_edge()))));
+    for (int64_t pb = 0; pb < pods; ++pb) {
+      const size_t key = size_t((rail * pods + pa) * pods + pb);
+      std::vector<int64_t> path;
+      if (pb != pa) {
+        const Vertex dst = Leaf(pb, rail);
+        for (Vertex v = dst; v != src && pred[v] != v; v = pred[v]) path.push_back(E(pred[v], v));
+        std::reverse(path.begin(), path.end());
+      }
+      leaf_paths[key] = std::move(path);
+      leaf_path_done[key] = 1;
+    }
   }
 
   // One rail-aligned path node_a/rail -> node_b/rail carrying `w` units; returns its latency.
