@@ -69,7 +69,18 @@ struct Rule {
   /// the world and dp cannot be inferred (AllFailures).
   bool needs_dp = true;
   Severity severity = Severity::kError;
+  /// A condition on the model without which `check` passes for every layout (the rule is about
+  /// layers the model does not have: Mamba-2, Gated DeltaNet, DeepSeek-V4 attention); nullptr:
+  /// every model. The search tests only the rows that apply to its model
+  /// (RulesApplyingAtStage); the other callers test every row, with the same verdicts.
+  bool (*applies)(const ModelSpec&) = nullptr;
 };
+
+/// `rule` restricted to the models `applies` accepts (Rule::applies). Throws nothing.
+constexpr Rule ForModels(Rule rule, bool (*applies)(const ModelSpec&)) {
+  rule.applies = applies;
+  return rule;
+}
 
 /// The whole AutoModel table: error rows in check order (mesh, then features, then batch);
 /// it has no warning or silently-off rows.
@@ -106,6 +117,12 @@ const Rule* FirstFailure(const RuleContext& ctx);
 
 /// The first failing rule among those of exactly `stage`, or nullptr.
 const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage);
+
+/// The error rows of `framework`'s table at exactly `stage` that apply to `model`
+/// (Rule::applies), in check order: the rows FirstFailureAtStage tests less those that pass
+/// for every layout of `model`, so the first failure among them is FirstFailureAtStage's.
+/// Throws nothing.
+std::vector<const Rule*> RulesApplyingAtStage(Framework framework, RuleStage stage, const ModelSpec& model);
 
 /// Every rule `ctx` fails. The rules after a failed axes_positive / batch_sizes_positive /
 /// mb_axes_positive are skipped (their arithmetic would divide by zero), except that when the

@@ -112,6 +112,14 @@ const Rule* FirstFailureAtStage(const RuleContext& ctx, RuleStage stage) {
   return nullptr;
 }
 
+std::vector<const Rule*> RulesApplyingAtStage(Framework framework, RuleStage stage, const ModelSpec& model) {
+  std::vector<const Rule*> out;
+  for (const Rule& r : RulesFor(framework)) {
+    if (r.stage == stage && (r.applies == nullptr || r.applies(model))) out.push_back(&r);
+  }
+  return out;
+}
+
 std::vector<const Rule*> AllFailures(const RuleContext& ctx) {
   std::vector<const Rule*> out;
   // A failed mesh-axis check would make later arithmetic meaningless (division by zero); but

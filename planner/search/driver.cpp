@@ -308,7 +308,21 @@ bool Scorer::Stopped() {
 bool Scorer::Reject(const Layout& l, RuleStage stage) {
   ++enumerated_;
   RuleContext ctx{req_.model, req_.setup, l, req_.version, req_.mb_version, &req_.system};
-  const Rule* r = FirstFailureAtStage(ctx, stage);
+  if (!stage_rules_known_ || l.framework != stage_rules_framework_) {
+    for (size_t k = 0; k < stage_rules_.size(); ++k) {
+      stage_rules_[k] = RulesApplyingAtStage(l.framework, static_cast<RuleStage>(k), req_.model);
+    }
+    stage_rules_framework_ = l.framework;
+    stage_rules_known_ = true;
+  }
+  // The first failure among the rows that apply to the model: FirstFailureAtStage's.
+  const Rule* r = nullptr;
+  for (const Rule* row : stage_rules_[static_cast<size_t>(stage)]) {
+    if (!row->check(ctx)) {
+      r = row;
+      break;
+    }
+  }
   if (r == nullptr) return false;
   for (auto& [rule, n] : rejected_) {
     if (rule == r) {

@@ -2,6 +2,7 @@
 // The search driver shared by the AutoModel and Megatron-Bridge layout spaces: rule checks
 // with per-rule counts, scoring, top-k, branch-and-bound and the parallel, deterministic
 // walk over subtrees.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -114,6 +115,11 @@ class alignas(64) Scorer {
   ErrorKind kind_{};
   bool has_kind_ = false;
   std::vector<std::pair<const Rule*, int64_t>> rejected_;
+  /// Per stage, the error rows Reject tests: RulesApplyingAtStage of the framework of the
+  /// layouts it last saw (the search's model is fixed).
+  std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> stage_rules_;
+  Framework stage_rules_framework_{};
+  bool stage_rules_known_ = false;
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
   std::atomic<int64_t>* budget_ = nullptr;

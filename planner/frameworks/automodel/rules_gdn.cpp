@@ -26,6 +26,8 @@ int64_t GdnLayers(const ModelSpec& m) {
 /// skipping CP setup for this layer" and the layer runs the recurrence over its own
 /// load-balanced shard of the sequence as if it were the whole one.
 /// Source: components/moe/parallelizer.py::apply_cp (the linear_attention branch).
+bool Qwen3NextWithGdn(const ModelSpec& m) { return m.architecture == Architecture::kQwen3Next && GdnLayers(m) > 0; }
+
 bool GdnCpNeedsCpAwareLinearAttn(const RuleContext& c) {
   return L(c).cp == 1 || c.model.architecture != Architecture::kQwen3Next || GdnLayers(c.model) == 0;
 }
@@ -38,8 +40,9 @@ std::string GdnCpNeedsCpAwareLinearAttnMsg(const RuleContext& c) {
 }
 
 const Rule kRules[] = {
-    {"gdn_cp_needs_cp_aware_linear_attn", "components/moe/parallelizer.py::apply_cp", RuleStage::kMesh,
-     GdnCpNeedsCpAwareLinearAttn, GdnCpNeedsCpAwareLinearAttnMsg, kNoDp},
+    ForModels({"gdn_cp_needs_cp_aware_linear_attn", "components/moe/parallelizer.py::apply_cp", RuleStage::kMesh,
+               GdnCpNeedsCpAwareLinearAttn, GdnCpNeedsCpAwareLinearAttnMsg, kNoDp},
+              Qwen3NextWithGdn),
 };
 
 }  // namespace

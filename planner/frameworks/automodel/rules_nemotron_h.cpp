@@ -46,6 +46,8 @@ std::string MambaCpGroupsMsg(const RuleContext& c) {
 /// NemotronHParallelizationStrategy asserts sequence parallelism off (the dense Nemotron-H
 /// models; the MoE ones meet sequence_parallel_dense_only first).
 /// Source: components/distributed/parallelizer.py NemotronHParallelizationStrategy.parallelize.
+bool IsNemotronH(const ModelSpec& m) { return m.architecture == Architecture::kNemotronH; }
+
 bool NemotronHNoSp(const RuleContext& c) {
   return !L(c).sequence_parallel || c.model.architecture != Architecture::kNemotronH;
 }
@@ -54,13 +56,17 @@ std::string NemotronHNoSpMsg(const RuleContext&) {
 }
 
 const Rule kRules[] = {
-    {"nemotron_h_cp_divides_mamba_heads", "components/distributed/context_parallel/mamba.py::MambaContextParallel",
-     RuleStage::kMesh, MambaCpDividesHeads, MambaCpDividesHeadsMsg, kNoDp},
-    {"nemotron_h_cp_mamba_groups", "components/distributed/context_parallel/mamba.py::MambaContextParallel",
-     RuleStage::kMesh, MambaCpGroups, MambaCpGroupsMsg, kNoDp},
-    {"nemotron_h_no_sequence_parallel",
-     "components/distributed/parallelizer.py::NemotronHParallelizationStrategy.parallelize", RuleStage::kFeatures,
-     NemotronHNoSp, NemotronHNoSpMsg, kNoDp},
+    ForModels({"nemotron_h_cp_divides_mamba_heads",
+               "components/distributed/context_parallel/mamba.py::MambaContextParallel", RuleStage::kMesh,
+               MambaCpDividesHeads, MambaCpDividesHeadsMsg, kNoDp},
+              HasMamba),
+    ForModels({"nemotron_h_cp_mamba_groups", "components/distributed/context_parallel/mamba.py::MambaContextParallel",
+               RuleStage::kMesh, MambaCpGroups, MambaCpGroupsMsg, kNoDp},
+              HasMamba),
+    ForModels({"nemotron_h_no_sequence_parallel",
+               "components/distributed/parallelizer.py::NemotronHParallelizationStrategy.parallelize",
+               RuleStage::kFeatures, NemotronHNoSp, NemotronHNoSpMsg, kNoDp},
+              IsNemotronH),
 };
 
 }  // namespace

@@ -94,12 +94,18 @@ std::string Dsv4HashEpOverlapMsg(const RuleContext& c) {
 /// The rows' source: transformer_config.py __post_init__ at Megatron-LM dev d48bd6be.
 constexpr const char* kConfig = "MCore (dev d48bd6be) transformer/transformer_config.py __post_init__";
 
+// Every row concerns DeepSeek-V4's attention or hash routing: it passes on other models.
 const Rule kRules[] = {
-    {"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false},
-    {"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false},
-    {"mb_dsv4_hash_layers_need_pp_layout", kConfig, RuleStage::kBatch, Dsv4HashLayout, Dsv4HashLayoutMsg, false},
-    {"mb_dsv4_hash_layers_first_stage", kConfig, RuleStage::kBatch, Dsv4HashStage, Dsv4HashStageMsg, false},
-    {"mb_dsv4_hash_layers_ep_overlap", kConfig, RuleStage::kFeatures, Dsv4HashEpOverlap, Dsv4HashEpOverlapMsg, false},
+    ForModels({"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false}, IsDsv4),
+    ForModels({"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false}, IsDsv4),
+    ForModels({"mb_dsv4_hash_layers_need_pp_layout", kConfig, RuleStage::kBatch, Dsv4HashLayout, Dsv4HashLayoutMsg,
+               false},
+              IsDsv4),
+    ForModels({"mb_dsv4_hash_layers_first_stage", kConfig, RuleStage::kBatch, Dsv4HashStage, Dsv4HashStageMsg, false},
+              IsDsv4),
+    ForModels({"mb_dsv4_hash_layers_ep_overlap", kConfig, RuleStage::kFeatures, Dsv4HashEpOverlap,
+               Dsv4HashEpOverlapMsg, false},
+              IsDsv4),
 };
 
 }  // namespace

@@ -40,11 +40,14 @@ std::string GdnValueHeadsMsg(const RuleContext& c) {
              "): each TP x CP rank owns whole Gated DeltaNet value heads");
 }
 
+// Both rows concern Gated DeltaNet layers: they pass on other models.
 const Rule kRules[] = {
-    {"mb_gdn_tp_cp_key_heads", "MCore transformer/transformer_config.py:1501-1505", RuleStage::kMesh, GdnKeyHeads,
-     GdnKeyHeadsMsg, false},
-    {"mb_gdn_tp_cp_value_heads", "MCore transformer/transformer_config.py:1506-1509", RuleStage::kMesh, GdnValueHeads,
-     GdnValueHeadsMsg, false},
+    ForModels({"mb_gdn_tp_cp_key_heads", "MCore transformer/transformer_config.py:1501-1505", RuleStage::kMesh,
+               GdnKeyHeads, GdnKeyHeadsMsg, false},
+              HasGdn),
+    ForModels({"mb_gdn_tp_cp_value_heads", "MCore transformer/transformer_config.py:1506-1509", RuleStage::kMesh,
+               GdnValueHeads, GdnValueHeadsMsg, false},
+              HasGdn),
 };
 
 }  // namespace

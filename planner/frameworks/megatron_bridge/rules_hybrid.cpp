@@ -114,22 +114,33 @@ std::string HybridSplitMsg(const RuleContext& c) {
          "set both false";
 }
 
+// Every row concerns Mamba-2 layers or the hybrid split: it passes on other models.
 const Rule kRules[] = {
-    {"mb_mamba_tp_divides_heads", "MCore ssm/mamba_mixer.py:262", RuleStage::kMesh, MambaTpHeads, MambaTpHeadsMsg, false},
-    {"mb_mamba_tp_divides_groups", "MCore ssm/mamba_mixer.py:270", RuleStage::kMesh, MambaTpGroups, MambaTpGroupsMsg,
-     false},
-    {"mb_mamba_cp_divides_heads", "MCore ssm/mamba_context_parallel.py:106-108", RuleStage::kMesh, MambaCpHeads,
-     MambaCpHeadsMsg, false},
-    {"mb_mamba_cp_groups", "MCore ssm/mamba_context_parallel.py:119-133", RuleStage::kMesh, MambaCpGroups,
-     MambaCpGroupsMsg, false},
-    {"mb_mamba_fp8_in_proj", "MCore ssm/mamba_mixer.py:253-257", RuleStage::kMesh, MambaFp8InProj, MambaFp8InProjMsg,
-     false},
-    {"mb_hybrid_pp_divides_layers", "MCore models/hybrid/hybrid_layer_allocation.py:435-441", RuleStage::kMesh,
-     HybridPpLayers, HybridPpLayersMsg, false},
-    {"mb_hybrid_vpp_needs_pipes", "MCore models/hybrid/hybrid_layer_allocation.py:385-392", RuleStage::kMesh, HybridVpp,
-     HybridVppMsg, false},
-    {"mb_hybrid_pp_split", "MCore models/hybrid/hybrid_layer_allocation.py select_pipeline_segment (meshplan refusal)",
-     RuleStage::kMesh, HybridSplit, HybridSplitMsg, false},
+    ForModels({"mb_mamba_tp_divides_heads", "MCore ssm/mamba_mixer.py:262", RuleStage::kMesh, MambaTpHeads,
+               MambaTpHeadsMsg, false},
+              HasMamba),
+    ForModels({"mb_mamba_tp_divides_groups", "MCore ssm/mamba_mixer.py:270", RuleStage::kMesh, MambaTpGroups,
+               MambaTpGroupsMsg, false},
+              HasMamba),
+    ForModels({"mb_mamba_cp_divides_heads", "MCore ssm/mamba_context_parallel.py:106-108", RuleStage::kMesh,
+               MambaCpHeads, MambaCpHeadsMsg, false},
+              HasMamba),
+    ForModels({"mb_mamba_cp_groups", "MCore ssm/mamba_context_parallel.py:119-133", RuleStage::kMesh, MambaCpGroups,
+               MambaCpGroupsMsg, false},
+              HasMamba),
+    ForModels({"mb_mamba_fp8_in_proj", "MCore ssm/mamba_mixer.py:253-257", RuleStage::kMesh, MambaFp8InProj,
+               MambaFp8InProjMsg, false},
+              HasMamba),
+    ForModels({"mb_hybrid_pp_divides_layers", "MCore models/hybrid/hybrid_layer_allocation.py:435-441",
+               RuleStage::kMesh, HybridPpLayers, HybridPpLayersMsg, false},
+              BuildsHybridModel),
+    ForModels({"mb_hybrid_vpp_needs_pipes", "MCore models/hybrid/hybrid_layer_allocation.py:385-392", RuleStage::kMesh,
+               HybridVpp, HybridVppMsg, false},
+              BuildsHybridModel),
+    ForModels({"mb_hybrid_pp_split",
+               "MCore models/hybrid/hybrid_layer_allocation.py select_pipeline_segment (meshplan refusal)",
+               RuleStage::kMesh, HybridSplit, HybridSplitMsg, false},
+              BuildsHybridModel),
 };
 
 }  // namespace

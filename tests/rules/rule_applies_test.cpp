@@ -1,0 +1,142 @@
+// Rule::applies: a row that names the models it concerns passes every layout of any other
+// model, so the search may leave it out (RulesApplyingAtStage) without changing a verdict or a
+// rejection count.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "fixtures/models.hpp"
+#include "meshplan/model.hpp"
+#include "meshplan/rules.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+SystemSpec H100() {
+  SystemSpec s;
+  s.name = "h100-test";
+  s.gpu.name = "h100-sxm";
+  s.gpu.fp8_flops = 1979e12;
+  s.gpu.compute_capability = 9.0;
+  s.gpus_per_node = 8;
+  return s;
+}
+
+// Layouts of `framework` over a grid of the fields the model-gated rows read (axis sizes,
+// VPP, the layer split, SP, the EP overlap, CP exchange, Megatron FSDP, recompute), for `m`.
+std::vector<Layout> Grid(Framework framework) {
+  std::vector<Layout> out;
+  for (int64_t tp : {1, 2, 3, 8}) {
+    for (int64_t cp : {1, 2, 5}) {
+      for (int64_t pp : {1, 2, 3}) {
+        for (int64_t vpp : {0, 1, 2}) {
+          for (bool sp : {false, true}) {
+            for (MbPpSplit split : {MbPpSplit::kEven, MbPpSplit::kAccountEmbeddingLoss, MbPpSplit::kLayout}) {
+              for (Tri overlap : {Tri::kUnset, Tri::kTrue}) {
+                Layout l;
+                l.framework = framework;
+                l.tp = tp;
+                l.cp = cp;
+                l.pp = pp;
+                l.vpp = vpp;
+                l.dp = 2;
+                l.ep = tp == 8 ? 8 : 1;
+                l.sequence_parallel = sp;
+                l.pp_split = split;
+                l.mb.ep_a2a_overlap = overlap;
+                l.mb.use_megatron_fsdp = tp == 3;
+                l.recompute = pp == 3 ? Recompute::kFull : Recompute::kNone;
+                out.push_back(l);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void CheckGatedRowsPass(std::span<const Rule> table, Framework framework, size_t expect_gated) {
+  const SystemSpec sys = H100();
+  size_t gated = 0;
+  for (const Rule& r : table) {
+    if (r.applies == nullptr) continue;
+    ++gated;
+    for (const ModelSpec& m : {test::Llama3_70B(), test::Qwen3_30B_A3B(), test::DeepSeekV3()}) {
+      if (r.applies(m)) continue;
+      for (Precision p : {Precision::kBf16, Precision::kFp8}) {
+        TrainSetup setup;
+        setup.num_gpus = 64;
+        setup.seq_len = 4096;
+        setup.global_batch = 256;
+        setup.precision = p;
+        for (const Layout& l : Grid(framework)) {
+          const RuleContext ctx{m, setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+          INFO(r.name << " on " << m.name << " tp" << l.tp << " cp" << l.cp << " pp" << l.pp << " vpp" << l.vpp);
+          CHECK(r.check(ctx));
+        }
+      }
+    }
+  }
+  CHECK(gated == expect_gated);  // the rows tagged with ForModels
+}
+
+std::vector<std::string> Names(const std::vector<const Rule*>& rows) {
+  std::vector<std::string> out;
+  for (const Rule* r : rows) out.push_back(r->name);
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  for (const std::string& x : v) {
+    if (x == s) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a rule gated by model passes every layout of the other models") {
+  CheckGatedRowsPass(MegatronBridgeRules(), Framework::kMegatronBridge, 15);
+  CheckGatedRowsPass(AutoModelRules(), Framework::kAutoModel, 5);
+}
+
+TEST_CASE("the search's rule rows are the stage's rows that apply to its model") {
+  const ModelSpec dense = test::Llama3_70B();
+  const std::vector<std::string> mesh = Names(RulesApplyingAtStage(Framework::kMegatronBridge, RuleStage::kMesh, dense));
+  CHECK(Contains(mesh, "mb_axes_positive"));
+  CHECK(Contains(mesh, "mb_tp_divides_heads"));
+  CHECK_FALSE(Contains(mesh, "mb_mamba_tp_divides_heads"));
+  CHECK_FALSE(Contains(mesh, "mb_dsv4_tp1"));
+  CHECK_FALSE(Contains(mesh, "mb_gdn_tp_cp_key_heads"));
+  // Every other mesh row of the table, in table order.
+  std::vector<std::string> expected;
+  for (const Rule& r : RulesFor(Framework::kMegatronBridge)) {
+    if (r.stage == RuleStage::kMesh && r.applies == nullptr) expected.push_back(r.name);
+  }
+  CHECK(mesh == expected);
+
+  ModelSpec dsv4 = test::DeepSeekV3();
+  dsv4.architecture = Architecture::kDeepseekV4;
+  const std::vector<std::string> v4 = Names(RulesApplyingAtStage(Framework::kMegatronBridge, RuleStage::kMesh, dsv4));
+  CHECK(Contains(v4, "mb_dsv4_tp1"));
+  CHECK(Contains(v4, "mb_dsv4_cp_needs_thd"));
+  CHECK_FALSE(Contains(v4, "mb_mamba_tp_divides_heads"));
+  const std::vector<std::string> v4_features =
+      Names(RulesApplyingAtStage(Framework::kMegatronBridge, RuleStage::kFeatures, dsv4));
+  CHECK(Contains(v4_features, "mb_dsv4_hash_layers_ep_overlap"));
+
+  ModelSpec hybrid = test::Llama3_70B();
+  LayerBlock mamba;
+  mamba.mixer = MixerKind::kMamba2;
+  hybrid.layer_pattern = {mamba};
+  const std::vector<std::string> h = Names(RulesApplyingAtStage(Framework::kMegatronBridge, RuleStage::kMesh, hybrid));
+  CHECK(Contains(h, "mb_mamba_tp_divides_heads"));
+  CHECK(Contains(h, "mb_hybrid_pp_split"));
+  const std::vector<std::string> am = Names(RulesApplyingAtStage(Framework::kAutoModel, RuleStage::kMesh, hybrid));
+  CHECK(Contains(am, "nemotron_h_cp_divides_mamba_heads"));
+  CHECK_FALSE(Contains(am, "dsv4_cp_needs_tilelang"));
+}
