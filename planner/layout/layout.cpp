@@ -166,7 +166,9 @@ int64_t OwnStageFirstLayer(int64_t num_layers, SplitPlaces places, int64_t num_s
 }
 
 int64_t SequenceParallelSeqMultiple(int64_t tp, int64_t cp) {
-  return cp > 1 ? cp * std::lcm<int64_t>(2, tp) : tp;
+  // lcm(2, tp) without std::lcm's gcd loop (the search asks at every mesh and feature set).
+  const int64_t t = tp < 0 ? -tp : tp;
+  return cp > 1 ? cp * (t % 2 == 0 ? t : 2 * t) : tp;
 }
 
 bool PpLayoutFits(int64_t num_layers, const Layout& l) {

@@ -35,7 +35,8 @@ class Space {
   /// True when MeshesAt builds only the meshes asked for (its cost grows with their count, not
   /// with the part's): a search then rebuilds one mesh where it needs one, else a whole part.
   virtual bool MeshesAtBuildsOnlyThose() const { return false; }
-  /// The feature variants of a mesh that passed its rules (not yet checked).
+  /// The feature variants of a mesh that passed its rules (not yet checked); `mesh` is one this
+  /// space emitted (Meshes, MeshesAt).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
   /// ToCostView(feature, model, setup). `sibling`: the view of another of the same mesh's
   /// feature sets, or nullptr; a space whose feature sets differ only in fields the view

@@ -184,12 +184,11 @@ class MegatronSpace : public Space {
   }
 
   void Features(const Layout& mesh, std::vector<Layout>& out) const override {
-    // The settings of every feature set but its recompute ones, derived once: of what
-    // ApplyEmittedSettings writes only ApplyRecomputeArguments reads the recompute mode.
-    Layout base = mesh;
-    base.sequence_parallel = SequenceParallelFor(base.tp, base.cp, req_.setup.seq_len);
-    ApplyEmittedSettings(base, req_.system, req_.setup.precision);
-    ApplyMbRuntime(base, RuntimeOf(mesh));
+    // `mesh` is one Block emitted, with sequence parallel, ApplyEmittedSettings, its runtime
+    // and its CP exchange already set: every feature set shares those (of what
+    // ApplyEmittedSettings writes only ApplyRecomputeArguments reads the recompute mode, and
+    // Block's mesh has none), so each is the mesh with its recompute settings.
+    const Layout& base = mesh;
     auto add = [&](Recompute rc, uint32_t modules) {
       Layout& l = out.emplace_back(base);
       l.recompute = rc;
@@ -259,16 +258,6 @@ class MegatronSpace : public Space {
   }
 
   const PlanRequest& req_;
-  // The runtime `mesh` was emitted with: its dispatcher among dispatchers_ (the first otherwise).
-  const MbRuntime& RuntimeOf(const Layout& mesh) const {
-    for (const MbRuntime& rt : dispatchers_) {
-      if (rt.dispatcher == mesh.mb.token_dispatcher &&
-          (rt.dispatcher != MbDispatcher::kFlex || rt.flex_backend == mesh.mb.flex_backend)) {
-        return rt;
-      }
-    }
-    return dispatchers_.front();
-  }
   const MbRuntime runtime_;  ///< the request's, else the recipe function's (RecipeRuntime)
   const std::vector<MbRuntime> dispatchers_;  ///< runtime_ and the dispatchers plan searches besides (DispatcherChoices)
   const std::vector<int64_t> ep_options_ = domain::ExpertParallelSizes(req_.model, req_.setup.num_gpus);
