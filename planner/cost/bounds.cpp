@@ -80,8 +80,9 @@ MeshSizes MeshSizesOf(const ModelSpec& m, const TrainSetup& setup, const CostVie
 }
 
 // The terms of MegatronBound that read no recompute field of the view (recompute,
-// recompute_modules, recompute_block_layers): the feature sets of a mesh (its recompute
-// variants, Space::Features) share them, and the walk bounds them one after the other.
+// recompute_modules, recompute_block_layers) and no DP-flavour field (dp_impl, fsdp_sharding,
+// main_grad_bytes: MegatronDpPerMicroBatch): the feature sets of a mesh (its recompute variants,
+// Space::Features) and its DP flavours share them.
 struct MegatronMeshTerms {
   double gemm_s_per_flop = 0;
   double core_rate = 0;  ///< the attention core's rate in core_s (FLOP/s)
@@ -91,16 +92,15 @@ struct MegatronMeshTerms {
   double cp_core_rate = 0;                          ///< MegatronCoreRate (FLOP/s)
   cost::CpLinks cp_links;
   double ep_per_step = 0, ep_latency = 0, ep_share = 1;  ///< the EP all-to-all's parts and the share left exposed
-  double dp_per_micro_batch = 0;
   double bubble = 0;
 };
 
 MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
-                                      const ParamCounts& params, const cost::MegatronUnfused& u,
-                                      const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
+                                      const cost::MegatronUnfused& u, const cost::LinkTable* links,
+                                      uint64_t tables_id, const CostView& l) {
   MegatronMeshTerms t;
   const MeshSizes z = MeshSizesOf(m, setup, l);
-  const double tp = z.tp, pp = z.pp, etp = z.etp, tokens = z.tokens, layers = z.layers;
+  const double tp = z.tp, pp = z.pp, etp = z.etp, tokens = z.tokens;
   const GpuSpec& gpu = sys.gpu;
   const MegatronTimeFit& fit = sys.megatron_fit;
   t.gemm_s_per_flop = cost::MegatronGemmFactor(fit, setup.precision) /
@@ -108,9 +108,6 @@ MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys,
   t.core_rate = gpu.bf16_flops * cost::kFlashAttentionEfficiency *
                 cost::AttentionLengthFactor(setup.seq_len, cost::CpRingRanks(l));
   t.kernels = cost::MegatronKernelsPerLayer(m, l, u);
-  auto least_kind = [&](double dense, double moe) {
-    return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
-  };
   const cost::MeshGroups g = cost::LayoutGroups(l, setup.num_gpus);
   if (l.tp > 1) t.tp_link = cost::RingLink(sys, links, g.tp);
   if (l.cp > 1) {
@@ -129,6 +126,19 @@ MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys,
     t.ep_share = l.ep_a2a_overlap ? cost::HiddenCommCost(1.0, cost::A2aLink(sys, links, cost::Group{l.ep, static_cast<int64_t>(etp)}))
                                   : 1.0;
   }
+  // The fill and drain: (pp − 1)/(vpp · n) of the stage work (MegatronRankTerms'
+  // bubble_fraction, at least that: its stage factor is >= 1).
+  if (l.pp > 1) t.bubble = (pp - 1.0) / double(std::max<int64_t>(1, l.vpp));
+  return t;
+}
+
+// MegatronBound's data-parallel term per micro-batch: the only part of the mesh's terms that
+// reads the DP flavour (dp_impl, fsdp_sharding, the main-gradient bytes), computed apart so that
+// the flavours of a mesh share the rest (MegatronMeshTermsCached).
+double MegatronDpPerMicroBatch(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
+                               const ParamCounts& params, const cost::LinkTable* links, const CostView& l,
+                               const MeshSizes& z) {
+  double dp_per_micro_batch = 0;
   // Sharded data parallelism: Megatron FSDP's optim_grads_params and torch FSDP2 gather the
   // weights twice and reduce-scatter the gradients in every micro-batch, optim_grads
   // reduce-scatters them (MegatronRankTerms' DP term). Each is Pos(comm − window) +
@@ -140,6 +150,10 @@ MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys,
   const bool delayed_reduce =
       mfsdp && (l.fsdp_sharding == FsdpSharding::kNoShard || l.fsdp_sharding == FsdpSharding::kOptim);
   if (l.dp_impl != DpImpl::kReplicated && !delayed_reduce) {
+    const double tp = z.tp, etp = z.etp, layers = z.layers;
+    auto least_kind = [&](double dense, double moe) {
+      return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
+    };
     const double attn = double(params.attention_per_layer + params.norms_per_layer);
     const double dense_params = attn + double(params.dense_mlp_per_layer);
     const double moe_params = attn + double(params.shared_per_layer + params.router_per_layer);
@@ -158,45 +172,42 @@ MegatronMeshTerms MegatronMeshTermsOf(const ModelSpec& m, const SystemSpec& sys,
     const double rs_d = cost::ReduceScatterSeconds(g_bytes * dense_local, gd.n, ld);
     const double rs_e = cost::ReduceScatterSeconds(g_bytes * expert_local, ge.n, le);
     if (mfsdp && l.fsdp_sharding == FsdpSharding::kOptimGrads) {
-      t.dp_per_micro_batch = cost::HiddenCommCost(rs_d, ld) + cost::HiddenCommCost(rs_e, le);
+      dp_per_micro_batch = cost::HiddenCommCost(rs_d, ld) + cost::HiddenCommCost(rs_e, le);
     } else {
       const double first_ag = cost::AllGatherSeconds(2.0 * layer_dense / tp, gd.n, ld) +
                               (moe_layers > 0 ? cost::AllGatherSeconds(2.0 * one_layer_experts / (ep * etp), ge.n, le) : 0.0);
-      t.dp_per_micro_batch = first_ag + cost::HiddenCommCost(2.0 * ag_d + rs_d, ld) + cost::HiddenCommCost(2.0 * ag_e + rs_e, le);
+      dp_per_micro_batch = first_ag + cost::HiddenCommCost(2.0 * ag_d + rs_d, ld) + cost::HiddenCommCost(2.0 * ag_e + rs_e, le);
     }
   }
-  // The fill and drain: (pp − 1)/(vpp · n) of the stage work (MegatronRankTerms'
-  // bubble_fraction, at least that: its stage factor is >= 1).
-  if (l.pp > 1) t.bubble = (pp - 1.0) / double(std::max<int64_t>(1, l.vpp));
-  return t;
+  return dp_per_micro_batch;
 }
 
-// MegatronMeshTermsOf for the last meshes bounded on this thread: keyed by every input it
-// reads, the view's fields (all but the recompute ones) and the CostModel's (its tables' Id,
-// fixing model and system, and the setup a WithSetup copy changes), so a hit returns the very
-// terms the computation would.
+// MegatronMeshTermsOf for the meshes bounded on this thread, one per slot of a hash of the key
+// (HashedValues): keyed by every input it reads, the view's fields (all but the recompute and
+// DP-flavour ones) and the CostModel's (its tables' Id, fixing model and system, and the setup a
+// WithSetup copy changes), so a hit returns the very terms the computation would. A mesh's
+// feature sets, and its DP flavours (a few meshes apart in the walk: Megatron-Bridge's Block
+// emits every dispatcher and CP exchange type of one flavour before the next), share them.
 const MegatronMeshTerms& MegatronMeshTermsCached(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
-                                                 const ParamCounts& params, const cost::MegatronUnfused& u,
-                                                 const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
-  int64_t grad_bits;
-  std::memcpy(&grad_bits, &l.main_grad_bytes, sizeof grad_bits);
-  using Key = std::array<int64_t, 23>;
+                                                 const cost::MegatronUnfused& u, const cost::LinkTable* links,
+                                                 uint64_t tables_id, const CostView& l) {
+  using Key = std::array<int64_t, 20>;
   const Key key{int64_t(tables_id),      setup.num_gpus,         setup.global_batch,     setup.seq_len,
                 int64_t(setup.precision), l.tp,                   l.dp,                   l.cp,
                 l.pp,                    l.ep,                   l.etp,                  l.vpp,
                 l.dp_replicate,          int64_t(l.cp_comm),     l.cp_a2a,               int64_t(l.cuda_graph),
-                int64_t(l.cuda_graph_scope), int64_t(l.dispatcher), int64_t(l.flex_backend), l.ep_a2a_overlap ? 1 : 0,
-                int64_t(l.dp_impl),      int64_t(l.fsdp_sharding), grad_bits};
-  thread_local cost::LastValues<Key, MegatronMeshTerms, 2> last;
-  if (const MegatronMeshTerms* hit = last.Find(key)) return *hit;
-  return last.Store(key, MegatronMeshTermsOf(m, sys, setup, params, u, links, tables_id, l));
+                int64_t(l.cuda_graph_scope), int64_t(l.dispatcher), int64_t(l.flex_backend), l.ep_a2a_overlap ? 1 : 0};
+  thread_local cost::HashedValues<Key, MegatronMeshTerms, 64> memo;
+  const size_t slot = memo.SlotOf(key);
+  if (const MegatronMeshTerms* hit = memo.Find(key, slot)) return *hit;
+  return memo.Store(key, slot, MegatronMeshTermsOf(m, sys, setup, u, links, tables_id, l));
 }
 
 StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,
                              const ParamCounts& params, const cost::FlopsPerToken& f, const cost::MegatronUnfused& u,
                              const cost::LinkTable* links, uint64_t tables_id, const CostView& l) {
   StepLowerBound b;
-  const MegatronMeshTerms& t = MegatronMeshTermsCached(m, sys, setup, params, u, links, tables_id, l);
+  const MegatronMeshTerms& t = MegatronMeshTermsCached(m, sys, setup, u, links, tables_id, l);
   const MeshSizes z = MeshSizesOf(m, setup, l);
   const double tp = z.tp, etp = z.etp, tokens = z.tokens, layers = z.layers;
   const bool full = l.recompute == Recompute::kFull;
@@ -271,7 +282,7 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     b.fixed += t.ep_share * passes * t.ep_per_step;
     b.per_micro_batch += t.ep_share * passes * t.ep_latency;
   }
-  b.dp_per_micro_batch = t.dp_per_micro_batch;
+  b.dp_per_micro_batch = MegatronDpPerMicroBatch(m, sys, setup, params, links, l, z);
   b.bubble = t.bubble;
   // The host's issue time (MegatronHostBound adds what the GPU's work does not cover): per
   // micro-batch the rank's layers x the fewer host kernels of the two layer kinds, at
