@@ -74,11 +74,23 @@ struct Rule {
   /// every model. The search tests only the rows that apply to its model
   /// (RulesApplyingAtStage); the other callers test every row, with the same verdicts.
   bool (*applies)(const ModelSpec&) = nullptr;
+  /// (features stage) Reads a recompute or CUDA-graph field (recompute, recompute_modules,
+  /// recompute_method, recompute_num_layers, cuda_graph, cuda_graph_scope): the fields in which
+  /// the feature sets of a Megatron-Bridge mesh differ (Space::FeatureSetsDifferInRecomputeOnly).
+  /// false: one verdict for all of a mesh's feature sets, so the search tests it on the first.
+  bool reads_recompute = true;
 };
 
 /// `rule` restricted to the models `applies` accepts (Rule::applies). Throws nothing.
 constexpr Rule ForModels(Rule rule, bool (*applies)(const ModelSpec&)) {
   rule.applies = applies;
+  return rule;
+}
+
+/// `rule` (of the features stage) marked as reading no recompute or CUDA-graph field
+/// (Rule::reads_recompute false). Throws nothing.
+constexpr Rule ReadsNoRecompute(Rule rule) {
+  rule.reads_recompute = false;
   return rule;
 }
 

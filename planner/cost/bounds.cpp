@@ -198,9 +198,12 @@ const MegatronMeshTerms& MegatronMeshTermsCached(const ModelSpec& m, const Syste
                 l.dp_replicate,          int64_t(l.cp_comm),     l.cp_a2a,               int64_t(l.cuda_graph),
                 int64_t(l.cuda_graph_scope), int64_t(l.dispatcher), int64_t(l.flex_backend), l.ep_a2a_overlap ? 1 : 0};
   thread_local cost::HashedValues<Key, MegatronMeshTerms, 64> memo;
-  const size_t slot = memo.SlotOf(key);
-  if (const MegatronMeshTerms* hit = memo.Find(key, slot)) return *hit;
-  return memo.Store(key, slot, MegatronMeshTermsOf(m, sys, setup, u, links, tables_id, l));
+  // The slot of the last lookup first: a mesh's feature sets are bounded one after the other.
+  thread_local size_t last = 0;
+  if (const MegatronMeshTerms* hit = memo.Find(key, last)) return *hit;
+  last = memo.SlotOf(key);
+  if (const MegatronMeshTerms* hit = memo.Find(key, last)) return *hit;
+  return memo.Store(key, last, MegatronMeshTermsOf(m, sys, setup, u, links, tables_id, l));
 }
 
 StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const TrainSetup& setup,

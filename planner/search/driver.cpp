@@ -204,9 +204,12 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
       space.Features(mesh, features);
       bool any = false;
       CostView sibling;  // the view of the mesh's first feature set bounded
+      // After one feature set of the mesh passes, the rows it shares with the others (those
+      // reading no recompute field) are known to pass for them all.
+      const bool share_rows = space.FeatureSetsDifferInRecomputeOnly();
       for (size_t k = 0; k < features.size(); ++k) {
         const Layout& f = features[k];
-        if (s.Reject(f, RuleStage::kFeatures)) continue;
+        if (s.Reject(f, RuleStage::kFeatures, share_rows && any)) continue;
         refs.push_back(SubtreeRef{static_cast<uint32_t>(p), mesh_position, static_cast<uint32_t>(k)});
         if (bounds) {
           const CostView view = space.FeatureView(f, cm.model(), cm.setup(), any ? &sibling : nullptr);
@@ -305,19 +308,25 @@ bool Scorer::Stopped() {
   return !stopped_.empty();
 }
 
-bool Scorer::Reject(const Layout& l, RuleStage stage) {
+bool Scorer::Reject(const Layout& l, RuleStage stage, bool shared_rows_passed) {
   ++enumerated_;
   RuleContext ctx{req_.model, req_.setup, l, req_.version, req_.mb_version, &req_.system};
   if (!stage_rules_known_ || l.framework != stage_rules_framework_) {
     for (size_t k = 0; k < stage_rules_.size(); ++k) {
       stage_rules_[k] = RulesApplyingAtStage(l.framework, static_cast<RuleStage>(k), req_.model);
+      recompute_rules_[k].clear();
+      for (const Rule* row : stage_rules_[k]) {
+        if (row->reads_recompute) recompute_rules_[k].push_back(row);
+      }
     }
     stage_rules_framework_ = l.framework;
     stage_rules_known_ = true;
   }
-  // The first failure among the rows that apply to the model: FirstFailureAtStage's.
+  // The first failure among the rows that apply to the model (less those known to pass):
+  // FirstFailureAtStage's.
+  const size_t k = static_cast<size_t>(stage);
   const Rule* r = nullptr;
-  for (const Rule* row : stage_rules_[static_cast<size_t>(stage)]) {
+  for (const Rule* row : shared_rows_passed ? recompute_rules_[k] : stage_rules_[k]) {
     if (!row->check(ctx)) {
       r = row;
       break;

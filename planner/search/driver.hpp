@@ -38,6 +38,10 @@ class Space {
   /// The feature variants of a mesh that passed its rules (not yet checked); `mesh` is one this
   /// space emitted (Meshes, MeshesAt).
   virtual void Features(const Layout& mesh, std::vector<Layout>& out) const = 0;
+  /// True when the feature sets Features gives for one mesh differ only in their recompute and
+  /// CUDA-graph fields (those of Rule::reads_recompute), so that a features-stage rule reading
+  /// none of them has one verdict for all of them.
+  virtual bool FeatureSetsDifferInRecomputeOnly() const { return false; }
   /// ToCostView(feature, model, setup). `sibling`: the view of another of the same mesh's
   /// feature sets, or nullptr; a space whose feature sets differ only in fields the view
   /// derives on their own may set those on a copy of it instead of building the view afresh.
@@ -66,8 +70,12 @@ class alignas(64) Scorer {
   Scorer(const PlanRequest& req, const CostModel& cost_model, std::atomic<int64_t>* budget = nullptr,
          double count_limit = std::numeric_limits<double>::infinity());
 
-  /// Tests the rules of `stage`; counts a rejection per rule. True if rejected.
-  bool Reject(const Layout& l, RuleStage stage);
+  /// Tests the rules of `stage`; counts a rejection per rule. True if rejected. With
+  /// `shared_rows_passed`, the stage's rows that read no recompute field (Rule::reads_recompute
+  /// false) are known to pass (another feature set of the same mesh passed every row, and the
+  /// space's feature sets differ in recompute fields only), and only the others are tested:
+  /// the same first failure.
+  bool Reject(const Layout& l, RuleStage stage, bool shared_rows_passed = false);
   /// Checks the batch rules of a complete layout and scores it. With PlanRequest::max_layouts
   /// the layout first reserves one unit of the shared budget; once max_layouts are reserved
   /// it is not tested and the scorer stops ("max_layouts"), so at most max_layouts complete
@@ -119,6 +127,8 @@ class alignas(64) Scorer {
   /// Per stage, the error rows Reject tests: RulesApplyingAtStage of the framework of the
   /// layouts it last saw (the search's model is fixed).
   std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> stage_rules_;
+  /// Per stage, those of stage_rules_ with Rule::reads_recompute.
+  std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> recompute_rules_;
   Framework stage_rules_framework_{};
   bool stage_rules_known_ = false;
   std::pair<Candidate, uint64_t> least_{};

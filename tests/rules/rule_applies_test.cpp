@@ -1,6 +1,8 @@
 // Rule::applies: a row that names the models it concerns passes every layout of any other
 // model, so the search may leave it out (RulesApplyingAtStage) without changing a verdict or a
-// rejection count.
+// rejection count. Rule::reads_recompute: a features row marked as reading no recompute or
+// CUDA-graph field gives one verdict for all the recompute variants of a layout, so the search
+// tests it on a mesh's first feature set only.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -139,4 +141,71 @@ TEST_CASE("the search's rule rows are the stage's rows that apply to its model")
   const std::vector<std::string> am = Names(RulesApplyingAtStage(Framework::kAutoModel, RuleStage::kMesh, hybrid));
   CHECK(Contains(am, "nemotron_h_cp_divides_mamba_heads"));
   CHECK_FALSE(Contains(am, "dsv4_cp_needs_tilelang"));
+}
+
+TEST_CASE("a features rule that reads no recompute field has one verdict per mesh") {
+  const SystemSpec sys = H100();
+  // The recompute and CUDA-graph settings a Megatron-Bridge mesh's feature sets take
+  // (MegatronSpace::Features, FitCudaGraphsToRecompute), and a few more.
+  struct Variant {
+    Recompute recompute;
+    uint32_t modules;
+    MbRecomputeMethod method;
+    int64_t num_layers;
+    MbCudaGraph graph;
+    uint32_t scope;
+  };
+  const Variant variants[] = {
+      {Recompute::kNone, 0, MbRecomputeMethod::kUnset, 0, MbCudaGraph::kNone, 0},
+      {Recompute::kNone, 0, MbRecomputeMethod::kUnset, 0, MbCudaGraph::kTransformerEngine, kGraphAttn | kGraphMoeRouter},
+      {Recompute::kSelective, kRecomputeCoreAttn, MbRecomputeMethod::kUnset, 0, MbCudaGraph::kNone, 0},
+      {Recompute::kSelective, kRecomputeMoe | kRecomputeMoeAct, MbRecomputeMethod::kUnset, 0, MbCudaGraph::kTransformerEngine,
+       kGraphAttn},
+      {Recompute::kFull, 0, MbRecomputeMethod::kUniform, 1, MbCudaGraph::kNone, 0},
+      {Recompute::kFull, 0, MbRecomputeMethod::kBlock, 2, MbCudaGraph::kFullIteration, 0},
+      // Settings the recompute rows refuse, so that a row reading them gives both verdicts.
+      {Recompute::kFull, 0, MbRecomputeMethod::kUnset, 0, MbCudaGraph::kTransformerEngine, 0},
+      {Recompute::kSelective, kRecomputeMlaUpProj | kRecomputeMoe, MbRecomputeMethod::kUnset, 3,
+       MbCudaGraph::kTransformerEngine, kGraphMoeRouter},
+  };
+  size_t marked = 0;
+  for (const Rule& r : MegatronBridgeRules()) {
+    if (r.reads_recompute) continue;
+    ++marked;
+    CHECK(r.stage == RuleStage::kFeatures);
+    ModelSpec dsv4 = test::DeepSeekV3();
+    dsv4.architecture = Architecture::kDeepseekV4;
+    dsv4.dsv4.num_hash_layers = 3;
+    for (const ModelSpec& m : {test::Llama3_70B(), test::Qwen3_30B_A3B(), dsv4}) {
+      TrainSetup setup;
+      setup.num_gpus = 64;
+      setup.seq_len = 4100;
+      setup.global_batch = 256;
+      for (Layout base : Grid(Framework::kMegatronBridge)) {
+        for (MbDispatcher d : {MbDispatcher::kAlltoall, MbDispatcher::kFlex}) {
+          for (bool offload : {false, true}) {
+            base.mb.token_dispatcher = d;
+            base.mb.flex_backend = d == MbDispatcher::kFlex ? MbFlexBackend::kDeepEP : MbFlexBackend::kNone;
+            base.mb.cpu_offloading = offload;
+            base.mb.cpu_offloading_num_layers = offload ? 200 : 0;
+            int verdicts = 0;
+            for (const Variant& v : variants) {
+              Layout l = base;
+              l.recompute = v.recompute;
+              l.mb.recompute_modules = v.modules;
+              l.mb.recompute_method = v.method;
+              l.mb.recompute_num_layers = v.num_layers;
+              l.mb.cuda_graph = v.graph;
+              l.mb.cuda_graph_scope = v.scope;
+              const RuleContext ctx{m, setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+              verdicts |= r.check(ctx) ? 1 : 2;
+            }
+            INFO(r.name << " on " << m.name << " tp" << base.tp << " cp" << base.cp << " pp" << base.pp);
+            CHECK(verdicts != 3);  // not both a pass and a failure
+          }
+        }
+      }
+    }
+  }
+  CHECK(marked == 7);
 }

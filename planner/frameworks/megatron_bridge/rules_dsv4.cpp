@@ -103,8 +103,8 @@ const Rule kRules[] = {
               IsDsv4),
     ForModels({"mb_dsv4_hash_layers_first_stage", kConfig, RuleStage::kBatch, Dsv4HashStage, Dsv4HashStageMsg, false},
               IsDsv4),
-    ForModels({"mb_dsv4_hash_layers_ep_overlap", kConfig, RuleStage::kFeatures, Dsv4HashEpOverlap,
-               Dsv4HashEpOverlapMsg, false},
+    ForModels(ReadsNoRecompute({"mb_dsv4_hash_layers_ep_overlap", kConfig, RuleStage::kFeatures, Dsv4HashEpOverlap,
+                                Dsv4HashEpOverlapMsg, false}),
               IsDsv4),
 };
 

@@ -259,9 +259,10 @@ const Rule kRules[] = {
     {"mb_vpp_pp2_needs_p2p_overlap", "MLM training/arguments.py:1001-1017 (Megatron-LM#750)", RuleStage::kMesh,
      VppPp2, VppPp2Msg},
     {"mb_cp_divides_sequence", "MB training/config.py:1574-1577", RuleStage::kMesh, CpSeq, CpSeqMsg},
-    {"mb_sp_requires_tp", "MCore model_parallel_config.py:504", RuleStage::kFeatures, SpNeedsTp, SpNeedsTpMsg},
-    {"mb_sp_divides_sequence", "MB training/config.py:1353-1372 (collate_padding_multiple)", RuleStage::kFeatures,
-     SpSeq, SpSeqMsg},
+    ReadsNoRecompute({"mb_sp_requires_tp", "MCore model_parallel_config.py:504", RuleStage::kFeatures, SpNeedsTp,
+                      SpNeedsTpMsg}),
+    ReadsNoRecompute({"mb_sp_divides_sequence", "MB training/config.py:1353-1372 (collate_padding_multiple)",
+                      RuleStage::kFeatures, SpSeq, SpSeqMsg}),
 };
 
 }  // namespace

@@ -201,6 +201,10 @@ class MegatronSpace : public Space {
     add(Recompute::kFull, 0);
   }
 
+  // Features sets the recompute mode and modules, and from them ApplyRecomputeArguments' method
+  // and layer count and FitCudaGraphsToRecompute's CUDA graphs: nothing else.
+  bool FeatureSetsDifferInRecomputeOnly() const override { return true; }
+
   // A mesh's feature sets differ in their recompute settings and CUDA graphs only (Features),
   // the fields SetRecomputeView derives.
   CostView FeatureView(const Layout& feature, const ModelSpec& model, const TrainSetup& setup,
