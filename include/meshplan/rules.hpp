@@ -79,6 +79,10 @@ struct Rule {
   /// the feature sets of a Megatron-Bridge mesh differ (Space::FeatureSetsDifferInRecomputeOnly).
   /// false: one verdict for all of a mesh's feature sets, so the search tests it on the first.
   bool reads_recompute = true;
+  /// (mesh stage) Reads of the layout only tp, cp, pp and dp (with the request): one verdict for
+  /// all the meshes of a walk part that fixes them (Space::PartsFixTpCpPp), so the search tests
+  /// it on the part's first mesh that passes.
+  bool part_axes_only = false;
 };
 
 /// `rule` restricted to the models `applies` accepts (Rule::applies). Throws nothing.
@@ -91,6 +95,13 @@ constexpr Rule ForModels(Rule rule, bool (*applies)(const ModelSpec&)) {
 /// (Rule::reads_recompute false). Throws nothing.
 constexpr Rule ReadsNoRecompute(Rule rule) {
   rule.reads_recompute = false;
+  return rule;
+}
+
+/// `rule` (of the mesh stage) marked as reading only tp, cp, pp and dp of the layout
+/// (Rule::part_axes_only). Throws nothing.
+constexpr Rule ReadsPartAxesOnly(Rule rule) {
+  rule.part_axes_only = true;
   return rule;
 }
 

@@ -192,6 +192,10 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     std::vector<double> b, keys;
     std::vector<int64_t> dps;
     uint32_t position = 0;
+    // After one mesh of the part passes, the rows its meshes share (reading only tp, cp and pp)
+    // are known to pass for them all.
+    const bool share_part_rows = space.PartsFixTpCpPp();
+    bool part_rows_passed = false;
     space.Meshes(p, [&](const Layout& mesh) {
       const uint32_t mesh_position = position++;
       if (timed && (mesh_position & 4095) == 0 && std::chrono::steady_clock::now() >= req.deadline) {
@@ -199,7 +203,8 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
       }
       if (timed && past_deadline.load(std::memory_order_relaxed)) return;
       if (keep_mesh && !keep_mesh(mesh)) return;
-      if (s.Reject(mesh, RuleStage::kMesh)) return;
+      if (s.Reject(mesh, RuleStage::kMesh, share_part_rows && part_rows_passed)) return;
+      part_rows_passed = true;
       features.clear();
       space.Features(mesh, features);
       bool any = false;
@@ -314,9 +319,12 @@ bool Scorer::Reject(const Layout& l, RuleStage stage, bool shared_rows_passed) {
   if (!stage_rules_known_ || l.framework != stage_rules_framework_) {
     for (size_t k = 0; k < stage_rules_.size(); ++k) {
       stage_rules_[k] = RulesApplyingAtStage(l.framework, static_cast<RuleStage>(k), req_.model);
-      recompute_rules_[k].clear();
+      unshared_rules_[k].clear();
       for (const Rule* row : stage_rules_[k]) {
-        if (row->reads_recompute) recompute_rules_[k].push_back(row);
+        const bool shared = row->stage == RuleStage::kMesh ? row->part_axes_only
+                            : row->stage == RuleStage::kFeatures ? !row->reads_recompute
+                                                                 : false;
+        if (!shared) unshared_rules_[k].push_back(row);
       }
     }
     stage_rules_framework_ = l.framework;
@@ -326,7 +334,7 @@ bool Scorer::Reject(const Layout& l, RuleStage stage, bool shared_rows_passed) {
   // FirstFailureAtStage's.
   const size_t k = static_cast<size_t>(stage);
   const Rule* r = nullptr;
-  for (const Rule* row : shared_rows_passed ? recompute_rules_[k] : stage_rules_[k]) {
+  for (const Rule* row : shared_rows_passed ? unshared_rules_[k] : stage_rules_[k]) {
     if (!row->check(ctx)) {
       r = row;
       break;

@@ -42,6 +42,9 @@ class Space {
   /// CUDA-graph fields (those of Rule::reads_recompute), so that a features-stage rule reading
   /// none of them has one verdict for all of them.
   virtual bool FeatureSetsDifferInRecomputeOnly() const { return false; }
+  /// True when every mesh of a part (Meshes(part)) has the same tp, cp, pp and dp, so that a
+  /// mesh-stage rule reading only those (Rule::part_axes_only) has one verdict per part.
+  virtual bool PartsFixTpCpPp() const { return false; }
   /// ToCostView(feature, model, setup). `sibling`: the view of another of the same mesh's
   /// feature sets, or nullptr; a space whose feature sets differ only in fields the view
   /// derives on their own may set those on a copy of it instead of building the view afresh.
@@ -71,10 +74,12 @@ class alignas(64) Scorer {
          double count_limit = std::numeric_limits<double>::infinity());
 
   /// Tests the rules of `stage`; counts a rejection per rule. True if rejected. With
-  /// `shared_rows_passed`, the stage's rows that read no recompute field (Rule::reads_recompute
-  /// false) are known to pass (another feature set of the same mesh passed every row, and the
-  /// space's feature sets differ in recompute fields only), and only the others are tested:
-  /// the same first failure.
+  /// `shared_rows_passed`, the stage's rows shared by a group of layouts are known to pass
+  /// (another layout of the group passed every row), and only the others are tested, the same
+  /// first failure: at the mesh stage the rows reading only tp, cp and pp
+  /// (Rule::part_axes_only; the group: a part's meshes, Space::PartsFixTpCpPp), at the
+  /// features stage those reading no recompute field (Rule::reads_recompute false; the group: a
+  /// mesh's feature sets, Space::FeatureSetsDifferInRecomputeOnly).
   bool Reject(const Layout& l, RuleStage stage, bool shared_rows_passed = false);
   /// Checks the batch rules of a complete layout and scores it. With PlanRequest::max_layouts
   /// the layout first reserves one unit of the shared budget; once max_layouts are reserved
@@ -127,8 +132,8 @@ class alignas(64) Scorer {
   /// Per stage, the error rows Reject tests: RulesApplyingAtStage of the framework of the
   /// layouts it last saw (the search's model is fixed).
   std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> stage_rules_;
-  /// Per stage, those of stage_rules_ with Rule::reads_recompute.
-  std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> recompute_rules_;
+  /// Per stage, those of stage_rules_ a group of layouts does not share (see Reject).
+  std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> unshared_rules_;
   Framework stage_rules_framework_{};
   bool stage_rules_known_ = false;
   std::pair<Candidate, uint64_t> least_{};

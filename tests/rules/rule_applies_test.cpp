@@ -2,7 +2,8 @@
 // model, so the search may leave it out (RulesApplyingAtStage) without changing a verdict or a
 // rejection count. Rule::reads_recompute: a features row marked as reading no recompute or
 // CUDA-graph field gives one verdict for all the recompute variants of a layout, so the search
-// tests it on a mesh's first feature set only.
+// tests it on a mesh's first feature set only. Rule::part_axes_only: a mesh row marked as reading
+// only tp, cp, pp and dp gives one verdict for every mesh of a walk part.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -208,4 +209,77 @@ TEST_CASE("a features rule that reads no recompute field has one verdict per mes
     }
   }
   CHECK(marked == 7);
+}
+
+TEST_CASE("a mesh rule that reads only tp cp pp and dp has one verdict per walk part") {
+  const SystemSpec sys = H100();
+  // Models on which every marked row applies: a dense and a MoE one, one with Mamba-2 and one
+  // with Gated DeltaNet layers, DeepSeek-V4.
+  ModelSpec mamba = test::Llama3_70B();
+  mamba.name = "mamba";
+  LayerBlock m2;
+  m2.mixer = MixerKind::kMamba2;
+  mamba.layer_pattern = {m2};
+  mamba.mamba.num_heads = 96;
+  mamba.mamba.head_dim = 80;
+  mamba.mamba.state_size = 128;
+  mamba.mamba.n_groups = 6;
+  ModelSpec gdn = test::Qwen3_30B_A3B();
+  gdn.name = "gdn";
+  LayerBlock g;
+  g.mixer = MixerKind::kGatedDeltaNet;
+  gdn.layer_pattern = {g};
+  gdn.gdn.num_key_heads = 12;
+  gdn.gdn.num_value_heads = 24;
+  ModelSpec dsv4 = test::DeepSeekV3();
+  dsv4.name = "dsv4";
+  dsv4.architecture = Architecture::kDeepseekV4;
+  size_t marked = 0;
+  for (const Rule& r : MegatronBridgeRules()) {
+    if (!r.part_axes_only) continue;
+    ++marked;
+    CHECK(r.stage == RuleStage::kMesh);
+    for (const ModelSpec& m : {test::Llama3_70B(), test::Qwen3_30B_A3B(), mamba, gdn, dsv4}) {
+      if (r.applies != nullptr && !r.applies(m)) continue;
+      for (Precision p : {Precision::kBf16, Precision::kFp8}) {
+        TrainSetup setup;
+        setup.num_gpus = 120;
+        setup.seq_len = 4100;
+        setup.global_batch = 240;
+        setup.precision = p;
+        for (int64_t tp : {1, 2, 3, 8}) {
+          for (int64_t cp : {1, 2, 5}) {
+            for (int64_t pp : {1, 2, 3}) {
+              int verdicts = 0;
+              // The fields Megatron-Bridge's walk chooses below (tp, cp, pp), dp fixed by them.
+              for (int v = 0; v < 384; ++v) {
+                Layout l;
+                l.framework = Framework::kMegatronBridge;
+                l.tp = tp;
+                l.cp = cp;
+                l.pp = pp;
+                l.dp = setup.num_gpus % (tp * cp * pp) == 0 ? setup.num_gpus / (tp * cp * pp) : 1;
+                l.vpp = v & 1 ? 2 : 0;
+                l.ep = v & 2 ? 8 : 1;
+                l.etp = v & 4 ? 1 : 0;
+                l.pp_split = v & 8 ? MbPpSplit::kLayout : MbPpSplit::kEven;
+                l.mb.token_dispatcher = v & 16 ? MbDispatcher::kFlex : MbDispatcher::kAlltoall;
+                l.mb.cp_comm = v & 32 ? MbCpComm::kAllGather : MbCpComm::kUnset;
+                l.sequence_parallel = v & 64;
+                const int flavour = v >> 7;  // 0..2
+                l.use_distributed_optimizer = flavour != 2;
+                l.mb.use_megatron_fsdp = flavour == 1;
+                l.mb.use_torch_fsdp2 = flavour == 2;
+                const RuleContext ctx{m, setup, l, AutoModelVersion::kV05, MBridgeVersion::kMain, &sys};
+                verdicts |= r.check(ctx) ? 1 : 2;
+              }
+              INFO(r.name << " on " << m.name << " tp" << tp << " cp" << cp << " pp" << pp);
+              CHECK(verdicts != 3);  // not both a pass and a failure
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(marked == 16);
 }

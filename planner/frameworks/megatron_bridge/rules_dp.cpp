@@ -411,8 +411,8 @@ std::string InterleavedMsg(const RuleContext& c) {
 }
 
 const Rule kRules[] = {
-    {"mb_precision_supported", "TE pytorch/fp8.py check_fp8_support / check_nvfp4_support", RuleStage::kMesh,
-     PrecisionSupported, PrecisionSupportedMsg, kNoDp},
+    ReadsPartAxesOnly({"mb_precision_supported", "TE pytorch/fp8.py check_fp8_support / check_nvfp4_support",
+                       RuleStage::kMesh, PrecisionSupported, PrecisionSupportedMsg, kNoDp}),
     {"mb_mxfp8_needs_blackwell", "TE pytorch/fp8.py check_mxfp8_support", RuleStage::kMesh, Mxfp8Blackwell,
      Mxfp8BlackwellMsg, kNoDp},
     {"mb_fsdp_exclusive", "MB training/config.py (DistributedInitConfig)", RuleStage::kMesh, FsdpExclusive, FsdpExclusiveMsg},

@@ -96,8 +96,8 @@ constexpr const char* kConfig = "MCore (dev d48bd6be) transformer/transformer_co
 
 // Every row concerns DeepSeek-V4's attention or hash routing: it passes on other models.
 const Rule kRules[] = {
-    ForModels({"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false}, IsDsv4),
-    ForModels({"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false}, IsDsv4),
+    ForModels(ReadsPartAxesOnly({"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false}), IsDsv4),
+    ForModels(ReadsPartAxesOnly({"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false}), IsDsv4),
     ForModels({"mb_dsv4_hash_layers_need_pp_layout", kConfig, RuleStage::kBatch, Dsv4HashLayout, Dsv4HashLayoutMsg,
                false},
               IsDsv4),

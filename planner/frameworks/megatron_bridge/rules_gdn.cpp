@@ -42,11 +42,11 @@ std::string GdnValueHeadsMsg(const RuleContext& c) {
 
 // Both rows concern Gated DeltaNet layers: they pass on other models.
 const Rule kRules[] = {
-    ForModels({"mb_gdn_tp_cp_key_heads", "MCore transformer/transformer_config.py:1501-1505", RuleStage::kMesh,
-               GdnKeyHeads, GdnKeyHeadsMsg, false},
+    ForModels(ReadsPartAxesOnly({"mb_gdn_tp_cp_key_heads", "MCore transformer/transformer_config.py:1501-1505",
+                                 RuleStage::kMesh, GdnKeyHeads, GdnKeyHeadsMsg, false}),
               HasGdn),
-    ForModels({"mb_gdn_tp_cp_value_heads", "MCore transformer/transformer_config.py:1506-1509", RuleStage::kMesh,
-               GdnValueHeads, GdnValueHeadsMsg, false},
+    ForModels(ReadsPartAxesOnly({"mb_gdn_tp_cp_value_heads", "MCore transformer/transformer_config.py:1506-1509",
+                                 RuleStage::kMesh, GdnValueHeads, GdnValueHeadsMsg, false}),
               HasGdn),
 };
 

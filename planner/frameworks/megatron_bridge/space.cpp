@@ -204,6 +204,8 @@ class MegatronSpace : public Space {
   // Features sets the recompute mode and modules, and from them ApplyRecomputeArguments' method
   // and layer count and FitCudaGraphsToRecompute's CUDA graphs: nothing else.
   bool FeatureSetsDifferInRecomputeOnly() const override { return true; }
+  // A part is one (tp, cp, pp), and Block sets dp = world / (tp·cp·pp).
+  bool PartsFixTpCpPp() const override { return true; }
 
   // A mesh's feature sets differ in their recompute settings and CUDA graphs only (Features),
   // the fields SetRecomputeView derives.
