@@ -315,17 +315,17 @@ uint32_t MegatronSpace::Block(const Part& part, const MeshBlock& block, const st
     l.mb.use_torch_fsdp2 = f.fsdp2;
     l.sequence_parallel = SequenceParallelFor(tp, cp, req_.setup.seq_len);
     ApplyEmittedSettings(l, req_.system, req_.setup.precision);
-    // The dispatcher is a field of MoE layouts with EP > 1 only (ApplyMbRuntime).
+    // The dispatcher is a field of MoE layouts with EP > 1 only (ApplyMbRuntime). `l` is set in
+    // place: ApplyMbRuntime writes every field a runtime sets (with EP > 1 the dispatcher's too,
+    // else only the first runtime is emitted) and ApplyCpComm every CP-exchange field.
     for (const MbRuntime& rt : dispatchers_) {
-      Layout x = l;
-      ApplyMbRuntime(x, rt);
+      ApplyMbRuntime(l, rt);
       // The attention's CP exchange: one layout per type the mesh runs (cp_comms).
       for (const CpCommChoice& cc : part.cp_comms) {
         const uint32_t at = position++;
         if (only != nullptr && !std::binary_search(only->begin(), only->end(), at)) continue;
-        Layout y = x;
-        ApplyCpComm(y, cc);
-        (*emit)(y);
+        ApplyCpComm(l, cc);
+        (*emit)(l);
       }
       if (ep <= 1) break;
     }
