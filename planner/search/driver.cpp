@@ -184,6 +184,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
   const bool timed = req.deadline != std::chrono::steady_clock::time_point::max();
   std::atomic<bool> past_deadline{timed && std::chrono::steady_clock::now() >= req.deadline};
   Scorer rejected = Parallel(req, cm, parts, false, [&](size_t p, Scorer& s) {
+    s.SkipRowsPassedBy(&space);
     thread_local std::vector<Layout> features;
     // Filled here and moved into place once: the lists' headers sit side by side, and two
     // threads growing neighbours would share their cache line.
@@ -319,6 +320,9 @@ bool Scorer::Reject(const Layout& l, RuleStage stage, bool shared_rows_passed) {
   if (!stage_rules_known_ || l.framework != stage_rules_framework_) {
     for (size_t k = 0; k < stage_rules_.size(); ++k) {
       stage_rules_[k] = RulesApplyingAtStage(l.framework, static_cast<RuleStage>(k), req_.model);
+      if (skip_space_ != nullptr) {
+        std::erase_if(stage_rules_[k], [&](const Rule* row) { return skip_space_->EmitsOnlyLayoutsPassing(*row); });
+      }
       unshared_rules_[k].clear();
       for (const Rule* row : stage_rules_[k]) {
         const bool shared = row->stage == RuleStage::kMesh ? row->part_axes_only

@@ -45,6 +45,10 @@ class Space {
   /// True when every mesh of a part (Meshes(part)) has the same tp, cp, pp and dp, so that a
   /// mesh-stage rule reading only those (Rule::part_axes_only) has one verdict per part.
   virtual bool PartsFixTpCpPp() const { return false; }
+  /// True when every mesh and feature set this space emits passes `rule` by construction (a
+  /// setting the space writes itself, a field it never sets): the walk does not test it. Each
+  /// such claim is checked by walking the space (tests/search/space_test.cpp).
+  virtual bool EmitsOnlyLayoutsPassing(const Rule&) const { return false; }
   /// ToCostView(feature, model, setup). `sibling`: the view of another of the same mesh's
   /// feature sets, or nullptr; a space whose feature sets differ only in fields the view
   /// derives on their own may set those on a copy of it instead of building the view afresh.
@@ -81,6 +85,13 @@ class alignas(64) Scorer {
   /// features stage those reading no recompute field (Rule::reads_recompute false; the group: a
   /// mesh's feature sets, Space::FeatureSetsDifferInRecomputeOnly).
   bool Reject(const Layout& l, RuleStage stage, bool shared_rows_passed = false);
+  /// Leaves out of Reject the rows `space` passes by construction
+  /// (Space::EmitsOnlyLayoutsPassing); nullptr: every row. Only the walk of `space`'s own layouts
+  /// sets it.
+  void SkipRowsPassedBy(const Space* space) {
+    if (space != skip_space_) stage_rules_known_ = false;
+    skip_space_ = space;
+  }
   /// Checks the batch rules of a complete layout and scores it. With PlanRequest::max_layouts
   /// the layout first reserves one unit of the shared budget; once max_layouts are reserved
   /// it is not tested and the scorer stops ("max_layouts"), so at most max_layouts complete
@@ -136,6 +147,7 @@ class alignas(64) Scorer {
   std::array<std::vector<const Rule*>, static_cast<size_t>(RuleStage::kBatch) + 1> unshared_rules_;
   Framework stage_rules_framework_{};
   bool stage_rules_known_ = false;
+  const Space* skip_space_ = nullptr;  ///< SkipRowsPassedBy
   std::pair<Candidate, uint64_t> least_{};
   bool has_least_ = false;
   std::atomic<int64_t>* budget_ = nullptr;

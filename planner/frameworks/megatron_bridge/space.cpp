@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -114,6 +115,45 @@ void ApplyCpComm(Layout& l, const CpCommChoice& c) {
 namespace {
 constexpr Flavour kFlavours[] = {{true, false, false}, {false, false, false}, {true, true, false}, {false, false, true}};
 
+// The mesh rows every layout Block emits passes by construction (MegatronSpace::
+// EmitsOnlyLayoutsPassing; tests/search/space_test.cpp walks spaces to check it):
+//   - the pipeline-layout rows read a recipe's pipeline_model_parallel_layout, which Block never
+//     sets (its uneven splits are MbPpSplit values, checked by mb_pp_layout_stages);
+//   - the settings rows check values ApplyEmittedSettings writes itself from the flavour, the
+//     axes and the GPU: Megatron FSDP's flags, sharding, averaging, checkpoint format, rank
+//     mapping and CUDA_DEVICE_MAX_CONNECTIONS, torch FSDP2's optimizer, checkpoint format and
+//     gradient-accumulation fusion, one distributed-optimizer instance, the DP and P2P overlap
+//     flags and the pipeline dtype, and the flavours never set both FSDP wrappers.
+constexpr std::string_view kRowsPassedByConstruction[] = {
+    "mb_pp_layout_alone",
+    "mb_pp_layout_stages_divisible_by_pp",
+    "mb_pp_layout_vpp",
+    "mb_pp_layout_embedding_first",
+    "mb_pp_layout_loss_last",
+    "mb_pp_layout_num_layers",
+    "mb_pp_layout_mtp_count",
+    "mb_pp_layout_mtp_placement",
+    "mb_pp_layout_no_encoder",
+    "mb_fsdp_exclusive",
+    "mb_megatron_fsdp_flags",
+    "mb_megatron_fsdp_weight_hash",
+    "mb_megatron_fsdp_average_in_collective",
+    "mb_megatron_fsdp_ckpt_format",
+    "mb_fsdp_dtensor_needs_megatron_fsdp",
+    "mb_megatron_fsdp_no_tp_pp_dp_mapping",
+    "mb_megatron_fsdp_cdmc",
+    "mb_fsdp2_no_distributed_optimizer",
+    "mb_fsdp2_ckpt_format",
+    "mb_fsdp2_no_grad_acc_fusion",
+    "mb_torch_dcp_no_tp_pp",
+    "mb_distopt_instances_divide_dp_cp",
+    "mb_overlap_param_gather",
+    "mb_p2p_comm_flags",
+    "mb_pipeline_dtype",
+    "mb_tp_pp_dp_mapping_edp",
+    "mb_vpp_pp2_needs_p2p_overlap",
+};
+
 class MegatronSpace : public Space {
  public:
   explicit MegatronSpace(const PlanRequest& r)
@@ -206,6 +246,14 @@ class MegatronSpace : public Space {
   bool FeatureSetsDifferInRecomputeOnly() const override { return true; }
   // A part is one (tp, cp, pp), and Block sets dp = world / (tp·cp·pp).
   bool PartsFixTpCpPp() const override { return true; }
+
+  // The rows kRowsPassedByConstruction names.
+  bool EmitsOnlyLayoutsPassing(const Rule& rule) const override {
+    for (std::string_view name : kRowsPassedByConstruction) {
+      if (name == rule.name) return true;
+    }
+    return false;
+  }
 
   // A mesh's feature sets differ in their recompute settings and CUDA graphs only (Features),
   // the fields SetRecomputeView derives.
