@@ -8,6 +8,7 @@
 #include <iostream>
 #include <regex>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "cli/serve.hpp"
@@ -127,6 +128,25 @@ void ShowDefaults(CLI::App& app) {
 // (did you mean 'plan'?)", or "expected a command" when none was given; "" when one was (the
 // parse error is then the command's). CLI11 leaves an unknown word among the remaining
 // arguments and reports only "A subcommand is required".
+// Whether argv names plan, check or explain as its command and --format json (or
+// --format=json) after it: what the parsed options would say where the parse failed.
+bool JsonRequested(int argc, char** argv) {
+  int command = 0;
+  for (int i = 1; i < argc && command == 0; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "plan" || a == "check" || a == "explain") command = i;
+    else if (a.empty() || a[0] != '-') return false;  // another command
+  }
+  if (command == 0) return false;
+  for (int i = command + 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--format=json" || (a == "--format" && i + 1 < argc && std::string_view(argv[i + 1]) == "json")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string CommandError(const CLI::App& app) {
   if (!app.get_subcommands().empty()) return "";
   std::vector<std::string> names;
@@ -183,7 +203,15 @@ int main(int argc, char** argv) {
       std::cerr << "meshplan: error: " << command << "\n";
       return 2;
     }
-    std::cerr << "meshplan: error: " << ParseErrorMessage(app, e) << "\n" << "Run 'meshplan --help' for usage.\n";
+    const std::string message = ParseErrorMessage(app, e);
+    std::cerr << "meshplan: error: " << message << "\n" << "Run 'meshplan --help' for usage.\n";
+    // A command line that asked plan, check or explain for JSON gets the error as JSON on stdout
+    // too, as every later failure does (the parse stopped, so its options are read from argv).
+    if (JsonRequested(argc, argv)) {
+      // The option the message starts with ("--top: expected ...", "--gpus is required").
+      const std::string field = message.rfind("--", 0) == 0 ? message.substr(0, message.find_first_of(": ")) : "";
+      std::cout << meshplan::JsonText(meshplan::ErrorJson("input", message, 2, {}, field));
+    }
     return 2;
   }
   // --format json (plan, check, explain): a failure prints its JSON on stdout too (the message

@@ -487,6 +487,16 @@ meshplan_cli_case(calibrate_runs_none_priced 2
   -- ${MP} calibrate --runs ${CMAKE_SOURCE_DIR}/tests/data/calibration/runs/lora_only.csv --system dgx-h100
      -o ${CMAKE_BINARY_DIR}/calibrate_runs_none_priced.yaml --force)
 
+# --format json: an error of the command line itself (CLI11's parse) is JSON on stdout too.
+meshplan_cli_case(plan_json_parse_error 2 "^    \"field\": \"--top\",$" "^    \"kind\": \"input\",$"
+  "^    \"message\": \"--top: expected an integer in \\[1, 1000\\], found '0'\",$" "^meshplan: error: --top: expected an integer"
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 0 --format json)
+meshplan_cli_case(check_json_missing_option 2 "^    \"field\": \"--gpus\",$" "^    \"message\": \"--gpus is required\",$"
+  -- ${MP} check ${CMAKE_SOURCE_DIR}/tests/data/recipes/mbridge_1_9a_llama3_70b_pretrain_32gpu_h100_bf16.yaml
+     --model llama3-70b --system dgx-h100 --format=json)
+meshplan_cli_case(plan_table_parse_error 2 "^meshplan: error: --top: expected" "!\"error\""
+  -- ${MP} plan --model llama3.1-8b --system dgx-h100 --gpus 8 --seq-len 4096 --global-batch 64 --top 0)
+
 # --format json: a failure prints {"error": ...} on stdout (the plan's counts with it for exit 1),
 # the human message still on stderr, the same exit status (stdout used to be empty).
 add_test(NAME cli.plan_json_errors COMMAND bash -c "
