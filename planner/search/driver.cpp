@@ -193,7 +193,7 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     std::vector<double> b, keys;
     std::vector<int64_t> dps;
     uint32_t position = 0;
-    // After one mesh of the part passes, the rows its meshes share (reading only tp, cp and pp)
+    // After one mesh of the part passes, the rows its meshes share (reading only tp, cp, pp, dp)
     // are known to pass for them all.
     const bool share_part_rows = space.PartsFixTpCpPp();
     bool part_rows_passed = false;

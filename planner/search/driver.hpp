@@ -80,7 +80,7 @@ class alignas(64) Scorer {
   /// Tests the rules of `stage`; counts a rejection per rule. True if rejected. With
   /// `shared_rows_passed`, the stage's rows shared by a group of layouts are known to pass
   /// (another layout of the group passed every row), and only the others are tested, the same
-  /// first failure: at the mesh stage the rows reading only tp, cp and pp
+  /// first failure: at the mesh stage the rows reading only tp, cp, pp and dp
   /// (Rule::part_axes_only; the group: a part's meshes, Space::PartsFixTpCpPp), at the
   /// features stage those reading no recompute field (Rule::reads_recompute false; the group: a
   /// mesh's feature sets, Space::FeatureSetsDifferInRecomputeOnly).
