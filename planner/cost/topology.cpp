@@ -32,6 +32,10 @@ struct Topology::Impl {
   // from leaf (a, rail) to every pod (LeafPathsFrom); index (rail·pods + a)·pods + b.
   mutable std::vector<std::vector<int64_t>> leaf_paths;
   mutable std::vector<char> leaf_path_done;
+  // The edges RailPath walks, by index (E would search the out-edges: a leaf has one per node of
+  // its pod): GPU r -> its rail's NIC and back, and NIC (node, k) -> its leaf and back.
+  std::vector<int64_t> gpu_nic_up, gpu_nic_down;    // [r]
+  std::vector<int64_t> nic_leaf_up, nic_leaf_down;  // [node·nics + k]
 
   Vertex Gpu(int64_t r) const { return Vertex(r); }
   Vertex Switch(int64_t d) const { return Vertex(W + d); }
@@ -47,19 +51,16 @@ struct Topology::Impl {
     return std::min(W - 1, node * G + (rail * G + nics - 1) / nics);
   }
 
-  void Add(Vertex a, Vertex b, double bw, double lat) {
+  // Adds the edges a -> b and b -> a; returns the index of a -> b (b -> a is the next).
+  int64_t Add(Vertex a, Vertex b, double bw, double lat) {
+    const int64_t first = int64_t(edges.size());
     for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
       EdgeProp p{bw, lat, int64_t(edges.size())};
       edges.push_back(boost::add_edge(u, v, p, g).first);
     }
+    return first;
   }
   int64_t E(Vertex a, Vertex b) const { return g[boost::edge(a, b, g).first].index; }
-  // The edge a-b, or -1 when there is none (a partial last node has GPUs on fewer rails).
-  int64_t EdgeOrNone(Vertex a, Vertex b) const {
-    const auto [e, found] = boost::edge(a, b, g);
-    return found ? g[e].index : -1;
-  }
-
   const std::vector<int64_t>& LeafPath(int64_t rail, int64_t pa, int64_t pb) const {
     const size_t key = size_t((rail * pods + pa) * pods + pb);
     if (leaf_path_done.empty()) {
@@ -93,13 +94,14 @@ struct Topology::Impl {
 
   // One rail-aligned path node_a/rail -> node_b/rail carrying `w` units; returns its latency.
   double RailPath(int64_t na, int64_t nb, int64_t rail, double w, std::vector<double>& load) const {
-    const Vertex ga = Gpu(RailGpu(na, rail)), gb = Gpu(RailGpu(nb, rail));
-    const Vertex ca = Nic(na, rail), cb = Nic(nb, rail);
-    const Vertex la = Leaf(Pod(na), rail), lb = Leaf(Pod(nb), rail);
+    const int64_t ra = RailGpu(na, rail), rb = RailGpu(nb, rail);
     double l = 0;
     // GPU-NIC hops are skipped when a partial last node has no GPU on `rail` (worlds that are
-    // not whole nodes; the NIC-leaf hops still carry the traffic).
-    for (int64_t e : {EdgeOrNone(ga, ca), E(ca, la)}) {
+    // not whole nodes; the NIC-leaf hops still carry the traffic): the GPU RailGpu names is then
+    // on another node or rail, and has no edge to this NIC.
+    const int64_t up = Node(ra) == na && Rail(ra) == rail ? gpu_nic_up[size_t(ra)] : -1;
+    const int64_t down = Node(rb) == nb && Rail(rb) == rail ? gpu_nic_down[size_t(rb)] : -1;
+    for (int64_t e : {up, nic_leaf_up[size_t(na * nics + rail)]}) {
       if (e < 0) continue;
       load[e] += w;
       l += g[edges[e]].latency;
@@ -108,7 +110,7 @@ struct Topology::Impl {
       load[e] += w;
       l += g[edges[e]].latency;
     }
-    for (int64_t e : {E(lb, cb), EdgeOrNone(cb, gb)}) {
+    for (int64_t e : {nic_leaf_down[size_t(nb * nics + rail)], down}) {
       if (e < 0) continue;
       load[e] += w;
       l += g[edges[e]].latency;
@@ -191,9 +193,20 @@ Topology::Topology(const SystemSpec& sys, int64_t num_gpus) : impl_(std::make_un
   // NVLink: GPU <-> its domain's NVSwitch; the per-step latency split over the two edges.
   for (int64_t r = 0; r < t.W; ++r) t.Add(t.Gpu(r), t.Switch(t.Domain(r)), nvl, sys.scaleup_latency / 2);
   // PCIe GPU <-> NIC (every GPU to its rail's NIC), NIC <-> leaf, leaf <-> spine.
-  for (int64_t r = 0; r < t.W; ++r) t.Add(t.Gpu(r), t.Nic(t.Node(r), t.Rail(r)), 2.0 * sys.nic_bandwidth, 0.0);
+  t.gpu_nic_up.resize(size_t(t.W));
+  t.gpu_nic_down.resize(size_t(t.W));
+  for (int64_t r = 0; r < t.W; ++r) {
+    t.gpu_nic_up[size_t(r)] = t.Add(t.Gpu(r), t.Nic(t.Node(r), t.Rail(r)), 2.0 * sys.nic_bandwidth, 0.0);
+    t.gpu_nic_down[size_t(r)] = t.gpu_nic_up[size_t(r)] + 1;
+  }
+  t.nic_leaf_up.resize(size_t(t.nodes * t.nics));
+  t.nic_leaf_down.resize(size_t(t.nodes * t.nics));
   for (int64_t node = 0; node < t.nodes; ++node) {
-    for (int64_t k = 0; k < t.nics; ++k) t.Add(t.Nic(node, k), t.Leaf(t.Pod(node), k), nic, sys.scaleout_latency / 2);
+    for (int64_t k = 0; k < t.nics; ++k) {
+      const size_t i = size_t(node * t.nics + k);
+      t.nic_leaf_up[i] = t.Add(t.Nic(node, k), t.Leaf(t.Pod(node), k), nic, sys.scaleout_latency / 2);
+      t.nic_leaf_down[i] = t.nic_leaf_up[i] + 1;
+    }
   }
   for (int64_t p = 0; p < t.pods; ++p) {
     for (int64_t k = 0; k < t.nics; ++k) t.Add(t.Leaf(p, k), t.Spine(), nic * double(kPodNodes), 0.0);
