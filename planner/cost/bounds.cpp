@@ -62,6 +62,11 @@ std::array<double, 2> LayerElementsOf(uint64_t tables_id, const ModelSpec& m, bo
   return last.Store(key, {cost::MegatronLayerElements(m, false, fp8, false), cost::MegatronLayerElements(m, true, fp8, false)});
 }
 
+// The least of a dense and a MoE layer's `dense` and `moe` over the layer kinds `m` has.
+double LeastKind(const ModelSpec& m, double dense, double moe) {
+  return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
+}
+
 // A Megatron layout's axis sizes (at least 1), the tokens per rank per step and the layers per
 // pipeline rank (L/pp), as MegatronBound's terms read them.
 struct MeshSizes {
@@ -151,13 +156,10 @@ double MegatronDpPerMicroBatch(const ModelSpec& m, const SystemSpec& sys, const 
       mfsdp && (l.fsdp_sharding == FsdpSharding::kNoShard || l.fsdp_sharding == FsdpSharding::kOptim);
   if (l.dp_impl != DpImpl::kReplicated && !delayed_reduce) {
     const double tp = z.tp, etp = z.etp, layers = z.layers;
-    auto least_kind = [&](double dense, double moe) {
-      return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
-    };
     const double attn = double(params.attention_per_layer + params.norms_per_layer);
     const double dense_params = attn + double(params.dense_mlp_per_layer);
     const double moe_params = attn + double(params.shared_per_layer + params.router_per_layer);
-    const double layer_dense = least_kind(dense_params, moe_params);
+    const double layer_dense = LeastKind(m, dense_params, moe_params);
     const double moe_layers = m.is_moe() ? std::max(0.0, layers - double(m.num_dense_layers)) : 0.0;
     const double ep = double(std::max<int64_t>(1, l.ep));
     const double one_layer_experts = double(m.num_experts) * double(params.expert_per_layer);
@@ -231,14 +233,10 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
                              elements[0] * mem_s_per_elem + unfused_s;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops + f.routed_flops) / tp * (1 + e) * gemm_s_per_flop +
                            core_s + elements[1] * mem_s_per_elem + unfused_s;
-  // The least of the layer kinds the model has.
-  auto least_kind = [&](double dense, double moe) {
-    return !m.is_moe() ? dense : m.num_dense_layers > 0 ? std::min(dense, moe) : moe;
-  };
-  b.fixed = tokens * layers * least_kind(dense_layer, moe_layer);
+  b.fixed = tokens * layers * LeastKind(m, dense_layer, moe_layer);
   // Every layer's kernels leave a gap (fit.kernel_overhead each) per micro-batch.
   const cost::MegatronLayerKernels& k = t.kernels;
-  b.per_micro_batch = std::max(0.0, fit.kernel_overhead) * layers * least_kind(k.dense, k.moe) * (1 + e);
+  b.per_micro_batch = std::max(0.0, fit.kernel_overhead) * layers * LeastKind(m, k.dense, k.moe) * (1 + e);
   const double h = double(m.hidden_size);
   if (l.tp > 1) {
     const cost::Link& link = t.tp_link;
@@ -248,7 +246,7 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
     // α·2(tp − 1) per micro-batch plus the bytes of the step's tokens.
     const double dense_v = l.sequence_parallel ? (full ? 7.0 : 5.0) : (full ? 6.0 : 4.0);
     const double moe_v = (etp > 1 ? 5.0 : 2.5) * (full ? 1.4 : 1.0);
-    const double volumes = least_kind(dense_v, moe_v) * layers;
+    const double volumes = LeastKind(m, dense_v, moe_v) * layers;
     const double bytes = link.busbw_bytes_per_s > 0
                              ? volumes * tokens * h * 2.0 * 2.0 * (tp - 1) / tp / link.busbw_bytes_per_s
                              : 0.0;
@@ -290,7 +288,7 @@ StepLowerBound MegatronBound(const ModelSpec& m, const SystemSpec& sys, const Tr
   // The host's issue time (MegatronHostBound adds what the GPU's work does not cover): per
   // micro-batch the rank's layers x the fewer host kernels of the two layer kinds, at
   // kHostSecondsPerKernel.
-  b.host_per_micro_batch = cost::kHostSecondsPerKernel * layers * least_kind(k.dense_host, k.moe_host) * (1 + e);
+  b.host_per_micro_batch = cost::kHostSecondsPerKernel * layers * LeastKind(m, k.dense_host, k.moe_host) * (1 + e);
   return b;
 }
 
@@ -345,8 +343,7 @@ StepLowerBound CostModel::StepLowerBoundOf(const CostView& l) const {
   const double core = f.attn_core_flops / tp * (1 + e_core);
   const double dense_layer = f.DenseLayerLinear() / tp * (1 + e_mm) + core;
   const double moe_layer = (f.attn_linear_flops + f.shared_flops) / tp * (1 + e_mm) + f.routed_flops * (1 + e_mm) + core;
-  double per_layer = dense_layer;
-  if (m.is_moe()) per_layer = m.num_dense_layers > 0 ? std::min(dense_layer, moe_layer) : moe_layer;
+  const double per_layer = LeastKind(m, dense_layer, moe_layer);
   const GpuSpec& gpu = system_.gpu;
   const double eff = system_.compute_efficiency > 0 ? system_.compute_efficiency : 1.0;
   const double rate = std::max(cost::PeakFlops(gpu, setup_.precision) * cost::MatmulEfficiency(gpu, setup_.precision),

@@ -33,9 +33,10 @@ struct Topology::Impl {
   mutable std::vector<std::vector<int64_t>> leaf_paths;
   mutable std::vector<char> leaf_path_done;
   // The edges RailPath walks, by index (E would search the out-edges: a leaf has one per node of
-  // its pod): GPU r -> its rail's NIC and back, and NIC (node, k) -> its leaf and back.
-  std::vector<int64_t> gpu_nic_up, gpu_nic_down;    // [r]
-  std::vector<int64_t> nic_leaf_up, nic_leaf_down;  // [node·nics + k]
+  // its pod): GPU r -> its rail's NIC, and NIC (node, k) -> its leaf; the edge back is the next
+  // index (Add).
+  std::vector<int64_t> gpu_nic_up;   // [r]
+  std::vector<int64_t> nic_leaf_up;  // [node·nics + k]
 
   Vertex Gpu(int64_t r) const { return Vertex(r); }
   Vertex Switch(int64_t d) const { return Vertex(W + d); }
@@ -100,7 +101,7 @@ struct Topology::Impl {
     // not whole nodes; the NIC-leaf hops still carry the traffic): the GPU RailGpu names is then
     // on another node or rail, and has no edge to this NIC.
     const int64_t up = Node(ra) == na && Rail(ra) == rail ? gpu_nic_up[size_t(ra)] : -1;
-    const int64_t down = Node(rb) == nb && Rail(rb) == rail ? gpu_nic_down[size_t(rb)] : -1;
+    const int64_t down = Node(rb) == nb && Rail(rb) == rail ? gpu_nic_up[size_t(rb)] + 1 : -1;
     for (int64_t e : {up, nic_leaf_up[size_t(na * nics + rail)]}) {
       if (e < 0) continue;
       load[e] += w;
@@ -110,7 +111,7 @@ struct Topology::Impl {
       load[e] += w;
       l += g[edges[e]].latency;
     }
-    for (int64_t e : {nic_leaf_down[size_t(nb * nics + rail)], down}) {
+    for (int64_t e : {nic_leaf_up[size_t(nb * nics + rail)] + 1, down}) {
       if (e < 0) continue;
       load[e] += w;
       l += g[edges[e]].latency;
@@ -194,18 +195,14 @@ Topology::Topology(const SystemSpec& sys, int64_t num_gpus) : impl_(std::make_un
   for (int64_t r = 0; r < t.W; ++r) t.Add(t.Gpu(r), t.Switch(t.Domain(r)), nvl, sys.scaleup_latency / 2);
   // PCIe GPU <-> NIC (every GPU to its rail's NIC), NIC <-> leaf, leaf <-> spine.
   t.gpu_nic_up.resize(size_t(t.W));
-  t.gpu_nic_down.resize(size_t(t.W));
   for (int64_t r = 0; r < t.W; ++r) {
     t.gpu_nic_up[size_t(r)] = t.Add(t.Gpu(r), t.Nic(t.Node(r), t.Rail(r)), 2.0 * sys.nic_bandwidth, 0.0);
-    t.gpu_nic_down[size_t(r)] = t.gpu_nic_up[size_t(r)] + 1;
   }
   t.nic_leaf_up.resize(size_t(t.nodes * t.nics));
-  t.nic_leaf_down.resize(size_t(t.nodes * t.nics));
   for (int64_t node = 0; node < t.nodes; ++node) {
     for (int64_t k = 0; k < t.nics; ++k) {
-      const size_t i = size_t(node * t.nics + k);
-      t.nic_leaf_up[i] = t.Add(t.Nic(node, k), t.Leaf(t.Pod(node), k), nic, sys.scaleout_latency / 2);
-      t.nic_leaf_down[i] = t.nic_leaf_up[i] + 1;
+      t.nic_leaf_up[size_t(node * t.nics + k)] =
+          t.Add(t.Nic(node, k), t.Leaf(t.Pod(node), k), nic, sys.scaleout_latency / 2);
     }
   }
   for (int64_t p = 0; p < t.pods; ++p) {

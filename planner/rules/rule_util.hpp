@@ -46,6 +46,10 @@ std::span<const Rule> BatchRules();
 /// (Transformer Engine check_fp8_support; torchao float8 likewise), NVFP4 needs Blackwell
 /// (check_nvfp4_support); in hwdb terms a nonzero fp8_tflops / fp4_tflops. Passes when the
 /// system is unknown.
+/// Whether `m` is DeepSeek-V4 (its hybrid attention and hash-routed layers have rules of their
+/// own in both frameworks' tables: Rule::applies).
+inline bool IsDeepseekV4(const ModelSpec& m) { return m.architecture == Architecture::kDeepseekV4; }
+
 inline bool PrecisionSupported(const RuleContext& c) {
   if (c.system == nullptr) return true;
   if (c.setup.precision == Precision::kFp8) return c.system->gpu.fp8_flops > 0;

@@ -197,6 +197,9 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
     // are known to pass for them all.
     const bool share_part_rows = space.PartsFixTpCpPp();
     bool part_rows_passed = false;
+    // After one feature set of a mesh passes, the rows it shares with the others (those reading
+    // no recompute field) are known to pass for them all.
+    const bool share_rows = space.FeatureSetsDifferInRecomputeOnly();
     space.Meshes(p, [&](const Layout& mesh) {
       const uint32_t mesh_position = position++;
       if (timed && (mesh_position & 4095) == 0 && std::chrono::steady_clock::now() >= req.deadline) {
@@ -210,9 +213,6 @@ SubtreeList Subtrees(const PlanRequest& req, const Space& space, const CostModel
       space.Features(mesh, features);
       bool any = false;
       CostView sibling;  // the view of the mesh's first feature set bounded
-      // After one feature set of the mesh passes, the rows it shares with the others (those
-      // reading no recompute field) are known to pass for them all.
-      const bool share_rows = space.FeatureSetsDifferInRecomputeOnly();
       for (size_t k = 0; k < features.size(); ++k) {
         const Layout& f = features[k];
         if (s.Reject(f, RuleStage::kFeatures, share_rows && any)) continue;

@@ -17,16 +17,6 @@ using namespace meshplan;
 
 namespace {
 
-SystemSpec H100() {
-  SystemSpec s;
-  s.name = "h100-test";
-  s.gpu.name = "h100-sxm";
-  s.gpu.fp8_flops = 1979e12;
-  s.gpu.compute_capability = 9.0;
-  s.gpus_per_node = 8;
-  return s;
-}
-
 // Layouts of `framework` over a grid of the fields the model-gated rows read (axis sizes,
 // VPP, the layer split, SP, the EP overlap, CP exchange, Megatron FSDP, recompute), for `m`.
 std::vector<Layout> Grid(Framework framework) {
@@ -63,7 +53,7 @@ std::vector<Layout> Grid(Framework framework) {
 }
 
 void CheckGatedRowsPass(std::span<const Rule> table, Framework framework, size_t expect_gated) {
-  const SystemSpec sys = H100();
+  const SystemSpec sys = LoadSystem("dgx-h100");
   size_t gated = 0;
   for (const Rule& r : table) {
     if (r.applies == nullptr) continue;
@@ -145,7 +135,7 @@ TEST_CASE("the search's rule rows are the stage's rows that apply to its model")
 }
 
 TEST_CASE("a features rule that reads no recompute field has one verdict per mesh") {
-  const SystemSpec sys = H100();
+  const SystemSpec sys = LoadSystem("dgx-h100");
   // The recompute and CUDA-graph settings a Megatron-Bridge mesh's feature sets take
   // (MegatronSpace::Features, FitCudaGraphsToRecompute), and a few more.
   struct Variant {
@@ -212,7 +202,7 @@ TEST_CASE("a features rule that reads no recompute field has one verdict per mes
 }
 
 TEST_CASE("a mesh rule that reads only tp cp pp and dp has one verdict per walk part") {
-  const SystemSpec sys = H100();
+  const SystemSpec sys = LoadSystem("dgx-h100");
   // Models on which every marked row applies: a dense and a MoE one, one with Mamba-2 and one
   // with Gated DeltaNet layers, DeepSeek-V4.
   ModelSpec mamba = test::Llama3_70B();

@@ -16,10 +16,8 @@ const Layout& L(const RuleContext& c) { return c.layout; }
 /// backend.attn == "tilelang" for DeepSeek-V4 (its CP shards the queries and all-gathers the
 /// keys, deepseek_v4/cp.py), and validate_for_mesh refuses another backend.
 /// Source: _transformers/capabilities.py::ModelCapabilities.supports_cp, validate_for_mesh.
-bool IsDsv4(const ModelSpec& m) { return m.architecture == Architecture::kDeepseekV4; }
-
 bool Dsv4CpNeedsTilelang(const RuleContext& c) {
-  return L(c).cp == 1 || c.model.architecture != Architecture::kDeepseekV4 || L(c).am_backend.attn_tilelang;
+  return L(c).cp == 1 || !IsDeepseekV4(c.model) || L(c).am_backend.attn_tilelang;
 }
 std::string Dsv4CpNeedsTilelangMsg(const RuleContext& c) {
   return Cat("Context parallelism (cp_size=", L(c).cp, ") for ", c.model.architecture_name,
@@ -30,7 +28,7 @@ std::string Dsv4CpNeedsTilelangMsg(const RuleContext& c) {
 const Rule kRules[] = {
     ForModels({"dsv4_cp_needs_tilelang", "_transformers/capabilities.py::validate_for_mesh", RuleStage::kMesh,
                Dsv4CpNeedsTilelang, Dsv4CpNeedsTilelangMsg, kNoDp},
-              IsDsv4),
+              IsDeepseekV4),
 };
 
 }  // namespace

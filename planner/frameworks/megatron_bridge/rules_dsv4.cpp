@@ -14,11 +14,9 @@ namespace {
 
 using namespace mb;
 
-bool IsDsv4(const ModelSpec& m) { return m.architecture == Architecture::kDeepseekV4; }
-
 /// Source: transformer_config.py, the dsv4_hybrid branch (assert tensor_model_parallel_size
 /// == 1, "DSv4 Hybrid Attention only supports TP size 1.").
-bool Dsv4Tp(const RuleContext& c) { return !IsDsv4(c.model) || L(c).tp == 1; }
+bool Dsv4Tp(const RuleContext& c) { return !IsDeepseekV4(c.model) || L(c).tp == 1; }
 std::string Dsv4TpMsg(const RuleContext& c) {
   return Cat("DSv4 Hybrid Attention only supports TP size 1 (tensor_model_parallel_size=", L(c).tp,
              "); scale DeepSeek-V4 with expert and pipeline parallelism (Megatron-Bridge's DeepSeek-V4 README: "
@@ -31,7 +29,7 @@ std::string Dsv4TpMsg(const RuleContext& c) {
 /// sequence_packing_scheduler ("BSHD inputs are not supported"). meshplan's Megatron-Bridge
 /// layouts are BSHD (unpacked): Megatron-Bridge's DeepSeek-V4 recipes run unpacked (SBHD), and
 /// its README lists context parallelism for DeepSeek-V4 as not yet supported.
-bool Dsv4Cp(const RuleContext& c) { return !IsDsv4(c.model) || L(c).cp == 1; }
+bool Dsv4Cp(const RuleContext& c) { return !IsDeepseekV4(c.model) || L(c).cp == 1; }
 std::string Dsv4CpMsg(const RuleContext& c) {
   return Cat("DSv4 Hybrid with context parallelism requires cp_partition_mode='contiguous', and "
              "cp_partition_mode='contiguous' with context parallelism requires THD inputs from a "
@@ -58,7 +56,7 @@ int64_t EmbeddingStageLayers(const RuleContext& c) {
 /// stage" as the embedding (moe_n_hash_layers <= the decoder layers of that stage).
 bool Dsv4HashLayout(const RuleContext& c) {
   const Layout& l = L(c);
-  if (!IsDsv4(c.model) || c.model.dsv4.num_hash_layers == 0 || l.pp <= 1) return true;
+  if (!IsDeepseekV4(c.model) || c.model.dsv4.num_hash_layers == 0 || l.pp <= 1) return true;
   return l.pp_layout != nullptr || l.pp_split == MbPpSplit::kLayout;
 }
 std::string Dsv4HashLayoutMsg(const RuleContext& c) {
@@ -69,7 +67,7 @@ std::string Dsv4HashLayoutMsg(const RuleContext& c) {
 }
 bool Dsv4HashStage(const RuleContext& c) {
   const Layout& l = L(c);
-  if (!IsDsv4(c.model) || c.model.dsv4.num_hash_layers == 0 || l.pp <= 1) return true;
+  if (!IsDeepseekV4(c.model) || c.model.dsv4.num_hash_layers == 0 || l.pp <= 1) return true;
   if (l.pp_layout == nullptr && l.pp_split != MbPpSplit::kLayout) return true;  // Dsv4HashLayout's
   return c.model.dsv4.num_hash_layers <= EmbeddingStageLayers(c);
 }
@@ -83,7 +81,7 @@ std::string Dsv4HashStageMsg(const RuleContext& c) {
 /// overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm does not support
 /// moe_n_hash_layers > 0 for now.").
 bool Dsv4HashEpOverlap(const RuleContext& c) {
-  return !IsDsv4(c.model) || c.model.dsv4.num_hash_layers == 0 || L(c).mb.ep_a2a_overlap != Tri::kTrue;
+  return !IsDeepseekV4(c.model) || c.model.dsv4.num_hash_layers == 0 || L(c).mb.ep_a2a_overlap != Tri::kTrue;
 }
 std::string Dsv4HashEpOverlapMsg(const RuleContext& c) {
   return Cat("overlap_moe_expert_parallel_comm does not support moe_n_hash_layers > 0 for now (",
@@ -96,16 +94,16 @@ constexpr const char* kConfig = "MCore (dev d48bd6be) transformer/transformer_co
 
 // Every row concerns DeepSeek-V4's attention or hash routing: it passes on other models.
 const Rule kRules[] = {
-    ForModels(ReadsPartAxesOnly({"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false}), IsDsv4),
-    ForModels(ReadsPartAxesOnly({"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false}), IsDsv4),
+    ForModels(ReadsPartAxesOnly({"mb_dsv4_tp1", kConfig, RuleStage::kMesh, Dsv4Tp, Dsv4TpMsg, false}), IsDeepseekV4),
+    ForModels(ReadsPartAxesOnly({"mb_dsv4_cp_needs_thd", kConfig, RuleStage::kMesh, Dsv4Cp, Dsv4CpMsg, false}), IsDeepseekV4),
     ForModels({"mb_dsv4_hash_layers_need_pp_layout", kConfig, RuleStage::kBatch, Dsv4HashLayout, Dsv4HashLayoutMsg,
                false},
-              IsDsv4),
+              IsDeepseekV4),
     ForModels({"mb_dsv4_hash_layers_first_stage", kConfig, RuleStage::kBatch, Dsv4HashStage, Dsv4HashStageMsg, false},
-              IsDsv4),
+              IsDeepseekV4),
     ForModels(ReadsNoRecompute({"mb_dsv4_hash_layers_ep_overlap", kConfig, RuleStage::kFeatures, Dsv4HashEpOverlap,
                                 Dsv4HashEpOverlapMsg, false}),
-              IsDsv4),
+              IsDeepseekV4),
 };
 
 }  // namespace
